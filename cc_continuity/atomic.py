@@ -1,0 +1,71 @@
+"""Crash-safe file replacement.
+
+Readers either see the old bytes or the new bytes, never a torn file: write a
+unique temp file beside the target, fsync it, ``os.replace`` it over the
+target, fsync the directory.  A symlinked target (dotfile setups) is written
+through to the file it points at, so the link survives.
+"""
+
+import os
+
+TMP_MARK = ".cc-continuity-tmp-"
+
+
+def resolve_target(path):
+    """The real file behind ``path`` (following symlinks, even dangling ones)."""
+    return os.path.realpath(path)
+
+
+def write_bytes(path, data, mode=None, fsync=True):
+    """Atomically replace ``path`` with ``data``.
+
+    ``mode``: the new file's permission bits; by default an existing file
+    keeps its mode and a new one gets 0600.
+    """
+    target = resolve_target(path)
+    d = os.path.dirname(target) or "."
+    if mode is None:
+        try:
+            mode = os.stat(target).st_mode & 0o7777
+        except FileNotFoundError:
+            mode = 0o600
+    tmp = os.path.join(d, "%s%s.%d.%s" % (TMP_MARK, os.path.basename(target), os.getpid(), os.urandom(4).hex()))
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)
+    try:
+        try:
+            os.fchmod(fd, mode)  # umask may have masked bits away
+            view = memoryview(data)
+            while view:
+                n = os.write(fd, view)
+                view = view[n:]
+            if fsync:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    if fsync:
+        _fsync_dir(d)
+    return target
+
+
+def write_text(path, text, mode=None, fsync=True):
+    return write_bytes(path, text.encode("utf-8"), mode=mode, fsync=fsync)
+
+
+def _fsync_dir(d):
+    try:
+        fd = os.open(d, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

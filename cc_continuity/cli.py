@@ -1,0 +1,61 @@
+"""``cc-continuity <verb>``: one module per verb in :mod:`cc_continuity.commands`.
+
+A module becomes a verb by defining ``register(subparsers)`` (which adds its
+parser and ``set_defaults(func=run)``) and ``run(args) -> int``.  Verbs are
+discovered, so adding one never edits this file.
+"""
+
+import argparse
+import importlib
+import pkgutil
+import sys
+
+from . import __version__, commands
+
+
+def build_parser():
+    parser = argparse.ArgumentParser(
+        prog="cc-continuity",
+        description="Zero-touch session rotation for Claude Code.",
+    )
+    parser.add_argument("--version", action="version", version="cc-continuity %s" % __version__)
+    sub = parser.add_subparsers(dest="verb", metavar="<command>")
+    for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
+        if info.name.startswith("_"):
+            continue
+        try:
+            mod = importlib.import_module("%s.%s" % (commands.__name__, info.name))
+        except Exception as e:  # one broken verb must not take the others down
+            sys.stderr.write("cc-continuity: command %r unavailable: %s\n" % (info.name, e))
+            continue
+        if hasattr(mod, "register"):
+            mod.register(sub)
+    return parser
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    # The hook path must stay lean: route it before building the full parser.
+    if argv[:1] == ["hook"]:
+        from .hooks.dispatch import main as hook_main
+
+        hook_main(argv[1:])
+    if argv[:1] == ["statusline"]:
+        from .statusline import main as status_main
+
+        status_main()
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""CLI verbs, one module each (see :mod:`cc_continuity.cli`)."""

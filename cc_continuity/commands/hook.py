@@ -1,0 +1,14 @@
+"""``cc-continuity hook <EventName>``: run one hook (reads the event JSON on stdin)."""
+
+
+def register(sub):
+    p = sub.add_parser("hook", help="run a Claude Code hook (JSON on stdin; always exits 0)")
+    p.add_argument("event", help="the event name exactly as Claude Code spells it, e.g. PostToolUse")
+    p.set_defaults(func=run)
+
+
+def run(args):
+    from ..hooks.dispatch import main
+
+    main([args.event])
+    return 0

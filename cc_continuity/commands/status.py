@@ -1,0 +1,84 @@
+"""``cc-continuity status [--json]``: this project's sessions, ratio, level and state."""
+
+import os
+
+from .. import meter, session
+from ._util import ago, current_project, load_config, print_json
+
+
+def register(sub):
+    p = sub.add_parser("status", help="this project's sessions: ratio, level, state")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--all", action="store_true", help="include ended and rotated sessions")
+    p.set_defaults(func=run)
+
+
+def pid_alive(pid):
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def describe(proj, cfg, n):
+    sdir = proj.session_dir(n)
+    try:
+        rec = session.load(sdir)
+    except (OSError, ValueError) as e:
+        return {"number": n, "name": proj.session_name(n), "state": "UNREADABLE", "error": str(e)}
+    reading = None
+    if rec["state"] not in (session.ROTATED, session.ENDED) and rec.get("transcript"):
+        try:
+            got = meter.read_transcript(rec["transcript"])
+            from ..hooks.common import statusline_window
+
+            window, wsrc = meter.resolve_window(cfg["window"], statusline_window(sdir), rec.get("model") or got["model"])
+            reading = meter.reading(got["tokens"], window, wsrc, cfg, got["source"])
+        except OSError:
+            reading = None
+    if reading is None:
+        reading = rec.get("last_reading")
+    return {
+        "number": n,
+        "name": rec.get("name"),
+        "session_id": rec.get("session_id"),
+        "state": rec["state"],
+        "alive": pid_alive(rec.get("pid")),
+        "pid": rec.get("pid"),
+        "tmux_pane": rec.get("tmux_pane"),
+        "percent": reading.get("percent") if reading else None,
+        "tokens": reading.get("tokens") if reading else None,
+        "window": reading.get("window") if reading else None,
+        "level": reading.get("level") if reading else None,
+        "flags": rec.get("flags") or {},
+        "predecessor": rec.get("predecessor"),
+        "successor": rec.get("successor"),
+        "updated": rec.get("updated"),
+    }
+
+
+def run(args):
+    proj = current_project()
+    cfg = load_config(proj.root)
+    rows = [describe(proj, cfg, n) for n in proj.numbers()]
+    if not args.all:
+        live = [r for r in rows if r["state"] not in (session.ROTATED, session.ENDED)]
+        rows = live or rows[-1:]
+    if args.json:
+        print_json({"project": proj.root, "slug": proj.slug, "enabled": cfg["enabled"], "sessions": rows})
+        return 0
+    print("%s  (%s)  rotation %s" % (proj.slug, proj.root, "on" if cfg["enabled"] else "OFF"))
+    if not rows:
+        print("  no sessions recorded yet")
+    for r in rows:
+        pct = "-" if r.get("percent") is None else "%.0f%%" % r["percent"]
+        flags = " ".join("[%s]" % f.upper().replace("_", "-") for f in r.get("flags") or {})
+        print("  %-24s %-22s %5s %-6s %s %s %s" % (
+            r.get("name"), r["state"], pct, r.get("level") or "-",
+            "alive" if r.get("alive") else "gone ", ago(r.get("updated")), flags))
+    return 0

@@ -1,0 +1,259 @@
+"""Layered, validated configuration.
+
+Precedence, lowest first: built-in defaults < ``$CC_CONTINUITY_HOME/config.json``
+< ``<project root>/.claude/continuity.json`` < environment.  A wrong type or
+value is a :class:`ConfigError` naming the file and the key; an unknown key is
+only a warning (so a newer config file does not break an older install).
+Standard library only (read on every hook).
+"""
+
+import os
+
+from . import atomic, fastjson, paths
+
+HANDOFF_SECTIONS = [
+    "Goal",
+    "Done so far",
+    "Current state",
+    "Next steps",
+    "Decisions and constraints",
+    "Open questions",
+    "Files touched",
+    "How to verify",
+]
+
+
+def _int(lo=None, hi=None, null=False):
+    def check(v):
+        if v is None and null:
+            return None
+        if isinstance(v, bool) or not isinstance(v, int):
+            return "must be an integer" + (" or null" if null else "")
+        if lo is not None and v < lo:
+            return "must be >= %d" % lo
+        if hi is not None and v > hi:
+            return "must be <= %d" % hi
+        return None
+    return check
+
+
+def _num(lo, hi):
+    def check(v):
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            return "must be a number"
+        if not (lo < v <= hi):
+            return "must be > %g and <= %g" % (lo, hi)
+        return None
+    return check
+
+
+def _bool(v):
+    return None if isinstance(v, bool) else "must be true or false"
+
+
+def _url(v):
+    if v is None:
+        return None
+    if not isinstance(v, str) or not (v.startswith("http://") or v.startswith("https://")):
+        return "must be an http(s) URL or null"
+    return None
+
+
+def _str_or_null(v):
+    return None if v is None or isinstance(v, str) else "must be a string or null"
+
+
+def _str_list(v):
+    if not isinstance(v, list) or not all(isinstance(x, str) and x for x in v):
+        return "must be a list of non-empty strings"
+    return None
+
+
+def _nonempty_str_list(v):
+    return _str_list(v) or (None if v else "must not be empty")
+
+
+# key: (default, validator, one-line meaning)
+SCHEMA = {
+    "enabled": (True, _bool, "rotation on/off (per project: .claude/continuity.json)"),
+    "window": (None, _int(1000, 100_000_000, null=True), "context window in tokens; null = detect"),
+    "warn": (55, _num(0, 100), "percent of the window: note to wrap up soon"),
+    "rotate": (62, _num(0, 100), "percent: hand off and rotate at the next turn end"),
+    "hard": (72, _num(0, 100), "percent: deny tools except writing the handoff"),
+    "rotate_tokens": (None, _int(1000, null=True), "absolute token cap that triggers rotate on big windows"),
+    "unattended": (False, _bool, "start claude with --dangerously-skip-permissions for the whole chain"),
+    "tmux": (True, _bool, "type /clear through tmux; false = ask the user to type it"),
+    "ntfy_url": (None, _url, "ntfy topic URL for phone pushes; null = off"),
+    "ntfy_token": (None, _str_or_null, "bearer token for the ntfy server"),
+    "notify_events": (["all"], _str_list, "which events push (names, or all)"),
+    "handoff_sections": (list(HANDOFF_SECTIONS), _nonempty_str_list, "required handoff sections"),
+    "handoff_min_chars": (400, _int(0), "smallest acceptable handoff"),
+    "handoff_max_chars": (24000, _int(100), "largest acceptable handoff"),
+    "handoff_max_tries": (3, _int(1, 6), "model attempts before a machine handoff"),
+    "snapshot_max_file_bytes": (10 * 1024 * 1024, _int(0), "untracked/changed files above this are skipped"),
+    "bootstrap_max_tokens": (2500, _int(200, 2400000), "budget for the successor's injected text (chars/4)"),
+    "precompact_block": (True, _bool, "block an auto-compaction at rotate and hand off instead"),
+    "rotator_idle_timeout_s": (120, _int(1, 3600), "how long the rotator waits for Claude Code to go idle"),
+    "rotator_marker_timeout_s": (60, _int(1, 600), "how long it waits for the successor to start"),
+    "rotator_delivery_timeout_s": (20, _int(1, 600), "how long it waits for the continuation to arrive"),
+    "rotator_retries": (3, _int(0, 10), "bounded retries per rotator step"),
+    "statusline_chain_timeout_ms": (1000, _int(50, 10000), "budget for the chained user status line"),
+    "statusline_color": (True, _bool, "ANSI colours in the status line"),
+    "watchdog_health_url": (None, _url, "model server liveness URL (e.g. http://host:8000/health)"),
+    "watchdog_progress_url": (None, _url, "metrics URL whose counter must advance (progress probe)"),
+    "watchdog_progress_metric": ("vllm:iteration_tokens_total", _str_or_null, "metric name for the progress probe"),
+    "watchdog_probe_timeout_s": (10, _num(0, 300), "per-probe deadline"),
+    "watchdog_fail_threshold": (3, _int(1, 100), "consecutive failures before DOWN"),
+    "watchdog_interval_s": (15, _num(0, 3600), "seconds between watchdog cycles"),
+    "watchdog_grace_s": (120, _num(0, 86400), "grace after a state change before acting"),
+    "watchdog_stall_s": (600, _num(0, 86400), "a turn with no transcript growth this long is stalled"),
+    "watchdog_exit_hang_s": (30, _num(0, 86400), "alive this long after SessionEnd = hung on exit"),
+    "watchdog_max_actions": (3, _int(0, 100), "cap per action kind per session"),
+    "watchdog_backoff_s": (300, _num(0, 86400), "minimum spacing between two actions of one kind"),
+    "watchdog_digest_file": (None, _str_or_null, "log file whose redacted tail goes into a nudge"),
+    "watchdog_digest_command": (None, _str_or_null, "command whose redacted output goes into a nudge"),
+    "watchdog_power_cycle_command": (None, _str_or_null, "run when the model server stays DOWN"),
+    "watchdog_power_cycle_after_s": (900, _num(0, 86400), "DOWN this long before the power-cycle command"),
+    "watchdog_power_cycle_cooldown_s": (3600, _num(0, 864000), "spacing between power cycles"),
+    "watchdog_power_cycle_daily_cap": (3, _int(0, 100), "power cycles per day at most"),
+}
+
+DEFAULTS = {k: v[0] for k, v in SCHEMA.items()}
+
+
+class ConfigError(ValueError):
+    """A config file or value is wrong.  ``file`` and ``key`` say where."""
+
+    def __init__(self, file, key, msg):
+        self.file = file
+        self.key = key
+        self.msg = msg
+        where = file if key is None else "%s: key %r" % (file, key)
+        super().__init__("%s: %s" % (where, msg))
+
+
+class Config:
+    """The effective values plus where each came from."""
+
+    def __init__(self):
+        self.values = {k: (list(v) if isinstance(v, list) else v) for k, v in DEFAULTS.items()}
+        self.sources = {k: "default" for k in DEFAULTS}
+        self.warnings = []
+
+    def __getitem__(self, key):
+        return self.values[key]
+
+    def get(self, key, default=None):
+        return self.values.get(key, default)
+
+    def source(self, key):
+        return self.sources[key]
+
+    def thresholds(self):
+        return self.values["warn"], self.values["rotate"], self.values["hard"]
+
+
+def project_file(root):
+    return os.path.join(root, ".claude", "continuity.json")
+
+
+def _read(path):
+    """The parsed object in ``path``, or None when the file does not exist."""
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        raise ConfigError(path, None, "cannot read: %s" % e.strerror) from None
+    if not raw.strip():
+        return {}
+    try:
+        doc = fastjson.loads(raw)
+    except (ValueError, UnicodeDecodeError) as e:
+        raise ConfigError(path, None, "not valid JSON (%s)" % e) from None
+    if not isinstance(doc, dict):
+        raise ConfigError(path, None, "must contain a JSON object")
+    return doc
+
+
+def validate(doc, path, warnings=None):
+    """Raise ConfigError for the first bad value; collect unknown keys as warnings."""
+    for key, value in doc.items():
+        if key.startswith("$") or key.startswith("//"):
+            continue  # "$schema" / comment keys
+        spec = SCHEMA.get(key)
+        if spec is None:
+            if warnings is not None:
+                warnings.append("%s: unknown key %r ignored" % (path, key))
+            continue
+        problem = spec[1](value)
+        if problem:
+            raise ConfigError(path, key, problem)
+
+
+def _check_order(cfg):
+    w, r, h = cfg.thresholds()
+    if not (w <= r <= h):
+        key = "warn" if w > r else "rotate"
+        raise ConfigError(cfg.source(key), key, "thresholds must satisfy warn <= rotate <= hard (got %g, %g, %g)" % (w, r, h))
+
+
+def load(project_root=None, env=None):
+    """The effective config for ``project_root`` (None: global only)."""
+    env = os.environ if env is None else env
+    cfg = Config()
+    layers = [paths.config_file()]
+    if project_root:
+        layers.append(project_file(project_root))
+    for path in layers:
+        doc = _read(path)
+        if not doc:
+            continue
+        validate(doc, path, cfg.warnings)
+        for key, value in doc.items():
+            if key in SCHEMA:
+                cfg.values[key] = value
+                cfg.sources[key] = path
+    if env.get("CC_CONTINUITY") == "0":
+        cfg.values["enabled"] = False
+        cfg.sources["enabled"] = "env CC_CONTINUITY=0"
+    if env.get("CC_CONTINUITY_UNATTENDED") == "1":
+        cfg.values["unattended"] = True
+        cfg.sources["unattended"] = "env CC_CONTINUITY_UNATTENDED=1"
+    _check_order(cfg)
+    return cfg
+
+
+def _update(path, changes):
+    """Validate ``changes`` merged over ``path`` and write atomically; None deletes a key."""
+    doc = _read(path) or {}
+    new = dict(doc)
+    for key, value in changes.items():
+        if key not in SCHEMA:
+            raise ConfigError(path, key, "unknown key")
+        if value is None and SCHEMA[key][0] is not None:
+            new.pop(key, None)
+        else:
+            new[key] = value
+    validate(new, path)
+    merged = Config()
+    for key, value in new.items():
+        if key in SCHEMA:
+            merged.values[key] = value
+            merged.sources[key] = path
+    _check_order(merged)
+    import json  # not on the hook path
+
+    paths.ensure_dir(os.path.dirname(path))
+    atomic.write_text(path, json.dumps(new, indent=2, sort_keys=False) + "\n")
+    return new
+
+
+def update_global(changes):
+    paths.ensure_dir(paths.home())
+    return _update(paths.config_file(), changes)
+
+
+def update_project(root, changes):
+    return _update(project_file(root), changes)

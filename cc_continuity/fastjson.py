@@ -1,0 +1,77 @@
+"""JSON through the C accelerator directly.
+
+``import json`` drags in ``re`` and ``enum`` (~3 ms), a third of the
+interpreter's own start.  The hook fast path runs on every tool call, so it
+talks to ``_json`` itself and only falls back to ``json`` when the
+accelerator is missing (other Pythons).
+"""
+
+try:
+    import _json
+except ImportError:  # pragma: no cover - CPython always has it
+    _json = None
+
+
+class _Ctx:
+    strict = True
+    object_hook = None
+    object_pairs_hook = None
+    parse_float = float
+    parse_int = int
+    memo = None
+
+    @staticmethod
+    def parse_constant(name):
+        return {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}[name]
+
+
+class DecodeError(ValueError):
+    """Raised for anything that is not exactly one JSON document."""
+
+
+_WS = " \t\n\r"
+
+if _json is not None:
+    _ctx = _Ctx()
+    _ctx.memo = {}
+    _scan = _json.make_scanner(_ctx)
+    _encode = _json.make_encoder(
+        None, None, _json.encode_basestring_ascii, None, ":", ",", False, False, True
+    )
+    _encode_pretty = None
+
+    def loads(s):
+        """Parse one JSON document; trailing garbage is an error."""
+        if isinstance(s, (bytes, bytearray)):
+            s = s.decode("utf-8")
+        i = 0
+        n = len(s)
+        while i < n and s[i] in _WS:
+            i += 1
+        try:
+            obj, end = _scan(s, i)
+        except StopIteration:
+            raise DecodeError("expected a JSON value at offset %d" % i) from None
+        finally:
+            _ctx.memo.clear()
+        while end < n and s[end] in _WS:
+            end += 1
+        if end != n:
+            raise DecodeError("extra data at offset %d" % end)
+        return obj
+
+    def dumps(obj):
+        """Compact, ASCII-only JSON on one line (safe for JSONL)."""
+        return "".join(_encode(obj, 0))
+
+else:  # pragma: no cover
+    import json as _stdjson
+
+    def loads(s):
+        try:
+            return _stdjson.loads(s)
+        except ValueError as e:
+            raise DecodeError(str(e)) from None
+
+    def dumps(obj):
+        return _stdjson.dumps(obj, separators=(",", ":"))

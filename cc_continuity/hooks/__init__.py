@@ -1,0 +1,1 @@
+"""One module per Claude Code hook event, routed by :mod:`.dispatch`."""

@@ -1,0 +1,236 @@
+"""What every hook handler needs: the project, config, session record, meter.
+
+Everything is computed lazily so the per-tool-call path pays only for what it
+uses.  Registration and level changes take the project lock; the plain
+"nothing changed" path takes none.
+"""
+
+import os
+import time
+
+from .. import config, fastjson, ledger, meter, paths, session
+from ..project import Project, launch_dir, valid_session_id
+
+
+class HookContext:
+    def __init__(self, event, payload, env):
+        self.event = event
+        self.payload = payload
+        self.env = env
+        self.outcome = "ok"
+        sid = payload.get("session_id")
+        self.session_id = sid if valid_session_id(sid) else None
+        self._project = None
+        self._cfg = None
+
+    # -- lazily resolved facts ----------------------------------------------
+    @property
+    def project(self):
+        if self._project is None:
+            self._project = Project.discover(launch_dir(self.payload, self.env))
+        return self._project
+
+    @property
+    def cfg(self):
+        if self._cfg is None:
+            self._cfg = config.load(self.project.root, self.env)
+        return self._cfg
+
+    def claude_pid(self):
+        raw = self.env.get("CLAUDE_PID", "")
+        return int(raw) if raw.isdigit() else None
+
+    def tmux(self):
+        """(socket, pane) when Claude Code runs inside tmux, else (None, None)."""
+        tmux, pane = self.env.get("TMUX", ""), self.env.get("TMUX_PANE", "")
+        if tmux and pane:
+            return tmux.split(",", 1)[0], pane
+        return None, None
+
+    # -- session record -------------------------------------------------------
+    def number(self):
+        return self.project.lookup(self.session_id) if self.session_id else None
+
+    def session_dir(self, number):
+        return self.project.session_dir(number)
+
+    def load_session(self):
+        """(number, dir, record) for this session, registering it if unknown."""
+        n = self.number()
+        if n is not None:
+            sdir = self.session_dir(n)
+            try:
+                return n, sdir, session.load(sdir)
+            except (OSError, ValueError):
+                pass  # missing or corrupt: re-register below (never lose the hook)
+        return register(self, source=None)
+
+    def log(self, sdir, record):
+        return ledger.append(session.ledger_path(sdir), record)
+
+
+def register(ctx, source):
+    """Create (or refresh) the record for ``ctx.session_id``.  Returns (n, dir, rec)."""
+    if not ctx.session_id:
+        raise ValueError("hook payload has no usable session_id")
+    proj = ctx.project
+    proj.ensure()
+    sock, pane = ctx.tmux()
+    with proj.lock():
+        n = proj.lookup(ctx.session_id)
+        if n is not None:
+            sdir = proj.session_dir(n)
+            try:
+                rec = session.load(sdir)
+                rec.update(_live_fields(ctx, sock, pane))
+                session.save(sdir, rec)
+                ctx.log(sdir, {"ev": "session_start", "source": source, "again": True})
+                return n, sdir, rec
+            except (OSError, ValueError):
+                pass  # corrupt record: fall through and start a fresh one
+        n = proj.allocate_number()
+        sdir = proj.session_dir(n)
+        rec = session.new_record(
+            n, proj.session_name(n), ctx.session_id,
+            project_root=proj.root, project_key=proj.key, slug=proj.slug,
+            launch_dir=launch_dir(ctx.payload, ctx.env), source=source,
+            unattended=bool(ctx.cfg["unattended"]),
+            **_live_fields(ctx, sock, pane),
+        )
+        pred = _predecessor_by_pid(proj, ctx.claude_pid()) if source == "clear" else None
+        if pred is not None:
+            rec["predecessor"] = pred
+        session.save(sdir, rec)
+        proj.link(ctx.session_id, n)
+        _remember_pid(proj, ctx.claude_pid(), n, None)
+        ctx.log(sdir, {"ev": "session_start", "source": source, "session_id": ctx.session_id,
+                       "name": rec["name"], "predecessor": pred, "pid": rec.get("pid"), "pane": pane})
+        return n, sdir, rec
+
+
+def _live_fields(ctx, sock, pane):
+    p = ctx.payload
+    out = {"pid": ctx.claude_pid(), "tmux_socket": sock, "tmux_pane": pane}
+    if isinstance(p.get("transcript_path"), str):
+        out["transcript"] = p["transcript_path"]
+    if isinstance(p.get("model"), str):
+        out["model"] = p["model"]
+    return out
+
+
+def _pid_file(proj, pid):
+    return os.path.join(proj.dir, "pids", str(pid))
+
+
+def _remember_pid(proj, pid, number, cleared):
+    """Which session a Claude process runs now (for /clear pairing)."""
+    if not pid:
+        return
+    from .. import atomic
+
+    paths.ensure_dir(os.path.join(proj.dir, "pids"))
+    atomic.write_text(_pid_file(proj, pid), fastjson.dumps({"number": number, "cleared": cleared}), fsync=False)
+
+
+def _predecessor_by_pid(proj, pid):
+    """The session this Claude process just cleared, if its SessionEnd(clear) was seen."""
+    if not pid:
+        return None
+    try:
+        with open(_pid_file(proj, pid), "rb") as f:
+            info = fastjson.loads(f.read())
+    except (OSError, ValueError):
+        return None
+    if isinstance(info, dict) and info.get("cleared"):
+        return info.get("number")
+    return None
+
+
+def remember_clear(ctx, number):
+    _remember_pid(ctx.project, ctx.claude_pid(), number, round(time.time(), 3))
+
+
+# -- the meter ---------------------------------------------------------------
+def statusline_window(sdir):
+    try:
+        with open(os.path.join(sdir, "statusline.json"), "rb") as f:
+            w = fastjson.loads(f.read()).get("window")
+        return w if isinstance(w, int) else None
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def measure(ctx, sdir, rec):
+    """The current meter reading for this session (from the transcript tail)."""
+    path = ctx.payload.get("transcript_path") or rec.get("transcript")
+    got = {"tokens": None, "model": None, "source": "none"}
+    if isinstance(path, str) and path:
+        try:
+            got = meter.read_transcript(path)
+        except OSError:
+            got = {"tokens": None, "model": None, "source": "transcript missing"}
+    model = rec.get("model") or got.get("model")
+    window, wsrc = meter.resolve_window(ctx.cfg["window"], statusline_window(sdir), model, ctx.env)
+    return meter.reading(got["tokens"], window, wsrc, ctx.cfg, got["source"])
+
+
+STATE_FOR_LEVEL = {"warn": session.WARNED, "rotate": session.ROTATION_PENDING, "hard": session.ROTATION_PENDING}
+
+
+def notified_level(rec):
+    return max((meter.level_index(x) for x in rec.get("levels_notified") or ()), default=0)
+
+
+def needs_level_change(rec, reading):
+    return meter.level_index(reading["level"]) != notified_level(rec)
+
+
+def level_note(reading, cfg):
+    pct = reading["percent"]
+    win = reading["window"]
+    lvl = reading["level"]
+    size = "%dk" % (win // 1000) if win else "unknown"
+    if lvl == "warn":
+        return ("cc-continuity: context is at %.0f%% of the %s-token window. At %g%% this session will be asked "
+                "to write a handoff and continue in a fresh context; plan to reach a clean stopping point."
+                % (pct, size, cfg["rotate"]))
+    if lvl == "rotate":
+        return ("cc-continuity: context is at %.0f%% of the %s-token window (rotate level %g%%). When this turn "
+                "ends, a handoff will be requested so the work continues in a fresh session. Finish the current "
+                "step; avoid starting large new reads." % (pct, size, cfg["rotate"]))
+    if lvl == "hard":
+        return ("cc-continuity: context is at %.0f%% of the %s-token window, past the hard ceiling of %g%%. Tool "
+                "calls other than writing the handoff are now denied; end the turn so the handoff can be written."
+                % (pct, size, cfg["hard"]))
+    return None
+
+
+def apply_level(ctx, n, sdir, reading):
+    """Record a level change (under the project lock).  Returns the note to show, once."""
+    with ctx.project.lock():
+        rec = session.load(sdir)
+        lvl = reading["level"]
+        idx = meter.level_index(lvl)
+        have = notified_level(rec)
+        if idx == have:
+            return None, rec
+        state = rec["state"]
+        if idx < have:
+            # Context shrank (compaction): step back down, and allow notes again.
+            rec["levels_notified"] = [x for x in rec.get("levels_notified") or () if meter.level_index(x) <= idx]
+            target = {0: session.ACTIVE, 1: session.WARNED}.get(idx, state)
+            if state in (session.WARNED, session.ROTATION_PENDING) and target != state and session.is_allowed(state, target):
+                session.transition(sdir, rec, target, "context shrank to %s" % lvl)
+            else:
+                session.save(sdir, rec)
+            return None, rec
+        rec["levels_notified"] = [x for x in meter.LEVELS[1:idx + 1]]
+        rec["last_reading"] = {k: reading[k] for k in ("tokens", "window", "percent", "level")}
+        target = STATE_FOR_LEVEL.get(lvl)
+        if target and target != state and session.is_allowed(state, target):
+            session.transition(sdir, rec, target, "context %s%% >= %s" % (reading["percent"], lvl))
+        else:
+            session.save(sdir, rec)
+        ctx.log(sdir, {"ev": "level", "level": lvl, "tokens": reading["tokens"], "window": reading["window"],
+                       "percent": reading["percent"]})
+        return level_note(reading, ctx.cfg), rec

@@ -1,0 +1,8 @@
+"""PreCompact: note the compaction in the ledger (the rotation issue adds the guard)."""
+
+
+def handle(ctx):
+    n, sdir, rec = ctx.load_session()
+    trigger = ctx.payload.get("trigger")
+    ctx.log(sdir, {"ev": "precompact", "trigger": trigger if isinstance(trigger, str) else None})
+    return None

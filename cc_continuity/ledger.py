@@ -1,0 +1,169 @@
+"""Append-only, hash-chained JSONL ledgers.
+
+Each line is one JSON object carrying ``n`` (its 1-based position) and
+``prev`` (sha256 of the previous line's bytes; 64 zeros for the first).
+Editing, reordering or cutting lines from the front breaks the chain.  A
+small ``<ledger>.head`` file remembers the count and the last line's hash, so
+cutting lines from the *end* is caught too.
+
+Appends take an ``flock`` on the ledger itself, so concurrent hook processes
+interleave whole lines.  Standard library only (hook fast path).
+"""
+
+import fcntl
+import os
+import time
+
+from _sha256 import sha256
+
+from . import fastjson
+
+GENESIS = "0" * 64
+_CHUNK = 8192
+
+
+def _last_line(fd, size):
+    """(bytes of the last complete line, ends_with_newline) read backwards."""
+    if size == 0:
+        return b"", True
+    end = size
+    last = os.pread(fd, 1, size - 1)
+    clean = last == b"\n"
+    if clean:
+        end -= 1
+    buf = b""
+    pos = end
+    while pos > 0:
+        step = min(_CHUNK, pos)
+        pos -= step
+        buf = os.pread(fd, step, pos) + buf
+        i = buf.rfind(b"\n")
+        if i != -1:
+            return buf[i + 1:], clean
+    return buf, clean
+
+
+def append(path, record):
+    """Append ``record`` (a dict) and return what was written (with n/prev/ts)."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        size = os.fstat(fd).st_size
+        last, clean = _last_line(fd, size)
+        if not clean:
+            # A torn line from a crash: close it so it stays visible to verify.
+            os.write(fd, b"\n")
+        if last:
+            prev = sha256(last).hexdigest()
+            n = _line_number(last) + 1
+        else:
+            prev, n = GENESIS, 1
+        rec = {"n": n, "ts": round(time.time(), 3)}
+        rec.update(record)
+        rec["n"] = n
+        rec["prev"] = prev
+        line = fastjson.dumps(rec).encode("ascii")
+        os.write(fd, line + b"\n")
+        _write_head(path, n, sha256(line).hexdigest())
+        return rec
+    finally:
+        os.close(fd)
+
+
+def _line_number(line):
+    try:
+        return int(fastjson.loads(line)["n"])
+    except Exception:
+        return 0
+
+
+def _write_head(path, n, digest):
+    try:
+        hfd = os.open(path + ".head", os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    except OSError:
+        return
+    try:
+        os.pwrite(hfd, b"%012d %s\n" % (n, digest.encode("ascii")), 0)
+    finally:
+        os.close(hfd)
+
+
+def read(path):
+    """All records, in order; unparsable lines are skipped (use verify to see them)."""
+    out = []
+    try:
+        with open(path, "rb") as f:
+            for raw in f:
+                raw = raw.rstrip(b"\n")
+                if not raw:
+                    continue
+                try:
+                    out.append(fastjson.loads(raw))
+                except Exception:
+                    continue
+    except FileNotFoundError:
+        pass
+    return out
+
+
+def tail(path, n=20):
+    """The last ``n`` records (reads the whole file; ledgers are small)."""
+    return read(path)[-n:]
+
+
+def verify(path):
+    """Check the chain.  Returns (ok, bad_line_number_or_None, reason)."""
+    prev = GENESIS
+    count = 0
+    last_digest = GENESIS
+    try:
+        f = open(path, "rb")
+    except FileNotFoundError:
+        return True, None, "no ledger"
+    with f:
+        for lineno, raw in enumerate(f, 1):
+            if not raw.endswith(b"\n"):
+                return False, lineno, "line %d is torn (no newline)" % lineno
+            raw = raw[:-1]
+            try:
+                rec = fastjson.loads(raw)
+            except Exception:
+                return False, lineno, "line %d is not valid JSON" % lineno
+            if not isinstance(rec, dict):
+                return False, lineno, "line %d is not a JSON object" % lineno
+            if rec.get("n") != lineno:
+                return False, lineno, "line %d says n=%r (lines missing or reordered)" % (lineno, rec.get("n"))
+            if rec.get("prev") != prev:
+                return False, lineno, "line %d: hash of the previous line does not match (edited, removed or reordered)" % lineno
+            prev = last_digest = sha256(raw).hexdigest()
+            count = lineno
+    head = _read_head(path)
+    if head is not None:
+        hn, hd = head
+        if hn > count:
+            return False, count + 1, "ledger ends at line %d but its head records %d lines (truncated)" % (count, hn)
+        if hn == count and hd != last_digest:
+            return False, count, "line %d does not match the recorded head hash" % count
+        if hn < count:
+            # a crash between the line and its head update leaves head one behind; check that line
+            ok_line = _digest_of_line(path, hn)
+            if hn and ok_line != hd:
+                return False, hn, "line %d does not match the recorded head hash" % hn
+    return True, None, "%d lines ok" % count
+
+
+def _read_head(path):
+    try:
+        with open(path + ".head", "rb") as f:
+            parts = f.read(200).split()
+        return int(parts[0]), parts[1].decode("ascii")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _digest_of_line(path, n):
+    with open(path, "rb") as f:
+        for lineno, raw in enumerate(f, 1):
+            if lineno == n:
+                return sha256(raw.rstrip(b"\n")).hexdigest()
+    return None

@@ -1,0 +1,82 @@
+"""Per-project advisory lock (``flock``) with a timeout.
+
+``flock`` locks die with their process, so a holder that was SIGKILLed never
+blocks anyone.  The holder's pid is written into the file only to help
+``doctor`` explain who holds it.
+"""
+
+import fcntl
+import os
+import time
+
+
+class LockTimeout(TimeoutError):
+    """The lock stayed held by another live process for the whole timeout."""
+
+
+class Lock:
+    def __init__(self, path, timeout=10.0, poll=0.005):
+        self.path = path
+        self.timeout = timeout
+        self.poll = poll
+        self._fd = None
+
+    def acquire(self):
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        deadline = time.monotonic() + self.timeout
+        delay = self.poll
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    os.close(fd)
+                    raise LockTimeout("lock %s still held after %.1fs" % (self.path, self.timeout)) from None
+                time.sleep(delay)
+                delay = min(delay * 2, 0.05)
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, b"%d\n" % os.getpid(), 0)
+        except OSError:
+            pass
+        self._fd = fd
+        return self
+
+    def release(self):
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            finally:
+                os.close(fd)
+
+    __enter__ = acquire
+
+    def __exit__(self, *exc):
+        self.release()
+        return False
+
+
+def holder_pid(path):
+    """The pid recorded by the last holder, or None (diagnostics only)."""
+    try:
+        with open(path, "rb") as f:
+            return int(f.read(32).split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def is_held(path):
+    """True when some live process holds the lock right now."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False

@@ -1,0 +1,50 @@
+"""Size-bounded, line-oriented logs under ``$CC_CONTINUITY_HOME/logs``.
+
+One line per hook invocation (event, session, duration) so a silently dying
+hook shows up in ``doctor`` and in the log.  When a log passes its cap it is
+moved to ``<name>.1`` (one generation), so the directory stays bounded.
+Standard library only.
+"""
+
+import os
+import time
+
+from . import paths
+
+MAX_BYTES = 1024 * 1024
+
+
+def stamp(t=None):
+    t = time.time() if t is None else t
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + ".%03dZ" % int((t % 1) * 1000)
+
+
+def write(name, text, max_bytes=MAX_BYTES):
+    """Append one line (newlines inside ``text`` are flattened).  Never raises."""
+    try:
+        d = paths.logs_dir()
+        path = os.path.join(d, name)
+        line = ("%s %s\n" % (stamp(), text.replace("\n", " | "))).encode("utf-8", "replace")
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        except FileNotFoundError:
+            paths.ensure_dir(d)
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            if os.fstat(fd).st_size + len(line) > max_bytes:
+                try:
+                    os.replace(path, path + ".1")
+                except OSError:
+                    pass
+                os.close(fd)
+                fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            os.write(fd, line)
+        finally:
+            os.close(fd)
+    except Exception:
+        pass
+
+
+def hook(event, session_id, ms, outcome, detail=""):
+    sid = (session_id or "-")[:8] if isinstance(session_id, str) else "-"
+    write("hooks.log", "%s sid=%s %.1fms %s%s" % (event, sid, ms, outcome, (" " + detail) if detail else ""))

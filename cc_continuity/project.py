@@ -1,0 +1,207 @@
+"""Which project a session belongs to, and its session counter.
+
+The root is the git top level (found by walking up for ``.git``, no
+subprocess), else the launch directory.  Hooks must locate it from
+``CLAUDE_PROJECT_DIR``: the payload's ``cwd`` follows ``cd``.
+Standard library only (hook fast path).
+"""
+
+import os
+
+from _sha256 import sha256
+
+from . import atomic, fastjson, paths
+from .lock import Lock
+
+_SLUG_OK = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-_")
+
+
+def find_root(start):
+    """The git top level containing ``start`` (resolved), else ``start`` itself."""
+    start = os.path.realpath(start)
+    d = start
+    while True:
+        if os.path.exists(os.path.join(d, ".git")):
+            return d
+        parent = os.path.dirname(d)
+        if parent == d:
+            return start
+        d = parent
+
+
+def launch_dir(payload=None, env=None):
+    """Where Claude Code was started: CLAUDE_PROJECT_DIR wins over the hook's cwd."""
+    env = os.environ if env is None else env
+    d = env.get("CLAUDE_PROJECT_DIR")
+    if d:
+        return d
+    if payload:
+        cwd = payload.get("cwd")
+        if isinstance(cwd, str) and cwd:
+            return cwd
+        ws = payload.get("workspace")
+        if isinstance(ws, dict) and isinstance(ws.get("project_dir"), str):
+            return ws["project_dir"]
+    return os.getcwd()
+
+
+def slugify(root):
+    """A readable, ref-safe name for the project: lower-case [a-z0-9_-], ≤ 40 chars."""
+    name = os.path.basename(root.rstrip("/")).lower()
+    out = []
+    for ch in name:
+        out.append(ch if ch in _SLUG_OK else "-")
+    slug = "".join(out)
+    while "--" in slug:
+        slug = slug.replace("--", "-")
+    slug = slug.strip("-_")[:40].rstrip("-_")
+    return slug or "project"
+
+
+def project_key(root):
+    """Stable per-root key: slug plus a hash of the resolved path."""
+    return "%s-%s" % (slugify(root), sha256(root.encode("utf-8", "surrogateescape")).hexdigest()[:10])
+
+
+def valid_session_id(sid):
+    """Session ids come from stdin: accept only safe file-name characters."""
+    if not isinstance(sid, str) or not (0 < len(sid) <= 128):
+        return False
+    for ch in sid:
+        if not (ch.isascii() and (ch.isalnum() or ch in "-_")):
+            return False
+    return True
+
+
+class Project:
+    def __init__(self, root):
+        self.root = root
+        self.slug = slugify(root)
+        self.key = project_key(root)
+        self.dir = paths.project_dir(self.key)
+
+    @classmethod
+    def discover(cls, start):
+        return cls(find_root(start))
+
+    # -- files ---------------------------------------------------------------
+    @property
+    def meta_path(self):
+        return os.path.join(self.dir, "project.json")
+
+    @property
+    def lock_path(self):
+        return os.path.join(self.dir, "lock")
+
+    def ids_path(self, session_id):
+        return os.path.join(self.dir, "ids", session_id)
+
+    def session_dir(self, number):
+        return os.path.join(self.dir, "sessions", "%03d" % number)
+
+    def session_name(self, number):
+        return "%s-%03d" % (self.slug, number)
+
+    def lock(self, timeout=10.0):
+        paths.ensure_dir(self.dir)
+        return Lock(self.lock_path, timeout=timeout)
+
+    def ensure(self):
+        """Create the project's directories (0700); idempotent."""
+        for sub in ("sessions", "ids", "pids"):
+            paths.ensure_dir(os.path.join(self.dir, sub))
+
+    def load_meta(self):
+        try:
+            with open(self.meta_path, "rb") as f:
+                meta = fastjson.loads(f.read())
+            if isinstance(meta, dict):
+                return meta
+        except (OSError, ValueError):
+            pass
+        return {"root": self.root, "slug": self.slug, "key": self.key, "counter": self._counter_from_dirs()}
+
+    def save_meta(self, meta):
+        atomic.write_text(self.meta_path, fastjson.dumps(meta))
+
+    def _counter_from_dirs(self):
+        """Recover the counter from the session dirs when project.json is lost."""
+        try:
+            names = os.listdir(os.path.join(self.dir, "sessions"))
+        except OSError:
+            return 0
+        nums = [int(n) for n in names if n.isdigit()]
+        return max(nums) if nums else 0
+
+    def peek_next_number(self):
+        meta = self.load_meta()
+        return max(int(meta.get("counter", 0)), self._counter_from_dirs()) + 1
+
+    def allocate_number(self):
+        """Reserve the next session number.  Call with the project lock held."""
+        self.ensure()
+        meta = self.load_meta()
+        n = max(int(meta.get("counter", 0)), self._counter_from_dirs()) + 1
+        meta.update({"root": self.root, "slug": self.slug, "key": self.key, "counter": n})
+        self.save_meta(meta)
+        paths.ensure_dir(self.session_dir(n))
+        return n
+
+    # -- session id -> number ------------------------------------------------
+    def lookup(self, session_id):
+        """The session number registered for ``session_id``, or None."""
+        if not valid_session_id(session_id):
+            return None
+        try:
+            target = os.readlink(self.ids_path(session_id))
+        except OSError:
+            return None
+        tail = target.rstrip("/").rsplit("/", 1)[-1]
+        return int(tail) if tail.isdigit() else None
+
+    def link(self, session_id, number):
+        """Map ``session_id`` to session ``number`` (replacing any old mapping)."""
+        link = self.ids_path(session_id)
+        tmp = link + ".tmp%d" % os.getpid()
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        os.symlink("../sessions/%03d" % number, tmp)
+        os.replace(tmp, link)
+
+    def numbers(self):
+        try:
+            return sorted(int(n) for n in os.listdir(os.path.join(self.dir, "sessions")) if n.isdigit())
+        except OSError:
+            return []
+
+
+def is_enabled(project_root, env=None):
+    """Rotation is on for this project (config ``enabled`` and not CC_CONTINUITY=0)."""
+    from . import config
+
+    env = os.environ if env is None else env
+    if env.get("CC_CONTINUITY") == "0":
+        return False
+    return bool(config.load(project_root, env)["enabled"])
+
+
+def all_projects():
+    """Every project we have state for (for status/verify/watchdog)."""
+    out = []
+    try:
+        keys = sorted(os.listdir(paths.projects_dir()))
+    except OSError:
+        return out
+    for key in keys:
+        meta_path = os.path.join(paths.project_dir(key), "project.json")
+        try:
+            with open(meta_path, "rb") as f:
+                meta = fastjson.loads(f.read())
+            p = Project(meta["root"])
+            if p.key == key:
+                out.append(p)
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+    return out

@@ -1,0 +1,106 @@
+"""Session records and the rotation state machine (DESIGN §4).
+
+Every change of ``state`` goes through :func:`transition`, which checks the
+explicit table below, persists the record atomically and appends the change
+to the session ledger.  An illegal transition raises (and the caller logs
+it); nothing is silently applied.  Standard library only.
+"""
+
+import os
+import time
+
+from . import atomic, fastjson, ledger
+
+ACTIVE = "ACTIVE"
+WARNED = "WARNED"
+ROTATION_PENDING = "ROTATION_PENDING"
+HANDOFF_REQUESTED = "HANDOFF_REQUESTED"
+CHECKPOINT_VERIFIED = "CHECKPOINT_VERIFIED"
+ROTATING = "ROTATING"
+AWAITING_MANUAL_CLEAR = "AWAITING_MANUAL_CLEAR"
+ROTATED = "ROTATED"
+BOOTSTRAPPING = "BOOTSTRAPPING"
+ENDED = "ENDED"
+
+STATES = (ACTIVE, WARNED, ROTATION_PENDING, HANDOFF_REQUESTED, CHECKPOINT_VERIFIED,
+          ROTATING, AWAITING_MANUAL_CLEAR, ROTATED, BOOTSTRAPPING, ENDED)
+
+# Live states a process can simply end in (-> ENDED).
+LIVE = (ACTIVE, WARNED, ROTATION_PENDING, HANDOFF_REQUESTED, BOOTSTRAPPING)
+# A verified checkpoint waiting for a successor survives the process.
+CLAIMABLE = (CHECKPOINT_VERIFIED, ROTATING, AWAITING_MANUAL_CLEAR)
+
+TRANSITIONS = {
+    ACTIVE: {WARNED, ROTATION_PENDING, HANDOFF_REQUESTED, ENDED},
+    WARNED: {ROTATION_PENDING, HANDOFF_REQUESTED, ACTIVE, ENDED},   # -> ACTIVE after a compaction
+    ROTATION_PENDING: {HANDOFF_REQUESTED, WARNED, ACTIVE, ENDED},
+    HANDOFF_REQUESTED: {CHECKPOINT_VERIFIED, ENDED},
+    CHECKPOINT_VERIFIED: {ROTATING, AWAITING_MANUAL_CLEAR, ROTATED},
+    ROTATING: {AWAITING_MANUAL_CLEAR, ROTATED},
+    AWAITING_MANUAL_CLEAR: {ROTATING, ROTATED},
+    ROTATED: set(),
+    BOOTSTRAPPING: {ACTIVE, WARNED, ROTATION_PENDING, HANDOFF_REQUESTED, ENDED},
+    ENDED: set(),
+}
+
+
+class IllegalTransition(RuntimeError):
+    """A state change the table does not allow."""
+
+
+def is_allowed(src, dst):
+    return dst in TRANSITIONS.get(src, ())
+
+
+def state_path(sdir):
+    return os.path.join(sdir, "state.json")
+
+
+def ledger_path(sdir):
+    return os.path.join(sdir, "ledger.jsonl")
+
+
+def load(sdir):
+    """The record in ``sdir``; raises OSError/ValueError when missing or corrupt."""
+    with open(state_path(sdir), "rb") as f:
+        rec = fastjson.loads(f.read())
+    if not isinstance(rec, dict) or rec.get("state") not in STATES:
+        raise ValueError("corrupt session state in %s" % sdir)
+    return rec
+
+
+def save(sdir, rec):
+    rec["updated"] = round(time.time(), 3)
+    atomic.write_text(state_path(sdir), fastjson.dumps(rec))
+
+
+def new_record(number, name, session_id, state=ACTIVE, **fields):
+    now = round(time.time(), 3)
+    rec = {
+        "number": number,
+        "name": name,
+        "session_id": session_id,
+        "session_ids": [session_id],
+        "state": state,
+        "created": now,
+        "updated": now,
+        "predecessor": None,
+        "successor": None,
+        "levels_notified": [],
+        "flags": {},
+    }
+    rec.update(fields)
+    return rec
+
+
+def transition(sdir, rec, dst, why, **fields):
+    """Move ``rec`` to ``dst`` (checked), persist it, and log it to the ledger."""
+    src = rec.get("state")
+    if not is_allowed(src, dst):
+        ledger.append(ledger_path(sdir), {"ev": "illegal_transition", "from": src, "to": dst, "why": why})
+        raise IllegalTransition("%s -> %s is not allowed (%s)" % (src, dst, why))
+    rec["state"] = dst
+    rec.update(fields)
+    save(sdir, rec)
+    ledger.append(ledger_path(sdir), {"ev": "transition", "from": src, "to": dst, "why": why})
+    return rec

@@ -1,0 +1,59 @@
+"""Every test runs with a private HOME and CC_CONTINUITY_HOME.
+
+Nothing here may touch the real ``~/.claude`` or ``~/.claude-continuity``.
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+_SCRUB = (
+    "CLAUDE_PROJECT_DIR", "CLAUDE_PID", "CLAUDE_CODE_SESSION_ID", "CLAUDE_CONFIG_DIR",
+    "CLAUDE_CODE_MAX_CONTEXT_TOKENS", "CC_CONTINUITY", "CC_CONTINUITY_NAME", "TMUX", "TMUX_PANE",
+    "CLAUDECODE", "ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_MODEL", "CLAUDE_ENV_FILE",
+    "CC_CONTINUITY_UNATTENDED",
+)
+
+
+@pytest.fixture(autouse=True)
+def isolated_home(tmp_path, monkeypatch):
+    """A fresh HOME and CC_CONTINUITY_HOME per test; Claude-related env scrubbed."""
+    home = tmp_path / "home"
+    home.mkdir()
+    state = tmp_path / "cchome"
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("CC_CONTINUITY_HOME", str(state))
+    for name in _SCRUB:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("GIT_AUTHOR_NAME", "Test")
+    monkeypatch.setenv("GIT_AUTHOR_EMAIL", "test@example.invalid")
+    monkeypatch.setenv("GIT_COMMITTER_NAME", "Test")
+    monkeypatch.setenv("GIT_COMMITTER_EMAIL", "test@example.invalid")
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    return home
+
+
+@pytest.fixture
+def git_repo(tmp_path):
+    """A real git repository with one commit on branch ``main``."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    run = lambda *a: subprocess.run(["git", *a], cwd=repo, check=True, capture_output=True)
+    run("init", "-q", "-b", "main")
+    (repo / "README.md").write_text("hello\n")
+    run("add", "README.md")
+    run("commit", "-q", "-m", "initial")
+    return repo
+
+
+def pytest_report_header(config):
+    return "python %s; tmux %s; git %s" % (
+        sys.version.split()[0],
+        "yes" if shutil.which("tmux") else "no",
+        "yes" if shutil.which("git") else "no",
+    )
