@@ -6,12 +6,12 @@ Editing, reordering or cutting lines from the front breaks the chain.  A
 small ``<ledger>.head`` file remembers the count and the last line's hash, so
 cutting lines from the *end* is caught too.
 
-Appends take an ``flock`` on the ledger itself, so concurrent hook processes
-interleave whole lines.  Standard library only (hook fast path).
+Appends take a POSIX record lock (``lockf``) on the ledger itself, so
+concurrent hook processes interleave whole lines; the lock dies with its
+process.  Uses the ``posix`` builtin, not ``os``: this runs on every tool call.
 """
 
-import fcntl
-import os
+import posix
 import time
 
 from _sha256 import sha256
@@ -27,7 +27,7 @@ def _last_line(fd, size):
     if size == 0:
         return b"", True
     end = size
-    last = os.pread(fd, 1, size - 1)
+    last = posix.pread(fd, 1, size - 1)
     clean = last == b"\n"
     if clean:
         end -= 1
@@ -36,7 +36,7 @@ def _last_line(fd, size):
     while pos > 0:
         step = min(_CHUNK, pos)
         pos -= step
-        buf = os.pread(fd, step, pos) + buf
+        buf = posix.pread(fd, step, pos) + buf
         i = buf.rfind(b"\n")
         if i != -1:
             return buf[i + 1:], clean
@@ -45,14 +45,14 @@ def _last_line(fd, size):
 
 def append(path, record):
     """Append ``record`` (a dict) and return what was written (with n/prev/ts)."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+    fd = posix.open(path, posix.O_RDWR | posix.O_CREAT | posix.O_APPEND | posix.O_CLOEXEC, 0o600)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        size = os.fstat(fd).st_size
+        posix.lockf(fd, posix.F_LOCK, 0)
+        size = posix.fstat(fd).st_size
         last, clean = _last_line(fd, size)
         if not clean:
             # A torn line from a crash: close it so it stays visible to verify.
-            os.write(fd, b"\n")
+            posix.write(fd, b"\n")
         if last:
             prev = sha256(last).hexdigest()
             n = _line_number(last) + 1
@@ -63,11 +63,11 @@ def append(path, record):
         rec["n"] = n
         rec["prev"] = prev
         line = fastjson.dumps(rec).encode("ascii")
-        os.write(fd, line + b"\n")
+        posix.write(fd, line + b"\n")
         _write_head(path, n, sha256(line).hexdigest())
         return rec
     finally:
-        os.close(fd)
+        posix.close(fd)
 
 
 def _line_number(line):
@@ -79,13 +79,13 @@ def _line_number(line):
 
 def _write_head(path, n, digest):
     try:
-        hfd = os.open(path + ".head", os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        hfd = posix.open(path + ".head", posix.O_WRONLY | posix.O_CREAT | posix.O_CLOEXEC, 0o600)
     except OSError:
         return
     try:
-        os.pwrite(hfd, b"%012d %s\n" % (n, digest.encode("ascii")), 0)
+        posix.pwrite(hfd, b"%012d %s\n" % (n, digest.encode("ascii")), 0)
     finally:
-        os.close(hfd)
+        posix.close(hfd)
 
 
 def read(path):

@@ -3,10 +3,10 @@
 One line per hook invocation (event, session, duration) so a silently dying
 hook shows up in ``doctor`` and in the log.  When a log passes its cap it is
 moved to ``<name>.1`` (one generation), so the directory stays bounded.
-Standard library only.
+Uses ``posix``, not ``os`` (every hook call writes here).
 """
 
-import os
+import posix
 import time
 
 from . import paths
@@ -23,24 +23,24 @@ def write(name, text, max_bytes=MAX_BYTES):
     """Append one line (newlines inside ``text`` are flattened).  Never raises."""
     try:
         d = paths.logs_dir()
-        path = os.path.join(d, name)
+        path = d + "/" + name
         line = ("%s %s\n" % (stamp(), text.replace("\n", " | "))).encode("utf-8", "replace")
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            fd = posix.open(path, posix.O_WRONLY | posix.O_APPEND | posix.O_CREAT | posix.O_CLOEXEC, 0o600)
         except FileNotFoundError:
             paths.ensure_dir(d)
-            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            fd = posix.open(path, posix.O_WRONLY | posix.O_APPEND | posix.O_CREAT | posix.O_CLOEXEC, 0o600)
         try:
-            if os.fstat(fd).st_size + len(line) > max_bytes:
+            if posix.fstat(fd).st_size + len(line) > max_bytes:
                 try:
-                    os.replace(path, path + ".1")
+                    posix.replace(path, path + ".1")
                 except OSError:
                     pass
-                os.close(fd)
-                fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
-            os.write(fd, line)
+                posix.close(fd)
+                fd = posix.open(path, posix.O_WRONLY | posix.O_APPEND | posix.O_CREAT | posix.O_CLOEXEC, 0o600)
+            posix.write(fd, line)
         finally:
-            os.close(fd)
+            posix.close(fd)
     except Exception:
         pass
 

@@ -4,10 +4,11 @@ Tokens in context = ``input_tokens + cache_creation_input_tokens +
 cache_read_input_tokens`` of the latest main-thread assistant response — the
 same sum Claude Code shows.  The transcript is read **backwards in chunks**
 and only candidate lines are parsed, so the cost does not grow with history
-(lines of 8–64 KB are normal).  Standard library only (hook fast path).
+(lines of 8–64 KB are normal).  Uses ``posix``, not ``os``: this runs on
+every tool call.
 """
 
-import os
+import posix
 
 from . import fastjson
 
@@ -89,16 +90,16 @@ def read_transcript(path, max_scan=MAX_SCAN):
     unknown (no assistant row yet, or compacted with no postTokens).  Raises
     OSError when the file cannot be opened.
     """
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    fd = posix.open(path, posix.O_RDONLY | posix.O_CLOEXEC)
     try:
-        size = os.fstat(fd).st_size
+        size = posix.fstat(fd).st_size
         pos = size
         carry = b""  # the (partial) first line of the chunk read last
         scanned = 0
         while pos > 0 and scanned < max_scan:
             step = CHUNK if pos > CHUNK else pos
             pos -= step
-            block = os.pread(fd, step, pos) + carry
+            block = posix.pread(fd, step, pos) + carry
             scanned += step
             # Lines fully inside `block` are those after its first newline
             # (unless we are at the start of the file).
@@ -116,7 +117,7 @@ def read_transcript(path, max_scan=MAX_SCAN):
                 return found
         return {"tokens": None, "model": None, "source": "transcript", "scanned": scanned}
     finally:
-        os.close(fd)
+        posix.close(fd)
 
 
 def _scan_block(block):
@@ -155,7 +156,10 @@ def resolve_window(cfg_window=None, statusline_window=None, model=None, env=None
     w = model_window(model)
     if w:
         return w, "model"
-    env = os.environ if env is None else env
+    if env is None:
+        import os
+
+        env = os.environ
     raw = env.get("CLAUDE_CODE_MAX_CONTEXT_TOKENS", "")
     if raw.isdigit() and int(raw) > 0:
         return int(raw), "env"

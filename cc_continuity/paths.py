@@ -1,64 +1,94 @@
 """Where cc-continuity keeps its state (``$CC_CONTINUITY_HOME``) and how it is made.
 
 Dirs are 0700 and files 0600: handoffs and ledgers quote the user's prompts.
-Standard library only (hook fast path).
+
+This module is on the per-tool-call path, so it uses the ``posix`` builtin
+rather than ``os`` (importing ``os`` alone costs ~15% of the interpreter's
+start-up).  Paths are plain strings joined with "/": POSIX only.
 """
 
-import os
+import posix
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600
 
 
+def getenv(name, default=None):
+    """An environment variable as str (``posix.environ`` is bytes-keyed)."""
+    v = posix.environ.get(name.encode())
+    return default if v is None else v.decode("utf-8", "surrogateescape")
+
+
+def normalize(path):
+    """An absolute, normalised version of ``path`` (``~`` expanded, no symlink resolution)."""
+    if path == "~" or path.startswith("~/"):
+        path = (getenv("HOME") or "/") + path[1:]
+    if not path.startswith("/"):
+        path = posix.getcwd() + "/" + path
+    out = []
+    for part in path.split("/"):
+        if part in ("", "."):
+            continue
+        if part == "..":
+            if out:
+                out.pop()
+            continue
+        out.append(part)
+    return "/" + "/".join(out)
+
+
+def join(*parts):
+    return "/".join(p.rstrip("/") if i < len(parts) - 1 else p for i, p in enumerate(parts))
+
+
 def home():
     """The state root: ``$CC_CONTINUITY_HOME`` or ``~/.claude-continuity``."""
-    h = os.environ.get("CC_CONTINUITY_HOME")
-    if h:
-        return os.path.abspath(os.path.expanduser(h))
-    return os.path.join(os.path.expanduser("~"), ".claude-continuity")
+    h = getenv("CC_CONTINUITY_HOME")
+    return normalize(h) if h else normalize("~/.claude-continuity")
 
 
 def ensure_dir(path):
     """Create ``path`` (and parents) with mode 0700; return it."""
-    try:
-        os.makedirs(path, mode=DIR_MODE, exist_ok=True)
-    except FileExistsError:
-        pass
+    import os  # only on slow paths
+
+    os.makedirs(path, mode=DIR_MODE, exist_ok=True)
     return path
 
 
 def config_file():
-    return os.path.join(home(), "config.json")
+    return home() + "/config.json"
 
 
 def logs_dir():
-    return os.path.join(home(), "logs")
+    return home() + "/logs"
 
 
 def runtime_dir():
-    return os.path.join(home(), "runtime")
+    return home() + "/runtime"
+
+
+def cards_dir():
+    return home() + "/runtime/cards"
 
 
 def projects_dir():
-    return os.path.join(home(), "projects")
+    return home() + "/projects"
 
 
 def project_dir(key):
-    return os.path.join(projects_dir(), key)
+    return home() + "/projects/" + key
 
 
 def session_dir(key, number):
-    return os.path.join(projects_dir(), key, "sessions", "%03d" % number)
+    return "%s/projects/%s/sessions/%03d" % (home(), key, number)
 
 
 def spool_dir():
     """Notifications waiting for delivery."""
-    return os.path.join(home(), "spool")
+    return home() + "/spool"
 
 
 def claude_config_dir():
     """``$CLAUDE_CONFIG_DIR`` or ``~/.claude`` (where settings.json lives)."""
-    d = os.environ.get("CLAUDE_CONFIG_DIR")
-    if d:
-        return os.path.abspath(os.path.expanduser(d))
-    return os.path.join(os.path.expanduser("~"), ".claude")
+    d = getenv("CLAUDE_CONFIG_DIR")
+    return normalize(d) if d else normalize("~/.claude")

@@ -11,6 +11,7 @@ import os
 from _sha256 import sha256
 
 from . import atomic, fastjson, paths
+from .card import valid_session_id
 from .lock import Lock
 
 _SLUG_OK = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-_")
@@ -61,16 +62,6 @@ def slugify(root):
 def project_key(root):
     """Stable per-root key: slug plus a hash of the resolved path."""
     return "%s-%s" % (slugify(root), sha256(root.encode("utf-8", "surrogateescape")).hexdigest()[:10])
-
-
-def valid_session_id(sid):
-    """Session ids come from stdin: accept only safe file-name characters."""
-    if not isinstance(sid, str) or not (0 < len(sid) <= 128):
-        return False
-    for ch in sid:
-        if not (ch.isascii() and (ch.isalnum() or ch in "-_")):
-            return False
-    return True
 
 
 class Project:

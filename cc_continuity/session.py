@@ -3,13 +3,14 @@
 Every change of ``state`` goes through :func:`transition`, which checks the
 explicit table below, persists the record atomically and appends the change
 to the session ledger.  An illegal transition raises (and the caller logs
-it); nothing is silently applied.  Standard library only.
+it); nothing is silently applied.  Reading a record is on the per-tool-call
+path, so this module avoids ``os`` (writes import it lazily via atomic).
 """
 
-import os
+import posix
 import time
 
-from . import atomic, fastjson, ledger
+from . import fastjson, ledger
 
 ACTIVE = "ACTIVE"
 WARNED = "WARNED"
@@ -52,26 +53,56 @@ def is_allowed(src, dst):
     return dst in TRANSITIONS.get(src, ())
 
 
+LEVEL_ORDER = ("ok", "warn", "rotate", "hard")
+
+
 def state_path(sdir):
-    return os.path.join(sdir, "state.json")
+    return sdir + "/state.json"
 
 
 def ledger_path(sdir):
-    return os.path.join(sdir, "ledger.jsonl")
+    return sdir + "/ledger.jsonl"
+
+
+def read_file(path, limit=1 << 22):
+    fd = posix.open(path, posix.O_RDONLY | posix.O_CLOEXEC)
+    try:
+        chunks = []
+        while True:
+            b = posix.read(fd, 1 << 16)
+            if not b:
+                break
+            chunks.append(b)
+            limit -= len(b)
+            if limit < 0:
+                raise ValueError("%s is unreasonably large" % path)
+        return b"".join(chunks)
+    finally:
+        posix.close(fd)
 
 
 def load(sdir):
     """The record in ``sdir``; raises OSError/ValueError when missing or corrupt."""
-    with open(state_path(sdir), "rb") as f:
-        rec = fastjson.loads(f.read())
+    rec = fastjson.loads(read_file(state_path(sdir)))
     if not isinstance(rec, dict) or rec.get("state") not in STATES:
         raise ValueError("corrupt session state in %s" % sdir)
     return rec
 
 
 def save(sdir, rec):
+    from . import atomic
+
     rec["updated"] = round(time.time(), 3)
     atomic.write_text(state_path(sdir), fastjson.dumps(rec))
+
+
+def notified_index(rec):
+    """The highest context level this session has already been told about (0 = ok)."""
+    best = 0
+    for name in rec.get("levels_notified") or ():
+        if name in LEVEL_ORDER:
+            best = max(best, LEVEL_ORDER.index(name))
+    return best
 
 
 def new_record(number, name, session_id, state=ACTIVE, **fields):

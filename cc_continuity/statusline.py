@@ -6,11 +6,9 @@ line, which is run with the same stdin, time-bounded, and printed first.
 Always exits 0.
 """
 
-import os
-import sys
+import posix
 
-from . import config, fastjson, meter, paths, session
-from .project import Project, launch_dir, valid_session_id
+from . import card, fastjson, meter, paths, session
 
 BAR = 5
 COLORS = {"ok": "32", "warn": "33", "rotate": "35", "hard": "31"}
@@ -36,42 +34,36 @@ def paint(text, code, color):
 
 def render(payload, env=None):
     """Our segment for one status-line payload (never raises for bad input)."""
-    env = os.environ if env is None else env
     if not isinstance(payload, dict):
         return "ctx ? · cc-continuity: bad status input"
-    proj = Project.discover(launch_dir(payload, env))
-    try:
-        cfg = config.load(proj.root, env)
-    except config.ConfigError as e:
-        return "ctx ? · cc-continuity config error: %s (run cc-continuity doctor)" % (e.key or os.path.basename(e.file))
-    color = bool(cfg["statusline_color"]) and not env.get("NO_COLOR")
     sid = payload.get("session_id")
-    rec, sdir = None, None
-    if valid_session_id(sid):
-        n = proj.lookup(sid)
-        if n is not None:
-            sdir = proj.session_dir(n)
-            try:
-                rec = session.load(sdir)
-            except (OSError, ValueError):
-                rec = None
+    c = card.load(sid) if env is None else None
+    if c is None:
+        c = _slow_card(payload, env)
+        if isinstance(c, str):
+            return c
+    no_color = (env.get("NO_COLOR") if env is not None else paths.getenv("NO_COLOR"))
+    color = c["color"] and not no_color
+    rec = None
+    if c.get("sdir"):
+        try:
+            rec = session.load(c["sdir"])
+        except (OSError, ValueError):
+            rec = None
     tokens, sl_window = meter.from_statusline(payload)
-    source = "statusline"
     if tokens is None and isinstance(payload.get("transcript_path"), str):
         try:
             tokens = meter.read_transcript(payload["transcript_path"])["tokens"]
-            source = "transcript"
         except OSError:
             pass
-    model = payload.get("model", {}).get("id") if isinstance(payload.get("model"), dict) else None
-    window, _ = meter.resolve_window(cfg["window"], sl_window, model, env)
-    r = meter.reading(tokens, window, None, cfg, source)
-    if sdir and sl_window:
-        _remember_window(sdir, sl_window)
+    window = c["window"] if c.get("window_source") == "config" else (sl_window or c["window"])
+    if c.get("sdir") and sl_window and sl_window != c.get("sl_window"):
+        _remember_window(c["sdir"], sl_window)
+    r = meter.reading(tokens, window, None, c, "statusline")
     pct = "?" if r["percent"] is None else "%d%%" % int(r["percent"])
     lvl = r["level"]
     parts = [paint("ctx %s %s %s" % (pct, bar(r["ratio"]), lvl), COLORS[lvl], color)]
-    if not cfg["enabled"]:
+    if not c["enabled"]:
         parts.append("continuity off")
     if rec:
         parts.append(rec.get("name") or "")
@@ -86,13 +78,38 @@ def render(payload, env=None):
     return " · ".join(p for p in parts if p)
 
 
+def _slow_card(payload, env):
+    """Card-shaped facts without a card: unknown session, stale card, or tests with ``env``."""
+    import os
+
+    from . import config
+    from .project import Project, launch_dir
+
+    env = os.environ if env is None else env
+    proj = Project.discover(launch_dir(payload, env))
+    try:
+        cfg = config.load(proj.root, env)
+    except config.ConfigError as e:
+        return "ctx ? · cc-continuity config error: %s (run cc-continuity doctor)" % (e.key or os.path.basename(e.file))
+    sid = payload.get("session_id")
+    n = proj.lookup(sid) if card.valid_session_id(sid) else None
+    sdir = proj.session_dir(n) if n is not None else None
+    model = payload.get("model", {}).get("id") if isinstance(payload.get("model"), dict) else None
+    from .hooks.common import statusline_window
+
+    sl = statusline_window(sdir) if sdir else None
+    window, wsrc = meter.resolve_window(cfg["window"], sl, model, env)
+    return {"sdir": sdir, "window": window, "window_source": wsrc, "sl_window": sl, "enabled": bool(cfg["enabled"]),
+            "color": bool(cfg["statusline_color"]), "warn": cfg["warn"], "rotate": cfg["rotate"],
+            "hard": cfg["hard"], "rotate_tokens": cfg["rotate_tokens"]}
+
+
 def _remember_window(sdir, window):
     """Hooks don't see the window; leave it where they can read it (only on change)."""
-    path = os.path.join(sdir, "statusline.json")
+    path = sdir + "/statusline.json"
     try:
-        with open(path, "rb") as f:
-            if fastjson.loads(f.read()).get("window") == window:
-                return
+        if fastjson.loads(session.read_file(path)).get("window") == window:
+            return
     except (OSError, ValueError, AttributeError):
         pass
     try:
@@ -106,8 +123,7 @@ def _remember_window(sdir, window):
 def chained_command():
     """The user's previous status line command, remembered by install."""
     try:
-        with open(os.path.join(paths.home(), "install.json"), "rb") as f:
-            chain = fastjson.loads(f.read()).get("statusline_chain")
+        chain = fastjson.loads(session.read_file(paths.home() + "/install.json")).get("statusline_chain")
     except (OSError, ValueError, AttributeError):
         return None
     if isinstance(chain, dict) and isinstance(chain.get("command"), str) and chain["command"].strip():
@@ -132,13 +148,15 @@ def run_chained(command, raw, timeout_ms):
 def main():
     out = []
     try:
-        raw = sys.stdin.buffer.read()
+        raw = _read_stdin()
         try:
             payload = fastjson.loads(raw)
         except (ValueError, UnicodeDecodeError):
             payload = None
         chain = chained_command()
         if chain:
+            from . import config
+
             timeout = 1000
             try:
                 timeout = config.load(None)["statusline_chain_timeout_ms"]
@@ -151,7 +169,18 @@ def main():
     except BaseException:
         out.append("ctx ?")
     try:
-        os.write(1, ("\n".join(out) + "\n").encode("utf-8"))
+        posix.write(1, ("\n".join(out) + "\n").encode("utf-8"))
     except OSError:
         pass
-    os._exit(0)
+    posix._exit(0)
+
+
+def _read_stdin(limit=1 << 22):
+    chunks = []
+    while limit > 0:
+        b = posix.read(0, 65536)
+        if not b:
+            break
+        chunks.append(b)
+        limit -= len(b)
+    return b"".join(chunks)

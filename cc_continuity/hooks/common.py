@@ -8,20 +8,29 @@ uses.  Registration and level changes take the project lock; the plain
 import os
 import time
 
-from .. import config, fastjson, ledger, meter, paths, session
-from ..project import Project, launch_dir, valid_session_id
+from .. import card, config, fastjson, ledger, meter, paths, session
+from ..project import Project, launch_dir
 
 
 class HookContext:
-    def __init__(self, event, payload, env):
-        self.event = event
-        self.payload = payload
-        self.env = env
-        self.outcome = "ok"
-        sid = payload.get("session_id")
-        self.session_id = sid if valid_session_id(sid) else None
+    """The slow path's view of a :class:`~.dispatch.Call`: project, config, record."""
+
+    def __init__(self, call):
+        self.call = call
+        self.event = call.event
+        self.payload = call.payload
+        self.env = os.environ if call.env is None else call.env
+        self.session_id = call.session_id
         self._project = None
         self._cfg = None
+
+    @property
+    def outcome(self):
+        return self.call.outcome
+
+    @outcome.setter
+    def outcome(self, value):
+        self.call.outcome = value
 
     # -- lazily resolved facts ----------------------------------------------
     @property
@@ -85,6 +94,7 @@ def register(ctx, source):
                 rec.update(_live_fields(ctx, sock, pane))
                 session.save(sdir, rec)
                 ctx.log(sdir, {"ev": "session_start", "source": source, "again": True})
+                refresh_card(ctx, n, sdir, rec)
                 return n, sdir, rec
             except (OSError, ValueError):
                 pass  # corrupt record: fall through and start a fresh one
@@ -105,7 +115,19 @@ def register(ctx, source):
         _remember_pid(proj, ctx.claude_pid(), n, None)
         ctx.log(sdir, {"ev": "session_start", "source": source, "session_id": ctx.session_id,
                        "name": rec["name"], "predecessor": pred, "pid": rec.get("pid"), "pane": pane})
+        refresh_card(ctx, n, sdir, rec)
         return n, sdir, rec
+
+
+def refresh_card(ctx, n, sdir, rec):
+    """Rebuild this session's card (the hot path's cache of project + config)."""
+    proj = ctx.project
+    sl = sdir + "/statusline.json"
+    deps = card.snapshot([paths.config_file(), config.project_file(proj.root), sl])
+    cfg = config.load(proj.root, ctx.env)
+    slw = statusline_window(sdir)
+    window, wsrc = meter.resolve_window(cfg["window"], slw, rec.get("model"), ctx.env)
+    card.save(ctx.session_id, card.build(ctx.session_id, sdir, rec, cfg, window, wsrc, deps, slw))
 
 
 def _live_fields(ctx, sock, pane):
@@ -177,12 +199,8 @@ def measure(ctx, sdir, rec):
 STATE_FOR_LEVEL = {"warn": session.WARNED, "rotate": session.ROTATION_PENDING, "hard": session.ROTATION_PENDING}
 
 
-def notified_level(rec):
-    return max((meter.level_index(x) for x in rec.get("levels_notified") or ()), default=0)
-
-
 def needs_level_change(rec, reading):
-    return meter.level_index(reading["level"]) != notified_level(rec)
+    return meter.level_index(reading["level"]) != session.notified_index(rec)
 
 
 def level_note(reading, cfg):
@@ -211,7 +229,7 @@ def apply_level(ctx, n, sdir, reading):
         rec = session.load(sdir)
         lvl = reading["level"]
         idx = meter.level_index(lvl)
-        have = notified_level(rec)
+        have = session.notified_index(rec)
         if idx == have:
             return None, rec
         state = rec["state"]

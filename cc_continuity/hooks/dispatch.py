@@ -7,11 +7,13 @@ prints exactly one JSON object.  A per-event budget (SIGALRM) guarantees no
 hook outlives its settings.json timeout.
 """
 
-import os
-import sys
+import posix
 import time
 
 import _signal
+
+from .. import fastjson
+from ..card import valid_session_id
 
 # Claude Code event -> handler module (cc_continuity.hooks.<module>).
 HANDLERS = {
@@ -46,12 +48,30 @@ def _on_alarm(signum, frame):
     raise BudgetExceeded()
 
 
+class Call:
+    """One hook invocation: the event, its payload, and where the answer goes."""
+
+    def __init__(self, event, payload, env=None):
+        self.event = event
+        self.payload = payload
+        self.env = env  # None: the process environment
+        sid = payload.get("session_id")
+        self.session_id = sid if valid_session_id(sid) else None
+        self.outcome = "ok"
+
+    def getenv(self, name):
+        if self.env is not None:
+            return self.env.get(name)
+        v = posix.environ.get(name.encode())
+        return None if v is None else v.decode("utf-8", "surrogateescape")
+
+
 def _read_stdin():
     chunks = []
     total = 0
     while True:
         try:
-            b = os.read(0, 1 << 20)
+            b = posix.read(0, 1 << 20)
         except OSError:
             break
         if not b:
@@ -65,9 +85,6 @@ def _read_stdin():
 
 def run(event, raw, env=None):
     """Route one hook call.  Returns (stdout_text_or_None, outcome, session_id)."""
-    from .. import fastjson
-
-    env = os.environ if env is None else env
     try:
         payload = fastjson.loads(raw)
     except (ValueError, UnicodeDecodeError) as e:
@@ -78,19 +95,17 @@ def run(event, raw, env=None):
     sid = payload.get("session_id")
     if not isinstance(event, str):
         return None, "no-event", sid
-    if env.get("CC_CONTINUITY") == "0":
+    call = Call(event, payload, env)
+    if call.getenv("CC_CONTINUITY") == "0":
         return None, "disabled", sid
     modname = HANDLERS.get(event)
     if modname is None:
         return None, "ignored", sid
-    from .common import HookContext
-
     mod = __import__("cc_continuity.hooks." + modname, fromlist=["handle"])
-    ctx = HookContext(event, payload, env)
-    result = mod.handle(ctx)
+    result = mod.handle(call)
     if result is None:
-        return None, ctx.outcome, sid
-    return fastjson.dumps(result), ctx.outcome, sid
+        return None, call.outcome, sid
+    return fastjson.dumps(result), call.outcome, sid
 
 
 def main(argv):
@@ -113,7 +128,7 @@ def main(argv):
         out, outcome = None, "error: " + _describe(e)
     if out is not None:
         try:
-            os.write(1, out.encode("utf-8"))
+            posix.write(1, out.encode("utf-8"))
         except OSError:
             pass
     try:
@@ -122,7 +137,7 @@ def main(argv):
         log.hook(event or "?", sid, (time.monotonic() - t0) * 1000, outcome)
     except BaseException:
         pass
-    os._exit(0)
+    posix._exit(0)
 
 
 def _describe(e):

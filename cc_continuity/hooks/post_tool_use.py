@@ -1,20 +1,56 @@
 """PostToolUse: the per-tool-call meter update.
 
-The common case (no level crossing) reads the state file and the transcript
-tail, appends one ledger line and exits: no lock, no subprocess, stdlib only.
-A crossing takes the slow path once and returns a short factual note.
+The common case — a fresh session card and no level change — reads the card,
+the state record and the transcript tail, appends one ledger line and
+returns: no lock, no subprocess, no ``os``, no config parsing.  Anything else
+(no card yet, a stale card, a level crossing) takes the slow path once.
 """
 
-from . import common
+from .. import card, ledger, meter, session
 
 
-def handle(ctx):
+def handle(call):
+    c = card.load(call.session_id)
+    if c is None:
+        return slow(call)
+    if not c["enabled"]:
+        call.outcome = "project disabled"
+        return None
+    try:
+        rec = session.load(c["sdir"])
+    except (OSError, ValueError):
+        return slow(call)
+    path = call.payload.get("transcript_path") or c["transcript"]
+    try:
+        tokens = meter.read_transcript(path)["tokens"] if isinstance(path, str) and path else None
+    except OSError:
+        tokens = None
+    lvl = meter.level(tokens, c["window"], c)
+    tool = call.payload.get("tool_name")
+    ledger.append(c["ledger"], {"ev": "tool", "tool": tool if isinstance(tool, str) else None, "tokens": tokens,
+                                "percent": None if tokens is None else round(100.0 * tokens / c["window"], 1)})
+    if meter.level_index(lvl) == session.notified_index(rec):
+        return None
+    return slow(call, logged=True)
+
+
+def slow(call, logged=False):
+    """Register or refresh the session, then record a level change if there is one."""
+    from . import common
+
+    ctx = common.HookContext(call)
     n, sdir, rec = ctx.load_session()
+    common.refresh_card(ctx, n, sdir, rec)
+    if not ctx.cfg["enabled"]:
+        ctx.outcome = "project disabled"
+        return None
     reading = common.measure(ctx, sdir, rec)
-    tool = ctx.payload.get("tool_name")
-    ctx.log(sdir, {"ev": "tool", "tool": tool if isinstance(tool, str) else None,
-                   "tokens": reading["tokens"], "percent": reading["percent"]})
+    if not logged:
+        tool = call.payload.get("tool_name")
+        ctx.log(sdir, {"ev": "tool", "tool": tool if isinstance(tool, str) else None,
+                       "tokens": reading["tokens"], "percent": reading["percent"]})
     if not common.needs_level_change(rec, reading):
+        ctx.outcome = "card refreshed"
         return None
     note, rec = common.apply_level(ctx, n, sdir, reading)
     ctx.outcome = "level %s" % reading["level"]

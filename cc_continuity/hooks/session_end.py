@@ -10,7 +10,8 @@ from .. import session
 from . import common
 
 
-def handle(ctx):
+def handle(call):
+    ctx = common.HookContext(call)
     n = ctx.number()
     if n is None:
         ctx.outcome = "unknown session"

@@ -7,7 +7,8 @@ SessionEnd(clear) we saw just before links the two (predecessor → successor).
 from . import common
 
 
-def handle(ctx):
+def handle(call):
+    ctx = common.HookContext(call)
     if not ctx.cfg["enabled"]:
         ctx.outcome = "project disabled"
         return None

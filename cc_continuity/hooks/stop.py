@@ -8,7 +8,8 @@ from .. import session
 from . import common
 
 
-def handle(ctx):
+def handle(call):
+    ctx = common.HookContext(call)
     n, sdir, rec = ctx.load_session()
     reading = common.measure(ctx, sdir, rec)
     ctx.log(sdir, {"ev": "stop", "tokens": reading["tokens"], "percent": reading["percent"],

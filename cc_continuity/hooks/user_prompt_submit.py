@@ -5,11 +5,14 @@ after the handoff was written (it would otherwise be lost).
 """
 
 from .. import session
+from . import common
+
 
 PROMPT_KEEP = 4000
 
 
-def handle(ctx):
+def handle(call):
+    ctx = common.HookContext(call)
     n, sdir, rec = ctx.load_session()
     prompt = ctx.payload.get("prompt")
     prompt = prompt if isinstance(prompt, str) else ""

@@ -1,0 +1,110 @@
+"""The session card: the resolved facts the per-tool-call path needs, in one file.
+
+PreToolUse, PostToolUse and the status line run on every tool call.  Instead
+of re-deriving the project and loading and validating layered config each
+time, they read ``runtime/cards/<session_id>.json`` — a cache built by the
+slow path: session dir, thresholds, window, enabled.  The card lists the
+files it was derived from (the config layers, the status line's window note)
+with their mtimes; if any changed, the card is stale and the caller takes the
+slow path, which rebuilds it.  The session *state* is not cached: it changes
+often and is always read fresh from ``state.json``.
+
+Uses ``posix``, not ``os`` (hot path).
+"""
+
+import posix
+
+from . import fastjson, paths
+
+VERSION = 1
+
+
+def valid_session_id(sid):
+    """Session ids come from stdin: accept only safe file-name characters."""
+    if not isinstance(sid, str) or not (0 < len(sid) <= 128):
+        return False
+    for ch in sid:
+        if not (ch.isascii() and (ch.isalnum() or ch in "-_")):
+            return False
+    return True
+
+
+def card_path(session_id):
+    return paths.cards_dir() + "/" + session_id + ".json"
+
+
+def mtime(path):
+    """mtime in ns, or -1 when the file does not exist."""
+    try:
+        return posix.stat(path).st_mtime_ns
+    except OSError:
+        return -1
+
+
+def load(session_id):
+    """The card for ``session_id`` if it exists and is fresh, else None."""
+    if not valid_session_id(session_id):
+        return None
+    try:
+        fd = posix.open(card_path(session_id), posix.O_RDONLY | posix.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        raw = posix.read(fd, 1 << 16)
+    finally:
+        posix.close(fd)
+    try:
+        c = fastjson.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    if not isinstance(c, dict) or c.get("v") != VERSION:
+        return None
+    deps = c.get("deps")
+    if not isinstance(deps, list):
+        return None
+    for dep in deps:
+        if not isinstance(dep, list) or len(dep) != 2 or mtime(dep[0]) != dep[1]:
+            return None
+    return c
+
+
+def snapshot(files):
+    """[[path, mtime]] for ``files`` — take it *before* reading them."""
+    return [[p, mtime(p)] for p in files]
+
+
+def build(session_id, sdir, rec, cfg, window, window_source, deps, sl_window=None):
+    """The card's content.  ``deps``: a :func:`snapshot` taken before reading the sources."""
+    return {
+        "v": VERSION,
+        "session_id": session_id,
+        "sdir": sdir,
+        "ledger": sdir + "/ledger.jsonl",
+        "state_file": sdir + "/state.json",
+        "transcript": rec.get("transcript"),
+        "window": window,
+        "window_source": window_source,
+        "sl_window": sl_window,
+        "warn": cfg["warn"],
+        "rotate": cfg["rotate"],
+        "hard": cfg["hard"],
+        "rotate_tokens": cfg["rotate_tokens"],
+        "enabled": bool(cfg["enabled"]),
+        "color": bool(cfg["statusline_color"]),
+        "deps": deps,
+    }
+
+
+def save(session_id, content):
+    """Write the card (no fsync: it is a cache, rebuilt whenever in doubt)."""
+    from . import atomic
+
+    paths.ensure_dir(paths.cards_dir())
+    atomic.write_text(card_path(session_id), fastjson.dumps(content), fsync=False)
+
+
+def drop(session_id):
+    try:
+        posix.unlink(card_path(session_id))
+    except OSError:
+        pass
