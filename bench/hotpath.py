@@ -1,0 +1,145 @@
+"""Hot-path benchmarks P1–P3 (issue 2).
+
+Each figure is a ratio measured pair by pair (A, B, A, B, …) so drift in the
+machine's speed cancels; the median of the ratios is reported.
+
+  P1  PostToolUse hook, exact settings.json command line, no level change,
+      200 MB transcript                       vs  python3 -S -c pass
+  P2  cc-continuity meter, 500 MB transcript  vs  the same on a 1 MB one
+  P3  the status line command                 vs  python3 -S -c pass
+
+Usage: python bench/hotpath.py [--runs 30] [--big-mb 500] [--p1-mb 200]
+"""
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+sys.path.insert(0, REPO)
+
+import synth  # noqa: E402
+
+BASE_PY = os.path.realpath(sys.executable)
+
+
+def wall(cmd, stdin_bytes, env):
+    t0 = time.perf_counter()
+    subprocess.run(cmd, input=stdin_bytes, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, check=False)
+    return time.perf_counter() - t0
+
+
+def paired(a, b, stdin_a, stdin_b, env, runs, warmup=3):
+    for _ in range(warmup):
+        wall(a, stdin_a, env)
+        wall(b, stdin_b, env)
+    ta, tb, ratios = [], [], []
+    for _ in range(runs):
+        x = wall(a, stdin_a, env)
+        y = wall(b, stdin_b, env)
+        ta.append(x)
+        tb.append(y)
+        ratios.append(x / y)
+    return {"a_median_ms": round(statistics.median(ta) * 1000, 2), "b_median_ms": round(statistics.median(tb) * 1000, 2),
+            "ratio_median": round(statistics.median(ratios), 3), "ratio_min": round(min(ratios), 3),
+            "ratio_max": round(max(ratios), 3), "runs": runs}
+
+
+def instructions(cmd, stdin_bytes, env):
+    """User-space instruction count (valgrind), a noise-free second opinion."""
+    if not shutil.which("valgrind"):
+        return None
+    p = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null"] + cmd, input=stdin_bytes,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    for line in p.stderr.decode().splitlines():
+        if "Collected" in line:
+            return int(line.split()[-1])
+    return None
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--runs", type=int, default=30)
+    ap.add_argument("--p1-mb", type=int, default=200)
+    ap.add_argument("--big-mb", type=int, default=500)
+    ap.add_argument("--instructions", action="store_true", help="also count instructions with valgrind")
+    ap.add_argument("--json", help="write results here")
+    args = ap.parse_args()
+
+    work = tempfile.mkdtemp(prefix="cc-bench-")
+    try:
+        subprocess.run([BASE_PY, "-m", "compileall", "-q", os.path.join(REPO, "cc_continuity")], check=True,
+                       stdout=subprocess.DEVNULL)
+        home, proj = os.path.join(work, "home"), os.path.join(work, "proj")
+        os.makedirs(home)
+        os.makedirs(proj)
+        subprocess.run(["git", "init", "-q", proj], check=True)
+        env = dict(os.environ, HOME=home, CC_CONTINUITY_HOME=os.path.join(work, "cc"), CLAUDE_PROJECT_DIR=proj,
+                   CLAUDE_PID="424242")
+        env.pop("CC_CONTINUITY", None)
+        t_p1 = os.path.join(work, "p1.jsonl")
+        t_big = os.path.join(work, "big.jsonl")
+        t_small = os.path.join(work, "small.jsonl")
+        print("writing transcripts (%d MB, %d MB, 1 MB)…" % (args.p1_mb, args.big_mb), flush=True)
+        synth.write(t_p1, args.p1_mb << 20)
+        synth.write(t_big, args.big_mb << 20)
+        synth.write(t_small, 1 << 20)
+
+        hook = [BASE_PY, "-S", os.path.join(REPO, "cc_continuity", "hookmain.py")]
+        status = [BASE_PY, "-S", os.path.join(REPO, "cc_continuity", "statusmain.py")]
+        bare = [BASE_PY, "-S", "-c", "pass"]
+        base = {"session_id": "bench-1", "transcript_path": t_p1, "cwd": proj}
+        start = json.dumps(dict(base, hook_event_name="SessionStart", source="startup", model="claude-sonnet-4-5")).encode()
+        subprocess.run(hook + ["SessionStart"], input=start, env=env, check=True)
+        post = json.dumps(dict(base, hook_event_name="PostToolUse", tool_name="Bash", tool_input={"command": "ls"},
+                               tool_response={"stdout": "a\nb", "stderr": "", "interrupted": False},
+                               tool_use_id="toolu_1")).encode()
+        sl = json.dumps(dict(base, model={"id": "claude-sonnet-4-5", "display_name": "Sonnet 4.5"},
+                             context_window={"total_input_tokens": 80000, "total_output_tokens": 120,
+                                             "context_window_size": 200000, "used_percentage": 40,
+                                             "current_usage": {"input_tokens": 3, "output_tokens": 120,
+                                                               "cache_creation_input_tokens": 2000,
+                                                               "cache_read_input_tokens": 77997}})).encode()
+        # First calls build the session card (slow path, once); the benchmark measures the steady state.
+        for cmd, data in ((hook + ["PostToolUse"], post), (status, sl), (hook + ["PostToolUse"], post)):
+            subprocess.run(cmd, input=data, env=env, stdout=subprocess.DEVNULL, check=True)
+
+        results = {"python": BASE_PY, "runs": args.runs}
+        print("P1 PostToolUse vs python3 -S -c pass …", flush=True)
+        results["P1"] = paired(hook + ["PostToolUse"], bare, post, post, env, args.runs)
+        print("P2 meter 500 MB vs 1 MB …", flush=True)
+        meter = [BASE_PY, "-m", "cc_continuity", "meter"]
+        results["P2"] = paired(meter + [t_big], meter + [t_small], b"", b"", env, args.runs)
+        print("P3 statusline vs python3 -S -c pass …", flush=True)
+        results["P3"] = paired(status, bare, sl, sl, env, args.runs)
+        if args.instructions:
+            results["instructions"] = {
+                "pass": instructions(bare, post, env),
+                "post_tool_use": instructions(hook + ["PostToolUse"], post, env),
+                "statusline": instructions(status, sl, env),
+            }
+        log = open(os.path.join(work, "cc", "logs", "hooks.log")).read().splitlines()
+        results["hook_outcomes"] = sorted({line.split()[-1] for line in log if "PostToolUse" in line})
+        for name, goal in (("P1", 1.15), ("P2", 1.05), ("P3", 1.15)):
+            r = results[name]
+            print("%s  A %.2f ms  B %.2f ms  ratio median %.3f (min %.3f, max %.3f)  goal <= %.2f" % (
+                name, r["a_median_ms"], r["b_median_ms"], r["ratio_median"], r["ratio_min"], r["ratio_max"], goal))
+        if "instructions" in results:
+            print("instructions: %s" % results["instructions"])
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(results, f, indent=2)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
