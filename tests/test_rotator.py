@@ -1,0 +1,259 @@
+"""The rotator driving the fake Claude Code prompt in a real private tmux server."""
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from cc_continuity import ledger, rotator
+from helpers import TmuxServer
+
+pytestmark = pytest.mark.skipif(not __import__("shutil").which("tmux"), reason="needs tmux")
+
+CONTINUATION = 'Continuing from cp-004 (proj-005); run "$(date)" `id` C-c Enter \\x1b[31m ;'
+HAPPY_STEPS = ["begin", "idle", "clear_sent", "started", "idle", "continuation_sent", "delivered",
+               "renamed"]
+
+
+@pytest.fixture
+def server():  # shadows the libtmux pytest plugin fixture on purpose: always a private socket
+    srv = TmuxServer()
+    try:
+        yield srv
+    finally:
+        srv.kill()
+
+
+class Setup:
+    """A fake prompt wired to a plan, as the Stop hook and the successor's hooks would wire it."""
+
+    def __init__(self, server, tmp_path, *fake_args, hooks=True, **plan_overrides):
+        self.dir = tmp_path
+        self.started = str(tmp_path / "started.marker")
+        self.delivered = str(tmp_path / "delivered.marker")
+        (tmp_path / "session").mkdir()
+        self.ledger = str(tmp_path / "session" / "ledger.jsonl")
+        hook_args = ["--started-marker", self.started, "--delivered-marker", self.delivered] if hooks else []
+        self.run = server.start_fake(str(tmp_path / "fake"), *hook_args, *fake_args)
+        self.plan = {
+            "socket": server.socket, "pane": self.run.pane_id,
+            "started_marker": self.started, "delivered_marker": self.delivered,
+            "continuation": CONTINUATION, "ledger": self.ledger, "successor_name": "proj-005",
+            "timeouts": {"idle_s": 5, "marker_s": 2, "delivery_s": 2, "type_s": 1.5},
+            "retries": 2,
+        }
+        self.plan.update(plan_overrides)
+        self.plan_path = str(tmp_path / "plan.json")
+        with open(self.plan_path, "w") as f:
+            json.dump(self.plan, f)
+
+    def rotate(self, timeout=40):
+        return subprocess.run([sys.executable, "-m", "cc_continuity.rotator", self.plan_path],
+                              capture_output=True, text=True, timeout=timeout)
+
+    def records(self):
+        return [r for r in ledger.read(self.ledger) if r.get("ev") == "rotator"]
+
+    def steps(self):
+        return [r["step"] for r in self.records()]
+
+
+def names(server, pane_id):
+    return server.tmux("display-message", "-p", "-t", pane_id, "#{session_name}|#{window_name}").strip()
+
+
+def test_full_rotation_against_the_fake_prompt(server, tmp_path):
+    # Busy at first (the Stop hook still running) with half-typed text in the box.
+    s = Setup(server, tmp_path, "--busy-start", "1.2", "--initial", "half typed")
+    t0 = time.monotonic()
+    res = s.rotate()
+    assert res.returncode == 0, res.stderr
+    assert time.monotonic() - t0 < 15
+    assert os.path.exists(s.started)
+    with open(s.delivered) as f:
+        assert f.read() == CONTINUATION
+    # /clear only once idle (nothing swallowed), the continuation exactly once, byte-exact.
+    assert s.run.submitted() == ["/clear", CONTINUATION]
+    assert s.run.events("swallowed") == []
+    raw = s.run.raw_bytes()
+    assert b"\x1b" not in raw and raw.count(b"\x15") >= 1
+    assert raw.endswith(CONTINUATION.encode() + b"\r")
+    # The ledger tells the story in order, with growing times, and its chain is intact.
+    records = s.records()
+    assert [r["step"] for r in records] == HAPPY_STEPS
+    assert [r["phase"] for r in records if r["step"] == "idle"] == ["predecessor", "successor"]
+    assert records[1]["ms"] >= 900  # waited for the busy period to end
+    assert all(a["ms"] <= b["ms"] for a, b in zip(records, records[1:]))
+    assert records[6]["via"] == "marker"
+    assert ledger.verify(s.ledger)[0]
+    assert names(server, s.run.pane_id) == "proj-005|proj-005"
+
+
+def test_marker_never_appears_fails_after_bounded_retries(server, tmp_path):
+    s = Setup(server, tmp_path, hooks=False,
+              timeouts={"idle_s": 3, "marker_s": 0.6, "delivery_s": 1, "type_s": 1}, retries=1)
+    t0 = time.monotonic()
+    res = s.rotate()
+    elapsed = time.monotonic() - t0
+    assert res.returncode == 1
+    # two attempts of (settle 0.3 + typing + 0.6 marker wait), far below the idle budget
+    assert elapsed < 6
+    steps = s.steps()
+    assert steps.count("clear_sent") == 2
+    assert steps[-1] == "failed"
+    assert "started.marker" in s.records()[-1]["reason"]
+    assert "continuation_sent" not in steps
+    assert s.run.submitted() == ["/clear", "/clear"]
+    assert names(server, s.run.pane_id) != "proj-005|proj-005"
+
+
+def test_dropped_enter_on_continuation_is_retyped_once(server, tmp_path):
+    # Enter #1 submits /clear, Enter #2 (the continuation) is lost: the text stays in the box.
+    s = Setup(server, tmp_path, "--drop-enter", "2",
+              timeouts={"idle_s": 5, "marker_s": 2, "delivery_s": 0.8, "type_s": 1.5})
+    res = s.rotate()
+    assert res.returncode == 0, res.stderr
+    assert s.run.submitted() == ["/clear", CONTINUATION]
+    assert [e["line"] for e in s.run.events("dropped_enter")] == [CONTINUATION]
+    steps = s.steps()
+    assert steps.count("continuation_sent") == 2
+    assert steps.index("stuck") < len(steps) - 1 - steps[::-1].index("continuation_sent")
+    assert steps[-2:] == ["delivered", "renamed"]
+
+
+def test_dropped_enter_on_clear_is_retried(server, tmp_path):
+    s = Setup(server, tmp_path, "--drop-enter", "1")
+    res = s.rotate()
+    assert res.returncode == 0, res.stderr
+    assert s.run.submitted() == ["/clear", CONTINUATION]
+    assert s.steps().count("clear_sent") == 2
+
+
+def test_without_delivered_marker_the_screen_confirms_delivery(server, tmp_path):
+    s = Setup(server, tmp_path, delivered_marker=None)
+    res = s.rotate()
+    assert res.returncode == 0, res.stderr
+    assert s.run.submitted() == ["/clear", CONTINUATION]
+    delivered = [r for r in s.records() if r["step"] == "delivered"]
+    assert [r["via"] for r in delivered] == ["screen"]
+
+
+def test_pane_that_never_goes_idle_fails_within_idle_timeout(server, tmp_path):
+    s = Setup(server, tmp_path, "--busy-start", "60",
+              timeouts={"idle_s": 1, "marker_s": 1, "delivery_s": 1, "type_s": 1})
+    t0 = time.monotonic()
+    res = s.rotate()
+    assert res.returncode == 1
+    assert time.monotonic() - t0 < 4
+    assert s.steps() == ["begin", "failed"]
+    assert "not idle" in s.records()[-1]["reason"]
+    assert s.run.raw_bytes() == b""  # nothing typed into a busy Claude
+
+
+def test_existing_markers_mean_nothing_is_typed_again(server, tmp_path):
+    s = Setup(server, tmp_path)
+    for marker in (s.started, s.delivered):
+        with open(marker, "w") as f:
+            f.write("x")
+    res = s.rotate()
+    assert res.returncode == 0, res.stderr
+    assert s.steps() == ["begin", "started", "delivered", "renamed"]
+    assert s.run.raw_bytes() == b""
+
+
+def test_vanished_pane_fails_with_the_reason(server, tmp_path):
+    s = Setup(server, tmp_path, pane="%999")
+    res = s.rotate()
+    assert res.returncode == 1
+    assert s.steps() == ["begin", "failed"]
+    assert "%999" in s.records()[-1]["reason"]
+
+
+def test_second_rotator_on_the_same_pane_refuses(server, tmp_path):
+    s = Setup(server, tmp_path)
+    plan = rotator.load_plan(s.plan_path)
+    with rotator._pane_lock(plan):
+        res = s.rotate()
+    assert res.returncode == 1
+    assert s.steps() == ["failed"]
+    assert "another rotator" in s.records()[-1]["reason"]
+    assert s.run.raw_bytes() == b""
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"pane": "3"}, "pane_id"),
+    ({"continuation": ""}, "continuation"),
+    ({"started_marker": "relative/marker"}, "absolute"),
+    ({"timeouts": {"idle_s": 0}}, "idle_s"),
+    ({"timeouts": {"marker_s": "60"}}, "marker_s"),
+    ({"retries": 11}, "retries"),
+    ({"retries": True}, "retries"),
+])
+def test_bad_plans_are_refused_with_a_clear_reason(tmp_path, change, message):
+    plan = {"socket": "/tmp/s", "pane": "%1", "started_marker": "/tmp/m", "continuation": "go",
+            "ledger": str(tmp_path / "ledger.jsonl"), "successor_name": "p-002"}
+    plan.update(change)
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(plan))
+    with pytest.raises(rotator.PlanError, match=message):
+        rotator.load_plan(str(path))
+    res = subprocess.run([sys.executable, "-m", "cc_continuity.rotator", str(path)],
+                         capture_output=True, text=True, timeout=20)
+    assert res.returncode == 1 and message in res.stderr
+    assert [r["step"] for r in ledger.read(plan["ledger"])] == ["failed"]
+
+
+def test_unreadable_plan_and_defaults(tmp_path):
+    with pytest.raises(rotator.PlanError, match="cannot read"):
+        rotator.load_plan(str(tmp_path / "missing.json"))
+    (tmp_path / "bad.json").write_text("{not json")
+    with pytest.raises(rotator.PlanError, match="not valid JSON"):
+        rotator.load_plan(str(tmp_path / "bad.json"))
+    (tmp_path / "ok.json").write_text(json.dumps({
+        "socket": "/tmp/s", "pane": "%1", "started_marker": "/tmp/m", "continuation": "go",
+        "ledger": "/tmp/l.jsonl", "successor_name": "p-002", "timeouts": {"idle_s": 7}}))
+    plan = rotator.load_plan(str(tmp_path / "ok.json"))
+    assert plan["timeouts"] == {"idle_s": 7.0, "marker_s": 60.0, "delivery_s": 20.0, "type_s": 5.0}
+    assert plan["retries"] == 3
+
+
+def test_spawned_rotator_outlives_its_short_lived_parent(server, tmp_path):
+    # Busy long enough that the rotator is still waiting when its parent has exited.
+    s = Setup(server, tmp_path, "--busy-start", "1.5")
+    log = str(tmp_path / "rotator.log")
+    parent = subprocess.run(
+        [sys.executable, "-c",
+         "import sys; from cc_continuity.rotator import spawn; print(spawn(sys.argv[1], sys.argv[2]))",
+         s.plan_path, log],
+        capture_output=True, text=True, timeout=20)
+    assert parent.returncode == 0, parent.stderr
+    pid = int(parent.stdout)
+    os.kill(pid, 0)  # alive although the process that started it is gone
+    assert os.getsid(pid) == pid != os.getsid(0)  # its own session
+    assert os.readlink("/proc/%d/fd/0" % pid) == "/dev/null"
+    assert "renamed" not in s.steps()
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and "renamed" not in s.steps():
+        time.sleep(0.1)
+    assert s.steps() == HAPPY_STEPS
+    assert s.run.submitted() == ["/clear", CONTINUATION]
+    assert s.records()[0]["pid"] == pid
+    assert os.stat(log).st_mode & 0o777 == 0o600
+
+
+def test_terminated_rotator_records_why(server, tmp_path):
+    s = Setup(server, tmp_path, "--busy-start", "30")
+    proc = subprocess.Popen([sys.executable, "-m", "cc_continuity.rotator", s.plan_path])
+    try:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and "begin" not in s.steps():
+            time.sleep(0.05)
+        proc.terminate()
+        assert proc.wait(timeout=10) == 1
+    finally:
+        proc.kill()
+    assert s.steps() == ["begin", "failed"]
+    assert "terminated" in s.records()[-1]["reason"]
