@@ -17,7 +17,7 @@ MAX_SCAN = 64 * 1024 * 1024  # give up (unknown) after this much history without
 
 LEVELS = ("ok", "warn", "rotate", "hard")
 
-_ASSISTANT = b'"type":"assistant"'
+_ASSISTANT = b'"assistant"'  # then parsed: only type == assistant counts
 _BOUNDARY = b'"compact_boundary"'
 
 # Known windows by model-id prefix (checked longest first).  Unknown ids fall
@@ -83,6 +83,35 @@ def _boundary_reading(line):
     return post if isinstance(post, int) and not isinstance(post, bool) else -1
 
 
+def lines_backwards(path, max_scan=MAX_SCAN, chunk=CHUNK):
+    """Yield ``(line, bytes_scanned)`` for the complete lines of ``path``, newest first.
+
+    Reads ``chunk`` bytes at a time from the end, so a caller that stops at
+    the first match pays only for the tail.  Raises OSError if unreadable.
+    """
+    fd = posix.open(path, posix.O_RDONLY | posix.O_CLOEXEC)
+    try:
+        pos = posix.fstat(fd).st_size
+        carry = b""  # the (partial) first line of the chunk read last
+        scanned = 0
+        while pos > 0 and scanned < max_scan:
+            step = chunk if pos > chunk else pos
+            pos -= step
+            block = posix.pread(fd, step, pos) + carry
+            scanned += step
+            if pos > 0:
+                cut = block.find(b"\n")
+                if cut == -1:  # one line longer than the chunk: keep reading
+                    carry = block
+                    continue
+                carry, block = block[:cut], block[cut + 1:]
+            for line in reversed(block.split(b"\n")):
+                if line:
+                    yield line, scanned
+    finally:
+        posix.close(fd)
+
+
 def read_transcript(path, max_scan=MAX_SCAN):
     """Latest context reading from a transcript.
 
@@ -90,48 +119,18 @@ def read_transcript(path, max_scan=MAX_SCAN):
     unknown (no assistant row yet, or compacted with no postTokens).  Raises
     OSError when the file cannot be opened.
     """
-    fd = posix.open(path, posix.O_RDONLY | posix.O_CLOEXEC)
-    try:
-        size = posix.fstat(fd).st_size
-        pos = size
-        carry = b""  # the (partial) first line of the chunk read last
-        scanned = 0
-        while pos > 0 and scanned < max_scan:
-            step = CHUNK if pos > CHUNK else pos
-            pos -= step
-            block = posix.pread(fd, step, pos) + carry
-            scanned += step
-            # Lines fully inside `block` are those after its first newline
-            # (unless we are at the start of the file).
-            if pos > 0:
-                cut = block.find(b"\n")
-                if cut == -1:
-                    carry = block
-                    continue
-                carry, block = block[:cut], block[cut + 1:]
-            else:
-                carry = b""
-            found = _scan_block(block)
-            if found is not None:
-                found["scanned"] = scanned
-                return found
-        return {"tokens": None, "model": None, "source": "transcript", "scanned": scanned}
-    finally:
-        posix.close(fd)
-
-
-def _scan_block(block):
-    """Look at the complete lines of ``block`` newest first; a reading or None."""
-    for line in reversed(block.split(b"\n")):
+    scanned = 0
+    for line, scanned in lines_backwards(path, max_scan):
         if _BOUNDARY in line:
             post = _boundary_reading(line)
             if post is not None:
-                return {"tokens": None if post < 0 else post, "model": None, "source": "compact_boundary"}
+                return {"tokens": None if post < 0 else post, "model": None, "source": "compact_boundary",
+                        "scanned": scanned}
         elif _ASSISTANT in line:
             got = _assistant_reading(line)
             if got is not None:
-                return {"tokens": got[0], "model": got[1], "source": "transcript"}
-    return None
+                return {"tokens": got[0], "model": got[1], "source": "transcript", "scanned": scanned}
+    return {"tokens": None, "model": None, "source": "transcript", "scanned": scanned}
 
 
 def model_window(model):

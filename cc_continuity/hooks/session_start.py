@@ -1,10 +1,19 @@
-"""SessionStart: register the session (pid, tmux pane, model, transcript, project).
+"""SessionStart: register the session, then claim a waiting checkpoint.
 
 After ``/clear`` the same Claude process starts a new session id; the
-SessionEnd(clear) we saw just before links the two (predecessor → successor).
+SessionEnd(clear) seen just before names the predecessor.  On clear,
+startup and resume the latest claimable checkpoint of the project is
+claimed (exactly once, under the project lock) and the bootstrap text is
+returned as ``additionalContext``.  The rotator waits for the started-marker
+written here.
 """
 
+import time
+
+from .. import atomic, claim, session
 from . import common
+
+CLAIM_SOURCES = ("clear", "startup", "resume")
 
 
 def handle(call):
@@ -16,4 +25,93 @@ def handle(call):
     source = source if isinstance(source, str) else None
     n, sdir, rec = common.register(ctx, source)
     ctx.outcome = "registered %s (%s)" % (rec["name"], source)
+    if source not in CLAIM_SOURCES:
+        return None
+    text = claim_for(ctx, n, sdir, rec)
+    if text is None:
+        text = crash_notice(ctx, n) if source == "startup" else None
+        if text is None:
+            return None
+    return {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}}
+
+
+def claim_for(ctx, n, sdir, rec):
+    """Claim the best checkpoint for session ``n``; the bootstrap text, or None."""
+    from .. import rotation
+
+    proj = ctx.project
+    with proj.lock():
+        rec = session.load(sdir)
+        if rec.get("predecessor_claimed"):
+            return None
+        cands = claim.candidates(proj, ctx.claude_pid(), rec.get("predecessor"))
+        pred_n, prec = claim.claim(proj, n, sdir, cands)
+        if pred_n is None:
+            return None
+        rec["predecessor"] = pred_n
+        rec["predecessor_claimed"] = True
+        rec["checkpoint_from"] = (prec.get("checkpoint") or {}).get("id")
+        session.transition(sdir, rec, session.BOOTSTRAPPING, "claimed %s" % rec["checkpoint_from"])
+    pdir = proj.session_dir(pred_n)
+    try:
+        atomic.write_text(rotation.started_marker(pdir), "%s %s\n" % (ctx.session_id, time.time()), fsync=False)
+    except OSError:
+        pass
+    text = claim.bootstrap_text(proj, pred_n, prec, rec["name"], ctx.cfg["bootstrap_max_tokens"])
+    ctx.log(sdir, {"ev": "bootstrap", "checkpoint": rec["checkpoint_from"], "chars": len(text),
+                   "tokens_est": len(text) // 4})
+    ctx.outcome = "claimed %s for %s" % (rec["checkpoint_from"], rec["name"])
+    _notify(prec, rec)
+    return text
+
+
+def crash_notice(ctx, n):
+    """A previous session died mid-work with no checkpoint: say what is known."""
+    proj = ctx.project
+    for m in reversed(proj.numbers()):
+        if m == n:
+            continue
+        try:
+            prev = session.load(proj.session_dir(m))
+        except (OSError, ValueError):
+            continue
+        if prev["state"] in session.LIVE and not claim.pid_alive(prev.get("pid")) and not prev.get("ended"):
+            last_cp = next((r for r in _checkpointed(proj, m)), None)
+            lines = ["cc-continuity: the previous session %s in this project ended without a handoff "
+                     "(its process is gone)." % prev.get("name")]
+            if last_cp:
+                lines.append("The most recent checkpoint is %s from %s (handoff: %s)." % (
+                    last_cp[0], last_cp[1], last_cp[2]))
+            from .. import checkpoint
+
+            asked = checkpoint.prompts(proj.session_dir(m), limit=3, chars=300)
+            if asked:
+                lines.append("Its last user prompts were:\n" + "\n".join("- " + p["text"] for p in asked))
+            return "\n".join(lines)
+        break
     return None
+
+
+def _checkpointed(proj, below):
+    from .. import checkpoint
+
+    for m in reversed(proj.numbers()):
+        if m >= below:
+            continue
+        try:
+            r = session.load(proj.session_dir(m))
+        except (OSError, ValueError):
+            continue
+        cp = r.get("checkpoint")
+        if cp and cp.get("id"):
+            yield cp["id"], r.get("name"), checkpoint.handoff_path(proj.session_dir(m))
+
+
+def _notify(prec, rec):
+    try:
+        from .. import notify
+
+        notify.emit("rotation_complete", slug=rec.get("slug"), session=rec.get("number"),
+                    text="%s -> %s" % (prec.get("name"), rec.get("name")))
+    except Exception:
+        pass

@@ -1,24 +1,167 @@
-"""Stop: update the meter and the state at the end of each turn.
+"""Stop: the rotation gate, at the end of each turn.
 
-A level note cannot be returned here (Stop output makes the turn continue),
-so it is parked in the record and delivered with the next prompt.
+- below *rotate*: update the meter; a level note is parked for the next prompt
+  (Stop output would make the turn continue);
+- at *rotate*/*hard* (or after ``cc-continuity rotate``): take machine facts,
+  and block once with the handoff path and template (HANDOFF_REQUESTED);
+- on the following Stops: validate the handoff; block again with the exact
+  problems, at most ``handoff_max_tries`` times, then fall back to a machine
+  handoff marked degraded — a rotation never waits on the model;
+- valid: git snapshot + manifest (CHECKPOINT_VERIFIED), then hand over to the
+  tmux rotator (ROTATING) or ask the user for ``/clear`` (AWAITING_MANUAL_CLEAR).
 """
 
-from .. import session
+import os
+
+from .. import checkpoint, handoff, session
 from . import common
 
 
 def handle(call):
     ctx = common.HookContext(call)
+    if not ctx.cfg["enabled"]:
+        ctx.outcome = "project disabled"
+        return None
     n, sdir, rec = ctx.load_session()
     reading = common.measure(ctx, sdir, rec)
     ctx.log(sdir, {"ev": "stop", "tokens": reading["tokens"], "percent": reading["percent"],
                    "level": reading["level"], "stop_hook_active": bool(ctx.payload.get("stop_hook_active"))})
+    state = rec["state"]
+    if state == session.HANDOFF_REQUESTED:
+        return _check_handoff(ctx, n, sdir)
+    if state == session.AWAITING_MANUAL_CLEAR:
+        return _ask_for_clear(rec)
+    if state in session.CLAIMABLE or state in (session.ROTATED, session.ENDED):
+        return None
     if common.needs_level_change(rec, reading):
         note, rec = common.apply_level(ctx, n, sdir, reading)
-        if note:
-            with ctx.project.lock():
-                rec = session.load(sdir)
-                rec["pending_note"] = note
-                session.save(sdir, rec)
+        if note and reading["level"] in ("warn",):
+            _park_note(ctx, sdir, note)
+    if reading["level"] in ("rotate", "hard") or rec.get("rotate_requested") or rec["state"] == session.ROTATION_PENDING:
+        return _request_handoff(ctx, n, sdir, reading)
     return None
+
+
+def _park_note(ctx, sdir, note):
+    with ctx.project.lock():
+        rec = session.load(sdir)
+        rec["pending_note"] = note
+        session.save(sdir, rec)
+
+
+def _request_handoff(ctx, n, sdir, reading):
+    with ctx.project.lock():
+        rec = session.load(sdir)
+        if rec["state"] not in (session.ACTIVE, session.WARNED, session.ROTATION_PENDING, session.BOOTSTRAPPING):
+            return None
+        snap = checkpoint.collect(ctx.project.root, sdir, rec, reading, ctx.payload, ctx.cfg)
+        rec.pop("pending_note", None)
+        session.transition(sdir, rec, session.HANDOFF_REQUESTED,
+                           "manual rotate" if rec.get("rotate_requested") else "context %s%%" % reading["percent"],
+                           handoff_tries=0, handoff_requested_at=snap["requested_at"], rotate_requested=False)
+    _notify(ctx, rec, "rotation_pending", "context %s%%" % reading["percent"])
+    path = checkpoint.handoff_path(sdir)
+    if os.path.exists(path):
+        # Written already (e.g. during the hard-ceiling gate): accept it now if it is valid.
+        check = handoff.validate(path, ctx.project.root, ctx.cfg)
+        if check.ok:
+            return _verified(ctx, n, sdir, check, degraded=False, tries=1)
+    ctx.outcome = "handoff requested"
+    return {"decision": "block", "reason": request_text(reading, path, ctx.cfg)}
+
+
+def request_text(reading, path, cfg):
+    win = reading.get("window")
+    return (
+        "cc-continuity: this session's context is at %s%% of its %s-token window (rotate level %g%%). The work "
+        "continues in a fresh session that starts from a handoff file, so the handoff needs to be written before "
+        "this turn can end.\n\n"
+        "Handoff file (absolute path): %s\n\n"
+        "Write it with the Write tool using the template below. Every section must be present and non-empty "
+        "(write \"none\" where there is nothing), %d-%d characters, no secrets or tokens, and every file path it names "
+        "must exist (relative to the project root, in backticks). Git state, the recent user prompts and the todo "
+        "list are recorded automatically. Once the file is written, ending the turn completes the hand-over; "
+        "the next session continues from it without the user having to re-explain anything.\n\n%s"
+        % (reading.get("percent"), "{:,}".format(win) if win else "?", cfg["rotate"], path,
+           cfg["handoff_min_chars"], cfg["handoff_max_chars"], handoff.template(cfg["handoff_sections"]))
+    )
+
+
+def _check_handoff(ctx, n, sdir):
+    path = checkpoint.handoff_path(sdir)
+    check = handoff.validate(path, ctx.project.root, ctx.cfg)
+    with ctx.project.lock():
+        rec = session.load(sdir)
+        tries = int(rec.get("handoff_tries") or 0) + 1
+        rec["handoff_tries"] = tries
+        session.save(sdir, rec)
+    ctx.log(sdir, {"ev": "handoff_check", "try": tries, "ok": check.ok, "problems": check.problems[:10],
+                   "chars": check.chars, "sha256": check.sha256})
+    if check.ok:
+        return _verified(ctx, n, sdir, check, degraded=False, tries=tries)
+    if tries < ctx.cfg["handoff_max_tries"]:
+        ctx.outcome = "handoff invalid (try %d)" % tries
+        return {"decision": "block", "reason": (
+            "cc-continuity: the handoff at %s is not complete yet (check %d of %d). What is wrong:\n%s\n\n"
+            "Fix these in the file, then end the turn." % (
+                path, tries, ctx.cfg["handoff_max_tries"], "\n".join("- " + p for p in check.problems)))}
+    try:
+        snap = checkpoint.read_json(checkpoint.cp_dir(sdir) + "/snapshot.json")
+    except (OSError, ValueError):
+        snap = {}
+    machine = checkpoint.write_machine_handoff(sdir, snap, ctx.cfg, check.problems)
+    machine.problems = check.problems  # kept in the manifest: why it is degraded
+    return _verified(ctx, n, sdir, machine, degraded=True, tries=tries)
+
+
+def _verified(ctx, n, sdir, check, degraded, tries):
+    """Snapshot + manifest, CHECKPOINT_VERIFIED, then start the hand-over."""
+    from .. import rotation
+
+    try:
+        snap = checkpoint.read_json(checkpoint.cp_dir(sdir) + "/snapshot.json")
+    except (OSError, ValueError):
+        snap = {}
+    proj = ctx.project
+    with proj.lock():
+        rec = session.load(sdir)
+        summary = checkpoint.finalize(proj.root, proj.slug, sdir, rec, check, ctx.cfg, degraded, tries, snap)
+        session.transition(sdir, rec, session.CHECKPOINT_VERIFIED,
+                           "handoff %s after %d tries" % ("degraded" if degraded else "valid", tries),
+                           checkpoint=summary)
+        successor_name = proj.session_name(proj.peek_next_number())
+        use_tmux = rotation.can_use_tmux(rec, ctx.cfg)
+        session.transition(sdir, rec, session.ROTATING if use_tmux else session.AWAITING_MANUAL_CLEAR,
+                           "tmux pane %s" % rec.get("tmux_pane") if use_tmux else "no tmux: manual /clear")
+    _notify(ctx, rec, "checkpoint_verified", "%s %s" % (summary["id"], "degraded" if degraded else "valid"))
+    ctx.outcome = "checkpoint %s verified%s" % (summary["id"], " (degraded)" if degraded else "")
+    if use_tmux:
+        try:
+            pid = rotation.start(rec, sdir, ctx.cfg, successor_name)
+            ctx.log(sdir, {"ev": "rotator_spawned", "pid": pid, "successor": successor_name})
+            return None
+        except Exception as e:  # the rotator could not start: fall back to a manual /clear
+            ctx.log(sdir, {"ev": "rotator_failed", "error": str(e)[:300]})
+            with proj.lock():
+                rec = session.load(sdir)
+                session.transition(sdir, rec, session.AWAITING_MANUAL_CLEAR, "rotator failed to start")
+            _notify(ctx, rec, "lifecycle_failed", "rotator did not start")
+    return _ask_for_clear(rec)
+
+
+def _ask_for_clear(rec):
+    cid = (rec.get("checkpoint") or {}).get("id", "the checkpoint")
+    return {"systemMessage": "cc-continuity: handoff %s is verified. Type /clear to continue in a fresh session; "
+                             "it picks up the handoff automatically." % cid}
+
+
+def _notify(ctx, rec, event, text):
+    try:
+        from .. import notify
+    except ImportError:
+        return
+    try:
+        notify.emit(event, slug=rec.get("slug"), session=rec.get("number"),
+                    ratio=(rec.get("last_reading") or {}).get("percent"), text=text)
+    except Exception:
+        pass

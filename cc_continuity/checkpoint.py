@@ -1,0 +1,140 @@
+"""A checkpoint: machine facts, the validated handoff, a git snapshot, a manifest.
+
+Layout, in the session dir::
+
+    checkpoint/handoff.md      what the successor starts from (model- or machine-written)
+    checkpoint/snapshot.json   facts taken by code when the handoff was requested
+    checkpoint/manifest.json   id, handoff sha256 + validation, git ref, trigger reading
+
+The facts come from code, not from the model's memory at its fullest moment:
+git state, the last user prompts, the open todo list, the meter reading.
+"""
+
+import os
+import time
+
+from . import atomic, fastjson, gitsnap, handoff, ledger, transcript
+from .session import ledger_path
+
+PROMPT_CHARS = 500
+PROMPTS_KEPT = 5
+
+
+def cp_dir(sdir):
+    return sdir + "/checkpoint"
+
+
+def handoff_path(sdir):
+    return cp_dir(sdir) + "/handoff.md"
+
+
+def checkpoint_id(number):
+    return "cp-%03d" % number
+
+
+def _write_json(path, obj):
+    import json
+
+    atomic.write_text(path, json.dumps(obj, indent=2) + "\n")
+
+
+def read_json(path):
+    with open(path, "rb") as f:
+        return fastjson.loads(f.read())
+
+
+def prompts(sdir, since=None, limit=PROMPTS_KEPT, chars=PROMPT_CHARS):
+    """The session's user prompts from its ledger (newest last), each cut to ``chars``."""
+    out = []
+    for rec in ledger.read(ledger_path(sdir)):
+        if rec.get("ev") != "prompt" or not isinstance(rec.get("text"), str):
+            continue
+        if since is not None and rec.get("ts", 0) < since:
+            continue
+        text = rec["text"].strip()
+        if text.startswith("Continuing from cp-"):
+            continue  # our own continuation prompt is not the user's
+        out.append({"ts": rec.get("ts"), "text": text[:chars] + ("…" if len(text) > chars else "")})
+    return out[-limit:] if limit else out
+
+
+def collect(root, sdir, rec, reading, payload, cfg, out_dir=None):
+    """Machine facts for the snapshot; written to ``<out_dir>/snapshot.json`` and returned."""
+    out_dir = out_dir or cp_dir(sdir)
+    os.makedirs(out_dir, mode=0o700, exist_ok=True)
+    tpath = payload.get("transcript_path") or rec.get("transcript")
+    last = payload.get("last_assistant_message")
+    snap = {
+        "session": rec.get("name"),
+        "number": rec.get("number"),
+        "session_id": rec.get("session_id"),
+        "project_root": root,
+        "requested_at": round(time.time(), 3),
+        "created": rec.get("created"),
+        "model": rec.get("model"),
+        "reading": {k: reading.get(k) for k in ("tokens", "window", "percent", "level", "window_source")},
+        "git": gitsnap.git_facts(root),
+        "prompts": prompts(sdir),
+        "todos": transcript.open_todos(tpath) if isinstance(tpath, str) else None,
+        "last_assistant_message": last[:1000] if isinstance(last, str) else None,
+    }
+    _write_json(out_dir + "/snapshot.json", snap)
+    return snap
+
+
+def finalize(root, slug, sdir, rec, check, cfg, degraded, tries, snap):
+    """Snapshot the work tree and write the manifest.  Returns the summary for the record."""
+    number = rec["number"]
+    cid = checkpoint_id(number)
+    hpath = handoff_path(sdir)
+    with open(hpath, "rb") as f:
+        text = f.read().decode("utf-8", "replace")
+    first = [line.strip("# ").strip() for line in text.splitlines() if line.strip()][:3]
+    message = "%s %s: %s" % (cid, rec.get("name"), " / ".join(first))[:300]
+    try:
+        git = gitsnap.snapshot(root, gitsnap.ref_name(slug, number), message,
+                               max_file_bytes=cfg["snapshot_max_file_bytes"])
+    except (gitsnap.SnapshotError, ValueError, OSError) as e:
+        git = {"git": None, "error": str(e)[:500]}
+    reading = snap.get("reading") or {}
+    manifest = {
+        "id": cid,
+        "session": rec.get("name"),
+        "number": number,
+        "verified_at": round(time.time(), 3),
+        "requested_at": snap.get("requested_at"),
+        "handoff": {"path": hpath, "sha256": check.sha256, "chars": check.chars, "tries": tries,
+                    "validation": "degraded" if degraded else "valid", "problems": check.problems},
+        "degraded": degraded,
+        "trigger": reading,
+        "git": git,
+    }
+    _write_json(cp_dir(sdir) + "/manifest.json", manifest)
+    ledger.append(ledger_path(sdir), {"ev": "checkpoint", "id": cid, "sha256": check.sha256,
+                                      "degraded": degraded, "tries": tries,
+                                      "ref": git.get("ref"), "commit": git.get("commit"),
+                                      "git": git.get("git"), "git_error": git.get("error")})
+    return {
+        "id": cid,
+        "percent": reading.get("percent"),
+        "tokens": reading.get("tokens"),
+        "handoff_chars": check.chars,
+        "validation": manifest["handoff"]["validation"],
+        "degraded": degraded,
+        "tries": tries,
+        "ref": git.get("ref"),
+        "verified_at": manifest["verified_at"],
+        "rotation_ms": None,
+    }
+
+
+def write_machine_handoff(sdir, snap, cfg, problems):
+    """Replace the (invalid or missing) handoff with one written from facts; return its validation."""
+    text = handoff.machine_handoff(snap, cfg["handoff_sections"], problems)
+    atomic.write_text(handoff_path(sdir), text)
+    v = handoff.Validation()
+    from _sha256 import sha256
+
+    v.sha256 = sha256(text.encode("utf-8")).hexdigest()
+    v.chars = len(text)
+    return v

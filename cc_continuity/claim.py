@@ -1,0 +1,161 @@
+"""Claiming a checkpoint, exactly once, and the successor's bootstrap text.
+
+A claim happens under the project lock: the checkpoint's session is claimable
+(DESIGN §4) and has no successor yet; the claimer sets ``successor`` and moves
+it to ROTATED in the same critical section, so a second claimer sees the
+successor and gets nothing.
+"""
+
+import os
+import time
+
+from . import checkpoint, ledger, session
+
+SPILL_LIMIT = 9500  # Claude Code spills hook text over 10 000 chars to a file
+
+
+def pid_alive(pid):
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def candidates(proj, claude_pid=None, predecessor=None):
+    """Claimable sessions for a new session, best first.
+
+    The session this very Claude process just cleared (``predecessor``) always
+    qualifies.  Another one qualifies only if its Claude process is gone (a
+    crash or a reboot), so a second terminal in the same project never steals
+    a rotation that is still in flight.
+    """
+    out = []
+    for n in reversed(proj.numbers()):
+        if n == predecessor:
+            continue
+        try:
+            rec = session.load(proj.session_dir(n))
+        except (OSError, ValueError):
+            continue
+        if rec["state"] in session.CLAIMABLE and not rec.get("successor"):
+            if rec.get("pid") and rec.get("pid") == claude_pid:
+                continue  # that process is alive (it is us) but did not clear: leave it
+            if not pid_alive(rec.get("pid")):
+                out.append(n)
+    if predecessor is not None:
+        try:
+            rec = session.load(proj.session_dir(predecessor))
+            if rec["state"] in session.CLAIMABLE and not rec.get("successor"):
+                out.insert(0, predecessor)
+        except (OSError, ValueError):
+            pass
+    return out
+
+
+def claim(proj, successor_n, successor_dir, candidates_):
+    """Claim the first still-claimable candidate for ``successor_n``.  Call under the project lock.
+
+    Returns (predecessor_number, predecessor_record) or (None, None).
+    """
+    for n in candidates_:
+        pdir = proj.session_dir(n)
+        try:
+            prec = session.load(pdir)
+        except (OSError, ValueError):
+            continue
+        if prec["state"] not in session.CLAIMABLE or prec.get("successor"):
+            continue  # someone else got it first
+        cp = prec.get("checkpoint") or {}
+        if cp.get("verified_at"):
+            cp["rotation_ms"] = int((time.time() - cp["verified_at"]) * 1000)
+        prec["checkpoint"] = cp
+        session.transition(pdir, prec, session.ROTATED, "claimed by %s" % proj.session_name(successor_n),
+                           successor=successor_n)
+        ledger.append(session.ledger_path(successor_dir), {"ev": "claim", "checkpoint": cp.get("id"),
+                                                          "predecessor": n})
+        return n, prec
+    return None, None
+
+
+def bootstrap_text(proj, pred_n, prec, succ_name, max_tokens):
+    """The successor's first context: who it continues, the handoff, facts, late prompts."""
+    pdir = proj.session_dir(pred_n)
+    cp = prec.get("checkpoint") or {}
+    cid = cp.get("id") or checkpoint.checkpoint_id(pred_n)
+    budget = min(max_tokens * 4, SPILL_LIMIT)
+    try:
+        snap = checkpoint.read_json(checkpoint.cp_dir(pdir) + "/snapshot.json")
+    except (OSError, ValueError):
+        snap = {}
+    try:
+        manifest = checkpoint.read_json(checkpoint.cp_dir(pdir) + "/manifest.json")
+    except (OSError, ValueError):
+        manifest = {}
+    hpath = checkpoint.handoff_path(pdir)
+    try:
+        with open(hpath, encoding="utf-8", errors="replace") as f:
+            handoff_text = f.read()
+    except OSError:
+        handoff_text = ""
+    status = "valid" if not cp.get("degraded") else "degraded (machine-written after %s invalid tries)" % cp.get("tries")
+    reading = snap.get("reading") or {}
+    head = ["Continuing from %s (%s)." % (cid, succ_name),
+            "This session continues the work of %s, which handed off at %s%% of its context window. "
+            "Its handoff is %s; it follows below%s." % (
+                prec.get("name"), reading.get("percent", "?"), status,
+                "" if not cp.get("degraded") else " and was written from machine facts")]
+    facts = _facts(snap, manifest)
+    late = checkpoint.prompts(pdir, since=snap.get("requested_at"), limit=10, chars=500)
+    late_txt = ""
+    if late:
+        late_txt = "\n\n## Prompts the user typed after the handoff was requested\n" + "\n".join(
+            "- %s" % p["text"] for p in late)
+    fixed = "\n".join(head) + "\n\n" + facts + late_txt
+    room = budget - len(fixed) - 200
+    if handoff_text and len(handoff_text) <= room:
+        body = "\n\n## Handoff (%s)\n%s" % (cid, handoff_text.strip())
+    else:
+        body = "\n\n## Handoff (%s)\nThe full handoff is at %s (%d chars); read it first. Its key sections:\n%s" % (
+            cid, hpath, len(handoff_text), _summary(handoff_text, max(room - 300, 400)))
+    text = "\n".join(head) + body + "\n\n" + facts + late_txt
+    return text[:budget]
+
+
+def _summary(text, limit):
+    from .handoff import sections_of
+
+    secs = sections_of(text)
+    parts = []
+    for key in ("goal", "next steps", "current state"):
+        if secs.get(key):
+            parts.append("### %s\n%s" % (key.capitalize(), secs[key].strip()[:limit // 3]))
+    return "\n".join(parts)[:limit]
+
+
+def _facts(snap, manifest):
+    g = snap.get("git") or {}
+    lines = ["## Machine facts at the checkpoint"]
+    if g.get("git"):
+        lines.append("- git: branch %s at %s; %d changed/untracked files" % (
+            g.get("branch") or "(detached)", (g.get("head") or "no commits")[:12], g.get("dirty_count") or 0))
+        for c in (g.get("recent_commits") or [])[:3]:
+            lines.append("  - %s %s" % (c.get("sha", "")[:9], c.get("subject", "")[:100]))
+    else:
+        lines.append("- git: not a git repository")
+    ref = (manifest.get("git") or {}).get("ref")
+    if ref:
+        lines.append("- work-tree snapshot: %s (restore a file with `git checkout %s -- <path>`)" % (ref, ref))
+    todos = snap.get("todos") or []
+    if todos:
+        lines.append("- open todo items:")
+        lines += ["  - [%s] %s" % (t["status"], t["content"][:150]) for t in todos[:10]]
+    prompts = snap.get("prompts") or []
+    if prompts:
+        lines.append("- the user's last prompts before the handoff:")
+        lines += ["  - %s" % p["text"][:300] for p in prompts[-3:]]
+    return "\n".join(lines)

@@ -1,0 +1,181 @@
+"""The handoff: its template, its validation, and the machine-written fallback.
+
+A handoff is only as good as what can be checked: every required section is
+present and non-empty, the size is within bounds, the files it names exist,
+and it carries no secrets.  Problems are reported as an exact list, so the
+model can fix precisely what is wrong on its next try.
+"""
+
+import os
+import re
+
+from _sha256 import sha256
+
+HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
+# Path-like tokens worth checking: in backticks, or list items in "Files touched".
+BACKTICK = re.compile(r"`([^`\n]{1,300})`")
+PATHISH = re.compile(r"^(?:\.{0,2}/)?[\w@.+-]+(?:/[\w@.+-]+)*\.?[\w+-]*$")
+GONE_WORDS = ("deleted", "removed", "renamed from", "(gone)", "will create", "to create", "new file", "(planned)")
+
+
+def template(sections):
+    """The skeleton the model fills in."""
+    lines = ["# Handoff", ""]
+    for name in sections:
+        lines += ["## %s" % name, "<text>", ""]
+    return "\n".join(lines)
+
+
+def sections_of(text):
+    """{normalised heading: body text} for every markdown heading in ``text``."""
+    out = {}
+    current = None
+    body = []
+    in_fence = False
+    for line in text.splitlines():
+        if line.lstrip().startswith("```"):
+            in_fence = not in_fence
+        m = None if in_fence else HEADING.match(line)
+        if m:
+            if current is not None:
+                out.setdefault(current, "\n".join(body).strip())
+            current = normalise(m.group(2))
+            body = []
+        elif current is not None:
+            body.append(line)
+    if current is not None:
+        out.setdefault(current, "\n".join(body).strip())
+    return out
+
+
+def normalise(heading):
+    return re.sub(r"[^a-z0-9]+", " ", heading.lower()).strip()
+
+
+def named_paths(text, sections):
+    """Tokens in the handoff that look like file paths (backticked, or listed under Files touched)."""
+    found = []
+    for m in BACKTICK.finditer(text):
+        tok = m.group(1).strip()
+        line = text[text.rfind("\n", 0, m.start()) + 1:text.find("\n", m.end()) if text.find("\n", m.end()) != -1 else len(text)]
+        found.append((tok, line))
+    files = sections.get(normalise("Files touched"), "")
+    for line in files.splitlines():
+        item = line.strip().lstrip("-*+").strip()
+        tok = item.split()[0].strip("`,;:") if item.split() else ""
+        if tok:
+            found.append((tok, line))
+    out = []
+    seen = set()
+    for tok, line in found:
+        tok = tok.split(":")[0] if re.search(r":\d+$", tok) else tok  # file.py:42
+        if tok in seen or "://" in tok or " " in tok or not PATHISH.match(tok):
+            continue
+        if "/" not in tok and "." not in tok:
+            continue  # a bare word, not a path
+        if any(w in line.lower() for w in GONE_WORDS):
+            continue
+        seen.add(tok)
+        out.append(tok)
+    return out
+
+
+class Validation:
+    def __init__(self):
+        self.problems = []
+        self.missing_paths = []
+        self.sha256 = None
+        self.chars = 0
+
+    @property
+    def ok(self):
+        return not self.problems
+
+    def as_dict(self):
+        return {"ok": self.ok, "problems": self.problems, "missing_paths": self.missing_paths,
+                "sha256": self.sha256, "chars": self.chars}
+
+
+def validate(path, root, cfg, max_read=1 << 21):
+    """Check the handoff at ``path`` against ``cfg``; paths resolve against ``root``."""
+    v = Validation()
+    try:
+        with open(path, "rb") as f:
+            raw = f.read(max_read + 1)
+    except FileNotFoundError:
+        v.problems.append("the handoff file %s does not exist yet" % path)
+        return v
+    except OSError as e:
+        v.problems.append("the handoff file %s cannot be read (%s)" % (path, e.strerror))
+        return v
+    v.sha256 = sha256(raw).hexdigest()
+    text = raw.decode("utf-8", "replace")
+    v.chars = len(text)
+    if v.chars < cfg["handoff_min_chars"]:
+        v.problems.append("it is %d characters; the minimum is %d" % (v.chars, cfg["handoff_min_chars"]))
+    if v.chars > cfg["handoff_max_chars"]:
+        v.problems.append("it is %d characters; the maximum is %d (shorten it)" % (v.chars, cfg["handoff_max_chars"]))
+    secs = sections_of(text)
+    for name in cfg["handoff_sections"]:
+        body = secs.get(normalise(name))
+        if body is None:
+            v.problems.append('section "## %s" is missing' % name)
+        elif not _has_content(body):
+            v.problems.append('section "## %s" is empty (write "none" if there is nothing)' % name)
+    for tok in named_paths(text, secs):
+        full = tok if tok.startswith("/") else os.path.join(root, tok)
+        if not os.path.exists(full):
+            v.missing_paths.append(tok)
+    if v.missing_paths:
+        v.problems.append("these named paths do not exist (relative to %s): %s" % (root, ", ".join(v.missing_paths[:20])))
+    from . import redact
+
+    hits = redact.find_secrets(text)
+    if hits:
+        where = ["%s on line %d" % (kind, text.count("\n", 0, start) + 1) for kind, start, _ in hits[:10]]
+        v.problems.append("it contains what looks like a secret (%s); replace it with a description" % "; ".join(where))
+    return v
+
+
+def _has_content(body):
+    stripped = re.sub(r"<!--.*?-->", "", body, flags=re.S).strip()
+    return bool(stripped) and stripped not in ("<text>", "...", "…", "TODO", "TBD")
+
+
+def machine_handoff(snap, sections, draft_problems=None):
+    """A handoff written from snapshot facts when the model could not produce a valid one."""
+    g = snap.get("git") or {}
+    prompts = snap.get("prompts") or []
+    todos = snap.get("todos") or []
+    fill = {
+        "goal": "\n".join("- %s" % p["text"] for p in prompts[-3:]) or "unknown (no user prompts recorded)",
+        "done so far": "\n".join("- %s %s" % (c.get("sha", "")[:9], c.get("subject", ""))
+                                 for c in (g.get("recent_commits") or [])[:8]) or "unknown",
+        "current state": _git_state(g),
+        "next steps": "\n".join("- [%s] %s" % (t["status"], t["content"]) for t in todos)
+                      or "Re-read the goal above and the changed files, then continue the most recent request.",
+        "decisions and constraints": "not recorded (machine handoff)",
+        "open questions": "none recorded",
+        "files touched": "\n".join("- %s (%s)" % (d.get("path"), d.get("status")) for d in (g.get("dirty") or [])[:40])
+                         or "none",
+        "how to verify": "git status; git diff; run the project's tests",
+    }
+    lines = ["# Handoff (machine-written)", "",
+             "The session's model did not produce a valid handoff%s; this one was written from "
+             "machine-collected facts and is marked degraded." %
+             (" (%s)" % "; ".join(draft_problems[:5]) if draft_problems else "")]
+    for name in sections:
+        lines += ["", "## %s" % name, fill.get(normalise(name), "not recorded (machine handoff)")]
+    return "\n".join(lines) + "\n"
+
+
+def _git_state(g):
+    if not g.get("git"):
+        return "not a git repository"
+    parts = ["branch %s at %s" % (g.get("branch") or "(detached)", (g.get("head") or "no commits")[:12])]
+    if g.get("dirty_count"):
+        parts.append("%d changed or untracked files" % g["dirty_count"])
+    ds = g.get("diffstat") or {}
+    if isinstance(ds, dict) and ds.get("files"):
+        parts.append("diff: %s files, +%s -%s" % (ds.get("files"), ds.get("insertions"), ds.get("deletions")))
+    return "; ".join(parts)

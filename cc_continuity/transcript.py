@@ -1,0 +1,49 @@
+"""Machine facts read from a Claude Code transcript (beyond the meter).
+
+The model should not be trusted to remember its own todo list at the moment
+its context is fullest, so the checkpoint reads it from the transcript.
+Bounded backwards scan, like the meter.
+"""
+
+from . import fastjson
+from .meter import lines_backwards
+
+TODO_SCAN = 16 * 1024 * 1024
+_TODO = b'"TodoWrite"'
+
+
+def open_todos(path, max_items=30, max_chars=200):
+    """Items of the latest TodoWrite call that are not completed, or None if there is none."""
+    try:
+        for line, _ in lines_backwards(path, TODO_SCAN):
+            if _TODO not in line or b'"isSidechain":true' in line:
+                continue
+            try:
+                row = fastjson.loads(line)
+            except (ValueError, UnicodeDecodeError):
+                continue
+            msg = row.get("message") if isinstance(row, dict) else None
+            content = msg.get("content") if isinstance(msg, dict) else None
+            if row.get("type") != "assistant" or not isinstance(content, list):
+                continue
+            for block in reversed(content):
+                if isinstance(block, dict) and block.get("type") == "tool_use" and block.get("name") == "TodoWrite":
+                    todos = (block.get("input") or {}).get("todos")
+                    if isinstance(todos, list):
+                        return _open_items(todos, max_items, max_chars)
+    except OSError:
+        return None
+    return None
+
+
+def _open_items(todos, max_items, max_chars):
+    out = []
+    for t in todos:
+        if not isinstance(t, dict) or t.get("status") == "completed":
+            continue
+        text = t.get("content") or t.get("activeForm") or ""
+        if isinstance(text, str) and text.strip():
+            out.append({"status": t.get("status") or "pending", "content": text.strip()[:max_chars]})
+        if len(out) >= max_items:
+            break
+    return out
