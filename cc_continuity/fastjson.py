@@ -52,6 +52,11 @@ if _json is not None:
             obj, end = _scan(s, i)
         except StopIteration:
             raise DecodeError("expected a JSON value at offset %d" % i) from None
+        except SystemError:
+            # CPython's scanner reports errors through json.decoder, which it only
+            # looks up in sys.modules; without it the error surfaces as SystemError.
+            # Ask the real parser for the precise message (error path only).
+            raise DecodeError(_describe_error(s)) from None
         finally:
             _ctx.memo.clear()
         while end < n and s[end] in _WS:
@@ -59,6 +64,15 @@ if _json is not None:
         if end != n:
             raise DecodeError("extra data at offset %d" % end)
         return obj
+
+    def _describe_error(s):
+        import json
+
+        try:
+            json.loads(s)
+        except ValueError as e:
+            return str(e)
+        return "invalid JSON"
 
     def dumps(obj):
         """Compact, ASCII-only JSON on one line (safe for JSONL)."""

@@ -251,4 +251,21 @@ def apply_level(ctx, n, sdir, reading):
             session.save(sdir, rec)
         ctx.log(sdir, {"ev": "level", "level": lvl, "tokens": reading["tokens"], "window": reading["window"],
                        "percent": reading["percent"]})
-        return level_note(reading, ctx.cfg), rec
+    if lvl == "warn":
+        notify(ctx, rec, "context-warning", "context at warn level", reading)
+    return level_note(reading, ctx.cfg), rec
+
+
+def notify(ctx, rec, event, text="", reading=None):
+    """Hand a push to the notifier (spool + detached flusher); never raises, never waits."""
+    try:
+        from .. import notify as notifier
+
+        ratio = None
+        r = reading or rec.get("last_reading") or {}
+        if r.get("tokens") is not None and r.get("window"):
+            ratio = r["tokens"] / float(r["window"])
+        notifier.emit(event, slug=rec.get("slug"), session=rec.get("number"), ratio=ratio, text=text,
+                      project_root=ctx.project.root)
+    except Exception as e:  # a push is never worth a failed hook
+        ctx.outcome += " (notify failed: %s)" % type(e).__name__

@@ -29,4 +29,6 @@ def handle(call):
             session.save(sdir, rec)
     if reason == "clear":
         common.remember_clear(ctx, n)
+    else:
+        common.notify(ctx, rec, "session-ended", reason)
     return None

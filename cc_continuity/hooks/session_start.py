@@ -25,6 +25,8 @@ def handle(call):
     source = source if isinstance(source, str) else None
     n, sdir, rec = common.register(ctx, source)
     ctx.outcome = "registered %s (%s)" % (rec["name"], source)
+    if source == "startup":
+        common.notify(ctx, rec, "session-started", source)
     if source not in CLAIM_SOURCES:
         return None
     text = claim_for(ctx, n, sdir, rec)
@@ -61,7 +63,7 @@ def claim_for(ctx, n, sdir, rec):
     ctx.log(sdir, {"ev": "bootstrap", "checkpoint": rec["checkpoint_from"], "chars": len(text),
                    "tokens_est": len(text) // 4})
     ctx.outcome = "claimed %s for %s" % (rec["checkpoint_from"], rec["name"])
-    _notify(prec, rec)
+    common.notify(ctx, rec, "rotation-complete", "%s -> %s" % (prec.get("name"), rec.get("name")))
     return text
 
 
@@ -105,13 +107,3 @@ def _checkpointed(proj, below):
         cp = r.get("checkpoint")
         if cp and cp.get("id"):
             yield cp["id"], r.get("name"), checkpoint.handoff_path(proj.session_dir(m))
-
-
-def _notify(prec, rec):
-    try:
-        from .. import notify
-
-        notify.emit("rotation_complete", slug=rec.get("slug"), session=rec.get("number"),
-                    text="%s -> %s" % (prec.get("name"), rec.get("name")))
-    except Exception:
-        pass

@@ -59,7 +59,7 @@ def _request_handoff(ctx, n, sdir, reading):
         session.transition(sdir, rec, session.HANDOFF_REQUESTED,
                            "manual rotate" if rec.get("rotate_requested") else "context %s%%" % reading["percent"],
                            handoff_tries=0, handoff_requested_at=snap["requested_at"], rotate_requested=False)
-    _notify(ctx, rec, "rotation_pending", "context %s%%" % reading["percent"])
+    common.notify(ctx, rec, "rotation-pending", "handoff requested", reading)
     path = checkpoint.handoff_path(sdir)
     if os.path.exists(path):
         # Written already (e.g. during the hard-ceiling gate): accept it now if it is valid.
@@ -133,7 +133,7 @@ def _verified(ctx, n, sdir, check, degraded, tries):
         use_tmux = rotation.can_use_tmux(rec, ctx.cfg)
         session.transition(sdir, rec, session.ROTATING if use_tmux else session.AWAITING_MANUAL_CLEAR,
                            "tmux pane %s" % rec.get("tmux_pane") if use_tmux else "no tmux: manual /clear")
-    _notify(ctx, rec, "checkpoint_verified", "%s %s" % (summary["id"], "degraded" if degraded else "valid"))
+    common.notify(ctx, rec, "checkpoint-verified", "%s %s" % (summary["id"], "degraded" if degraded else "valid"))
     ctx.outcome = "checkpoint %s verified%s" % (summary["id"], " (degraded)" if degraded else "")
     if use_tmux:
         try:
@@ -145,7 +145,7 @@ def _verified(ctx, n, sdir, check, degraded, tries):
             with proj.lock():
                 rec = session.load(sdir)
                 session.transition(sdir, rec, session.AWAITING_MANUAL_CLEAR, "rotator failed to start")
-            _notify(ctx, rec, "lifecycle_failed", "rotator did not start")
+            common.notify(ctx, rec, "lifecycle-failed", "rotator did not start: %s" % type(e).__name__)
     return _ask_for_clear(rec)
 
 
@@ -153,15 +153,3 @@ def _ask_for_clear(rec):
     cid = (rec.get("checkpoint") or {}).get("id", "the checkpoint")
     return {"systemMessage": "cc-continuity: handoff %s is verified. Type /clear to continue in a fresh session; "
                              "it picks up the handoff automatically." % cid}
-
-
-def _notify(ctx, rec, event, text):
-    try:
-        from .. import notify
-    except ImportError:
-        return
-    try:
-        notify.emit(event, slug=rec.get("slug"), session=rec.get("number"),
-                    ratio=(rec.get("last_reading") or {}).get("percent"), text=text)
-    except Exception:
-        pass

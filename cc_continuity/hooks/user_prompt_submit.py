@@ -50,6 +50,8 @@ def handle(call):
             out["sessionTitle"] = rec["name"]
         elif changed:
             session.save(sdir, rec)
+    if first:
+        common.notify(ctx, rec, "successor-resumed", "continuing from %s" % rec.get("checkpoint_from"))
     if first and rec.get("predecessor") is not None:
         from .. import rotation
 
