@@ -40,6 +40,23 @@ def main(argv=None):
         from .hooks.dispatch import main as hook_main
 
         hook_main(argv[1:])
+    if argv[:1] == ["launch"]:
+        # What the claude() shell wrapper runs: a failure before exec must let the
+        # wrapper fall through to the real claude (reserved status), never block it.
+        try:
+            from .commands import launch
+
+            parser = argparse.ArgumentParser(prog="cc-continuity")
+            launch.register(parser.add_subparsers())
+            args = parser.parse_args(argv)
+            return int(args.func(args) or 0)
+        except SystemExit as e:
+            if e.code in (0, None):
+                raise
+            return launch_fallthrough_status()
+        except BaseException as e:
+            sys.stderr.write("cc-continuity launch failed (%s); starting claude directly\n" % e)
+            return launch_fallthrough_status()
     if argv[:1] == ["statusline"]:
         from .statusline import main as status_main
 
@@ -55,6 +72,15 @@ def main(argv=None):
         return 130
     except BrokenPipeError:
         return 0
+
+
+def launch_fallthrough_status():
+    try:
+        from .install.wrapper import FALLTHROUGH_STATUS
+
+        return FALLTHROUGH_STATUS
+    except Exception:
+        return 199
 
 
 if __name__ == "__main__":

@@ -22,13 +22,19 @@ class Lock:
         self._fd = None
 
     def acquire(self):
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         deadline = time.monotonic() + self.timeout
         delay = self.poll
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         while True:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
+                if self._still_linked(fd):
+                    break
+                # The file was removed (doctor --fix) while we waited: lock the new one.
+                fcntl.flock(fd, fcntl.LOCK_UN)
+                os.close(fd)
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+                continue
             except BlockingIOError:
                 if time.monotonic() >= deadline:
                     os.close(fd)
@@ -42,6 +48,12 @@ class Lock:
             pass
         self._fd = fd
         return self
+
+    def _still_linked(self, fd):
+        try:
+            return os.fstat(fd).st_ino == os.stat(self.path).st_ino
+        except FileNotFoundError:
+            return False
 
     def release(self):
         fd, self._fd = self._fd, None

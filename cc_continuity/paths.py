@@ -48,9 +48,31 @@ def home():
 
 
 def ensure_dir(path):
-    """Create ``path`` (and parents) with mode 0700; return it."""
+    """Create ``path`` with mode 0700; return it.
+
+    Inside ``$CC_CONTINUITY_HOME`` every directory we create is 0700, the
+    intermediate ones too (``os.makedirs`` would leave those at 0755).
+    Directories that already exist keep their mode.
+    """
     import os  # only on slow paths
 
+    if posix.access(path, posix.F_OK):
+        return path
+    root = home()
+    path = normalize(path)
+    if path == root or path.startswith(root + "/"):
+        parts = [root] + path[len(root) + 1:].split("/") if path != root else [root]
+        current = ""
+        for i, part in enumerate(parts):
+            current = part if i == 0 else current + "/" + part
+            if i == 0 and not posix.access(current, posix.F_OK):
+                os.makedirs(os.path.dirname(current), exist_ok=True)
+            try:
+                posix.mkdir(current, DIR_MODE)
+            except FileExistsError:
+                continue
+            posix.chmod(current, DIR_MODE)  # umask may have masked bits
+        return path
     os.makedirs(path, mode=DIR_MODE, exist_ok=True)
     return path
 

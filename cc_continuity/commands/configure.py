@@ -1,0 +1,188 @@
+"""``cc-continuity configure``: change settings without editing JSON by hand.
+
+    cc-continuity configure [--window N|auto] [--thresholds W,R,H] [--rotate-tokens N|off]
+                            [--ntfy URL|off] [--unattended on|off] [--enable|--disable] [--project]
+
+Writes the global config, or with ``--project`` the project's
+``.claude/continuity.json``, through :mod:`cc_continuity.config` (validated,
+atomic).  A bad value is refused with the option named and nothing is written;
+all changes of one call land together or not at all.  Prints the effective
+values afterwards (or, with no option, right away).
+"""
+
+import argparse
+import json
+import os
+import sys
+
+from .. import atomic, config, paths
+
+# The keys this verb can change, in the order they are shown, with their option.
+SHOWN = (
+    ("enabled", "--enable/--disable"),
+    ("window", "--window"),
+    ("warn", "--thresholds"),
+    ("rotate", "--thresholds"),
+    ("hard", "--thresholds"),
+    ("rotate_tokens", "--rotate-tokens"),
+    ("unattended", "--unattended"),
+    ("ntfy_url", "--ntfy"),
+)
+OPTION_OF = dict(SHOWN)
+
+_ON = ("on", "true", "yes", "1")
+_OFF = ("off", "false", "no", "0")
+
+
+def register(subparsers):
+    p = subparsers.add_parser(
+        "configure", help="change thresholds, window, notifications, unattended mode, on/off",
+        description="Change cc-continuity settings globally, or for the current project with --project.")
+    p.add_argument("--window", type=parse_window, default=argparse.SUPPRESS, metavar="N|auto",
+                   help="context window in tokens (e.g. 200000, 200k, 1m), or auto to detect it")
+    p.add_argument("--thresholds", type=parse_thresholds, default=argparse.SUPPRESS, metavar="W,R,H",
+                   help="warn, rotate and hard-ceiling percentages, e.g. 55,62,72")
+    p.add_argument("--rotate-tokens", type=parse_tokens_or_off, default=argparse.SUPPRESS, metavar="N|off",
+                   help="also rotate past this many tokens (e.g. 300k), or off")
+    p.add_argument("--ntfy", type=parse_url_or_off, default=argparse.SUPPRESS, metavar="URL|off", help="ntfy topic URL for pushes, or off")
+    p.add_argument("--unattended", type=parse_on_off, default=argparse.SUPPRESS, metavar="on|off",
+                   help="start claude with --dangerously-skip-permissions for the whole rotation chain")
+    p.add_argument("--project", action="store_true", help="change this project's settings, not the global ones")
+    onoff = p.add_mutually_exclusive_group()
+    onoff.add_argument("--enable", dest="enabled", action="store_const", const=True, help="turn rotation on")
+    onoff.add_argument("--disable", dest="enabled", action="store_const", const=False, help="turn rotation off")
+    p.set_defaults(func=run)
+
+
+# -- value parsers (argparse names the option in their errors) ----------------
+
+def parse_tokens(text):
+    """``200000``, ``200k``, ``1m``, ``1.5M`` → an int."""
+    s = text.strip().lower().replace("_", "").replace(",", "")
+    scale = 1
+    if s.endswith("k"):
+        s, scale = s[:-1], 1000
+    elif s.endswith("m"):
+        s, scale = s[:-1], 1000000
+    try:
+        value = float(s) * scale
+    except ValueError:
+        raise argparse.ArgumentTypeError("expected a token count like 200000, 200k or 1m, got %r" % text) from None
+    if value != value or value <= 0 or value != int(value):
+        raise argparse.ArgumentTypeError("expected a positive whole number of tokens, got %r" % text)
+    return int(value)
+
+
+def parse_window(text):
+    return None if text.strip().lower() == "auto" else parse_tokens(text)
+
+
+def parse_tokens_or_off(text):
+    return None if text.strip().lower() == "off" else parse_tokens(text)
+
+
+def parse_thresholds(text):
+    parts = [p.strip().rstrip("%") for p in text.split(",")]
+    if len(parts) != 3:
+        raise argparse.ArgumentTypeError("expected three percentages warn,rotate,hard like 55,62,72, got %r" % text)
+    values = []
+    for p in parts:
+        try:
+            v = float(p)
+        except ValueError:
+            raise argparse.ArgumentTypeError("%r is not a number (expected warn,rotate,hard like 55,62,72)" % p) from None
+        if not 0 < v <= 100:
+            raise argparse.ArgumentTypeError("%s is not a percentage above 0 and at most 100" % p)
+        values.append(int(v) if v == int(v) else v)
+    if not values[0] <= values[1] <= values[2]:
+        raise argparse.ArgumentTypeError("need warn <= rotate <= hard, got %s" % text)
+    return tuple(values)
+
+
+def parse_url_or_off(text):
+    if text.strip().lower() == "off":
+        return None
+    if not (text.startswith("https://") or text.startswith("http://")) or len(text.split("//", 1)[1]) < 1:
+        raise argparse.ArgumentTypeError("expected an http(s) URL like https://ntfy.sh/my-topic, or off; got %r" % text)
+    return text
+
+
+def parse_on_off(text):
+    t = text.strip().lower()
+    if t in _ON:
+        return True
+    if t in _OFF:
+        return False
+    raise argparse.ArgumentTypeError("expected on or off, got %r" % text)
+
+
+# -- the verb ------------------------------------------------------------------
+
+# Options not given are absent from ``args`` (default=SUPPRESS), so "auto" and
+# "off" (which parse to None) stay distinguishable from "not given".
+_KEYS = {"window": "window", "rotate_tokens": "rotate_tokens", "ntfy": "ntfy_url", "unattended": "unattended"}
+
+
+def changes_from(args):
+    """The config changes ``args`` asks for (only the options given)."""
+    changes = {key: getattr(args, dest) for dest, key in _KEYS.items() if hasattr(args, dest)}
+    if hasattr(args, "thresholds"):
+        changes["warn"], changes["rotate"], changes["hard"] = args.thresholds
+    if args.enabled is not None:
+        changes["enabled"] = args.enabled
+    return changes
+
+
+def run(args):
+    from ._util import current_project
+
+    root = current_project().root
+    target = config.project_file(root) if args.project else paths.config_file()
+    changes = changes_from(args)
+    if changes:
+        before = _read_bytes(target)
+        try:
+            if args.project:
+                config.update_project(root, changes)
+            else:
+                config.update_global(changes)
+            config.load(root)  # the file alone may be valid but clash with the other layer
+        except config.ConfigError as e:
+            if _read_bytes(target) != before:
+                _restore(target, before)
+            option = OPTION_OF.get(e.key, e.key or "config")
+            sys.stderr.write("cc-continuity configure: %s: %s (%s); nothing was written\n" % (option, e.msg, e.file))
+            return 2
+        print("updated %s" % target)
+    try:
+        cfg = config.load(root)
+    except config.ConfigError as e:
+        sys.stderr.write("cc-continuity configure: the effective config is invalid: %s\n" % e)
+        return 2
+    for key, _option in SHOWN:
+        mark = "*" if key in changes else " "
+        print("%s %-13s %-28s %s" % (mark, key, json.dumps(cfg[key]), _source(cfg.source(key))))
+    return 0
+
+
+def _read_bytes(path):
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except FileNotFoundError:
+        return None
+
+
+def _restore(path, data):
+    """Put back what was there before this call (or nothing)."""
+    if data is None:
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+    else:
+        atomic.write_bytes(path, data)
+
+
+def _source(src):
+    return "(default)" if src == "default" else "(%s)" % src

@@ -1,0 +1,347 @@
+"""``cc-continuity launch [--unattended] [--print] -- <claude args...>``
+
+What the shell's ``claude()`` wrapper calls.  It finds the real ``claude`` and
+execs it the right way for rotation:
+
+* disabled (project ``enabled: false``) or a one-shot use (``-p``, ``--version``,
+  ``claude mcp …``, stdin/stdout not a terminal) → the real claude, directly;
+* already inside tmux → the real claude, directly, with ``CC_CONTINUITY_NAME``;
+* no tmux binary, or config ``tmux: false`` → directly (rotation will then ask
+  the user to type ``/clear``);
+* otherwise → ``tmux new-session -A -s <slug>-<NNN> -c <cwd> -- …`` running claude, or
+  ``tmux attach-session`` when that session already exists.
+
+``--unattended`` (given to ``launch`` or among the claude arguments) or the
+``unattended`` setting adds ``--dangerously-skip-permissions`` and sets
+``CC_CONTINUITY_UNATTENDED=1``; ``/clear`` keeps the process, so it holds for the
+whole rotation chain.
+
+A tmux server that is already running would give the new session *its* old
+environment, not the shell's (a freshly exported ``ANTHROPIC_BASE_URL`` would be
+lost).  So the shell's environment is written to a 0600 file under
+``runtime/launch/`` and the pane runs this very file as a tiny stdlib-only
+trampoline (``python -I launch.py --exec-env FILE -- claude …``) that loads it,
+deletes it and execs claude.  Secrets never appear in an argv.
+
+Environment knobs: ``CC_CONTINUITY_TMUX_SOCKET`` (tmux ``-S`` socket path, used
+by the tests to stay off the user's tmux server) and ``CC_CONTINUITY_CLAUDE``
+(absolute path of the real claude, when it is not on PATH).
+
+Any failure before exec exits with ``install.wrapper.FALLTHROUGH_STATUS`` after
+one line on stderr, and the wrapper runs the real claude itself.
+
+This module's top level imports only the standard library: it is also run as a
+plain script (the trampoline) with ``python -I``.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import time
+
+ENV_TMUX_SOCKET = "CC_CONTINUITY_TMUX_SOCKET"
+ENV_CLAUDE = "CC_CONTINUITY_CLAUDE"
+UNATTENDED = "--unattended"
+SKIP_PERMISSIONS = "--dangerously-skip-permissions"
+
+# Invocations that print something and exit: inside a tmux session that closes
+# when they finish, their output would vanish.
+_ONE_SHOT_FLAGS = frozenset(("-p", "--print", "-v", "--version", "-h", "--help"))
+_ONE_SHOT_COMMANDS = frozenset((
+    "mcp", "plugin", "plugins", "config", "doctor", "update", "upgrade", "install",
+    "migrate-installer", "setup-token", "auth", "gateway",
+))
+# Variables that describe the terminal the pane runs in: the pane's own values win
+# over the ones saved from the launching shell.
+_PANE_VARS = ("TMUX", "TMUX_PANE", "TERM", "TERM_PROGRAM", "TERM_PROGRAM_VERSION")
+_NOT_SAVED = frozenset(_PANE_VARS + ("COLUMNS", "LINES", "SHLVL", "_", "OLDPWD"))
+# Environment files a trampoline never picked up (a race with attach) are swept
+# after this long; the trampoline reads its file within a second.
+ENV_FILE_MAX_AGE_S = 120
+
+
+def register(subparsers):
+    p = subparsers.add_parser(
+        "launch",
+        help="run claude for rotation (inside tmux when possible); used by the claude() shell wrapper",
+        description="Start or attach the tmux session <slug>-<NNN> running the real claude with the given "
+        "arguments, or run claude directly when rotation does not apply.",
+    )
+    p.add_argument("--unattended", action="store_true",
+                   help="add --dangerously-skip-permissions for the whole rotation chain")
+    p.add_argument("--print", dest="print_only", action="store_true",
+                   help="print what would be exec'd as JSON instead of running it")
+    p.add_argument("claude_args", nargs=argparse.REMAINDER, help="arguments for claude, after --")
+    p.set_defaults(func=run)
+
+
+class Plan:
+    """What to exec: ``argv`` with environment ``env``; ``env_file`` is written first."""
+
+    def __init__(self, mode, argv, env, name=None, unattended=False, notes=(), env_file=None):
+        self.mode = mode
+        self.argv = argv
+        self.env = env
+        self.name = name
+        self.unattended = unattended
+        self.notes = list(notes)
+        self.env_file = env_file  # (path, saved environment) or None
+
+    def describe(self):
+        return {
+            "mode": self.mode,
+            "argv": self.argv,
+            "name": self.name,
+            "unattended": self.unattended,
+            "env": {k: self.env[k] for k in ("CC_CONTINUITY_NAME", "CC_CONTINUITY_UNATTENDED") if k in self.env},
+            "notes": self.notes,
+        }
+
+
+def run(args):
+    from ..install.wrapper import FALLTHROUGH_STATUS
+
+    claude_args = list(args.claude_args)
+    if claude_args[:1] == ["--"]:
+        claude_args = claude_args[1:]
+    try:
+        p = plan(claude_args, unattended=args.unattended, env=dict(os.environ), cwd=os.getcwd(),
+                 interactive=os.isatty(0) and os.isatty(1))
+    except Exception as e:  # any bug here must leave the user with a working claude
+        sys.stderr.write("cc-continuity: %s; starting claude without it\n" % _one_line(e))
+        return FALLTHROUGH_STATUS
+    if args.print_only:
+        print(json.dumps(p.describe()))
+        return 0
+    for note in p.notes:
+        sys.stderr.write("cc-continuity: %s\n" % note)
+    try:
+        if p.env_file:
+            _write_env_file(*p.env_file)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.execve(p.argv[0], p.argv, p.env)
+    except Exception as e:
+        if p.env_file:
+            _unlink(p.env_file[0])
+        sys.stderr.write("cc-continuity: cannot run %s: %s; starting claude without it\n" % (p.argv[0], _one_line(e)))
+        return FALLTHROUGH_STATUS
+
+
+def plan(claude_args, *, unattended=False, env, cwd, interactive=True):
+    """Decide how to run claude; pure apart from reading config and asking tmux about a session."""
+    from .. import config, project
+
+    args, asked = _strip_unattended(claude_args)
+    explicit = unattended or asked
+    real = find_real_claude(env)
+    if real is None:
+        raise RuntimeError("no claude executable found on PATH (set %s to its path)" % ENV_CLAUDE)
+    proj = project.Project.discover(cwd)
+    cfg = config.load(proj.root, env)
+    env = dict(env)
+    # Opted out: claude as is, and only an explicit --unattended is still honoured
+    # (claude itself would reject the unknown option).
+    unattended = explicit or (cfg["enabled"] and bool(cfg["unattended"]))
+    if unattended:
+        env["CC_CONTINUITY_UNATTENDED"] = "1"
+    argv = [real] + _with_skip(args, unattended)
+    if not cfg["enabled"]:
+        return Plan("disabled", argv, env, unattended=unattended)
+    if _one_shot(args) or not interactive:
+        return Plan("direct", argv, env, unattended=unattended)
+
+    name = proj.session_name(proj.peek_next_number())
+    env["CC_CONTINUITY_NAME"] = name
+    if env.get("TMUX"):
+        return Plan("inside-tmux", argv, env, name, unattended)
+    if not cfg["tmux"]:
+        return Plan("direct", argv, env, name, unattended)
+    tmux = shutil.which("tmux", path=env.get("PATH"))
+    if tmux is None:
+        note = "tmux is not installed, so rotation cannot type /clear for you: you will be asked to type it"
+        return Plan("direct", argv, env, name, unattended, notes=[note])
+
+    from ..tmux import tmux_name
+
+    base = [tmux] + (["-S", env[ENV_TMUX_SOCKET]] if env.get(ENV_TMUX_SOCKET) else [])
+    target = tmux_name(name)
+    if _session_exists(base, target, env):
+        return Plan("attach", base + ["attach-session", "-t", "=" + target], env, name, unattended)
+    env_path = _new_env_file_path(name)
+    saved = {k: v for k, v in env.items() if k not in _NOT_SAVED}
+    # CC_CONTINUITY_NAME/_UNATTENDED travel in the saved environment, not as
+    # tmux -e options (tmux < 3.0 would reject those and claude would not start).
+    cmd = base + ["new-session", "-A", "-s", target, "-c", cwd,
+                  "--", _python(), "-I", os.path.abspath(__file__), "--exec-env", env_path, "--"] + argv
+    return Plan("tmux", cmd, env, name, unattended, env_file=(env_path, saved))
+
+
+def find_real_claude(env):
+    """The real claude executable: ``$CC_CONTINUITY_CLAUDE``, else the first on PATH that is not ours."""
+    explicit = env.get(ENV_CLAUDE)
+    if explicit:
+        if os.path.isabs(explicit) and os.path.isfile(explicit) and os.access(explicit, os.X_OK):
+            return explicit
+        raise RuntimeError("%s=%r is not an executable file given by absolute path" % (ENV_CLAUDE, explicit))
+    ours = {os.path.realpath(p) for p in _our_launchers()}
+    candidates = [os.path.join(d, "claude") for d in (env.get("PATH") or "").split(os.pathsep) if os.path.isabs(d)]
+    home = env.get("HOME")
+    if home:  # where Claude Code's old "local" installer put it (reached through an alias)
+        candidates.append(os.path.join(home, ".claude", "local", "claude"))
+    for cand in candidates:
+        if not (os.path.isfile(cand) and os.access(cand, os.X_OK)):
+            continue
+        real = os.path.realpath(cand)
+        if real in ours or _looks_like_ours(real):
+            continue
+        return cand
+    return None
+
+
+def _our_launchers():
+    from .. import paths
+
+    out = [os.path.join(paths.home(), "bin", "cc-continuity")]
+    if sys.argv and sys.argv[0]:
+        out.append(sys.argv[0])
+    return out
+
+
+def _looks_like_ours(path):
+    """A script that mentions cc-continuity is a shim or wrapper of ours, not claude."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(1024)
+    except OSError:
+        return True
+    return head.startswith(b"#!") and (b"cc-continuity" in head or b"cc_continuity" in head)
+
+
+def _strip_unattended(args):
+    """Remove our ``--unattended`` from claude's options (not after a ``--``)."""
+    out, asked = [], False
+    for i, a in enumerate(args):
+        if a == "--":
+            return out + args[i:], asked
+        if a == UNATTENDED:
+            asked = True
+        else:
+            out.append(a)
+    return out, asked
+
+
+def _with_skip(args, unattended):
+    if not unattended or SKIP_PERMISSIONS in _options(args) or (args and args[0] in _ONE_SHOT_COMMANDS):
+        return list(args)
+    return [SKIP_PERMISSIONS] + list(args)
+
+
+def _options(args):
+    return args[: args.index("--")] if "--" in args else args
+
+
+def _one_shot(args):
+    return bool(args) and (args[0] in _ONE_SHOT_COMMANDS or any(a in _ONE_SHOT_FLAGS for a in _options(args)))
+
+
+def _session_exists(base, target, env):
+    import subprocess
+
+    try:
+        r = subprocess.run(base + ["has-session", "-t", "=" + target], env=env, stdin=subprocess.DEVNULL,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=5)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return r.returncode == 0
+
+
+def _python():
+    """An interpreter for the trampoline (stdlib only, so the base one does)."""
+    return os.path.realpath(sys.executable) if sys.executable else getattr(sys, "_base_executable", "python3")
+
+
+def env_files_dir():
+    from .. import paths
+
+    return os.path.join(paths.runtime_dir(), "launch")
+
+
+def _new_env_file_path(name):
+    return os.path.join(env_files_dir(), "env-%s-%d-%s.json" % (name, os.getpid(), os.urandom(4).hex()))
+
+
+def _write_env_file(path, saved):
+    from .. import atomic, paths
+
+    paths.ensure_dir(paths.runtime_dir())
+    paths.ensure_dir(os.path.dirname(path))
+    sweep_env_files()
+    atomic.write_text(path, json.dumps({"env": saved}), mode=0o600)
+
+
+def stale_env_files(max_age=ENV_FILE_MAX_AGE_S, now=None):
+    """Environment files no trampoline picked up within ``max_age`` seconds."""
+    now = time.time() if now is None else now
+    d = env_files_dir()
+    try:
+        names = os.listdir(d)
+    except OSError:
+        return []
+    out = []
+    for n in names:
+        p = os.path.join(d, n)
+        try:
+            if n.startswith("env-") and now - os.lstat(p).st_mtime > max_age:
+                out.append(p)
+        except OSError:
+            continue
+    return out
+
+
+def sweep_env_files():
+    for p in stale_env_files():
+        _unlink(p)
+
+
+def _unlink(path):
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def _one_line(e):
+    return (str(e) or type(e).__name__).splitlines()[0]
+
+
+# -- trampoline: runs inside the new tmux pane --------------------------------
+
+def _trampoline(argv):
+    """``--exec-env FILE -- claude args…``: restore the launching shell's environment, exec claude."""
+    if len(argv) < 4 or argv[0] != "--exec-env" or argv[2] != "--":
+        sys.stderr.write("cc-continuity launch trampoline: bad arguments\n")
+        return 2
+    env_path, cmd = argv[1], argv[3:]
+    env = dict(os.environ)
+    try:
+        with open(env_path, "rb") as f:
+            saved = json.loads(f.read())["env"]
+        os.unlink(env_path)
+        pane = {k: env[k] for k in _PANE_VARS if k in env}
+        env = dict(saved)
+        env.update(pane)
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        sys.stderr.write("cc-continuity: could not restore the shell environment (%s); using tmux's\n" % e)
+    try:
+        os.execve(cmd[0], cmd, env)
+    except OSError as e:
+        sys.stderr.write("cc-continuity: cannot run %s: %s\n" % (cmd[0], e))
+        time.sleep(5)  # the pane closes when we exit: leave the message readable
+        return 127
+
+
+if __name__ == "__main__":
+    sys.exit(_trampoline(sys.argv[1:]))

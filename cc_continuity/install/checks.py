@@ -1,0 +1,813 @@
+"""The individual ``doctor`` checks: each looks at one thing and says how to fix it.
+
+Every check is a function ``check(ctx) -> Result``; :data:`CHECKS` lists them in
+the order they are shown.  A check never changes anything, except
+:func:`check_leftovers` with ``ctx.fix``, and that only ever deletes files of
+ours: atomic-write temp files, unused launch environment files and lock files
+no live process holds.  Silent failure is what users of similar tools hated most
+(field notes §4, item 10), so a red result always carries the exact fix.
+"""
+
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+import urllib.parse
+
+from .. import atomic, paths
+
+MIN_PYTHON = (3, 11)
+MIN_CLAUDE = (2, 1, 209)
+MIN_TMUX = (3, 2)  # libtmux's floor
+PROBE_TIMEOUT_S = 5
+TEMP_MIN_AGE_S = 300  # a younger temp file may belong to a write in progress
+# The probe runs our hook for a made-up event, which the dispatcher must ignore and
+# log (logs/hooks.log: one line per call, starting with the event); the log line is
+# the proof it really ran, since hookmain exits 0 silently even when it cannot import.
+PROBE_EVENT = "DoctorProbe"
+
+
+class Result:
+    def __init__(self, name, ok, detail, fix=None):
+        self.name = name
+        self.ok = bool(ok)
+        self.detail = detail
+        self.fix = None if ok else fix
+
+    def as_dict(self):
+        return {"name": self.name, "ok": self.ok, "detail": self.detail, "fix": self.fix}
+
+    def __repr__(self):
+        return "Result(%r, %r, %r, %r)" % (self.name, self.ok, self.detail, self.fix)
+
+
+class Context:
+    """What the checks look at; everything is read lazily and at most once."""
+
+    def __init__(self, env=None, cwd=None, fix=False, notify_test=False):
+        self.env = dict(os.environ if env is None else env)
+        self.cwd = cwd or os.getcwd()
+        self.fix = fix
+        self.notify_test = notify_test
+        self._cache = {}
+
+    def _once(self, key, make):
+        if key not in self._cache:
+            self._cache[key] = make()
+        return self._cache[key]
+
+    @property
+    def home(self):
+        return self.env.get("HOME") or os.path.expanduser("~")
+
+    @property
+    def root(self):
+        from ..project import find_root
+
+        return self._once("root", lambda: find_root(self.cwd))
+
+    @property
+    def settings_path(self):
+        return os.path.join(paths.claude_config_dir(), "settings.json")
+
+    def settings(self):
+        """(parsed settings.json or None, error text or None)."""
+        return self._once("settings", self._read_settings)
+
+    def _read_settings(self):
+        from . import settings
+
+        try:
+            with open(self.settings_path, "rb") as f:
+                data = f.read()
+        except FileNotFoundError:
+            return None, "%s does not exist" % self.settings_path
+        except OSError as e:
+            return None, "cannot read %s: %s" % (self.settings_path, e.strerror)
+        try:
+            return settings.parse(settings.decode(data, self.settings_path), self.settings_path), None
+        except ValueError as e:
+            return None, str(e)
+
+    def manifest(self):
+        """The install record (``install.json``), or None when we were never installed.
+
+        An unreadable record counts as installed-but-unknown (``{}``): the other
+        checks then fall back to the default locations.
+        """
+        def read():
+            from . import manifest
+
+            try:
+                return manifest.load()
+            except (OSError, ValueError):
+                return {}
+        return self._once("manifest", read)
+
+    def config(self):
+        """(Config or None, error text or None)."""
+        def load():
+            from .. import config
+
+            try:
+                return config.load(self.root, self.env), None
+            except config.ConfigError as e:
+                return None, str(e)
+        return self._once("config", load)
+
+
+def run_checks(ctx, checks=None):
+    """Run every check; one that crashes is reported red instead of stopping the rest."""
+    out = []
+    for check in checks or CHECKS:
+        try:
+            out.append(check(ctx))
+        except Exception as e:
+            name = check.__name__.replace("check_", "").replace("_", "-")
+            out.append(Result(name, False, "the check itself failed: %s: %s" % (type(e).__name__, e),
+                              "report this as a cc-continuity bug"))
+    return out
+
+
+# -- small helpers -------------------------------------------------------------
+
+def _version_tuple(text):
+    m = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", text or "")
+    if not m:
+        return None
+    return tuple(int(x) for x in m.groups() if x is not None)
+
+
+def _dotted(v):
+    return ".".join(map(str, v))
+
+
+def _run(argv, env=None, timeout=10, stdin_data=None):
+    """(returncode, stdout, stderr); returncode None when it could not run or timed out."""
+    try:
+        r = subprocess.run(argv, input=stdin_data, capture_output=True, env=env, timeout=timeout,
+                           stdin=None if stdin_data is not None else subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        return None, "", "timed out after %ss" % timeout
+    except OSError as e:
+        return None, "", str(e)
+    return r.returncode, r.stdout.decode("utf-8", "replace"), r.stderr.decode("utf-8", "replace")
+
+
+def _first_line(text):
+    lines = (text or "").strip().splitlines()
+    return lines[0][:200] if lines else ""
+
+
+def _is_executable(path):
+    return isinstance(path, str) and os.path.isabs(path) and os.path.isfile(path) and os.access(path, os.X_OK)
+
+
+def _pid_alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+# -- tools ---------------------------------------------------------------------
+
+def check_python(ctx):
+    v = sys.version_info[:3]
+    ok = v >= MIN_PYTHON
+    return Result("python", ok, "%s (%s)" % (_dotted(v), sys.executable),
+                  "install Python %s or newer and reinstall cc-continuity with it" % _dotted(MIN_PYTHON))
+
+
+def check_git(ctx):
+    git = shutil.which("git", path=ctx.env.get("PATH"))
+    if not git:
+        return Result("git", False, "git not found on PATH (checkpoints snapshot the work tree with git)",
+                      "install git (apt install git / brew install git)")
+    rc, out, err = _run([git, "--version"])
+    return Result("git", rc == 0, _first_line(out) or _first_line(err), "reinstall git: `%s --version` fails" % git)
+
+
+def check_tmux(ctx):
+    tmux = shutil.which("tmux", path=ctx.env.get("PATH"))
+    fix = "install tmux %s or newer (apt install tmux / brew install tmux)" % _dotted(MIN_TMUX)
+    if not tmux:
+        return Result("tmux", False, "tmux not found: rotation cannot type /clear, you would have to", fix)
+    rc, out, err = _run([tmux, "-V"])
+    v = _version_tuple(out)
+    if rc != 0 or v is None:
+        return Result("tmux", False, "`tmux -V` failed: %s" % (_first_line(err) or _first_line(out)), fix)
+    return Result("tmux", v >= MIN_TMUX, "%s (%s)" % (out.strip(), tmux), fix)
+
+
+def check_claude(ctx):
+    from ..commands.launch import find_real_claude
+
+    fix = "install or update Claude Code to %s or newer (`claude update`)" % _dotted(MIN_CLAUDE)
+    try:
+        claude = find_real_claude(ctx.env)
+    except RuntimeError as e:
+        return Result("claude", False, str(e), fix)
+    if not claude:
+        return Result("claude", False, "claude not found on PATH", fix)
+    rc, out, err = _run([claude, "--version"], timeout=20)
+    v = _version_tuple(out)
+    if rc != 0 or v is None:
+        return Result("claude", False, "`%s --version` failed: %s" % (claude, _first_line(err) or _first_line(out)), fix)
+    return Result("claude", v >= MIN_CLAUDE, "%s (%s)" % (_dotted(v), claude), fix)
+
+
+# -- configuration -------------------------------------------------------------
+
+def check_config(ctx):
+    cfg, err = ctx.config()
+    if err:
+        return Result("config", False, err, "correct that value (or run `cc-continuity configure`)")
+    detail = "valid (%s)" % ", ".join(
+        "%s=%s" % (k, json.dumps(cfg[k])) for k in ("enabled", "warn", "rotate", "hard", "window"))
+    if cfg.warnings:
+        detail += "; " + "; ".join(cfg.warnings)
+    return Result("config", True, detail)
+
+
+# -- settings.json -------------------------------------------------------------
+
+def _expected_hooks():
+    """{event: matcher or None} from the fragment the installer merges."""
+    from . import settings
+
+    return {event: groups[0].get("matcher") for event, groups in settings.load_fragment()["hooks"].items()}
+
+
+def _our_handlers(doc, event):
+    """[(group, handler)] of ours registered under ``event``."""
+    from . import settings
+
+    hooks = doc.get("hooks")
+    groups = hooks.get(event) if isinstance(hooks, dict) else None
+    out = []
+    for g in groups if isinstance(groups, list) else []:
+        for h in (g.get("hooks") if isinstance(g, dict) and isinstance(g.get("hooks"), list) else []):
+            if settings.is_our_handler(h):
+                out.append((g, h))
+    return out
+
+
+def _matcher_matches(matcher, value):
+    """Claude Code's rule: empty/``*`` = all; ``[A-Za-z0-9_|, -]`` only = exact names; else a regex search."""
+    if matcher in (None, "", "*"):
+        return True
+    if re.fullmatch(r"[a-zA-Z0-9_|, -]+", matcher):
+        return value in [p.strip() for p in re.split(r"[|,]", matcher)]
+    try:
+        return re.search(matcher, value) is not None
+    except re.error:
+        return False
+
+
+def _handler_problems(event, group, handler, expected):
+    from . import settings
+
+    problems = []
+    python = handler.get("command")
+    args = handler.get("args") if isinstance(handler.get("args"), list) else []
+    script = next((a for a in [python] + args if isinstance(a, str) and settings.HOOK_MARK in a), None)
+    if not _is_executable(python):
+        problems.append("%s: interpreter %r is missing or not executable" % (event, python))
+    if script and not os.path.isfile(script):
+        problems.append("%s: %s does not exist" % (event, script))
+    if event not in args:
+        problems.append("%s: handler is registered for another event (args %s)" % (event, args))
+    matcher = expected.get(event)
+    if matcher:
+        missing = [s for s in matcher.split("|") if not _matcher_matches(group.get("matcher"), s)]
+        if missing:
+            problems.append("%s: matcher %r skips %s" % (event, group.get("matcher"), ", ".join(missing)))
+    if event == "SessionEnd" and not handler.get("timeout"):
+        problems.append("SessionEnd: no timeout, so Claude Code cancels it after 1.5 s")
+    return problems
+
+
+def check_hooks(ctx):
+    doc, err = ctx.settings()
+    installed = ctx.manifest() is not None
+    fix = "cc-continuity install"
+    if doc is None:
+        if not os.path.exists(ctx.settings_path):
+            return Result("hooks", False, err, fix)
+        return Result("hooks", False, err, "repair %s by hand (cc-continuity never rewrites a file it cannot "
+                      "parse), then run cc-continuity install" % ctx.settings_path)
+    expected = _expected_hooks()
+    missing, problems = [], []
+    for event in expected:
+        found = _our_handlers(doc, event)
+        if not found:
+            missing.append(event)
+        for group, handler in found:
+            problems.extend(_handler_problems(event, group, handler, expected))
+    if doc.get("disableAllHooks") is True:
+        problems.append('"disableAllHooks": true in %s turns every hook off' % ctx.settings_path)
+        fix = 'remove "disableAllHooks" from %s' % ctx.settings_path
+    if missing:
+        if len(missing) == len(expected):
+            if installed:
+                detail = ("all our hooks are gone from %s although cc-continuity is installed: Claude Code is known "
+                          "to rewrite settings.json from a stale copy and drop \"hooks\"" % ctx.settings_path)
+            else:
+                detail = "cc-continuity is not installed (no hooks in %s)" % ctx.settings_path
+        else:
+            detail = "missing for %s in %s" % (", ".join(missing), ctx.settings_path)
+            if installed:
+                detail += " (Claude Code may have rewritten the file from a stale copy)"
+        problems.insert(0, detail)
+        fix = "cc-continuity install"
+    if problems:
+        return Result("hooks", False, "; ".join(problems), fix)
+    return Result("hooks", True, "%d events wired in %s" % (len(expected), ctx.settings_path))
+
+
+def check_hook_probe(ctx):
+    """Run our installed hook command for real, on an event it must ignore."""
+    doc, _ = ctx.settings()
+    handler = None
+    for event in ("PostToolUse", "PreToolUse", "UserPromptSubmit", "Stop", "SessionStart", "PreCompact", "SessionEnd"):
+        found = _our_handlers(doc, event) if doc else []
+        if found:
+            handler, on = found[0][1], event
+            break
+    if handler is None:
+        return Result("hook-probe", False, "no hook of ours to run", "cc-continuity install")
+    token = "%s-%s" % (PROBE_EVENT, os.urandom(4).hex())
+    args = [token if a == on else a for a in handler.get("args") or []]
+    argv = [handler.get("command")] + args
+    env = {k: v for k, v in ctx.env.items() if not k.startswith("CLAUDE")}
+    log = os.path.join(paths.logs_dir(), "hooks.log")
+    started = time.monotonic()
+    rc, out, err = _run(argv, env=env, timeout=PROBE_TIMEOUT_S, stdin_data=b"{}")
+    took = time.monotonic() - started
+    shown = shlex.join(a if a != token else PROBE_EVENT for a in argv)
+    fix = "cc-continuity install (then `cc-continuity doctor` again); see %s" % log
+    if rc is None:
+        return Result("hook-probe", False, "`%s` could not run: %s" % (shown, err), fix)
+    if rc != 0 or out.strip():
+        detail = "`%s` exited %d%s%s" % (shown, rc, ", printed %r" % out.strip()[:80] if out.strip() else "",
+                                         ", stderr: %s" % _first_line(err) if err.strip() else "")
+        return Result("hook-probe", False, detail, fix)
+    if not _logged(log, token):
+        return Result("hook-probe", False, "`%s` exited 0 but never reached the dispatcher (nothing in %s): the "
+                      "hooks are silently doing nothing" % (shown, log), fix)
+    return Result("hook-probe", True, "the hook ran and ignored a probe event cleanly in %.0f ms" % (took * 1000))
+
+
+def _logged(log, token):
+    """Did a hook call for ``token`` leave its line in the log (or the rotated one)?"""
+    for path in (log, log + ".1"):
+        try:
+            with open(path, "rb") as f:
+                f.seek(0, os.SEEK_END)
+                f.seek(max(0, f.tell() - 65536))
+                if token.encode() in f.read():
+                    return True
+        except OSError:
+            continue
+    return False
+
+
+def check_statusline(ctx):
+    from . import settings
+
+    doc, err = ctx.settings()
+    if doc is None:
+        return Result("statusline", False, err, "cc-continuity install")
+    value = doc.get("statusLine")
+    if not settings.is_our_statusline(value):
+        theirs = value.get("command") if isinstance(value, dict) else None
+        detail = "the status line is %s, not ours" % (repr(theirs) if theirs else "not set")
+        if ctx.manifest() is not None:
+            detail += " (Claude Code or another tool rewrote it)"
+        return Result("statusline", False, detail, "cc-continuity install (it keeps and chains the other status line)")
+    try:
+        words = shlex.split(value["command"])
+    except ValueError as e:
+        return Result("statusline", False, "cannot parse its command: %s" % e, "cc-continuity install")
+    script = next((w for w in words if settings.STATUS_MARK in w), None)
+    problems = []
+    if not words or not _is_executable(words[0]):
+        problems.append("interpreter %r is missing" % (words[0] if words else None))
+    if not script or not os.path.isfile(script):
+        problems.append("%s does not exist" % script)
+    if problems:
+        return Result("statusline", False, "; ".join(problems), "cc-continuity install")
+    chain = (ctx.manifest() or {}).get("statusline_chain")
+    if isinstance(chain, dict) and chain.get("command"):
+        return Result("statusline", True, "ours, chaining %r" % chain["command"])
+    return Result("statusline", True, "ours (no earlier status line to chain)")
+
+
+# -- shell wrapper, skills, app copy -------------------------------------------
+
+def launcher_path(manifest=None):
+    """Where the installer put the ``cc-continuity`` launcher the wrapper calls."""
+    value = (manifest or {}).get("launcher")
+    return value if isinstance(value, str) and value else os.path.join(paths.home(), "bin", "cc-continuity")
+
+
+def _wrapper_target(ctx):
+    """(shell, rc file) the installer used, falling back to what it would use now."""
+    from . import wrapper
+
+    current = wrapper.detect_shell(ctx.env)
+    entries = [e for e in (ctx.manifest() or {}).get("rc") or []
+               if isinstance(e, dict) and isinstance(e.get("path"), str) and e.get("shell") in wrapper.SHELLS]
+    for e in sorted(entries, key=lambda e: e["shell"] != current):
+        return e["shell"], e["path"]
+    return current, wrapper.rc_path(current, ctx.home, ctx.env)
+
+
+_ALIAS = {
+    "fish": re.compile(r"^\s*(alias\s+claude[\s=]|function\s+claude\b)"),
+    "posix": re.compile(r"^\s*alias\s+(-g\s+)?claude="),
+}
+
+
+def check_wrapper(ctx):
+    from . import blocks, wrapper
+
+    manifest = ctx.manifest()
+    if manifest is not None and not manifest.get("rc"):
+        return Result("wrapper", True, "not installed (--no-wrapper): start claude inside tmux yourself for "
+                                       "zero-touch rotation")
+    shell, rc = _wrapper_target(ctx)
+    launcher = launcher_path(manifest)
+    fix = "cc-continuity install"
+    try:
+        with open(rc, "rb") as f:
+            text = blocks.decode(f.read())
+    except FileNotFoundError:
+        return Result("wrapper", False, "%s does not exist, so `claude` does not start in tmux" % rc, fix)
+    except OSError as e:
+        return Result("wrapper", False, "cannot read %s: %s" % (rc, e.strerror), fix)
+    try:
+        block = blocks.find(text, wrapper.BLOCK_NAME, wrapper.BLOCK_STYLE, rc)
+    except blocks.BlockError as e:
+        return Result("wrapper", False, str(e), "remove the broken cc-continuity lines from %s, then %s" % (rc, fix))
+    if block is None:
+        return Result("wrapper", False, "no claude() wrapper block in %s" % rc, fix)
+    if wrapper.render(shell, launcher).rstrip("\n") not in text[block.start:block.end]:
+        return Result("wrapper", False, "the wrapper block in %s is from another version or was edited" % rc, fix)
+    outside = text[:block.start] + text[block.end:]
+    pattern = _ALIAS["fish" if shell == "fish" else "posix"]
+    clash = next((line.strip() for line in outside.splitlines() if pattern.match(line)), None)
+    if clash:
+        return Result("wrapper", False, "%r in %s hides the claude() wrapper" % (clash, rc),
+                      "delete that line (the launcher finds ~/.claude/local/claude by itself)")
+    if not _is_executable(launcher):
+        return Result("wrapper", False, "the launcher %s is missing, so claude runs without tmux" % launcher, fix)
+    if ctx.env.get(wrapper.ACTIVE_ENV) != "1":
+        how = "exec fish" if shell == "fish" else "source %s" % shlex.quote(rc)
+        return Result("wrapper", False, "block present in %s, but this shell has not read it yet" % rc,
+                      "open a new terminal, or run `%s`" % how)
+    return Result("wrapper", True, "%s wrapper in %s is active" % (shell, rc))
+
+
+def _frontmatter(text):
+    """The ``key: value`` pairs of a SKILL.md front matter, or None when there is none."""
+    lines = text.split("\n")
+    if not lines or lines[0].strip() != "---":
+        return None
+    out = {}
+    for line in lines[1:]:
+        if line.strip() == "---":
+            return out
+        m = re.match(r"^([A-Za-z][A-Za-z0-9_-]*):\s*(.*)$", line)
+        if m:
+            out[m.group(1)] = m.group(2).strip().strip("\"'")
+    return None
+
+
+def shipped_skills():
+    """Skill names the package ships (``data/skills/<name>/SKILL.md``)."""
+    base = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "skills")
+    try:
+        return sorted(n for n in os.listdir(base) if os.path.isfile(os.path.join(base, n, "SKILL.md")))
+    except OSError:
+        return []
+
+
+def check_skills(ctx):
+    names = shipped_skills()
+    if not names:
+        return Result("skills", False, "this cc-continuity package ships no skills (a broken build)",
+                      "reinstall cc-continuity (pip install --force-reinstall cc-continuity)")
+    base = os.path.join(paths.claude_config_dir(), "skills")
+    problems = []
+    for name in names:
+        path = os.path.join(base, name, "SKILL.md")
+        try:
+            with open(path, encoding="utf-8") as f:
+                fm = _frontmatter(f.read())
+        except FileNotFoundError:
+            problems.append("%s missing" % name)
+            continue
+        except (OSError, UnicodeDecodeError) as e:
+            problems.append("%s unreadable (%s)" % (name, e))
+            continue
+        if fm is None:
+            problems.append("%s has no front matter" % name)
+        elif not fm.get("description"):
+            problems.append("%s has no description" % name)
+    if problems:
+        return Result("skills", False, "in %s: %s" % (base, "; ".join(problems)), "cc-continuity install")
+    return Result("skills", True, "%d skills in %s" % (len(names), base))
+
+
+def _declared_version(init_path):
+    with open(init_path, encoding="utf-8") as f:
+        for line in f:
+            m = re.match(r"""^__version__\s*=\s*["']([^"']+)["']""", line)
+            if m:
+                return m.group(1)
+    return None
+
+
+def package_version():
+    """The version pip installed (falls back to the running code's)."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("cc-continuity")
+    except metadata.PackageNotFoundError:
+        from .. import __version__
+
+        return __version__
+
+
+def check_app_copy(ctx):
+    """The hooks run the copy under ``$CC_CONTINUITY_HOME/app``; it must be the version pip installed."""
+    from . import app
+
+    init = os.path.join(app.app_link(paths.home()), "cc_continuity", "__init__.py")
+    want = package_version()
+    try:
+        have = _declared_version(init)
+    except OSError:
+        return Result("app-copy", False, "%s is missing (hooks run from this copy)" % os.path.dirname(init),
+                      "cc-continuity install")
+    if have != want:
+        return Result("app-copy", False, "the hooks run version %s but cc-continuity %s is installed" % (have, want),
+                      "cc-continuity install (refreshes the copy)")
+    return Result("app-copy", True, "version %s" % have)
+
+
+# -- state directory -----------------------------------------------------------
+
+def _walk(top, limit=50000):
+    """(path, lstat) for ``top`` and everything under it (no symlink following), at most ``limit``."""
+    stack, n = [top], 0
+    while stack and n < limit:
+        p = stack.pop()
+        try:
+            st = os.lstat(p)
+        except OSError:
+            continue
+        n += 1
+        yield p, st
+        if os.path.isdir(p) and not os.path.islink(p):
+            try:
+                stack.extend(os.path.join(p, c) for c in os.listdir(p))
+            except OSError:
+                continue
+
+
+CODE_DIRS = ("app", "app.d", "bin")  # code, not data: may be readable, never writable by others
+
+
+def check_permissions(ctx):
+    """State is private (handoffs quote prompts); code the hooks run is not writable by others."""
+    home = paths.home()
+    if not os.path.isdir(home):
+        return Result("permissions", True, "%s not created yet" % home)
+    bad = []
+    for p, st in _walk(home):
+        if os.path.islink(p):
+            continue
+        rel = os.path.relpath(p, home)
+        code = rel.split(os.sep)[0] in CODE_DIRS
+        if st.st_mode & (0o022 if code else 0o077):
+            bad.append("%s (%o)" % (home if p == home else rel, st.st_mode & 0o777))
+    if bad:
+        more = " and %d more" % (len(bad) - 5) if len(bad) > 5 else ""
+        return Result("permissions", False,
+                      "open to other users (state must be 0700/0600, code not writable by others): %s%s"
+                      % (", ".join(bad[:5]), more),
+                      "chmod -R go-rwx %s" % shlex.quote(home))
+    return Result("permissions", True, "%s is private" % home)
+
+
+def find_leftovers(now=None):
+    """(temp files, stale launch env files, stale locks) that are ours and safe to remove."""
+    from ..commands.launch import stale_env_files
+    from .. import lock
+
+    now = time.time() if now is None else now
+    temps, locks = [], []
+    home = paths.home()
+    places = list(_walk(home)) if os.path.isdir(home) else []
+    cdir = paths.claude_config_dir()
+    try:
+        places += [(os.path.join(cdir, n), os.lstat(os.path.join(cdir, n))) for n in os.listdir(cdir)]
+    except OSError:
+        pass
+    for p, st in places:
+        name = os.path.basename(p)
+        if name.startswith(atomic.TMP_MARK) and now - st.st_mtime > TEMP_MIN_AGE_S and not os.path.isdir(p):
+            temps.append(p)
+        elif (name == "lock" or name.endswith(".lock")) and p.startswith(home + os.sep) and os.path.isfile(p):
+            pid = lock.holder_pid(p)
+            if pid is not None and not _pid_alive(pid) and not lock.is_held(p):
+                locks.append(p)
+    return sorted(temps), sorted(stale_env_files(now=now)), sorted(locks)
+
+
+def _remove_stale_lock(path):
+    """Delete a lock file while holding it ourselves, and only if its holder is still dead."""
+    import fcntl
+
+    from .. import lock
+
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        pid = lock.holder_pid(path)
+        if pid is None or _pid_alive(pid):
+            return False
+        os.unlink(path)
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
+def check_leftovers(ctx):
+    temps, envs, locks = find_leftovers()
+    if not (temps or envs or locks):
+        return Result("leftovers", True, "no leftover temp files or stale locks")
+    if ctx.fix:
+        removed, failed = [], []
+        for p in temps + envs:
+            try:
+                os.unlink(p)
+                removed.append(p)
+            except FileNotFoundError:
+                pass
+            except OSError as e:
+                failed.append("%s (%s)" % (p, e.strerror))
+        for p in locks:
+            (removed if _remove_stale_lock(p) else failed).append(p)
+        detail = "removed %d: %s" % (len(removed), ", ".join(removed)) if removed else "nothing removed"
+        if failed:
+            return Result("leftovers", False, detail + "; could not remove: " + ", ".join(failed),
+                          "remove those files by hand")
+        return Result("leftovers", True, detail)
+    parts = []
+    if temps:
+        parts.append("%d interrupted-write temp file(s): %s" % (len(temps), ", ".join(temps[:3])))
+    if envs:
+        parts.append("%d unused launch environment file(s) (may hold secrets)" % len(envs))
+    if locks:
+        parts.append("%d lock file(s) whose holder is gone (harmless)" % len(locks))
+    if not (temps or envs):
+        return Result("leftovers", True, "; ".join(parts) + "; `cc-continuity doctor --fix` tidies them")
+    return Result("leftovers", False, "; ".join(parts), "cc-continuity doctor --fix")
+
+
+# -- Claude Code state ---------------------------------------------------------
+
+def claude_global_config(env):
+    """Claude Code's global config (``~/.claude.json``; inside ``$CLAUDE_CONFIG_DIR`` when that is set)."""
+    base = env.get("CLAUDE_CONFIG_DIR")
+    if base:
+        base = os.path.abspath(os.path.expanduser(base))
+        legacy = os.path.join(base, ".config.json")
+        return legacy if os.path.isfile(legacy) else os.path.join(base, ".claude.json")
+    return os.path.join(env.get("HOME") or os.path.expanduser("~"), ".claude.json")
+
+
+def check_trust(ctx):
+    """Hooks and the status line stay off until the folder-trust dialog is accepted."""
+    path = claude_global_config(ctx.env)
+    root = ctx.root
+    fix = "run `claude` in %s once and accept the trust dialog (hooks do not run before that)" % shlex.quote(root)
+    try:
+        with open(path, "rb") as f:
+            doc = json.loads(f.read())
+    except FileNotFoundError:
+        return Result("trust", False, "%s does not exist: Claude Code has not been set up here" % path, fix)
+    except (OSError, ValueError) as e:
+        return Result("trust", False, "cannot read %s: %s" % (path, e), fix)
+    projects = doc.get("projects") if isinstance(doc, dict) else None
+    projects = projects if isinstance(projects, dict) else {}
+    # Claude Code accepts trust given to the folder or to any folder above it.
+    d = os.path.realpath(ctx.cwd)
+    while True:
+        entry = projects.get(d)
+        if isinstance(entry, dict) and entry.get("hasTrustDialogAccepted") is True:
+            return Result("trust", True, "%s is trusted%s" % (d, "" if d == os.path.realpath(ctx.cwd) else " (covers %s)" % ctx.cwd))
+        parent = os.path.dirname(d)
+        if parent == d:
+            break
+        d = parent
+    return Result("trust", False, "the folder-trust dialog was not accepted for %s" % os.path.realpath(ctx.cwd), fix)
+
+
+def _anthropic_host(url):
+    host = (urllib.parse.urlsplit(url).hostname or "").lower()
+    return host == "anthropic.com" or host.endswith(".anthropic.com")
+
+
+def check_context_window(ctx):
+    """A non-Anthropic server needs CLAUDE_CODE_MAX_CONTEXT_TOKENS, or Claude Code assumes a 1M window."""
+    doc, _ = ctx.settings()
+    settings_env = doc.get("env") if isinstance(doc, dict) and isinstance(doc.get("env"), dict) else {}
+
+    def lookup(name):
+        if ctx.env.get(name):
+            return ctx.env[name], "environment"
+        if settings_env.get(name) not in (None, ""):
+            return str(settings_env[name]), "settings.json env"
+        return None, None
+
+    base, _ = lookup("ANTHROPIC_BASE_URL")
+    if not base or _anthropic_host(base):
+        return Result("context-window", True, "Anthropic API: Claude Code knows the model's window")
+    value, where = lookup("CLAUDE_CODE_MAX_CONTEXT_TOKENS")
+    cfg, _ = ctx.config()
+    window = cfg["window"] if cfg is not None and cfg["window"] else None
+    fix = "export CLAUDE_CODE_MAX_CONTEXT_TOKENS=%s (or put it in the \"env\" block of %s)" % (
+        window or "<your model's context window in tokens>", ctx.settings_path)
+    if value is None:
+        return Result("context-window", False,
+                      "ANTHROPIC_BASE_URL=%s is not Anthropic and CLAUDE_CODE_MAX_CONTEXT_TOKENS is unset: Claude Code "
+                      "assumes a 1,000,000-token window, so compaction and percentages are wrong" % base, fix)
+    if not value.strip().isdigit() or int(value) <= 0:
+        return Result("context-window", False, "CLAUDE_CODE_MAX_CONTEXT_TOKENS=%r (%s) is not a positive integer"
+                      % (value, where), fix)
+    return Result("context-window", True, "CLAUDE_CODE_MAX_CONTEXT_TOKENS=%s (%s) for %s" % (value, where, base))
+
+
+def check_ntfy(ctx):
+    cfg, err = ctx.config()
+    url = cfg["ntfy_url"] if cfg is not None else None
+    if not url:
+        return Result("ntfy", True, "push notifications not configured (optional)")
+    shown = _redact_url(url)
+    fix = "check the URL (`cc-continuity configure --ntfy URL`) and that the server is reachable"
+    if ctx.notify_test:
+        try:
+            from .. import notify
+        except ImportError:
+            return Result("ntfy", False, "notifications module not available", "reinstall cc-continuity")
+        try:
+            ok, detail = notify.send_test(url, token=cfg["ntfy_token"])
+        except Exception as e:
+            return Result("ntfy", False, "test message to %s failed: %s: %s" % (shown, type(e).__name__, e), fix)
+        if not ok:
+            return Result("ntfy", False, "test message not delivered: %s" % detail, fix)
+        return Result("ntfy", True, "test message %s: check your phone" % detail)
+    import socket
+
+    parts = urllib.parse.urlsplit(url)
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        with socket.create_connection((parts.hostname, port), timeout=3):
+            pass
+    except (OSError, ValueError) as e:
+        return Result("ntfy", False, "cannot connect to %s: %s" % (shown, e), fix)
+    return Result("ntfy", True, "%s reachable (`cc-continuity doctor --notify-test` sends a message)" % shown)
+
+
+def _redact_url(url):
+    """The URL without credentials or query (a topic URL may embed a token)."""
+    p = urllib.parse.urlsplit(url)
+    host = p.hostname or ""
+    if p.port:
+        host += ":%d" % p.port
+    return urllib.parse.urlunsplit((p.scheme, host, p.path, "", ""))
+
+
+CHECKS = [
+    check_python, check_git, check_tmux, check_claude, check_config,
+    check_hooks, check_hook_probe, check_statusline, check_wrapper, check_skills, check_app_copy,
+    check_permissions, check_leftovers, check_trust, check_context_window, check_ntfy,
+]

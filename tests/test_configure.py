@@ -1,0 +1,131 @@
+"""``cc-continuity configure``: valid changes land in the right file; a bad value names its option and writes nothing."""
+
+import json
+import os
+
+import pytest
+
+from cc_continuity import cli, config, paths
+
+
+@pytest.fixture
+def repo(git_repo, monkeypatch):
+    monkeypatch.chdir(git_repo)
+    return git_repo
+
+
+def configure(capsys, *args):
+    """(exit status, stdout, stderr) of ``cc-continuity configure ARGS`` run in-process."""
+    try:
+        rc = cli.main(["configure", *args])
+    except SystemExit as e:  # argparse rejects a value
+        rc = e.code
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def read(path):
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except FileNotFoundError:
+        return None
+
+
+def snapshot(root):
+    return read(paths.config_file()), read(config.project_file(str(root)))
+
+
+def test_global_changes_are_written_and_shown(repo, capsys):
+    rc, out, err = configure(capsys, "--window", "200k", "--thresholds", "50,60,70", "--rotate-tokens", "1.5m",
+                             "--ntfy", "https://ntfy.example/topic", "--unattended", "on", "--disable")
+    assert rc == 0, err
+    with open(paths.config_file()) as f:
+        doc = json.load(f)
+    assert doc == {"window": 200000, "warn": 50, "rotate": 60, "hard": 70, "rotate_tokens": 1500000,
+                   "ntfy_url": "https://ntfy.example/topic", "unattended": True, "enabled": False}
+    assert os.stat(paths.config_file()).st_mode & 0o777 == 0o600
+    assert read(config.project_file(str(repo))) is None
+    assert "* window        200000" in out and paths.config_file() in out
+    cfg = config.load(str(repo))
+    assert cfg.thresholds() == (50, 60, 70) and cfg["unattended"] is True
+
+
+def test_project_changes_go_to_the_project_file_only(repo, capsys):
+    rc, out, err = configure(capsys, "--project", "--disable", "--unattended", "off")
+    assert rc == 0, err
+    with open(config.project_file(str(repo))) as f:
+        assert json.load(f) == {"enabled": False, "unattended": False}
+    assert read(paths.config_file()) is None
+    assert config.load(str(repo))["enabled"] is False
+    assert config.load(None)["enabled"] is True
+    assert "continuity.json" in out
+
+
+def test_auto_and_off_reset_to_null(repo, capsys):
+    assert configure(capsys, "--window", "131072", "--rotate-tokens", "400000", "--ntfy", "http://127.0.0.1:1/t")[0] == 0
+    rc, out, err = configure(capsys, "--window", "auto", "--rotate-tokens", "off", "--ntfy", "off")
+    assert rc == 0, err
+    with open(paths.config_file()) as f:
+        doc = json.load(f)
+    assert doc["window"] is None and doc["rotate_tokens"] is None and doc["ntfy_url"] is None
+    cfg = config.load(str(repo))
+    assert cfg["window"] is None and cfg["ntfy_url"] is None
+
+
+@pytest.mark.parametrize("args, option", [
+    (["--window", "lots"], "--window"),
+    (["--window", "-5"], "--window"),
+    (["--window", "10"], "--window"),            # config's own floor (>= 1000)
+    (["--thresholds", "50,60"], "--thresholds"),
+    (["--thresholds", "70,60,80"], "--thresholds"),
+    (["--thresholds", "50,60,101"], "--thresholds"),
+    (["--thresholds", "a,b,c"], "--thresholds"),
+    (["--rotate-tokens", "0"], "--rotate-tokens"),
+    (["--rotate-tokens", "12.5"], "--rotate-tokens"),
+    (["--ntfy", "ftp://example.org/x"], "--ntfy"),
+    (["--ntfy", "ntfy.sh/topic"], "--ntfy"),
+    (["--unattended", "maybe"], "--unattended"),
+    (["--enable", "--disable"], "--disable"),
+    # one bad option spoils the whole call: the good one is not written either
+    (["--window", "200000", "--thresholds", "90,80,70"], "--thresholds"),
+])
+def test_bad_values_name_the_option_and_write_nothing(repo, capsys, args, option):
+    assert configure(capsys, "--rotate-tokens", "300000")[0] == 0
+    assert configure(capsys, "--project", "--window", "100000")[0] == 0
+    before = snapshot(repo)
+    rc, out, err = configure(capsys, *args)
+    assert rc != 0
+    assert option in err
+    assert snapshot(repo) == before
+    rc, out, err = configure(capsys, "--project", *args)
+    assert rc != 0 and option in err
+    assert snapshot(repo) == before
+
+
+@pytest.mark.parametrize("global_file_existed", [True, False])
+def test_a_value_that_clashes_with_the_other_layer_is_rolled_back(repo, capsys, global_file_existed):
+    (repo / ".claude").mkdir()
+    with open(config.project_file(str(repo)), "w") as f:
+        f.write('{"rotate": 65, "hard": 68}')
+    if global_file_existed:
+        assert configure(capsys, "--window", "150000")[0] == 0
+    before = snapshot(repo)
+    # Valid on its own, but the effective warn (66) would exceed the project's rotate (65).
+    rc, out, err = configure(capsys, "--thresholds", "66,70,80")
+    assert rc == 2
+    assert "--thresholds" in err and "nothing was written" in err
+    assert snapshot(repo) == before
+    assert config.load(str(repo)).thresholds() == (55, 65, 68)
+
+
+def test_no_options_prints_the_effective_values(repo, capsys):
+    (repo / ".claude").mkdir()
+    with open(config.project_file(str(repo)), "w") as f:
+        f.write('{"rotate": 65}')
+    rc, out, err = configure(capsys)
+    assert rc == 0
+    assert read(paths.config_file()) is None
+    lines = {line.split()[0]: line for line in out.splitlines() if line.strip()}
+    assert "65" in lines["rotate"] and "continuity.json" in lines["rotate"]
+    assert "(default)" in lines["warn"]

@@ -1,0 +1,504 @@
+"""``cc-continuity doctor`` against real installs in a temp HOME: green when wired, red with a fix when not."""
+
+import http.server
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from cc_continuity import __version__, atomic, lock, paths
+from cc_continuity.commands import doctor, launch
+from cc_continuity.install import blocks, checks, settings, wrapper
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PKG = os.path.join(REPO, "cc_continuity")
+PYTHON = os.path.realpath(sys.executable)
+
+
+class Install:
+    """A complete install, laid out the way ``cc-continuity install`` lays it out."""
+
+    def __init__(self, tmp_path, repo, home):
+        self.repo, self.home = repo, home
+        self.cchome = paths.home()
+        paths.ensure_dir(self.cchome)
+        self.app = os.path.join(self.cchome, "app.d", "v1")
+        shutil.copytree(PKG, os.path.join(self.app, "cc_continuity"), ignore=shutil.ignore_patterns("__pycache__"))
+        os.symlink("app.d/v1", os.path.join(self.cchome, "app"))
+        self.settings_path = os.path.join(paths.claude_config_dir(), "settings.json")
+        paths.ensure_dir(paths.claude_config_dir())
+        self.write_settings(settings.render_fragment(settings.load_fragment(), PYTHON, os.path.join(self.cchome, "app")))
+        skills = os.path.join(PKG, "data", "skills")
+        shutil.copytree(skills, os.path.join(paths.claude_config_dir(), "skills"))
+        self.launcher = os.path.join(paths.ensure_dir(os.path.join(self.cchome, "bin")), "cc-continuity")
+        with open(self.launcher, "w") as f:
+            f.write("#!/bin/sh\nexec %s -m cc_continuity.cli \"$@\"\n" % PYTHON)
+        os.chmod(self.launcher, 0o700)
+        self.bashrc = os.path.join(str(home), ".bashrc")
+        with open(self.bashrc, "w") as f:
+            f.write("export EDITOR=vi\n" + blocks.render(wrapper.BLOCK_NAME, __version__,
+                                                         wrapper.render("bash", self.launcher), wrapper.BLOCK_STYLE))
+        self.manifest = {"version": __version__, "launcher": self.launcher, "app": os.path.join(self.cchome, "app"),
+                         "rc": [{"path": self.bashrc, "created": True, "shell": "bash"}], "statusline_chain": None}
+        self.save_manifest()
+        self.trust(str(repo))
+        bindir = tmp_path / "bin"
+        bindir.mkdir()
+        self.claude = bindir / "claude"
+        self.claude_version("2.1.328")
+        self.env = dict(os.environ, PATH="%s:%s" % (bindir, os.environ["PATH"]), SHELL="/bin/bash",
+                        **{wrapper.ACTIVE_ENV: "1"})
+
+    def write_settings(self, doc):
+        with open(self.settings_path, "w") as f:
+            json.dump(doc, f, indent=2)
+
+    def read_settings(self):
+        with open(self.settings_path) as f:
+            return json.load(f)
+
+    def save_manifest(self):
+        atomic.write_text(os.path.join(self.cchome, "install.json"), json.dumps(self.manifest))
+
+    def trust(self, *dirs, path=None):
+        doc = {"projects": {os.path.realpath(d): {"hasTrustDialogAccepted": True} for d in dirs}}
+        with open(path or os.path.join(str(self.home), ".claude.json"), "w") as f:
+            json.dump(doc, f)
+
+    def claude_version(self, v):
+        self.claude.write_text("#!/bin/sh\necho '%s (Claude Code)'\n" % v)
+        self.claude.chmod(0o755)
+
+    def check(self, *names, cwd=None, **kw):
+        """The results of the named checks (all when none are named), by name."""
+        chosen = [c for c in checks.CHECKS if not names or c.__name__ in ["check_" + n.replace("-", "_") for n in names]]
+        ctx = checks.Context(env=kw.pop("env", self.env), cwd=str(cwd or self.repo), **kw)
+        return {r.name: r for r in checks.run_checks(ctx, chosen)}
+
+    def cli(self, *args, env=None):
+        return subprocess.run([sys.executable, "-m", "cc_continuity.cli", "doctor", *args], env=env or self.env,
+                              cwd=str(self.repo), capture_output=True, text=True, timeout=60)
+
+
+@pytest.fixture
+def inst(tmp_path, git_repo, isolated_home):
+    return Install(tmp_path, git_repo, isolated_home)
+
+
+def _red(result, *fragments):
+    assert not result.ok, result
+    for frag in fragments:
+        assert frag in result.detail + " " + (result.fix or ""), result
+    assert result.fix
+
+
+# -- the whole report ------------------------------------------------------------
+
+def test_good_install_is_all_green(inst):
+    results = inst.check()
+    bad = [r for r in results.values() if not r.ok]
+    assert bad == []
+    assert "7 events" in results["hooks"].detail
+    assert "6 skills" in results["skills"].detail
+
+
+def test_cli_json_shape_and_exit_status(inst):
+    r = inst.cli("--json")
+    assert r.returncode == 0, r.stdout + r.stderr
+    rows = json.loads(r.stdout)
+    assert isinstance(rows, list) and len(rows) == len(checks.CHECKS)
+    for row in rows:
+        assert set(row) == {"name", "ok", "detail", "fix"}
+        assert row["ok"] is True and row["fix"] is None and row["detail"]
+    os.unlink(inst.settings_path)
+    r = inst.cli("--json")
+    assert r.returncode == 1
+    rows = {row["name"]: row for row in json.loads(r.stdout)}
+    assert rows["hooks"]["ok"] is False and rows["hooks"]["fix"] == "cc-continuity install"
+
+
+def test_text_report_one_line_per_check_with_fixes_and_no_colour_when_piped(inst):
+    inst.manifest["rc"][0]["path"] = os.path.join(str(inst.home), "nowhere.rc")
+    inst.save_manifest()
+    r = inst.cli()
+    assert r.returncode == 1
+    assert "\033[" not in r.stdout
+    lines = r.stdout.splitlines()
+    assert sum(1 for line in lines if line.startswith(("ok  ", "FAIL"))) == len(checks.CHECKS)
+    wrapper_line = next(i for i, line in enumerate(lines) if line.startswith("FAIL") and " wrapper " in line)
+    assert "fix: cc-continuity install" in lines[wrapper_line + 1]
+    assert "cc-continuity rehearse" in r.stdout
+    coloured = doctor.render([checks.Result("x", True, "fine"), checks.Result("y", False, "bad", "do z")], color=True)
+    assert "\033[32m" in coloured and "\033[31m" in coloured
+
+
+def test_a_crashing_check_is_reported_not_raised(inst):
+    def check_boom(ctx):
+        raise KeyError("surprise")
+
+    [r] = checks.run_checks(checks.Context(env=inst.env), [check_boom])
+    assert r.name == "boom" and not r.ok and "surprise" in r.detail
+
+
+def test_the_real_installer_passes_doctor(tmp_path, git_repo, isolated_home):
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "claude").write_text("#!/bin/sh\necho '2.1.328 (Claude Code)'\n")
+    (bindir / "claude").chmod(0o755)
+    env = dict(os.environ, PATH="%s:%s" % (bindir, os.environ["PATH"]), SHELL="/bin/bash")
+    r = subprocess.run([sys.executable, "-m", "cc_continuity.cli", "install"], env=env, cwd=str(git_repo),
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    with open(os.path.join(str(isolated_home), ".claude.json"), "w") as f:
+        json.dump({"projects": {str(git_repo): {"hasTrustDialogAccepted": True}}}, f)
+    results = {x.name: x for x in checks.run_checks(checks.Context(env=env, cwd=str(git_repo)))}
+    assert not results["wrapper"].ok and "has not read it yet" in results["wrapper"].detail
+    env[wrapper.ACTIVE_ENV] = "1"
+    results = {x.name: x for x in checks.run_checks(checks.Context(env=env, cwd=str(git_repo)))}
+    assert [x for x in results.values() if not x.ok] == []
+    # The installed launcher runs `launch` from the app copy.
+    launcher = checks.launcher_path(json.load(open(os.path.join(paths.home(), "install.json"))))
+    r = subprocess.run([launcher, "launch", "--print", "--", "hi"], env=env, cwd=str(git_repo),
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["argv"] == [str(bindir / "claude"), "hi"]
+
+
+# -- settings.json ---------------------------------------------------------------
+
+def test_hooks_dropped_by_a_settings_rewrite_are_red_with_the_fix(inst):
+    doc = inst.read_settings()
+    del doc["hooks"]
+    doc["model"] = "opus"  # what a /model save from a stale copy looks like
+    inst.write_settings(doc)
+    res = inst.check("hooks", "hook-probe", "statusline")
+    _red(res["hooks"], "all our hooks are gone", "rewrite settings.json", "cc-continuity install")
+    assert res["hooks"].fix == "cc-continuity install"
+    _red(res["hook-probe"], "no hook of ours")
+    assert res["statusline"].ok
+
+
+def test_not_installed_at_all(inst):
+    os.unlink(os.path.join(inst.cchome, "install.json"))
+    os.unlink(inst.settings_path)
+    _red(inst.check("hooks")["hooks"], "does not exist", "cc-continuity install")
+    inst.write_settings({"theme": "dark"})
+    _red(inst.check("hooks")["hooks"], "not installed")
+
+
+def test_each_broken_handler_is_named(inst):
+    doc = inst.read_settings()
+    del doc["hooks"]["Stop"]
+    doc["hooks"]["PreCompact"][0]["hooks"][0]["args"][1] = "/gone/cc_continuity/hookmain.py"
+    doc["hooks"]["SessionStart"][0]["matcher"] = "startup"
+    del doc["hooks"]["SessionEnd"][0]["hooks"][0]["timeout"]
+    doc["hooks"]["PostToolUse"][0]["hooks"][0]["command"] = "/no/such/python3"
+    inst.write_settings(doc)
+    r = inst.check("hooks")["hooks"]
+    _red(r, "Stop", "/gone/cc_continuity/hookmain.py does not exist", "skips resume, clear, compact",
+         "SessionEnd: no timeout", "/no/such/python3")
+    assert "PreToolUse" not in r.detail and "UserPromptSubmit" not in r.detail
+
+
+def test_a_regex_matcher_that_covers_every_source_is_fine(inst):
+    doc = inst.read_settings()
+    doc["hooks"]["SessionStart"][0]["matcher"] = ".*"
+    inst.write_settings(doc)
+    assert inst.check("hooks")["hooks"].ok
+
+
+def test_unparseable_settings_are_reported_not_rewritten(inst):
+    with open(inst.settings_path, "w") as f:
+        f.write('{"hooks": {},}')
+    r = inst.check("hooks")["hooks"]
+    _red(r, "not valid JSON", "by hand")
+    with open(inst.settings_path) as f:
+        assert f.read() == '{"hooks": {},}'
+
+
+def test_disable_all_hooks_is_red(inst):
+    doc = inst.read_settings()
+    doc["disableAllHooks"] = True
+    inst.write_settings(doc)
+    _red(inst.check("hooks")["hooks"], "disableAllHooks")
+
+
+def test_hook_probe_runs_the_installed_hook_for_real(inst, monkeypatch):
+    hookmain = os.path.join(inst.app, "cc_continuity", "hookmain.py")
+    assert inst.check("hook-probe")["hook-probe"].ok
+    with open(os.path.join(paths.logs_dir(), "hooks.log")) as f:
+        assert any("DoctorProbe-" in line and "ignored" in line for line in f)
+    # A broken package behind a working hookmain.py: exits 0 and prints nothing, yet does nothing.
+    dispatch = os.path.join(inst.app, "cc_continuity", "hooks", "dispatch.py")
+    with open(dispatch, "a") as f:
+        f.write("\nthis is not python\n")
+    _red(inst.check("hook-probe")["hook-probe"], "never reached the dispatcher")
+    with open(hookmain, "w") as f:
+        f.write("print('Traceback: something broke')\n")
+    _red(inst.check("hook-probe")["hook-probe"], "something broke")
+    with open(hookmain, "w") as f:
+        f.write("import sys\nsys.exit(2)\n")
+    _red(inst.check("hook-probe")["hook-probe"], "exited 2")
+    with open(hookmain, "w") as f:
+        f.write("import sys\nsys.exit(0)\n")  # what hookmain does when it cannot import the package
+    _red(inst.check("hook-probe")["hook-probe"], "never reached the dispatcher")
+    with open(hookmain, "w") as f:
+        f.write("import time\ntime.sleep(30)\n")
+    monkeypatch.setattr(checks, "PROBE_TIMEOUT_S", 0.5)
+    started = time.monotonic()
+    _red(inst.check("hook-probe")["hook-probe"], "timed out")
+    assert time.monotonic() - started < 10
+
+
+def test_statusline_replaced_or_chained(inst):
+    inst.manifest["statusline_chain"] = {"type": "command", "command": "~/bin/my-status"}
+    inst.save_manifest()
+    assert "chaining '~/bin/my-status'" in inst.check("statusline")["statusline"].detail
+    doc = inst.read_settings()
+    doc["statusLine"] = {"type": "command", "command": "npx ccstatusline"}
+    inst.write_settings(doc)
+    _red(inst.check("statusline")["statusline"], "npx ccstatusline", "cc-continuity install")
+
+
+# -- wrapper, skills, app copy -------------------------------------------------------
+
+def test_wrapper_block_missing_stale_or_not_sourced(inst):
+    assert inst.check("wrapper")["wrapper"].ok
+    env = dict(inst.env)
+    del env[wrapper.ACTIVE_ENV]
+    _red(inst.check("wrapper", env=env)["wrapper"], "has not read it yet", "source %s" % inst.bashrc)
+
+    with open(inst.bashrc, "a") as f:
+        f.write("alias claude='~/.claude/local/claude'\n")
+    _red(inst.check("wrapper")["wrapper"], "hides the claude() wrapper")
+
+    with open(inst.bashrc, "w") as f:
+        f.write(blocks.render(wrapper.BLOCK_NAME, "0.0.1", wrapper.render("bash", "/old/bin/cc-continuity"), "hash"))
+    _red(inst.check("wrapper")["wrapper"], "another version", "cc-continuity install")
+
+    with open(inst.bashrc, "w") as f:
+        f.write("export EDITOR=vi\n")
+    _red(inst.check("wrapper")["wrapper"], "no claude() wrapper block")
+
+    inst.manifest["rc"] = []  # installed with --no-wrapper
+    inst.save_manifest()
+    assert inst.check("wrapper")["wrapper"].ok
+
+
+def test_wrapper_launcher_missing(inst):
+    os.unlink(inst.launcher)
+    _red(inst.check("wrapper")["wrapper"], "launcher", "missing")
+
+
+def test_skills_missing_or_unparseable(inst):
+    base = os.path.join(paths.claude_config_dir(), "skills")
+    shutil.rmtree(os.path.join(base, "continuity-rotate"))
+    with open(os.path.join(base, "continuity-status", "SKILL.md"), "w") as f:
+        f.write("no front matter here\n")
+    r = inst.check("skills")["skills"]
+    _red(r, "continuity-rotate missing", "continuity-status has no front matter", "cc-continuity install")
+    assert "continuity-on " not in r.detail
+
+
+def test_app_copy_must_match_the_installed_version(inst):
+    init = os.path.join(inst.app, "cc_continuity", "__init__.py")
+    with open(init) as f:
+        text = f.read()
+    with open(init, "w") as f:
+        f.write(text.replace('__version__ = "%s"' % __version__, '__version__ = "0.0.1"'))
+    _red(inst.check("app-copy")["app-copy"], "0.0.1", __version__)
+    shutil.rmtree(inst.app)
+    _red(inst.check("app-copy")["app-copy"], "missing")
+
+
+# -- state directory ---------------------------------------------------------------
+
+def _project_dir(key):
+    paths.ensure_dir(paths.projects_dir())
+    return paths.ensure_dir(paths.project_dir(key))
+
+
+def test_open_permissions_are_red_and_fix_leaves_them_alone(inst):
+    proj = _project_dir("repo-abc")
+    state = os.path.join(proj, "project.json")
+    with open(state, "w") as f:
+        f.write("{}")
+    os.chmod(state, 0o644)
+    os.chmod(proj, 0o755)
+    r = inst.check("permissions")["permissions"]
+    _red(r, "project.json (644)", "chmod -R go-rwx")
+    # Code may be world-readable but never group/world-writable.
+    os.chmod(proj, 0o700)
+    os.chmod(state, 0o600)
+    assert inst.check("permissions")["permissions"].ok
+    os.chmod(os.path.join(inst.app, "cc_continuity"), 0o777)
+    _red(inst.check("permissions")["permissions"], "cc_continuity (777)")
+    inst.check("leftovers", fix=True)
+    assert os.stat(os.path.join(inst.app, "cc_continuity")).st_mode & 0o777 == 0o777
+
+
+def _dead_pid():
+    p = subprocess.Popen(["true"])
+    p.wait()
+    return p.pid
+
+
+def test_leftovers_are_listed_and_fix_removes_only_ours(inst):
+    old = time.time() - 3600
+    proj = _project_dir("repo-abc")
+
+    def touch(path, content="x", mtime=None):
+        with open(path, "w") as f:
+            f.write(content)
+        if mtime:
+            os.utime(path, (mtime, mtime))
+        return path
+
+    old_tmp = touch(os.path.join(proj, atomic.TMP_MARK + "state.json.123.abcd"), mtime=old)
+    old_tmp_settings = touch(os.path.join(paths.claude_config_dir(), atomic.TMP_MARK + "settings.json.9.ff"),
+                             mtime=old)
+    young_tmp = touch(os.path.join(proj, atomic.TMP_MARK + "ledger.jsonl.5.beef"))
+    env_dir = paths.ensure_dir(launch.env_files_dir())
+    old_env = touch(os.path.join(env_dir, "env-repo-001-1-aa.json"), '{"env": {}}', mtime=old)
+    stale_lock = touch(os.path.join(proj, "lock"), "%d\n" % _dead_pid())
+    other = _project_dir("other-def")
+    live_lock = os.path.join(other, "lock")
+    unheld_live_pid = touch(os.path.join(_project_dir("third"), "lock"), "%d\n" % os.getpid())
+    user_file = touch(os.path.join(proj, "notes.txt"), mtime=old)
+
+    with lock.Lock(live_lock):
+        r = inst.check("leftovers")["leftovers"]
+        _red(r, "temp file", "launch environment", "lock file", "cc-continuity doctor --fix")
+        r = inst.check("leftovers", fix=True)["leftovers"]
+        assert r.ok, r
+        for gone in (old_tmp, old_tmp_settings, old_env, stale_lock):
+            assert not os.path.exists(gone) and gone in r.detail
+        for kept in (young_tmp, live_lock, unheld_live_pid, user_file):
+            assert os.path.exists(kept)
+    assert inst.check("leftovers")["leftovers"].ok
+
+
+def test_stale_locks_alone_are_not_an_error(inst):
+    proj = _project_dir("repo-abc")
+    with open(os.path.join(proj, "lock"), "w") as f:
+        f.write("%d\n" % _dead_pid())
+    r = inst.check("leftovers")["leftovers"]
+    assert r.ok and "1 lock file" in r.detail
+
+
+# -- Claude Code state -----------------------------------------------------------------
+
+def test_trust_flag(inst, tmp_path):
+    sub = inst.repo / "pkg"
+    sub.mkdir()
+    assert inst.check("trust", cwd=sub)["trust"].ok  # trust given to a folder above counts
+    inst.trust(str(tmp_path / "elsewhere"))
+    _red(inst.check("trust")["trust"], "not accepted", "accept the trust dialog", str(inst.repo))
+    os.unlink(os.path.join(str(inst.home), ".claude.json"))
+    _red(inst.check("trust")["trust"], "does not exist")
+    # With CLAUDE_CONFIG_DIR, Claude Code keeps .claude.json inside it.
+    cdir = tmp_path / "cfg"
+    cdir.mkdir()
+    inst.trust(str(inst.repo), path=str(cdir / ".claude.json"))
+    assert inst.check("trust", env=dict(inst.env, CLAUDE_CONFIG_DIR=str(cdir)))["trust"].ok
+
+
+def test_local_model_server_needs_max_context_tokens(inst):
+    local = dict(inst.env, ANTHROPIC_BASE_URL="http://127.0.0.1:8000")
+    _red(inst.check("context-window", env=local)["context-window"], "1,000,000", "CLAUDE_CODE_MAX_CONTEXT_TOKENS=")
+    assert inst.check("context-window", env=dict(local, CLAUDE_CODE_MAX_CONTEXT_TOKENS="131072"))["context-window"].ok
+    _red(inst.check("context-window", env=dict(local, CLAUDE_CODE_MAX_CONTEXT_TOKENS="lots"))["context-window"],
+         "not a positive integer")
+    assert inst.check("context-window", env=dict(inst.env, ANTHROPIC_BASE_URL="https://api.anthropic.com"))[
+        "context-window"].ok
+    # settings.json's env block counts too, and the configured window is suggested.
+    doc = inst.read_settings()
+    doc["env"] = {"ANTHROPIC_BASE_URL": "http://gpu-box:8000"}
+    inst.write_settings(doc)
+    subprocess.run([sys.executable, "-m", "cc_continuity.cli", "configure", "--window", "131072"], env=inst.env,
+                   cwd=str(inst.repo), check=True, capture_output=True)
+    r = inst.check("context-window")["context-window"]
+    _red(r, "gpu-box", "CLAUDE_CODE_MAX_CONTEXT_TOKENS=131072")
+    doc["env"]["CLAUDE_CODE_MAX_CONTEXT_TOKENS"] = "131072"
+    inst.write_settings(doc)
+    assert inst.check("context-window")["context-window"].ok
+
+
+def test_claude_version_floor(inst):
+    assert inst.check("claude")["claude"].ok
+    inst.claude_version("2.1.100")
+    _red(inst.check("claude")["claude"], "2.1.100", "claude update")
+    inst.claude.unlink()
+    _red(inst.check("claude", env=dict(inst.env, PATH="/usr/bin:/bin"))["claude"], "not found")
+
+
+def test_invalid_config_is_red_with_the_file_and_key(inst):
+    with open(paths.config_file(), "w") as f:
+        f.write('{"rotate": "soon"}')
+    _red(inst.check("config")["config"], "config.json", "rotate")
+
+
+# -- notifications ---------------------------------------------------------------------
+
+class _Ntfy(http.server.BaseHTTPRequestHandler):
+    status = 200
+    received = []
+
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        type(self).received.append((self.path, dict(self.headers), body))
+        self.send_response(type(self).status)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *a):
+        pass
+
+
+@pytest.fixture
+def ntfy():
+    handler = type("H", (_Ntfy,), {"received": [], "status": 200})
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    t = threading.Thread(target=srv.serve_forever, daemon=True)
+    t.start()
+    try:
+        yield srv, handler
+    finally:
+        srv.shutdown()
+        srv.server_close()
+
+
+def _configure(inst, *args):
+    subprocess.run([sys.executable, "-m", "cc_continuity.cli", "configure", *args], env=inst.env,
+                   cwd=str(inst.repo), check=True, capture_output=True)
+
+
+def test_ntfy_unconfigured_reachable_unreachable(inst, ntfy):
+    assert "not configured" in inst.check("ntfy")["ntfy"].detail
+    srv, handler = ntfy
+    _configure(inst, "--ntfy", "http://127.0.0.1:%d/topic" % srv.server_address[1])
+    r = inst.check("ntfy")["ntfy"]
+    assert r.ok and "reachable" in r.detail
+    assert handler.received == []  # a plain doctor run sends nothing
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    closed = s.getsockname()[1]
+    s.close()
+    _configure(inst, "--ntfy", "http://127.0.0.1:%d/topic" % closed)
+    _red(inst.check("ntfy")["ntfy"], "cannot connect")
+
+
+def test_notify_test_sends_one_real_message(inst, ntfy):
+    srv, handler = ntfy
+    _configure(inst, "--ntfy", "http://127.0.0.1:%d/my-topic" % srv.server_address[1])
+    r = inst.check("ntfy", notify_test=True)["ntfy"]
+    assert r.ok, r
+    assert len(handler.received) == 1 and handler.received[0][0] == "/my-topic"
+    handler.status = 403
+    _red(inst.check("ntfy", notify_test=True)["ntfy"], "not delivered", "403")
