@@ -1,0 +1,1 @@
+"""End-to-end tests that drive the real Claude Code binary (marker: e2e)."""

@@ -1,0 +1,71 @@
+"""Fixtures for driving the real Claude Code binary.
+
+Every test in this directory is marked ``e2e``.  Without a claude binary
+(``$CC_CONTINUITY_CLAUDE_BIN`` unset and nothing in the npm cache) they are
+skipped with the reason; CI always provides one via ``.ci/install-claude.sh``.
+"""
+
+import os
+
+import pytest
+
+from cc_continuity.scripted_model import ScriptedModel
+
+from .harness import CLAUDE_BIN_ENV, ClaudeBinError, ClaudeSandbox, claude_version, find_claude_bin
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if str(item.fspath).startswith(_HERE + os.sep):
+            item.add_marker(pytest.mark.e2e)
+
+
+@pytest.fixture(scope="session")
+def claude_bin():
+    """Absolute path of the claude executable (skips when none is installed)."""
+    try:
+        path = find_claude_bin()
+    except ClaudeBinError as e:
+        pytest.fail(str(e))
+    if path is None:
+        pytest.skip("no Claude Code binary: set %s or run .ci/install-claude.sh" % CLAUDE_BIN_ENV)
+    return path
+
+
+@pytest.fixture(scope="session")
+def claude_bin_version(claude_bin):
+    return claude_version(claude_bin)
+
+
+@pytest.fixture
+def model_factory(tmp_path):
+    """``make(scenario=None, log_path=None) -> ScriptedModel`` already started; stopped at teardown."""
+    models = []
+
+    def make(scenario=None, log_path=None):
+        model = ScriptedModel(scenario, log_path=log_path or tmp_path / ("model-%d.jsonl" % len(models)))
+        models.append(model)
+        return model.start()
+
+    yield make
+    for model in models:
+        model.stop()
+
+
+@pytest.fixture
+def sandbox_factory(claude_bin, claude_bin_version):
+    """``make(scenario=None, model=None, **kw) -> ClaudeSandbox``; closed (tmux and claude killed) at teardown."""
+    sandboxes = []
+
+    def make(scenario=None, **kwargs):
+        kwargs.setdefault("version", claude_bin_version)
+        sandbox = ClaudeSandbox(claude_bin, scenario=scenario, **kwargs)
+        sandboxes.append(sandbox)
+        return sandbox
+
+    yield make
+    for sandbox in sandboxes:
+        sandbox.close()
