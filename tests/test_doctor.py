@@ -195,13 +195,15 @@ def test_not_installed_at_all(inst):
 def test_each_broken_handler_is_named(inst):
     doc = inst.read_settings()
     del doc["hooks"]["Stop"]
-    doc["hooks"]["PreCompact"][0]["hooks"][0]["args"][1] = "/gone/cc_continuity/hookmain.py"
+    from cc_continuity.install import settings as S
+
+    doc["hooks"]["PreCompact"][0]["hooks"][0]["args"][2] = S.boot_code("/gone")
     doc["hooks"]["SessionStart"][0]["matcher"] = "startup"
     del doc["hooks"]["SessionEnd"][0]["hooks"][0]["timeout"]
     doc["hooks"]["PostToolUse"][0]["hooks"][0]["command"] = "/no/such/python3"
     inst.write_settings(doc)
     r = inst.check("hooks")["hooks"]
-    _red(r, "Stop", "/gone/cc_continuity/hookmain.py does not exist", "skips resume, clear, compact",
+    _red(r, "Stop", "the app copy /gone is missing", "skips resume, clear, compact",
          "SessionEnd: no timeout", "/no/such/python3")
     assert "PreToolUse" not in r.detail and "UserPromptSubmit" not in r.detail
 
@@ -230,30 +232,42 @@ def test_disable_all_hooks_is_red(inst):
 
 
 def test_hook_probe_runs_the_installed_hook_for_real(inst, monkeypatch):
-    hookmain = os.path.join(inst.app, "cc_continuity", "hookmain.py")
+    dispatch = os.path.join(inst.app, "cc_continuity", "hooks", "dispatch.py")
     assert inst.check("hook-probe")["hook-probe"].ok
     with open(os.path.join(paths.logs_dir(), "hooks.log")) as f:
         assert any("DoctorProbe-" in line and "ignored" in line for line in f)
-    # A broken package behind a working hookmain.py: exits 0 and prints nothing, yet does nothing.
-    dispatch = os.path.join(inst.app, "cc_continuity", "hooks", "dispatch.py")
+    with open(dispatch) as f:
+        good = f.read()
+    # A broken package: the bootstrap exits 0 and prints nothing, yet does nothing.
     with open(dispatch, "a") as f:
         f.write("\nthis is not python\n")
     _red(inst.check("hook-probe")["hook-probe"], "never reached the dispatcher")
-    with open(hookmain, "w") as f:
-        f.write("print('Traceback: something broke')\n")
+    with open(dispatch, "w") as f:
+        f.write("print('Traceback: something broke')\ndef main(argv):\n    pass\n")
     _red(inst.check("hook-probe")["hook-probe"], "something broke")
-    with open(hookmain, "w") as f:
-        f.write("import sys\nsys.exit(2)\n")
+    with open(dispatch, "w") as f:
+        f.write("import sys\ndef main(argv):\n    sys.exit(2)\n")
     _red(inst.check("hook-probe")["hook-probe"], "exited 2")
-    with open(hookmain, "w") as f:
-        f.write("import sys\nsys.exit(0)\n")  # what hookmain does when it cannot import the package
-    _red(inst.check("hook-probe")["hook-probe"], "never reached the dispatcher")
-    with open(hookmain, "w") as f:
-        f.write("import time\ntime.sleep(30)\n")
+    with open(dispatch, "w") as f:
+        f.write("import time\ndef main(argv):\n    time.sleep(30)\n")
     monkeypatch.setattr(checks, "PROBE_TIMEOUT_S", 0.5)
     started = time.monotonic()
     _red(inst.check("hook-probe")["hook-probe"], "timed out")
     assert time.monotonic() - started < 10
+    # The app copy gone entirely (rm -rf without uninstall): the hook still exits 0 (never blocks Claude Code).
+    with open(dispatch, "w") as f:
+        f.write(good)
+    import shutil
+    import subprocess
+
+    from cc_continuity.install import settings as S
+
+    handler = inst.read_settings()["hooks"]["PreToolUse"][0]["hooks"][0]
+    shutil.rmtree(os.path.join(inst.app, "cc_continuity"))
+    r = subprocess.run([handler["command"]] + handler["args"], input=b'{"session_id":"x"}', capture_output=True,
+                       timeout=30)
+    assert (r.returncode, r.stdout) == (0, b""), (r.returncode, r.stdout, r.stderr)
+    assert os.path.realpath(S.app_of_handler(handler)) == os.path.realpath(inst.app)
 
 
 def test_statusline_replaced_or_chained(inst):

@@ -278,11 +278,11 @@ def _handler_problems(event, group, handler, expected):
     problems = []
     python = handler.get("command")
     args = handler.get("args") if isinstance(handler.get("args"), list) else []
-    script = next((a for a in [python] + args if isinstance(a, str) and settings.HOOK_MARK in a), None)
+    app = settings.app_of_handler(handler)
     if not _is_executable(python):
         problems.append("%s: interpreter %r is missing or not executable" % (event, python))
-    if script and not os.path.isfile(script):
-        problems.append("%s: %s does not exist" % (event, script))
+    if app and not os.path.isfile(os.path.join(app, "cc_continuity", "hooks", "dispatch.py")):
+        problems.append("%s: the app copy %s is missing (the hook does nothing)" % (event, app))
     if event not in args:
         problems.append("%s: handler is registered for another event (args %s)" % (event, args))
     matcher = expected.get(event)

@@ -1,0 +1,529 @@
+"""``cc-continuity install`` / ``uninstall``: into a user's Claude Code setup and out again.
+
+Install first *plans* every file change while only reading, so a file it
+cannot use (unparseable settings.json, unbalanced block markers) stops it
+before anything is written, and ``--dry-run`` can show each change as a
+diff.  Then it applies them in an order that never leaves a hook pointing at
+a missing file: config, app copy, launcher, settings.json, CLAUDE.md, shell
+rc, skills, and last the record (``install.json``) uninstall works from.
+
+Uninstall runs the other way round and removes only what is ours: hook
+groups by command path, blocks by marker, skills and links by content.  It
+works without the record too (then the replaced status line cannot be
+brought back).  Backups of every user file we rewrite go to
+``$CC_CONTINUITY_HOME/backups/`` (0600; the newest few kept), not beside the
+file: a dotfiles repo should not collect copies that may hold tokens.
+"""
+
+import difflib
+import os
+import shutil
+import time
+
+from .. import __version__, atomic, paths
+from . import app, blocks, manifest, settings, skills
+
+CLAUDE_MD_BLOCK = "claude-md"
+WRAPPER_BLOCK = "wrapper"
+CLAUDE_MD_TEXT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "claude_md_block.md")
+BACKUPS_KEPT = 10
+USER_DIR_MODE = 0o700
+
+
+class InstallError(Exception):
+    """Install or uninstall cannot go on; says why."""
+
+
+class Options:
+    """What ``cc-continuity install`` was asked to do (mirrors the CLI flags)."""
+
+    def __init__(self, window=None, thresholds=None, ntfy=None, unattended=False, shell="auto",
+                 no_wrapper=False, dry_run=False):
+        self.window, self.thresholds, self.ntfy, self.unattended = window, thresholds, ntfy, unattended
+        self.shell, self.no_wrapper, self.dry_run = shell, no_wrapper, dry_run
+
+
+# -- small file helpers --------------------------------------------------------
+
+def show(path):
+    """``path`` with the home directory written as ``~`` (for messages)."""
+    home = os.path.expanduser("~").rstrip("/")
+    if home and (path == home or path.startswith(home + "/")):
+        return "~" + path[len(home):]
+    return path
+
+
+def read(path):
+    """The file's bytes, or None when it does not exist."""
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except FileNotFoundError:
+        return None
+    except IsADirectoryError:
+        raise InstallError("%s is a directory, expected a file" % path) from None
+
+
+def makedirs(path, created):
+    """Create ``path`` and missing parents (0700), appending each one made to ``created``."""
+    missing = []
+    d = path
+    while d and not os.path.isdir(d):
+        missing.append(d)
+        parent = os.path.dirname(d)
+        if parent == d:
+            break
+        d = parent
+    for d in reversed(missing):
+        os.mkdir(d, USER_DIR_MODE)
+        created.append(d)
+
+
+def backup(path, data):
+    """Keep ``data`` (the file's bytes before we rewrite it) under ``backups/``; return the copy's path."""
+    bdir = paths.ensure_dir(os.path.join(paths.home(), "backups"))
+    base = os.path.basename(path).lstrip(".") or "file"
+    stamp = time.strftime("%Y%m%dT%H%M%S")
+    dest, n = os.path.join(bdir, "%s.%s" % (base, stamp)), 1
+    while os.path.lexists(dest):
+        n += 1
+        dest = os.path.join(bdir, "%s.%s-%d" % (base, stamp, n))
+    atomic.write_bytes(dest, data, mode=paths.FILE_MODE)
+    ours = sorted((f for f in os.listdir(bdir) if f.startswith(base + ".") and f[len(base) + 1:][:1].isdigit()),
+                  key=lambda f: os.stat(os.path.join(bdir, f)).st_mtime_ns)
+    for old in ours[:-BACKUPS_KEPT]:
+        try:
+            os.unlink(os.path.join(bdir, old))
+        except OSError:
+            pass
+    return dest
+
+
+class FileChange:
+    """One file's bytes before and after (None: absent); shown as a diff or applied."""
+
+    def __init__(self, path, old, new, mode=None, keep_backup=False):
+        self.path, self.old, self.new, self.mode, self.keep_backup = path, old, new, mode, keep_backup
+        self.backup_path = None
+
+    @property
+    def changed(self):
+        return self.old != self.new
+
+    def diff(self):
+        def lines(data):
+            text = blocks.decode(data or b"")
+            out = text.splitlines(keepends=True)
+            if out and not out[-1].endswith("\n"):
+                out[-1] += "\n\\ No newline at end of file\n"
+            return out
+
+        a = "/dev/null" if self.old is None else show(self.path) + " (now)"
+        b = "/dev/null" if self.new is None else show(self.path) + " (after)"
+        return "".join(difflib.unified_diff(lines(self.old), lines(self.new), a, b))
+
+    def apply(self, created_dirs):
+        if not self.changed:
+            return
+        if self.keep_backup and self.old is not None:
+            self.backup_path = backup(self.path, self.old)
+        if self.new is None:
+            try:
+                os.unlink(os.path.realpath(self.path))
+            except FileNotFoundError:
+                pass
+            return
+        makedirs(os.path.dirname(os.path.realpath(self.path)), created_dirs)
+        atomic.write_bytes(self.path, self.new, mode=self.mode)
+
+
+def block_change(path, name, style, body=None, keep_backup=True):
+    """The change that adds (``body`` given) or removes our block in ``path``."""
+    old = read(path)
+    text = blocks.decode(old or b"")
+    if body is None:
+        new_text = blocks.remove(text, name, style, where=path)
+    else:
+        new_text = blocks.add(text, name, __version__, body, style, where=path)
+    new = old if new_text == text else blocks.encode(new_text)
+    change = FileChange(path, old, new, keep_backup=keep_backup)
+    change.had_block = blocks.find(text, name, style, where=path) is not None
+    return change
+
+
+def claude_md_body():
+    with open(CLAUDE_MD_TEXT, encoding="utf-8") as f:
+        return f.read()
+
+
+def _wrapper():
+    from . import wrapper  # the shell side is its own module (and owner)
+
+    return wrapper
+
+
+# -- install -------------------------------------------------------------------
+
+def config_changes(opts):
+    changes = {}
+    if opts.window is not None:
+        changes["window"] = opts.window
+    if opts.thresholds is not None:
+        changes["warn"], changes["rotate"], changes["hard"] = opts.thresholds
+    if opts.ntfy is not None:
+        changes["ntfy_url"] = opts.ntfy
+    if opts.unattended:
+        changes["unattended"] = True
+    return changes
+
+
+def describe_config(changes):
+    """For messages: values as set, except the ntfy URL, which may carry a token."""
+    shown = []
+    for key, value in changes.items():
+        if key == "ntfy_url":
+            shown.append("ntfy_url=(configured)")
+        else:
+            shown.append("%s=%s" % (key, str(value).lower() if isinstance(value, bool) else value))
+    return ", ".join(shown)
+
+
+def _load_manifest(out):
+    try:
+        return manifest.load()
+    except manifest.ManifestError as e:
+        out("record: %s (ignored)" % e)
+        return None
+
+
+def install(opts, out=print):
+    """Install (or re-install / upgrade) everything; with ``opts.dry_run`` print diffs and write nothing."""
+    from .. import config
+
+    home = paths.home()
+    cdir = paths.claude_config_dir()
+    user_home = os.path.expanduser("~")
+    prev = _load_manifest(out) or {}
+    python = app.base_interpreter()
+    app_dir = app.app_link(home)
+    launcher = app.launcher_path(home)
+
+    # ---- plan (read only) ----
+    changes = config_changes(opts)
+    if changes:
+        config.validate(changes, paths.config_file())
+
+    settings_path = os.path.join(cdir, "settings.json")
+    prev_settings = prev.get("settings") if (prev.get("settings") or {}).get("path") == settings_path else None
+    rendered = settings.render_fragment(settings.load_fragment(), python, app_dir)
+    old = read(settings_path)
+    new, srec = settings.plan_install(old, rendered, prev_settings, where=settings_path)
+    settings_change = FileChange(settings_path, old, new, keep_backup=True)
+
+    md_path = os.path.join(cdir, "CLAUDE.md")
+    md_change = block_change(md_path, CLAUDE_MD_BLOCK, "html", claude_md_body())
+
+    rc_change, shell = None, None
+    if not opts.no_wrapper:
+        wrapper = _wrapper()
+        shell = wrapper.detect_shell(os.environ) if opts.shell == "auto" else opts.shell
+        rc_change = block_change(wrapper.rc_path(shell, user_home, os.environ), WRAPPER_BLOCK, "hash",
+                                 wrapper.render(shell, launcher))
+
+    prev_skills = prev.get("skills") or {}
+    skill_changes, foreign = [], []
+    for name, content in skills.shipped().items():
+        t = skills.target(cdir, name)
+        cur = read(t)
+        if cur is None or cur == content or skills.sha256(cur) == prev_skills.get(t):
+            skill_changes.append(FileChange(t, cur, content))
+        else:
+            foreign.append(t)
+
+    launcher_change = FileChange(launcher, read(launcher), app.launcher_text(python, app_dir).encode("utf-8"),
+                                 mode=0o700)
+    link = app.path_link(user_home)
+    link_state = "ours" if app.is_our_link(link, launcher) else ("foreign" if os.path.lexists(link) else "absent")
+
+    file_changes = [launcher_change, settings_change, md_change] + ([rc_change] if rc_change else []) + skill_changes
+
+    if opts.dry_run:
+        return _print_plan(out, changes, home, file_changes, link, link_state, launcher, foreign)
+
+    # ---- apply ----
+    created = list(prev.get("created_dirs") or [])
+    if changes:
+        config.update_global(changes)
+        out("config: %s" % describe_config(changes))
+    copied, dists = app.install(home)
+    out("app: cc-continuity %s %s %s (with %s)" % (
+        __version__, "copied to" if copied else "up to date in", show(app_dir),
+        ", ".join(d.metadata["Name"] for d in dists)))
+    launcher_change.apply(created)
+    os.chmod(launcher, 0o700)
+    out("launcher: %s %s" % (show(launcher), "written" if launcher_change.changed else "unchanged"))
+    path_link = _install_link(out, link, link_state, launcher, created)
+
+    # Recorded before the user's files are touched, so an interrupted install can still be undone.
+    record = _record(prev, python, app_dir, launcher, path_link, settings_path, srec, md_change, rc_change, shell,
+                     skill_changes, created)
+    manifest.save(record)
+
+    settings_change.apply(created)
+    _report_settings(out, settings_change, srec, len(rendered["hooks"]))
+
+    md_change.apply(created)
+    out("CLAUDE.md: %s block %s" % (show(md_path), _verb(md_change)))
+    if rc_change:
+        rc_change.apply(created)
+        out("shell: %s: claude() wrapper for %s %s%s" % (show(rc_change.path), shell, _verb(rc_change),
+                                                        " (takes effect in new shells)" if rc_change.changed else ""))
+    else:
+        out("shell: skipped (--no-wrapper)")
+
+    for ch in skill_changes:
+        ch.apply(created)
+    changed = sum(ch.changed for ch in skill_changes)
+    out("skills: %d in %s (%d written, %d unchanged)" % (len(skill_changes), show(skills.skills_dir(cdir)),
+                                                         changed, len(skill_changes) - changed))
+    for t in foreign:
+        out("skills: %s exists and is not ours: left alone" % show(t))
+
+    record["created_dirs"] = sorted(set(created))
+    manifest.save(record)
+    out("record: %s" % show(manifest.path()))
+    return 0
+
+
+def _verb(change):
+    if not change.changed:
+        return "unchanged"
+    return "updated" if change.had_block else "added"
+
+
+def _install_link(out, link, state, launcher, created):
+    directory = os.path.dirname(link)
+    hint = "" if app.on_path(directory) else " (%s is not on your PATH; add it to use `cc-continuity` by name)" % show(directory)
+    if state == "foreign":
+        out("PATH: %s exists and is not ours: left alone; the launcher is %s" % (show(link), show(launcher)))
+        return None
+    if state == "absent":
+        makedirs(directory, created)
+        os.symlink(launcher, link)
+    out("PATH: %s -> %s%s" % (show(link), show(launcher), hint))
+    return link
+
+
+def _report_settings(out, change, srec, events):
+    doc = settings.parse(change.new.decode("utf-8"))
+    line = "settings: %s " % show(change.path)
+    if not change.changed:
+        line += "unchanged"
+    else:
+        line += "hooks merged (%d events)" % events
+        if srec.get("statusline_chain"):
+            line += ", your status line chained"
+        if change.backup_path:
+            line += ", backup %s" % show(change.backup_path)
+    out(line)
+    if doc.get("disableAllHooks") is True:
+        out("settings: warning: disableAllHooks is true, so Claude Code will not run our hooks")
+
+
+def _record(prev, python, app_dir, launcher, path_link, settings_path, srec, md_change, rc_change, shell,
+            skill_changes, created):
+    def block_entry(change, extra=None):
+        prev_entries = [e for e in (prev.get("claude_md") or []) + (prev.get("rc") or []) if e.get("path") == change.path]
+        was_created = change.old is None or any(e.get("created") for e in prev_entries)
+        entry = {"path": change.path, "created": was_created}
+        entry.update(extra or {})
+        return entry
+
+    rc = [e for e in (prev.get("rc") or []) if not rc_change or e.get("path") != rc_change.path]
+    if rc_change:
+        rc.append(block_entry(rc_change, {"shell": shell}))
+    claude_md = [e for e in (prev.get("claude_md") or []) if e.get("path") != md_change.path]
+    claude_md.append(block_entry(md_change))
+    skill_hashes = dict(prev.get("skills") or {})
+    skill_hashes.update({ch.path: skills.sha256(ch.new) for ch in skill_changes})
+    return {
+        "version": __version__,
+        "installed_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "python": python,
+        "app": app_dir,
+        "launcher": launcher,
+        "path_link": path_link or prev.get("path_link"),
+        "settings": dict(srec, path=settings_path),
+        "statusline_chain": srec.get("statusline_chain"),
+        "claude_md": claude_md,
+        "rc": rc,
+        "skills": skill_hashes,
+        "created_dirs": sorted(set(created)),
+    }
+
+
+def _print_plan(out, changes, home, file_changes, link, link_state, launcher, foreign):
+    out("dry run: nothing is written")
+    if changes:
+        out("config: would set %s" % describe_config(changes))
+    up_to_date = app.installed_fingerprint(home) == app.fingerprint()
+    out("app: %s %s" % ("up to date in" if up_to_date else "would copy cc-continuity %s to" % __version__,
+                        show(app.app_link(home))))
+    for ch in file_changes:
+        if ch.changed:
+            out(ch.diff().rstrip("\n"))
+        else:
+            out("unchanged: %s" % show(ch.path))
+    if link_state == "absent":
+        out("PATH: would link %s -> %s" % (show(link), show(launcher)))
+    elif link_state == "foreign":
+        out("PATH: %s exists and is not ours: would be left alone" % show(link))
+    for t in foreign:
+        out("skills: %s exists and is not ours: would be left alone" % show(t))
+    out("record: would write %s" % show(manifest.path()))
+    return 0
+
+
+# -- uninstall -----------------------------------------------------------------
+
+def uninstall(purge=False, out=print):
+    """Remove what install added; ``purge`` also deletes ``$CC_CONTINUITY_HOME``.  Returns an exit status."""
+    home = paths.home()
+    cdir = paths.claude_config_dir()
+    user_home = os.path.expanduser("~")
+    rec = _load_manifest(out)
+    problems = 0
+
+    # settings.json first: no hook may outlive the files it runs.
+    hooks_gone = True
+    srec = (rec or {}).get("settings") or None
+    targets = [(srec["path"], srec)] if srec and srec.get("path") else []
+    current = os.path.join(cdir, "settings.json")
+    if current not in [t for t, _ in targets]:
+        targets.append((current, None))
+    for path, record in targets:
+        try:
+            ok = _uninstall_settings(out, path, record, rec is not None)
+        except (settings.SettingsError, OSError) as e:
+            out("settings: %s -- left untouched, so our hooks are still in it; fix it and run uninstall again" % e)
+            problems += 1
+            ok = False
+        hooks_gone = hooks_gone and ok
+
+    block_targets = [(e["path"], e.get("created")) for e in (rec or {}).get("claude_md") or [] if e.get("path")]
+    block_targets.append((os.path.join(cdir, "CLAUDE.md"), False))
+    problems += _remove_blocks(out, "CLAUDE.md", block_targets, CLAUDE_MD_BLOCK, "html")
+    rc_targets = [(e["path"], e.get("created")) for e in (rec or {}).get("rc") or [] if e.get("path")]
+    wrapper = _wrapper()
+    rc_targets += [(wrapper.rc_path(s, user_home, os.environ), False) for s in wrapper.SHELLS]
+    problems += _remove_blocks(out, "shell", rc_targets, WRAPPER_BLOCK, "hash")
+
+    _remove_skills(out, cdir, (rec or {}).get("skills") or {})
+
+    launcher = app.launcher_path(home)
+    if hooks_gone:
+        link = (rec or {}).get("path_link") or app.path_link(user_home)
+        if app.is_our_link(link, launcher):
+            os.unlink(link)
+            out("PATH: %s removed" % show(link))
+        else:
+            out("PATH: no link of ours at %s" % show(link))
+        removed = _unlink(launcher)
+        out("launcher: %s %s" % (show(launcher), "removed" if removed else "not there"))
+        out("app: %s %s" % (show(app.app_link(home)), "removed" if app.remove(home) else "not there"))
+    else:
+        out("app: kept, because settings.json still runs our hooks from it")
+        problems += 1
+
+    for d in sorted(set((rec or {}).get("created_dirs") or []), key=len, reverse=True):
+        try:
+            os.rmdir(d)
+        except OSError:
+            pass  # not empty any more (someone else uses it) or already gone
+
+    if problems:
+        out("record: kept %s for the next run" % show(manifest.path()))
+        if purge:
+            out("purge: not done, %s is still needed; fix the errors above and run again" % show(home))
+        return 1
+    out("record: %s" % ("removed" if manifest.remove() else "none"))
+    if purge:
+        if os.path.isdir(home):
+            shutil.rmtree(home)
+            out("purge: %s deleted" % show(home))
+        else:
+            out("purge: %s not there" % show(home))
+    return 0
+
+
+def _uninstall_settings(out, path, record, have_manifest):
+    old = read(path)
+    new = settings.plan_uninstall(old, record, where=path)
+    if new == old:
+        out("settings: nothing of ours in %s" % show(path))
+        return True
+    change = FileChange(path, old, new, keep_backup=True)
+    change.apply([])
+    note = ""
+    if not have_manifest and old and settings.is_our_statusline(settings.parse(old.decode("utf-8")).get("statusLine")):
+        note = "; the status line it replaced is unknown (no install record), see %s" % show(
+            os.path.join(paths.home(), "backups"))
+    what = "deleted (install created it)" if new is None else "our hooks and status line removed"
+    out("settings: %s %s%s" % (show(path), what, note))
+    return True
+
+
+def _remove_blocks(out, label, targets, name, style):
+    problems, seen, removed = 0, set(), 0
+    for path, created in targets:
+        if path in seen:
+            continue
+        seen.add(path)
+        try:
+            change = block_change(path, name, style)
+        except (blocks.BlockError, InstallError) as e:
+            out("%s: %s -- left untouched" % (label, e))
+            problems += 1
+            continue
+        if not change.changed:
+            continue
+        if created and not change.new:
+            change.new = None  # install created the file and nothing else is in it
+        change.apply([])
+        removed += 1
+        out("%s: block removed from %s%s" % (label, show(path), " (file deleted)" if change.new is None else ""))
+    if not removed and not problems:
+        out("%s: no block of ours found" % label)
+    return problems
+
+
+def _remove_skills(out, cdir, recorded):
+    shipped = skills.shipped()
+    known = {skills.sha256(c) for c in shipped.values()}
+    candidates = dict(recorded)
+    for name in skills.NAMES:
+        candidates.setdefault(skills.target(cdir, name), None)
+    removed = 0
+    for path, sha in candidates.items():
+        data = read(path)
+        if data is None:
+            continue
+        digest = skills.sha256(data)
+        if digest != sha and digest not in known:
+            out("skills: %s was changed after install: left alone" % show(path))
+            continue
+        os.unlink(path)
+        removed += 1
+        try:
+            os.rmdir(os.path.dirname(path))
+        except OSError:
+            pass
+    out("skills: %d removed" % removed)
+
+
+def _unlink(path):
+    try:
+        os.unlink(path)
+        return True
+    except FileNotFoundError:
+        return False

@@ -1,0 +1,393 @@
+"""Merge our hooks and status line into Claude Code's settings.json, and take them out again.
+
+Pure functions on text and JSON values, so they can be property-tested; the
+caller does the reading, writing and backups.
+
+Rules (field notes §3.6 lists what other installers broke):
+- parse strictly (no NaN, no duplicate keys, top level an object); a file we
+  cannot parse is refused, never rewritten;
+- every other key and hook group stays, in order;
+- one group of ours per event, recognised by its bootstrap (``HOOK_MARK``),
+  replaced in place on re-install, so a second install changes nothing and
+  an upgrade does not reorder;
+- the user's ``statusLine`` is remembered (the install record's
+  ``statusline_chain``) so ours can run it, and restored on uninstall;
+- uninstall gives back the exact original bytes when nobody else wrote the
+  file since; otherwise it removes only what is ours (same JSON value as
+  before install, other writers' changes kept).
+
+The fragment (``data/hooks/settings-fragment.json``) holds the events,
+matchers and timeouts as data, with ``@PYTHON@`` (absolute base interpreter),
+``@APP@`` (the app copy that contains ``cc_continuity/``) and ``@BOOT@``
+placeholders.
+
+Why the hooks run ``python -S -c <BOOT>`` and not ``python -S <file>``: if the
+app copy ever disappears (``rm -rf ~/.claude-continuity`` without uninstall),
+Python exits 2 on a missing script file — and exit 2 *blocks* in Claude Code
+(every tool call, every prompt).  The bootstrap catches the failed import and
+exits 0, so a broken install degrades to "no rotation", never to a blocked
+session.  It costs the same as a script (``__main__`` code is never cached).
+"""
+
+import copy
+import hashlib
+import json
+import os
+import shlex
+
+HOOK_MARK = "from cc_continuity.hooks.dispatch import main"
+BOOT = (
+    "import sys\n"
+    "sys.path[0] = %r\n"
+    "sys.path.append(%r)\n"
+    "try:\n"
+    "    " + HOOK_MARK + "\n"
+    "except BaseException:\n"
+    "    raise SystemExit(0)\n"
+    "main(sys.argv[1:])\n"
+)
+STATUS_MARK = "/cc_continuity/statusmain.py"
+FRAGMENT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                        "data", "hooks", "settings-fragment.json")
+
+_MISSING = object()
+
+
+class SettingsError(ValueError):
+    """settings.json cannot be used as it is; nothing was written."""
+
+
+# -- parsing and serialising ---------------------------------------------------
+
+def _no_duplicates(pairs):
+    seen = {}
+    for key, value in pairs:
+        if key in seen:
+            raise SettingsError("duplicate key %s" % json.dumps(key))
+        seen[key] = value
+    return seen
+
+
+def _no_constants(name):
+    raise SettingsError("%s is not valid JSON" % name)
+
+
+def parse(text, where="settings.json"):
+    """The JSON object in ``text``; SettingsError (with line/column) for anything else.
+
+    A file holding only whitespace counts as ``{}``: there is nothing in it to lose.
+    """
+    if not text.strip():
+        return {}
+    try:
+        doc = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constants)
+    except json.JSONDecodeError as e:
+        raise SettingsError("%s: not valid JSON at line %d column %d: %s" % (where, e.lineno, e.colno, e.msg)) from None
+    except SettingsError as e:
+        raise SettingsError("%s: %s" % (where, e)) from None
+    except RecursionError:
+        raise SettingsError("%s: nested too deeply" % where) from None
+    if not isinstance(doc, dict):
+        raise SettingsError("%s: the top level must be a JSON object, not %s" % (where, type(doc).__name__))
+    return doc
+
+
+def decode(data, where="settings.json"):
+    """Bytes to text: UTF-8 only (Claude Code writes UTF-8; a BOM is not JSON)."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise SettingsError("%s: not UTF-8 (byte %d)" % (where, e.start)) from None
+
+
+def detect_indent(text):
+    """The indent unit of a pretty-printed JSON text (spaces count or a tab); 2 if unknown."""
+    for line in text.splitlines()[1:]:
+        stripped = line.lstrip(" \t")
+        if not stripped:
+            continue
+        lead = line[: len(line) - len(stripped)]
+        if lead.startswith("\t"):
+            return "\t"
+        if lead:
+            return len(lead)
+        return 2
+    return 2
+
+
+def dumps(doc, indent=2):
+    """Pretty JSON with a trailing newline; non-ASCII kept as written."""
+    return json.dumps(doc, indent=indent, ensure_ascii=False) + "\n"
+
+
+def sha256(data):
+    return hashlib.sha256(data).hexdigest()
+
+
+# -- the fragment --------------------------------------------------------------
+
+def load_fragment(path=FRAGMENT):
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def render_fragment(fragment, python, app):
+    """The fragment with placeholders filled.
+
+    Exec-form handlers (``command`` + ``args``) get the raw paths; the status
+    line is shell form, so each of its words is quoted after substitution.
+    """
+    def fill(s):
+        if s == "@BOOT@":
+            return boot_code(app)
+        return s.replace("@PYTHON@", python).replace("@APP@", app)
+
+    out = {"hooks": {}}
+    for event, groups in fragment["hooks"].items():
+        out["hooks"][event] = []
+        for group in groups:
+            g = {k: v for k, v in group.items() if k != "hooks"}
+            g["hooks"] = []
+            for h in group["hooks"]:
+                h = dict(h)
+                h["command"] = fill(h["command"])
+                h["args"] = [fill(a) for a in h.get("args", [])]
+                g["hooks"].append(h)
+            out["hooks"][event].append(g)
+    status = dict(fragment["statusLine"])
+    status["command"] = shlex.join(fill(w) for w in shlex.split(status["command"]))
+    out["statusLine"] = status
+    return out
+
+
+def boot_code(app):
+    """The ``-c`` program of every hook: put the app on sys.path and dispatch, or exit 0."""
+    return BOOT % (app, app + "/lib")
+
+
+def app_of_handler(handler):
+    """The app directory a handler of ours runs from, or None."""
+    for a in handler.get("args") or ():
+        if isinstance(a, str) and HOOK_MARK in a:
+            for line in a.splitlines():
+                if line.startswith("sys.path[0] = "):
+                    import ast
+
+                    try:
+                        return ast.literal_eval(line.split("=", 1)[1].strip())
+                    except (ValueError, SyntaxError):
+                        return None
+    return None
+
+
+# -- recognising ours ----------------------------------------------------------
+
+def is_our_handler(handler):
+    if not isinstance(handler, dict):
+        return False
+    words = [handler.get("command")]
+    args = handler.get("args")
+    if isinstance(args, list):
+        words.extend(args)
+    return any(isinstance(w, str) and HOOK_MARK in w for w in words)
+
+
+def is_our_statusline(value):
+    return isinstance(value, dict) and isinstance(value.get("command"), str) and STATUS_MARK in value["command"]
+
+
+def _handlers(group):
+    if isinstance(group, dict) and isinstance(group.get("hooks"), list):
+        return group["hooks"]
+    return None
+
+
+def _group_kind(group):
+    """'ours' (only our handlers), 'mixed', or 'theirs'."""
+    hs = _handlers(group)
+    if not hs:
+        return "theirs"
+    mine = [is_our_handler(h) for h in hs]
+    if all(mine):
+        return "ours"
+    return "mixed" if any(mine) else "theirs"
+
+
+def _strip_ours(groups):
+    """``groups`` without our handlers: our groups dropped, mixed groups keep theirs."""
+    out = []
+    for g in groups:
+        kind = _group_kind(g)
+        if kind == "ours":
+            continue
+        if kind == "mixed":
+            g = dict(g)
+            g["hooks"] = [h for h in g["hooks"] if not is_our_handler(h)]
+        out.append(g)
+    return out
+
+
+def has_ours(doc):
+    """Does the document contain any handler or status line of ours?"""
+    if is_our_statusline(doc.get("statusLine")):
+        return True
+    hooks = doc.get("hooks")
+    if isinstance(hooks, dict):
+        for groups in hooks.values():
+            if isinstance(groups, list) and any(_group_kind(g) != "theirs" for g in groups):
+                return True
+    return False
+
+
+# -- merge / unmerge -----------------------------------------------------------
+
+def merge(doc, rendered):
+    """A copy of ``doc`` with our hook groups and status line in it.
+
+    Our existing group for an event is replaced where it stands; stray copies
+    of our handlers elsewhere are removed; an event without ours gets our
+    group appended.
+    """
+    doc = copy.deepcopy(doc)
+    if "hooks" not in doc:
+        doc["hooks"] = {}
+    hooks = doc["hooks"]
+    if not isinstance(hooks, dict):
+        raise SettingsError('"hooks" is not a JSON object; fix or remove it, then run install again')
+    for event, (ours,) in rendered["hooks"].items():
+        groups = hooks.get(event, _MISSING)
+        if groups is _MISSING:
+            hooks[event] = [copy.deepcopy(ours)]
+            continue
+        if not isinstance(groups, list):
+            raise SettingsError('"hooks.%s" is not a JSON array; fix or remove it, then run install again' % event)
+        out, placed = [], False
+        for g in groups:
+            kind = _group_kind(g)
+            if kind == "ours":
+                if not placed:
+                    out.append(copy.deepcopy(ours))
+                    placed = True
+            elif kind == "mixed":
+                out.extend(_strip_ours([g]))
+            else:
+                out.append(g)
+        if not placed:
+            out.append(copy.deepcopy(ours))
+        hooks[event] = out
+    doc["statusLine"] = copy.deepcopy(rendered["statusLine"])
+    return doc
+
+
+def unmerge(doc, record=None):
+    """A copy of ``doc`` without anything of ours.
+
+    ``record`` is the install record (see :func:`plan_install`): it says which
+    containers we created (dropped again once empty) and which status line to
+    restore.  Without one, containers emptied by the removal are dropped and
+    our status line is simply removed.
+    """
+    doc = copy.deepcopy(doc)
+    known = record is not None
+    created_events = set(record.get("created_events", ())) if known else set()
+    hooks = doc.get("hooks")
+    if isinstance(hooks, dict):
+        removed = False
+        for event in list(hooks):
+            groups = hooks[event]
+            if not isinstance(groups, list):
+                continue
+            kept = _strip_ours(groups)
+            changed = kept != groups
+            removed = removed or changed
+            if not kept and ((known and event in created_events) or (not known and changed)):
+                del hooks[event]
+            else:
+                hooks[event] = kept
+        if not hooks and ((known and record.get("created_hooks_key")) or (not known and removed)):
+            del doc["hooks"]
+    if is_our_statusline(doc.get("statusLine")):
+        if known and record.get("statusline_had_key"):
+            doc["statusLine"] = copy.deepcopy(record.get("statusline_chain"))
+        else:
+            del doc["statusLine"]
+    return doc
+
+
+# -- whole-file plans ----------------------------------------------------------
+
+def plan_install(old, rendered, previous=None, where="settings.json"):
+    """What install writes: ``(new_bytes, record)``.
+
+    ``old`` is the file's bytes (None when absent); ``previous`` the record of
+    an earlier install.  ``new_bytes == old`` means nothing to do.  The record
+    holds what uninstall needs: the original bytes when they are known exactly,
+    the sha256 of what we wrote, which containers we created, and the user's
+    status line (``statusline_chain``) for ours to run.
+    """
+    if old is None:
+        text, doc, indent = None, {}, 2
+    else:
+        text = decode(old, where)
+        doc = parse(text, where)
+        indent = detect_indent(text)
+    try:
+        new_doc = merge(doc, rendered)
+    except SettingsError as e:
+        raise SettingsError("%s: %s" % (where, e)) from None
+    if text is not None and new_doc == doc:
+        new = old
+    else:
+        new = dumps(new_doc, indent).encode("utf-8")
+
+    prev = previous or None
+    base = unmerge(doc, prev)  # the document as it would be without us
+    base_hooks = base.get("hooks")
+    record = {
+        "created_hooks_key": "hooks" not in base,
+        "created_events": [e for e in rendered["hooks"]
+                           if not (isinstance(base_hooks, dict) and e in base_hooks)],
+    }
+    current = doc.get("statusLine", _MISSING)
+    if current is _MISSING:
+        record["statusline_had_key"], record["statusline_chain"] = False, None
+    elif is_our_statusline(current):
+        chain = prev.get("statusline_chain") if prev else None
+        had = bool(prev and prev.get("statusline_had_key"))
+        if is_our_statusline(chain):
+            chain, had = None, False  # never chain to ourselves
+        record["statusline_had_key"], record["statusline_chain"] = had, chain
+    else:
+        record["statusline_had_key"], record["statusline_chain"] = True, current
+
+    if not has_ours(doc):
+        record["original"] = text
+        record["original_known"] = True
+    elif prev and prev.get("original_known") and prev.get("written_sha256") == sha256(old):
+        record["original"] = prev.get("original")
+        record["original_known"] = True
+    else:
+        record["original"], record["original_known"] = None, False
+    record["written_sha256"] = sha256(new)
+    return new, record
+
+
+def plan_uninstall(current, record=None, where="settings.json"):
+    """What uninstall leaves: bytes to write, ``None`` to delete the file, or ``current`` (nothing to do).
+
+    Exact original bytes when the file is still what we wrote; otherwise only
+    our parts are removed from whatever is there now.
+    """
+    if current is None:
+        return None
+    if record and record.get("original_known") and record.get("written_sha256") == sha256(current):
+        original = record.get("original")
+        return None if original is None else original.encode("utf-8")
+    text = decode(current, where)
+    doc = parse(text, where)
+    new_doc = unmerge(doc, record)
+    if new_doc == doc:
+        return current
+    if not new_doc and record and record.get("original_known") and record.get("original") is None:
+        return None  # we created the file and nothing else is left in it
+    return dumps(new_doc, detect_indent(text)).encode("utf-8")

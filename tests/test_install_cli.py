@@ -1,0 +1,434 @@
+"""``cc-continuity install`` / ``uninstall`` end to end, in a temp HOME.
+
+Real files, real symlinks, the real app copy, and the installed hook and
+status line commands run exactly as settings.json spells them.
+"""
+
+import json
+import os
+import subprocess
+
+import pytest
+
+from cc_continuity import __version__, install, paths
+from cc_continuity.cli import main
+from cc_continuity.install import app, settings, skills
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+THEIR_SETTINGS = {
+    "$schema": "https://json.schemastore.org/claude-code-settings.json",
+    "model": "opus",
+    "env": {"FOO": "bar"},
+    "hooks": {
+        "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "/usr/local/bin/guard", "timeout": 3}]}],
+        "Notification": [{"hooks": [{"type": "command", "command": "notify-send hi"}]}],
+    },
+    "statusLine": {"type": "command", "command": "echo THEIR-STATUS", "padding": 1},
+    "permissions": {"allow": ["Bash(ls:*)"]},
+}
+
+
+@pytest.fixture(autouse=True)
+def shell_env(monkeypatch):
+    monkeypatch.setenv("SHELL", "/bin/bash")
+    for name in ("ZDOTDIR", "XDG_CONFIG_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("PATH", "/usr/local/bin:/usr/bin:/bin")
+
+
+def cli(capsys, *argv):
+    rc = main(list(argv))
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def snapshot(root):
+    """Every path under ``root`` with its content, mode or link target."""
+    found = {}
+    if not os.path.lexists(root):
+        return found
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            p = os.path.join(dirpath, name)
+            rel = os.path.relpath(p, root)
+            st = os.lstat(p)
+            if os.path.islink(p):
+                found[rel] = ("link", os.readlink(p))
+            elif os.path.isdir(p):
+                found[rel] = ("dir", st.st_mode & 0o7777)
+            else:
+                with open(p, "rb") as f:
+                    found[rel] = ("file", f.read(), st.st_mode & 0o7777)
+    return found
+
+
+def user_home():
+    return os.environ["HOME"]
+
+
+def claude_dir():
+    return os.path.join(user_home(), ".claude")
+
+
+def write(path, data, mode=0o644):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as f:
+        f.write(data if isinstance(data, bytes) else data.encode())
+    os.chmod(path, mode)
+
+
+def populate(tmp_path):
+    """A HOME as a user of other tools might have it."""
+    home = user_home()
+    write(os.path.join(claude_dir(), "settings.json"), json.dumps(THEIR_SETTINGS, indent=4))
+    write(os.path.join(claude_dir(), "CLAUDE.md"), "# My rules\n\nBe brief.")  # no final newline
+    write(os.path.join(claude_dir(), "skills", "my-skill", "SKILL.md"), "---\nname: my-skill\ndescription: mine\n---\nhi\n")
+    dotfiles = tmp_path / "dotfiles"
+    write(str(dotfiles / "bashrc"), "export EDITOR=vi\n# >>> conda initialize >>>\n# <<< conda initialize <<<\n", 0o600)
+    os.symlink(str(dotfiles / "bashrc"), os.path.join(home, ".bashrc"))
+    write(os.path.join(home, ".local", "bin", "other-tool"), "#!/bin/sh\n", 0o755)
+    return dotfiles
+
+
+def settings_doc():
+    with open(os.path.join(claude_dir(), "settings.json"), "rb") as f:
+        return settings.parse(f.read().decode())
+
+
+def our_groups(doc):
+    return {e: [g for g in gs if any(settings.is_our_handler(h) for h in g.get("hooks", []))]
+            for e, gs in doc.get("hooks", {}).items()}
+
+
+# -- the whole round trip --------------------------------------------------------
+
+def test_install_then_uninstall_leaves_every_byte_of_home_as_it_was(tmp_path, capsys):
+    dotfiles = populate(tmp_path)
+    before_home, before_dotfiles = snapshot(user_home()), snapshot(str(dotfiles))
+
+    rc, out, err = cli(capsys, "install")
+    assert rc == 0, err
+    assert len(out.strip().splitlines()) >= 8
+    doc = settings_doc()
+    ours = our_groups(doc)
+    assert sorted(e for e, g in ours.items() if len(g) == 1) == sorted(
+        ["SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop", "PreCompact", "SessionEnd"])
+    assert doc["hooks"]["PreToolUse"][0] == THEIR_SETTINGS["hooks"]["PreToolUse"][0]  # theirs first, untouched
+    assert [k for k in doc] == list(THEIR_SETTINGS)
+    assert settings.is_our_statusline(doc["statusLine"])
+    for name in skills.NAMES:
+        assert os.path.isfile(skills.target(claude_dir(), name))
+    assert "cc-continuity wrapper v%s" % __version__ in (dotfiles / "bashrc").read_text()
+    assert os.path.islink(os.path.join(user_home(), ".bashrc"))
+    link = os.path.join(user_home(), ".local", "bin", "cc-continuity")
+    assert os.readlink(link) == app.launcher_path(paths.home())
+    with open(os.path.join(paths.home(), "app", "VERSION")) as f:
+        assert f.read().strip() == __version__
+
+    rc, out, err = cli(capsys, "uninstall")
+    assert rc == 0, err
+    assert snapshot(user_home()) == before_home
+    assert snapshot(str(dotfiles)) == before_dotfiles
+    left = sorted(os.listdir(paths.home()))
+    assert left == ["backups"], left
+
+    rc, out, err = cli(capsys, "uninstall")  # safe to run twice
+    assert rc == 0, err
+    assert snapshot(user_home()) == before_home
+    rc, out, err = cli(capsys, "uninstall", "--purge")
+    assert rc == 0 and not os.path.exists(paths.home())
+
+
+def test_installed_hooks_status_line_and_launcher_run(tmp_path, capsys, git_repo):
+    write(os.path.join(claude_dir(), "settings.json"), json.dumps(THEIR_SETTINGS))
+    assert cli(capsys, "install", "--no-wrapper")[0] == 0
+    doc = settings_doc()
+    env = {"HOME": user_home(), "CC_CONTINUITY_HOME": paths.home(), "PATH": "/usr/bin:/bin",
+           "CLAUDE_PROJECT_DIR": str(git_repo)}
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text("")
+    base = {"session_id": "abc-123", "transcript_path": str(transcript), "cwd": str(git_repo)}
+    for event, groups in our_groups(doc).items():
+        if not groups:
+            continue
+        (h,) = groups[0]["hooks"]
+        payload = dict(base, hook_event_name=event, source="startup", tool_name="Bash", tool_input={"command": "ls"},
+                       prompt="hi", reason="other", stop_hook_active=False, trigger="auto")
+        p = subprocess.run([h["command"]] + h["args"], input=json.dumps(payload).encode(), env=env,
+                           capture_output=True, timeout=60)
+        assert p.returncode == 0, (event, p.stderr)
+        assert b"Traceback" not in p.stderr
+    assert os.listdir(paths.projects_dir()), "SessionStart registered the session"
+    # The status line runs in a shell, and runs the user's own one first (install.json's statusline_chain).
+    status = {"session_id": "abc-123", "cwd": str(git_repo), "workspace": {"project_dir": str(git_repo)},
+              "model": {"id": "claude-opus-5-5"}, "context_window": {"context_window_size": 1000000,
+                                                                    "used_percentage": 12}}
+    p = subprocess.run(["/bin/sh", "-c", doc["statusLine"]["command"]], input=json.dumps(status).encode(), env=env,
+                       capture_output=True, timeout=30)
+    assert p.returncode == 0 and "THEIR-STATUS" in p.stdout.decode(), p
+    # The launcher on PATH runs the app copy with the base interpreter, no venv needed.
+    link = os.path.join(user_home(), ".local", "bin", "cc-continuity")
+    p = subprocess.run([link, "--version"], env=env, capture_output=True, timeout=30)
+    assert p.returncode == 0 and p.stdout.decode().strip() == "cc-continuity %s" % __version__
+
+
+def test_install_twice_is_install_once(capsys, tmp_path):
+    populate(tmp_path)
+    assert cli(capsys, "install")[0] == 0
+    first_home, first_app = snapshot(user_home()), os.readlink(app.app_link(paths.home()))
+    with open(install.manifest.path()) as f:
+        first_record = json.load(f)
+    rc, out, _ = cli(capsys, "install")
+    assert rc == 0
+    assert snapshot(user_home()) == first_home
+    assert os.readlink(app.app_link(paths.home())) == first_app, "an identical app copy is not redone"
+    assert "settings: ~/.claude/settings.json unchanged" in out and "block unchanged" in out
+    with open(install.manifest.path()) as f:
+        second = json.load(f)
+    first_record.pop("installed_at"), second.pop("installed_at")
+    assert second == first_record
+
+
+def test_dry_run_prints_diffs_and_writes_nothing(tmp_path, capsys):
+    populate(tmp_path)
+    before = snapshot(str(tmp_path))
+    rc, out, err = cli(capsys, "install", "--dry-run", "--ntfy", "https://ntfy.sh/topic-s3cret", "--window", "200000")
+    assert rc == 0, err
+    assert snapshot(str(tmp_path)) == before
+    assert "--- ~/.claude/settings.json (now)\n+++ ~/.claude/settings.json (after)" in out
+    assert '+    "statusLine": {' not in out and '"command": "echo THEIR-STATUS"' in out  # replaced in place
+    assert "from cc_continuity.hooks.dispatch import main" in out
+    assert "+++ ~/.claude/CLAUDE.md (after)" in out and "+<!-- >>> cc-continuity claude-md v" in out
+    assert "+# >>> cc-continuity wrapper v" in out
+    for name in skills.NAMES:
+        assert "+++ ~/.claude/skills/%s/SKILL.md (after)" % name in out
+    assert "s3cret" not in out and "ntfy_url=(configured)" in out and "window=200000" in out
+    # After a real install a dry run has nothing to change.
+    assert cli(capsys, "install", "--ntfy", "https://ntfy.sh/topic-s3cret")[0] == 0
+    before = snapshot(str(tmp_path))
+    rc, out, _ = cli(capsys, "install", "--dry-run")
+    assert rc == 0 and snapshot(str(tmp_path)) == before
+    assert "+++" not in out and "app: up to date" in out and "s3cret" not in out, out
+
+
+# -- refusals ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("bad", [b'{"model": "opus",,}', b'{"hooks": []}', b'{"a": 1, "a": 2}', b"[]"])
+def test_a_settings_file_it_cannot_use_is_refused_and_nothing_is_written(tmp_path, capsys, bad):
+    write(os.path.join(claude_dir(), "settings.json"), bad)
+    before = snapshot(str(tmp_path))
+    rc, out, err = cli(capsys, "install")
+    assert rc == 1
+    assert "settings.json" in err and "nothing was changed" in err
+    assert snapshot(str(tmp_path)) == before
+
+
+def test_unbalanced_markers_in_the_rc_file_are_refused(tmp_path, capsys):
+    write(os.path.join(user_home(), ".bashrc"), "x\n# >>> cc-continuity wrapper v0.0.1 >>>\nhalf\n")
+    before = snapshot(str(tmp_path))
+    rc, _, err = cli(capsys, "install")
+    assert rc == 1 and "start marker without an end marker" in err and ".bashrc: line 2" in err
+    assert snapshot(str(tmp_path)) == before
+
+
+def test_bad_thresholds_are_a_usage_error(capsys):
+    for bad in ("70,60,50", "1,2", "a,b,c", "0,50,60", "50,60,101"):
+        with pytest.raises(SystemExit) as e:
+            main(["install", "--thresholds", bad])
+        assert e.value.code == 2
+    assert not os.path.exists(paths.home())
+
+
+# -- details -----------------------------------------------------------------------
+
+def test_symlinked_settings_json_is_written_through(tmp_path, capsys):
+    real = tmp_path / "dotfiles" / "claude-settings.json"
+    original = json.dumps(THEIR_SETTINGS, indent=2).encode()
+    write(str(real), original, 0o640)
+    os.makedirs(claude_dir())
+    link = os.path.join(claude_dir(), "settings.json")
+    os.symlink("../../dotfiles/claude-settings.json", link)
+    assert cli(capsys, "install", "--no-wrapper")[0] == 0
+    assert os.readlink(link) == "../../dotfiles/claude-settings.json"
+    assert settings.has_ours(settings.parse(real.read_text()))
+    assert os.stat(real).st_mode & 0o777 == 0o640
+    backups = os.listdir(os.path.join(paths.home(), "backups"))
+    (b,) = [f for f in backups if f.startswith("settings.json.")]
+    bpath = os.path.join(paths.home(), "backups", b)
+    assert open(bpath, "rb").read() == original and os.stat(bpath).st_mode & 0o777 == 0o600
+    assert cli(capsys, "uninstall")[0] == 0
+    assert os.readlink(link) == "../../dotfiles/claude-settings.json"
+    assert real.read_bytes() == original
+
+
+def test_reinstall_replaces_an_older_group_of_ours_in_place(capsys):
+    assert cli(capsys, "install", "--no-wrapper")[0] == 0
+    doc = settings_doc()
+    doc["hooks"]["Stop"][0]["hooks"][0]["timeout"] = 99  # as an older version wrote it
+    doc["hooks"]["Stop"].append({"hooks": [{"type": "command", "command": "later-tool"}]})
+    write(os.path.join(claude_dir(), "settings.json"), settings.dumps(doc))
+    assert cli(capsys, "install", "--no-wrapper")[0] == 0
+    stop = settings_doc()["hooks"]["Stop"]
+    assert len(stop) == 2 and stop[0]["hooks"][0]["timeout"] == 60 and stop[1]["hooks"][0]["command"] == "later-tool"
+
+
+def test_uninstall_keeps_what_another_writer_changed(capsys):
+    write(os.path.join(claude_dir(), "settings.json"), json.dumps(THEIR_SETTINGS, indent=2))
+    assert cli(capsys, "install", "--no-wrapper")[0] == 0
+    doc = settings_doc()
+    doc["model"] = "sonnet"
+    doc["hooks"]["Stop"].insert(0, {"hooks": [{"type": "command", "command": "new-tool"}]})
+    write(os.path.join(claude_dir(), "settings.json"), json.dumps(doc, indent=3))  # rewritten its own way
+    assert cli(capsys, "uninstall")[0] == 0
+    expected = json.loads(json.dumps(THEIR_SETTINGS))
+    expected["model"] = "sonnet"
+    expected["hooks"]["Stop"] = [{"hooks": [{"type": "command", "command": "new-tool"}]}]
+    assert settings_doc() == expected
+
+
+def test_uninstall_with_broken_settings_keeps_the_app_the_hooks_still_need(capsys):
+    assert cli(capsys, "install", "--no-wrapper")[0] == 0
+    path = os.path.join(claude_dir(), "settings.json")
+    good = open(path, "rb").read()
+    write(path, good[:-5])
+    rc, out, _ = cli(capsys, "uninstall", "--purge")
+    assert rc == 1
+    assert open(path, "rb").read() == good[:-5]
+    assert os.path.isfile(os.path.join(paths.home(), "app", "cc_continuity", "hookmain.py"))
+    assert os.path.isfile(install.manifest.path()) and "purge: not done" in out
+    write(path, good)
+    assert cli(capsys, "uninstall")[0] == 0
+    assert not os.path.exists(path), "install created it, so it goes"
+    assert not os.path.lexists(os.path.join(paths.home(), "app"))
+
+
+def test_foreign_files_are_left_alone(capsys):
+    link = os.path.join(user_home(), ".local", "bin", "cc-continuity")
+    write(link, "#!/bin/sh\necho pip-installed\n", 0o755)
+    mine = skills.target(claude_dir(), "continuity-status")
+    write(mine, "---\nname: continuity-status\ndescription: my own\n---\n")
+    rc, out, _ = cli(capsys, "install", "--no-wrapper")
+    assert rc == 0
+    assert "exists and is not ours: left alone" in out
+    assert open(link).read() == "#!/bin/sh\necho pip-installed\n"
+    assert open(mine).read().endswith("my own\n---\n")
+    assert cli(capsys, "uninstall")[0] == 0
+    assert os.path.isfile(link) and os.path.isfile(mine)
+
+
+def test_an_edited_skill_survives_uninstall(capsys):
+    assert cli(capsys, "install", "--no-wrapper")[0] == 0
+    t = skills.target(claude_dir(), "continuity-history")
+    with open(t, "a") as f:
+        f.write("My extra line.\n")
+    rc, out, _ = cli(capsys, "uninstall")
+    assert rc == 0 and "was changed after install: left alone" in out
+    assert open(t).read().endswith("My extra line.\n")
+    assert not os.path.exists(skills.target(claude_dir(), "continuity-status"))
+
+
+def test_claude_config_dir_is_respected(tmp_path, capsys, monkeypatch):
+    cfg = tmp_path / "elsewhere"
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(cfg))
+    assert cli(capsys, "install", "--no-wrapper")[0] == 0
+    assert settings.has_ours(settings.parse((cfg / "settings.json").read_text()))
+    assert (cfg / "skills" / "continuity-on" / "SKILL.md").is_file() and (cfg / "CLAUDE.md").is_file()
+    assert not os.path.exists(claude_dir())
+    assert cli(capsys, "uninstall")[0] == 0
+    assert not cfg.exists(), "install created the dir and nothing else is in it"
+
+
+def test_fish_wrapper_goes_to_conf_d_and_leaves_no_trace(capsys):
+    rc, out, _ = cli(capsys, "install", "--shell", "fish")
+    assert rc == 0
+    conf = os.path.join(user_home(), ".config", "fish", "conf.d", "cc-continuity.fish")
+    text = open(conf).read()
+    assert "function claude" in text and "# >>> cc-continuity wrapper v" in text
+    assert cli(capsys, "uninstall")[0] == 0
+    assert not os.path.exists(os.path.join(user_home(), ".config"))
+
+
+def test_options_go_to_the_config_and_secrets_are_not_printed(capsys):
+    url = "https://ntfy.example/alerts-Xk29sQ?auth=tok3n"
+    rc, out, err = cli(capsys, "install", "--no-wrapper", "--window", "200000", "--thresholds", "50,60,70.5",
+                       "--ntfy", url, "--unattended")
+    assert rc == 0, err
+    with open(paths.config_file()) as f:
+        cfg = json.load(f)
+    assert cfg == {"window": 200000, "warn": 50, "rotate": 60, "hard": 70.5, "ntfy_url": url, "unattended": True}
+    assert "Xk29sQ" not in out + err and "tok3n" not in out + err
+    assert os.stat(paths.config_file()).st_mode & 0o777 == 0o600
+    rc, _, err = cli(capsys, "install", "--no-wrapper", "--ntfy", "ftp://x")
+    assert rc == 1 and "ntfy_url" in err
+
+
+def test_record_is_private_and_holds_the_chain(capsys):
+    write(os.path.join(claude_dir(), "settings.json"), json.dumps(THEIR_SETTINGS))
+    assert cli(capsys, "install", "--no-wrapper")[0] == 0
+    st = os.stat(install.manifest.path())
+    assert st.st_mode & 0o777 == 0o600 and os.stat(paths.home()).st_mode & 0o777 == 0o700
+    with open(install.manifest.path()) as f:
+        rec = json.load(f)
+    assert rec["statusline_chain"] == THEIR_SETTINGS["statusLine"]
+    assert rec["python"] == app.base_interpreter() and os.path.isabs(rec["python"])
+
+
+def test_backups_are_pruned_to_the_newest_few(tmp_path):
+    target = str(tmp_path / "settings.json")
+    made = [install.backup(target, b"%d" % i) for i in range(install.BACKUPS_KEPT + 3)]
+    kept = sorted(os.listdir(os.path.join(paths.home(), "backups")))
+    assert len(kept) == install.BACKUPS_KEPT
+    assert open(made[-1], "rb").read() == b"%d" % (install.BACKUPS_KEPT + 2)
+
+
+# -- shipped data ------------------------------------------------------------------
+
+def test_skills_have_valid_frontmatter_and_run_their_verb():
+    from cc_continuity.cli import build_parser
+
+    verbs = set(build_parser()._subparsers._group_actions[0].choices)
+    for name, data in skills.shipped().items():
+        fields, body = skills.parse_frontmatter(data.decode())
+        verb = name[len("continuity-"):]
+        assert fields["name"] == name
+        assert 20 < len(fields["description"]) < 1536
+        assert fields["allowed-tools"] == "Bash(cc-continuity %s:*)" % verb
+        assert "`cc-continuity %s" % verb in body
+        assert verb in verbs, "the skill runs a CLI verb that exists"
+        if verb in ("rotate", "on", "off"):
+            assert fields.get("disable-model-invocation") == "true", "only the user toggles or rotates"
+
+
+def test_frontmatter_parser_refuses_what_yaml_would_read_differently():
+    for bad in ("---\nname: a: b\n---\n", "---\ndescription: [x]\n---\n", "---\nname: x\n", "name: x\n---\n",
+                "---\nname: x\nname: y\n---\n", "---\nkey without colon\n---\n"):
+        with pytest.raises(skills.FrontmatterError):
+            skills.parse_frontmatter(bad)
+    assert skills.parse_frontmatter('---\na: "q: x"\nb: \'it\'\'s\'\n---\nbody')[0] == {"a": "q: x", "b": "it's"}
+
+
+def test_claude_md_block_states_facts_and_names_the_signals():
+    text = install.claude_md_body()
+    assert 'cc-continuity signal needs-human "<reason>"' in text
+    assert 'cc-continuity signal done "<summary>"' in text
+    lowered = text.lower()
+    for framing in ("system:", "<system", "ignore previous", "you must", "important:"):
+        assert framing not in lowered
+    assert len(text.splitlines()) < 30
+
+
+def test_repo_folders_are_links_to_the_package_data():
+    for name in ("skills", "hooks"):
+        top = os.path.join(REPO, name)
+        assert os.path.islink(top) and os.readlink(top) == "cc_continuity/data/" + name
+    assert os.path.isfile(os.path.join(REPO, "hooks", "settings-fragment.json"))
+
+
+def test_runtime_dependencies_match_pyproject():
+    import re
+    import tomllib
+
+    with open(os.path.join(REPO, "pyproject.toml"), "rb") as f:
+        deps = tomllib.load(f)["project"]["dependencies"]
+    assert sorted(re.match(r"[A-Za-z0-9_.-]+", d).group(0) for d in deps) == sorted(app.RUNTIME_DISTS)

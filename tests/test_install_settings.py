@@ -1,0 +1,297 @@
+"""settings.json merge/unmerge: property tests over generated user documents.
+
+The documents hold other tools' hooks, unknown keys and a status line, and are
+written in assorted styles.  The properties are the installer's promises:
+install then uninstall gives back the same bytes when nobody else wrote in
+between and the same JSON value when someone did; installing twice is the same
+as once; invalid JSON is refused.
+"""
+
+import json
+
+import pytest
+from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
+
+from cc_continuity.install import settings as S
+
+PY = "/opt/python/bin/python3.11"
+APP = "/home/u/.claude-continuity/app"
+OUR_EVENTS = ["SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop", "PreCompact", "SessionEnd"]
+EVENTS = OUR_EVENTS + ["Notification", "SubagentStop", "PermissionRequest"]
+
+
+def rendered(python=PY, app=APP):
+    return S.render_fragment(S.load_fragment(), python, app)
+
+
+def canon(doc):
+    """A JSON value as text: key order ignored, but true/1 and 1/1.0 kept apart."""
+    return json.dumps(doc, sort_keys=True)
+
+
+# -- strategies ----------------------------------------------------------------
+
+json_leaf = (st.none() | st.booleans() | st.integers(-10**9, 10**9)
+             | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=8))
+json_value = st.recursive(json_leaf, lambda inner: st.lists(inner, max_size=3)
+                          | st.dictionaries(st.text(max_size=6), inner, max_size=3), max_leaves=8)
+their_handler = st.fixed_dictionaries(
+    {"type": st.just("command"),
+     "command": st.sampled_from(["/usr/local/bin/other-hook", "npx -y lint-hook", "~/.bin/notify.sh", "echo é"])},
+    optional={"timeout": st.integers(1, 600), "args": st.lists(st.text(max_size=6), max_size=2),
+              "statusMessage": st.text(max_size=6)})
+their_group = st.fixed_dictionaries({"hooks": st.lists(their_handler, max_size=3)},
+                                    optional={"matcher": st.text(max_size=8)})
+their_hooks = st.dictionaries(st.sampled_from(EVENTS), st.lists(their_group, max_size=3), max_size=5)
+their_status = st.fixed_dictionaries(
+    {"type": st.just("command"), "command": st.sampled_from(["~/.claude/statusline.sh", "echo hi", "ccline --theme x"])},
+    optional={"padding": st.integers(0, 3), "refreshInterval": st.integers(1, 30)})
+other_key = st.text(min_size=1, max_size=10).filter(lambda k: k not in ("hooks", "statusLine"))
+
+
+@st.composite
+def user_docs(draw):
+    pairs = list(draw(st.dictionaries(other_key, json_value, max_size=5)).items())
+    if draw(st.booleans()):
+        pairs.append(("hooks", draw(their_hooks)))
+    if draw(st.booleans()):
+        pairs.append(("statusLine", draw(their_status)))
+    order = draw(st.permutations(range(len(pairs))))
+    return {pairs[i][0]: pairs[i][1] for i in order}
+
+
+styles = st.fixed_dictionaries({"indent": st.sampled_from([None, 2, 4, "\t"]), "ascii": st.booleans(),
+                                "newline": st.booleans()})
+
+
+def write(doc, style):
+    text = json.dumps(doc, indent=style["indent"], ensure_ascii=style["ascii"])
+    return (text + ("\n" if style["newline"] else "")).encode("utf-8")
+
+
+@st.composite
+def originals(draw):
+    """File bytes as a user might have them, or None for no file."""
+    kind = draw(st.sampled_from(["doc", "doc", "doc", "absent", "blank"]))
+    if kind == "absent":
+        return None
+    if kind == "blank":
+        return draw(st.sampled_from([b"", b"\n", b"  \n\t"]))
+    return write(draw(user_docs()), draw(styles))
+
+
+# Other writers touching the file between install and uninstall.
+writer_ops = st.lists(st.one_of(
+    st.tuples(st.just("set"), other_key, json_value),
+    st.tuples(st.just("group"), st.sampled_from(EVENTS), their_group),
+    st.tuples(st.just("statusline"), their_status),
+    st.tuples(st.just("drop"), other_key),
+), max_size=4)
+
+
+def apply_ops(doc, ops):
+    doc = json.loads(json.dumps(doc))
+    for op in ops:
+        if op[0] == "set":
+            doc[op[1]] = op[2]
+        elif op[0] == "group":
+            doc.setdefault("hooks", {}).setdefault(op[1], []).append(op[2])
+        elif op[0] == "statusline":
+            doc["statusLine"] = op[1]
+        elif op[0] == "drop":
+            doc.pop(op[1], None)
+    return doc
+
+
+PROPS = hsettings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+# -- properties ----------------------------------------------------------------
+
+@PROPS
+@given(original=originals())
+def test_install_then_uninstall_gives_back_the_same_bytes(original):
+    new, record = S.plan_install(original, rendered())
+    assert S.plan_uninstall(new, json.loads(json.dumps(record))) == original
+
+
+@PROPS
+@given(original=originals(), style=styles)
+def test_install_twice_is_install_once(original, style):
+    once, record = S.plan_install(original, rendered())
+    twice, record2 = S.plan_install(once, rendered(), record)
+    assert twice == once
+    assert record2 == record
+    # ...and still uninstalls to the original bytes.
+    assert S.plan_uninstall(twice, record2) == original
+
+
+@PROPS
+@given(original=originals(), ops=writer_ops, style=styles)
+def test_uninstall_after_another_writer_gives_their_changes_without_ours(original, ops, style):
+    new, record = S.plan_install(original, rendered())
+    installed = S.parse(new.decode())
+    touched = write(apply_ops(installed, ops), style)  # another tool rewrote the file its own way
+    left = S.plan_uninstall(touched, record)
+    before = {} if original is None or not original.strip() else json.loads(original)
+    expected = apply_ops(before, ops)
+    if left is None:
+        assert expected == {} and original is None
+    else:
+        assert canon(S.parse(left.decode())) == canon(expected)
+
+
+@PROPS
+@given(doc=user_docs(), style=styles)
+def test_merge_keeps_every_other_key_and_group_in_order(doc, style):
+    new, _ = S.plan_install(write(doc, style), rendered())
+    merged = S.parse(new.decode())
+    assert [k for k in merged if k not in ("hooks", "statusLine")] == [k for k in doc if k not in ("hooks", "statusLine")]
+    for key in doc:
+        if key not in ("hooks", "statusLine"):
+            assert canon(merged[key]) == canon(doc[key])
+    theirs = doc.get("hooks", {})
+    for event, groups in merged["hooks"].items():
+        ours = [g for g in groups if all(S.is_our_handler(h) for h in g["hooks"]) and g["hooks"]]
+        if event in OUR_EVENTS:
+            assert len(ours) == 1, "exactly one group of ours per event"
+        others = [g for g in groups if g not in ours]
+        assert canon(others) == canon(theirs.get(event, []))
+    assert list(merged["hooks"])[:len(theirs)] == list(theirs), "their events keep their order"
+    assert S.is_our_statusline(merged["statusLine"])
+
+
+@PROPS
+@given(junk=st.sampled_from([b"{", b'{"a": 1,}', b"// comment\n{}", b"[1, 2]", b'"text"', b"{'a': 1}",
+                             b'{"a": NaN}', b'{"a": 1, "a": 2}', b"\xef\xbb\xbf{}", b"\xff\xfe{}", b"null"]))
+def test_invalid_json_is_refused(junk):
+    with pytest.raises(S.SettingsError):
+        S.plan_install(junk, rendered())
+
+
+# -- examples ------------------------------------------------------------------
+
+def test_parse_error_names_line_and_column():
+    with pytest.raises(S.SettingsError) as e:
+        S.parse('{\n  "a": 1,\n  "b": tru\n}\n', "/x/settings.json")
+    msg = str(e.value)
+    assert "/x/settings.json" in msg and "line 3 column" in msg
+
+
+def test_duplicate_keys_are_refused_because_merging_would_drop_one():
+    with pytest.raises(S.SettingsError, match='duplicate key "hooks"'):
+        S.parse('{"hooks": {}, "hooks": {"Stop": []}}')
+
+
+def test_hooks_of_the_wrong_type_are_refused():
+    with pytest.raises(S.SettingsError, match='"hooks" is not a JSON object'):
+        S.plan_install(b'{"hooks": []}', rendered())
+    with pytest.raises(S.SettingsError, match='"hooks.Stop" is not a JSON array'):
+        S.plan_install(b'{"hooks": {"Stop": {}}}', rendered())
+
+
+def test_fragment_matches_the_contract():
+    r = rendered()
+    assert list(r["hooks"]) == OUR_EVENTS
+    timeouts = {e: g[0]["hooks"][0]["timeout"] for e, g in r["hooks"].items()}
+    assert timeouts == {"SessionStart": 15, "UserPromptSubmit": 10, "PreToolUse": 5, "PostToolUse": 5,
+                        "Stop": 60, "PreCompact": 30, "SessionEnd": 10}
+    assert r["hooks"]["SessionStart"][0]["matcher"] == "startup|resume|clear|compact"
+    for event, (group,) in r["hooks"].items():
+        (h,) = group["hooks"]
+        assert h["type"] == "command" and h["command"] == PY
+        assert h["args"] == ["-S", "-c", S.boot_code(APP), event]
+        assert S.app_of_handler(h) == APP
+    assert r["statusLine"] == {"type": "command", "command": PY + " -S " + APP + "/cc_continuity/statusmain.py",
+                               "padding": 0}
+
+
+def test_status_line_with_awkward_paths_is_quoted_for_the_shell():
+    import shlex
+
+    r = rendered("/opt/my python/bin/python3", "/home/o'neil/cc home/app")
+    assert shlex.split(r["statusLine"]["command"]) == [
+        "/opt/my python/bin/python3", "-S", "/home/o'neil/cc home/app/cc_continuity/statusmain.py"]
+    # exec form needs no shell quoting: the path survives as a Python literal in the bootstrap
+    assert S.app_of_handler(r["hooks"]["Stop"][0]["hooks"][0]) == "/home/o'neil/cc home/app"
+
+
+def test_upgrade_replaces_ours_in_place_and_keeps_neighbours():
+    theirs_before = {"hooks": [{"type": "command", "command": "before"}]}
+    theirs_after = {"hooks": [{"type": "command", "command": "after"}]}
+    old = rendered("/old/python", "/old/app")
+    doc = {"hooks": {"Stop": [theirs_before, old["hooks"]["Stop"][0], theirs_after]}, "statusLine": old["statusLine"]}
+    new, _ = S.plan_install(S.dumps(doc).encode(), rendered())
+    stop = S.parse(new.decode())["hooks"]["Stop"]
+    assert stop[0] == theirs_before and stop[2] == theirs_after and len(stop) == 3
+    assert stop[1]["hooks"][0]["command"] == PY
+    assert "/old/" not in new.decode()
+
+
+def test_stray_copies_of_ours_are_collapsed_and_mixed_groups_keep_theirs():
+    ours = rendered()["hooks"]["Stop"][0]
+    mixed = {"matcher": "x", "hooks": [{"type": "command", "command": "theirs"}, ours["hooks"][0]]}
+    doc = {"hooks": {"Stop": [ours, mixed, ours]}}
+    merged = S.merge(doc, rendered())
+    assert merged["hooks"]["Stop"] == [ours, {"matcher": "x", "hooks": [{"type": "command", "command": "theirs"}]}]
+    assert S.unmerge(merged, None)["hooks"]["Stop"] == [
+        {"matcher": "x", "hooks": [{"type": "command", "command": "theirs"}]}]
+
+
+def test_status_line_is_chained_and_restored():
+    theirs = {"type": "command", "command": "~/bin/sl.sh", "refreshInterval": 5}
+    original = S.dumps({"statusLine": theirs, "model": "x"}).encode()
+    new, record = S.plan_install(original, rendered())
+    assert record["statusline_chain"] == theirs and record["statusline_had_key"] is True
+    # a re-install sees our own status line and must not chain to itself
+    _, record2 = S.plan_install(new, rendered(), record)
+    assert record2["statusline_chain"] == theirs
+    _, lost = S.plan_install(new, rendered(), None)
+    assert lost["statusline_chain"] is None
+    # uninstall after someone reformatted the file: theirs comes back, in place
+    reformatted = json.dumps(S.parse(new.decode()), indent=4).encode()
+    back = S.parse(S.plan_uninstall(reformatted, record).decode())
+    assert list(back) == ["statusLine", "model"] and back["statusLine"] == theirs
+
+
+def test_uninstall_keeps_a_status_line_the_user_set_after_install():
+    new, record = S.plan_install(b"{}", rendered())
+    doc = S.parse(new.decode())
+    doc["statusLine"] = {"type": "command", "command": "mine-now"}
+    left = S.parse(S.plan_uninstall(S.dumps(doc).encode(), record).decode())
+    assert left == {"statusLine": {"type": "command", "command": "mine-now"}}
+
+
+def test_created_containers_are_dropped_but_pre_existing_empty_ones_stay():
+    new, record = S.plan_install(b'{"hooks": {"Stop": []}}', rendered())
+    assert record["created_hooks_key"] is False and "Stop" not in record["created_events"]
+    doc = S.parse(new.decode())
+    doc["theirs"] = 1  # make the exact-bytes path impossible
+    assert S.parse(S.plan_uninstall(S.dumps(doc).encode(), record).decode()) == {"hooks": {"Stop": []}, "theirs": 1}
+
+
+def test_file_we_created_is_deleted_when_nothing_else_is_in_it():
+    new, record = S.plan_install(None, rendered())
+    assert S.plan_uninstall(new, record) is None
+    reindented = json.dumps(S.parse(new.decode()), indent=8).encode()
+    assert S.plan_uninstall(reindented, record) is None
+    doc = S.parse(new.decode())
+    doc["model"] = "opus"
+    assert S.parse(S.plan_uninstall(S.dumps(doc).encode(), record).decode()) == {"model": "opus"}
+
+
+def test_indent_and_unicode_are_kept():
+    original = '{\n    "a": "café",\n    "b": [1]\n}\n'.encode()
+    new, _ = S.plan_install(original, rendered())
+    text = new.decode()
+    assert '\n    "a": "café",' in text and text.endswith("}\n")
+    tabbed, _ = S.plan_install(b'{\n\t"a": 1\n}', rendered())
+    assert b'\n\t"a": 1,' in tabbed
+
+
+def test_without_a_record_uninstall_still_removes_everything_of_ours():
+    original = S.dumps({"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "t"}]}]}}).encode()
+    new, _ = S.plan_install(original, rendered())
+    left = S.plan_uninstall(new, None)
+    assert S.parse(left.decode()) == S.parse(original.decode())
+    assert not S.has_ours(S.parse(left.decode()))
