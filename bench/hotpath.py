@@ -93,7 +93,10 @@ def main():
         synth.write(t_big, args.big_mb << 20)
         synth.write(t_small, 1 << 20)
 
-        hook = [BASE_PY, "-S", os.path.join(REPO, "cc_continuity", "hookmain.py")]
+        from cc_continuity.install import settings as install_settings
+
+        # Exactly what install writes into settings.json (exec form, -c bootstrap).
+        hook = [BASE_PY, "-S", "-c", install_settings.boot_code(REPO)]
         status = [BASE_PY, "-S", os.path.join(REPO, "cc_continuity", "statusmain.py")]
         bare = [BASE_PY, "-S", "-c", "pass"]
         base = {"session_id": "bench-1", "transcript_path": t_p1, "cwd": proj}
