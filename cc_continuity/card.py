@@ -34,11 +34,16 @@ def card_path(session_id):
 
 
 def mtime(path):
-    """mtime in ns, or -1 when the file does not exist."""
+    """A change signature (mtime ns, size, inode), or -1 when the file does not exist.
+
+    mtime alone can miss two writes within one coarse clock tick; an atomic
+    replace also changes the inode, and most edits the size.
+    """
     try:
-        return posix.stat(path).st_mtime_ns
+        st = posix.stat(path)
     except OSError:
         return -1
+    return "%d:%d:%d" % (st.st_mtime_ns, st.st_size, st.st_ino)
 
 
 def load(session_id):

@@ -194,9 +194,15 @@ def validate(doc, path, warnings=None):
 
 def _check_order(cfg):
     w, r, h = cfg.thresholds()
-    if not (w <= r <= h):
-        key = "warn" if w > r else "rotate"
-        raise ConfigError(cfg.source(key), key, "thresholds must satisfy warn <= rotate <= hard (got %g, %g, %g)" % (w, r, h))
+    if w <= r <= h:
+        return
+    pair = ("warn", "rotate") if w > r else ("rotate", "hard")
+    # Blame the key a file set (the later layer when both were), not a default.
+    order = ["default", paths.config_file()]
+    rank = lambda k: order.index(cfg.source(k)) if cfg.source(k) in order else len(order)
+    key = max(pair, key=rank)
+    raise ConfigError(cfg.source(key), key,
+                      "thresholds must satisfy warn <= rotate <= hard (got %g, %g, %g)" % (w, r, h))
 
 
 def load(project_root=None, env=None):

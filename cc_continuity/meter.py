@@ -17,7 +17,9 @@ MAX_SCAN = 64 * 1024 * 1024  # give up (unknown) after this much history without
 
 LEVELS = ("ok", "warn", "rotate", "hard")
 
-_ASSISTANT = b'"assistant"'  # then parsed: only type == assistant counts
+# Byte prefilters: only lines that can be rows of these kinds are parsed.  The
+# transcript is compact JSON; the spaced form is accepted for robustness.
+_ASSISTANT = (b'"type":"assistant"', b'"type": "assistant"')
 _BOUNDARY = b'"compact_boundary"'
 
 # Known windows by model-id prefix (checked longest first).  Unknown ids fall
@@ -52,8 +54,6 @@ def usage_tokens(usage):
 
 def _assistant_reading(line):
     """(tokens, model) from one transcript line, or None if it doesn't count."""
-    if b'"isSidechain":true' in line or b"<synthetic>" in line:
-        return None
     try:
         row = fastjson.loads(line)
     except (ValueError, UnicodeDecodeError):
@@ -126,7 +126,7 @@ def read_transcript(path, max_scan=MAX_SCAN):
             if post is not None:
                 return {"tokens": None if post < 0 else post, "model": None, "source": "compact_boundary",
                         "scanned": scanned}
-        elif _ASSISTANT in line:
+        if _ASSISTANT[0] in line or _ASSISTANT[1] in line:
             got = _assistant_reading(line)
             if got is not None:
                 return {"tokens": got[0], "model": got[1], "source": "transcript", "scanned": scanned}

@@ -37,12 +37,12 @@ def launch_dir(payload=None, env=None):
     if d:
         return d
     if payload:
+        ws = payload.get("workspace")  # status line payloads: the launch dir, unaffected by cd
+        if isinstance(ws, dict) and isinstance(ws.get("project_dir"), str) and ws["project_dir"]:
+            return ws["project_dir"]
         cwd = payload.get("cwd")
         if isinstance(cwd, str) and cwd:
             return cwd
-        ws = payload.get("workspace")
-        if isinstance(ws, dict) and isinstance(ws.get("project_dir"), str):
-            return ws["project_dir"]
     return os.getcwd()
 
 

@@ -83,6 +83,7 @@ def register(ctx, source):
     if not ctx.session_id:
         raise ValueError("hook payload has no usable session_id")
     proj = ctx.project
+    cfg = ctx.cfg  # a broken config stops here, before a session number is spent
     proj.ensure()
     sock, pane = ctx.tmux()
     with proj.lock():
@@ -104,7 +105,7 @@ def register(ctx, source):
             n, proj.session_name(n), ctx.session_id,
             project_root=proj.root, project_key=proj.key, slug=proj.slug,
             launch_dir=launch_dir(ctx.payload, ctx.env), source=source,
-            unattended=bool(ctx.cfg["unattended"]),
+            unattended=bool(cfg["unattended"]),
             **_live_fields(ctx, sock, pane),
         )
         pred = _predecessor_by_pid(proj, ctx.claude_pid()) if source == "clear" else None

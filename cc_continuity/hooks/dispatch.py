@@ -87,8 +87,8 @@ def run(event, raw, env=None):
     """Route one hook call.  Returns (stdout_text_or_None, outcome, session_id)."""
     try:
         payload = fastjson.loads(raw)
-    except (ValueError, UnicodeDecodeError) as e:
-        return None, "bad-stdin: %s" % str(e)[:80], None
+    except (ValueError, UnicodeDecodeError, RecursionError) as e:
+        return None, "bad-stdin: %s" % (str(e)[:80] or type(e).__name__), None
     if not isinstance(payload, dict):
         return None, "bad-stdin: not a JSON object", None
     event = event or payload.get("hook_event_name")
@@ -101,6 +101,8 @@ def run(event, raw, env=None):
     modname = HANDLERS.get(event)
     if modname is None:
         return None, "ignored", sid
+    if call.session_id is None:
+        return None, "no usable session_id", sid
     mod = __import__("cc_continuity.hooks." + modname, fromlist=["handle"])
     result = mod.handle(call)
     if result is None:

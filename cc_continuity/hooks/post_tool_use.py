@@ -39,11 +39,11 @@ def slow(call, logged=False):
     from . import common
 
     ctx = common.HookContext(call)
-    n, sdir, rec = ctx.load_session()
-    common.refresh_card(ctx, n, sdir, rec)
     if not ctx.cfg["enabled"]:
         ctx.outcome = "project disabled"
         return None
+    n, sdir, rec = ctx.load_session()
+    common.refresh_card(ctx, n, sdir, rec)
     reading = common.measure(ctx, sdir, rec)
     if not logged:
         tool = call.payload.get("tool_name")

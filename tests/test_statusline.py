@@ -1,0 +1,251 @@
+"""The status line, run as installed (``'<python>' -S '<pkg>/cc_continuity/statusmain.py'``, shell form)."""
+
+import json
+import os
+import shlex
+import stat
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+
+from cc_continuity import paths, session
+from cc_continuity.project import Project
+from helpers.transcripts import STATUSMAIN, Transcript, claude_transcript_path, hook_env, hook_payload, run_hook
+
+COMMAND = "%s -S %s" % (shlex.quote(sys.executable), shlex.quote(STATUSMAIN))
+
+
+class Session:
+    """A registered session (SessionStart ran) and the status-line payloads Claude Code would send for it."""
+
+    def __init__(self, repo, home):
+        self.repo = str(repo)
+        self.sid = str(uuid.uuid4())
+        self.transcript = Transcript(session_id=self.sid, cwd=self.repo)
+        self.path = claude_transcript_path(home, self.repo, self.sid)
+        self.transcript.write(self.path)
+        self.env = hook_env(self.repo, os.getpid())
+        res = run_hook("SessionStart", hook_payload("SessionStart", self.sid, self.path, self.repo), self.env)
+        assert res.returncode == 0 and res.stdout == b"", res.stderr
+
+    @property
+    def sdir(self):
+        p = Project.discover(self.repo)
+        return p.session_dir(p.lookup(self.sid))
+
+    def payload(self, tokens=37010, window=1_000_000, model="claude-opus-5-5"):
+        cu = None if tokens is None else {"input_tokens": 10, "output_tokens": 20,
+                                          "cache_creation_input_tokens": 2000,
+                                          "cache_read_input_tokens": tokens - 2010}
+        return {
+            "session_id": self.sid, "transcript_path": self.path, "cwd": self.repo,
+            "prompt_id": "6ee8a792-0000-4000-8000-000000000000", "effort": {"level": "medium"},
+            "model": {"id": model, "display_name": "Opus 5.5"},
+            "workspace": {"current_dir": self.repo, "project_dir": self.repo, "added_dirs": []},
+            "version": "2.1.328", "output_style": {"name": "default"},
+            "cost": {"total_cost_usd": 0.2, "total_duration_ms": 21694, "total_api_duration_ms": 4083,
+                     "total_lines_added": 0, "total_lines_removed": 0},
+            "context_window": {
+                "total_input_tokens": 0 if tokens is None else tokens, "total_output_tokens": 20,
+                "context_window_size": window, "current_usage": cu,
+                "used_percentage": None if tokens is None else round(100 * tokens / window),
+                "remaining_percentage": None if tokens is None else 100 - round(100 * tokens / window)},
+            "exceeds_200k_tokens": bool(tokens and tokens > 200_000), "fast_mode": False,
+            "thinking": {"enabled": True},
+        }
+
+    def transition(self, *states):
+        rec = session.load(self.sdir)
+        for s in states:
+            rec = session.transition(self.sdir, rec, s, "test")
+
+
+def statusline(payload, env=None, no_color=True, timeout=30):
+    raw = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+    e = dict(os.environ if env is None else env)
+    e.pop("CLAUDE_PROJECT_DIR", None)  # the status line finds the project from its payload
+    if no_color:
+        e["NO_COLOR"] = "1"
+    else:
+        e.pop("NO_COLOR", None)
+    t0 = time.monotonic()
+    res = subprocess.run(COMMAND, shell=True, input=raw, capture_output=True, env=e, timeout=timeout)
+    res.elapsed = time.monotonic() - t0
+    assert res.returncode == 0, res.stderr
+    res.lines = res.stdout.decode("utf-8").splitlines()
+    return res
+
+
+@pytest.fixture
+def sess(git_repo, isolated_home):
+    return Session(git_repo, isolated_home)
+
+
+def write_chain(command):
+    paths.ensure_dir(paths.home())
+    with open(os.path.join(paths.home(), "install.json"), "w") as f:
+        json.dump({"statusline_chain": {"type": "command", "command": command, "padding": 0}}, f)
+
+
+def script(tmp_path, name, body):
+    p = tmp_path / name
+    p.write_text("#!/bin/sh\n" + body)
+    p.chmod(p.stat().st_mode | stat.S_IXUSR)
+    return str(p)
+
+
+# -- levels and marks ----------------------------------------------------------------------------
+@pytest.mark.parametrize("tokens,expected", [
+    (37_010, "ctx 3% ▯▯▯▯▯ ok"),
+    (400_000, "ctx 40% ▮▮▯▯▯ ok"),
+    (560_000, "ctx 56% ▮▮▮▯▯ warn"),
+    (650_000, "ctx 65% ▮▮▮▯▯ rotate"),
+    (800_000, "ctx 80% ▮▮▮▮▯ hard"),
+    (1_000_000, "ctx 100% ▮▮▮▮▮ hard"),
+])
+def test_levels(sess, tokens, expected):
+    res = statusline(sess.payload(tokens))
+    assert res.lines == [expected + " · repo-001"]
+
+
+def test_colors(sess):
+    res = statusline(sess.payload(560_000), no_color=False)
+    assert res.lines[0].startswith("\x1b[33mctx 56% ▮▮▮▯▯ warn\x1b[0m")
+    res = statusline(sess.payload(800_000), no_color=False)
+    assert "\x1b[31m" in res.lines[0]
+    res = statusline(sess.payload(800_000), no_color=True)
+    assert "\x1b" not in res.stdout.decode()
+
+
+def test_color_off_in_config(sess):
+    with open(paths.config_file(), "w") as f:
+        json.dump({"statusline_color": False}, f)
+    res = statusline(sess.payload(800_000), no_color=False)
+    assert "\x1b" not in res.stdout.decode() and "hard" in res.lines[0]
+
+
+def test_null_usage_after_clear_falls_back_to_transcript(sess):
+    res = statusline(sess.payload(None))
+    assert res.lines == ["ctx ? ▯▯▯▯▯ ok · repo-001"]
+    sess.transcript.turn(250_000)
+    sess.transcript.write(sess.path)
+    res = statusline(sess.payload(None))
+    assert res.lines == ["ctx 25% ▮▯▯▯▯ ok · repo-001"]
+
+
+@pytest.mark.parametrize("states,mark", [
+    ((session.ROTATION_PENDING,), "⟳ rotation pending"),
+    ((session.HANDOFF_REQUESTED,), "✎ writing handoff"),
+    ((session.HANDOFF_REQUESTED, session.CHECKPOINT_VERIFIED, session.AWAITING_MANUAL_CLEAR),
+     "⚠ type /clear to rotate"),
+])
+def test_state_marks(sess, states, mark):
+    sess.transition(*states)
+    res = statusline(sess.payload(650_000))
+    assert res.lines == ["ctx 65% ▮▮▮▯▯ rotate · repo-001 · " + mark]
+
+
+def test_needs_human_shows_blocked_until_next_prompt(sess):
+    env = dict(sess.env, CLAUDE_CODE_SESSION_ID=sess.sid)
+    res = subprocess.run([sys.executable, "-m", "cc_continuity", "signal", "needs-human", "which database?"],
+                         env=env, cwd=sess.repo, capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    assert statusline(sess.payload()).lines == ["ctx 3% ▯▯▯▯▯ ok · repo-001 · ⛔ BLOCKED"]
+    run_hook("UserPromptSubmit", hook_payload("UserPromptSubmit", sess.sid, sess.path, sess.repo), sess.env)
+    assert statusline(sess.payload()).lines == ["ctx 3% ▯▯▯▯▯ ok · repo-001"]
+
+
+def test_unknown_session_shows_only_the_meter(sess):
+    p = sess.payload(560_000)
+    p["session_id"] = str(uuid.uuid4())
+    assert statusline(p).lines == ["ctx 56% ▮▮▮▯▯ warn"]
+
+
+def test_turning_the_project_off_shows_immediately(sess):
+    assert statusline(sess.payload()).lines == ["ctx 3% ▯▯▯▯▯ ok · repo-001"]
+    res = subprocess.run([sys.executable, "-m", "cc_continuity", "off"], cwd=sess.repo, capture_output=True,
+                         text=True, timeout=60, env=dict(os.environ, CLAUDE_PROJECT_DIR=sess.repo))
+    assert res.returncode == 0, res.stderr
+    assert statusline(sess.payload()).lines == ["ctx 3% ▯▯▯▯▯ ok · continuity off · repo-001"]
+
+
+def test_config_error_is_shown_not_raised(sess, git_repo):
+    os.makedirs(git_repo / ".claude", exist_ok=True)
+    (git_repo / ".claude" / "continuity.json").write_text('{"warn": "high"}')
+    res = statusline(sess.payload())
+    assert len(res.lines) == 1
+    assert res.lines[0].startswith("ctx ?") and "config error" in res.lines[0] and "warn" in res.lines[0]
+
+
+def test_window_is_remembered_for_the_hooks(sess):
+    """Hooks never see the window; the status line leaves it for them (200k model id, 1M actual window)."""
+    sess.transcript.turn(150_000)
+    sess.transcript.write(sess.path)
+    statusline(sess.payload(150_000, window=1_000_000, model="claude-sonnet-4-5[1m]"))
+    with open(os.path.join(sess.sdir, "statusline.json")) as f:
+        assert json.load(f) == {"window": 1_000_000}
+    res = run_hook("PostToolUse", hook_payload("PostToolUse", sess.sid, sess.path, sess.repo), sess.env)
+    assert (res.returncode, res.stdout) == (0, b""), "15% of 1M: no note (75% of the model's 200k would be hard)"
+    from cc_continuity import ledger
+
+    tools = [r for r in ledger.read(session.ledger_path(sess.sdir)) if r["ev"] == "tool"]
+    assert tools[-1]["percent"] == 15.0
+
+
+# -- the chained user status line --------------------------------------------------------------
+def test_chained_command_runs_first_with_the_same_stdin(sess, tmp_path):
+    seen = tmp_path / "chain-stdin"
+    chain = script(tmp_path, "theirs.sh",
+                   'cat > %s\nsid=$(sed -n \'s/.*"session_id": *"\\([^"]*\\)".*/\\1/p\' %s)\necho "THEIRS sid=$sid"\n'
+                   % (shlex.quote(str(seen)), shlex.quote(str(seen))))
+    write_chain(shlex.quote(chain) + " --flag")
+    raw = json.dumps(sess.payload(560_000)).encode()
+    res = statusline(raw)
+    assert res.lines == ["THEIRS sid=%s" % sess.sid, "ctx 56% ▮▮▮▯▯ warn · repo-001"]
+    assert seen.read_bytes() == raw
+
+
+def test_slow_chained_command_is_cut_off(sess, tmp_path):
+    with open(paths.config_file(), "w") as f:
+        json.dump({"statusline_chain_timeout_ms": 300}, f)
+    chain = script(tmp_path, "slow.sh", "cat >/dev/null\nsleep 6\necho late\n")
+    write_chain(shlex.quote(chain))
+    res = statusline(sess.payload(), timeout=30)
+    assert res.lines == ["ctx 3% ▯▯▯▯▯ ok · repo-001"]
+    assert res.elapsed < 0.3 + 4.0, "took %.1fs" % res.elapsed
+
+
+def test_failing_chained_command_is_dropped(sess, tmp_path):
+    chain = script(tmp_path, "bad.sh", "cat >/dev/null\necho half-broken\nexit 3\n")
+    write_chain(shlex.quote(chain))
+    assert statusline(sess.payload()).lines == ["ctx 3% ▯▯▯▯▯ ok · repo-001"]
+    write_chain(str(tmp_path / "does-not-exist.sh"))
+    assert statusline(sess.payload()).lines == ["ctx 3% ▯▯▯▯▯ ok · repo-001"]
+
+
+def test_garbage_install_json_is_ignored(sess):
+    paths.ensure_dir(paths.home())
+    with open(os.path.join(paths.home(), "install.json"), "w") as f:
+        f.write('{"statusline_chain": 7}')
+    assert statusline(sess.payload()).lines == ["ctx 3% ▯▯▯▯▯ ok · repo-001"]
+
+
+# -- bad input ------------------------------------------------------------------------------------
+@pytest.mark.parametrize("raw", [b"", b"not json", b"\xff\xfe\x00", b"[1, 2]", b"null", b"[" * 100_000,
+                                 b'{"session_id": "abc', b'{"session_id": 5, "cwd": {"a": 1}, "context_window": []}'])
+def test_bad_stdin_still_one_line(git_repo, raw):
+    res = statusline(raw)
+    assert len(res.lines) == 1 and res.lines[0].startswith("ctx ")
+    assert b"Traceback" not in res.stderr
+
+
+def test_truncated_stdin_is_reported_as_bad_input(git_repo):
+    res = statusline(b'{"session_id": "abc')
+    assert res.lines == ["ctx ? · cc-continuity: bad status input"]
+
+
+def test_not_json_is_reported_as_bad_input(git_repo):
+    assert statusline(b"not json").lines == ["ctx ? · cc-continuity: bad status input"]
