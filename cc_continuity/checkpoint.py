@@ -91,9 +91,11 @@ def finalize(root, slug, sdir, rec, check, cfg, degraded, tries, snap):
         text = f.read().decode("utf-8", "replace")
     first = [line.strip("# ").strip() for line in text.splitlines() if line.strip()][:3]
     message = "%s %s: %s" % (cid, rec.get("name"), " / ".join(first))[:300]
+    ref = gitsnap.ref_name(slug, number)
     try:
-        git = gitsnap.snapshot(root, gitsnap.ref_name(slug, number), message,
-                               max_file_bytes=cfg["snapshot_max_file_bytes"])
+        if not os.path.exists(cp_dir(sdir) + "/manifest.json"):
+            gitsnap.drop_ref(root, ref)  # an orphan from a verify that died before its manifest
+        git = gitsnap.snapshot(root, ref, message, max_file_bytes=cfg["snapshot_max_file_bytes"])
     except (gitsnap.SnapshotError, ValueError, OSError) as e:
         git = {"git": None, "error": str(e)[:500]}
     reading = snap.get("reading") or {}

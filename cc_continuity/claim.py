@@ -26,35 +26,44 @@ def pid_alive(pid):
     return True
 
 
-def candidates(proj, claude_pid=None, predecessor=None):
-    """Claimable sessions for a new session, best first.
+def candidates(proj, claude_pid=None, predecessor=None, me=None, cleared=False):
+    """Claimable sessions for session ``me``, best first.
 
-    The session this very Claude process just cleared (``predecessor``) always
-    qualifies.  Another one qualifies only if its Claude process is gone (a
-    crash or a reboot), so a second terminal in the same project never steals
-    a rotation that is still in flight.
+    First, a checkpoint already claimed for ``me`` by a claim that was cut
+    short (it is finished, not claimed again).  Then the session this very
+    Claude process just cleared (``predecessor``).  Another one qualifies if
+    its Claude process is gone (a crash or a reboot) — or, after a ``/clear``
+    (``cleared``), if it belongs to this same process — so a second terminal
+    in the same project never steals a rotation that is still in flight.
     """
     out = []
+    mine = []
     for n in reversed(proj.numbers()):
-        if n == predecessor:
+        if n == predecessor or n == me:
             continue
         try:
             rec = session.load(proj.session_dir(n))
         except (OSError, ValueError):
             continue
+        if me is not None and rec.get("successor") == me and rec["state"] == session.ROTATED:
+            mine.append(n)
+            continue
         if rec["state"] in session.CLAIMABLE and not rec.get("successor"):
-            if rec.get("pid") and rec.get("pid") == claude_pid:
+            same_process = rec.get("pid") and rec.get("pid") == claude_pid
+            if same_process and not cleared:
                 continue  # that process is alive (it is us) but did not clear: leave it
-            if not pid_alive(rec.get("pid")):
+            if same_process or not pid_alive(rec.get("pid")):
                 out.append(n)
     if predecessor is not None:
         try:
             rec = session.load(proj.session_dir(predecessor))
             if rec["state"] in session.CLAIMABLE and not rec.get("successor"):
                 out.insert(0, predecessor)
+            elif me is not None and rec.get("successor") == me and rec["state"] == session.ROTATED:
+                mine.insert(0, predecessor)
         except (OSError, ValueError):
             pass
-    return out
+    return mine + out
 
 
 def claim(proj, successor_n, successor_dir, candidates_):
@@ -68,6 +77,8 @@ def claim(proj, successor_n, successor_dir, candidates_):
             prec = session.load(pdir)
         except (OSError, ValueError):
             continue
+        if prec.get("successor") == successor_n and prec["state"] == session.ROTATED:
+            return n, prec  # ours already: a claim cut short after this save
         if prec["state"] not in session.CLAIMABLE or prec.get("successor"):
             continue  # someone else got it first
         cp = prec.get("checkpoint") or {}

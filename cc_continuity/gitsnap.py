@@ -339,6 +339,18 @@ def _trailer(message, key):
     return None
 
 
+def drop_ref(root, ref):
+    """Delete ``ref`` if it exists (only refs under refs/continuity/); True when one was deleted."""
+    check_ref(ref)
+    if not ref.startswith(REF_PREFIX):
+        raise ValueError("refusing to delete %s: not a cc-continuity ref" % ref)
+    top, _, _ = _locate(root)
+    if top is None:
+        return False
+    proc = _git(["update-ref", "-d", "--no-deref", ref], top)
+    return proc.returncode == 0
+
+
 def list_snapshots(root, prefix=REF_PREFIX):
     """Snapshot refs under ``prefix``, newest first.
 

@@ -15,6 +15,14 @@ HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
 # Path-like tokens worth checking: in backticks, or list items in "Files touched".
 BACKTICK = re.compile(r"`([^`\n]{1,300})`")
 PATHISH = re.compile(r"^(?:\.{0,2}/)?[\w@.+-]+(?:/[\w@.+-]+)*\.?[\w+-]*$")
+# A token without "/" is a path only if it ends in one of these (else it is code: `os.path.join`).
+FILE_EXTENSIONS = frozenset("""
+py pyi js mjs cjs ts tsx jsx md rst txt json jsonl yaml yml toml ini cfg conf env lock sh bash zsh fish
+go rs c h cc cpp hpp cxx java kt kts scala rb php cs swift m mm r jl lua pl ex exs erl hs ml vue svelte
+html htm css scss sass less sql proto graphql gradle xml csv tsv ipynb dockerfile makefile mk cmake
+tf hcl nix el clj dart zig v sv vhd asm s bat ps1 pem crt txt log patch diff
+""".split())
+NOT_A_PATH = frozenset(("n/a", "na", "none", "-", "--", "tbd", "todo", "nothing"))
 GONE_WORDS = ("deleted", "removed", "renamed from", "(gone)", "will create", "to create", "new file", "(planned)")
 
 
@@ -33,7 +41,7 @@ def sections_of(text):
     body = []
     in_fence = False
     for line in text.splitlines():
-        if line.lstrip().startswith("```"):
+        if line.lstrip().startswith(("```", "~~~")):
             in_fence = not in_fence
         m = None if in_fence else HEADING.match(line)
         if m:
@@ -69,10 +77,10 @@ def named_paths(text, sections):
     seen = set()
     for tok, line in found:
         tok = tok.split(":")[0] if re.search(r":\d+$", tok) else tok  # file.py:42
-        if tok in seen or "://" in tok or " " in tok or not PATHISH.match(tok):
+        if tok in seen or "://" in tok or " " in tok or tok.lower() in NOT_A_PATH or not PATHISH.match(tok):
             continue
-        if "/" not in tok and "." not in tok:
-            continue  # a bare word, not a path
+        if "/" not in tok and tok.rsplit(".", 1)[-1].lower() not in FILE_EXTENSIONS:
+            continue  # a bare word or a dotted code name, not a file
         if any(w in line.lower() for w in GONE_WORDS):
             continue
         seen.add(tok)

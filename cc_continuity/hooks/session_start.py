@@ -29,7 +29,7 @@ def handle(call):
         common.notify(ctx, rec, "session-started", source)
     if source not in CLAIM_SOURCES:
         return None
-    text = claim_for(ctx, n, sdir, rec)
+    text = claim_for(ctx, n, sdir, rec, cleared=source == "clear")
     if text is None:
         text = crash_notice(ctx, n) if source == "startup" else None
         if text is None:
@@ -37,8 +37,11 @@ def handle(call):
     return {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}}
 
 
-def claim_for(ctx, n, sdir, rec):
-    """Claim the best checkpoint for session ``n``; the bootstrap text, or None."""
+def claim_for(ctx, n, sdir, rec, cleared=False):
+    """Claim the best checkpoint for session ``n``; the bootstrap text, or None.
+
+    ``cleared``: this session follows a ``/clear`` of the same Claude process.
+    """
     from .. import rotation
 
     proj = ctx.project
@@ -46,7 +49,7 @@ def claim_for(ctx, n, sdir, rec):
         rec = session.load(sdir)
         if rec.get("predecessor_claimed"):
             return None
-        cands = claim.candidates(proj, ctx.claude_pid(), rec.get("predecessor"))
+        cands = claim.candidates(proj, ctx.claude_pid(), rec.get("predecessor"), me=n, cleared=cleared)
         pred_n, prec = claim.claim(proj, n, sdir, cands)
         if pred_n is None:
             return None

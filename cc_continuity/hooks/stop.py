@@ -31,6 +31,14 @@ def handle(call):
         return _check_handoff(ctx, n, sdir)
     if state == session.AWAITING_MANUAL_CLEAR:
         return _ask_for_clear(rec)
+    if state == session.ROTATING and not _rotator_alive(rec):
+        with ctx.project.lock():
+            rec = session.load(sdir)
+            if rec["state"] != session.ROTATING:
+                return None
+            session.transition(sdir, rec, session.AWAITING_MANUAL_CLEAR, "rotator %s is gone" % rec.get("rotator_pid"))
+        common.notify(ctx, rec, "lifecycle-failed", "rotator stopped; /clear needed")
+        return _ask_for_clear(rec)
     if state in session.CLAIMABLE or state in (session.ROTATED, session.ENDED):
         return None
     if common.needs_level_change(rec, reading):
@@ -89,6 +97,23 @@ def request_text(reading, path, cfg):
 
 def _check_handoff(ctx, n, sdir):
     path = checkpoint.handoff_path(sdir)
+    if not os.path.exists(path):
+        # Nothing written yet (or the request never reached the model): ask again, in full.
+        try:
+            reading = checkpoint.read_json(checkpoint.cp_dir(sdir) + "/snapshot.json").get("reading") or {}
+        except (OSError, ValueError):
+            reading = {}
+        with ctx.project.lock():
+            rec = session.load(sdir)
+            tries = int(rec.get("handoff_tries") or 0) + 1
+            rec["handoff_tries"] = tries
+            session.save(sdir, rec)
+        if tries < ctx.cfg["handoff_max_tries"]:
+            ctx.log(sdir, {"ev": "handoff_check", "try": tries, "ok": False, "problems": ["missing"]})
+            ctx.outcome = "handoff missing (try %d)" % tries
+            return {"decision": "block", "reason": "The handoff file does not exist yet (check %d of %d).\n\n%s" % (
+                tries, ctx.cfg["handoff_max_tries"], request_text(reading, path, ctx.cfg))}
+        return _fallback(ctx, n, sdir, handoff.validate(path, ctx.project.root, ctx.cfg), tries)
     check = handoff.validate(path, ctx.project.root, ctx.cfg)
     with ctx.project.lock():
         rec = session.load(sdir)
@@ -105,6 +130,11 @@ def _check_handoff(ctx, n, sdir):
             "cc-continuity: the handoff at %s is not complete yet (check %d of %d). What is wrong:\n%s\n\n"
             "Fix these in the file, then end the turn." % (
                 path, tries, ctx.cfg["handoff_max_tries"], "\n".join("- " + p for p in check.problems)))}
+    return _fallback(ctx, n, sdir, check, tries)
+
+
+def _fallback(ctx, n, sdir, check, tries):
+    """The model did not produce a valid handoff in time: write one from machine facts."""
     try:
         snap = checkpoint.read_json(checkpoint.cp_dir(sdir) + "/snapshot.json")
     except (OSError, ValueError):
@@ -138,6 +168,10 @@ def _verified(ctx, n, sdir, check, degraded, tries):
     if use_tmux:
         try:
             pid = rotation.start(rec, sdir, ctx.cfg, successor_name)
+            with proj.lock():
+                rec = session.load(sdir)
+                rec["rotator_pid"] = pid
+                session.save(sdir, rec)
             ctx.log(sdir, {"ev": "rotator_spawned", "pid": pid, "successor": successor_name})
             return None
         except Exception as e:  # the rotator could not start: fall back to a manual /clear
@@ -153,3 +187,19 @@ def _ask_for_clear(rec):
     cid = (rec.get("checkpoint") or {}).get("id", "the checkpoint")
     return {"systemMessage": "cc-continuity: handoff %s is verified. Type /clear to continue in a fresh session; "
                              "it picks up the handoff automatically." % cid}
+
+
+def _rotator_alive(rec):
+    """Is the rotator spawned for this checkpoint still running?  (Unknown counts as alive.)"""
+    from ..claim import pid_alive
+
+    pid = rec.get("rotator_pid")
+    if not isinstance(pid, int):
+        return True
+    if not pid_alive(pid):
+        return False
+    try:  # a zombie or a recycled pid is not our rotator
+        with open("/proc/%d/cmdline" % pid, "rb") as f:
+            return b"cc_continuity.rotator" in f.read()
+    except OSError:
+        return True

@@ -30,7 +30,7 @@ def handle(call):
     if prompt.startswith("Continuing from cp-") and rec["state"] == session.ACTIVE and not rec.get("predecessor_claimed"):
         from .session_start import claim_for
 
-        text = claim_for(ctx, n, sdir, rec)  # fallback claim
+        text = claim_for(ctx, n, sdir, rec, cleared=True)  # fallback: the rotator's prompt follows a /clear
         if text:
             context.append(text)
     with ctx.project.lock():
