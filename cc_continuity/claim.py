@@ -6,24 +6,12 @@ it to ROTATED in the same critical section, so a second claimer sees the
 successor and gets nothing.
 """
 
-import os
 import time
 
 from . import checkpoint, ledger, session
+from .procs import pid_alive
 
 SPILL_LIMIT = 9500  # Claude Code spills hook text over 10 000 chars to a file
-
-
-def pid_alive(pid):
-    if not isinstance(pid, int) or pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def candidates(proj, claude_pid=None, predecessor=None, me=None, cleared=False):

@@ -1,9 +1,9 @@
 """``cc-continuity status [--json]``: this project's sessions, ratio, level and state."""
 
-import os
 
 from .. import meter, session
 from ._util import ago, current_project, load_config, print_json
+from ..procs import pid_alive
 
 
 def register(sub):
@@ -11,18 +11,6 @@ def register(sub):
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--all", action="store_true", help="include ended and rotated sessions")
     p.set_defaults(func=run)
-
-
-def pid_alive(pid):
-    if not isinstance(pid, int) or pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def describe(proj, cfg, n):

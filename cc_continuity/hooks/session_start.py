@@ -11,6 +11,7 @@ written here.
 import time
 
 from .. import atomic, claim, session
+from ..procs import pid_alive
 from . import common
 
 CLAIM_SOURCES = ("clear", "startup", "resume")
@@ -80,7 +81,7 @@ def crash_notice(ctx, n):
             prev = session.load(proj.session_dir(m))
         except (OSError, ValueError):
             continue
-        if prev["state"] in session.LIVE and not claim.pid_alive(prev.get("pid")) and not prev.get("ended"):
+        if prev["state"] in session.LIVE and not pid_alive(prev.get("pid")) and not prev.get("ended"):
             last_cp = next((r for r in _checkpointed(proj, m)), None)
             lines = ["cc-continuity: the previous session %s in this project ended without a handoff "
                      "(its process is gone)." % prev.get("name")]

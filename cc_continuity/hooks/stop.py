@@ -191,7 +191,7 @@ def _ask_for_clear(rec):
 
 def _rotator_alive(rec):
     """Is the rotator spawned for this checkpoint still running?  (Unknown counts as alive.)"""
-    from ..claim import pid_alive
+    from ..procs import pid_alive
 
     pid = rec.get("rotator_pid")
     if not isinstance(pid, int):

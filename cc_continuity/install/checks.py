@@ -19,6 +19,7 @@ import time
 import urllib.parse
 
 from .. import atomic, paths
+from ..procs import pid_alive
 
 MIN_PYTHON = (3, 11)
 MIN_CLAUDE = (2, 1, 209)
@@ -165,16 +166,6 @@ def _first_line(text):
 
 def _is_executable(path):
     return isinstance(path, str) and os.path.isabs(path) and os.path.isfile(path) and os.access(path, os.X_OK)
-
-
-def _pid_alive(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 # -- tools ---------------------------------------------------------------------
@@ -631,7 +622,7 @@ def find_leftovers(now=None):
             temps.append(p)
         elif (name == "lock" or name.endswith(".lock")) and p.startswith(home + os.sep) and os.path.isfile(p):
             pid = lock.holder_pid(p)
-            if pid is not None and not _pid_alive(pid) and not lock.is_held(p):
+            if pid is not None and not pid_alive(pid) and not lock.is_held(p):
                 locks.append(p)
     return sorted(temps), sorted(stale_env_files(now=now)), sorted(locks)
 
@@ -649,7 +640,7 @@ def _remove_stale_lock(path):
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         pid = lock.holder_pid(path)
-        if pid is None or _pid_alive(pid):
+        if pid is None or pid_alive(pid):
             return False
         os.unlink(path)
         return True
