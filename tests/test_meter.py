@@ -1,7 +1,6 @@
 """meter: the context reading from transcripts shaped like Claude Code's, windows, levels."""
 
 import json
-import os
 import subprocess
 import sys
 
