@@ -102,6 +102,7 @@ SCHEMA = {
     "watchdog_health_url": (None, _url, "model server liveness URL (e.g. http://host:8000/health)"),
     "watchdog_progress_url": (None, _url, "metrics URL whose counter must advance (progress probe)"),
     "watchdog_progress_metric": ("vllm:iteration_tokens_total", _str_or_null, "metric name for the progress probe"),
+    "watchdog_progress_model": (None, _str_or_null, "model id for a 1-token completion probe (progress_url is then a completions URL)"),
     "watchdog_probe_timeout_s": (10, _num(0, 300), "per-probe deadline"),
     "watchdog_fail_threshold": (3, _int(1, 100), "consecutive failures before DOWN"),
     "watchdog_interval_s": (15, _num(0, 3600), "seconds between watchdog cycles"),

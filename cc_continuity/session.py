@@ -41,7 +41,7 @@ TRANSITIONS = {
     AWAITING_MANUAL_CLEAR: {ROTATING, ROTATED},
     ROTATED: set(),
     BOOTSTRAPPING: {ACTIVE, WARNED, ROTATION_PENDING, HANDOFF_REQUESTED, ENDED},
-    ENDED: set(),
+    ENDED: {ACTIVE},  # only `claude --resume` of an ended session brings it back
 }
 
 

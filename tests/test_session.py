@@ -30,7 +30,8 @@ def test_table_covers_every_state():
     assert set(TRANSITIONS) == set(session.STATES)
     for dsts in TRANSITIONS.values():
         assert set(dsts) <= set(session.STATES)
-    assert TRANSITIONS[session.ENDED] == set() and TRANSITIONS[session.ROTATED] == set()
+    assert TRANSITIONS[session.ROTATED] == set()
+    assert TRANSITIONS[session.ENDED] == {session.ACTIVE}  # only a `claude --resume` revives an ended session
     assert len(ALLOWED) + len(DISALLOWED) == len(session.STATES) ** 2
 
 

@@ -93,7 +93,11 @@ def register(ctx, source):
             try:
                 rec = session.load(sdir)
                 rec.update(_live_fields(ctx, sock, pane))
-                session.save(sdir, rec)
+                if source == "resume" and rec["state"] == session.ENDED:
+                    rec.pop("ended", None)
+                    session.transition(sdir, rec, session.ACTIVE, "resumed")
+                else:
+                    session.save(sdir, rec)
                 ctx.log(sdir, {"ev": "session_start", "source": source, "again": True})
                 refresh_card(ctx, n, sdir, rec)
                 return n, sdir, rec
