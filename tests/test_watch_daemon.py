@@ -13,7 +13,6 @@ import sys
 import threading
 import time
 
-import psutil
 import pytest
 
 from cc_continuity import config, ledger, paths, session
