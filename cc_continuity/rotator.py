@@ -154,6 +154,8 @@ class Rotator:
             self.note("failed", reason="tmux: %s" % e)
         except SystemExit as e:  # SIGTERM
             self.note("failed", reason="terminated (%s)" % e.code)
+        except Exception as e:  # a bug or a missing module: say so where doctor and Stop look
+            self.note("failed", reason="%s: %s" % (type(e).__name__, e))
         return 1
 
     # -- steps --------------------------------------------------------------
@@ -272,7 +274,11 @@ def spawn(plan_path, log_path=None):
     plan_path = os.path.abspath(plan_path)
     env = dict(os.environ)
     package_parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_parent, env.get("PYTHONPATH")) if p)
+    # The app copy keeps its dependencies (libtmux) in <app>/lib: the base
+    # interpreter the hooks run on need not have them.
+    lib = os.path.join(package_parent, "lib")
+    extra = [package_parent] + ([lib] if os.path.isdir(lib) else [])
+    env["PYTHONPATH"] = os.pathsep.join(p for p in extra + [env.get("PYTHONPATH", "")] if p)
     out = subprocess.DEVNULL
     if log_path:
         out = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, paths.FILE_MODE)

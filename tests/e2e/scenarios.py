@@ -1,0 +1,61 @@
+"""Scripted-model scenarios for the rotation end-to-end tests.
+
+The plain rotation (work past the rotate level, a valid handoff, the
+successor confirming) is ``cc_continuity.rehearse.rotation_scenario``, the
+same script ``cc-continuity rehearse`` runs for users; the variants here
+change one part of it.
+"""
+
+from cc_continuity.rehearse import (CONTINUATION, handoff_rule, handoff_text, rotation_scenario, usage_at)
+
+HARD_AT = 76.0  # past the default hard ceiling (72)
+WARN_AT = 57.0  # between warn (55) and rotate (62)
+
+# Too short, six sections missing, and a path that does not exist.
+BAD_HANDOFF = ("# Handoff\n\n## Goal\nShip the work log.\n\n"
+               "## Next steps\nContinue in `src/missing_module.py`.\n")
+NOT_COMPLETE = "is not complete yet"
+
+
+def invalid_then_valid(project, task):
+    """The first handoff written is incomplete; the fix-up request is answered with a valid one."""
+    scenario = rotation_scenario(project, task=task)
+    first = handoff_rule("handoff-bad", content=BAD_HANDOFF, times=1)
+    fix = handoff_rule("handoff-fix", when={"last_user_contains": NOT_COMPLETE},
+                       path_pattern=r"the handoff at (/\S+) is not complete yet", times=1)
+    scenario["rules"] = [first, fix] + [r for r in scenario["rules"] if r["name"] != "handoff"]
+    return scenario
+
+
+def hard_ceiling_burst(project, task):
+    """One tool call lands past the hard ceiling, then a burst of two more.
+
+    The burst is denied by PreToolUse; the model answers the denial (which
+    names the handoff file) by writing the handoff, so the Stop at the end of
+    the turn finds it valid without having to ask.
+    """
+    hard = usage_at(HARD_AT)
+    burst = {
+        "name": "burst", "times": 1, "when": {"last_user_contains": task},
+        "reply": [{"type": "text", "text": "Starting the burst."},
+                  {"type": "tool_use", "name": "Bash",
+                   "input": {"command": "touch burst-1.txt", "description": "first file"}}],
+        "usage": hard,
+        "then": [{"reply": [{"type": "tool_use", "name": "Bash",
+                             "input": {"command": "touch burst-2.txt", "description": "second file"}},
+                            {"type": "tool_use", "name": "Write",
+                             "input": {"file_path": "%s/burst-3.txt" % project, "content": "third\n"}}],
+                  "usage": hard}],
+    }
+    answer = handoff_rule("hard-handoff", when={"last_user_contains": "past the hard ceiling"},
+                          path_pattern=r"handoff file (/\S+\.md)", percent=HARD_AT, times=1)
+    finish = {"name": "finish", "when": {"last_user_contains": CONTINUATION},
+              "reply": "Picked up the handoff after the hard ceiling."}
+    return {"rules": [answer, finish, burst], "vars": {"handoff": handoff_text()},
+            "usage_plan": {"per": "session", "cache_read_input_tokens": 20000}}
+
+
+def status_probe(prompt):
+    """A single reply that leaves the context between warn and rotate."""
+    return {"rules": [{"name": "probe", "when": {"last_user_contains": prompt},
+                       "reply": "Status probed.", "usage": usage_at(WARN_AT)}]}
