@@ -4,7 +4,7 @@ import os
 
 
 def pid_alive(pid):
-    """True if a process with this pid exists (even one we may not signal)."""
+    """True if a process with this pid exists and is not a zombie (even one we may not signal)."""
     if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
         return False
     try:
@@ -12,7 +12,11 @@ def pid_alive(pid):
     except ProcessLookupError:
         return False
     except PermissionError:
-        return True
+        pass
     except OverflowError:
         return False
-    return True
+    try:  # Linux: a zombie has exited; only its parent has not reaped it yet
+        with open("/proc/%d/stat" % pid, "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except (OSError, IndexError):
+        return True

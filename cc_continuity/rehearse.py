@@ -30,6 +30,7 @@ import tempfile
 import time
 
 from . import config, ledger
+from .procs import pid_alive
 
 WINDOW = 200_000
 MODEL = "claude-sonnet-4-5"  # Claude Code gives it a 200k window and no auto mode
@@ -271,20 +272,6 @@ def _write_json(path, data):
         f.write("\n")
 
 
-def _alive(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return True
-
-
 def _is_rotator(pid):
     """Is ``pid`` still a cc-continuity rotator (and not a recycled pid of something else)?"""
     try:
@@ -402,7 +389,7 @@ class Rehearsal:
             return ""
 
     def claude_alive(self):
-        return bool(self.pids) and all(_alive(p) for p in self.pids)
+        return bool(self.pids) and all(pid_alive(p) for p in self.pids)
 
     # reading the throwaway state
     def ledgers(self):
@@ -603,9 +590,9 @@ class Rehearsal:
             self.pids.add(pid)
         deadline = time.monotonic() + 5
         for pid in list(self.pids):
-            while time.monotonic() < deadline and _alive(pid):
+            while time.monotonic() < deadline and pid_alive(pid):
                 time.sleep(0.05)
-            if _alive(pid):
+            if pid_alive(pid):
                 try:
                     os.kill(pid, signal.SIGKILL)
                 except ProcessLookupError:

@@ -198,7 +198,7 @@ def _rotator_alive(rec):
         return True
     if not pid_alive(pid):
         return False
-    try:  # a zombie or a recycled pid is not our rotator
+    try:  # a recycled pid is not our rotator
         with open("/proc/%d/cmdline" % pid, "rb") as f:
             return b"cc_continuity.rotator" in f.read()
     except OSError:
