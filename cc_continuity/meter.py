@@ -112,25 +112,75 @@ def lines_backwards(path, max_scan=MAX_SCAN, chunk=CHUNK):
         posix.close(fd)
 
 
-def read_transcript(path, max_scan=MAX_SCAN):
+def read_transcript(path, max_scan=MAX_SCAN, chunk=None):
     """Latest context reading from a transcript.
 
     Returns ``{"tokens", "model", "source", "scanned"}``; ``tokens`` is None when
     unknown (no assistant row yet, or compacted with no postTokens).  Raises
     OSError when the file cannot be opened.
+
+    Searches the tail in place (``rfind`` for the row markers) and parses only
+    the candidate line: splitting a 256 KiB tail into lines costs more than the
+    rest of the hook together.
     """
-    scanned = 0
-    for line, scanned in lines_backwards(path, max_scan):
-        if _BOUNDARY in line:
-            post = _boundary_reading(line)
-            if post is not None:
-                return {"tokens": None if post < 0 else post, "model": None, "source": "compact_boundary",
-                        "scanned": scanned}
-        if _ASSISTANT[0] in line or _ASSISTANT[1] in line:
-            got = _assistant_reading(line)
-            if got is not None:
-                return {"tokens": got[0], "model": got[1], "source": "transcript", "scanned": scanned}
-    return {"tokens": None, "model": None, "source": "transcript", "scanned": scanned}
+    chunk = chunk or CHUNK
+    fd = posix.open(path, posix.O_RDONLY | posix.O_CLOEXEC)
+    try:
+        pos = posix.fstat(fd).st_size
+        buf = b""       # bytes [pos, pos + len(buf)) of the file
+        hi = 0          # search below this offset in buf (lines above it are done)
+        scanned = 0
+        step = chunk // 4  # start small (a big first read costs page faults), then grow
+        while True:
+            if pos > 0 and scanned < max_scan:
+                step = min(step * 2 if scanned else step, chunk, pos)
+                pos -= step
+                buf = posix.pread(fd, step, pos) + buf
+                hi += step
+                scanned += step
+            elif pos > 0 or hi <= 0:
+                return {"tokens": None, "model": None, "source": "transcript", "scanned": scanned}
+            # Only lines that start inside buf are complete (the first may be cut).
+            if pos == 0:
+                lo = 0
+            else:
+                nl = buf.find(b"\n")
+                lo = len(buf) if nl < 0 else nl + 1  # no newline yet: all of buf is one partial line
+            while hi > lo:
+                # The compact marker first; the rarer ones only where they could be newer.
+                j = buf.rfind(_ASSISTANT[0], lo, hi)
+                newer = j if j >= 0 else lo
+                j = max(j, buf.rfind(_ASSISTANT[1], newer, hi), buf.rfind(_BOUNDARY, newer, hi))
+                if j < 0:
+                    hi = lo
+                    break
+                start = buf.rfind(b"\n", 0, j) + 1
+                if start < lo:  # that line starts before what we have read: read more first
+                    break
+                end = buf.find(b"\n", j, hi)
+                line = buf[start:hi if end < 0 else end]
+                got = _line_reading(line)
+                if got is not None:
+                    got["scanned"] = scanned
+                    return got
+                hi = start - 1 if start > 0 else 0
+            if pos == 0 and hi <= lo:
+                return {"tokens": None, "model": None, "source": "transcript", "scanned": scanned}
+    finally:
+        posix.close(fd)
+
+
+def _line_reading(line):
+    """A reading from one candidate line (compact boundary or assistant row), or None."""
+    if _BOUNDARY in line:
+        post = _boundary_reading(line)
+        if post is not None:
+            return {"tokens": None if post < 0 else post, "model": None, "source": "compact_boundary"}
+    if _ASSISTANT[0] in line or _ASSISTANT[1] in line:
+        got = _assistant_reading(line)
+        if got is not None:
+            return {"tokens": got[0], "model": got[1], "source": "transcript"}
+    return None
 
 
 def model_window(model):

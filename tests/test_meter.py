@@ -315,7 +315,7 @@ def test_matches_reference_for_any_chunk_size(tmp_path, monkeypatch):
             use_chunk(m, chunk)
             got = meter.read_transcript(str(path))
         assert strip(got) == reference(data)
-        assert got["scanned"] == len(data) or got["scanned"] % chunk == 0
+        assert got["scanned"] <= len(data)  # reads grow from chunk/4 up to chunk; never past the start
         if got["scanned"] < len(data):
             partial_reads.append(chunk)
 
