@@ -37,7 +37,7 @@ def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     # The hook path must stay lean: route it before building the full parser.
     if argv[:1] == ["hook"]:
-        from .hooks.dispatch import main as hook_main
+        from .hooks import main as hook_main
 
         hook_main(argv[1:])
     if argv[:1] == ["launch"]:

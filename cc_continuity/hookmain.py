@@ -10,7 +10,7 @@ _parent = _pkg.rpartition("/")[0] or "/"
 sys.path[0] = _parent
 sys.path.append(_parent + "/lib")
 try:
-    from cc_continuity.hooks.dispatch import main
+    from cc_continuity.hooks import main
 except BaseException:  # a broken install must never break Claude Code
     sys.exit(0)
 main(sys.argv[1:])

@@ -232,7 +232,7 @@ def test_disable_all_hooks_is_red(inst):
 
 
 def test_hook_probe_runs_the_installed_hook_for_real(inst, monkeypatch):
-    dispatch = os.path.join(inst.app, "cc_continuity", "hooks", "dispatch.py")
+    dispatch = os.path.join(inst.app, "cc_continuity", "hooks", "__init__.py")
     assert inst.check("hook-probe")["hook-probe"].ok
     with open(os.path.join(paths.logs_dir(), "hooks.log")) as f:
         assert any("DoctorProbe-" in line and "ignored" in line for line in f)

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from cc_continuity import paths
 from cc_continuity.card import valid_session_id
-from cc_continuity.hooks import dispatch
+from cc_continuity import hooks as dispatch
 from helpers.transcripts import HOOKMAIN, Transcript
 
 EVENTS = ["SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop", "PreCompact", "SessionEnd",
@@ -250,7 +250,7 @@ def test_run_deep_nesting_is_bad_stdin():
 RUN_IN_HOOK_PROCESS = """
 import sys
 sys.path[0] = sys.argv[1]
-from cc_continuity.hooks import dispatch
+from cc_continuity import hooks as dispatch
 out, outcome, sid = dispatch.run("PostToolUse", sys.argv[2].encode(), {})
 print(outcome)
 """

@@ -198,7 +198,7 @@ def test_dry_run_prints_diffs_and_writes_nothing(tmp_path, capsys):
     assert snapshot(str(tmp_path)) == before
     assert "--- ~/.claude/settings.json (now)\n+++ ~/.claude/settings.json (after)" in out
     assert '+    "statusLine": {' not in out and '"command": "echo THEIR-STATUS"' in out  # replaced in place
-    assert "from cc_continuity.hooks.dispatch import main" in out
+    assert "from cc_continuity.hooks import main" in out
     assert "+++ ~/.claude/CLAUDE.md (after)" in out and "+<!-- >>> cc-continuity claude-md v" in out
     assert "+# >>> cc-continuity wrapper v" in out
     for name in skills.NAMES:

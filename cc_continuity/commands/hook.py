@@ -8,7 +8,7 @@ def register(sub):
 
 
 def run(args):
-    from ..hooks.dispatch import main
+    from ..hooks import main
 
     main([args.event])
     return 0

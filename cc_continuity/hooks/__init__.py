@@ -1,1 +1,156 @@
-"""One module per Claude Code hook event, routed by :mod:`.dispatch`."""
+"""The hook entry: read stdin once, route to one module per event, fail open.
+
+(The router lives in the package itself: every hook call imports this
+package anyway, and on the per-tool-call path each module costs ~0.2 ms.)
+
+Whatever happens inside — malformed stdin, a corrupt state file, a full disk,
+a bug — the process exits 0 with nothing on stdout and one line in
+``logs/hooks.log``.  Only a handler that finished cleanly may print, and it
+prints exactly one JSON object.  A per-event budget (SIGALRM) guarantees no
+hook outlives its settings.json timeout.
+"""
+
+import posix
+import time
+
+import _signal
+
+from .. import fastjson
+from ..card import valid_session_id
+
+# Claude Code event -> handler module (cc_continuity.hooks.<module>).
+HANDLERS = {
+    "SessionStart": "session_start",
+    "UserPromptSubmit": "user_prompt_submit",
+    "PreToolUse": "pre_tool_use",
+    "PostToolUse": "post_tool_use",
+    "Stop": "stop",
+    "PreCompact": "pre_compact",
+    "SessionEnd": "session_end",
+}
+
+# Seconds; each below the timeout written into settings.json for that event.
+BUDGET = {
+    "SessionStart": 12.0,
+    "UserPromptSubmit": 8.0,
+    "PreToolUse": 4.0,
+    "PostToolUse": 4.0,
+    "Stop": 50.0,
+    "PreCompact": 25.0,
+    "SessionEnd": 8.0,
+}
+
+MAX_STDIN = 64 * 1024 * 1024
+
+
+class BudgetExceeded(BaseException):
+    """Raised by SIGALRM when a handler runs past its event's budget."""
+
+
+def _on_alarm(signum, frame):
+    raise BudgetExceeded()
+
+
+class Call:
+    """One hook invocation: the event, its payload, and where the answer goes."""
+
+    def __init__(self, event, payload, env=None):
+        self.event = event
+        self.payload = payload
+        self.env = env  # None: the process environment
+        sid = payload.get("session_id")
+        self.session_id = sid if valid_session_id(sid) else None
+        self.outcome = "ok"
+
+    def getenv(self, name):
+        if self.env is not None:
+            return self.env.get(name)
+        v = posix.environ.get(name.encode())
+        return None if v is None else v.decode("utf-8", "surrogateescape")
+
+
+def _read_stdin():
+    chunks = []
+    total = 0
+    while True:
+        try:
+            b = posix.read(0, 1 << 20)
+        except OSError:
+            break
+        if not b:
+            break
+        chunks.append(b)
+        total += len(b)
+        if total > MAX_STDIN:
+            raise ValueError("stdin larger than %d bytes" % MAX_STDIN)
+    return b"".join(chunks)
+
+
+def run(event, raw, env=None):
+    """Route one hook call.  Returns (stdout_text_or_None, outcome, session_id)."""
+    try:
+        payload = fastjson.loads(raw)
+    except (ValueError, UnicodeDecodeError, RecursionError) as e:
+        return None, "bad-stdin: %s" % (str(e)[:80] or type(e).__name__), None
+    if not isinstance(payload, dict):
+        return None, "bad-stdin: not a JSON object", None
+    event = event or payload.get("hook_event_name")
+    sid = payload.get("session_id")
+    if not isinstance(event, str):
+        return None, "no-event", sid
+    call = Call(event, payload, env)
+    if call.getenv("CC_CONTINUITY") == "0":
+        return None, "disabled", sid
+    modname = HANDLERS.get(event)
+    if modname is None:
+        return None, "ignored", sid
+    if call.session_id is None:
+        return None, "no usable session_id", sid
+    mod = __import__("cc_continuity.hooks." + modname, fromlist=["handle"])
+    result = mod.handle(call)
+    if result is None:
+        return None, call.outcome, sid
+    return fastjson.dumps(result), call.outcome, sid
+
+
+def main(argv):
+    """Entry for ``hookmain.py`` and ``cc-continuity hook``; always exits 0."""
+    t0 = time.monotonic()
+    event = argv[0] if argv else None
+    outcome, sid, out = "error", None, None
+    try:
+        budget = BUDGET.get(event, 5.0)
+        _signal.signal(_signal.SIGALRM, _on_alarm)
+        _signal.setitimer(_signal.ITIMER_REAL, budget)
+        try:
+            raw = _read_stdin()
+            out, outcome, sid = run(event, raw)
+        finally:
+            _signal.setitimer(_signal.ITIMER_REAL, 0)
+    except BudgetExceeded:
+        out, outcome = None, "budget-exceeded"
+    except BaseException as e:  # fail open: log, print nothing, exit 0
+        out, outcome = None, "error: " + _describe(e)
+    if out is not None:
+        try:
+            posix.write(1, out.encode("utf-8"))
+        except OSError:
+            pass
+    try:
+        from .. import log
+
+        log.hook(event or "?", sid, (time.monotonic() - t0) * 1000, outcome)
+    except BaseException:
+        pass
+    posix._exit(0)
+
+
+def _describe(e):
+    """One line: exception type, message, and where it was raised."""
+    tb = e.__traceback__
+    where = ""
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        where = "%s:%d" % (code.co_filename.rpartition("/")[2], tb.tb_lineno)
+        tb = tb.tb_next
+    return "%s(%s) at %s" % (type(e).__name__, str(e)[:200], where)

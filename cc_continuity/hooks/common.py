@@ -13,7 +13,7 @@ from ..project import Project, launch_dir
 
 
 class HookContext:
-    """The slow path's view of a :class:`~.dispatch.Call`: project, config, record."""
+    """The slow path's view of a :class:`~cc_continuity.hooks.Call`: project, config, record."""
 
     def __init__(self, call):
         self.call = call

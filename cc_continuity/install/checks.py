@@ -28,7 +28,7 @@ PROBE_TIMEOUT_S = 5
 TEMP_MIN_AGE_S = 300  # a younger temp file may belong to a write in progress
 # The probe runs our hook for a made-up event, which the dispatcher must ignore and
 # log (logs/hooks.log: one line per call, starting with the event); the log line is
-# the proof it really ran, since hookmain exits 0 silently even when it cannot import.
+# the proof it really ran, since the bootstrap exits 0 silently even when it cannot import.
 PROBE_EVENT = "DoctorProbe"
 
 
@@ -272,7 +272,7 @@ def _handler_problems(event, group, handler, expected):
     app = settings.app_of_handler(handler)
     if not _is_executable(python):
         problems.append("%s: interpreter %r is missing or not executable" % (event, python))
-    if app and not os.path.isfile(os.path.join(app, "cc_continuity", "hooks", "dispatch.py")):
+    if app and not os.path.isfile(os.path.join(app, "cc_continuity", "hooks", "__init__.py")):
         problems.append("%s: the app copy %s is missing (the hook does nothing)" % (event, app))
     if event not in args:
         problems.append("%s: handler is registered for another event (args %s)" % (event, args))

@@ -35,7 +35,7 @@ import json
 import os
 import shlex
 
-HOOK_MARK = "from cc_continuity.hooks.dispatch import main"
+HOOK_MARK = "from cc_continuity.hooks import main"
 BOOT = (
     "import sys\n"
     "sys.path[0] = %r\n"
