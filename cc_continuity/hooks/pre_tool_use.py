@@ -1,14 +1,16 @@
 """PreToolUse: the hard-ceiling gate, and a clear path for writing the handoff.
 
-Runs before every tool call, so the common case reads the card and the
-state record and returns.  Past the hard ceiling every tool is denied except
-writing the handoff file and running ``cc-continuity`` — one burst of reads
-cannot overflow the window.  While a handoff is requested, writing exactly
+Runs before every tool call, so the common case reads the card, the state
+record and the transcript tail, and returns.  Past the hard ceiling every
+tool is denied except writing the handoff file and running ``cc-continuity``
+— one burst of reads cannot overflow the window.  The meter is read here too
+(not only after tools): the tools of the very response that crossed the
+ceiling are the burst to stop.  While a handoff is requested, writing exactly
 that file is allowed without a permission prompt (it lives outside the
 project, in cc-continuity's own state dir).
 """
 
-from .. import card, session
+from .. import card, meter, session
 
 WRITE_TOOLS = ("Write", "Edit", "MultiEdit")
 
@@ -22,6 +24,15 @@ def handle(call):
     except (OSError, ValueError):
         return None
     hard = session.notified_index(rec) >= 3
+    if not hard and rec["state"] not in session.CLAIMABLE:
+        path = call.payload.get("transcript_path") or c["transcript"]
+        try:
+            tokens = meter.read_transcript(path)["tokens"] if isinstance(path, str) and path else None
+        except OSError:
+            tokens = None
+        if meter.level(tokens, c["window"], c) == "hard":
+            hard = True
+            rec = _record_hard(call) or rec
     requested = rec["state"] == session.HANDOFF_REQUESTED
     if not hard and not requested:
         return None
@@ -65,3 +76,15 @@ def _ensure_dir(path):
     import os
 
     os.makedirs(path, mode=0o700, exist_ok=True)
+
+
+def _record_hard(call):
+    """First sight of the hard level: record it (state, note, push) through the slow path."""
+    from . import common
+
+    ctx = common.HookContext(call)
+    n, sdir, rec = ctx.load_session()
+    reading = common.measure(ctx, sdir, rec)
+    if common.needs_level_change(rec, reading):
+        _, rec = common.apply_level(ctx, n, sdir, reading)
+    return rec
