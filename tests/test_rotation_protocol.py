@@ -369,6 +369,23 @@ def test_hard_ceiling_denies_every_tool_but_the_handoff_and_our_status(drv):
     assert pre("Bash", command="cc-continuity status --json") is None
 
 
+def test_pre_tool_use_sees_the_crossing_response_itself(drv):
+    """The tools of the response that crossed the ceiling are denied, before any PostToolUse ran."""
+    start_session(drv, S1)
+    drv.transcript(S1).assistant(tokens_at(40))
+    assert drv.hook("PreToolUse", S1, tool_name="Bash", tool_input={"command": "ls"}) is None  # below: allowed
+    assert drv.state(S1)["levels_notified"] == []
+    drv.transcript(S1).assistant(tokens_at(76), tool_uses=[("Bash", {"command": "cat big.log"})])
+    out = drv.hook("PreToolUse", S1, tool_name="Bash", tool_input={"command": "cat big.log"})
+    hso = out["hookSpecificOutput"]
+    assert hso["permissionDecision"] == "deny" and "hard ceiling" in hso["permissionDecisionReason"]
+    rec = drv.state(S1)
+    assert "hard" in rec["levels_notified"] and rec["state"] == session.ROTATION_PENDING  # recorded once
+    levels = [e for e in drv.ledger(S1) if e["ev"] == "level"]
+    drv.hook("PreToolUse", S1, tool_name="Read", tool_input={"file_path": "x"})
+    assert [e for e in drv.ledger(S1) if e["ev"] == "level"] == levels  # not again
+
+
 # -- PreCompact ----------------------------------------------------------------------------------
 def test_auto_compaction_past_rotate_is_blocked_and_rotation_follows(drv):
     start_session(drv, S1)
