@@ -267,7 +267,7 @@ def test_unattended_flag_reaches_claude_as_skip_permissions(world):
 
 
 def test_existing_session_is_attached_not_recreated(world):
-    world.server.tmux("new-session", "-d", "-s", "repo-001", "-x", "80", "-y", "24", "sleep 60")
+    world.server.tmux("new-session", "-d", "-s", "repo-001", "-c", str(world.cwd), "-x", "80", "-y", "24", "sleep 60")
     detached = []
 
     def detach_once_attached(_out):
@@ -280,6 +280,17 @@ def test_existing_session_is_attached_not_recreated(world):
     assert not world.record.exists()  # attaching runs nothing new
     assert world.sessions() == ["repo-001"]
     assert world.env_files() == []
+
+
+def test_a_same_named_session_of_another_project_is_never_attached(world, tmp_path):
+    other = tmp_path / "elsewhere" / "repo"
+    other.mkdir(parents=True)
+    world.server.tmux("new-session", "-d", "-s", "repo-001", "-c", str(other), "-x", "80", "-y", "24", "sleep 60")
+    status, out = world.run_tty("bash", ["hello"])
+    rec = world.recorded()  # a new session ran claude: nothing was attached
+    assert rec["argv"] == ["hello"], out
+    assert rec["session"].startswith("repo-001-") and rec["session"] != "repo-001"
+    assert "repo-001" in world.sessions()  # the other project's session is left alone
 
 
 # -- inside tmux: claude runs in place ------------------------------------------

@@ -168,8 +168,14 @@ def plan(claude_args, *, unattended=False, env, cwd, interactive=True):
 
     base = [tmux] + (["-S", env[ENV_TMUX_SOCKET]] if env.get(ENV_TMUX_SOCKET) else [])
     target = tmux_name(name)
-    if _session_exists(base, target, env):
+    where = _session_path(base, target, env)
+    if where is not None and os.path.realpath(where) == os.path.realpath(cwd):
         return Plan("attach", base + ["attach-session", "-t", "=" + target], env, name, unattended)
+    if where is not None:
+        # Another project with the same slug owns that name: never attach to it.
+        name = "%s-%s" % (name, proj.key.rsplit("-", 1)[-1][:4])
+        env["CC_CONTINUITY_NAME"] = name
+        target = tmux_name(name)
     env_path = _new_env_file_path(name)
     saved = {k: v for k, v in env.items() if k not in _NOT_SAVED}
     # CC_CONTINUITY_NAME/_UNATTENDED travel in the saved environment, not as
@@ -247,15 +253,17 @@ def _one_shot(args):
     return bool(args) and (args[0] in _ONE_SHOT_COMMANDS or any(a in _ONE_SHOT_FLAGS for a in _options(args)))
 
 
-def _session_exists(base, target, env):
+def _session_path(base, target, env):
+    """The start directory of tmux session ``target``, or None when there is no such session."""
     import subprocess
 
     try:
-        r = subprocess.run(base + ["has-session", "-t", "=" + target], env=env, stdin=subprocess.DEVNULL,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=5)
+        r = subprocess.run(base + ["display-message", "-p", "-t", "=" + target + ":", "#{session_path}"], env=env,
+                           stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, timeout=5)
     except (OSError, subprocess.TimeoutExpired):
-        return False
-    return r.returncode == 0
+        return None
+    path = r.stdout.decode("utf-8", "replace").strip()
+    return path if r.returncode == 0 and path else None  # tmux prints nothing for a missing session
 
 
 def _python():
