@@ -78,6 +78,16 @@ class HookContext:
         return ledger.append(session.ledger_path(sdir), record)
 
 
+def begin(call):
+    """(ctx, n, sdir, rec) for a hook of an enabled project, or None when it is disabled."""
+    ctx = HookContext(call)
+    if not ctx.cfg["enabled"]:
+        ctx.outcome = "project disabled"
+        return None
+    n, sdir, rec = ctx.load_session()
+    return ctx, n, sdir, rec
+
+
 def register(ctx, source):
     """Create (or refresh) the record for ``ctx.session_id``.  Returns (n, dir, rec)."""
     if not ctx.session_id:

@@ -11,10 +11,10 @@ from . import common
 
 
 def handle(call):
-    ctx = common.HookContext(call)
-    if not ctx.cfg["enabled"]:
+    started = common.begin(call)
+    if started is None:
         return None
-    n, sdir, rec = ctx.load_session()
+    ctx, n, sdir, rec = started
     trigger = ctx.payload.get("trigger")
     trigger = trigger if isinstance(trigger, str) else None
     level = session.notified_index(rec)

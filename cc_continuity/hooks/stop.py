@@ -18,11 +18,10 @@ from . import common
 
 
 def handle(call):
-    ctx = common.HookContext(call)
-    if not ctx.cfg["enabled"]:
-        ctx.outcome = "project disabled"
+    started = common.begin(call)
+    if started is None:
         return None
-    n, sdir, rec = ctx.load_session()
+    ctx, n, sdir, rec = started
     reading = common.measure(ctx, sdir, rec)
     ctx.log(sdir, {"ev": "stop", "tokens": reading["tokens"], "percent": reading["percent"],
                    "level": reading["level"], "stop_hook_active": bool(ctx.payload.get("stop_hook_active"))})

@@ -16,11 +16,10 @@ PROMPT_KEEP = 4000
 
 
 def handle(call):
-    ctx = common.HookContext(call)
-    if not ctx.cfg["enabled"]:
-        ctx.outcome = "project disabled"
+    started = common.begin(call)
+    if started is None:
         return None
-    n, sdir, rec = ctx.load_session()
+    ctx, n, sdir, rec = started
     prompt = ctx.payload.get("prompt")
     prompt = prompt if isinstance(prompt, str) else ""
     ctx.log(sdir, {"ev": "prompt", "text": prompt[:PROMPT_KEEP], "chars": len(prompt),
