@@ -9,6 +9,8 @@ import fcntl
 import os
 import time
 
+from .procs import pid_alive
+
 
 class LockTimeout(TimeoutError):
     """The lock stayed held by another live process for the whole timeout."""
@@ -92,3 +94,32 @@ def is_held(path):
     finally:
         os.close(fd)
     return False
+
+
+def is_stale(path):
+    """A lock file whose recorded holder is dead and that nobody holds now (doctor's leftovers)."""
+    pid = holder_pid(path)
+    return pid is not None and not pid_alive(pid) and not is_held(path)
+
+
+def remove_if_stale(path):
+    """Delete a stale lock file while holding it ourselves, and only if its holder is still dead.
+
+    (Acquirers re-check the inode after locking, so one waiting on the removed file
+    moves to a new one.)
+    """
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        pid = holder_pid(path)
+        if pid is None or pid_alive(pid):
+            return False
+        os.unlink(path)
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)

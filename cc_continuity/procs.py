@@ -1,6 +1,8 @@
 """Facts about processes, without psutil (the hooks and the CLI use these)."""
 
 import os
+import signal
+import time
 
 
 def pid_alive(pid):
@@ -20,3 +22,16 @@ def pid_alive(pid):
             return f.read().rsplit(b")", 1)[1].split()[0] != b"Z"
     except (OSError, IndexError):
         return True
+
+
+def reap(pids, grace=5.0):
+    """Give ``pids`` up to ``grace`` seconds (in all) to exit, then SIGKILL whatever is left."""
+    deadline = time.monotonic() + grace
+    for pid in list(pids):
+        while time.monotonic() < deadline and pid_alive(pid):
+            time.sleep(0.05)
+        if pid_alive(pid):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass

@@ -24,13 +24,12 @@ The scenario builders here are shared with the end-to-end tests.
 import json
 import os
 import shutil
-import signal
 import subprocess
 import tempfile
 import time
 
 from . import config, ledger
-from .procs import pid_alive
+from .procs import pid_alive, reap
 
 WINDOW = 200_000
 MODEL = "claude-sonnet-4-5"  # Claude Code gives it a 200k window and no auto mode
@@ -588,15 +587,7 @@ class Rehearsal:
                            stdin=subprocess.DEVNULL)
         for pid in self._rotator_pids():
             self.pids.add(pid)
-        deadline = time.monotonic() + 5
-        for pid in list(self.pids):
-            while time.monotonic() < deadline and pid_alive(pid):
-                time.sleep(0.05)
-            if pid_alive(pid):
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+        reap(self.pids)
         if self.model is not None:
             self.model.stop()
             self.model = None

@@ -18,8 +18,7 @@ import sys
 import time
 import urllib.parse
 
-from .. import atomic, paths
-from ..procs import pid_alive
+from .. import atomic, lock, paths
 
 MIN_PYTHON = (3, 11)
 MIN_CLAUDE = (2, 1, 209)
@@ -605,7 +604,6 @@ def check_permissions(ctx):
 def find_leftovers(now=None):
     """(temp files, stale launch env files, stale locks) that are ours and safe to remove."""
     from ..commands.launch import stale_env_files
-    from .. import lock
 
     now = time.time() if now is None else now
     temps, locks = [], []
@@ -621,33 +619,9 @@ def find_leftovers(now=None):
         if name.startswith(atomic.TMP_MARK) and now - st.st_mtime > TEMP_MIN_AGE_S and not os.path.isdir(p):
             temps.append(p)
         elif (name == "lock" or name.endswith(".lock")) and p.startswith(home + os.sep) and os.path.isfile(p):
-            pid = lock.holder_pid(p)
-            if pid is not None and not pid_alive(pid) and not lock.is_held(p):
+            if lock.is_stale(p):
                 locks.append(p)
     return sorted(temps), sorted(stale_env_files(now=now)), sorted(locks)
-
-
-def _remove_stale_lock(path):
-    """Delete a lock file while holding it ourselves, and only if its holder is still dead."""
-    import fcntl
-
-    from .. import lock
-
-    try:
-        fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        pid = lock.holder_pid(path)
-        if pid is None or pid_alive(pid):
-            return False
-        os.unlink(path)
-        return True
-    except OSError:
-        return False
-    finally:
-        os.close(fd)
 
 
 def check_leftovers(ctx):
@@ -665,7 +639,7 @@ def check_leftovers(ctx):
             except OSError as e:
                 failed.append("%s (%s)" % (p, e.strerror))
         for p in locks:
-            (removed if _remove_stale_lock(p) else failed).append(p)
+            (removed if lock.remove_if_stale(p) else failed).append(p)
         detail = "removed %d: %s" % (len(removed), ", ".join(removed)) if removed else "nothing removed"
         if failed:
             return Result("leftovers", False, detail + "; could not remove: " + ", ".join(failed),

@@ -12,12 +12,12 @@ import json
 import os
 import shlex
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 import time
 
+from cc_continuity.procs import reap
 from cc_continuity.scripted_model import ScriptedModel
 
 CLAUDE_BIN_ENV = "CC_CONTINUITY_CLAUDE_BIN"
@@ -435,34 +435,11 @@ class ClaudeSandbox:
 
     def _reap(self):
         """SIGHUP from kill-server usually ends claude; make sure, then SIGKILL stragglers."""
-        deadline = time.monotonic() + 5
-        for pid in list(self._pids):
-            while time.monotonic() < deadline and _alive(pid):
-                time.sleep(0.05)
-            if _alive(pid):
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-            self._pids.discard(pid)
+        reap(self._pids)
+        self._pids.clear()
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
         self.close()
-
-
-def _alive(pid):
-    """True while ``pid`` runs; a zombie counts as gone."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:  # no /proc (macOS) or the process just went
-        return True
