@@ -52,6 +52,20 @@ def git_repo(tmp_path):
     return repo
 
 
+@pytest.fixture
+def server():
+    """A private tmux server (its own socket, killed at teardown); shadows libtmux's plugin fixture."""
+    if not shutil.which("tmux"):
+        pytest.skip("needs tmux")
+    from helpers import TmuxServer
+
+    srv = TmuxServer()
+    try:
+        yield srv
+    finally:
+        srv.kill()
+
+
 def pytest_report_header(config):
     return "python %s; tmux %s; git %s" % (
         sys.version.split()[0],

@@ -27,7 +27,6 @@ import time
 import pytest
 
 from cc_continuity import config, ledger, rotation, session
-from helpers import TmuxServer
 from helpers.hookdriver import HookDriver, WriteFaults, handoff_text, tokens_at
 
 SECTIONS = config.HANDOFF_SECTIONS
@@ -336,17 +335,6 @@ def test_sigkill_of_the_verifying_stop_mid_flight(tmp_path):
 
 
 # -- the rotator killed mid-run -------------------------------------------------------------------
-@pytest.fixture
-def server():
-    if not shutil.which("tmux"):
-        pytest.skip("needs tmux")
-    srv = TmuxServer()
-    try:
-        yield srv
-    finally:
-        srv.kill()
-
-
 def _wait(predicate, timeout, what):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

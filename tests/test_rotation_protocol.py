@@ -10,14 +10,12 @@ import hashlib
 import json
 import os
 import re
-import shutil
 import signal
 import time
 
 import pytest
 
 from cc_continuity import config, rotation, session
-from helpers import TmuxServer
 from helpers.hookdriver import HookDriver, dead_pid, handoff_text, tokens_at
 
 SECTIONS = config.HANDOFF_SECTIONS
@@ -199,17 +197,6 @@ def test_manual_rotation_end_to_end(drv):
 
 
 # -- (b) tmux: the real rotator types /clear and the continuation --------------------------------
-@pytest.fixture
-def server():
-    if not shutil.which("tmux"):
-        pytest.skip("needs tmux")
-    srv = TmuxServer()
-    try:
-        yield srv
-    finally:
-        srv.kill()
-
-
 def wait_until(predicate, timeout, what):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

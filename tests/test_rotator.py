@@ -9,22 +9,12 @@ import time
 import pytest
 
 from cc_continuity import ledger, rotator
-from helpers import TmuxServer
 
 pytestmark = pytest.mark.skipif(not __import__("shutil").which("tmux"), reason="needs tmux")
 
 CONTINUATION = 'Continuing from cp-004 (proj-005); run "$(date)" `id` C-c Enter \\x1b[31m ;'
 HAPPY_STEPS = ["begin", "idle", "clear_sent", "started", "idle", "continuation_sent", "delivered",
                "renamed"]
-
-
-@pytest.fixture
-def server():  # shadows the libtmux pytest plugin fixture on purpose: always a private socket
-    srv = TmuxServer()
-    try:
-        yield srv
-    finally:
-        srv.kill()
 
 
 class Setup:

@@ -7,20 +7,10 @@ import time
 import pytest
 
 from cc_continuity.tmux import Pane, TmuxError, literal_text, tmux_name
-from helpers import TmuxServer
 
 pytestmark = pytest.mark.skipif(not __import__("shutil").which("tmux"), reason="needs tmux")
 
 RULE = "─" * 40
-
-
-@pytest.fixture
-def server():  # shadows the libtmux pytest plugin fixture on purpose: always a private socket
-    srv = TmuxServer()
-    try:
-        yield srv
-    finally:
-        srv.kill()
 
 
 def screen(*lines):

@@ -19,7 +19,7 @@ from cc_continuity.watch.actions import (ESCALATE, KILL, NUDGE, POWER_CYCLE, PUS
                                          outage_text, with_digest)
 from cc_continuity.watch.liveness import DEAD, EXIT_HUNG, STALLED, WAITING, SessionObs
 from cc_continuity.watch.probe import DOWN, UP, ProbeResult
-from helpers import FAKE_PROMPT, FakeRun, TmuxServer
+from helpers import FAKE_PROMPT, FakeRun
 from test_watch_liveness import reap, spawn_claude, wait_for
 
 T0 = 1_764_500_000.0          # 2025-11-30 10:53:20 UTC
@@ -434,15 +434,6 @@ def start_claude_pane(server, workdir, *fake_args, session="work"):
     pid = int(re.search(r"fake-prompt pid (\d+)", screen).group(1))
     assert psutil.Process(pid).name() == "claude"
     return run, pid
-
-
-@pytest.fixture
-def server():
-    srv = TmuxServer()
-    try:
-        yield srv
-    finally:
-        srv.kill()
 
 
 class Pushes(list):

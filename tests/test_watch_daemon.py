@@ -20,7 +20,6 @@ from cc_continuity.lock import is_held
 from cc_continuity.watch import Settings, ledger_path, pid_path, state_path
 from cc_continuity.watch.actions import nudge_text
 from cc_continuity.watch.daemon import Daemon, load_state, rotate_ledger
-from helpers import TmuxServer
 from test_watch_actions import escalate_text, start_claude_pane
 from test_watch_liveness import Session, reap, spawn_claude, wait_for
 from test_watch_probe import ModelServer
@@ -86,13 +85,6 @@ def model_server():
     srv.stop()
 
 
-@pytest.fixture
-def tmux_server():
-    srv = TmuxServer()
-    yield srv
-    srv.kill()
-
-
 class Watchdog:
     """``cc-continuity watchdog run`` as its own process."""
 
@@ -150,9 +142,9 @@ def wait_pushes(ntfy, want, timeout=10):
 @needs_tmux
 @pytest.mark.parametrize("failure", ["down", "hang", "zombie"])
 def test_a_turn_frozen_by_an_outage_is_nudged_with_why_once_the_server_is_back(
-        failure, git_repo, isolated_home, tmp_path, model_server, tmux_server, ntfy):
-    run, pid = start_claude_pane(tmux_server, str(tmp_path / "pane"))
-    s = Session(git_repo, isolated_home, pid, tmux=(tmux_server.socket, run.pane_id))
+        failure, git_repo, isolated_home, tmp_path, model_server, server, ntfy):
+    run, pid = start_claude_pane(server, str(tmp_path / "pane"))
+    s = Session(git_repo, isolated_home, pid, tmux=(server.socket, run.pane_id))
     s.prompt()                                            # mid-turn: the prompt is in, no Stop yet
     log = tmp_path / "vllm.log"
     log.write_text("INFO ok\nERROR EngineCore died: CUDA error; HF_TOKEN=hf_" + "Ab3dEf6hIj" * 4 + "\n")
@@ -291,9 +283,9 @@ def test_a_process_hung_on_exit_is_killed_and_nothing_else_is(git_repo, isolated
 
 @needs_tmux
 def test_a_turn_frozen_with_the_server_up_is_interrupted_and_pushed_urgently(
-        git_repo, isolated_home, tmp_path, model_server, tmux_server, ntfy):
-    run, pid = start_claude_pane(tmux_server, str(tmp_path / "pane"))
-    s = Session(git_repo, isolated_home, pid, tmux=(tmux_server.socket, run.pane_id))
+        git_repo, isolated_home, tmp_path, model_server, server, ntfy):
+    run, pid = start_claude_pane(server, str(tmp_path / "pane"))
+    s = Session(git_repo, isolated_home, pid, tmux=(server.socket, run.pane_id))
     s.prompt()
     configure(watchdog_health_url=model_server.url("/health"), watchdog_stall_s=0.8, watchdog_max_actions=1,
               ntfy_url=ntfy.url)

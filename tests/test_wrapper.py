@@ -21,7 +21,6 @@ import pytest
 
 from cc_continuity.commands import launch
 from cc_continuity.install import blocks, wrapper
-from helpers import TmuxServer
 
 pytestmark = pytest.mark.skipif(not shutil.which("tmux"), reason="needs tmux")
 
@@ -36,15 +35,6 @@ def _skip_unless(shell):
 
 
 # -- fixtures ------------------------------------------------------------------
-
-@pytest.fixture
-def server():
-    srv = TmuxServer()
-    try:
-        yield srv
-    finally:
-        srv.kill()
-
 
 @pytest.fixture
 def world(tmp_path, git_repo, server, isolated_home):
