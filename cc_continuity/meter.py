@@ -9,6 +9,7 @@ every tool call.
 """
 
 import posix
+import time
 
 from . import fastjson
 
@@ -181,6 +182,229 @@ def _line_reading(line):
         if got is not None:
             return {"tokens": got[0], "model": got[1], "source": "transcript"}
     return None
+
+
+# -- readings that wait for the transcript to catch up --------------------------
+#
+# Claude Code appends transcript rows asynchronously: a hook can run before the
+# row of the response it is about is on disk (seen: PreToolUse 26-80 ms early for
+# the first tool of a response, Stop missing the turn's last reply on 2.1.328).
+# Both hooks know which row must be there - PreToolUse its ``tool_use_id``, Stop
+# the ``last_assistant_message`` - so they wait for that row, bounded, instead of
+# trusting an old one.
+
+POLL_S = 0.01
+
+
+def _squash(text):
+    return "".join(text.split()) if isinstance(text, str) else ""
+
+
+def _row_reading(row):
+    """The reading of one parsed main-thread assistant row (None if it has no usable usage)."""
+    msg = row.get("message") if isinstance(row, dict) else None
+    if not isinstance(msg, dict) or msg.get("model") == "<synthetic>" or row.get("isApiErrorMessage"):
+        return None
+    tokens = usage_tokens(msg.get("usage"))
+    if tokens is None:
+        return None
+    return {"tokens": tokens, "model": msg.get("model"), "source": "transcript", "message_id": msg.get("id")}
+
+
+def _blocks(row):
+    msg = row.get("message")
+    content = msg.get("content") if isinstance(msg, dict) else None
+    return [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
+
+
+def tool_reading(path, tool_use_id, max_scan=MAX_SCAN, chunk=CHUNK):
+    """The reading of the assistant row holding ``tool_use_id``, or None while it is not written.
+
+    Searches backwards for the id's bytes and parses only the lines holding
+    them (the row is among the newest when PreToolUse runs).  Raises OSError
+    when the transcript cannot be opened.
+    """
+    needle = tool_use_id.encode("utf-8", "surrogateescape")
+    fd = posix.open(path, posix.O_RDONLY | posix.O_CLOEXEC)
+    try:
+        pos = posix.fstat(fd).st_size
+        buf = b""
+        hi = 0
+        scanned = 0
+        while True:
+            if pos > 0 and scanned < max_scan:
+                step = min(chunk, pos)
+                pos -= step
+                buf = posix.pread(fd, step, pos) + buf
+                hi += step
+                scanned += step
+            elif hi <= 0 or pos > 0:
+                return None
+            lo = 0 if pos == 0 else (buf.find(b"\n") + 1 or len(buf))
+            while hi > lo:
+                j = buf.rfind(needle, lo, hi)
+                if j < 0:
+                    hi = lo
+                    break
+                start = buf.rfind(b"\n", 0, j) + 1
+                if start < lo:
+                    break
+                end = buf.find(b"\n", j)
+                line = buf[start:] if end < 0 else buf[start:end]
+                try:
+                    row = fastjson.loads(line)
+                except (ValueError, UnicodeDecodeError):
+                    row = None
+                if (isinstance(row, dict) and row.get("type") == "assistant" and not row.get("isSidechain")
+                        and any(b.get("type") == "tool_use" and b.get("id") == tool_use_id for b in _blocks(row))):
+                    return _row_reading(row)
+                hi = start - 1 if start > 0 else 0
+            if pos == 0:
+                return None
+    finally:
+        posix.close(fd)
+
+
+_ROW_MARKS = (b'"type":"assistant"', b'"type": "assistant"', b'"type":"user"', b'"type": "user"', _BOUNDARY)
+
+
+def reply_reading(path, last_message, max_scan=MAX_SCAN):
+    """(caught_up, reading) at a turn's end.
+
+    Caught up means the newest main-thread row is the turn's final reply: an
+    assistant row with no tool call whose text ends ``last_message`` (the
+    Stop payload's ``last_assistant_message``), and no user row (prompt or
+    tool result) after it.  The reading is that row's; when not caught up it
+    is the newest assistant reading found (stale, for reference only).
+    """
+    want = _squash(last_message)
+    stale = None
+    for line, _ in lines_backwards(path, max_scan):
+        if not any(m in line for m in _ROW_MARKS):
+            continue
+        try:
+            row = fastjson.loads(line)
+        except (ValueError, UnicodeDecodeError):
+            continue
+        if not isinstance(row, dict) or row.get("isSidechain"):
+            continue
+        kind = row.get("type")
+        if kind == "system" and row.get("subtype") == "compact_boundary":
+            post = _boundary_reading(line)
+            return True, {"tokens": None if post is None or post < 0 else post, "model": None,
+                          "source": "compact_boundary"}
+        if kind == "user":
+            stale = stale or _newest_assistant(path, max_scan)
+            return False, stale
+        if kind != "assistant":
+            continue
+        got = _row_reading(row)
+        if got is None:
+            continue
+        blocks = _blocks(row)
+        if any(b.get("type") == "tool_use" for b in blocks):
+            return False, got
+        texts = [b.get("text") for b in blocks if b.get("type") == "text" and isinstance(b.get("text"), str)]
+        if not want:
+            return True, got  # nothing to compare with: the newest reply row is all there is
+        have = _squash(texts[-1]) if texts else ""
+        if have and (want.endswith(have) or have.endswith(want)):
+            return True, got
+        return False, got
+    return False, stale
+
+
+def _newest_assistant(path, max_scan):
+    got = read_transcript(path, max_scan)
+    return got if got.get("tokens") is not None else None
+
+
+def await_tool_reading(path, tool_use_id, bound_s, quiet_s=0.3):
+    """Poll :func:`tool_reading` until the row is there; ``(reading_or_None, waited_ms)``.
+
+    Gives up after ``bound_s``, or earlier once the transcript has not grown
+    for ``quiet_s`` (a transcript that is not being written will not catch up).
+    """
+    t0 = time.monotonic()
+    deadline = t0 + bound_s
+    size, still_since = -1, t0
+    while True:
+        got = tool_reading(path, tool_use_id)
+        now = time.monotonic()
+        if got is not None:
+            return got, int((now - t0) * 1000)
+        try:
+            cur = posix.stat(path).st_size
+        except OSError:
+            cur = -1
+        if cur != size:
+            size, still_since = cur, now
+        if now >= deadline or now - still_since >= quiet_s:
+            return None, int((now - t0) * 1000)
+        time.sleep(POLL_S)
+
+
+def await_reply_reading(path, last_message, bound_s):
+    """Poll :func:`reply_reading` until caught up or ``bound_s``; ``(caught_up, reading, waited_ms)``."""
+    t0 = time.monotonic()
+    deadline = t0 + bound_s
+    while True:
+        try:
+            ok, got = reply_reading(path, last_message)
+        except OSError:
+            ok, got = False, None
+        now = time.monotonic()
+        if ok or now >= deadline:
+            return ok, got, int((now - t0) * 1000)
+        time.sleep(POLL_S * 2)
+
+
+# -- the status line's own reading --------------------------------------------
+#
+# Hooks get no usage from Claude Code, but the status line does
+# (``context_window``, computed by Claude Code itself, after every response).
+# It leaves its reading in the session dir; a hook that cannot trust the
+# transcript yet (Stop, right after the turn's last reply) can use it.
+
+STATUS_READING = "context.json"
+
+
+def save_status_reading(sdir, session_id, tokens, window, now=None):
+    """Remember the status line's reading for ``session_id`` (only when it changed).  Never raises."""
+    path = sdir + "/" + STATUS_READING
+    try:
+        old = load_status_reading(sdir)
+        if old and old.get("session_id") == session_id and old.get("tokens") == tokens and old.get("window") == window:
+            return False
+        data = fastjson.dumps({"session_id": session_id, "tokens": tokens, "window": window,
+                               "at": round(time.time() if now is None else now, 3)}).encode("utf-8")
+        tmp = "%s.tmp.%d" % (path, posix.getpid())
+        fd = posix.open(tmp, posix.O_WRONLY | posix.O_CREAT | posix.O_TRUNC | posix.O_CLOEXEC | posix.O_NOFOLLOW, 0o600)
+        try:
+            posix.write(fd, data)
+        finally:
+            posix.close(fd)
+        posix.rename(tmp, path)
+        return True
+    except (OSError, ValueError):
+        return False
+
+
+def load_status_reading(sdir):
+    """``{"session_id", "tokens", "window", "at"}`` the status line left, or None."""
+    try:
+        fd = posix.open(sdir + "/" + STATUS_READING, posix.O_RDONLY | posix.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        raw = posix.read(fd, 4096)
+    finally:
+        posix.close(fd)
+    try:
+        got = fastjson.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    return got if isinstance(got, dict) else None
 
 
 def model_window(model):

@@ -51,6 +51,8 @@ def render(payload, env=None):
         except (OSError, ValueError):
             rec = None
     tokens, sl_window = meter.from_statusline(payload)
+    if tokens is not None and c.get("sdir") and card.valid_session_id(sid):
+        meter.save_status_reading(c["sdir"], sid, tokens, sl_window)  # for hooks, which get no usage
     if tokens is None and isinstance(payload.get("transcript_path"), str):
         try:
             tokens = meter.read_transcript(payload["transcript_path"])["tokens"]

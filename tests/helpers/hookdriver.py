@@ -59,6 +59,7 @@ class Transcript:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         open(path, "a").close()
         self.parent = None
+        self.last_text = None  # text of the newest reply: what Stop's last_assistant_message names
 
     def _append(self, row):
         row.update({"parentUuid": self.parent, "isSidechain": False, "uuid": str(uuid.uuid4()),
@@ -77,6 +78,7 @@ class Transcript:
         usage = {"input_tokens": 3, "cache_creation_input_tokens": min(2000, tokens - 3),
                  "cache_read_input_tokens": max(0, tokens - 3 - min(2000, tokens - 3)), "output_tokens": 50,
                  "output_tokens_details": {"thinking_tokens": 0}, "service_tier": "standard"}
+        self.last_text = text
         blocks = [{"type": "text", "text": text}] + [
             {"type": "tool_use", "id": "toolu_fake_" + uuid.uuid4().hex[:12], "name": name, "input": inp}
             for name, inp in tool_uses]
@@ -160,7 +162,8 @@ class HookDriver:
                 p["model"] = MODEL
         elif event == "Stop":
             p.update({"effort": {"level": "medium"}, "stop_hook_active": False,
-                      "last_assistant_message": "Done for now.", "background_tasks": [], "session_crons": []})
+                      "last_assistant_message": self.transcript(session_id).last_text or "Done for now.",
+                      "background_tasks": [], "session_crons": []})
         elif event in ("PreToolUse", "PostToolUse"):
             p.update({"effort": {"level": "medium"}, "tool_name": "Bash",
                       "tool_input": {"command": "echo ok", "description": "Say ok"},

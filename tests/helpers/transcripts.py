@@ -165,12 +165,15 @@ class Transcript:
             self.rows.append({"type": kind, "sessionId": self.session_id, "leafUuid": self._parent,
                               "lastPrompt": "please run the tools", "totalCostUSD": 0.2})
 
-    def turn(self, tokens, blocks=2, kb=None):
-        """A user prompt, an assistant response, its tool result, and the noise after it."""
+    def turn(self, tokens, blocks=2, kb=None, final="All done."):
+        """A user prompt, an assistant response, its tool result, the noise after it, and the turn's
+        final reply (``final``; None for a turn still running) - what a Stop hook sees."""
         self.user("please continue")
         self.assistant(tokens, blocks=blocks)
         self.tool_result("ok")
         self.noise(kb)
+        if final is not None:
+            self.assistant(tokens, content=[{"type": "text", "text": final}])
 
     # -- output -----------------------------------------------------------------
     def lines(self):
