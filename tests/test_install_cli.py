@@ -147,18 +147,23 @@ def test_installed_hooks_status_line_and_launcher_run(tmp_path, capsys, git_repo
     env = {"HOME": user_home(), "CC_CONTINUITY_HOME": paths.home(), "PATH": "/usr/bin:/bin",
            "CLAUDE_PROJECT_DIR": str(git_repo)}
     transcript = tmp_path / "t.jsonl"
-    transcript.write_text("")
-    base = {"session_id": "abc-123", "transcript_path": str(transcript), "cwd": str(git_repo)}
+    reply = {"type": "assistant", "isSidechain": False, "message": {
+        "id": "msg_1", "model": "claude-sonnet-4-5", "content": [{"type": "text", "text": "All done."}],
+        "usage": {"input_tokens": 10, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}}}
+    transcript.write_text(json.dumps(reply) + "\n")
+    base = {"session_id": "abc-123", "transcript_path": str(transcript), "cwd": str(git_repo),
+            "last_assistant_message": "All done."}
     for event, groups in our_groups(doc).items():
         if not groups:
             continue
-        (h,) = groups[0]["hooks"]
-        payload = dict(base, hook_event_name=event, source="startup", tool_name="Bash", tool_input={"command": "ls"},
-                       prompt="hi", reason="other", stop_hook_active=False, trigger="auto")
-        p = subprocess.run([h["command"]] + h["args"], input=json.dumps(payload).encode(), env=env,
-                           capture_output=True, timeout=60)
-        assert p.returncode == 0, (event, p.stderr)
-        assert b"Traceback" not in p.stderr
+        for h in groups[0]["hooks"]:  # Stop has two: the turn-end gate and the late (async) one
+            payload = dict(base, hook_event_name=event, source="startup", tool_name="Bash",
+                           tool_input={"command": "ls"}, prompt="hi", reason="other", stop_hook_active=False,
+                           trigger="auto")
+            p = subprocess.run([h["command"]] + h["args"], input=json.dumps(payload).encode(), env=env,
+                               capture_output=True, timeout=90)
+            assert p.returncode == 0, (event, h["args"][-1], p.stderr)
+            assert b"Traceback" not in p.stderr
     assert os.listdir(paths.projects_dir()), "SessionStart registered the session"
     # The status line runs in a shell, and runs the user's own one first (install.json's statusline_chain).
     status = {"session_id": "abc-123", "cwd": str(git_repo), "workspace": {"project_dir": str(git_repo)},

@@ -198,10 +198,16 @@ def test_fragment_matches_the_contract():
                         "Stop": 60, "PreCompact": 30, "SessionEnd": 10}
     assert r["hooks"]["SessionStart"][0]["matcher"] == "startup|resume|clear|compact"
     for event, (group,) in r["hooks"].items():
-        (h,) = group["hooks"]
+        h = group["hooks"][0]
         assert h["type"] == "command" and h["command"] == PY
         assert h["args"] == ["-S", "-c", S.boot_code(APP), event]
         assert S.app_of_handler(h) == APP
+        assert not h.get("async")  # the gate of each event is synchronous
+    # Stop has a second handler: the late look, async, allowed to wake the model (asyncRewake).
+    assert [len(g[0]["hooks"]) for g in r["hooks"].values()] == [1, 1, 1, 1, 2, 1, 1]
+    late = r["hooks"]["Stop"][0]["hooks"][1]
+    assert late["args"] == ["-S", "-c", S.boot_code(APP), "StopLate"]
+    assert late["async"] is True and late["asyncRewake"] is True and late["timeout"] == 60
     assert r["statusLine"] == {"type": "command", "command": PY + " -S " + APP + "/cc_continuity/statusmain.py",
                                "padding": 0}
 

@@ -8,6 +8,14 @@ a bug — the process exits 0 with nothing on stdout and one line in
 ``logs/hooks.log``.  Only a handler that finished cleanly may print, and it
 prints exactly one JSON object.  A per-event budget (SIGALRM) guarantees no
 hook outlives its settings.json timeout.
+
+One exception to "always exit 0", and only for the async hooks installed with
+``asyncRewake`` (``REWAKE``): a handler that finished cleanly and set
+``call.rewake`` exits 2 with that text on stderr, which wakes the model.  An
+async hook cannot block anything; any error still means exit 0.
+
+The first argument names the handler: a Claude Code event, or a name of ours
+for a second handler of the same event (``StopLate`` runs on Stop).
 """
 
 import posix
@@ -25,6 +33,7 @@ HANDLERS = {
     "PreToolUse": "pre_tool_use",
     "PostToolUse": "post_tool_use",
     "Stop": "stop",
+    "StopLate": "stop_late",
     "PreCompact": "pre_compact",
     "SessionEnd": "session_end",
 }
@@ -36,9 +45,15 @@ BUDGET = {
     "PreToolUse": 4.0,
     "PostToolUse": 4.0,
     "Stop": 50.0,
+    "StopLate": 55.0,
     "PreCompact": 25.0,
     "SessionEnd": 8.0,
 }
+
+# Handlers installed as async hooks with asyncRewake: only these may exit 2.
+REWAKE = frozenset(("StopLate",))
+# Our second handlers of an event, by the Claude Code event they run on.
+EVENT_OF = {"StopLate": "Stop"}
 
 MAX_STDIN = 64 * 1024 * 1024
 
@@ -61,6 +76,7 @@ class Call:
         sid = payload.get("session_id")
         self.session_id = sid if valid_session_id(sid) else None
         self.outcome = "ok"
+        self.rewake = None  # text that wakes the model (REWAKE handlers only)
 
     def getenv(self, name):
         if self.env is not None:
@@ -88,61 +104,75 @@ def _read_stdin():
 
 def run(event, raw, env=None):
     """Route one hook call.  Returns (stdout_text_or_None, outcome, session_id)."""
+    out, outcome, sid, _ = dispatch(event, raw, env)
+    return out, outcome, sid
+
+
+def dispatch(event, raw, env=None):
+    """Route one hook call.  Returns (stdout_text_or_None, outcome, session_id, rewake_text_or_None)."""
     try:
         payload = fastjson.loads(raw)
     except (ValueError, UnicodeDecodeError, RecursionError) as e:
-        return None, "bad-stdin: %s" % (str(e)[:80] or type(e).__name__), None
+        return None, "bad-stdin: %s" % (str(e)[:80] or type(e).__name__), None, None
     if not isinstance(payload, dict):
-        return None, "bad-stdin: not a JSON object", None
+        return None, "bad-stdin: not a JSON object", None, None
     event = event or payload.get("hook_event_name")
     sid = payload.get("session_id")
     if not isinstance(event, str):
-        return None, "no-event", sid
+        return None, "no-event", sid, None
     call = Call(event, payload, env)
     if call.getenv("CC_CONTINUITY") == "0":
-        return None, "disabled", sid
+        return None, "disabled", sid, None
     modname = HANDLERS.get(event)
     if modname is None:
-        return None, "ignored", sid
+        return None, "ignored", sid, None
     if call.session_id is None:
-        return None, "no usable session_id", sid
+        return None, "no usable session_id", sid, None
     mod = __import__("cc_continuity.hooks." + modname, fromlist=["handle"])
     result = mod.handle(call)
+    rewake = call.rewake if event in REWAKE and isinstance(call.rewake, str) and call.rewake else None
     if result is None:
-        return None, call.outcome, sid
-    return fastjson.dumps(result), call.outcome, sid
+        return None, call.outcome, sid, rewake
+    return fastjson.dumps(result), call.outcome, sid, rewake
 
 
 def main(argv):
     """Entry for ``hookmain.py`` and ``cc-continuity hook``; always exits 0."""
     t0 = time.monotonic()
     event = argv[0] if argv else None
-    outcome, sid, out = "error", None, None
+    outcome, sid, out, rewake = "error", None, None, None
     try:
         budget = BUDGET.get(event, 5.0)
         _signal.signal(_signal.SIGALRM, _on_alarm)
         _signal.setitimer(_signal.ITIMER_REAL, budget)
         try:
             raw = _read_stdin()
-            out, outcome, sid = run(event, raw)
+            out, outcome, sid, rewake = dispatch(event, raw)
         finally:
             _signal.setitimer(_signal.ITIMER_REAL, 0)
     except BudgetExceeded:
-        out, outcome = None, "budget-exceeded"
+        out, outcome, rewake = None, "budget-exceeded", None
     except BaseException as e:  # fail open: log, print nothing, exit 0
-        out, outcome = None, "error: " + _describe(e)
+        out, outcome, rewake = None, "error: " + _describe(e), None
     if out is not None:
         try:
             posix.write(1, out.encode("utf-8"))
         except OSError:
             pass
+    status = 0
+    if rewake is not None:
+        try:
+            posix.write(2, rewake.encode("utf-8"))
+            status = 2
+        except OSError:
+            pass
     try:
         from .. import log
 
-        log.hook(event or "?", sid, (time.monotonic() - t0) * 1000, outcome)
+        log.hook(event or "?", sid, (time.monotonic() - t0) * 1000, outcome + (" (wakes the model)" if status else ""))
     except BaseException:
         pass
-    posix._exit(0)
+    posix._exit(status)
 
 
 def _describe(e):

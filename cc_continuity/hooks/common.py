@@ -206,9 +206,50 @@ def measure(ctx, sdir, rec):
             got = meter.read_transcript(path)
         except OSError:
             got = {"tokens": None, "model": None, "source": "transcript missing"}
-    model = rec.get("model") or got.get("model")
+    return reading_of(ctx, sdir, rec, got["tokens"], got["source"], got.get("model"))
+
+
+def reading_of(ctx, sdir, rec, tokens, source, model=None):
+    """A full reading (window, ratio, level) for ``tokens`` in this session."""
+    model = rec.get("model") or model
     window, wsrc = meter.resolve_window(ctx.cfg["window"], statusline_window(sdir), model, ctx.env)
-    return meter.reading(got["tokens"], window, wsrc, ctx.cfg, got["source"])
+    return meter.reading(tokens, window, wsrc, ctx.cfg, source)
+
+
+def measure_turn_end(ctx, sdir, rec, bound_s, since):
+    """``(reading, caught_up, waited_ms)`` for the reply that ended the turn.
+
+    The transcript can lag the turn's last reply (seen on 2.1.328: the Stop
+    hook read 20 % while the reply had taken the context to 63 %), so this
+    waits, up to ``bound_s``, until either the transcript holds the reply the
+    payload names (``last_assistant_message``) or the status line has left a
+    reading of this session taken after ``since`` (Claude Code computes that
+    one itself).  When neither comes in time, ``caught_up`` is False and the
+    reading is the stale one - not to be acted on.
+    """
+    path = ctx.payload.get("transcript_path") or rec.get("transcript")
+    last = ctx.payload.get("last_assistant_message")
+    t0 = time.monotonic()
+    deadline = t0 + bound_s
+    while True:
+        ok, got = False, None
+        if isinstance(path, str) and path:
+            try:
+                ok, got = meter.reply_reading(path, last)
+            except OSError:
+                ok, got = False, None
+        if not ok:
+            st = meter.load_status_reading(sdir)
+            if (st and st.get("session_id") == ctx.session_id and isinstance(st.get("at"), (int, float))
+                    and st["at"] >= since and isinstance(st.get("tokens"), int)):
+                ok, got = True, {"tokens": st["tokens"], "model": None, "source": "statusline"}
+        now = time.monotonic()
+        if ok or now >= deadline:
+            break
+        time.sleep(0.02)
+    got = got or {"tokens": None, "model": None, "source": "none"}
+    reading = reading_of(ctx, sdir, rec, got.get("tokens"), got.get("source"), got.get("model"))
+    return reading, ok, int((now - t0) * 1000)
 
 
 STATE_FOR_LEVEL = {"warn": session.WARNED, "rotate": session.ROTATION_PENDING, "hard": session.ROTATION_PENDING}

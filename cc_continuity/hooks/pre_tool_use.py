@@ -8,11 +8,18 @@ tool is denied except writing the handoff file and running ``cc-continuity``
 ceiling are the burst to stop.  While a handoff is requested, writing exactly
 that file is allowed without a permission prompt (it lives outside the
 project, in cc-continuity's own state dir).
+
+The reading is the one of *this* call's response: the row holding its
+``tool_use_id``.  Claude Code may run this hook before that row is on disk
+(seen 26-80 ms early for the first tool of a response, and then the first tool
+of a crossing burst ran), so the hook waits for it, at most ``WAIT_S``; the
+wait ends early when the transcript stops growing.
 """
 
 from .. import card, meter, session
 
 WRITE_TOOLS = ("Write", "Edit", "MultiEdit")
+WAIT_S = 2.0
 
 
 def handle(call):
@@ -25,14 +32,10 @@ def handle(call):
         return None
     hard = session.notified_index(rec) >= 3
     if not hard and rec["state"] not in session.CLAIMABLE:
-        path = call.payload.get("transcript_path") or c["transcript"]
-        try:
-            tokens = meter.read_transcript(path)["tokens"] if isinstance(path, str) and path else None
-        except OSError:
-            tokens = None
+        tokens = this_response_tokens(call, c)
         if meter.level(tokens, c["window"], c) == "hard":
             hard = True
-            rec = _record_hard(call) or rec
+            rec = _record_hard(call, tokens) or rec
     requested = rec["state"] == session.HANDOFF_REQUESTED
     if not hard and not requested:
         return None
@@ -63,6 +66,25 @@ def handle(call):
     }}
 
 
+def this_response_tokens(call, c):
+    """Context tokens of the response that asked for this tool call (None when unknown)."""
+    path = call.payload.get("transcript_path") or c["transcript"]
+    if not isinstance(path, str) or not path:
+        return None
+    tid = call.payload.get("tool_use_id")
+    try:
+        if isinstance(tid, str) and tid:
+            got, waited = meter.await_tool_reading(path, tid, WAIT_S)
+            if got is not None:
+                if waited:
+                    call.outcome = "waited %d ms for the transcript" % waited
+                return got["tokens"]
+            call.outcome = "row of %s not in the transcript after %d ms" % (tid[:16], waited)
+        return meter.read_transcript(path)["tokens"]
+    except OSError:
+        return None
+
+
 def _is_our_cli(command):
     if not isinstance(command, str):
         return False
@@ -78,13 +100,13 @@ def _ensure_dir(path):
     os.makedirs(path, mode=0o700, exist_ok=True)
 
 
-def _record_hard(call):
+def _record_hard(call, tokens):
     """First sight of the hard level: record it (state, note, push) through the slow path."""
     from . import common
 
     ctx = common.HookContext(call)
     n, sdir, rec = ctx.load_session()
-    reading = common.measure(ctx, sdir, rec)
+    reading = common.reading_of(ctx, sdir, rec, tokens, "transcript")
     if common.needs_level_change(rec, reading):
         _, rec = common.apply_level(ctx, n, sdir, reading)
     return rec

@@ -6,25 +6,38 @@
   and block once with the handoff path and template (HANDOFF_REQUESTED);
 - on the following Stops: validate the handoff; block again with the exact
   problems, at most ``handoff_max_tries`` times, then fall back to a machine
-  handoff marked degraded — a rotation never waits on the model;
+  handoff marked degraded - a rotation never waits on the model;
 - valid: git snapshot + manifest (CHECKPOINT_VERIFIED), then hand over to the
   tmux rotator (ROTATING) or ask the user for ``/clear`` (AWAITING_MANUAL_CLEAR).
+
+The reading that decides is the turn's *last* reply, and the transcript can lag
+it: this hook waits (at most ``WAIT_S``) for the row the payload's
+``last_assistant_message`` names, or for the status line's own reading.  If
+neither arrives, it does not act on the stale one: the late Stop
+(``stop_late``, an async hook that can wake the model) waits longer and
+requests the handoff then.
 """
 
 import os
+import time
 
 from .. import checkpoint, handoff, session
 from . import common
 
+WAIT_S = 3.0
+
 
 def handle(call):
+    since = time.time()
     started = common.begin(call)
     if started is None:
         return None
     ctx, n, sdir, rec = started
-    reading = common.measure(ctx, sdir, rec)
+    reading, caught, waited = common.measure_turn_end(ctx, sdir, rec, WAIT_S, since)
     ctx.log(sdir, {"ev": "stop", "tokens": reading["tokens"], "percent": reading["percent"],
-                   "level": reading["level"], "stop_hook_active": bool(ctx.payload.get("stop_hook_active"))})
+                   "level": reading["level"], "stop_hook_active": bool(ctx.payload.get("stop_hook_active")),
+                   "caught_up": caught, "waited_ms": waited, "source": reading["source"],
+                   "prompt_id": ctx.payload.get("prompt_id")})
     state = rec["state"]
     if state == session.HANDOFF_REQUESTED:
         return _check_handoff(ctx, n, sdir)
@@ -40,12 +53,27 @@ def handle(call):
         return _ask_for_clear(rec)
     if state in session.CLAIMABLE or state in (session.ROTATED, session.ENDED):
         return None
-    if common.needs_level_change(rec, reading):
+    return decide(ctx, n, sdir, rec, reading, caught, waited)
+
+
+def decide(ctx, n, sdir, rec, reading, caught, waited):
+    """Act on a turn-end reading: record its level, request the handoff at *rotate*.
+
+    A reading that is not ``caught`` up is never acted on (it could undo a
+    level, or miss one); only what is already known from earlier (a level
+    recorded after a tool, a manual ``rotate``) still requests the handoff.
+    """
+    if caught and common.needs_level_change(rec, reading):
         note, rec = common.apply_level(ctx, n, sdir, reading)
         if note and reading["level"] in ("warn",):
             _park_note(ctx, sdir, note)
-    if reading["level"] in ("rotate", "hard") or rec.get("rotate_requested") or rec["state"] == session.ROTATION_PENDING:
+    if ((caught and reading["level"] in ("rotate", "hard")) or rec.get("rotate_requested")
+            or rec["state"] == session.ROTATION_PENDING):
+        if not caught and rec.get("last_reading"):
+            reading = dict(reading, **rec["last_reading"])  # what was known, not the stale tail
         return _request_handoff(ctx, n, sdir, reading)
+    if not caught:
+        ctx.outcome = "transcript behind after %d ms; left to the late Stop" % waited
     return None
 
 
@@ -166,7 +194,7 @@ def _verified(ctx, n, sdir, check, degraded, tries):
     ctx.outcome = "checkpoint %s verified%s" % (summary["id"], " (degraded)" if degraded else "")
     if use_tmux:
         try:
-            pid = rotation.start(rec, sdir, ctx.cfg, successor_name)
+            pid = rotation.start(rec, sdir, ctx.cfg, successor_name, proj.lock_path)
             with proj.lock():
                 rec = session.load(sdir)
                 rec["rotator_pid"] = pid

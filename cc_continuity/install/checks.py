@@ -273,7 +273,9 @@ def _handler_problems(event, group, handler, expected):
         problems.append("%s: interpreter %r is missing or not executable" % (event, python))
     if app and not os.path.isfile(os.path.join(app, "cc_continuity", "hooks", "__init__.py")):
         problems.append("%s: the app copy %s is missing (the hook does nothing)" % (event, app))
-    if event not in args:
+    from ..hooks import EVENT_OF
+
+    if event not in args and not any(EVENT_OF.get(a) == event for a in args if isinstance(a, str)):
         problems.append("%s: handler is registered for another event (args %s)" % (event, args))
     matcher = expected.get(event)
     if matcher:
