@@ -97,6 +97,7 @@ SCHEMA = {
     "rotator_marker_timeout_s": (60, _int(1, 600), "how long it waits for the successor to start"),
     "rotator_delivery_timeout_s": (20, _int(1, 600), "how long it waits for the continuation to arrive"),
     "rotator_retries": (3, _int(0, 10), "bounded retries per rotator step"),
+    "rotator_draft_wait_s": (60, _int(1, 3600), "how long text left unsent in the input box holds a rotation"),
     "statusline_chain_timeout_ms": (1000, _int(50, 10000), "budget for the chained user status line"),
     "statusline_color": (True, _bool, "ANSI colours in the status line"),
     "watchdog_health_url": (None, _url, "model server liveness URL (e.g. http://host:8000/health)"),

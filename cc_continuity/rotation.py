@@ -23,9 +23,14 @@ def delivered_marker(sdir):
     return checkpoint.cp_dir(sdir) + "/continuation.delivered"
 
 
-def plan(rec, sdir, cfg, successor_name):
+def draft_file(sdir):
+    """Text the user had left in the input box when the rotator cleared it (the bootstrap quotes it)."""
+    return checkpoint.cp_dir(sdir) + "/draft.txt"
+
+
+def plan(rec, sdir, cfg, successor_name, project_lock=None):
     cid = (rec.get("checkpoint") or {}).get("id") or checkpoint.checkpoint_id(rec["number"])
-    return {
+    out = {
         "socket": rec["tmux_socket"],
         "pane": rec["tmux_pane"],
         "started_marker": started_marker(sdir),
@@ -33,10 +38,17 @@ def plan(rec, sdir, cfg, successor_name):
         "continuation": continuation_prompt(cid, successor_name),
         "ledger": session.ledger_path(sdir),
         "successor_name": successor_name,
+        "sdir": sdir,
+        "draft_file": draft_file(sdir),
         "timeouts": {"idle_s": cfg["rotator_idle_timeout_s"], "marker_s": cfg["rotator_marker_timeout_s"],
-                     "delivery_s": cfg["rotator_delivery_timeout_s"]},
+                     "delivery_s": cfg["rotator_delivery_timeout_s"], "draft_s": cfg["rotator_draft_wait_s"]},
         "retries": cfg["rotator_retries"],
     }
+    if project_lock:
+        out["project_lock"] = project_lock
+    if isinstance(rec.get("pid"), int) and not isinstance(rec.get("pid"), bool) and rec["pid"] > 0:
+        out["claude_pid"] = rec["pid"]
+    return out
 
 
 def can_use_tmux(rec, cfg):
@@ -47,11 +59,11 @@ def can_use_tmux(rec, cfg):
     return Pane.from_env({"TMUX": "%s,0,0" % rec["tmux_socket"], "TMUX_PANE": rec["tmux_pane"]}) is not None
 
 
-def start(rec, sdir, cfg, successor_name):
+def start(rec, sdir, cfg, successor_name, project_lock=None):
     """Spawn the rotator for a verified checkpoint; returns its pid."""
     from . import rotator
 
-    p = plan(rec, sdir, cfg, successor_name)
+    p = plan(rec, sdir, cfg, successor_name, project_lock)
     path = checkpoint.cp_dir(sdir) + "/rotator-plan.json"
     atomic.write_text(path, json.dumps(p, indent=2) + "\n")
     from . import paths

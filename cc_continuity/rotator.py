@@ -12,16 +12,42 @@ Usage: ``python -m cc_continuity.rotator <plan.json>``. The plan::
      "delivered_marker": "/abs/...",  # optional; created by its UserPromptSubmit hook
      "continuation": "Continuing from cp-004 (proj-005).",
      "ledger": "/abs/.../ledger.jsonl", "successor_name": "proj-005",
-     "timeouts": {"idle_s": 120, "marker_s": 60, "delivery_s": 20, "type_s": 5},
+     "claude_pid": 4242,              # optional: the Claude Code process this rotation serves
+     "sdir": "/abs/...", "project_lock": "/abs/.../lock",   # optional: where to record a failure
+     "draft_file": "/abs/.../draft.txt",                     # optional: where a kept draft goes
+     "timeouts": {"idle_s": 120, "marker_s": 60, "delivery_s": 20, "type_s": 5,
+                  "quiet_s": 1, "draft_s": 60},
      "retries": 3}
 
-``retries`` counts extra attempts per step (0 = try once). A marker that already
-exists counts as done, so re-running a plan after a crash never clears twice.
-Every step goes to the ledger as ``{"ev": "rotator", "step": …, "ms": …}`` with
-steps ``begin, idle, clear_sent, started, idle, continuation_sent, delivered,
-renamed`` (plus ``not_typed``/``stuck`` before a retry, ``failed`` at the end of
-a failure). Exit status 0 on success, 1 on failure (also for an unusable plan:
-reported on stderr and, when the plan names a ledger, as ``failed`` there).
+What it guarantees, and how:
+
+* **It types only into the Claude Code it serves.**  Before every keystroke batch
+  the ``claude_pid`` must still be alive, the same process (start time) and the
+  program in the pane or below it; otherwise it stops (a ``kill -9`` and a
+  restart in the same pane must not get our ``/clear``).
+* **Never a mixture of our text and the user's.**  It types only into an empty
+  box after no attached client has sent a key for ``quiet_s``; the text and the
+  Enter are each sent by tmux only if still no key arrived (see
+  :meth:`Pane.type_if_quiet`).  If the user starts typing after our text, it is
+  taken back out of the box (their characters stay) and the step starts over.
+* **Nothing the user types is lost.**  A prompt they submit goes where they sent
+  it (the predecessor, or the successor as its first prompt - the continuation is
+  then not needed).  Text left in the box unchanged for ``draft_s`` is kept: cut
+  into Claude Code's kill ring, written to ``draft_file`` (the successor's
+  bootstrap quotes it) and put back with ``C-y`` into the successor's box.
+* **A failure is never silent.**  The session moves from ROTATING to
+  AWAITING_MANUAL_CLEAR (the status line asks for ``/clear``) and an urgent push
+  says why.
+
+``retries`` counts extra attempts per step after a failed one (0 = try once);
+waiting for the user does not use them up.  A marker that already exists counts
+as done, so re-running a plan after a crash never clears twice.  Every step goes
+to the ledger as ``{"ev": "rotator", "step": …, "ms": …}``: ``begin, idle,
+clear_sent, started, idle, continuation_sent, delivered, renamed`` on the happy
+path; ``held`` (the user typed), ``taken_back``, ``draft_kept``,
+``draft_restored``, ``not_typed``/``stuck`` (before a retry) and ``failed``.
+Exit status 0 on success, 1 on failure (also for an unusable plan: reported on
+stderr and, when the plan names a ledger, as ``failed`` there).
 """
 
 import fcntl
@@ -36,12 +62,18 @@ import time
 from . import ledger, paths
 from .tmux import Pane, TmuxError
 
-DEFAULT_TIMEOUTS = {"idle_s": 120.0, "marker_s": 60.0, "delivery_s": 20.0, "type_s": 5.0}
+DEFAULT_TIMEOUTS = {"idle_s": 120.0, "marker_s": 60.0, "delivery_s": 20.0, "type_s": 5.0,
+                    "quiet_s": 1.0, "draft_s": 60.0}
 DEFAULT_RETRIES = 3
 MAX_RETRIES = 10
 POLL_S = 0.05
+DRAFT_POLL_S = 0.25
+# Claude Code 2.1.331+: /clear typed while a subagent's view is in front asks first
+# ("/clear acts on the main conversation, not this agent", starting on No).
+SUBAGENT_CONFIRM = "acts on the main conversation"
+PASTED = "[Pasted text #"  # how the box shows a paste
 _REQUIRED = ("socket", "pane", "started_marker", "continuation", "ledger", "successor_name")
-_ABSOLUTE = ("started_marker", "delivered_marker", "ledger")
+_ABSOLUTE = ("started_marker", "delivered_marker", "ledger", "sdir", "project_lock", "draft_file")
 
 
 class PlanError(ValueError):
@@ -50,6 +82,10 @@ class PlanError(ValueError):
 
 class RotationFailed(RuntimeError):
     """A step did not complete within its bounds; the message is the ledger reason."""
+
+
+class ClaudeGone(RotationFailed):
+    """The Claude Code process this rotation serves has exited or left the pane."""
 
 
 def load_plan(path):
@@ -70,13 +106,18 @@ def load_plan(path):
         value = plan.get(key)
         if value is not None and (not isinstance(value, str) or not os.path.isabs(value)):
             raise PlanError("plan %s: %r must be an absolute path" % (path, key))
+    pid = plan.get("claude_pid")
+    if pid is not None and (isinstance(pid, bool) or not isinstance(pid, int) or pid <= 0):
+        raise PlanError("plan %s: 'claude_pid' must be a positive integer" % path)
     timeouts = dict(DEFAULT_TIMEOUTS)
     given = plan.get("timeouts") or {}
     if not isinstance(given, dict):
         raise PlanError("plan %s: 'timeouts' must be an object" % path)
     for key, value in given.items():
         if key in timeouts:
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 86400:
+            low_ok = key == "quiet_s"  # no quiet period at all is allowed (tests)
+            if (isinstance(value, bool) or not isinstance(value, (int, float))
+                    or not (0 <= value if low_ok else 0 < value) or value > 86400):
                 raise PlanError("plan %s: timeouts.%s must be a number of seconds > 0" % (path, key))
             timeouts[key] = float(value)
     plan["timeouts"] = timeouts
@@ -108,25 +149,51 @@ def _squash(text):
 
 
 def _box_holds(box, sent):
-    """Does the input box show ``sent``? Whitespace is ignored (wrapping, trimmed ends)."""
-    want, have = _squash(sent), _squash(box)
-    if not want or not have:
-        return False
-    if want in have:
-        return True
-    # A long text may be shown in part; demand a substantial part.
-    return len(have) >= min(len(want), 16) and have in want
+    """Does the input box show exactly ``sent``? Whitespace is ignored (wrapping, trimmed ends)."""
+    want = _squash(sent)
+    return bool(want) and _squash(box) == want
+
+
+class ClaudeProcess:
+    """The Claude Code process a rotation serves: its pid and start time, checked against the pane."""
+
+    def __init__(self, pid):
+        import psutil
+
+        self.pid = pid
+        try:
+            self.started = psutil.Process(pid).create_time()
+        except psutil.Error:
+            raise ClaudeGone("claude %d has exited" % pid) from None
+
+    def check(self, pane):
+        """Raise ClaudeGone unless this very process is alive and is (or runs under) the pane's program."""
+        import psutil
+
+        try:
+            proc = psutil.Process(self.pid)
+            if proc.create_time() != self.started:
+                raise ClaudeGone("claude %d has exited (its pid now belongs to another process)" % self.pid)
+            if proc.status() == psutil.STATUS_ZOMBIE:
+                raise ClaudeGone("claude %d has exited" % self.pid)
+            owner = pane.pane_pid()
+            if owner != self.pid and owner not in (p.pid for p in proc.parents()):
+                raise ClaudeGone("claude %d is no longer the program in pane %s" % (self.pid, pane.pane_id))
+        except psutil.NoSuchProcess:
+            raise ClaudeGone("claude %d has exited" % self.pid) from None
 
 
 class Rotator:
     """Runs one plan against one pane. ``pane`` can be injected (tests, other drivers)."""
 
-    def __init__(self, plan, pane=None):
+    def __init__(self, plan, pane=None, claude=None):
         self.plan = plan
         self.pane = pane or Pane(plan["socket"], plan["pane"], plan.get("tmux_bin"))
         self.timeouts = plan["timeouts"]
         self.attempts = plan["retries"] + 1
         self.t0 = time.monotonic()
+        self.claude = claude
+        self.draft = None  # the user's unsent text we cut from the predecessor's box
 
     def note(self, step, **fields):
         """Append one step to the predecessor's ledger; a ledger error never stops the rotation."""
@@ -140,25 +207,42 @@ class Rotator:
 
     def run(self):
         """Perform the hand-over; return the exit status (0 ok, 1 failed)."""
+        reason = None
         try:
             with _pane_lock(self.plan):
                 self.note("begin", pid=os.getpid(), pane=self.plan["pane"],
                           successor=self.plan["successor_name"])
+                if self.claude is None and self.plan.get("claude_pid"):
+                    self.claude = ClaudeProcess(self.plan["claude_pid"])
                 self._clear()
                 self._continue()
+                self._restore_draft()
                 self._rename()
             return 0
-        except RotationFailed as e:
+        except _Busy as e:
             self.note("failed", reason=str(e))
+            return 1
+        except RotationFailed as e:
+            reason = str(e)
         except TmuxError as e:
-            self.note("failed", reason="tmux: %s" % e)
+            reason = "tmux: %s" % e
         except SystemExit as e:  # SIGTERM
-            self.note("failed", reason="terminated (%s)" % e.code)
+            reason = "terminated (%s)" % e.code
         except Exception as e:  # a bug or a missing module: say so where doctor and Stop look
-            self.note("failed", reason="%s: %s" % (type(e).__name__, e))
+            reason = "%s: %s" % (type(e).__name__, e)
+        self.note("failed", reason=reason)
+        self._give_up(reason)
         return 1
 
-    # -- steps --------------------------------------------------------------
+    # -- guards -------------------------------------------------------------
+
+    def _check(self):
+        """Before every keystroke batch: the pane still runs the Claude Code we serve."""
+        if self.claude is not None:
+            self.claude.check(self.pane)
+
+    def _box(self):
+        return self.pane.input_text(self.pane.capture())
 
     def _idle(self, phase, attempt):
         if not self.pane.wait_idle(self.timeouts["idle_s"]):
@@ -166,35 +250,205 @@ class Rotator:
                                  % (self.plan["pane"], self.timeouts["idle_s"], phase))
         self.note("idle", phase=phase, attempt=attempt)
 
-    def _type(self, text):
-        """Clear the box, type ``text``; True once the box shows it (False: nothing arrived)."""
-        residual = self.pane.clear_input()
-        sent = self.pane.type_literal(text)
-        shown = _wait_for(lambda: _box_holds(self.pane.input_text(self.pane.capture()), sent),
-                          self.timeouts["type_s"])
-        return shown, sent, residual
+    def _quiet(self):
+        """Wait until no attached client has sent a key for ``quiet_s``; tmux's activity stamp then."""
+        deadline = time.monotonic() + self.timeouts["idle_s"]
+        while True:
+            stamp = self.pane.activity()
+            if time.time() >= stamp + 1 + self.timeouts["quiet_s"]:  # the stamp has whole seconds
+                return stamp
+            if time.monotonic() >= deadline:
+                raise RotationFailed("the user kept typing for %gs" % self.timeouts["idle_s"])
+            time.sleep(0.1)
+
+    # -- the user's text ----------------------------------------------------
+
+    def _wait_for_user(self, box, what):
+        """Text is in the box: the user's.  Wait while they work on it; keep it when it rests.
+
+        Returns when the box is empty again (they submitted or cleared it, or
+        we kept it).  A submitted prompt makes the pane busy: the caller waits
+        for idle again.
+        """
+        self.note("held", what=what, reason="text in the input box", chars=len(box))
+        since_change = start = time.monotonic()
+        last, stamp = box, self.pane.activity()
+        while True:
+            time.sleep(DRAFT_POLL_S)
+            screen = self.pane.capture()
+            now_box = self.pane.input_text(screen)
+            if not now_box or not self.pane.is_idle(screen):
+                return
+            now_stamp = self.pane.activity()
+            now = time.monotonic()
+            if now_box != last or now_stamp != stamp:
+                last, stamp, since_change = now_box, now_stamp, now
+                continue
+            if now - since_change >= self.timeouts["draft_s"] or now - start >= 10 * self.timeouts["draft_s"]:
+                if self._keep_draft(now_box, stamp):
+                    return
+
+    def _keep_draft(self, text, stamp):
+        """Cut the resting draft into the kill ring and save it for the successor; True when done."""
+        if PASTED in text:
+            # Observed: a paste's content does not survive /clear (only its placeholder does).
+            raise RotationFailed("text pasted into the input box would be lost by /clear; "
+                                 "send it or clear it, then type /clear")
+        self._check()
+        self._save_draft(text)
+        kills = 2 * len(text.split()) + text.count("\n") + 8
+        if not self.pane.press_if_quiet(stamp, *["C-w"] * kills):
+            return False  # the user came back meanwhile
+        if not _wait_for(lambda: not self._box(), self.timeouts["type_s"]):
+            raise RotationFailed("cannot empty the input box (it shows %r)" % self._box()[:80])
+        self.draft = text
+        self.note("draft_kept", chars=len(text))
+        return True
+
+    def _save_draft(self, text):
+        path = self.plan.get("draft_file")
+        if path:
+            from . import atomic
+
+            atomic.write_text(path, text, mode=0o600)
+
+    def _take_back(self, sent):
+        """The user typed after our text: remove ours from the front of the box, keep theirs."""
+        self._check()
+        self.pane.press("C-a", *["DC"] * len(sent), "C-e")
+        self.note("taken_back", chars=len(sent))
+
+    def _restore_draft(self):
+        """Put the kept draft back (``C-y``) into the successor's empty box."""
+        if self.draft is None:
+            return
+        deadline = time.monotonic() + self.timeouts["delivery_s"]
+        while time.monotonic() < deadline:
+            if self._box():
+                break  # the user is typing something new: the draft stays in the bootstrap only
+            stamp = self.pane.activity()
+            if time.time() < stamp + 1 + self.timeouts["quiet_s"]:
+                time.sleep(0.1)
+                continue
+            self._check()
+            if self.pane.press_if_quiet(stamp, "C-y"):
+                ok = _wait_for(lambda: _box_holds(self._box(), self.draft), self.timeouts["type_s"])
+                self.note("draft_restored", ok=ok, chars=len(self.draft))
+                return
+        self.note("draft_restored", ok=False, chars=len(self.draft), reason="the box was not free")
+
+    # -- typing one prompt --------------------------------------------------
+
+    def _submit(self, text, what, phase, done):
+        """Type ``text`` and press Enter so that exactly ``text`` is submitted.
+
+        Returns (sent, attempt), or (None, attempt) when ``done()`` became true
+        meanwhile (the step happened another way, e.g. the user's own prompt
+        reached the successor).  Raises RotationFailed after the attempts run out.
+        """
+        attempt, failures = 1, 0
+        while failures < self.attempts:
+            if done():
+                return None, attempt
+            self._idle(phase, attempt)
+            if done():
+                return None, attempt
+            box = self._box()
+            if box:
+                self._wait_for_user(box, what)
+                continue
+            stamp = self._quiet()
+            screen = self.pane.capture()
+            if self.pane.input_text(screen):
+                continue
+            if not self.pane.main_view(screen):
+                self._main_forward()
+                continue
+            self._check()
+            sent = self.pane.type_if_quiet(text, stamp)
+            if sent is None:
+                self.note("held", what=what, reason="a key arrived", attempt=attempt)
+                continue
+            if not _wait_for(lambda: _box_holds(self._box(), sent), self.timeouts["type_s"]):
+                box = self._box()
+                if _squash(box).startswith(_squash(sent)):
+                    self._take_back(sent)  # the user typed right behind our text
+                    continue
+                self.note("not_typed", what=what, attempt=attempt, box=box[:80])
+                failures, attempt = failures + 1, attempt + 1
+                if box and _squash(box).startswith(_squash(sent)[:1]):
+                    self._take_back(sent)  # part of ours arrived: take it out again
+                continue
+            self._check()
+            if not self.pane.press_if_quiet(stamp, "Enter"):
+                self._take_back(sent)
+                continue
+            return sent, attempt
+        raise RotationFailed("%s not submitted after %d attempt(s)" % (what, self.attempts))
+
+    # -- steps --------------------------------------------------------------
 
     def _clear(self):
         marker = self.plan["started_marker"]
-        if os.path.exists(marker):
+        started = lambda: os.path.exists(marker)
+        if started():
             self.note("started", preexisting=True)
             return
         for attempt in range(1, self.attempts + 1):
-            self._idle("predecessor", attempt)
-            if os.path.exists(marker):  # a late start from the previous attempt
-                self.note("started", attempt=attempt - 1, late=True)
+            sent, at = self._submit("/clear", "/clear", "predecessor", started)
+            if sent is None:
+                self.note("started", attempt=at, late=True)
                 return
-            shown, _, residual = self._type("/clear")
-            if not shown:
-                self.note("not_typed", what="/clear", attempt=attempt, residual=residual)
+            self.note("clear_sent", attempt=attempt)
+            if _wait_for(lambda: started() or SUBAGENT_CONFIRM in self.pane.capture(), self.timeouts["marker_s"]):
+                if started():
+                    self.note("started", attempt=attempt)
+                    return
+                self._decline_subagent_clear()
                 continue
-            self.pane.press("Enter")
-            self.note("clear_sent", attempt=attempt, residual=residual)
-            if _wait_for(lambda: os.path.exists(marker), self.timeouts["marker_s"]):
-                self.note("started", attempt=attempt)
-                return
+            if _box_holds(self._box(), "/clear"):
+                self._check()
+                self.pane.press("C-u")  # the Enter was lost: start the step over
         raise RotationFailed("successor did not start: %s missing after %d /clear attempt(s)"
                              % (marker, self.attempts))
+
+    def _decline_subagent_clear(self):
+        """A subagent's view was in front: answer its /clear question No, then bring main forward.
+
+        Enter on the question's first selection cancels on both 2.1.328 and
+        2.1.332 (Escape could stop a running subagent); ``/clear`` stays in
+        the box and is taken out again.  Confirming instead would clear the main
+        conversation but leave the subagent's view in front, and the
+        continuation would go to the subagent.
+        """
+        self._check()
+        self.pane.press("Enter")
+        _wait_for(lambda: SUBAGENT_CONFIRM not in self.pane.capture(), self.timeouts["type_s"])
+        if _squash(self._box()).startswith("/clear"):
+            self.pane.press("C-u")
+        self.note("subagent_view", action="declined /clear there")
+        self._main_forward()
+
+    def _main_forward(self):
+        """Bring the main conversation in front of a subagent's view (it would take our typing).
+
+        Observed on both versions: with an empty box, ``Down`` opens the list of
+        conversations with main highlighted, ``Enter`` shows it.  Never ``Left``
+        (it moves the session to the background) nor ``Escape`` (it stops a
+        running subagent).
+        """
+        for _ in range(3):
+            if self.pane.main_view(self.pane.capture()):
+                self.note("subagent_view", action="main view in front")
+                return
+            self._check()
+            self.pane.press("Down")
+            if _wait_for(lambda: _main_highlighted(self.pane.capture()), self.timeouts["type_s"]):
+                self._check()
+                self.pane.press("Enter")
+                _wait_for(lambda: self.pane.main_view(self.pane.capture()), self.timeouts["type_s"])
+        if not self.pane.main_view(self.pane.capture()):
+            raise RotationFailed("a subagent's view stays in front of the main conversation")
 
     def _continue(self):
         marker = self.plan.get("delivered_marker")
@@ -204,17 +458,12 @@ class Rotator:
             return
         text = self.plan["continuation"]
         for attempt in range(1, self.attempts + 1):
-            self._idle("successor", attempt)
-            if arrived():
-                self.note("delivered", via="marker", attempt=attempt - 1, late=True)
+            sent, at = self._submit(text, "continuation", "successor", arrived)
+            if sent is None:
+                self.note("delivered", via="marker", attempt=at, late=True)
                 return
-            shown, sent, residual = self._type(text)
-            if not shown:
-                self.note("not_typed", what="continuation", attempt=attempt, residual=residual)
-                continue
-            self.pane.press("Enter")
             self.note("continuation_sent", attempt=attempt, chars=len(sent))
-            left_box = lambda: not _box_holds(self.pane.input_text(self.pane.capture()), sent)
+            left_box = lambda: not _box_holds(self._box(), sent)
             if marker:
                 if _wait_for(arrived, self.timeouts["delivery_s"]):
                     self.note("delivered", via="marker", attempt=attempt)
@@ -226,6 +475,8 @@ class Rotator:
                 self.note("delivered", via="screen", attempt=attempt)
                 return
             self.note("stuck", what="continuation", attempt=attempt)  # still in the box
+            self._check()
+            self.pane.press("C-u")
         raise RotationFailed("continuation not delivered after %d attempt(s)" % self.attempts)
 
     def _rename(self):
@@ -240,6 +491,44 @@ class Rotator:
             self.note("renamed", name=name, ok=False, errors=errors)
         else:
             self.note("renamed", name=name, ok=True)
+
+    # -- failure --------------------------------------------------------------
+
+    def _give_up(self, reason):
+        """ROTATING -> AWAITING_MANUAL_CLEAR (the status line asks for /clear) and an urgent push."""
+        sdir, lock_path = self.plan.get("sdir"), self.plan.get("project_lock")
+        if not sdir or not lock_path:
+            return
+        try:
+            from . import session
+            from .lock import Lock
+
+            with Lock(lock_path, timeout=10):
+                rec = session.load(sdir)
+                if rec["state"] != session.ROTATING:
+                    return
+                session.transition(sdir, rec, session.AWAITING_MANUAL_CLEAR, "rotator failed: %s" % reason[:200])
+            from . import notify
+
+            cid = (rec.get("checkpoint") or {}).get("id") or "the checkpoint"
+            notify.emit("lifecycle-failed", slug=rec.get("slug"), session=rec.get("number"),
+                        text="rotation stopped (%s); %s waits: type /clear" % (reason[:80], cid),
+                        project_root=rec.get("project_root"))
+        except Exception as e:  # the ledger already says why; never let this mask it
+            print("rotator: could not record the failure: %s" % e, file=sys.stderr)
+
+
+def _main_highlighted(screen):
+    """The conversation list has focus on its ``main`` row (``❯ ● main`` or ``❯ ◯ main``)."""
+    for line in screen.split("\n"):
+        words = line.split()
+        if words[:1] == ["❯"] and words[2:3] == ["main"] and words[1:2] in (["●"], ["◯"]):
+            return True
+    return False
+
+
+class _Busy(RotationFailed):
+    """Another rotator already holds this pane: not a failure of the rotation itself."""
 
 
 class _pane_lock:
@@ -257,7 +546,7 @@ class _pane_lock:
             fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(self.fd)
-            raise RotationFailed("another rotator is already working on this pane") from None
+            raise _Busy("another rotator is already working on this pane") from None
         return self
 
     def __exit__(self, *exc):

@@ -11,7 +11,13 @@ person would, and each way that goes wrong is handled here once:
   Claude and can wedge ``send-keys -l``), so :func:`literal_text` flattens both;
 * ``/clear`` typed while Claude is generating is swallowed, so callers wait for
   :meth:`Pane.is_idle`; half-typed input is cleared with ``C-u`` (Escape does
-  not clear) and verified with capture-pane.
+  not clear) and verified with capture-pane;
+* the user may type at any moment, and their keys and ours reach the same
+  input box.  tmux stamps ``session_activity`` whenever an attached client
+  sends a key (``send-keys`` does not), so :meth:`Pane.type_if_quiet` and
+  :meth:`Pane.press_if_quiet` act *inside the tmux server*, atomically, only
+  if no key arrived since a given stamp: our text and our Enter can never land
+  between the user's keystrokes.
 
 libtmux is imported lazily, inside the functions that need it (adapter layer:
 hooks on the fast path import nothing from here until they actually rotate).
@@ -74,6 +80,97 @@ def _send_keys_args(text):
             chunk = chunk[:-1] + "\\;"
         args.append(chunk)
     return args
+
+
+# -- reading the screen ----------------------------------------------------------
+#
+# Plain capture-pane text cannot tell what the user typed from what Claude Code
+# draws in an empty box (observed on 2.1.328 and 2.1.332 with ``capture-pane -e``):
+# a placeholder ("Resend your message to try again", "Try ...", "Message @agent...")
+# puts its first letter in the inverse cursor cell and the rest in dim (SGR 2);
+# a slash command's argument hint ("[name]") is grey (38;5;246); typed text is
+# plain.  So the pane is captured with its styles, and the box's text is the
+# characters that are neither dim nor grey.
+
+HINT_COLORS = ("246",)  # 256-colour indices Claude Code draws hints in
+_SGR = re.compile(r"\x1b\[([0-9;:]*)m")
+_OTHER_ESC = re.compile(r"\x1b(?:\][^\x07\x1b]*(?:\x07|\x1b\\)|\[[0-9;?]*[A-Za-z]|.)")
+
+
+class Screen(str):
+    """The pane's plain text (a ``str``), with the styled capture it came from in ``.styled``."""
+
+    styled = None
+
+    def __new__(cls, plain, styled=None):
+        obj = super().__new__(cls, plain)
+        obj.styled = styled
+        return obj
+
+
+def strip_styles(line):
+    return _OTHER_ESC.sub("", _SGR.sub("", line))
+
+
+def styled_cells(line):
+    """``[(char, dim, inverse, fg)]`` for one captured row with SGR escapes."""
+    cells = []
+    dim = inverse = False
+    fg = None
+    pos = 0
+    for m in re.finditer(r"\x1b\[([0-9;:]*)m|\x1b(?:\][^\x07\x1b]*(?:\x07|\x1b\\)|\[[0-9;?]*[A-Za-z]|.)", line):
+        for ch in line[pos:m.start()]:
+            cells.append((ch, dim, inverse, fg))
+        pos = m.end()
+        if m.group(1) is None:
+            continue  # not an SGR: a cursor move or a link, no text
+        params = [p for p in m.group(1).replace(":", ";").split(";")] or ["0"]
+        i = 0
+        while i < len(params):
+            p = params[i] or "0"
+            if p == "0":
+                dim = inverse = False
+                fg = None
+            elif p == "2":
+                dim = True
+            elif p == "22":
+                dim = False
+            elif p == "7":
+                inverse = True
+            elif p == "27":
+                inverse = False
+            elif p == "39":
+                fg = None
+            elif p in ("38", "48") and i + 1 < len(params):
+                if params[i + 1] == "5" and i + 2 < len(params):
+                    if p == "38":
+                        fg = params[i + 2]
+                    i += 2
+                elif params[i + 1] == "2" and i + 4 < len(params):
+                    if p == "38":
+                        fg = ";".join(params[i + 2:i + 5])
+                    i += 4
+            elif p.isdigit() and (30 <= int(p) <= 37 or 90 <= int(p) <= 97):
+                fg = p
+            i += 1
+    for ch in line[pos:]:
+        cells.append((ch, dim, inverse, fg))
+    return cells
+
+
+def typed_text(line):
+    """What the user typed in one styled box row: dim placeholders and grey hints left out."""
+    cells = styled_cells(line)
+    out = []
+    for i, (ch, dim, inverse, fg) in enumerate(cells):
+        if dim or fg in HINT_COLORS:
+            continue
+        if inverse:
+            nxt = cells[i + 1] if i + 1 < len(cells) else None
+            if ch.isspace() or (nxt is not None and nxt[1]):
+                continue  # the cursor block, or a placeholder's first letter in it
+        out.append(ch)
+    return "".join(out)
 
 
 def _is_rule(line):
@@ -182,15 +279,16 @@ class Pane:
         return pane.pane_dead in (None, "", "0")
 
     def capture(self):
-        """The visible screen as text (one line per row, trailing blanks trimmed by tmux)."""
-        # One tmux call: the dead flag first, then the screen.
+        """The visible screen (a :class:`Screen`: plain text, styles in ``.styled``)."""
+        # One tmux call: the dead flag first, then the screen with its styles.
         out = self._run("display-message", "-p", "#{pane_dead}", ";",
-                        "capture-pane", "-p", "-t", self.pane_id)
+                        "capture-pane", "-p", "-e", "-t", self.pane_id)
         if not out:
             raise TmuxError("tmux returned nothing for pane %s" % self.pane_id)
         if out[0].strip() == "1":
             raise TmuxError("the program in tmux pane %s has exited" % self.pane_id)
-        return "\n".join(out[1:])
+        styled = out[1:]
+        return Screen("\n".join(strip_styles(line) for line in styled), styled)
 
     @staticmethod
     def is_idle(screen):
@@ -211,18 +309,38 @@ class Pane:
         """What is typed in the input box ("" when empty or no box is shown).
 
         Rows of a wrapped input are joined with newlines: the screen cannot tell a
-        wrap from a line break, so compare with whitespace ignored.
+        wrap from a line break, so compare with whitespace ignored.  With a styled
+        capture (:class:`Screen`), placeholders and hints drawn in the empty box
+        are not counted as typed.
         """
         lines = _lines(screen)
         box = _find_box(lines)
         if box is None:
             return ""
-        rows = [lines[box][len(PROMPT):].strip()]
-        for line in lines[box + 1:]:
-            if _is_rule(line):
-                break
-            rows.append(line.strip())
-        return "\n".join(rows).strip()
+        styled = getattr(screen, "styled", None)
+        end = box + 1
+        while end < len(lines) and not _is_rule(lines[end]):
+            end += 1
+        if styled is not None and len(styled) == len(lines):
+            rows = [typed_text(line) for line in styled[box:end]]
+            rows[0] = rows[0].lstrip()[len(PROMPT):] if rows[0].lstrip().startswith(PROMPT) else rows[0]
+        else:
+            rows = [lines[box][len(PROMPT):]] + lines[box + 1:end]
+        return "\n".join(r.strip() for r in rows).strip()
+
+    @staticmethod
+    def main_view(screen):
+        """False when a subagent's view is in front (its typing goes to the subagent), else True.
+
+        Claude Code lists the conversations under the box while agents run (or
+        when one is viewed) and marks the one in front with ``●``: ``◯ main``
+        means the main conversation is not it.
+        """
+        for line in _lines(screen):
+            words = line.replace("❯", " ").split()
+            if words[:2] == ["◯", "main"]:
+                return False
+        return True
 
     def wait_idle(self, timeout, poll=0.1, settle=0.3):
         """Wait until the pane has looked idle for ``settle`` seconds; False after ``timeout``.
@@ -280,11 +398,64 @@ class Pane:
             self._run("send-keys", "-l", "--", arg)
         return sent
 
-    def press(self, key):
-        """Press one named key (``Enter``, ``C-u``, ``BSpace`` …) as its own send-keys call."""
-        if not isinstance(key, str) or not _KEY_NAME.match(key):
-            raise ValueError("not a single tmux key name: %r" % (key,))
-        self._run("send-keys", key)
+    def activity(self):
+        """tmux's ``session_activity`` (whole seconds): when a client attached to this pane's
+        session last sent a key.  Our own ``send-keys`` and ``paste-buffer`` do not change it."""
+        out = self._run("display-message", "-p", "#{session_activity}")
+        try:
+            return int(out[0].strip())
+        except (IndexError, ValueError):
+            raise TmuxError("tmux gave no session_activity for %s: %r" % (self.pane_id, out)) from None
+
+    def pane_pid(self):
+        """The pid of the program tmux started in the pane."""
+        out = self._run("display-message", "-p", "#{pane_pid}")
+        try:
+            return int(out[0].strip())
+        except (IndexError, ValueError):
+            raise TmuxError("tmux gave no pane_pid for %s: %r" % (self.pane_id, out)) from None
+
+    def _if_quiet(self, since, command):
+        """Run the tmux ``command`` only if no client key arrived since ``since``; True if it ran."""
+        cond = "#{==:#{session_activity},%d}" % int(since)
+        out = self._run("if-shell", "-F", cond, command + " ; display-message -p cc-continuity:ran",
+                        "display-message -p cc-continuity:held")
+        return any(line.strip() == "cc-continuity:ran" for line in out)
+
+    def type_if_quiet(self, text, since):
+        """Type ``text`` (flattened like :meth:`type_literal`) unless a key arrived since ``since``.
+
+        Returns what was sent, or None when it was held back.  The text goes
+        through a tmux buffer pasted *without* bracketed-paste marks, so Claude
+        Code sees it as typed (a slash command still runs) and it arrives in one
+        write: the user's keys come wholly before or wholly after it.
+        """
+        sent = literal_text(text)
+        buf = "cc-continuity-%d" % os.getpid()
+        # tmux's argv parser ends a command at an argument's trailing ';' (as for send-keys).
+        data = sent[:-1] + "\\;" if sent.endswith(";") else sent
+        self._run("set-buffer", "-b", buf, "--", data, target=False)
+        if self._if_quiet(since, "paste-buffer -d -b %s -t %s" % (buf, self.pane_id)):
+            return sent
+        try:
+            self._run("delete-buffer", "-b", buf, target=False)
+        except TmuxError:
+            pass
+        return None
+
+    def press_if_quiet(self, since, *keys):
+        """Press named ``keys`` (in one send-keys) unless a client key arrived since ``since``."""
+        for key in keys:
+            if not isinstance(key, str) or not _KEY_NAME.match(key):
+                raise ValueError("not a single tmux key name: %r" % (key,))
+        return self._if_quiet(since, "send-keys -t %s %s" % (self.pane_id, " ".join(keys)))
+
+    def press(self, *keys):
+        """Press named keys (``Enter``, ``C-u``, ``BSpace`` …) in one send-keys call."""
+        for key in keys:
+            if not isinstance(key, str) or not _KEY_NAME.match(key):
+                raise ValueError("not a single tmux key name: %r" % (key,))
+        self._run("send-keys", *keys)
 
     # -- naming -----------------------------------------------------------
 

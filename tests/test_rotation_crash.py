@@ -347,7 +347,8 @@ def _wait(predicate, timeout, what):
 def _rotating(tmp_path, server, *fake_args):
     fake = server.start_fake(str(tmp_path / "fake"), *fake_args)
     tpid = server.tmux("display-message", "-p", "#{pid}").strip()
-    run = Run(tmp_path, tmux="%s,%s,0" % (server.socket, tpid), tmux_pane=fake.pane_id)
+    # CLAUDE_PID is the program in the pane, as with the real Claude Code.
+    run = Run(tmp_path, tmux="%s,%s,0" % (server.socket, tpid), tmux_pane=fake.pane_id, claude_pid=fake.pid())
     run.drv.config(rotator_idle_timeout_s=60, rotator_marker_timeout_s=60, rotator_delivery_timeout_s=10,
                    rotator_retries=0)
     for i in range(VERIFY):

@@ -214,7 +214,8 @@ def rotator_steps(drv, sid):
 def tmux_driver(tmp_path, server, *fake_args):
     run = server.start_fake(str(tmp_path / "fake"), *fake_args)
     pid = server.tmux("display-message", "-p", "#{pid}").strip()
-    drv = HookDriver(tmp_path / "proj", files=FILES, claude_pid=dead_pid(7),
+    # CLAUDE_PID is the program in the pane, as with the real Claude Code (the rotator checks it).
+    drv = HookDriver(tmp_path / "proj", files=FILES, claude_pid=run.pid(),
                      tmux="%s,%s,0" % (server.socket, pid), tmux_pane=run.pane_id)
     drv.config(rotator_idle_timeout_s=20, rotator_marker_timeout_s=20, rotator_delivery_timeout_s=10,
                rotator_retries=1)
@@ -266,7 +267,7 @@ def test_tmux_rotation_end_to_end(tmp_path, server):
     assert run.raw_bytes().endswith(expected.encode() + b"\r")  # typed literally, then Enter
     old, new = drv.state(S1), drv.state(S2)
     assert old["state"] == session.ROTATED and old["successor"] == 2
-    assert new["state"] == session.ACTIVE and new["predecessor"] == 1 and new["pid"] == dead_pid(7)
+    assert new["state"] == session.ACTIVE and new["predecessor"] == 1 and new["pid"] == run.pid()
     assert drv.ledger(S2, ev="prompt")[-1]["text"] == expected
     names = server.tmux("display-message", "-p", "-t", run.pane_id, "#{session_name}|#{window_name}").strip()
     assert names == "proj-002|proj-002"

@@ -32,7 +32,8 @@ class Setup:
             "socket": server.socket, "pane": self.run.pane_id,
             "started_marker": self.started, "delivered_marker": self.delivered,
             "continuation": CONTINUATION, "ledger": self.ledger, "successor_name": "proj-005",
-            "timeouts": {"idle_s": 5, "marker_s": 2, "delivery_s": 2, "type_s": 1.5},
+            "timeouts": {"idle_s": 5, "marker_s": 2, "delivery_s": 2, "type_s": 1.5, "quiet_s": 0,
+                         "draft_s": 1},
             "retries": 2,
         }
         self.plan.update(plan_overrides)
@@ -56,8 +57,8 @@ def names(server, pane_id):
 
 
 def test_full_rotation_against_the_fake_prompt(server, tmp_path):
-    # Busy at first (the Stop hook still running) with half-typed text in the box.
-    s = Setup(server, tmp_path, "--busy-start", "1.2", "--initial", "half typed")
+    # Busy at first (the Stop hook still running).
+    s = Setup(server, tmp_path, "--busy-start", "1.2")
     t0 = time.monotonic()
     res = s.rotate()
     assert res.returncode == 0, res.stderr
@@ -69,8 +70,8 @@ def test_full_rotation_against_the_fake_prompt(server, tmp_path):
     assert s.run.submitted() == ["/clear", CONTINUATION]
     assert s.run.events("swallowed") == []
     raw = s.run.raw_bytes()
-    assert b"\x1b" not in raw and raw.count(b"\x15") >= 1
-    assert raw.endswith(CONTINUATION.encode() + b"\r")
+    assert b"\x1b" not in raw and b"\x15" not in raw  # an empty box is never "cleared"
+    assert raw == b"/clear\r" + CONTINUATION.encode() + b"\r"
     # The ledger tells the story in order, with growing times, and its chain is intact.
     records = s.records()
     assert [r["step"] for r in records] == HAPPY_STEPS
@@ -82,9 +83,81 @@ def test_full_rotation_against_the_fake_prompt(server, tmp_path):
     assert names(server, s.run.pane_id) == "proj-005|proj-005"
 
 
+def test_text_left_in_the_box_is_kept_and_put_back_in_the_successor(server, tmp_path):
+    draft = "half typed note for later"
+    s = Setup(server, tmp_path, "--initial", draft, draft_file=str(tmp_path / "draft.txt"))
+    t0 = time.monotonic()
+    res = s.rotate()
+    assert res.returncode == 0, res.stderr
+    assert time.monotonic() - t0 >= 1.0  # it waited draft_s for the user first
+    # Never submitted, never mixed into ours; back in the box afterwards; saved for the bootstrap.
+    assert s.run.submitted() == ["/clear", CONTINUATION]
+    assert s.run.pane.input_text(s.run.pane.capture()) == draft
+    assert (tmp_path / "draft.txt").read_text() == draft
+    assert oct((tmp_path / "draft.txt").stat().st_mode & 0o777) == "0o600"
+    steps = s.steps()
+    assert steps.index("held") < steps.index("draft_kept") < steps.index("clear_sent")
+    assert [r["ok"] for r in s.records() if r["step"] == "draft_restored"] == [True]
+
+
+def test_a_user_typing_holds_the_rotation_and_their_prompt_goes_where_they_sent_it(server, tmp_path):
+    """A person types (through an attached client) while the rotator wants the box: no mixture."""
+    s = Setup(server, tmp_path, "--busy-start", "0.8", "--busy-after", "0.8",
+              timeouts={"idle_s": 20, "marker_s": 3, "delivery_s": 3, "type_s": 1.5, "quiet_s": 1, "draft_s": 5})
+    kb = server.keyboard()
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", "cc_continuity.rotator", s.plan_path])
+        time.sleep(0.5)
+        kb.type("also add a changelog entry", cps=12)  # ~2.2 s of typing, across the idle moment
+        kb.press(b"\r")
+        assert proc.wait(timeout=60) == 0
+    finally:
+        kb.close()
+    # Their prompt went to the predecessor as its own prompt; ours whole, after it.
+    assert s.run.submitted() == ["also add a changelog entry", "/clear", CONTINUATION]
+    assert "held" in s.steps()
+
+
+def test_it_never_types_into_a_pane_whose_claude_is_gone(server, tmp_path):
+    s = Setup(server, tmp_path, "--busy-start", "2")
+    server.tmux("set-option", "-w", "-t", s.run.pane_id, "remain-on-exit", "on")  # the pane outlives it
+    s.plan["claude_pid"] = s.run.pid()
+    with open(s.plan_path, "w") as f:
+        json.dump(s.plan, f)
+    proc = subprocess.Popen([sys.executable, "-m", "cc_continuity.rotator", s.plan_path])
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and "begin" not in s.steps():
+        time.sleep(0.05)
+    os.kill(s.plan["claude_pid"], 9)  # claude dies while the rotator waits for idle ...
+    # ... and another program takes the pane over (a restarted claude).
+    server.tmux("respawn-pane", "-k", "-t", s.run.pane_id, "%s %s --out %s --raw %s" % (
+        sys.executable, __import__("helpers").FAKE_PROMPT, tmp_path / "new.jsonl", tmp_path / "new.raw"))
+    assert proc.wait(timeout=40) == 1
+    assert "exited" in s.records()[-1]["reason"] or "no longer" in s.records()[-1]["reason"]
+    assert not (tmp_path / "new.raw").exists() or (tmp_path / "new.raw").read_bytes() == b""
+
+
+def test_it_types_when_the_pane_runs_the_claude_it_serves(server, tmp_path):
+    s = Setup(server, tmp_path)
+    s.plan["claude_pid"] = s.run.pid()
+    with open(s.plan_path, "w") as f:
+        json.dump(s.plan, f)
+    res = s.rotate()
+    assert res.returncode == 0, res.stderr
+    assert s.run.submitted() == ["/clear", CONTINUATION]
+
+
+def test_a_process_outside_the_pane_is_not_the_claude_it_serves(server, tmp_path):
+    s = Setup(server, tmp_path, claude_pid=os.getpid())
+    res = s.rotate()
+    assert res.returncode == 1
+    assert "no longer the program in pane" in s.records()[-1]["reason"]
+    assert s.run.raw_bytes() == b""
+
+
 def test_marker_never_appears_fails_after_bounded_retries(server, tmp_path):
     s = Setup(server, tmp_path, hooks=False,
-              timeouts={"idle_s": 3, "marker_s": 0.6, "delivery_s": 1, "type_s": 1}, retries=1)
+              timeouts={"idle_s": 3, "marker_s": 0.6, "delivery_s": 1, "type_s": 1, "quiet_s": 0}, retries=1)
     t0 = time.monotonic()
     res = s.rotate()
     elapsed = time.monotonic() - t0
@@ -103,7 +176,7 @@ def test_marker_never_appears_fails_after_bounded_retries(server, tmp_path):
 def test_dropped_enter_on_continuation_is_retyped_once(server, tmp_path):
     # Enter #1 submits /clear, Enter #2 (the continuation) is lost: the text stays in the box.
     s = Setup(server, tmp_path, "--drop-enter", "2",
-              timeouts={"idle_s": 5, "marker_s": 2, "delivery_s": 0.8, "type_s": 1.5})
+              timeouts={"idle_s": 5, "marker_s": 2, "delivery_s": 0.8, "type_s": 1.5, "quiet_s": 0})
     res = s.rotate()
     assert res.returncode == 0, res.stderr
     assert s.run.submitted() == ["/clear", CONTINUATION]
@@ -133,7 +206,7 @@ def test_without_delivered_marker_the_screen_confirms_delivery(server, tmp_path)
 
 def test_pane_that_never_goes_idle_fails_within_idle_timeout(server, tmp_path):
     s = Setup(server, tmp_path, "--busy-start", "60",
-              timeouts={"idle_s": 1, "marker_s": 1, "delivery_s": 1, "type_s": 1})
+              timeouts={"idle_s": 1, "marker_s": 1, "delivery_s": 1, "type_s": 1, "quiet_s": 0})
     t0 = time.monotonic()
     res = s.rotate()
     assert res.returncode == 1
@@ -206,7 +279,8 @@ def test_unreadable_plan_and_defaults(tmp_path):
         "socket": "/tmp/s", "pane": "%1", "started_marker": "/tmp/m", "continuation": "go",
         "ledger": "/tmp/l.jsonl", "successor_name": "p-002", "timeouts": {"idle_s": 7}}))
     plan = rotator.load_plan(str(tmp_path / "ok.json"))
-    assert plan["timeouts"] == {"idle_s": 7.0, "marker_s": 60.0, "delivery_s": 20.0, "type_s": 5.0}
+    assert plan["timeouts"] == {"idle_s": 7.0, "marker_s": 60.0, "delivery_s": 20.0, "type_s": 5.0,
+                                "quiet_s": 1.0, "draft_s": 60.0}
     assert plan["retries"] == 3
 
 

@@ -62,6 +62,71 @@ class FakeRun:
         except FileNotFoundError:
             return ""
 
+    def pid(self):
+        """The fake prompt's own pid (it draws it on its first line)."""
+        for line in self.pane.capture().splitlines():
+            if line.startswith("fake-prompt pid "):
+                return int(line.split()[2])
+        raise RuntimeError("fake prompt pid not on screen")
+
+
+class Keyboard:
+    """A person at a terminal: a real tmux client attached through a pty, typing into it.
+
+    Keys typed here reach the pane the way a user's do (through a client, so
+    tmux stamps ``session_activity``), unlike ``send-keys``.
+    """
+
+    def __init__(self, tmux_cmd, session, env=None):
+        import pty
+
+        pid, fd = pty.fork()
+        if pid == 0:  # child: become the attached client
+            try:
+                os.execvpe(tmux_cmd[0], tmux_cmd + ["attach-session", "-t", session], env or dict(os.environ))
+            finally:
+                os._exit(127)
+        self.pid, self.fd = pid, fd
+        self._drain_until = 0.0
+        import threading
+
+        self._stop = False
+        self._reader = threading.Thread(target=self._drain, daemon=True)
+        self._reader.start()
+
+    def _drain(self):
+        """Keep reading the client's output so tmux never blocks on a full pty."""
+        import select
+
+        while not self._stop:
+            try:
+                ready, _, _ = select.select([self.fd], [], [], 0.1)
+                if ready and not os.read(self.fd, 65536):
+                    return
+            except OSError:
+                return
+
+    def type(self, text, cps=12.0):
+        """Type ``text`` at ``cps`` characters a second (a person: ~8-15)."""
+        for ch in text:
+            os.write(self.fd, ch.encode("utf-8"))
+            time.sleep(1.0 / cps)
+
+    def press(self, data):
+        os.write(self.fd, data)
+
+    def close(self):
+        self._stop = True
+        try:
+            os.kill(self.pid, 9)
+            os.waitpid(self.pid, 0)
+        except (OSError, ChildProcessError):
+            pass
+        try:
+            os.close(self.fd)
+        except OSError:
+            pass
+
 
 class TmuxServer:
     """A private tmux server on its own socket (short path: sun_path is ~108 bytes)."""
@@ -97,6 +162,10 @@ class TmuxServer:
                 return run
             time.sleep(0.02)
         raise RuntimeError("fake prompt did not come up: %r / %s" % (screen, run.stderr()))
+
+    def keyboard(self, session="work"):
+        """A client attached to ``session`` that types like a person (see :class:`Keyboard`)."""
+        return Keyboard([self.tmux_bin, "-S", self.socket, "-f", "/dev/null"], session)
 
     def kill(self):
         self.tmux("kill-server", check=False)

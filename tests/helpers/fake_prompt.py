@@ -10,12 +10,16 @@ records everything, so tests can prove what really arrived:
   (like ``/clear`` typed during generation), ``{"ev": "dropped_enter", …}`` for
   an Enter ignored on purpose (``--drop-enter K``).
 
-Keys: printable text, Backspace (DEL or ^H) deletes one character, C-u empties
-the box, Enter (CR) submits; escape sequences and other control bytes are
-ignored (but recorded in --raw). Submitting ``/clear`` empties the history and
+Keys (as Claude Code 2.1.328/2.1.332 handle them, observed): printable text
+is inserted at the cursor; Backspace (DEL or ^H) deletes before it, Delete
+(``ESC [3~``) after it; C-a/Home and C-e/End move to the start/end; C-u kills to
+the start and C-w kills one word back, both into a kill ring (consecutive kills
+add up) that C-y yanks back; Enter (CR) submits; other escape sequences and
+control bytes are ignored (but recorded in --raw). Submitting ``/clear`` empties the history and
 writes ``--started-marker`` ``--marker-delay`` seconds later (what the
 successor's SessionStart hook does); any other line writes
-``--delivered-marker`` (what the successor's UserPromptSubmit hook does).
+``--delivered-marker`` once a ``/clear`` was submitted (what the successor's
+UserPromptSubmit hook does for its first prompt).
 """
 
 import argparse
@@ -48,12 +52,17 @@ class FakePrompt:
     def __init__(self, opts):
         self.opts = opts
         self.buffer = opts.initial
+        self.cursor = len(self.buffer)
+        self.killed = ""        # the kill ring's newest entry
+        self.cleared = False    # /clear was submitted: the next line is the successor's first
+        self.last_was_kill = False
         self.history = []
         now = time.monotonic()
         self.busy_until = now + opts.busy_start
         self.marker_due = None
         self.enters_seen = 0
         self.esc_state = None  # None, "esc", "csi", "ss3"
+        self.csi = ""
         self.decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
 
     def busy(self):
@@ -76,24 +85,69 @@ class FakePrompt:
     def key(self, ch):
         if self.esc_state == "esc":
             self.esc_state = {"[": "csi", "O": "ss3"}.get(ch)
+            self.csi = ""
             return
         if self.esc_state == "csi":
             if "\x40" <= ch <= "\x7e":
                 self.esc_state = None
+                self.csi_key(self.csi + ch)
+            else:
+                self.csi += ch
             return
         if self.esc_state == "ss3":
             self.esc_state = None
+            self.csi_key(ch)
             return
+        kill = False
         if ch == "\x1b":
             self.esc_state = "esc"
+            return
         elif ch == "\r":
             self.enter()
         elif ch in ("\x7f", "\x08"):
-            self.buffer = self.buffer[:-1]
-        elif ch == "\x15":
-            self.buffer = ""
+            if self.cursor:
+                self.buffer = self.buffer[:self.cursor - 1] + self.buffer[self.cursor:]
+                self.cursor -= 1
+        elif ch == "\x15":  # C-u
+            self.kill(0)
+            kill = True
+        elif ch == "\x17":  # C-w
+            i = self.cursor
+            while i and self.buffer[i - 1].isspace():
+                i -= 1
+            while i and not self.buffer[i - 1].isspace():
+                i -= 1
+            self.kill(i)
+            kill = True
+        elif ch == "\x19":  # C-y
+            self.insert(self.killed)
+        elif ch == "\x01":  # C-a
+            self.cursor = 0
+        elif ch == "\x05":  # C-e
+            self.cursor = len(self.buffer)
         elif ch.isprintable():
-            self.buffer += ch
+            self.insert(ch)
+        self.last_was_kill = kill
+
+    def csi_key(self, seq):
+        if seq == "3~":  # Delete
+            self.buffer = self.buffer[:self.cursor] + self.buffer[self.cursor + 1:]
+        elif seq in ("H", "1~"):
+            self.cursor = 0
+        elif seq in ("F", "4~"):
+            self.cursor = len(self.buffer)
+        self.last_was_kill = False
+
+    def insert(self, text):
+        self.buffer = self.buffer[:self.cursor] + text + self.buffer[self.cursor:]
+        self.cursor += len(text)
+
+    def kill(self, start):
+        """Cut buffer[start:cursor] into the kill ring (appending to a run of kills)."""
+        cut = self.buffer[start:self.cursor]
+        self.killed = (cut + self.killed) if self.last_was_kill else cut
+        self.buffer = self.buffer[:start] + self.buffer[self.cursor:]
+        self.cursor = start
 
     def enter(self):
         line, now = self.buffer, time.monotonic()
@@ -102,6 +156,7 @@ class FakePrompt:
             self.record(ev="dropped_enter", line=line)  # the text stays in the box
             return
         self.buffer = ""
+        self.cursor = 0
         if now < self.busy_until:
             self.record(ev="swallowed", line=line)
             return
@@ -109,11 +164,14 @@ class FakePrompt:
         self.busy_until = now + self.opts.busy_after
         if line.strip() == "/clear":
             self.history = []
+            self.cleared = True
             if self.opts.started_marker:
                 self.marker_due = now + self.opts.marker_delay
         else:
             self.history.append(line)
-            if self.opts.delivered_marker and not line.startswith("/"):
+            # The successor's first prompt (the continuation, or one the user typed) is what
+            # its UserPromptSubmit hook confirms; a prompt before /clear goes to the predecessor.
+            if self.opts.delivered_marker and not line.startswith("/") and self.cleared:
                 _atomic_write(self.opts.delivered_marker, line)
 
     def tick(self):
