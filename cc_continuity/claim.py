@@ -114,6 +114,11 @@ def bootstrap_text(proj, pred_n, prec, succ_name, max_tokens):
     if late:
         late_txt = "\n\n## Prompts the user typed after the handoff was requested\n" + "\n".join(
             "- %s" % p["text"] for p in late)
+    draft = _draft(pdir)
+    if draft:
+        late_txt += ("\n\n## Typed in the input box during the rotation, not sent\n"
+                     "The user had this in the input box when the session was cleared; it is back in their "
+                     "input box, for them to finish or send:\n" + draft)
     fixed = "\n".join(head) + "\n\n" + facts + late_txt
     room = budget - len(fixed) - 200
     if handoff_text and len(handoff_text) <= room:
@@ -123,6 +128,16 @@ def bootstrap_text(proj, pred_n, prec, succ_name, max_tokens):
             cid, hpath, len(handoff_text), _summary(handoff_text, max(room - 300, 400)))
     text = "\n".join(head) + body + "\n\n" + facts + late_txt
     return text[:budget]
+
+
+def _draft(pdir, limit=1500):
+    """What the rotator cut from the predecessor's input box (``rotation.draft_file``), or ""."""
+    try:
+        with open(checkpoint.cp_dir(pdir) + "/draft.txt", encoding="utf-8", errors="replace") as f:
+            text = f.read(limit + 1).strip()
+    except OSError:
+        return ""
+    return text[:limit] + ("…" if len(text) > limit else "")
 
 
 def _summary(text, limit):

@@ -180,3 +180,16 @@ def test_other_terminals_never_steal_a_rotation_in_flight(tmp_path, live_pids):
     assert bootstrap_in(results.pop(successor)).startswith("Continuing from cp-001")
     assert all(out == b"" for out in results.values())
     assert drv.state(S1)["successor"] == drv.number(successor)
+
+
+def test_a_draft_the_rotator_cut_from_the_box_is_in_the_bootstrap(tmp_path):
+    drv = verified(tmp_path, owner_pid=dead_pid())
+    draft = "also add a changelog entry\nand bump the version"
+    with open(os.path.join(drv.sdir(S1), "checkpoint", "draft.txt"), "w") as f:
+        f.write(draft)  # what rotation.draft_file holds once the rotator kept a draft
+    sid = "d0d0d0d0-0000-4000-8000-000000000001"
+    out = drv.hook("SessionStart", sid, source="startup", env=drv.env(sid, CLAUDE_PID=os.getpid()))
+    text = out["hookSpecificOutput"]["additionalContext"]
+    assert text.startswith("Continuing from cp-001")
+    section = text.split("## Typed in the input box during the rotation, not sent\n", 1)[1]
+    assert draft in section and "it is back in their input box" in section
