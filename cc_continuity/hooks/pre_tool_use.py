@@ -23,7 +23,7 @@ WAIT_S = 2.0
 
 
 def handle(call):
-    c = card.load(call.session_id)
+    c = card.load(call.session_id) or _fresh_card(call)
     if c is None or not c["enabled"]:
         return None
     try:
@@ -83,6 +83,24 @@ def this_response_tokens(call, c):
         return meter.read_transcript(path)["tokens"]
     except OSError:
         return None
+
+
+def _fresh_card(call):
+    """No card, or a stale one (the status line noted a new window): rebuild it on the slow path.
+
+    Skipping the gate instead would let the first tool of a crossing response
+    through whenever the card happened to be stale (seen on the real binary:
+    the status line's first render invalidates the card SessionStart made).
+    """
+    from . import common
+
+    ctx = common.HookContext(call)
+    if not ctx.cfg["enabled"]:
+        return None
+    n, sdir, rec = ctx.load_session()
+    common.refresh_card(ctx, n, sdir, rec)
+    call.outcome = "card refreshed"
+    return card.load(call.session_id)
 
 
 def _is_our_cli(command):
