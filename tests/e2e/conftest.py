@@ -1,8 +1,12 @@
 """Fixtures for driving the real Claude Code binary.
 
-Every test in this directory is marked ``e2e``.  Without a claude binary
-(``$CC_CONTINUITY_CLAUDE_BIN`` unset and nothing in the npm cache) they are
-skipped with the reason; CI always provides one via ``.ci/install-claude.sh``.
+Every test in this directory is marked ``e2e``.  The binary is
+``$CC_CONTINUITY_CLAUDE_BIN``, else the cache ``.ci/install-claude.sh`` fills,
+else ``claude`` on PATH; when there is none, every e2e test *fails* with what
+to do (a run that skips everything would pass and prove nothing).
+
+``CC_E2E_REPEAT=N`` runs every test N times in a row (timing bugs hide in
+single runs); each run is its own test id, so the pass count is pytest's.
 """
 
 import os
@@ -23,15 +27,23 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.e2e)
 
 
+def pytest_generate_tests(metafunc):
+    repeat = os.environ.get("CC_E2E_REPEAT", "")
+    if repeat.isdigit() and int(repeat) > 1 and str(metafunc.definition.fspath).startswith(_HERE + os.sep):
+        metafunc.fixturenames.append("e2e_run")
+        metafunc.parametrize("e2e_run", range(1, int(repeat) + 1), ids=lambda k: "run%02d" % k)
+
+
 @pytest.fixture(scope="session")
 def claude_bin():
-    """Absolute path of the claude executable (skips when none is installed)."""
+    """Absolute path of the claude executable (fails, loudly, when none is installed)."""
     try:
         path = find_claude_bin()
     except ClaudeBinError as e:
         pytest.fail(str(e))
     if path is None:
-        pytest.skip("no Claude Code binary: set %s or run .ci/install-claude.sh" % CLAUDE_BIN_ENV)
+        pytest.fail("no Claude Code binary for the e2e suite: set %s, put claude on PATH, or run "
+                    "`bash .ci/install-claude.sh` (it needs npm)" % CLAUDE_BIN_ENV)
     return path
 
 

@@ -22,6 +22,8 @@ from cc_continuity.scripted_model import ScriptedModel
 
 CLAUDE_BIN_ENV = "CC_CONTINUITY_CLAUDE_BIN"
 DEFAULT_CACHE = "/opt/cc-claude-cache"
+PINNED_VERSION = "2.1.328"  # .ci/install-claude.sh's default
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # Only the last 20 characters are remembered as "approved" in ~/.claude.json.
 FAKE_API_KEY = "sk-ant-api03-scripted-model-fake-key-not-a-secret-0123456789"
 ALLOWED_TOOLS = ("Bash", "Write", "Edit", "Read", "Glob", "Grep", "Skill", "Agent", "TodoWrite",
@@ -53,20 +55,32 @@ def find_claude_bin():
     """Path of the claude executable, or ``None`` when none is installed.
 
     ``$CC_CONTINUITY_CLAUDE_BIN`` wins and must be valid (CI sets it: a bad
-    value is an error, not a skip); otherwise the npm cache that
-    ``.ci/install-claude.sh`` fills is searched.
+    value is an error, not a skip); then the cache ``.ci/install-claude.sh``
+    fills (``$CC_CLAUDE_CACHE``, the user's cache dir, the old /opt one); then
+    ``claude`` on PATH.
     """
     explicit = os.environ.get(CLAUDE_BIN_ENV)
     if explicit:
         if not (os.path.isfile(explicit) and os.access(explicit, os.X_OK)):
             raise ClaudeBinError("%s=%s is not an executable file" % (CLAUDE_BIN_ENV, explicit))
         return os.path.abspath(explicit)
-    for cache in (os.environ.get("CC_CLAUDE_CACHE"), DEFAULT_CACHE):
+    for cache in (os.environ.get("CC_CLAUDE_CACHE"), *default_caches()):
         if cache:
             candidate = os.path.join(cache, "node_modules", ".bin", "claude")
             if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
                 return candidate
-    return None
+    on_path = shutil.which("claude")
+    return os.path.abspath(on_path) if on_path else None
+
+
+def default_caches(version=None):
+    """Where ``.ci/install-claude.sh`` puts a version (newest layout first)."""
+    import pwd
+
+    home = pwd.getpwuid(os.getuid()).pw_dir  # the real one: tests run with a temp HOME
+    base = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.join(home, ".cache"), "cc-continuity")
+    version = version or os.environ.get("CC_CLAUDE_VERSION") or PINNED_VERSION
+    return [os.path.join(base, "claude-" + version), DEFAULT_CACHE]
 
 
 def claude_version(claude_bin):
@@ -146,6 +160,7 @@ class ClaudeSandbox:
         self.pane = None
         self.claude_pid = None
         self._pids = set()
+        self._keyboards = []
         try:
             for d in (self.home, self.project, self.tmp, self.runtime, self.cc_home):
                 os.makedirs(d, mode=0o700)
@@ -289,6 +304,11 @@ class ClaudeSandbox:
                                  % (cmd, proc.returncode, proc.stdout, proc.stderr))
         return proc
 
+    def cli(self, *args, timeout=120):
+        """``cc-continuity <args>`` of *this* checkout (not whatever is installed on PATH)."""
+        return self.run([sys.executable, "-m", "cc_continuity", *args], timeout=timeout,
+                        env={"PYTHONPATH": REPO_ROOT})
+
     def run_print(self, prompt, args=(), timeout=120):
         """``claude -p <prompt>`` in the project; returns the CompletedProcess."""
         return self.run([self.claude_bin, "-p", prompt, *args], timeout=timeout)
@@ -325,6 +345,17 @@ class ClaudeSandbox:
         if wait:
             self.wait_idle(timeout)
         return self.pane
+
+    def keyboard(self):
+        """A person at a terminal attached to the sandbox's tmux session (their keys stamp tmux's
+        activity, unlike ``send-keys``); close it when done."""
+        sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        from helpers import Keyboard
+
+        kb = Keyboard(["tmux", "-u", "-f", "/dev/null", "-S", self.socket], SESSION, env=self.env(),
+                      size=self.size)
+        self._keyboards.append(kb)
+        return kb
 
     def claude_alive(self):
         if self.pane is None:
@@ -418,6 +449,8 @@ class ClaudeSandbox:
 
     def close(self):
         """Kill the tmux server and every claude it ran; stop an owned model; remove the sandbox."""
+        for kb in self._keyboards:
+            kb.close()
         if os.path.exists(self.socket):
             try:
                 panes = self.tmux("list-panes", "-a", "-F", "#{pane_pid}", check=False)

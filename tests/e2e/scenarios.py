@@ -59,3 +59,54 @@ def status_probe(prompt):
     """A single reply that leaves the context between warn and rotate."""
     return {"rules": [{"name": "probe", "when": {"last_user_contains": prompt},
                        "reply": "Status probed.", "usage": usage_at(WARN_AT)}]}
+
+
+LOW_AT = 20.0
+
+
+def final_reply_crossing(project, task, percent=63.0):
+    """The turn's *last* reply crosses rotate: a tool call at 20 %, then a text-only reply at ``percent``.
+
+    Nothing runs after that reply, so only the Stop hook (or the late Stop) can
+    see the crossing, at the moment the transcript is most likely to lag.
+    """
+    scenario = rotation_scenario(project, task=task)
+    work = {"name": "work", "times": 1, "when": {"last_user_contains": task},
+            "reply": [{"type": "text", "text": "Checking the tree first."},
+                      {"type": "tool_use", "name": "Bash", "input": {"command": "ls", "description": "list"}}],
+            "usage": usage_at(LOW_AT),
+            "then": [{"reply": "Here is the full summary of everything so far. " * 4, "usage": usage_at(percent)}]}
+    scenario["rules"] = [r for r in scenario["rules"] if r["name"] != "work"] + [work]
+    return scenario
+
+
+def crossing_burst(project, task, tools=3):
+    """The response that crosses the hard ceiling asks for ``tools`` tool calls at once.
+
+    Every one must be denied (the first one's PreToolUse runs before the
+    response's row is on disk); the model answers the denial by writing the
+    handoff, which is allowed.
+    """
+    hard = usage_at(HARD_AT)
+    calls = []
+    for i in range(1, tools + 1):
+        if i % 3 == 0:
+            calls.append({"type": "tool_use", "name": "Write",
+                          "input": {"file_path": "%s/burst-%d.txt" % (project, i), "content": "x\n"}})
+        else:
+            calls.append({"type": "tool_use", "name": "Bash",
+                          "input": {"command": "touch burst-%d.txt" % i, "description": "file %d" % i}})
+    burst = {"name": "burst", "times": 1, "when": {"last_user_contains": task},
+             "reply": [{"type": "text", "text": "Doing all of it at once."}] + calls, "usage": hard}
+    answer = handoff_rule("hard-handoff", when={"last_user_contains": "past the hard ceiling"},
+                          path_pattern=r"handoff file (/\S+\.md)", percent=HARD_AT, times=1)
+    finish = {"name": "finish", "when": {"last_user_contains": CONTINUATION},
+              "reply": "Picked up the handoff after the hard ceiling."}
+    return {"rules": [answer, finish, burst], "vars": {"handoff": handoff_text()},
+            "usage_plan": {"per": "session", "cache_read_input_tokens": 20000}}
+
+
+def with_default(scenario, reply="Noted; I will take that into account."):
+    """Answer any prompt no rule knows (a prompt the user typed in the middle of a rotation)."""
+    scenario["default"] = {"reply": reply}
+    return scenario

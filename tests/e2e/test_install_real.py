@@ -22,7 +22,7 @@ def _ledger_events(cc_home):
 def test_install_then_claude_print_runs_our_hooks_and_doctor_is_green(sandbox_factory):
     sb = sandbox_factory(scenario={"default": {"reply": [{"type": "text", "text": "hello from the scripted model"}]}})
     before = sb.settings()
-    r = sb.run(["cc-continuity", "install", "--no-wrapper"], timeout=180)
+    r = sb.cli("install", "--no-wrapper", timeout=180)
     assert r.returncode == 0, r.stdout + r.stderr
     after = sb.settings()
     assert after["permissions"] == before["permissions"], "install must keep the user's keys"
@@ -41,7 +41,7 @@ def test_install_then_claude_print_runs_our_hooks_and_doctor_is_green(sandbox_fa
 
     for path in glob.glob(os.path.join(sb.cc_home, "projects", "*", "sessions", "*", "ledger.jsonl")):
         assert ledger.verify(path)[0]
-    v = sb.run(["cc-continuity", "verify"])
+    v = sb.cli("verify")
     assert v.returncode == 0, v.stdout + v.stderr
 
     with open(os.path.join(sb.cc_home, "logs", "hooks.log")) as f:
@@ -50,7 +50,7 @@ def test_install_then_claude_print_runs_our_hooks_and_doctor_is_green(sandbox_fa
         assert event in log
     assert "error" not in log, log
 
-    d = sb.run(["cc-continuity", "doctor", "--json"], timeout=120)
+    d = sb.cli("doctor", "--json")
     results = {r["name"]: r for r in json.loads(d.stdout)}
     # Everything install is responsible for must be green in a fresh sandbox.
     for name in ("hooks", "statusline", "skills", "app", "hook-probe", "trust"):

@@ -77,8 +77,11 @@ class Keyboard:
     tmux stamps ``session_activity``), unlike ``send-keys``.
     """
 
-    def __init__(self, tmux_cmd, session, env=None):
+    def __init__(self, tmux_cmd, session, env=None, size=(200, 50)):
+        import fcntl
         import pty
+        import struct
+        import termios
 
         pid, fd = pty.fork()
         if pid == 0:  # child: become the attached client
@@ -86,6 +89,8 @@ class Keyboard:
                 os.execvpe(tmux_cmd[0], tmux_cmd + ["attach-session", "-t", session], env or dict(os.environ))
             finally:
                 os._exit(127)
+        # The terminal's size: tmux fits the window to its clients, so it must match the pane's.
+        fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", size[1], size[0], 0, 0))
         self.pid, self.fd = pid, fd
         self._drain_until = 0.0
         import threading
