@@ -6,11 +6,12 @@
 # stdout is the absolute path of the claude executable, so CI can do
 #   export CC_CONTINUITY_CLAUDE_BIN="$(.ci/install-claude.sh | tail -n 1)"
 #
-# Env: CC_CLAUDE_CACHE (default /opt/cc-claude-cache), CC_CLAUDE_VERSION (default 2.1.328).
+# Env: CC_CLAUDE_VERSION (default 2.1.328), CC_CLAUDE_CACHE (default
+# ${XDG_CACHE_HOME:-~/.cache}/cc-continuity/claude-<version>: no root needed).
 set -euo pipefail
 
 version="${CC_CLAUDE_VERSION:-2.1.328}"
-cache="${CC_CLAUDE_CACHE:-/opt/cc-claude-cache}"
+cache="${CC_CLAUDE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/cc-continuity/claude-$version}"
 package="@anthropic-ai/claude-code"
 
 say() { printf 'install-claude: %s\n' "$*" >&2; }

@@ -512,7 +512,7 @@ class Rotator:
 
             cid = (rec.get("checkpoint") or {}).get("id") or "the checkpoint"
             notify.emit("lifecycle-failed", slug=rec.get("slug"), session=rec.get("number"),
-                        text="rotation stopped (%s); %s waits: type /clear" % (reason[:80], cid),
+                        text="%s waits: type /clear (the rotation stopped: %s)" % (cid, reason),
                         project_root=rec.get("project_root"))
         except Exception as e:  # the ledger already says why; never let this mask it
             print("rotator: could not record the failure: %s" % e, file=sys.stderr)

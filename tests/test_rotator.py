@@ -24,7 +24,7 @@ class Setup:
         self.dir = tmp_path
         self.started = str(tmp_path / "started.marker")
         self.delivered = str(tmp_path / "delivered.marker")
-        (tmp_path / "session").mkdir()
+        (tmp_path / "session").mkdir(exist_ok=True)
         self.ledger = str(tmp_path / "session" / "ledger.jsonl")
         hook_args = ["--started-marker", self.started, "--delivered-marker", self.delivered] if hooks else []
         self.run = server.start_fake(str(tmp_path / "fake"), *hook_args, *fake_args)
@@ -321,3 +321,42 @@ def test_terminated_rotator_records_why(server, tmp_path):
         proc.kill()
     assert s.steps() == ["begin", "failed"]
     assert "terminated" in s.records()[-1]["reason"]
+
+
+def test_a_failed_rotation_asks_for_clear_and_pushes_why(server, tmp_path):
+    """Never silent: ROTATING -> AWAITING_MANUAL_CLEAR (the status line's mark) and an urgent push."""
+    from cc_continuity import config, notify, paths, session
+    from cc_continuity.lock import Lock
+
+    config.update_global({"ntfy_url": "http://127.0.0.1:9/topic"})  # spooled; nothing listens there
+    sdir = tmp_path / "session"
+    sdir.mkdir()
+    rec = session.new_record(3, "proj-003", "sid-3", state=session.ROTATING, slug="proj", project_root=str(tmp_path),
+                             checkpoint={"id": "cp-003"})
+    session.save(str(sdir), rec)
+    lock = str(tmp_path / "lock")
+    s = Setup(server, tmp_path, "--busy-start", "60", sdir=str(sdir), project_lock=lock,
+              timeouts={"idle_s": 1, "marker_s": 1, "delivery_s": 1, "type_s": 1, "quiet_s": 0})
+    res = s.rotate()
+    assert res.returncode == 1
+    with Lock(lock, timeout=5):
+        after = session.load(str(sdir))
+    assert after["state"] == session.AWAITING_MANUAL_CLEAR
+    moved = [r for r in ledger.read(str(sdir / "ledger.jsonl")) if r.get("ev") == "transition"]
+    assert moved[-1]["from"] == session.ROTATING and "rotator failed: pane" in moved[-1]["why"]
+    pushes = [notify._load(p) for p in notify.spooled()]
+    assert len(pushes) == 1 and pushes[0]["priority"] == notify.URGENT, pushes
+    assert pushes[0]["body"].startswith("cp-003 waits: type /clear (the rotation stopped: pane")
+    assert notify.spooled()[0].startswith(paths.home())
+
+
+def test_a_failure_after_the_claim_leaves_the_rotated_session_alone(server, tmp_path):
+    from cc_continuity import session
+
+    sdir = tmp_path / "session"
+    sdir.mkdir()
+    session.save(str(sdir), session.new_record(3, "proj-003", "sid-3", state=session.ROTATED))
+    s = Setup(server, tmp_path, "--busy-start", "60", sdir=str(sdir), project_lock=str(tmp_path / "lock"),
+              timeouts={"idle_s": 1, "marker_s": 1, "delivery_s": 1, "type_s": 1, "quiet_s": 0})
+    assert s.rotate().returncode == 1
+    assert session.load(str(sdir))["state"] == session.ROTATED
