@@ -362,6 +362,8 @@ class Rotator:
             if self.pane.input_text(screen):
                 continue
             if not self.pane.main_view(screen):
+                self.note("subagent_view", action="a subagent's view is in front",
+                          listed=[n for n, front, _ in self.pane.conversations(screen) if front])
                 self._main_forward()
                 continue
             self._check()
@@ -432,23 +434,31 @@ class Rotator:
     def _main_forward(self):
         """Bring the main conversation in front of a subagent's view (it would take our typing).
 
-        Observed on both versions: with an empty box, ``Down`` opens the list of
-        conversations with main highlighted, ``Enter`` shows it.  Never ``Left``
-        (it moves the session to the background) nor ``Escape`` (it stops a
-        running subagent).
+        Observed on 2.1.328 and 2.1.332: from an empty box ``Down`` moves the
+        focus to the list of conversations (main highlighted); in the list
+        ``Up``/``Down`` move the highlight and ``Enter`` puts that conversation
+        in front.  Never ``Left`` (it moves the session to the background) nor
+        ``Escape`` (it stops a running subagent).
         """
-        for _ in range(3):
-            if self.pane.main_view(self.pane.capture()):
-                self.note("subagent_view", action="main view in front")
+        pressed = []
+        for _ in range(12):
+            screen = self.pane.capture()
+            if self.pane.main_view(screen):
+                self.note("subagent_view", action="main view in front", keys=pressed)
                 return
+            listed = self.pane.conversations(screen)
+            names = [name for name, _, _ in listed]
+            at = next((i for i, (_, _, hl) in enumerate(listed) if hl), None)
+            key = ("Down" if at is None else "Enter" if names[at] == "main"
+                   else "Up" if "main" in names[:at] else "Down")
             self._check()
-            self.pane.press("Down")
-            if _wait_for(lambda: _main_highlighted(self.pane.capture()), self.timeouts["type_s"]):
-                self._check()
-                self.pane.press("Enter")
-                _wait_for(lambda: self.pane.main_view(self.pane.capture()), self.timeouts["type_s"])
-        if not self.pane.main_view(self.pane.capture()):
-            raise RotationFailed("a subagent's view stays in front of the main conversation")
+            self.pane.press(key)
+            pressed.append(key)
+            # Wait for the list (not the whole screen: a spinner redraws it) to answer the key.
+            before = (listed, self.pane.main_view(screen))
+            _wait_for(lambda: (lambda sc: (self.pane.conversations(sc), self.pane.main_view(sc)))(
+                self.pane.capture()) != before, self.timeouts["type_s"])
+        raise RotationFailed("a subagent's view stays in front of the main conversation (keys %s)" % pressed)
 
     def _continue(self):
         marker = self.plan.get("delivered_marker")
@@ -516,15 +526,6 @@ class Rotator:
                         project_root=rec.get("project_root"))
         except Exception as e:  # the ledger already says why; never let this mask it
             print("rotator: could not record the failure: %s" % e, file=sys.stderr)
-
-
-def _main_highlighted(screen):
-    """The conversation list has focus on its ``main`` row (``❯ ● main`` or ``❯ ◯ main``)."""
-    for line in screen.split("\n"):
-        words = line.split()
-        if words[:1] == ["❯"] and words[2:3] == ["main"] and words[1:2] in (["●"], ["◯"]):
-            return True
-    return False
 
 
 class _Busy(RotationFailed):

@@ -329,18 +329,27 @@ class Pane:
         return "\n".join(r.strip() for r in rows).strip()
 
     @staticmethod
-    def main_view(screen):
-        """False when a subagent's view is in front (its typing goes to the subagent), else True.
+    def conversations(screen):
+        """The list of conversations Claude Code shows under the box while agents run.
 
-        Claude Code lists the conversations under the box while agents run (or
-        when one is viewed) and marks the one in front with ``●``: ``◯ main``
-        means the main conversation is not it.
+        ``[(name, in_front, highlighted)]``, top to bottom: ``●`` marks the one in
+        front, ``◯`` the others, and ``❯`` the row the list's focus is on.
+        Empty when no list is shown.
         """
+        out = []
         for line in _lines(screen):
-            words = line.replace("❯", " ").split()
-            if words[:2] == ["◯", "main"]:
-                return False
-        return True
+            words = line.split()
+            highlighted = words[:1] == [PROMPT]
+            if highlighted:
+                words = words[1:]
+            if len(words) >= 2 and words[0] in ("●", "◯"):
+                out.append((words[1], words[0] == "●", highlighted))
+        return out
+
+    @classmethod
+    def main_view(cls, screen):
+        """False when a subagent's view is in front (its typing goes to the subagent), else True."""
+        return not any(name == "main" and not front for name, front, _ in cls.conversations(screen))
 
     def wait_idle(self, timeout, poll=0.1, settle=0.3):
         """Wait until the pane has looked idle for ``settle`` seconds; False after ``timeout``.

@@ -110,3 +110,25 @@ def with_default(scenario, reply="Noted; I will take that into account."):
     """Answer any prompt no rule knows (a prompt the user typed in the middle of a rotation)."""
     scenario["default"] = {"reply": reply}
     return scenario
+
+
+SUB_PROMPT = "do the sub task"
+
+
+def rotation_with_a_running_subagent(project, task, hold_s=90):
+    """A background subagent keeps running (its model call held ``hold_s``) through the rotation."""
+    scenario = rotation_scenario(project, task=task)
+    # Explicit rules, no "then": the subagent's requests carry the same session id and could take
+    # a follow-up meant for the main conversation.  Subagent requests are told apart by the
+    # "cc_is_subagent=true" Claude Code puts in their system prompt.
+    sub = {"name": "sub", "when": {"system_contains": "cc_is_subagent=true"}, "delay": hold_s, "reply": "Sub done."}
+    agent = {"name": "spawn", "times": 1, "when": {"last_user_contains": task},
+             "reply": [{"type": "text", "text": "Starting a helper agent."},
+                       {"type": "tool_use", "name": "Agent",
+                        "input": {"description": "sub", "prompt": SUB_PROMPT, "subagent_type": "general-purpose"}}],
+             "usage": usage_at(30.0)}
+    spawned = {"name": "spawned", "times": 1, "when": {"last_user_contains": "still running"},
+               "reply": "The helper runs in the background; the work here is done.", "usage": usage_at(66.0)}
+    scenario["rules"] = [sub] + [r for r in scenario["rules"] if r["name"] != "work"] + [spawned, agent]
+    scenario["default"] = {"reply": "Noted."}
+    return scenario

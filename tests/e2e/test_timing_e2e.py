@@ -226,3 +226,38 @@ def test_a_restarted_claude_gets_the_checkpoint_once_and_the_old_rotator_types_n
     assert "clear_sent" not in steps and "continuation_sent" not in steps, steps
     assert cont.record(2)["state"] == "ACTIVE" and cont.record(1)["successor"] == 2
     assert spawned["pid"] not in [int(p) for p in os.listdir("/proc") if p.isdigit()]
+
+
+# -- 5. a subagent's view is in front when the rotator wants the box ------------------------------
+
+TASK_SUB = "Subagent task: start a helper"
+DOWN, ENTER = b"\x1b[B", b"\r"
+
+
+def test_the_rotation_brings_the_main_view_forward_from_a_subagents_view(sandbox_factory, claude_bin_version):
+    sb = installed_sandbox(sandbox_factory, lambda p: scenarios.rotation_with_a_running_subagent(p, TASK_SUB))
+    cont = Continuity(sb)
+    sb.start_claude()
+    kb = sb.keyboard()
+    prompt(sb, TASK_SUB)
+    sb.model.wait_for(lambda r: scenarios.SUB_PROMPT in r.latest_text, timeout=60)  # the subagent runs
+    cont.wait_event(1, "transition", timeout=60, to="HANDOFF_REQUESTED")
+    pane = Pane(sb.socket, sb.pane)
+    sb.wait_for(lambda: "◯ general-purpose" in pane.capture(), 30, what="the agent list")
+    # The user opens the subagent's view (Down to the list, Down to the agent, Enter) before the /clear.
+    cont.wait_event(1, "rotator_spawned", timeout=60)
+    for key in (DOWN, DOWN, ENTER):
+        kb.press(key)
+        time.sleep(0.25)
+
+    steps = sb.wait_for(lambda: rotator_done(cont), 120, what="the rotator to finish")
+    assert steps[-1] == "renamed", steps
+    views = [(r["action"], r.get("keys"), r.get("listed")) for r in cont.events(1, "rotator", step="subagent_view")]
+    assert views and views[0][0] == "a subagent's view is in front", views  # the shape this test is about
+    prompts2 = [e["text"] for e in cont.events(2, "prompt")]
+    assert prompts2[:1] == [CONT], prompts2  # the continuation reached the main conversation ...
+    for req in sb.model.requests():  # ... and nothing of ours went to the subagent
+        if scenarios.SUB_PROMPT in req.text:
+            assert CONT not in req.latest_text and "/clear" not in req.latest_text
+    assert cont.record(1)["state"] == "ROTATED" and cont.record(1)["successor"] == 2
+    report_metrics("subagent-view", {"version": claude_bin_version, "rotator": views})
