@@ -60,7 +60,7 @@ import sys
 import time
 
 from . import ledger, paths
-from .tmux import Pane, TmuxError
+from .tmux import KEYS_PER_CALL, Pane, TmuxError
 
 DEFAULT_TIMEOUTS = {"idle_s": 120.0, "marker_s": 60.0, "delivery_s": 20.0, "type_s": 5.0,
                     "quiet_s": 1.0, "draft_s": 60.0}
@@ -68,6 +68,7 @@ DEFAULT_RETRIES = 3
 MAX_RETRIES = 10
 POLL_S = 0.05
 DRAFT_POLL_S = 0.25
+SUBMIT_S = 1.0  # an Enter that took empties the box within this
 # Claude Code 2.1.331+: /clear typed while a subagent's view is in front asks first
 # ("/clear acts on the main conversation, not this agent", starting on No).
 SUBAGENT_CONFIRM = "acts on the main conversation"
@@ -245,7 +246,9 @@ class Rotator:
         return self.pane.input_text(self.pane.capture())
 
     def _idle(self, phase, attempt):
-        if not self.pane.wait_idle(self.timeouts["idle_s"]):
+        # Watch the Claude process all along: a claude killed and restarted in the same pane
+        # may draw a screen we never see as idle (2.1.328 falls back to its classic renderer).
+        if not self.pane.wait_idle(self.timeouts["idle_s"], check=self._check):
             raise RotationFailed("pane %s not idle within %gs (%s)"
                                  % (self.plan["pane"], self.timeouts["idle_s"], phase))
         self.note("idle", phase=phase, attempt=attempt)
@@ -297,8 +300,14 @@ class Rotator:
         self._check()
         self._save_draft(text)
         kills = 2 * len(text.split()) + text.count("\n") + 8
-        if not self.pane.press_if_quiet(stamp, *["C-w"] * kills):
-            return False  # the user came back meanwhile
+        # Claude Code ignores a long burst of control keys (observed: 68 C-w in one read killed
+        # nothing), so the cut goes in batches, each only if the user is still away; they
+        # follow each other in a few ms, after the draft has rested for draft_s.
+        for start in range(0, kills, KEYS_PER_CALL):
+            if not self.pane.press_if_quiet(stamp, *["C-w"] * min(KEYS_PER_CALL, kills - start)):
+                if start:
+                    self.pane.press("C-y")  # the user is back mid-cut: give the text back at once
+                return False
         if not _wait_for(lambda: not self._box(), self.timeouts["type_s"]):
             raise RotationFailed("cannot empty the input box (it shows %r)" % self._box()[:80])
         self.draft = text
@@ -313,9 +322,18 @@ class Rotator:
             atomic.write_text(path, text, mode=0o600)
 
     def _take_back(self, sent):
-        """The user typed after our text: remove ours from the front of the box, keep theirs."""
-        self._check()
-        self.pane.press("C-a", *["DC"] * len(sent), "C-e")
+        """The user typed after our text: remove ours from the front of the box, keep theirs.
+
+        In small batches (Claude Code drops keys of a long burst), each ending with the
+        cursor back at the end, so whatever the user types meanwhile still lands after
+        their own text.
+        """
+        left = len(sent)
+        while left > 0:
+            n = min(KEYS_PER_CALL - 2, left)
+            self._check()
+            self.pane.press("C-a", *["DC"] * n, "C-e")
+            left -= n
         self.note("taken_back", chars=len(sent))
 
     def _restore_draft(self):
@@ -385,8 +403,36 @@ class Rotator:
             if not self.pane.press_if_quiet(stamp, "Enter"):
                 self._take_back(sent)
                 continue
+            gone = self._submitted(sent, stamp)
+            if gone is None:  # the user typed behind our text before the Enter took: theirs stays
+                self._take_back(sent)
+                continue
+            if not gone:
+                self.note("not_typed", what=what, attempt=attempt, box="(the Enter was lost)")
+                failures, attempt = failures + 1, attempt + 1
+                self._take_back(sent)
+                continue
             return sent, attempt
         raise RotationFailed("%s not submitted after %d attempt(s)" % (what, self.attempts))
+
+    def _submitted(self, sent, stamp):
+        """After our Enter: True once the box no longer shows our text, None when the user's keys
+        joined it there (the Enter did not take), False when it is still there, alone, after
+        ``SUBMIT_S`` (pressed again once meanwhile, if the user stayed quiet)."""
+        deadline = time.monotonic() + SUBMIT_S
+        again = True
+        while time.monotonic() < deadline:
+            box = _squash(self._box())
+            if not box.startswith(_squash(sent)):
+                return True
+            if box != _squash(sent):
+                return None
+            if again and time.monotonic() > deadline - SUBMIT_S / 2:
+                again = False
+                self._check()
+                self.pane.press_if_quiet(stamp, "Enter")
+            time.sleep(0.02)
+        return False
 
     # -- steps --------------------------------------------------------------
 

@@ -38,6 +38,7 @@ STATUS_LINES_ABOVE = 6
 # One send-keys call per chunk keeps each tmux command far below its message size
 # limit (16 KiB) even for 4-byte UTF-8 characters.
 CHUNK_CHARS = 1000
+KEYS_PER_CALL = 10
 _PANE_ID = re.compile(r"^%[0-9]+$")
 _KEY_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]*$")
 
@@ -351,15 +352,18 @@ class Pane:
         """False when a subagent's view is in front (its typing goes to the subagent), else True."""
         return not any(name == "main" and not front for name, front, _ in cls.conversations(screen))
 
-    def wait_idle(self, timeout, poll=0.1, settle=0.3):
+    def wait_idle(self, timeout, poll=0.1, settle=0.3, check=None):
         """Wait until the pane has looked idle for ``settle`` seconds; False after ``timeout``.
 
         The settle time rides over the short idle-looking gaps between a turn's
-        end and its Stop hooks starting.
+        end and its Stop hooks starting.  ``check`` (optional) runs on every poll
+        and may raise to stop waiting (the program in the pane went away).
         """
         deadline = time.monotonic() + timeout
         idle_since = None
         while True:
+            if check is not None:
+                check()
             now = time.monotonic()
             if self.is_idle(self.capture()):
                 if idle_since is None:
@@ -460,7 +464,12 @@ class Pane:
         return self._if_quiet(since, "send-keys -t %s %s" % (self.pane_id, " ".join(keys)))
 
     def press(self, *keys):
-        """Press named keys (``Enter``, ``C-u``, ``BSpace`` …) in one send-keys call."""
+        """Press named keys (``Enter``, ``C-u``, ``BSpace`` …) in one send-keys call.
+
+        Keep a call to a few keys (``KEYS_PER_CALL``): Claude Code drops part of a
+        burst of escape-sequence keys arriving in one read (observed: 40 Delete
+        presses in one send-keys deleted 25; 20 deleted all).
+        """
         for key in keys:
             if not isinstance(key, str) or not _KEY_NAME.match(key):
                 raise ValueError("not a single tmux key name: %r" % (key,))

@@ -161,7 +161,9 @@ def test_a_draft_left_in_the_box_moves_to_the_successor_box(sandbox_factory):
     sb.wait_for(lambda: Pane.input_text(pane.capture()) == draft, 20, what="the draft back in the box")
     submitted = [e["text"] for n in cont.numbers() for e in cont.events(n, "prompt")]
     assert all(draft not in p for p in submitted), submitted  # never sent on the user's behalf
-    boot = bootstrap_of(first_request(sb, cont.record(2)["session_id"]))
+    succ_sid = cont.record(2)["session_id"]
+    sb.model.wait_for(lambda r: r.kind == "main" and r.session_id == succ_sid, timeout=30)
+    boot = bootstrap_of(first_request(sb, succ_sid))
     assert draft in boot.split("## Typed in the input box during the rotation, not sent", 1)[1]
 
 
