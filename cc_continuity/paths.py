@@ -9,6 +9,8 @@ start-up).  Paths are plain strings joined with "/": POSIX only.
 
 import posix
 
+from _sha256 import sha256
+
 DIR_MODE = 0o700
 FILE_MODE = 0o600
 
@@ -99,6 +101,32 @@ def projects_dir():
 
 def project_dir(key):
     return home() + "/projects/" + key
+
+
+_SLUG_OK = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-_")
+
+
+def slugify(root):
+    """A readable, ref-safe name for the project: lower-case [a-z0-9_-], ≤ 40 chars."""
+    name = root.rstrip("/").rpartition("/")[2].lower()
+    out = []
+    for ch in name:
+        out.append(ch if ch in _SLUG_OK else "-")
+    slug = "".join(out)
+    while "--" in slug:
+        slug = slug.replace("--", "-")
+    slug = slug.strip("-_")[:40].rstrip("-_")
+    return slug or "project"
+
+
+def project_key(root):
+    """Stable per-root key: slug plus a hash of the resolved path."""
+    return "%s-%s" % (slugify(root), sha256(root.encode("utf-8", "surrogateescape")).hexdigest()[:10])
+
+
+def project_config_file(root):
+    """The user's own settings for one project (``configure --project``), kept here, never in the repo."""
+    return project_dir(project_key(root)) + "/config.json"
 
 
 def session_dir(key, number):

@@ -28,14 +28,29 @@ def handle(call):
     ctx.outcome = "registered %s (%s)" % (rec["name"], source)
     if source == "startup":
         common.notify(ctx, rec, "session-started", source)
-    if source not in CLAIM_SOURCES:
+    warning = _boundary_warning(ctx) if source == "startup" else None
+    text = None
+    if source in CLAIM_SOURCES:
+        text = claim_for(ctx, n, sdir, rec, cleared=source == "clear")
+        if text is None and source == "startup":
+            text = crash_notice(ctx, n)
+    out = {}
+    if text is not None:
+        out["hookSpecificOutput"] = {"hookEventName": "SessionStart", "additionalContext": text}
+    if warning:
+        out["systemMessage"] = warning
+    return out or None
+
+
+def _boundary_warning(ctx):
+    """The user sees it when a repository tried to set a key only their own config may set."""
+    ignored = ctx.cfg.ignored
+    if not ignored:
         return None
-    text = claim_for(ctx, n, sdir, rec, cleared=source == "clear")
-    if text is None:
-        text = crash_notice(ctx, n) if source == "startup" else None
-        if text is None:
-            return None
-    return {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}}
+    return "cc-continuity: %s tries to set %s; only your own config may set %s, so it is ignored " \
+           "(`cc-continuity config show` explains)." % (
+               ignored[0][0], ", ".join(sorted({k for _, k, _ in ignored})),
+               "it" if len(ignored) == 1 else "them")
 
 
 def claim_for(ctx, n, sdir, rec, cleared=False):
