@@ -13,7 +13,7 @@ git state, the last user prompts, the open todo list, the meter reading.
 import os
 import time
 
-from . import atomic, fastjson, gitsnap, handoff, ledger, transcript
+from . import atomic, fastjson, gitsnap, handoff, ledger, paths, redact, transcript
 from .session import ledger_path
 
 PROMPT_CHARS = 500
@@ -83,19 +83,25 @@ def collect(root, sdir, rec, reading, payload, cfg, out_dir=None):
 
 
 def finalize(root, slug, sdir, rec, check, cfg, degraded, tries, snap):
-    """Snapshot the work tree and write the manifest.  Returns the summary for the record."""
+    """Snapshot the work tree and write the manifest.  Returns the summary for the record.
+
+    The ref lives under the project *key* (``slug`` only names the session in the
+    message): refs are shared by every worktree of a repository, and a purge
+    restarts the counter, so a ``cp-<NNN>`` that exists — another worktree's, an
+    older install's, or one a crashed attempt of this very checkpoint left — is
+    never moved or deleted; this checkpoint takes the next free ``cp-<NNN>-<k>``.
+    """
     number = rec["number"]
     cid = checkpoint_id(number)
     hpath = handoff_path(sdir)
     with open(hpath, "rb") as f:
         text = f.read().decode("utf-8", "replace")
     first = [line.strip("# ").strip() for line in text.splitlines() if line.strip()][:3]
-    message = "%s %s: %s" % (cid, rec.get("name"), " / ".join(first))[:300]
-    ref = gitsnap.ref_name(slug, number)
+    message = redact.redact("%s %s: %s" % (cid, rec.get("name"), " / ".join(first))[:300])
     try:
-        if not os.path.exists(cp_dir(sdir) + "/manifest.json"):
-            gitsnap.drop_ref(root, ref)  # an orphan from a verify that died before its manifest
-        git = gitsnap.snapshot(root, ref, message, max_file_bytes=cfg["snapshot_max_file_bytes"])
+        ref = gitsnap.ref_name(paths.project_key(root), number)
+        git = gitsnap.snapshot(root, ref, message, max_file_bytes=cfg["snapshot_max_file_bytes"], unique=True,
+                               untracked=cfg["snapshot_untracked"])
     except (gitsnap.SnapshotError, ValueError, OSError) as e:
         git = {"git": None, "error": str(e)[:500]}
     reading = snap.get("reading") or {}
