@@ -32,6 +32,35 @@ def checkpoint_id(number):
     return "cp-%03d" % number
 
 
+def handoff_problem(sdir, path=None):
+    """Why ``path`` (default: the handoff path) is no safe place for this session's handoff; None if it is.
+
+    Safe means: exactly this session's handoff path, in a checkpoint directory that is a
+    real directory (not a symlink), ours and 0700, inside a session dir that is a real
+    directory too; and either nothing there yet or a plain file of ours with one link.
+    A symlink or hard link at the path would redirect a write to whatever it names.
+    """
+    want = handoff_path(sdir)
+    if path is not None and path != want:
+        return "%s is not this session's handoff path %s" % (path, want)
+    if os.path.islink(sdir) or not os.path.isdir(sdir):
+        return "%s is not a real directory" % sdir
+    return paths.private_dir_problem(cp_dir(sdir)) or paths.regular_file_problem(want, missing_ok=True)
+
+
+def handoff_target_ok(sdir, path):
+    """May the PreToolUse hook let the agent write ``path`` without a permission prompt?"""
+    return handoff_problem(sdir, path) is None
+
+
+def read_handoff(sdir, limit=1 << 21, chmod=None):
+    """The handoff's bytes, read without following a link (FileNotFoundError, paths.NotRegular)."""
+    problem = handoff_problem(sdir)
+    if problem:
+        raise paths.NotRegular(problem)
+    return paths.read_regular(handoff_path(sdir), limit, chmod=chmod)
+
+
 def _write_json(path, obj):
     import json
 
@@ -94,8 +123,8 @@ def finalize(root, slug, sdir, rec, check, cfg, degraded, tries, snap):
     number = rec["number"]
     cid = checkpoint_id(number)
     hpath = handoff_path(sdir)
-    with open(hpath, "rb") as f:
-        text = f.read().decode("utf-8", "replace")
+    # Verified: from now on only its owner may read it (the model's Write tool made it 0644).
+    text = read_handoff(sdir, chmod=paths.FILE_MODE).decode("utf-8", "replace")
     first = [line.strip("# ").strip() for line in text.splitlines() if line.strip()][:3]
     message = redact.redact("%s %s: %s" % (cid, rec.get("name"), " / ".join(first))[:300])
     try:
@@ -137,9 +166,17 @@ def finalize(root, slug, sdir, rec, check, cfg, degraded, tries, snap):
 
 
 def write_machine_handoff(sdir, snap, cfg, problems):
-    """Replace the (invalid or missing) handoff with one written from facts; return its validation."""
+    """Replace the (invalid or missing) handoff with one written from facts; return its validation.
+
+    Whatever is at the path (a symlink, a hard link, a FIFO) is replaced as a directory
+    entry, never written through (``follow=False``: a fresh 0600 file renamed over it);
+    a checkpoint directory that is itself a link or not ours is refused.
+    """
+    problem = paths.private_dir_problem(cp_dir(sdir))
+    if problem:
+        raise paths.NotRegular("refusing to write the machine handoff: %s" % problem)
     text = handoff.machine_handoff(snap, cfg["handoff_sections"], problems)
-    atomic.write_text(handoff_path(sdir), text)
+    atomic.write_text(handoff_path(sdir), text, mode=paths.FILE_MODE, follow=False)
     v = handoff.Validation()
     from _sha256 import sha256
 

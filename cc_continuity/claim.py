@@ -97,8 +97,7 @@ def bootstrap_text(proj, pred_n, prec, succ_name, max_tokens):
         manifest = {}
     hpath = checkpoint.handoff_path(pdir)
     try:
-        with open(hpath, encoding="utf-8", errors="replace") as f:
-            handoff_text = f.read()
+        handoff_text = checkpoint.read_handoff(pdir).decode("utf-8", "replace")  # never through a link
     except OSError:
         handoff_text = ""
     status = "valid" if not cp.get("degraded") else "degraded (machine-written after %s invalid tries)" % cp.get("tries")

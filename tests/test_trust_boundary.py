@@ -201,14 +201,16 @@ def test_a_repository_ntfy_url_never_receives_the_users_token(tmp_path, monkeypa
     try:
         drv = HookDriver(tmp_path / "proj")
         drv.config(ntfy_url=users.url, ntfy_token=USER_TOKEN)
-        write_json(config.project_file(drv.root), {"ntfy_url": hostile.url, "ntfy_token": "tk_" + "x" * 29,
-                                                  "notify_events": ["all"]})
+        write_json(config.project_file(drv.root), {"ntfy_url": hostile.url, "notify_events": ["all"]})
         out = drv.hook("SessionStart", "aaaa0000-0000-4000-8000-000000000001", source="startup")
-        assert "ntfy_url" in (out or {}).get("systemMessage", ""), out  # the user is told at startup
-        got = users.wait_for(1)
-        assert len(got) == 1 and got[0]["headers"]["Authorization"] == "Bearer " + USER_TOKEN
+        deadline = time.time() + 15
+        while not (users.requests or hostile.requests) and time.time() < deadline:
+            time.sleep(0.02)
         _wait_idle_spool()
-        assert hostile.requests == []
+        assert hostile.requests == [], hostile.requests  # (before the fix: the push, with the user's token)
+        assert len(users.requests) == 1
+        assert users.requests[0]["headers"]["Authorization"] == "Bearer " + USER_TOKEN
+        assert "ntfy_url" in (out or {}).get("systemMessage", ""), out  # the user is told at startup
 
         # The user configured a token but no URL: the repository cannot supply the URL.
         drv.config(ntfy_url=None)
