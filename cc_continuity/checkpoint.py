@@ -73,7 +73,13 @@ def read_json(path):
 
 
 def prompts(sdir, since=None, limit=PROMPTS_KEPT, chars=PROMPT_CHARS):
-    """The session's user prompts from its ledger (newest last), each cut to ``chars``."""
+    """The session's user prompts from its ledger (newest last), redacted, then cut to ``chars``.
+
+    Everything that quotes a prompt (the snapshot, the machine handoff, the successor's
+    bootstrap, the crash notice) takes it from here, so a secret typed into a prompt
+    never leaves the session's own ledger (redacted before the cut: a cut cannot
+    leave half a secret behind).
+    """
     out = []
     for rec in ledger.read(ledger_path(sdir)):
         if rec.get("ev") != "prompt" or not isinstance(rec.get("text"), str):
@@ -83,6 +89,7 @@ def prompts(sdir, since=None, limit=PROMPTS_KEPT, chars=PROMPT_CHARS):
         text = rec["text"].strip()
         if text.startswith("Continuing from cp-"):
             continue  # our own continuation prompt is not the user's
+        text = redact.redact(text)
         out.append({"ts": rec.get("ts"), "text": text[:chars] + ("…" if len(text) > chars else "")})
     return out[-limit:] if limit else out
 

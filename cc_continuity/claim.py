@@ -8,7 +8,7 @@ successor and gets nothing.
 
 import time
 
-from . import checkpoint, ledger, session
+from . import checkpoint, ledger, redact, session
 from .procs import pid_alive
 
 SPILL_LIMIT = 9500  # Claude Code spills hook text over 10 000 chars to a file
@@ -121,7 +121,7 @@ def bootstrap_text(proj, pred_n, prec, succ_name, max_tokens):
         body = "\n\n## Handoff (%s)\nThe full handoff is at %s (%d chars); read it first. Its key sections:\n%s" % (
             cid, hpath, len(handoff_text), _summary(handoff_text, max(room - 300, 400)))
     text = "\n".join(head) + body + "\n\n" + facts + late_txt
-    return text[:budget]
+    return redact.redact(text)[:budget]  # quoted prompts, commit subjects, todos: redacted before the cut
 
 
 def _summary(text, limit):

@@ -178,7 +178,9 @@ def machine_handoff(snap, sections, draft_problems=None):
              (" (%s)" % "; ".join(draft_problems[:5]) if draft_problems else "")]
     for name in sections:
         lines += ["", "## %s" % name, fill.get(normalise(name), "not recorded (machine handoff)")]
-    return "\n".join(lines) + "\n"
+    from . import redact  # prompts, commit subjects and todo items can all hold a secret
+
+    return redact.redact("\n".join(lines) + "\n")
 
 
 def _git_state(g):
