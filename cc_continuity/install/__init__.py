@@ -523,7 +523,8 @@ def _uninstall_settings(out, path, record, have_manifest):
     change = FileChange(path, old, new, keep_backup=True)
     change.apply([])
     note = ""
-    if not have_manifest and old and settings.is_our_statusline(settings.parse(old.decode("utf-8")).get("statusLine")):
+    ours = settings.parse(old.decode("utf-8")).get("statusLine") if old else None
+    if not have_manifest and settings.is_our_statusline(ours) and settings.embedded_chain(ours) is None:
         note = "; the status line it replaced is unknown (no install record), see %s" % show(
             os.path.join(paths.home(), "backups"))
     what = "deleted (install created it)" if new is None else "our hooks and status line removed"

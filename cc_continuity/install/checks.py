@@ -395,7 +395,7 @@ def check_statusline(ctx):
         problems.append("%s does not exist" % script)
     if problems:
         return Result("statusline", False, "; ".join(problems), "cc-continuity install")
-    chain = (ctx.manifest() or {}).get("statusline_chain")
+    chain = settings.embedded_chain(value) or (ctx.manifest() or {}).get("statusline_chain")
     if isinstance(chain, dict) and chain.get("command"):
         return Result("statusline", True, "ours, chaining %r" % chain["command"])
     return Result("statusline", True, "ours (no earlier status line to chain)")
