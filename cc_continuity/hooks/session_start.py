@@ -65,14 +65,13 @@ def claim_for(ctx, n, sdir, rec, cleared=False):
         rec = session.load(sdir)
         if rec.get("predecessor_claimed"):
             return None
-        cands = claim.candidates(proj, ctx.claude_pid(), rec.get("predecessor"), me=n, cleared=cleared)
+        cands = claim.candidates(proj, ctx.claude_pid(), rec.get("predecessor"), me=n, cleared=cleared,
+                                 intent=rec.get("claiming"))
         pred_n, prec = claim.claim(proj, n, sdir, cands)
         if pred_n is None:
+            claim.drop_intent(sdir)  # a claim cut short whose checkpoint went elsewhere: rolled back
             return None
-        rec["predecessor"] = pred_n
-        rec["predecessor_claimed"] = True
-        rec["checkpoint_from"] = (prec.get("checkpoint") or {}).get("id")
-        session.transition(sdir, rec, session.BOOTSTRAPPING, "claimed %s" % rec["checkpoint_from"])
+        rec = claim.finish(proj, n, sdir, pred_n, prec)
     pdir = proj.session_dir(pred_n)
     try:
         atomic.write_text(rotation.started_marker(pdir), "%s %s\n" % (ctx.session_id, time.time()), fsync=False)
