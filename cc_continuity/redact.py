@@ -172,7 +172,7 @@ def _assignment(m):
     value = m.group("qv") if quoted else m.group("bv")
     if value.lower().replace("-", "_") == name.lower().replace("-", "_"):
         return False  # {"rotate_tokens": "rotate_tokens"}: a name mapped to itself
-    if quoted and re.match(r"\s*[+*%]", m.string[m.end():m.end() + 4]):
+    if quoted and _CONCAT.match(m.string, m.end()):
         return False  # "ghp_" + filler: a string being built in code
     if tier == "weak":
         return _random_token(value.strip())
@@ -183,6 +183,9 @@ def _assignment(m):
     if line_value and value.strip().lower() in _STATUS_WORDS:
         return False
     return _plausible_value(value, quoted, strict_words=not (env_style or line_value))
+
+
+_CONCAT = re.compile(r"""[ \t]*[+*%][ \t]*["'\w(]""")
 
 
 def _rest_of_line_empty(text, pos):

@@ -18,7 +18,7 @@ import signal
 import time
 
 from cc_continuity import config, ledger, session
-from helpers.hookdriver import HookDriver, WriteFaults, handoff_text, tokens_at
+from helpers.hookdriver import HookDriver, WriteFaults, file_contains, handoff_text, tokens_at
 
 S1 = "a1a1a1a1-0000-4000-8000-000000000001"
 S2 = "b2b2b2b2-0000-4000-8000-000000000002"
@@ -29,16 +29,6 @@ FILES = {"README.md": "hello\n", "src/app.py": "x = 1\n"}
 def continuing(out):
     ctx = ((out or {}).get("hookSpecificOutput") or {}).get("additionalContext") or ""
     return "Continuing from cp-001" in ctx
-
-
-def _contains(path, needle):
-    def seen():
-        try:
-            with open(path, "rb") as f:
-                return needle in f.read()
-        except OSError:
-            return False
-    return seen
 
 
 class World:
@@ -123,9 +113,9 @@ def test_sigkill_of_the_claiming_session_start_mid_flight(tmp_path):
                 for a, b in zip(marks, marks[1:]) if b - a >= 0.005]
     s2_state = lambda: session.state_path(w.drv.sdir(S2))
     milestones = [
-        ("intent saved", lambda: _contains(s2_state(), b'"claiming"')()),
-        ("predecessor ROTATED", _contains(s1, b'"ROTATED"')),
-        ("successor BOOTSTRAPPING", lambda: _contains(s2_state(), b'"BOOTSTRAPPING"')()),
+        ("intent saved", lambda: file_contains(s2_state(), b'"claiming"')()),
+        ("predecessor ROTATED", file_contains(s1, b'"ROTATED"')),
+        ("successor BOOTSTRAPPING", lambda: file_contains(s2_state(), b'"BOOTSTRAPPING"')()),
     ]
     triggers += [(name, lambda p=p, t=None: p()) for name, p in milestones]
     landed = []

@@ -27,7 +27,7 @@ import time
 import pytest
 
 from cc_continuity import config, ledger, rotation, session
-from helpers.hookdriver import HookDriver, WriteFaults, handoff_text, tokens_at
+from helpers.hookdriver import HookDriver, WriteFaults, file_contains, handoff_text, tokens_at
 
 SECTIONS = config.HANDOFF_SECTIONS
 S1 = "a1a1a1a1-0000-4000-8000-000000000001"
@@ -282,16 +282,6 @@ def test_request_interrupted_after_its_transition_still_shows_the_template(tmp_p
 
 
 # -- a real SIGKILL of the installed hook command -------------------------------------------------
-def _contains(path, needle):
-    def seen():
-        try:
-            with open(path, "rb") as f:
-                return needle in f.read()
-        except OSError:
-            return False
-    return seen
-
-
 def test_sigkill_of_the_verifying_stop_mid_flight(tmp_path):
     """Kill the real process (1) in each gap of an unkilled run's ledger timeline and (2) the moment
     a tight poll sees it reach a milestone: the snapshot ref, the manifest, each new state."""
@@ -316,8 +306,8 @@ def test_sigkill_of_the_verifying_stop_mid_flight(tmp_path):
     ref_file = os.path.join(run.drv.root, ".git/refs/continuity/%s/cp-001" % run.drv.project.key)
     milestones = [("ref published", lambda: os.path.exists(ref_file)),
                   ("manifest written", lambda: os.path.exists(os.path.join(sdir, "checkpoint", "manifest.json"))),
-                  ("CHECKPOINT_VERIFIED saved", _contains(session.state_path(sdir), b'"CHECKPOINT_VERIFIED"')),
-                  ("AWAITING_MANUAL_CLEAR saved", _contains(session.state_path(sdir), b'"AWAITING_MANUAL_CLEAR"'))]
+                  ("CHECKPOINT_VERIFIED saved", file_contains(session.state_path(sdir), b'"CHECKPOINT_VERIFIED"')),
+                  ("AWAITING_MANUAL_CLEAR saved", file_contains(session.state_path(sdir), b'"AWAITING_MANUAL_CLEAR"'))]
     triggers += [(name, lambda p=p, t=None: p()) for name, p in milestones]
     landed = []
     for name, fire in triggers:
