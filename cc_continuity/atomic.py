@@ -3,7 +3,9 @@
 Readers either see the old bytes or the new bytes, never a torn file: write a
 unique temp file beside the target, fsync it, ``os.replace`` it over the
 target, fsync the directory.  A symlinked target (dotfile setups) is written
-through to the file it points at, so the link survives.
+through to the file it points at, so the link survives — unless
+``follow=False``, which replaces the directory entry itself (a link there is
+replaced, its target never touched: for files whose path others may tamper with).
 """
 
 import os
@@ -16,21 +18,23 @@ def resolve_target(path):
     return os.path.realpath(path)
 
 
-def write_bytes(path, data, mode=None, fsync=True):
+def write_bytes(path, data, mode=None, fsync=True, follow=True):
     """Atomically replace ``path`` with ``data``.
 
     ``mode``: the new file's permission bits; by default an existing file
-    keeps its mode and a new one gets 0600.
+    keeps its mode and a new one gets 0600 (always 0600 with ``follow=False``).
     """
-    target = resolve_target(path)
+    target = resolve_target(path) if follow else path
     d = os.path.dirname(target) or "."
+    if not follow and mode is None:
+        mode = 0o600
     if mode is None:
         try:
             mode = os.stat(target).st_mode & 0o7777
         except FileNotFoundError:
             mode = 0o600
     tmp = os.path.join(d, "%s%s.%d.%s" % (TMP_MARK, os.path.basename(target), os.getpid(), os.urandom(4).hex()))
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
     try:
         try:
             os.fchmod(fd, mode)  # umask may have masked bits away
@@ -54,8 +58,8 @@ def write_bytes(path, data, mode=None, fsync=True):
     return target
 
 
-def write_text(path, text, mode=None, fsync=True):
-    return write_bytes(path, text.encode("utf-8"), mode=mode, fsync=fsync)
+def write_text(path, text, mode=None, fsync=True, follow=True):
+    return write_bytes(path, text.encode("utf-8"), mode=mode, fsync=fsync, follow=follow)
 
 
 def _fsync_dir(d):

@@ -13,7 +13,7 @@ git state, the last user prompts, the open todo list, the meter reading.
 import os
 import time
 
-from . import atomic, fastjson, gitsnap, handoff, ledger, transcript
+from . import atomic, fastjson, gitsnap, handoff, ledger, paths, redact, transcript
 from .session import ledger_path
 
 PROMPT_CHARS = 500
@@ -32,6 +32,35 @@ def checkpoint_id(number):
     return "cp-%03d" % number
 
 
+def handoff_problem(sdir, path=None):
+    """Why ``path`` (default: the handoff path) is no safe place for this session's handoff; None if it is.
+
+    Safe means: exactly this session's handoff path, in a checkpoint directory that is a
+    real directory (not a symlink), ours and 0700, inside a session dir that is a real
+    directory too; and either nothing there yet or a plain file of ours with one link.
+    A symlink or hard link at the path would redirect a write to whatever it names.
+    """
+    want = handoff_path(sdir)
+    if path is not None and path != want:
+        return "%s is not this session's handoff path %s" % (path, want)
+    if os.path.islink(sdir) or not os.path.isdir(sdir):
+        return "%s is not a real directory" % sdir
+    return paths.private_dir_problem(cp_dir(sdir)) or paths.regular_file_problem(want, missing_ok=True)
+
+
+def handoff_target_ok(sdir, path):
+    """May the PreToolUse hook let the agent write ``path`` without a permission prompt?"""
+    return handoff_problem(sdir, path) is None
+
+
+def read_handoff(sdir, limit=1 << 21, chmod=None):
+    """The handoff's bytes, read without following a link (FileNotFoundError, paths.NotRegular)."""
+    problem = handoff_problem(sdir)
+    if problem:
+        raise paths.NotRegular(problem)
+    return paths.read_regular(handoff_path(sdir), limit, chmod=chmod)
+
+
 def _write_json(path, obj):
     import json
 
@@ -44,7 +73,13 @@ def read_json(path):
 
 
 def prompts(sdir, since=None, limit=PROMPTS_KEPT, chars=PROMPT_CHARS):
-    """The session's user prompts from its ledger (newest last), each cut to ``chars``."""
+    """The session's user prompts from its ledger (newest last), redacted, then cut to ``chars``.
+
+    Everything that quotes a prompt (the snapshot, the machine handoff, the successor's
+    bootstrap, the crash notice) takes it from here, so a secret typed into a prompt
+    never leaves the session's own ledger (redacted before the cut: a cut cannot
+    leave half a secret behind).
+    """
     out = []
     for rec in ledger.read(ledger_path(sdir)):
         if rec.get("ev") != "prompt" or not isinstance(rec.get("text"), str):
@@ -54,6 +89,7 @@ def prompts(sdir, since=None, limit=PROMPTS_KEPT, chars=PROMPT_CHARS):
         text = rec["text"].strip()
         if text.startswith("Continuing from cp-"):
             continue  # our own continuation prompt is not the user's
+        text = redact.redact(text)
         out.append({"ts": rec.get("ts"), "text": text[:chars] + ("…" if len(text) > chars else "")})
     return out[-limit:] if limit else out
 
@@ -83,19 +119,25 @@ def collect(root, sdir, rec, reading, payload, cfg, out_dir=None):
 
 
 def finalize(root, slug, sdir, rec, check, cfg, degraded, tries, snap):
-    """Snapshot the work tree and write the manifest.  Returns the summary for the record."""
+    """Snapshot the work tree and write the manifest.  Returns the summary for the record.
+
+    The ref lives under the project *key* (``slug`` only names the session in the
+    message): refs are shared by every worktree of a repository, and a purge
+    restarts the counter, so a ``cp-<NNN>`` that exists — another worktree's, an
+    older install's, or one a crashed attempt of this very checkpoint left — is
+    never moved or deleted; this checkpoint takes the next free ``cp-<NNN>-<k>``.
+    """
     number = rec["number"]
     cid = checkpoint_id(number)
     hpath = handoff_path(sdir)
-    with open(hpath, "rb") as f:
-        text = f.read().decode("utf-8", "replace")
+    # Verified: from now on only its owner may read it (the model's Write tool made it 0644).
+    text = read_handoff(sdir, chmod=paths.FILE_MODE).decode("utf-8", "replace")
     first = [line.strip("# ").strip() for line in text.splitlines() if line.strip()][:3]
-    message = "%s %s: %s" % (cid, rec.get("name"), " / ".join(first))[:300]
-    ref = gitsnap.ref_name(slug, number)
+    message = redact.redact("%s %s: %s" % (cid, rec.get("name"), " / ".join(first))[:300])
     try:
-        if not os.path.exists(cp_dir(sdir) + "/manifest.json"):
-            gitsnap.drop_ref(root, ref)  # an orphan from a verify that died before its manifest
-        git = gitsnap.snapshot(root, ref, message, max_file_bytes=cfg["snapshot_max_file_bytes"])
+        ref = gitsnap.ref_name(paths.project_key(root), number)
+        git = gitsnap.snapshot(root, ref, message, max_file_bytes=cfg["snapshot_max_file_bytes"], unique=True,
+                               untracked=cfg["snapshot_untracked"])
     except (gitsnap.SnapshotError, ValueError, OSError) as e:
         git = {"git": None, "error": str(e)[:500]}
     reading = snap.get("reading") or {}
@@ -131,9 +173,17 @@ def finalize(root, slug, sdir, rec, check, cfg, degraded, tries, snap):
 
 
 def write_machine_handoff(sdir, snap, cfg, problems):
-    """Replace the (invalid or missing) handoff with one written from facts; return its validation."""
+    """Replace the (invalid or missing) handoff with one written from facts; return its validation.
+
+    Whatever is at the path (a symlink, a hard link, a FIFO) is replaced as a directory
+    entry, never written through (``follow=False``: a fresh 0600 file renamed over it);
+    a checkpoint directory that is itself a link or not ours is refused.
+    """
+    problem = paths.private_dir_problem(cp_dir(sdir))
+    if problem:
+        raise paths.NotRegular("refusing to write the machine handoff: %s" % problem)
     text = handoff.machine_handoff(snap, cfg["handoff_sections"], problems)
-    atomic.write_text(handoff_path(sdir), text)
+    atomic.write_text(handoff_path(sdir), text, mode=paths.FILE_MODE, follow=False)
     v = handoff.Validation()
     from _sha256 import sha256
 

@@ -4,21 +4,29 @@ A claim happens under the project lock: the checkpoint's session is claimable
 (DESIGN §4) and has no successor yet; the claimer sets ``successor`` and moves
 it to ROTATED in the same critical section, so a second claimer sees the
 successor and gets nothing.
+
+A claim takes three durable writes, and a SIGKILL can land between any two:
+the successor records its intent (``claiming``), the predecessor moves to
+ROTATED, the successor records the predecessor (:func:`finish`).  The next hook
+of the successor completes it (the predecessor is ours: finish) or rolls it
+back (somebody else took it: drop the intent), whatever state the successor has
+reached meanwhile — it never tries a transition its state does not allow.
 """
 
 import time
 
-from . import checkpoint, ledger, session
+from . import checkpoint, ledger, redact, session
 from .procs import pid_alive
 
 SPILL_LIMIT = 9500  # Claude Code spills hook text over 10 000 chars to a file
 
 
-def candidates(proj, claude_pid=None, predecessor=None, me=None, cleared=False):
+def candidates(proj, claude_pid=None, predecessor=None, me=None, cleared=False, intent=None):
     """Claimable sessions for session ``me``, best first.
 
     First, a checkpoint already claimed for ``me`` by a claim that was cut
-    short (it is finished, not claimed again).  Then the session this very
+    short (it is finished, not claimed again), then the one ``me`` had started
+    to claim (``intent``) if it is still free.  Then the session this very
     Claude process just cleared (``predecessor``).  Another one qualifies if
     its Claude process is gone (a crash or a reboot) — or, after a ``/clear``
     (``cleared``), if it belongs to this same process — so a second terminal
@@ -51,6 +59,13 @@ def candidates(proj, claude_pid=None, predecessor=None, me=None, cleared=False):
                 mine.insert(0, predecessor)
         except (OSError, ValueError):
             pass
+    if intent is not None and intent not in mine:
+        try:
+            rec = session.load(proj.session_dir(intent))
+            if rec["state"] in session.CLAIMABLE and not rec.get("successor"):
+                out = [intent] + [x for x in out if x != intent]
+        except (OSError, ValueError):
+            pass
     return mine + out
 
 
@@ -69,6 +84,10 @@ def claim(proj, successor_n, successor_dir, candidates_):
             return n, prec  # ours already: a claim cut short after this save
         if prec["state"] not in session.CLAIMABLE or prec.get("successor"):
             continue  # someone else got it first
+        srec = session.load(successor_dir)
+        if srec.get("claiming") != n:
+            srec["claiming"] = n  # the intent first: a kill after the next write leaves it completable
+            session.save(successor_dir, srec)
         cp = prec.get("checkpoint") or {}
         if cp.get("verified_at"):
             cp["rotation_ms"] = int((time.time() - cp["verified_at"]) * 1000)
@@ -79,6 +98,37 @@ def claim(proj, successor_n, successor_dir, candidates_):
                                                           "predecessor": n})
         return n, prec
     return None, None
+
+
+def finish(proj, n, sdir, pred_n, prec):
+    """Record the claimed predecessor in successor ``n`` (under the project lock); returns its record.
+
+    Also completes a claim cut short: BOOTSTRAPPING only when the successor's state
+    allows it (it may have worked on, say to WARNED, since); otherwise the claim is
+    recorded as completed in the ledger and the state left as it is.
+    """
+    rec = session.load(sdir)
+    cid = (prec.get("checkpoint") or {}).get("id")
+    rec.update(predecessor=pred_n, predecessor_claimed=True, checkpoint_from=cid)
+    rec.pop("claiming", None)
+    if session.is_allowed(rec["state"], session.BOOTSTRAPPING):
+        session.transition(sdir, rec, session.BOOTSTRAPPING, "claimed %s" % cid)
+    else:
+        session.save(sdir, rec)
+        ledger.append(session.ledger_path(sdir), {"ev": "claim_completed", "checkpoint": cid,
+                                                  "predecessor": pred_n, "state": rec["state"]})
+    return rec
+
+
+def drop_intent(sdir):
+    """Roll back a claim cut short before its predecessor moved, now that it went elsewhere."""
+    rec = session.load(sdir)
+    pred = rec.pop("claiming", None)
+    if pred is None:
+        return False
+    session.save(sdir, rec)
+    ledger.append(session.ledger_path(sdir), {"ev": "claim_rolled_back", "predecessor": pred})
+    return True
 
 
 def bootstrap_text(proj, pred_n, prec, succ_name, max_tokens):
@@ -97,8 +147,7 @@ def bootstrap_text(proj, pred_n, prec, succ_name, max_tokens):
         manifest = {}
     hpath = checkpoint.handoff_path(pdir)
     try:
-        with open(hpath, encoding="utf-8", errors="replace") as f:
-            handoff_text = f.read()
+        handoff_text = checkpoint.read_handoff(pdir).decode("utf-8", "replace")  # never through a link
     except OSError:
         handoff_text = ""
     status = "valid" if not cp.get("degraded") else "degraded (machine-written after %s invalid tries)" % cp.get("tries")
@@ -127,7 +176,7 @@ def bootstrap_text(proj, pred_n, prec, succ_name, max_tokens):
         body = "\n\n## Handoff (%s)\nThe full handoff is at %s (%d chars); read it first. Its key sections:\n%s" % (
             cid, hpath, len(handoff_text), _summary(handoff_text, max(room - 300, 400)))
     text = "\n".join(head) + body + "\n\n" + facts + late_txt
-    return text[:budget]
+    return redact.redact(text)[:budget]  # quoted prompts, commit subjects, todos: redacted before the cut
 
 
 def _draft(pdir, limit=1500):

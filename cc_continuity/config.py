@@ -1,9 +1,17 @@
-"""Layered, validated configuration.
+"""Layered, validated configuration, and who may set what.
 
 Precedence, lowest first: built-in defaults < ``$CC_CONTINUITY_HOME/config.json``
-< ``<project root>/.claude/continuity.json`` < environment.  A wrong type or
-value is a :class:`ConfigError` naming the file and the key; an unknown key is
-only a warning (so a newer config file does not break an older install).
+< ``<project root>/.claude/continuity.json`` < the user's own per-project file
+``$CC_CONTINUITY_HOME/projects/<key>/config.json`` (``configure --project``)
+< environment.  A wrong type or value is a :class:`ConfigError` naming the
+file and the key; an unknown key is only a warning (so a newer config file
+does not break an older install).
+
+The repository file is written by whoever wrote the repository, not by the
+user, so it may only *narrow* (see :data:`REPO_ANY` and :data:`REPO_NARROW`):
+a key that could run something, contact something or loosen a safety check
+is ignored there with a warning naming the file and the key.  The rule lives
+here, in the one place every reader goes through, not at each use.
 Standard library only (read on every hook).
 """
 
@@ -91,6 +99,7 @@ SCHEMA = {
     "handoff_max_chars": (24000, _int(100), "largest acceptable handoff"),
     "handoff_max_tries": (3, _int(1, 6), "model attempts before a machine handoff"),
     "snapshot_max_file_bytes": (10 * 1024 * 1024, _int(0), "untracked/changed files above this are skipped"),
+    "snapshot_untracked": (True, _bool, "include untracked (not ignored) files in work-tree snapshots"),
     "bootstrap_max_tokens": (2500, _int(200, 2400000), "budget for the successor's injected text (chars/4)"),
     "precompact_block": (True, _bool, "block an auto-compaction at rotate and hand off instead"),
     "rotator_idle_timeout_s": (120, _int(1, 3600), "how long the rotator waits for Claude Code to go idle"),
@@ -122,6 +131,35 @@ SCHEMA = {
 
 DEFAULTS = {k: v[0] for k, v in SCHEMA.items()}
 
+# -- the trust boundary ----------------------------------------------------------
+# What a repository's .claude/continuity.json may set.  An allow-list: a key not
+# named here (and every key added later) is the user's alone.
+#
+# Any value: when rotation happens and how big its texts are.  None of these runs a
+# command, names a host, or switches a check off (hooks stay fail-open whatever
+# they say; a repo's sections only shape a template, as its CLAUDE.md could anyway).
+REPO_ANY = frozenset((
+    "window", "warn", "rotate", "hard", "rotate_tokens",
+    "handoff_sections", "handoff_min_chars", "handoff_max_chars", "handoff_max_tries",
+    "bootstrap_max_tokens", "statusline_color",
+))
+# Only towards "cc-continuity does less": the one value a repo may choose (a bool),
+# or "lower" (a cap it may only reduce).
+REPO_NARROW = {
+    "enabled": False,            # opt the project out, never back in
+    "tmux": False,               # never start typing into the user's terminal
+    "precompact_block": False,   # let Claude Code's own compaction run
+    "snapshot_untracked": False,  # record less of the work tree
+    "snapshot_max_file_bytes": "lower",
+}
+# Everything else is user-only, each for one of these reasons (SECURITY.md):
+#   unattended                      loosens safety (--dangerously-skip-permissions)
+#   ntfy_url, ntfy_token            contact a server / hand a token to it
+#   notify_events                   what is sent (or silenced) to the user's phone
+#   rotator_*                       how keystrokes are typed into the user's terminal
+#   statusline_chain_timeout_ms     how long the user's own status line command may run
+#   watchdog_*                      probe URLs, commands and files run or read, process kills
+
 
 class ConfigError(ValueError):
     """A config file or value is wrong.  ``file`` and ``key`` say where."""
@@ -141,6 +179,8 @@ class Config:
         self.values = {k: (list(v) if isinstance(v, list) else v) for k, v in DEFAULTS.items()}
         self.sources = {k: "default" for k in DEFAULTS}
         self.warnings = []
+        self.ignored = []  # (repository file, key, warning) for each key the trust boundary dropped
+        self.user_project_file = None
 
     def __getitem__(self, key):
         return self.values[key]
@@ -156,7 +196,33 @@ class Config:
 
 
 def project_file(root):
+    """The repository's file (untrusted: it may only narrow)."""
     return os.path.join(root, ".claude", "continuity.json")
+
+
+def user_project_file(root):
+    """The user's own per-project settings, in the state dir (trusted)."""
+    return paths.project_config_file(root)
+
+
+def layer_files(root=None):
+    """Every file ``load(root)`` reads, in precedence order (for cache invalidation)."""
+    files = [paths.config_file()]
+    if root:
+        files += [project_file(root), user_project_file(root)]
+    return files
+
+
+def repo_may_set(key, value, current):
+    """Would ``key: value`` in a repository file only narrow ``current``?  (The rule, in one place.)"""
+    if key in REPO_ANY:
+        return True
+    if key not in REPO_NARROW:
+        return False
+    rule = REPO_NARROW[key]
+    if rule == "lower":
+        return isinstance(value, int) and not isinstance(value, bool) and value <= current
+    return value == rule or value == current
 
 
 def _read(path):
@@ -194,30 +260,58 @@ def validate(doc, path, warnings=None):
             raise ConfigError(path, key, problem)
 
 
-def _check_order(cfg):
+def _check_order(cfg, layers):
     w, r, h = cfg.thresholds()
     if w <= r <= h:
         return
     pair = ("warn", "rotate") if w > r else ("rotate", "hard")
     # Blame the key a file set (the later layer when both were), not a default.
-    order = ["default", paths.config_file()]
+    order = ["default"] + list(layers)
     rank = lambda k: order.index(cfg.source(k)) if cfg.source(k) in order else len(order)
     key = max(pair, key=rank)
     raise ConfigError(cfg.source(key), key,
                       "thresholds must satisfy warn <= rotate <= hard (got %g, %g, %g)" % (w, r, h))
 
 
+def _repo_layer(cfg, path, doc):
+    """The part of a repository file that may apply; every other key is ignored with a warning.
+
+    An ignored key is not validated either: it can neither take effect nor break the load.
+    """
+    allowed = {}
+    for key, value in doc.items():
+        if key not in SCHEMA or key in REPO_ANY:
+            allowed[key] = value  # unknown and comment keys: validate() warns as for any file
+        elif key in REPO_NARROW and (not _valid(key, value) or repo_may_set(key, value, cfg.values[key])):
+            allowed[key] = value  # (a wrong value is an error naming file and key, as in any file)
+        else:
+            message = (
+                "%s: key %r ignored: a repository file may only narrow cc-continuity, and this key could run "
+                "a command, contact a server or loosen a safety check; to set it for this project, use "
+                "`cc-continuity configure --project` (kept in %s, outside the repository)"
+                % (path, key, cfg.user_project_file))
+            cfg.ignored.append((path, key, message))
+            cfg.warnings.append(message)
+    return allowed
+
+
+def _valid(key, value):
+    return SCHEMA[key][1](value) is None
+
+
 def load(project_root=None, env=None):
     """The effective config for ``project_root`` (None: global only)."""
     env = os.environ if env is None else env
     cfg = Config()
-    layers = [paths.config_file()]
-    if project_root:
-        layers.append(project_file(project_root))
+    layers = layer_files(project_root)
+    repo = layers[1] if project_root else None
+    cfg.user_project_file = layers[2] if project_root else None
     for path in layers:
         doc = _read(path)
         if not doc:
             continue
+        if path == repo:
+            doc = _repo_layer(cfg, path, doc)
         validate(doc, path, cfg.warnings)
         for key, value in doc.items():
             if key in SCHEMA:
@@ -229,7 +323,7 @@ def load(project_root=None, env=None):
     if env.get("CC_CONTINUITY_UNATTENDED") == "1":
         cfg.values["unattended"] = True
         cfg.sources["unattended"] = "env CC_CONTINUITY_UNATTENDED=1"
-    _check_order(cfg)
+    _check_order(cfg, layers)
     return cfg
 
 
@@ -250,11 +344,11 @@ def _update(path, changes):
         if key in SCHEMA:
             merged.values[key] = value
             merged.sources[key] = path
-    _check_order(merged)
+    _check_order(merged, [path])
     import json  # not on the hook path
 
     paths.ensure_dir(os.path.dirname(path))
-    atomic.write_text(path, json.dumps(new, indent=2, sort_keys=False) + "\n")
+    atomic.write_text(path, json.dumps(new, indent=2, sort_keys=False) + "\n", mode=paths.FILE_MODE)
     return new
 
 
@@ -264,4 +358,7 @@ def update_global(changes):
 
 
 def update_project(root, changes):
-    return _update(project_file(root), changes)
+    """The user's per-project settings: in the state dir, never in the repository."""
+    path = user_project_file(root)
+    paths.ensure_dir(os.path.dirname(path))
+    return _update(path, changes)

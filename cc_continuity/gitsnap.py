@@ -4,7 +4,9 @@ A checkpoint must record the exact work tree without touching anything the user
 owns: HEAD, the index, branches, the stash, config and the working files stay
 byte for byte as they were. So the snapshot is built in a *private* index
 (``GIT_INDEX_FILE`` in a temp dir), turned into a tree and a commit object, and
-published only under ``refs/continuity/<slug>/cp-<NNN>``.
+published only under ``refs/continuity/<project key>/cp-<NNN>``.  A ref that
+exists is never moved or deleted: a name that is taken (a purge restarted the
+counter, a crashed attempt left one) makes a new one (``cp-<NNN>-2`` …).
 
 Every git call runs with ``cwd`` = the work tree, the repository-locating
 environment (``GIT_DIR``, ``GIT_INDEX_FILE``, ...) scrubbed so an outer git
@@ -177,12 +179,16 @@ def check_ref(ref):
         check_ref_component(part)
 
 
-def ref_name(slug, number):
-    """``refs/continuity/<slug>/cp-<NNN>``; ValueError for a slug git would reject."""
-    check_ref_component(slug)
+def ref_name(namespace, number):
+    """``refs/continuity/<namespace>/cp-<NNN>``; ValueError for a name git would reject.
+
+    The namespace is the project *key* (slug plus a hash of the root), not the slug:
+    two worktrees both called ``proj`` share one ref store.
+    """
+    check_ref_component(namespace)
     if isinstance(number, bool) or not isinstance(number, int) or number < 0:
         raise ValueError("checkpoint number must be a non-negative int, got %r" % (number,))
-    return "%s%s/cp-%03d" % (REF_PREFIX, slug, number)
+    return "%s%s/cp-%03d" % (REF_PREFIX, namespace, number)
 
 
 # ----------------------------------------------------------------- snapshot
@@ -204,10 +210,10 @@ def _identity_env(runner):
     return extra
 
 
-def _over_cap(runner, max_file_bytes):
-    """Untracked-not-ignored and modified tracked regular files bigger than the cap."""
-    out = runner.run(["ls-files", "-z", "-t", "--modified", "--others",
-                      "--exclude-standard"]).stdout
+def _over_cap(runner, max_file_bytes, untracked=True):
+    """Untracked-not-ignored (when recorded) and modified tracked regular files bigger than the cap."""
+    others = ["--others", "--exclude-standard"] if untracked else []
+    out = runner.run(["ls-files", "-z", "-t", "--modified", *others]).stdout
     found, seen = [], set()
     for rec in out.split(b"\0"):
         tag, rel = rec[:2], rec[2:]
@@ -245,9 +251,14 @@ def _commit_message(message, files, size, skipped):
     return (body + "\n\n" + trailers).encode("utf-8", "replace")
 
 
-def snapshot(root, ref, message, *, max_file_bytes=DEFAULT_MAX_FILE_BYTES, timeout=30):
+def snapshot(root, ref, message, *, max_file_bytes=DEFAULT_MAX_FILE_BYTES, timeout=30, unique=False,
+             untracked=True):
     """Record the whole work tree as a commit under ``ref`` without touching user state.
 
+    ``unique``: when ``ref`` is taken, publish under the next free ``<ref>-2``, ``-3`` …
+    (the result's ``ref`` says which) instead of failing; an existing ref is never
+    moved either way.  ``untracked=False`` records tracked files only (untracked,
+    not-ignored files are left out of the snapshot).
     Returns {"git": False, "reason": ...} for a non-git directory. Raises ValueError
     for a bad ref, SnapshotError when a git command fails (message has git's stderr).
     """
@@ -283,10 +294,11 @@ def snapshot(root, ref, message, *, max_file_bytes=DEFAULT_MAX_FILE_BYTES, timeo
             runner.run(["read-tree", parent])
         runner.env["GIT_INDEX_FILE"] = index
 
-        big = _over_cap(runner, max_file_bytes)
+        big = _over_cap(runner, max_file_bytes, untracked)
         # Over-cap files are excluded, so a tracked one keeps its index (last staged) blob.
         specs = [b":(exclude,literal)" + rel for rel, _, _ in big]
-        add = runner.run(["add", "-A", "--ignore-errors", "--", ".", *specs], ok=(0, 1))
+        # -u: tracked files only (changes and deletions), nothing new is added.
+        add = runner.run(["add", "-A" if untracked else "-u", "--ignore-errors", "--", ".", *specs], ok=(0, 1))
         warnings = [line for line in _text(add.stderr).splitlines()
                     if line.startswith("error:") or line.startswith("warning:")]
         if add.returncode and b"fatal:" in add.stderr:
@@ -301,7 +313,7 @@ def snapshot(root, ref, message, *, max_file_bytes=DEFAULT_MAX_FILE_BYTES, timeo
     args = ["commit-tree", tree, *(["-p", parent] if parent else []), "-F", "-"]
     msg = _commit_message(message, files, size, big)
     commit = runner.run(args, input=msg).stdout.strip().decode("ascii")
-    _publish(runner, ref, commit)
+    ref = _publish(runner, ref, commit, unique)
     return {
         "git": True, "root": top, "ref": ref, "commit": commit, "tree": tree,
         "parent": parent, "files": files, "bytes": size,
@@ -311,18 +323,33 @@ def snapshot(root, ref, message, *, max_file_bytes=DEFAULT_MAX_FILE_BYTES, timeo
     }
 
 
-def _publish(runner, ref, commit):
-    """Create ``ref`` atomically; an existing ref is only accepted if it is this commit."""
-    proc = runner.run(["update-ref", "--no-deref", ref, commit, ""], ok=(0, 1, 128))
-    if proc.returncode == 0:
-        return
-    existing = runner.run(["rev-parse", "-q", "--verify", ref + "^{commit}"], ok=(0, 1))
-    current = existing.stdout.strip().decode("ascii")
-    if current == commit:
-        return
-    err = _text(proc.stderr).strip()
-    if current:
-        err = "%s already exists at %s (refusing to overwrite): %s" % (ref, current, err)
+UNIQUE_TRIES = 50
+
+
+def _publish(runner, ref, commit, unique=False):
+    """Create ``ref`` atomically and return the name used; an existing ref is never moved.
+
+    ``update-ref <ref> <new> ""`` only creates.  A taken name is accepted only if it
+    already is this commit; with ``unique`` the next ``-N`` suffix is tried instead
+    (also when another process holds the name's lock right now).
+    """
+    names = [ref] + (["%s-%d" % (ref, i) for i in range(2, UNIQUE_TRIES + 2)] if unique else [])
+    err = ""
+    for name in names:
+        proc = runner.run(["update-ref", "--no-deref", name, commit, ""], ok=(0, 1, 128))
+        if proc.returncode == 0:
+            return name
+        existing = runner.run(["rev-parse", "-q", "--verify", name + "^{commit}"], ok=(0, 1))
+        current = existing.stdout.strip().decode("ascii")
+        if current == commit:
+            return name
+        err = _text(proc.stderr).strip()
+        if current:
+            err = "%s already exists at %s (refusing to overwrite): %s" % (name, current, err)
+        elif "cannot lock" not in err or "exists; cannot create" in err:
+            break  # not a taken name (a ref in the way of the path, a full disk): another suffix will not help
+        if not unique:
+            break
     raise SnapshotError("git update-ref %s failed: %s" % (ref, err),
                         cmd=["update-ref", ref], returncode=proc.returncode, stderr=err)
 
@@ -337,18 +364,6 @@ def _trailer(message, key):
             value = line[len(prefix):].strip()
             return int(value) if value.isdigit() else None
     return None
-
-
-def drop_ref(root, ref):
-    """Delete ``ref`` if it exists (only refs under refs/continuity/); True when one was deleted."""
-    check_ref(ref)
-    if not ref.startswith(REF_PREFIX):
-        raise ValueError("refusing to delete %s: not a cc-continuity ref" % ref)
-    top, _, _ = _locate(root)
-    if top is None:
-        return False
-    proc = _git(["update-ref", "-d", "--no-deref", ref], top)
-    return proc.returncode == 0
 
 
 def list_snapshots(root, prefix=REF_PREFIX):

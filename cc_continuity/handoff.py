@@ -106,12 +106,16 @@ class Validation:
 
 def validate(path, root, cfg, max_read=1 << 21):
     """Check the handoff at ``path`` against ``cfg``; paths resolve against ``root``."""
+    from . import paths
+
     v = Validation()
     try:
-        with open(path, "rb") as f:
-            raw = f.read(max_read + 1)
+        raw = paths.read_regular(path, max_read + 1)  # never through a link, never from a FIFO
     except FileNotFoundError:
         v.problems.append("the handoff file %s does not exist yet" % path)
+        return v
+    except paths.NotRegular as e:
+        v.problems.append("the handoff must be a plain file written with the Write tool: %s" % e)
         return v
     except OSError as e:
         v.problems.append("the handoff file %s cannot be read (%s)" % (path, e.strerror))
@@ -174,7 +178,9 @@ def machine_handoff(snap, sections, draft_problems=None):
              (" (%s)" % "; ".join(draft_problems[:5]) if draft_problems else "")]
     for name in sections:
         lines += ["", "## %s" % name, fill.get(normalise(name), "not recorded (machine handoff)")]
-    return "\n".join(lines) + "\n"
+    from . import redact  # prompts, commit subjects and todo items can all hold a secret
+
+    return redact.redact("\n".join(lines) + "\n")
 
 
 def _git_state(g):

@@ -9,6 +9,12 @@ cutting lines from the *end* is caught too.
 Appends take a POSIX record lock (``lockf``) on the ledger itself, so
 concurrent hook processes interleave whole lines; the lock dies with its
 process.  Uses the ``posix`` builtin, not ``os``: this runs on every tool call.
+
+A write that runs out of disk leaves a torn final line (no newline).  The next
+append repairs it: the head is set back to the last complete line, the torn
+bytes are cut off and a ``ledger_repaired`` record (their size and sha256) is
+chained in before the new one, so ``verify`` can tell a repaired tail from an
+edit.  Each step leaves a ledger that verifies if the process dies right there.
 """
 
 import posix
@@ -19,6 +25,7 @@ from _sha256 import sha256
 from . import fastjson
 
 GENESIS = "0" * 64
+REPAIRED = "ledger_repaired"
 _CHUNK = 8192
 
 
@@ -51,23 +58,50 @@ def append(path, record):
         size = posix.fstat(fd).st_size
         last, clean = _last_line(fd, size)
         if not clean:
-            # A torn line from a crash: close it so it stays visible to verify.
-            posix.write(fd, b"\n")
-        if last:
-            prev = sha256(last).hexdigest()
+            last, n = _repair(path, fd, size, last)
+        elif last:
             n = _line_number(last) + 1
         else:
-            prev, n = GENESIS, 1
+            n = 1
+        prev = sha256(last).hexdigest() if last else GENESIS
         rec = {"n": n, "ts": round(time.time(), 3)}
         rec.update(record)
         rec["n"] = n
         rec["prev"] = prev
         line = fastjson.dumps(rec).encode("ascii")
-        posix.write(fd, line + b"\n")
+        _write_line(path, fd, line)
         _write_head(path, n, sha256(line).hexdigest())
         return rec
     finally:
         posix.close(fd)
+
+
+def _write_line(path, fd, line):
+    """One ``write(2)`` per record (a kill cannot tear it); a short write (disk full) is an error."""
+    data = line + b"\n"
+    done = posix.write(fd, data)
+    if done != len(data):
+        raise OSError(28, "short write to %s (%d of %d bytes): disk full?" % (path, done, len(data)))
+
+
+def _repair(path, fd, size, torn):
+    """Cut a torn final line off (lock held); returns (last complete line, the next record's n).
+
+    Head first, then truncate, then the repair record: a process killed between any two
+    steps leaves a ledger whose head matches its last complete line.
+    """
+    keep = size - len(torn)
+    last, _ = _last_line(fd, keep)
+    n = _line_number(last) if last else 0
+    _write_head(path, n, sha256(last).hexdigest() if last else GENESIS)
+    posix.ftruncate(fd, keep)
+    rec = {"n": n + 1, "ts": round(time.time(), 3), "ev": REPAIRED, "torn_bytes": len(torn),
+           "torn_sha256": sha256(torn).hexdigest(), "at_byte": keep,
+           "prev": sha256(last).hexdigest() if last else GENESIS}
+    line = fastjson.dumps(rec).encode("ascii")
+    _write_line(path, fd, line)
+    _write_head(path, n + 1, sha256(line).hexdigest())
+    return line, n + 2
 
 
 def _line_number(line):
@@ -120,10 +154,12 @@ def verify(path):
         f = open(path, "rb")
     except FileNotFoundError:
         return True, None, "no ledger"
+    repaired = []
     with f:
         for lineno, raw in enumerate(f, 1):
             if not raw.endswith(b"\n"):
-                return False, lineno, "line %d is torn (no newline)" % lineno
+                return False, lineno, ("line %d is torn (no newline): a write was cut short (a full disk?); "
+                                       "the next append repairs it" % lineno)
             raw = raw[:-1]
             try:
                 rec = fastjson.loads(raw)
@@ -135,6 +171,8 @@ def verify(path):
                 return False, lineno, "line %d says n=%r (lines missing or reordered)" % (lineno, rec.get("n"))
             if rec.get("prev") != prev:
                 return False, lineno, "line %d: hash of the previous line does not match (edited, removed or reordered)" % lineno
+            if rec.get("ev") == REPAIRED:
+                repaired.append((lineno, rec.get("torn_bytes")))
             prev = last_digest = sha256(raw).hexdigest()
             count = lineno
     head = _read_head(path)
@@ -149,6 +187,9 @@ def verify(path):
             ok_line = _digest_of_line(path, hn)
             if hn and ok_line != hd:
                 return False, hn, "line %d does not match the recorded head hash" % hn
+    if repaired:
+        return True, None, "%d lines ok; %s" % (count, ", ".join(
+            "a torn tail (%s bytes) was cut off and recorded at line %d" % (nbytes, at) for at, nbytes in repaired))
     return True, None, "%d lines ok" % count
 
 

@@ -9,6 +9,8 @@ start-up).  Paths are plain strings joined with "/": POSIX only.
 
 import posix
 
+from _sha256 import sha256
+
 DIR_MODE = 0o700
 FILE_MODE = 0o600
 
@@ -77,6 +79,83 @@ def ensure_dir(path):
     return path
 
 
+_S_IFMT, _S_IFDIR, _S_IFREG = 0o170000, 0o040000, 0o100000
+
+
+def private_dir_problem(path):
+    """Why ``path`` is not a real directory of ours that only we can enter; None when it is.
+
+    ``lstat``: a symlink to a directory is *not* one (it could point anywhere).
+    """
+    try:
+        st = posix.lstat(path)
+    except OSError as e:
+        return "%s cannot be examined (%s)" % (path, e.strerror)
+    if st.st_mode & _S_IFMT != _S_IFDIR:
+        return "%s is not a directory (a symlink or another kind of file)" % path
+    if st.st_uid != posix.geteuid():
+        return "%s belongs to another user" % path
+    if st.st_mode & 0o077:
+        return "%s is open to other users (mode %o, expected 700)" % (path, st.st_mode & 0o777)
+    return None
+
+
+def _regular_problem(path, st):
+    if st.st_mode & _S_IFMT != _S_IFREG:
+        return "%s is not a regular file (a symlink, directory, FIFO or device)" % path
+    if st.st_uid != posix.geteuid():
+        return "%s belongs to another user" % path
+    if st.st_nlink != 1:
+        return "%s has other hard links" % path
+    return None
+
+
+def regular_file_problem(path, missing_ok=False):
+    """Why ``path`` is not a plain file of ours (no link of either kind); None when it is (or is absent)."""
+    try:
+        st = posix.lstat(path)
+    except FileNotFoundError:
+        return None if missing_ok else "%s does not exist" % path
+    except OSError as e:
+        return "%s cannot be examined (%s)" % (path, e.strerror)
+    return _regular_problem(path, st)
+
+
+class NotRegular(OSError):
+    """The path is a symlink, FIFO, device, directory, hard-linked or not ours: not read, not written."""
+
+
+def read_regular(path, limit=1 << 22, chmod=None):
+    """The bytes of the plain file ``path`` (at most ``limit``), never through a link or from a FIFO.
+
+    ``O_NOFOLLOW | O_NONBLOCK`` then ``fstat`` on the open file, so what is checked is what is read;
+    ``chmod``: also set these permission bits on it (through the same descriptor).
+    Raises FileNotFoundError, or :class:`NotRegular` saying why.
+    """
+    try:
+        fd = posix.open(path, posix.O_RDONLY | posix.O_NOFOLLOW | posix.O_NONBLOCK | posix.O_CLOEXEC)
+    except FileNotFoundError:
+        raise
+    except OSError as e:
+        raise NotRegular("%s is a symlink or cannot be opened (%s)" % (path, e.strerror)) from None
+    try:
+        problem = _regular_problem(path, posix.fstat(fd))
+        if problem:
+            raise NotRegular(problem)
+        if chmod is not None:
+            posix.fchmod(fd, chmod)
+        chunks = []
+        while limit > 0:
+            b = posix.read(fd, min(limit, 1 << 16))
+            if not b:
+                break
+            chunks.append(b)
+            limit -= len(b)
+        return b"".join(chunks)
+    finally:
+        posix.close(fd)
+
+
 def config_file():
     return home() + "/config.json"
 
@@ -99,6 +178,32 @@ def projects_dir():
 
 def project_dir(key):
     return home() + "/projects/" + key
+
+
+_SLUG_OK = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-_")
+
+
+def slugify(root):
+    """A readable, ref-safe name for the project: lower-case [a-z0-9_-], ≤ 40 chars."""
+    name = root.rstrip("/").rpartition("/")[2].lower()
+    out = []
+    for ch in name:
+        out.append(ch if ch in _SLUG_OK else "-")
+    slug = "".join(out)
+    while "--" in slug:
+        slug = slug.replace("--", "-")
+    slug = slug.strip("-_")[:40].rstrip("-_")
+    return slug or "project"
+
+
+def project_key(root):
+    """Stable per-root key: slug plus a hash of the resolved path."""
+    return "%s-%s" % (slugify(root), sha256(root.encode("utf-8", "surrogateescape")).hexdigest()[:10])
+
+
+def project_config_file(root):
+    """The user's own settings for one project (``configure --project``), kept here, never in the repo."""
+    return project_dir(project_key(root)) + "/config.json"
 
 
 def session_dir(key, number):

@@ -8,13 +8,10 @@ Standard library only (hook fast path).
 
 import os
 
-from _sha256 import sha256
-
 from . import atomic, fastjson, paths
 from .card import valid_session_id
 from .lock import Lock
-
-_SLUG_OK = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-_")
+from .paths import project_key, slugify  # noqa: F401 (their home is paths: config needs the key too)
 
 
 def find_root(start):
@@ -44,24 +41,6 @@ def launch_dir(payload=None, env=None):
         if isinstance(cwd, str) and cwd:
             return cwd
     return os.getcwd()
-
-
-def slugify(root):
-    """A readable, ref-safe name for the project: lower-case [a-z0-9_-], ≤ 40 chars."""
-    name = os.path.basename(root.rstrip("/")).lower()
-    out = []
-    for ch in name:
-        out.append(ch if ch in _SLUG_OK else "-")
-    slug = "".join(out)
-    while "--" in slug:
-        slug = slug.replace("--", "-")
-    slug = slug.strip("-_")[:40].rstrip("-_")
-    return slug or "project"
-
-
-def project_key(root):
-    """Stable per-root key: slug plus a hash of the resolved path."""
-    return "%s-%s" % (slugify(root), sha256(root.encode("utf-8", "surrogateescape")).hexdigest()[:10])
 
 
 class Project:

@@ -6,15 +6,28 @@ line, a ``password=`` assignment -- and a match is replaced by
 ``[REDACTED:<kind>]``: the reader still learns *that* something was there and
 what it was, never the value.
 
-Exact provider formats come first and win over the generic rules; the generic
-rules (assignments, URLs, auth headers) filter out code references,
-placeholders and plain words, so prose, paths, hashes, UUIDs and identifiers
-pass untouched.  Overlapping matches are merged, so a secret is never left
-half-masked.
+Exact provider formats come first and win over the generic rules.  The
+generic rules do not need to have seen a format before:
+
+- an assignment or a command-line flag whose *name* says secret (``DB_PASS=``,
+  ``Pwd=``, ``"auth":``, ``--password X``, ``keyStorePassword=``), judged by
+  the words of the name (:func:`name_tier`: ``token_count``, ``max_tokens``,
+  ``password_file`` are not secret holders);
+- credentials in any userinfo (``scheme://user:pass@host``, ``user:pass@host``,
+  ``curl -u user:pass``, ``.pgpass`` lines) and in well-known command options
+  (``mysql -p…``, ``sshpass -p``, ``docker login -p``, ``redis-cli -a`` …);
+- a high-entropy token in the context of a secret word (``the API token is …``,
+  a bare AWS secret key beside its ``AKIA…`` id, a DER key body).
+
+They filter out code references, placeholders and plain words, so prose,
+paths, hashes, UUIDs, versions and identifiers pass untouched (the test corpus
+of ordinary text holds them to that).  Overlapping matches are merged, so a
+secret is never left half-masked.
 
 Standard library only.  Not on the per-tool-call hot path, so ``re`` is fine.
 """
 
+import math
 import re
 
 MARK = "[REDACTED:%s]"
@@ -32,17 +45,100 @@ _PLACEHOLDERS = frozenset("""
 none null nil undefined true false yes no empty unset str string bytes int bool required optional
 default example sample placeholder redacted hidden masked secret secrets password passwd token
 tokens changeme change_me your_token your_password your_api_key xxx todo tbd fixme env dummy
+prompt stdin ask fake test testing demo
+""".split())
+# Words a config or a message puts where a password would go without being one.
+_STATUS_WORDS = frozenset("""
+required optional expired invalid missing hidden set unset see ask prompt none vault keychain keyring
+secret secrets redacted changed reset sent stored encrypted generated random auto manual
 """.split())
 _WORDISH = re.compile(r"[A-Za-z_.\-]+\Z")   # plain words, snake/kebab/dotted names
-_CODE_CHARS = set("()[]{}<>$")
+_CODE_CHARS = set("()[]{}<>$|")
+_MASK_CHARS = frozenset("*xX.-_#•·")
+_HEXISH = re.compile(r"[0-9a-fA-F\-]+\Z")   # SHAs, digests, UUIDs
+_NUMBERISH = re.compile(r"[+-]?\d[\d_,]*(?:\.\d+)?(?:[eE][+-]?\d+)?[kKmMgGbB%]?\Z")   # 100_000, 1.5e6, 200k
+_VERSIONISH = re.compile(r"v?\d+(?:[.\-]\d+)+\Z")   # 1.2.3, v20.11.1, 2024-05-01
+
+# -- names that say "secret" -------------------------------------------------------
+_NAME_WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
+# A word that makes a name a secret holder; compounds ending in the first group count too
+# (pgpassword, authtoken, clientsecret).
+_STRONG = frozenset("""
+pass passwd password passwords passphrase pwd pw passcode secret secrets token tokens auth
+credential credentials creds apikey apikeys privatekey secretkey accesskey signingkey
+""".split())
+_STRONG_SUFFIXES = ("password", "passwd", "passphrase", "secret", "token", "apikey")
+# "key" is strong after one of these (api_key, AccountKey, private-key), weak on its own.
+_KEY_OWNERS = frozenset("""
+api access secret private signing encryption decryption master account storage license client app
+service subscription shared auth hmac jwt deploy consumer session cookie crypt
+""".split())
+# Names that only hold a secret when the value looks random.
+_WEAK = frozenset("key cookie session sessionid sid jwt signature sig salt hmac bearer csrf xsrf otp".split())
+# After the secret word these say the value is *about* the secret, not the secret.
+_QUALIFIERS = frozenset("""
+count counts limit limits length len max min size ttl timeout seconds secs minutes ms expiry expires
+expiration expire age lifetime id ids type types kind file files path paths dir url uri endpoint name
+names field fields header env var variable prefix suffix format method mode provider scheme strategy
+backend required enabled enable version user username login email policy hint label regex pattern
+usage used rate stdin prompt command cmd helper store manager index idx valid validity reset change
+changed request response status error errors message msg text placeholder example template schema
+class scope scopes audience issuer algorithm alg encoding location source ref reference number
+budget estimate total chars bytes
+""".split())
+# As a name's first word these say the same (max_tokens, is_secret, no_password).
+_NEGATORS = frozenset("""
+max min num total count is has use enable enabled disable disabled require required allow no skip show
+hide reset forgot validate check verify public
+""".split())
 
 
-def _plausible_value(value, quoted):
+# Anywhere before the secret word: the name counts or bounds it (CLAUDE_CODE_MAX_CONTEXT_TOKENS).
+_COUNTERS = frozenset("max min num total count limit".split())
+
+
+def _strong_word(w):
+    return w in _STRONG or any(w.endswith(x) and len(w) > len(x) for x in _STRONG_SUFFIXES)
+
+
+def name_tier(name):
+    """"strong" when ``name`` holds a secret, "weak" when only a random-looking value would be one, else None.
+
+    Judged by its words (snake, kebab, dotted, camelCase): the last secret word
+    must not be followed by a qualifier (``token_count``, ``password_file``) nor the
+    name start with a negator (``max_tokens``, ``public_key``).
+    """
+    words = [w.lower() for w in _NAME_WORDS.findall(name)]
+    last, tier = None, None
+    for i, w in enumerate(words):
+        if _strong_word(w) or (w == "key" and i and words[i - 1] in _KEY_OWNERS):
+            last, tier = i, "strong"
+        elif w in _WEAK:
+            last, tier = i, tier or "weak"
+    if last is None or words[0] in _NEGATORS or any(w in _COUNTERS for w in words[:last]):
+        return None
+    if any(w in _QUALIFIERS for w in words[last + 1:]):
+        return None
+    return tier
+
+
+def _password_family(name):
+    return any(w.startswith(("pass", "pw")) or "passw" in w for w in (x.lower() for x in _NAME_WORDS.findall(name)))
+
+
+def _code_reference(v):
+    """``${X}``, ``$(cmd)``, ``$VAR``, ``f(x)``, ``a[b]``, ``<your key>``, ``{{ secret }}``."""
+    return any(c in _CODE_CHARS for c in v)
+
+
+def _plausible_value(value, quoted, strict_words=True):
     """False for values that are clearly not a literal secret.
 
     Catches placeholders (``None``, ``${TOKEN}``, ``<your key>``), code
     references (``self.token``, ``os.environ[...]``, ``api_key``), masks
-    (``****``), paths and plain words in prose (``Token: expired``).
+    (``****``), paths, versions and plain words in prose (``Token: expired``).
+    ``strict_words=False`` lets a plain word through (``PW=letmein`` in an env file).
+    A value of digits only is never taken (it is a count, a port or a size far more often than a PIN).
     """
     v = value.strip()
     if not v or v.startswith(_MARK_PREFIX):
@@ -50,28 +146,103 @@ def _plausible_value(value, quoted):
     low = v.lower()
     if low in _PLACEHOLDERS or low.strip("<>[]{}*._-") in _PLACEHOLDERS:
         return False
-    if len(set(v)) <= 2:                          # ****, xxxx, ....
+    if set(v) <= _MASK_CHARS:  # ****, xxxx, ...., x-x-x
         return False
-    if any(c in _CODE_CHARS for c in v) or v[0] in "%@*./~&#":
+    if _code_reference(v) or v[0] in "%@*./~&#=":
         return False
     if quoted:
         return len(v) >= 4 and not any(c.isspace() for c in v)
-    if len(v) < 6 or v.isdigit():
+    if len(v) < 4:
         return False
-    return not _WORDISH.match(v)
+    if _NUMBERISH.match(v) or _VERSIONISH.match(v):  # a count, a size, a port, a date, a version (a PIN is missed)
+        return False
+    if _WORDISH.match(v):
+        return not strict_words and "." not in v  # (a dotted word is an attribute or a file name)
+    return True
 
 
 def _assignment(m):
     if m.string.endswith("://", 0, m.start()):
         return False  # "user:password@" of a URL: the url-password rule owns it
+    name = m.group("name")
+    tier = name_tier(name)
+    if tier is None:
+        return False
     quoted = m.group("q") is not None
-    return _plausible_value(m.group("qv") if quoted else m.group("bv"), quoted)
+    value = m.group("qv") if quoted else m.group("bv")
+    if value.lower().replace("-", "_") == name.lower().replace("-", "_"):
+        return False  # {"rotate_tokens": "rotate_tokens"}: a name mapped to itself
+    if quoted and _CONCAT.match(m.string, m.end()):
+        return False  # "ghp_" + filler: a string being built in code
+    if tier == "weak":
+        return _random_token(value.strip())
+    # An env-file style line (NAME=value, the name in capitals) may hold a plain word or a PIN, and so may
+    # a password key whose value is all that is left of its line (YAML, ini: "password: letmein").
+    env_style = "=" in m.group("op") and name.upper() == name and not quoted and name[0].isalpha()
+    line_value = not quoted and _password_family(name) and _rest_of_line_empty(m.string, m.end())
+    if line_value and value.strip().lower() in _STATUS_WORDS:
+        return False
+    return _plausible_value(value, quoted, strict_words=not (env_style or line_value))
+
+
+_CONCAT = re.compile(r"""[ \t]*[+*%][ \t]*["'\w(]""")
+
+
+def _rest_of_line_empty(text, pos):
+    end = text.find("\n", pos)
+    rest = text[pos:end if end != -1 else len(text)].strip()
+    return not rest or rest.startswith("#")
+
+
+def _assignment_kind(m):
+    return "password-assignment" if _password_family(m.group("name")) else "secret-assignment"
+
+
+def _flag(m):
+    tier = name_tier(m.group("name"))
+    v = m.group("s")
+    if tier == "weak":
+        return _random_token(v)
+    return tier == "strong" and _plausible_value(v, False, strict_words=False) and not v.startswith("-")
 
 
 def _looks_random(s):
     """A token, not a word: has a digit, an inner capital, or base64 punctuation."""
     return (any(c.isdigit() for c in s) or any(c.isupper() for c in s[1:])
             or any(c in "+/=_~" for c in s))
+
+
+def _entropy(s):
+    counts = {}
+    for c in s:
+        counts[c] = counts.get(c, 0) + 1
+    n = float(len(s))
+    return -sum(k / n * math.log2(k / n) for k in counts.values())
+
+
+_WORD_RUNS = re.compile(r"[A-Z]?[a-z]{3,}")
+
+
+def _random_token(s):
+    """A machine-made secret, not a word, identifier, hash, UUID or version.
+
+    Needs a digit and letters, both cases unless it is long, and a character
+    entropy close to that of random base62 at its length (identifiers such as
+    ``AbstractSingletonProxyFactoryBean`` or ``gpt-4o-mini-2024-07-18`` fall short, and so does
+    a string mostly made of words).
+    """
+    n = len(s)
+    if n < 16 or _HEXISH.match(s) or _VERSIONISH.match(s):
+        return False
+    upper = any(c.isupper() for c in s)
+    lower = any(c.islower() for c in s)
+    if not any(c.isdigit() for c in s) or not (upper or lower):
+        return False
+    if not (upper and lower) and n < 32:
+        return False
+    if sum(len(w) for w in _WORD_RUNS.findall(s)) > 0.75 * n:
+        return False  # made of words: HttpClient5Builder, Python311Interpreter
+    return _entropy(s) >= min(math.log2(n) - 1.0, 4.3)
 
 
 def _discord(m):
@@ -82,7 +253,31 @@ def _discord(m):
 def _url_password(m):
     """Skip templated URLs (``${PGPASSWORD}``, ``<password>``) and already-masked ones."""
     s = m.group("s")
+    if re.match(r"\d+[?#][^@]*=", s):
+        return False  # host:port?next=a@b: a port, then a query that holds an "@"
     return not s.startswith(_MARK_PREFIX) and not any(c in _CODE_CHARS for c in s)
+
+
+_NOT_USERS = frozenset("mailto sip sips tel xmpp im news urn data cid mid http https".split())
+_DIGESTS = frozenset("sha1 sha224 sha256 sha384 sha512 md5 blake2b blake3".split())
+
+
+def _userinfo(m):
+    """``user:password@host`` with no scheme: a password-like middle, a host-like end."""
+    user, pw, host = m.group("user"), m.group("s"), m.group("host")
+    if user.lower() in _NOT_USERS or host.lower() in _DIGESTS or pw.startswith(_MARK_PREFIX):
+        return False
+    if _VERSIONISH.match(pw) or pw.isdigit() or _code_reference(pw):
+        return False
+    return _looks_random(pw) or any(not c.isalnum() for c in pw)
+
+
+def _context_token(m):
+    s = m.group("s")
+    before = m.string[max(0, m.start("s") - 8):m.start("s")].lower()
+    if before.endswith(("sha256:", "sha512:", "sha1:", "md5:", "sha256-", "sha512-")):
+        return False  # a fingerprint or an integrity hash, not a credential
+    return _random_token(s)
 
 
 # (kind, pattern, accept) -- kind is a name, or (group, {group value: name}).
@@ -140,7 +335,13 @@ _RULE_SPECS = [  # group values are looked up lower-cased
     ("pypi-token", _B + r"pypi-AgE[A-Za-z0-9_\-]{50,}" + _E, None),
     ("rubygems-api-key", _B + r"rubygems_[a-f0-9]{48}" + _E, None),
     ("dockerhub-token", _B + r"dckr_pat_[A-Za-z0-9_\-]{27,}" + _E, None),
-    ("huggingface-token", _B + r"hf_[A-Za-z0-9]{34,}" + _E, None),
+    ("huggingface-token", _B + r"(?:hf_|api_org_)[A-Za-z0-9]{34,}" + _E, None),
+    ("jfrog-token", _B + r"AKCp[A-Za-z0-9]{60,}" + _E, None),
+    ("pulumi-token", _B + r"pul-[a-f0-9]{40}" + _E, None),
+    ("figma-token", _B + r"figd_[A-Za-z0-9_\-]{40,}" + _E, None),
+    ("notion-token", _B + r"(?:secret_[A-Za-z0-9]{43}|ntn_[A-Za-z0-9]{40,})" + _E, None),
+    ("alibaba-access-key-id", r"(?<![A-Za-z0-9])LTAI[A-Za-z0-9]{12,20}(?![A-Za-z0-9])", None),
+    ("facebook-access-token", _B + r"EAA[A-Za-z0-9]{6}[A-Za-z0-9]{80,}" + _E, None),
     # --- chat and push ------------------------------------------------------
     (("x", {"xoxb": "slack-bot-token", "xoxp": "slack-user-token", "xoxe.xoxb": "slack-config-token",
             "xoxe.xoxp": "slack-config-token", "": "slack-token"}),
@@ -158,6 +359,8 @@ _RULE_SPECS = [  # group values are looked up lower-cased
     ("openai-api-key", _B + r"sk-(?!ant-)(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_\-]{32,}" + _E, None),
     ("groq-api-key", _B + r"gsk_[A-Za-z0-9]{52}" + _E, None),
     ("replicate-token", _B + r"r8_[A-Za-z0-9]{37}" + _E, None),
+    ("xai-api-key", _B + r"xai-[A-Za-z0-9]{70,}" + _E, None),
+    ("perplexity-api-key", _B + r"pplx-[A-Za-z0-9]{40,}" + _E, None),
     # --- payments, mail, SaaS ----------------------------------------------
     ("stripe-secret-key", _B + r"sk_(?:live|test)_[A-Za-z0-9]{16,}" + _E, None),
     ("stripe-restricted-key", _B + r"rk_(?:live|test)_[A-Za-z0-9]{16,}" + _E, None),
@@ -176,21 +379,67 @@ _RULE_SPECS = [  # group values are looked up lower-cased
     ("sentry-token", _B + r"(?:sntrys_[A-Za-z0-9+/=_\-]{40,}|sntryu_[a-f0-9]{64})", None),
     ("newrelic-api-key", _B + r"NRAK-[A-Z0-9]{27}" + _E, None),
     ("jwt", _B + r"eyJ[A-Za-z0-9_\-]{5,}\.eyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]*" + _E, None),
+    # --- key material and credentials in context --------------------------
+    ("private-key",  # a DER body (PKCS#8 / PKCS#1 / SEC1) pasted without its armour lines
+     r"(?<![A-Za-z0-9+/])(?:MII[A-Za-z0-9+/]{1,4}?(?:IBADANBgkqhkiG9w0BAQEFAASC|IBAAKCA)|MHcCAQEE"
+     r"|MIG[A-Za-z0-9+/]{1,3}?AgEAMBMGByqGSM49|MC4CAQAwBQYDK2Vw)"
+     r"[A-Za-z0-9+/]{20,}={0,2}(?:(?:\\n|\s)+[A-Za-z0-9+/]{16,}={0,2})*", None),
+    ("aws-secret-access-key",  # the bare 40-character secret next to its key id (CSV, prose, env dumps)
+     r"(?<![A-Z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Z0-9])[^\n]{0,120}?(?:\n[^\n]{0,120}?){0,2}"
+     r"(?<![A-Za-z0-9/+])(?P<s>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])", lambda m: _random_token(m.group("s"))),
     # --- generic shapes -----------------------------------------------------
     ("url-password",
-     r"(?i)\b[a-z][a-z0-9+.\-]{1,20}://[^\s:/?#@'\"<>]*:(?P<s>[^\s@/?#'\"<>]+)@(?=[A-Za-z0-9\[])", _url_password),
+     r"(?i)\b[a-z][a-z0-9+.\-]{1,20}://[^\s:/?#@'\"<>]*:(?P<s>[^\s@/'\"<>]+)@(?=[A-Za-z0-9\[])", _url_password),
+    ("url-password",  # userinfo without a scheme: user:pass@host
+     r"(?<![\w@/:.%+\-])(?P<user>[A-Za-z0-9._%+\-]{1,64}):(?P<s>[^\s@/:'\"<>]{3,128})@"
+     r"(?P<host>[A-Za-z0-9](?:[A-Za-z0-9\-]{0,62}[A-Za-z0-9])?(?:\.[A-Za-z0-9\-]{1,63})*)(?![A-Za-z0-9\-])",
+     _userinfo),
+    ("pgpass-password",  # hostname:port:database:username:password
+     r"(?m)^[ \t]*(?:\[[0-9A-Fa-f:]+\]|[A-Za-z0-9.\-*]+):(?:\d{1,5}|\*):[^:\s]+:[^:\s]+:(?P<s>[^\s/][^\s]{2,})[ \t]*$",
+     lambda m: not _VERSIONISH.match(m.group("s"))),
     (("scheme", {"bearer": "bearer-token", "token": "bearer-token", "bot": "bearer-token",
                  "basic": "basic-auth"}),
      r"(?i)\b(?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?(?P<scheme>bearer|token|basic|bot)\s+"
      r"(?P<s>[A-Za-z0-9._~+/\-]{8,}=*)", None),
     ("bearer-token", r"(?i)(?<![A-Za-z])bearer\s+(?P<s>[A-Za-z0-9._~+/\-]{20,}=*)",
      lambda m: _looks_random(m.group("s"))),
-    ("netrc-password", r"(?i)\bmachine\s+\S+\s+login\s+\S+\s+password\s+(?P<s>\S+)", None),
-    ("password-assignment",
-     r"(?i)(?<![A-Za-z0-9_.\-])[A-Za-z0-9_.\-]*(?:password|passwd|passphrase)" + _SET + _VALUE, _assignment),
-    ("secret-assignment",
-     r"(?i)(?<![A-Za-z0-9_.\-])[A-Za-z0-9_.\-]*(?:secret|secret[_\-]?key|encryption[_\-]?key|token|api[_\-]?key|access[_\-]?key|private[_\-]?key"
-     r"|auth[_\-]?key|signing[_\-]?key|credentials?)" + _SET + _VALUE, _assignment),
+    ("basic-auth",  # requests.get(url, auth=("user", "pass"))
+     r"""\bauth\s*=\s*\(\s*["'][^"'\n]{1,64}["']\s*,\s*["'](?P<s>[^"'\n]{3,128})["']\s*\)""",
+     lambda m: _plausible_value(m.group("s"), True)),
+    ("netrc-password", r"(?i)\b(?:machine\s+\S+|default)\s+login\s+\S+\s+password\s+(?P<s>\S+)", None),
+    # --- passwords in command lines ---------------------------------------
+    ("cli-password", r"\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlsh|mariadb|mariadb-dump)\b"
+                     r"[^\n|;&]*?\s-p(?P<s>[^\s'\"-][^\s'\"]{2,})", None),
+    ("cli-password", r"""\b(?:sshpass|mongo|mongosh|mongodump|mongorestore)\b[^\n|;&]*?\s-p\s*['"]?(?P<s>[^\s'"-][^\s'"]{2,})""",
+     None),
+    ("cli-password", r"""\b(?:docker|podman|nerdctl|buildah|skopeo|helm|oras|az|oc|cf)\b[^\n|;&]*?\blogin\b[^\n|;&]*?"""
+                     r"""\s(?:-p|--password)[ =]['"]?(?P<s>[^\s'"-][^\s'"]{2,})""", None),
+    ("cli-password", r"""\bredis-cli\b[^\n|;&]*?\s-a\s+['"]?(?P<s>[^\s'"-][^\s'"]{2,})""", None),
+    ("cli-password", r"""(?i)\b(?:curl|wget|http|httpie)\b[^\n|;&]*?\s(?:-u|--user|-U|--proxy-user)[ =]?['"]?"""
+                     r"""[^\s:'"]{1,64}:(?P<s>[^\s'"]{3,128})""", lambda m: not m.group("s").startswith("$")),
+    ("cli-password", r"""-pass(?:in|out)?\s+['"]?pass:(?P<s>[^\s'"]{3,})""", None),
+    ("cli-password", r"""\b(?:zip|7z|7za|unzip|rar|unrar)\b[^\n|;&]*?\s-[pP]\s?['"]?(?P<s>[^\s'"-][^\s'"]{2,})""",
+     lambda m: not m.group("s").startswith(("/", "."))),
+    ("cli-password", r"""\s-(?:storepass|keypass|srcstorepass|deststorepass)\s+['"]?(?P<s>[^\s'"]{3,})""", None),
+    ("cli-password", r"""\bldap\w*\b[^\n|;&]*?\s-w\s+['"]?(?P<s>[^\s'"-][^\s'"]{2,})""", None),
+    ("cli-password", r"""\b(?:smbclient|rpcclient|smbmap)\b[^\n|;&]*?\s-U\s+['"]?[^\s%'"]+%(?P<s>[^\s'"]{3,})""", None),
+    ("secret-flag",  # --password X, --api-key=X, --auth-token "X": a flag whose name says secret
+     r"""(?<![\w\-])--(?P<name>[A-Za-z][A-Za-z0-9\-]{1,40})(?:=|[ \t]+)["']?(?P<s>[^\s"'`\-][^\s"'`]{2,300})""",
+     _flag),
+    # --- assignments whose name says secret --------------------------------
+    (("name", _assignment_kind),
+     r"(?:(?<![A-Za-z0-9_.\-])|(?<=\s-D))"  # -Dkey.store.password=... (Java system properties)
+     r"(?P<name>(?=[A-Za-z0-9_.\-]{0,80}?(?i:pass|pw|pwd|secret|token|auth|cred|key"
+     r"|cookie|session|sid|jwt|sig|salt|hmac|bearer|csrf|xsrf|otp))[A-Za-z_][A-Za-z0-9_.\-]{0,80})"
+     r"""(?P<op>["']?[ \t]*(?:=>|:=|=|:)[ \t]*)""" + _VALUE, _assignment),
+    ("password-in-prose",  # "the wifi password is X", "pw for the db: X"
+     r"""(?i)\b(?:password|passwd|passphrase|passcode|pwd|pw)\b(?:\s+(?:for|of|to|on)\s+(?:the\s+)?[^\s]{1,40})?"""
+     r"""\s*(?:\bis\b|\bwas\b|=|:)\s*["'`]?(?P<s>[^\s"'`]{4,100})""",
+     lambda m: _plausible_value(m.group("s").rstrip(".,;:!?)"), False)),
+    ("secret-in-context",  # "the API token is X", "use key X": a random token shortly after a secret word
+     r"(?i)\b(?:api[ _\-]?key|access[ _\-]?key|secret(?:[ _\-]?key)?|token|password|passwd|passphrase"
+     r"|credentials?|private[ _\-]?key|auth(?:entication|orization)?|bearer|api)\b[^\n]{0,40}?"
+     r"(?<![A-Za-z0-9+/=_\-])(?P<s>[A-Za-z0-9+/_\-]{16,300}={0,2})(?![A-Za-z0-9+/=_\-])", _context_token),
 ]
 
 
@@ -207,6 +456,8 @@ class _Rule:
         if isinstance(self.kind, str):
             return self.kind
         group, names = self.kind
+        if callable(names):
+            return names(m)
         return names.get(m.group(group).lower()) or names[""]
 
     def span(self, m):
@@ -220,7 +471,9 @@ class _Rule:
 _RULES = [_Rule(k, p, a, i) for i, (k, p, a) in enumerate(_RULE_SPECS)]
 
 KINDS = frozenset(name for kind, _, _ in _RULE_SPECS
-                  for name in ([kind] if isinstance(kind, str) else kind[1].values()))
+                  for name in ([kind] if isinstance(kind, str) else
+                               ["password-assignment", "secret-assignment"] if callable(kind[1])
+                               else kind[1].values()))
 
 
 def find_secrets(text):

@@ -530,7 +530,7 @@ class Rehearsal:
             problems.append("the successor's first request still held the previous conversation")
         refs = self._run(["git", "for-each-ref", "--format=%(refname)", "refs/continuity"]).stdout.split()
         if not any(r.endswith("/cp-001") for r in refs):
-            problems.append("no git snapshot ref refs/continuity/<slug>/cp-001")
+            problems.append("no git snapshot ref refs/continuity/<project key>/cp-001")
         try:
             with open(self.session_dir(1) + "/state.json", encoding="utf-8") as f:
                 state = json.load(f)

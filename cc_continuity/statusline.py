@@ -4,9 +4,22 @@ One short-lived process per refresh (Claude Code cancels a slow one): stdlib
 only, no network, and the only subprocess is the user's own previous status
 line, which is run with the same stdin, time-bounded, and printed first.
 Always exits 0.
+
+The whole run has one deadline (SIGALRM): :data:`OWN_BUDGET_S` for our part,
+plus ``statusline_chain_timeout_ms`` when the user's status line is chained
+(default 1 + 1.5 = 2.5 s).  It bounds everything that could block: reading a
+stdin that never closes, opening a transcript that is a FIFO, the chained
+command (whose whole process group is killed when its time is up).  At the
+deadline it prints what it has (``ctx ?`` at least) and exits 0.
+
+The user's status line comes from our own command line (``--chain JSON``, put
+there by install, so it survives a lost install record), else from the record.
 """
 
 import posix
+import time
+
+import _signal
 
 from . import card, fastjson, meter, paths, session
 
@@ -133,29 +146,84 @@ def chained_command():
     return None
 
 
+OWN_BUDGET_S = 1.5  # our part of a status line run: stdin, card, state, transcript tail, output
+CHAIN_FLAG = "--chain"
+
+
+class Deadline(BaseException):
+    """The status line's overall deadline passed (raised by SIGALRM wherever it blocks)."""
+
+
+def _on_alarm(signum, frame):
+    raise Deadline()
+
+
+def _arm(deadline):
+    """Let SIGALRM fire at ``deadline`` (monotonic); at once when it has passed."""
+    _signal.setitimer(_signal.ITIMER_REAL, max(0.001, deadline - time.monotonic()))
+
+
+def _chain_from_argv(argv):
+    """The user's status line command carried in ours (``--chain '<statusLine JSON>'``), or None."""
+    if CHAIN_FLAG not in argv[:-1]:
+        return None
+    try:
+        chain = fastjson.loads(argv[argv.index(CHAIN_FLAG) + 1])
+    except (ValueError, UnicodeDecodeError):
+        return None
+    command = chain.get("command") if isinstance(chain, dict) else None
+    return command if isinstance(command, str) and command.strip() else None
+
+
 def run_chained(command, raw, timeout_ms):
-    """Run the user's status line with our stdin; its output, or '' if it fails or is slow."""
+    """Run the user's status line with our stdin; its output, or '' if it fails or is slow.
+
+    It runs in a session (process group) of its own; when it is too slow — or the
+    whole status line's deadline passes while it runs — the group is killed, so a
+    hung command and everything it started are gone, not orphaned.
+    """
     import subprocess
 
     try:
-        p = subprocess.run(command, shell=True, input=raw, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                           timeout=timeout_ms / 1000.0, start_new_session=True)
-    except (subprocess.TimeoutExpired, OSError):
+        p = subprocess.Popen(command, shell=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, start_new_session=True)
+    except OSError:
         return ""
+    try:
+        out, _ = p.communicate(raw, timeout=timeout_ms / 1000.0)
+    except subprocess.TimeoutExpired:
+        _kill_group(p)
+        return ""
+    except BaseException:
+        _kill_group(p)
+        raise
     if p.returncode != 0:
         return ""
-    return p.stdout.decode("utf-8", "replace").strip("\n")
+    return out.decode("utf-8", "replace").strip("\n")
+
+
+def _kill_group(p):
+    try:
+        posix.killpg(p.pid, _signal.SIGKILL)
+    except OSError:
+        pass
+    try:
+        p.wait(0.5)
+    except BaseException:
+        pass
 
 
 def main():
+    import sys  # (a builtin module: already loaded)
+
+    started = time.monotonic()
+    deadline = started + OWN_BUDGET_S
     out = []
     try:
-        raw = _read_stdin()
-        try:
-            payload = fastjson.loads(raw)
-        except (ValueError, UnicodeDecodeError):
-            payload = None
-        chain = chained_command()
+        _signal.signal(_signal.SIGALRM, _on_alarm)
+        _arm(deadline)
+        chain = _chain_from_argv(sys.argv[1:]) or chained_command()
+        timeout = 0
         if chain:
             from . import config
 
@@ -164,12 +232,25 @@ def main():
                 timeout = config.load(None)["statusline_chain_timeout_ms"]
             except config.ConfigError:
                 pass
-            theirs = run_chained(chain, raw, timeout)
+            deadline += timeout / 1000.0
+        _arm(deadline)
+        raw = _read_stdin()
+        try:
+            payload = fastjson.loads(raw)
+        except (ValueError, UnicodeDecodeError):
+            payload = None
+        if chain:
+            left_ms = (deadline - time.monotonic() - 0.2) * 1000
+            theirs = run_chained(chain, raw, max(1, min(timeout, left_ms)))
             if theirs:
                 out.append(theirs)
         out.append(render(payload))
     except BaseException:
         out.append("ctx ?")
+    try:
+        _signal.setitimer(_signal.ITIMER_REAL, 0)
+    except BaseException:
+        pass
     try:
         posix.write(1, ("\n".join(out) + "\n").encode("utf-8"))
     except OSError:
@@ -178,6 +259,7 @@ def main():
 
 
 def _read_stdin(limit=1 << 22):
+    """All of stdin (at most ``limit`` bytes); a stdin that never closes ends at the deadline."""
     chunks = []
     while limit > 0:
         b = posix.read(0, 65536)

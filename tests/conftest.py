@@ -36,6 +36,10 @@ def isolated_home(tmp_path, monkeypatch):
     monkeypatch.setenv("GIT_COMMITTER_NAME", "Test")
     monkeypatch.setenv("GIT_COMMITTER_EMAIL", "test@example.invalid")
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    # Subprocesses (`python -m cc_continuity ...`) import this checkout, not whatever
+    # `pip install -e` pointed at (another worktree would test other code).
+    old = os.environ.get("PYTHONPATH")
+    monkeypatch.setenv("PYTHONPATH", REPO + (os.pathsep + old if old else ""))
     return home
 
 

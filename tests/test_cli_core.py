@@ -176,7 +176,7 @@ def test_signal_errors(cli, repo, isolated_home):
 # -- on / off --------------------------------------------------------------------------------------
 def test_off_then_on(cli, repo, isolated_home):
     start_session(repo, isolated_home)
-    path = config.project_file(repo)
+    path = config.user_project_file(repo)  # the user's own per-project file, in the state dir
     code, out, err = cli("off")
     assert code == 0 and path in out and "disabled" in out
     with open(path) as f:
@@ -190,15 +190,21 @@ def test_off_then_on(cli, repo, isolated_home):
     with open(path) as f:
         assert json.load(f) == {"enabled": True}
     assert json.loads(cli("status", "--json")[1])["enabled"] is True
+    assert not os.path.exists(config.project_file(repo))  # nothing written into the repository
 
 
-def test_off_keeps_other_project_settings(cli, repo):
+def test_off_keeps_other_project_settings_and_on_wins_over_the_repository(cli, repo):
     os.makedirs(os.path.join(repo, ".claude"))
     with open(config.project_file(repo), "w") as f:
-        json.dump({"window": 500000, "warn": 50}, f)
+        json.dump({"window": 500000, "warn": 50, "enabled": False}, f)
+    config.update_project(repo, {"rotate": 61})
     assert cli("off")[0] == 0
+    with open(config.user_project_file(repo)) as f:
+        assert json.load(f) == {"rotate": 61, "enabled": False}
     with open(config.project_file(repo)) as f:
         assert json.load(f) == {"window": 500000, "warn": 50, "enabled": False}
+    assert cli("on")[0] == 0  # the user's own choice beats the repository's opt-out
+    assert config.load(repo)["enabled"] is True and config.load(repo)["window"] == 500000
 
 
 def test_off_from_a_subdirectory_targets_the_root(cli, repo, monkeypatch):
@@ -207,7 +213,8 @@ def test_off_from_a_subdirectory_targets_the_root(cli, repo, monkeypatch):
     monkeypatch.delenv("CLAUDE_PROJECT_DIR")
     monkeypatch.chdir(sub)
     assert cli("off")[0] == 0
-    assert os.path.exists(config.project_file(repo))
+    assert os.path.exists(config.user_project_file(repo))
+    assert config.load(repo)["enabled"] is False
     assert not os.path.exists(os.path.join(sub, ".claude"))
 
 

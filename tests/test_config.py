@@ -83,7 +83,8 @@ def test_project_file_alone_without_root_is_ignored(root):
     ("handoff_sections", []), ("rotate_tokens", "1e6"), ("statusline_chain_timeout_ms", 5),
 ])
 def test_wrong_value_names_file_and_key(root, key, value):
-    p = write_json(config.project_file(root), {key: value})
+    repo_key = key in config.REPO_ANY or key in config.REPO_NARROW
+    p = write_json(config.project_file(root) if repo_key else config.user_project_file(root), {key: value})
     with pytest.raises(config.ConfigError) as exc:
         config.load(root, env={})
     e = exc.value
@@ -202,11 +203,13 @@ def test_update_global_refuses_to_overwrite_a_broken_file():
         assert f.read() == "{broken"
 
 
-def test_update_project_keeps_other_keys(root):
-    write_json(config.project_file(root), {"window": 500000, "unknown_future_key": 1})
+def test_update_project_keeps_other_keys_and_never_writes_the_repo(root):
+    write_json(config.user_project_file(root), {"window": 500000, "unknown_future_key": 1})
     config.update_project(root, {"enabled": False})
-    with open(config.project_file(root)) as f:
+    with open(config.user_project_file(root)) as f:
         assert json.load(f) == {"window": 500000, "unknown_future_key": 1, "enabled": False}
+    assert not os.path.exists(config.project_file(root))
+    assert os.stat(config.user_project_file(root)).st_mode & 0o777 == 0o600
 
 
 # -- `cc-continuity config show` ------------------------------------------------------

@@ -33,7 +33,7 @@ def read(path):
 
 
 def snapshot(root):
-    return read(paths.config_file()), read(config.project_file(str(root)))
+    return read(paths.config_file()), read(config.user_project_file(str(root))), read(config.project_file(str(root)))
 
 
 def test_global_changes_are_written_and_shown(repo, capsys):
@@ -51,15 +51,34 @@ def test_global_changes_are_written_and_shown(repo, capsys):
     assert cfg.thresholds() == (50, 60, 70) and cfg["unattended"] is True
 
 
-def test_project_changes_go_to_the_project_file_only(repo, capsys):
+def test_project_changes_go_to_the_users_project_file_only(repo, capsys):
     rc, out, err = configure(capsys, "--project", "--disable", "--unattended", "off")
     assert rc == 0, err
-    with open(config.project_file(str(repo))) as f:
+    with open(config.user_project_file(str(repo))) as f:
         assert json.load(f) == {"enabled": False, "unattended": False}
+    assert config.user_project_file(str(repo)).startswith(paths.home() + "/projects/")
     assert read(paths.config_file()) is None
+    assert read(config.project_file(str(repo))) is None  # never into the repository
     assert config.load(str(repo))["enabled"] is False
     assert config.load(None)["enabled"] is True
-    assert "continuity.json" in out
+    assert config.user_project_file(str(repo)) in out
+
+
+def test_project_unattended_from_configure_works_and_an_old_repo_file_value_is_explained(repo, capsys):
+    """Older versions wrote `configure --project` values into the repository: that value is now ignored,
+    configure says so and how to keep it, and the same value set with configure takes effect."""
+    os.makedirs(repo / ".claude")
+    (repo / ".claude" / "continuity.json").write_text(json.dumps({"unattended": True, "window": 150000}))
+    cfg = config.load(str(repo))
+    assert cfg["unattended"] is False and cfg["window"] == 150000
+    rc, out, err = configure(capsys, "--project", "--thresholds", "50,60,70")
+    assert rc == 0, err
+    assert "continuity.json sets 'unattended'" in err and "configure --project --unattended" in err
+    rc, out, err = configure(capsys, "--project", "--unattended", "on")
+    assert rc == 0, err
+    cfg = config.load(str(repo))
+    assert cfg["unattended"] is True and cfg.source("unattended") == config.user_project_file(str(repo))
+    assert json.loads((repo / ".claude" / "continuity.json").read_text()) == {"unattended": True, "window": 150000}
 
 
 def test_auto_and_off_reset_to_null(repo, capsys):

@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 
@@ -441,6 +442,42 @@ def test_existing_ref_is_never_overwritten(git_repo):
     with pytest.raises(SnapshotError, match="already exists"):
         snapshot(r, ref, "two")
     assert git(r, "rev-parse", ref).strip() == first["commit"]
+    # unique: a taken name makes the next free one, and the taken ones stay where they were.
+    two = snapshot(r, ref, "two", unique=True)
+    three = snapshot(r, ref, "three", unique=True)
+    assert (two["ref"], three["ref"]) == (ref + "-2", ref + "-3")
+    assert git(r, "rev-parse", ref).strip() == first["commit"]
+    assert git(r, "rev-parse", ref + "-2").strip() == two["commit"] != three["commit"]
+
+
+def test_unique_names_under_concurrent_snapshots(git_repo):
+    """Eight processes publish the same checkpoint name at once: eight refs, none moved."""
+    r = str(git_repo)
+    code = ("import sys, json; from cc_continuity.gitsnap import snapshot; "
+            "print(json.dumps(snapshot(sys.argv[1], 'refs/continuity/k/cp-001', sys.argv[2], unique=True)))")
+    procs = [subprocess.Popen([sys.executable, "-c", code, r, "writer %d" % i], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE) for i in range(8)]
+    results = []
+    for p in procs:
+        out, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err
+        results.append(json.loads(out))
+    refs = {res["ref"]: res["commit"] for res in results}
+    assert len(refs) == 8
+    for ref, commit in refs.items():
+        assert git(r, "rev-parse", ref).strip() == commit
+
+
+def test_untracked_files_can_be_left_out(git_repo):
+    r = str(git_repo)
+    write(os.path.join(r, "README.md"), "tracked change\n")
+    write(os.path.join(r, "notes.txt"), "password=hunter2-local-only\n")
+    res = snapshot(r, ref_name("proj", 1), "tracked only", untracked=False)
+    names = git(r, "ls-tree", "-r", "--name-only", res["commit"]).split()
+    assert names == ["README.md"]
+    assert git(r, "show", res["commit"] + ":README.md") == "tracked change\n"
+    full = snapshot(r, ref_name("proj", 2), "everything")
+    assert "notes.txt" in git(r, "ls-tree", "-r", "--name-only", full["commit"]).split()
 
 
 def test_fallback_identity_without_touching_config(git_repo, monkeypatch):

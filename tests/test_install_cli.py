@@ -284,7 +284,7 @@ def test_uninstall_keeps_what_another_writer_changed(capsys):
     doc = settings_doc()
     doc["model"] = "sonnet"
     doc["hooks"]["Stop"].insert(0, {"hooks": [{"type": "command", "command": "new-tool"}]})
-    write(os.path.join(claude_dir(), "settings.json"), json.dumps(doc, indent=3))  # rewritten its own way
+    write(os.path.join(claude_dir(), "settings.json"), settings.dumps(doc, 3))  # rewritten its own way
     assert cli(capsys, "uninstall")[0] == 0
     expected = json.loads(json.dumps(THEIR_SETTINGS))
     expected["model"] = "sonnet"
@@ -437,3 +437,60 @@ def test_runtime_dependencies_match_pyproject():
     with open(os.path.join(REPO, "pyproject.toml"), "rb") as f:
         deps = tomllib.load(f)["project"]["dependencies"]
     assert sorted(re.match(r"[A-Za-z0-9_.-]+", d).group(0) for d in deps) == sorted(app.RUNTIME_DISTS)
+
+
+# -- issue 10: the user's own status line survives a lost or mismatched install record -----------
+THEIRS = {"type": "command", "command": "echo THEIR-STATUS", "padding": 1}
+
+
+def _settings_at(cdir):
+    with open(os.path.join(cdir, "settings.json"), "rb") as f:
+        return settings.parse(f.read().decode())
+
+
+def _run_status_line(cdir, env=None):
+    """Run the status line exactly as that settings.json spells it (shell form)."""
+    command = _settings_at(cdir)["statusLine"]["command"]
+    res = subprocess.run(command, shell=True, input=b"{}", capture_output=True, timeout=30,
+                         env=dict(os.environ, **(env or {})))
+    assert res.returncode == 0, res.stderr
+    return res.stdout.decode().splitlines()
+
+
+def test_their_status_line_survives_a_deleted_state_dir(capsys):
+    write(os.path.join(claude_dir(), "settings.json"), json.dumps({"statusLine": THEIRS}, indent=2))
+    assert cli(capsys, "install", "--no-wrapper")[0] == 0
+    import shutil
+
+    shutil.rmtree(paths.home())  # the state dir (and with it install.json) is gone
+    assert cli(capsys, "install", "--no-wrapper")[0] == 0
+    assert _run_status_line(claude_dir())[0] == "THEIR-STATUS"
+    assert cli(capsys, "uninstall")[0] == 0
+    assert _settings_at(claude_dir())["statusLine"] == THEIRS
+
+
+def test_their_status_line_survives_a_second_cc_continuity_home(capsys, monkeypatch, tmp_path):
+    write(os.path.join(claude_dir(), "settings.json"), json.dumps({"statusLine": THEIRS}, indent=2))
+    assert cli(capsys, "install", "--no-wrapper")[0] == 0
+    monkeypatch.setenv("CC_CONTINUITY_HOME", str(tmp_path / "second-home"))
+    assert cli(capsys, "install", "--no-wrapper")[0] == 0  # its record knows nothing of the first
+    assert _run_status_line(claude_dir())[0] == "THEIR-STATUS"
+    assert cli(capsys, "uninstall")[0] == 0
+    assert _settings_at(claude_dir())["statusLine"] == THEIRS
+
+
+def test_each_claude_config_dir_keeps_and_gets_back_its_own_status_line(capsys, monkeypatch, tmp_path):
+    a, b = tmp_path / "config-a", tmp_path / "config-b"
+    theirs_b = {"type": "command", "command": "echo B-STATUS"}
+    write(str(a / "settings.json"), json.dumps({"statusLine": THEIRS}))
+    write(str(b / "settings.json"), json.dumps({"statusLine": theirs_b}))
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(a))
+    assert cli(capsys, "install", "--no-wrapper")[0] == 0
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(b))
+    assert cli(capsys, "install", "--no-wrapper")[0] == 0  # the record now describes b only
+    assert _run_status_line(str(a))[0] == "THEIR-STATUS"  # each file runs its own user's line
+    assert _run_status_line(str(b))[0] == "B-STATUS"
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(a))
+    assert cli(capsys, "uninstall")[0] == 0
+    assert _settings_at(str(a))["statusLine"] == THEIRS
+    assert _settings_at(str(b))["statusLine"] == theirs_b  # (uninstall also cleans the recorded file)

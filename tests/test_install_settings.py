@@ -26,7 +26,7 @@ def rendered(python=PY, app=APP):
 
 def canon(doc):
     """A JSON value as text: key order ignored, but true/1 and 1/1.0 kept apart."""
-    return json.dumps(doc, sort_keys=True)
+    return json.dumps(S.plain(doc), sort_keys=True)
 
 
 # -- strategies ----------------------------------------------------------------
@@ -90,7 +90,7 @@ writer_ops = st.lists(st.one_of(
 
 
 def apply_ops(doc, ops):
-    doc = json.loads(json.dumps(doc))
+    doc = json.loads(json.dumps(S.plain(doc)))
     for op in ops:
         if op[0] == "set":
             doc[op[1]] = op[2]
@@ -252,10 +252,11 @@ def test_status_line_is_chained_and_restored():
     # a re-install sees our own status line and must not chain to itself
     _, record2 = S.plan_install(new, rendered(), record)
     assert record2["statusline_chain"] == theirs
+    # without the record (state dir deleted, another CC_CONTINUITY_HOME): ours carries theirs
     _, lost = S.plan_install(new, rendered(), None)
-    assert lost["statusline_chain"] is None
+    assert lost["statusline_chain"] == theirs and lost["statusline_had_key"] is True
     # uninstall after someone reformatted the file: theirs comes back, in place
-    reformatted = json.dumps(S.parse(new.decode()), indent=4).encode()
+    reformatted = S.dumps(S.parse(new.decode()), indent=4).encode()
     back = S.parse(S.plan_uninstall(reformatted, record).decode())
     assert list(back) == ["statusLine", "model"] and back["statusLine"] == theirs
 
@@ -279,7 +280,7 @@ def test_created_containers_are_dropped_but_pre_existing_empty_ones_stay():
 def test_file_we_created_is_deleted_when_nothing_else_is_in_it():
     new, record = S.plan_install(None, rendered())
     assert S.plan_uninstall(new, record) is None
-    reindented = json.dumps(S.parse(new.decode()), indent=8).encode()
+    reindented = S.dumps(S.parse(new.decode()), indent=8).encode()
     assert S.plan_uninstall(reindented, record) is None
     doc = S.parse(new.decode())
     doc["model"] = "opus"
@@ -301,3 +302,80 @@ def test_without_a_record_uninstall_still_removes_everything_of_ours():
     left = S.plan_uninstall(new, None)
     assert S.parse(left.decode()) == S.parse(original.decode())
     assert not S.has_ours(S.parse(left.decode()))
+
+
+# -- issue 10: values we do not own come back exactly (numbers as written, lone surrogates) ---------
+_NUMBERS = st.sampled_from([
+    "1e400", "-1e400", "1E+999", "-0", "-0.0", "0e0", "1.10", "1.0", "1E5", "2.5E-3", "5e-324", "1e-400",
+    "12345678901234567890123456789", "-98765432109876543210", "0.30000000000000004", "9007199254740993",
+]) | st.integers().map(str) | st.floats(allow_nan=False, allow_infinity=False).map(repr)
+_STRINGS = st.sampled_from(['"\\ud800"', '"x\\udfffy"', '"\\u00e9"', '"\\/path"', '"\\u2028"', '"tab\\t\\"q\\""',
+                            '"\\ud83d\\ude00"', '"\\u0000"']) | st.text(max_size=8).map(json.dumps)
+_LEAVES = _NUMBERS | _STRINGS | st.sampled_from(["true", "false", "null"])
+
+
+def _obj(pairs):
+    return "{" + ", ".join("%s: %s" % (json.dumps(k), v) for k, v in pairs) + "}"
+
+
+_VALUES = st.recursive(_LEAVES, lambda inner: st.lists(inner, max_size=3).map(lambda xs: "[" + ", ".join(xs) + "]")
+                       | st.lists(st.tuples(st.text(max_size=5), inner), max_size=3, unique_by=lambda kv: kv[0]).map(_obj),
+                       max_leaves=8)
+
+
+@st.composite
+def exotic_files(draw):
+    """settings.json text with numbers and strings that a float/str round trip would change."""
+    keys = draw(st.lists(other_key, max_size=5, unique=True))
+    pairs = [(k, draw(_VALUES)) for k in keys]
+    if draw(st.booleans()):
+        status = _obj([("type", '"command"'), ("command", '"echo THEIRS"'), ("padding", draw(_NUMBERS)),
+                       ("label", draw(_STRINGS))])
+        pairs.insert(draw(st.integers(0, len(pairs))), ("statusLine", status))
+    if draw(st.booleans()):
+        group = _obj([("hooks", "[%s]" % _obj([("type", '"command"'), ("command", '"/bin/true"'),
+                                               ("timeout", draw(_NUMBERS))]))])
+        pairs.append(("hooks", _obj([("Stop", "[%s]" % group)])))
+    return _obj(pairs).encode("utf-8")
+
+
+def _strict_json(data):
+    """What a standard strict parser (Claude Code's) accepts: no NaN/Infinity, UTF-8."""
+    def refuse(name):
+        raise ValueError("%s is not JSON" % name)
+    return json.loads(data.decode("utf-8"), parse_constant=refuse)
+
+
+@hsettings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(original=exotic_files(), indent=st.sampled_from([2, 4, "\t"]))
+def test_values_we_do_not_own_round_trip_exactly(original, indent):
+    before = S.parse(original.decode())
+    new, record = S.plan_install(original, rendered())
+    _strict_json(new)  # never Infinity, never an unencodable surrogate
+    after = S.parse(new.decode())
+    for key, value in before.items():
+        if key == "statusLine":
+            assert S.embedded_chain(after["statusLine"]) == value  # carried exactly, padding and all
+        elif key == "hooks":
+            assert after["hooks"]["Stop"][0] == value["Stop"][0]  # theirs first, exact
+        else:
+            assert after[key] == value and S.dumps(after[key]) == S.dumps(value), key
+    # The install record survives its own JSON file; uninstall gives back the very bytes.
+    record = json.loads(json.dumps(record))
+    assert S.plan_uninstall(new, record) == original
+    # Someone reformats the file: uninstall still gives back every value exactly.
+    reformatted = S.dumps(after, indent).encode()
+    left = S.plan_uninstall(reformatted, record)
+    assert S.dumps(S.parse(left.decode())) == S.dumps(before)
+    # ... and installing again over the result changes nothing more.
+    again, _ = S.plan_install(new, rendered(), record)
+    assert again == new
+
+
+def test_1e400_is_kept_not_written_as_infinity():
+    new, record = S.plan_install(b'{"x": 1e400, "y": -0, "z": 123456789012345678901234567890}', rendered())
+    text = new.decode()
+    assert '"x": 1e400' in text and '"y": -0,' in text and "123456789012345678901234567890" in text
+    assert "Infinity" not in text
+    twice, _ = S.plan_install(new, rendered(), record)
+    assert twice == new

@@ -131,17 +131,100 @@ def test_torn_last_line(led):
     write_lines(led, lines, trailing=False)
     ok, line, reason = ledger.verify(led)
     assert (ok, line) == (False, 10)
-    assert "torn" in reason
+    assert "torn" in reason and "next append repairs it" in reason
 
 
-def test_append_after_torn_line_keeps_it_visible(led):
+def test_append_after_a_torn_line_repairs_it_and_records_the_repair(led):
     with open(led, "ab") as f:
         f.write(b'{"n":11,"ev":"half')
-    ledger.append(led, {"ev": "after crash"})
+    before = lines_of(led)
+    rec = ledger.append(led, {"ev": "after crash"})
     raw = open(led, "rb").read()
-    assert raw.endswith(b"\n") and raw.count(b"\n") == 12
-    assert ledger.read(led)[-1]["ev"] == "after crash"
-    assert ledger.verify(led)[:2] == (False, 11)
+    assert raw.endswith(b"\n") and b'"ev":"half' not in raw
+    recs = ledger.read(led)
+    assert [r["n"] for r in recs] == list(range(1, 13))
+    repair = recs[10]
+    assert repair["ev"] == ledger.REPAIRED and repair["torn_bytes"] == len(b'{"n":11,"ev":"half')
+    assert repair["at_byte"] == sum(len(x) + 1 for x in before)
+    assert rec["n"] == 12 and recs[-1] == rec
+    ok, line, reason = ledger.verify(led)
+    assert ok and "torn tail (18 bytes) was cut off and recorded at line 11" in reason
+    # A second append does not repair again.
+    ledger.append(led, {"ev": "later"})
+    assert [r["ev"] for r in ledger.read(led)].count(ledger.REPAIRED) == 1
+
+
+@pytest.mark.parametrize("tamper", ["edit before", "edit after", "delete the repair line", "forge a repair"])
+def test_after_a_repair_tampering_still_fails(led, tamper):
+    with open(led, "ab") as f:
+        f.write(b'{"n":11,"ev":"ha')
+    for i in range(3):
+        ledger.append(led, {"ev": "tool", "i": 100 + i})
+    lines = lines_of(led)  # 10 old, the repair at 11, then 12..14
+    if tamper == "edit before":
+        lines[4] = lines[4].replace(b'"i":5', b'"i":6')
+    elif tamper == "edit after":
+        lines[12] = lines[12].replace(b'"i":101', b'"i":102')
+    elif tamper == "delete the repair line":
+        del lines[10]
+    else:  # a "repair" record inserted to hide a deleted line
+        forged = json.dumps({"n": 7, "ts": 1, "ev": ledger.REPAIRED, "torn_bytes": 5, "prev": "0" * 64},
+                            separators=(",", ":")).encode()
+        lines[6] = forged
+    write_lines(led, lines)
+    ok, line, reason = ledger.verify(led)
+    assert not ok, reason
+    assert line == {"edit before": 6, "edit after": 14, "delete the repair line": 11, "forge a repair": 7}[tamper]
+
+
+_FULL_DISK = textwrap.dedent("""
+    import resource, signal, sys
+    from cc_continuity import ledger
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)    # a write past the limit fails with EFBIG instead
+    size = int(sys.argv[2])
+    resource.setrlimit(resource.RLIMIT_FSIZE, (size + 40, size + 40))
+    try:
+        ledger.append(sys.argv[1], {"ev": "prompt", "text": "x" * 500})
+    except OSError as e:
+        print("append failed:", e)
+""")
+
+
+def test_a_real_short_write_tears_the_line_and_the_next_append_repairs_it(led):
+    """The kernel cuts the write at RLIMIT_FSIZE, as a full disk would: a torn line, the head unmoved."""
+    head = open(led + ".head", "rb").read()
+    size = os.path.getsize(led)
+    res = subprocess.run([sys.executable, "-c", _FULL_DISK, led, str(size)], capture_output=True, text=True,
+                         timeout=60)
+    assert "append failed" in res.stdout and "short write" in res.stdout, (res.stdout, res.stderr)
+    assert os.path.getsize(led) == size + 40  # 40 bytes of the line landed, the rest did not
+    assert open(led + ".head", "rb").read() == head  # the head never claims the torn line
+    ok, line, reason = ledger.verify(led)
+    assert (ok, line) == (False, 11) and "torn" in reason
+    ledger.append(led, {"ev": "disk has room again"})
+    ok, line, reason = ledger.verify(led)
+    assert ok, reason
+    assert "torn tail (40 bytes)" in reason
+    res = cli("verify", cwd=os.path.dirname(led))
+    assert res.returncode == 0 and "torn tail (40 bytes)" in res.stdout, res.stdout
+
+
+def test_a_torn_tail_met_by_concurrent_appenders_is_repaired_once(led):
+    with open(led, "ab") as f:
+        f.write(b'{"n":11,"ev":"torn by a full disk","text":"xxxxxxxx')
+    code = textwrap.dedent("""
+        import sys
+        from cc_continuity import ledger
+        for i in range(10):
+            ledger.append(sys.argv[1], {"ev": "tool", "who": sys.argv[2], "i": i})
+    """)
+    procs = [subprocess.Popen([sys.executable, "-c", code, led, str(w)]) for w in range(6)]
+    for p in procs:
+        assert p.wait(timeout=60) == 0
+    recs = ledger.read(led)
+    assert [r["n"] for r in recs] == list(range(1, 72))
+    assert [r["ev"] for r in recs].count(ledger.REPAIRED) == 1
+    assert ledger.verify(led)[0] is True
 
 
 def test_head_one_behind_after_crash_is_accepted(led):

@@ -27,7 +27,7 @@ import time
 import pytest
 
 from cc_continuity import config, ledger, rotation, session
-from helpers.hookdriver import HookDriver, WriteFaults, handoff_text, tokens_at
+from helpers.hookdriver import HookDriver, WriteFaults, file_contains, handoff_text, tokens_at
 
 SECTIONS = config.HANDOFF_SECTIONS
 S1 = "a1a1a1a1-0000-4000-8000-000000000001"
@@ -251,14 +251,16 @@ def test_verify_retried_after_a_crash_past_update_ref_keeps_its_git_snapshot(tmp
     with WriteFaults(crash_at=3) as f:  # stop, tries, handoff_check written; the manifest not
         run.step(VERIFY)
     assert f.crashed.endswith("checkpoint/manifest.json")
-    ref = "refs/continuity/proj/cp-001"
+    ref = "refs/continuity/%s/cp-001" % run.drv.project.key
     first = run.drv.git("rev-parse", "--verify", ref).decode().strip()
     time.sleep(1.1)  # commit timestamps have a one-second resolution
     run.drv.hook("Stop", S1, stop_hook_active=True)
     assert run.drv.state(S1)["state"] == session.AWAITING_MANUAL_CLEAR
     git = run.drv.checkpoint_file("manifest.json", S1)["git"]
-    assert git.get("ref") == ref, git
-    assert run.drv.git("rev-parse", "--verify", ref).decode().strip() in (first, git.get("commit"))
+    # The crashed attempt's ref is neither moved nor deleted; the retry publishes beside it.
+    assert run.drv.git("rev-parse", "--verify", ref).decode().strip() == first
+    assert git.get("ref") == ref + "-2", git
+    assert run.drv.git("rev-parse", "--verify", git["ref"]).decode().strip() == git["commit"]
 
 
 def test_request_interrupted_after_its_transition_still_shows_the_template(tmp_path):
@@ -280,16 +282,6 @@ def test_request_interrupted_after_its_transition_still_shows_the_template(tmp_p
 
 
 # -- a real SIGKILL of the installed hook command -------------------------------------------------
-def _contains(path, needle):
-    def seen():
-        try:
-            with open(path, "rb") as f:
-                return needle in f.read()
-        except OSError:
-            return False
-    return seen
-
-
 def test_sigkill_of_the_verifying_stop_mid_flight(tmp_path):
     """Kill the real process (1) in each gap of an unkilled run's ledger timeline and (2) the moment
     a tight poll sees it reach a milestone: the snapshot ref, the manifest, each new state."""
@@ -311,10 +303,11 @@ def test_sigkill_of_the_verifying_stop_mid_flight(tmp_path):
     marks = [0.0] + [r["ts"] - t0 for r in run.drv.ledger(S1)[known:]] + [end]
     triggers = [("%.0f ms" % ((a + b) * 500), lambda d=(a + b) / 2, t=None: time.monotonic() - t >= d)
                 for a, b in zip(marks, marks[1:]) if b - a >= 0.015]  # milestones cover the short gaps
-    milestones = [("ref published", lambda: os.path.exists(os.path.join(run.drv.root, ".git/refs/continuity/proj/cp-001"))),
+    ref_file = os.path.join(run.drv.root, ".git/refs/continuity/%s/cp-001" % run.drv.project.key)
+    milestones = [("ref published", lambda: os.path.exists(ref_file)),
                   ("manifest written", lambda: os.path.exists(os.path.join(sdir, "checkpoint", "manifest.json"))),
-                  ("CHECKPOINT_VERIFIED saved", _contains(session.state_path(sdir), b'"CHECKPOINT_VERIFIED"')),
-                  ("AWAITING_MANUAL_CLEAR saved", _contains(session.state_path(sdir), b'"AWAITING_MANUAL_CLEAR"'))]
+                  ("CHECKPOINT_VERIFIED saved", file_contains(session.state_path(sdir), b'"CHECKPOINT_VERIFIED"')),
+                  ("AWAITING_MANUAL_CLEAR saved", file_contains(session.state_path(sdir), b'"AWAITING_MANUAL_CLEAR"'))]
     triggers += [(name, lambda p=p, t=None: p()) for name, p in milestones]
     landed = []
     for name, fire in triggers:

@@ -160,7 +160,8 @@ def test_manual_rotation_end_to_end(drv):
     assert rec["state"] == session.AWAITING_MANUAL_CLEAR and rec["checkpoint"]["id"] == "cp-001"
 
     # The work tree is in a commit under refs/continuity/…; nothing the user owns moved.
-    ref = "refs/continuity/proj/cp-001"
+    ref = "refs/continuity/%s/cp-001" % drv.project.key
+    assert drv.checkpoint_file("manifest.json", S1)["git"]["ref"] == ref
     commit = drv.git("rev-parse", "--verify", ref).decode().strip()
     assert drv.git("show", ref + ":src/app.py") == b"print('v2')\n"
     assert drv.git("show", ref + ":src/util.py") == b"X = 3  # unstaged\n"
@@ -299,7 +300,7 @@ def test_three_invalid_handoffs_fall_back_to_a_degraded_machine_handoff(drv):
     assert manifest["degraded"] is True and manifest["handoff"]["validation"] == "degraded"
     assert manifest["handoff"]["tries"] == 3 and manifest["handoff"]["problems"]
     assert manifest["handoff"]["sha256"] == sha256_file(path)
-    assert drv.git("rev-parse", "--verify", "refs/continuity/proj/cp-001")
+    assert drv.git("rev-parse", "--verify", "refs/continuity/%s/cp-001" % drv.project.key)
     assert drv.state(S1)["state"] == session.AWAITING_MANUAL_CLEAR
     assert drv.hook("SessionEnd", S1, reason="clear") is None
     boot = bootstrap_of(drv.hook("SessionStart", S2, source="clear"))

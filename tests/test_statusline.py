@@ -249,3 +249,81 @@ def test_truncated_stdin_is_reported_as_bad_input(git_repo):
 
 def test_not_json_is_reported_as_bad_input(git_repo):
     assert statusline(b"not json").lines == ["ctx ? · cc-continuity: bad status input"]
+
+
+# -- issue 10: one deadline for the whole run ---------------------------------------------------
+from cc_continuity import statusline as statusline_mod  # noqa: E402
+
+BUDGET = statusline_mod.OWN_BUDGET_S
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().split(") ", 1)[1][0] != "Z"
+    except OSError:
+        return False
+
+
+def test_a_stdin_that_never_closes_does_not_hang_it(sess):
+    e = dict(os.environ, NO_COLOR="1")
+    r, w = os.pipe()  # we keep the write end open: no EOF, ever
+    try:
+        os.write(w, json.dumps(sess.payload())[:40].encode())  # part of a payload, then nothing
+        t0 = time.monotonic()
+        p = subprocess.Popen(COMMAND, shell=True, stdin=r, stdout=subprocess.PIPE, env=e)
+        out, _ = p.communicate(timeout=BUDGET + 5)
+        elapsed = time.monotonic() - t0
+    finally:
+        os.close(r)
+        os.close(w)
+    assert p.returncode == 0 and elapsed < BUDGET + 2, elapsed
+    assert out.decode().startswith("ctx ?")
+
+
+def test_a_fifo_transcript_does_not_hang_it(sess, tmp_path):
+    fifo = tmp_path / "transcript.jsonl"
+    os.mkfifo(fifo)
+    payload = sess.payload(tokens=None)  # no usage in the payload: the status line reads the transcript
+    payload["transcript_path"] = str(fifo)
+    res = statusline(payload, timeout=BUDGET + 5)
+    assert res.elapsed < BUDGET + 2, "took %.1fs" % res.elapsed
+    assert len(res.lines) == 1 and res.lines[0].startswith("ctx ")
+
+
+def test_a_hung_chained_command_and_its_children_are_killed_at_its_timeout(sess, tmp_path):
+    with open(paths.config_file(), "w") as f:
+        json.dump({"statusline_chain_timeout_ms": 400}, f)
+    pids = tmp_path / "pids"
+    hang = script(tmp_path, "hang.sh", "echo $$ > %s\nsleep 300 &\necho $! >> %s\nwait\n"
+                  % (shlex.quote(str(pids)), shlex.quote(str(pids))))
+    write_chain(shlex.quote(hang))
+    res = statusline(sess.payload(), timeout=30)
+    assert res.lines == ["ctx 3% ▯▯▯▯▯ ok · repo-001"]
+    assert res.elapsed < 0.4 + BUDGET + 1, "took %.1fs" % res.elapsed
+    started = [int(x) for x in pids.read_text().split()]
+    assert len(started) == 2
+    deadline = time.monotonic() + 5
+    while any(_alive(p) for p in started) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not [p for p in started if _alive(p)], "the chained command's process group outlived the status line"
+
+
+def test_the_chain_carried_in_our_own_command_wins_and_needs_no_record(sess, tmp_path):
+    """install puts the user's status line into ours (--chain JSON): no install.json needed at all."""
+    theirs = script(tmp_path, "theirs.sh", "cat >/dev/null\necho FROM-ARGV\n")
+    write_chain("echo FROM-RECORD")
+    chain = json.dumps({"type": "command", "command": shlex.quote(theirs), "padding": 0})
+    e = dict(os.environ, NO_COLOR="1")
+    cmd = COMMAND + " --chain " + shlex.quote(chain)
+    res = subprocess.run(cmd, shell=True, input=json.dumps(sess.payload()).encode(), capture_output=True, env=e,
+                         timeout=30)
+    assert res.stdout.decode().splitlines() == ["FROM-ARGV", "ctx 3% ▯▯▯▯▯ ok · repo-001"]
+    os.unlink(os.path.join(paths.home(), "install.json"))
+    res = subprocess.run(cmd, shell=True, input=json.dumps(sess.payload()).encode(), capture_output=True, env=e,
+                         timeout=30)
+    assert res.stdout.decode().splitlines()[0] == "FROM-ARGV"

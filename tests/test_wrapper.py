@@ -309,8 +309,9 @@ def test_inside_tmux_runs_claude_directly(world, shell):
 
 
 def test_project_setting_makes_the_chain_unattended(world):
-    (world.repo / ".claude").mkdir()
-    (world.repo / ".claude" / "continuity.json").write_text('{"unattended": true}')
+    from cc_continuity import config
+
+    config.update_project(str(world.repo), {"unattended": True})  # the user's own, not the repository's
     rec = _run_inside(world, "bash", ["go on"])
     assert rec["argv"] == ["--dangerously-skip-permissions", "go on"]
     assert rec["unattended"] == "1"
@@ -446,8 +447,9 @@ def test_stale_environment_files_are_swept(world):
 
 
 def test_plan_opted_out_honours_only_an_explicit_unattended(world):
-    (world.repo / ".claude").mkdir()
-    (world.repo / ".claude" / "continuity.json").write_text('{"enabled": false, "unattended": true}')
+    from cc_continuity import config
+
+    config.update_project(str(world.repo), {"enabled": False, "unattended": True})
     p = _plan(["x"], dict(world.env), world.cwd)
     assert (p.mode, p.argv, p.unattended) == ("disabled", [str(world.claude), "x"], False)
     assert "CC_CONTINUITY_UNATTENDED" not in p.env and "CC_CONTINUITY_NAME" not in p.env
@@ -455,7 +457,7 @@ def test_plan_opted_out_honours_only_an_explicit_unattended(world):
     assert p.argv == [str(world.claude), "--dangerously-skip-permissions", "x"]
     assert p.env["CC_CONTINUITY_UNATTENDED"] == "1"
     # Enabled: the setting applies to every launch, one-shot ones included.
-    (world.repo / ".claude" / "continuity.json").write_text('{"unattended": true}')
+    config.update_project(str(world.repo), {"enabled": None})
     p = _plan(["-p", "x"], dict(world.env), world.cwd)
     assert p.argv == [str(world.claude), "--dangerously-skip-permissions", "-p", "x"]
     p = _plan(["mcp", "list"], dict(world.env), world.cwd)

@@ -1,12 +1,12 @@
 """``cc-continuity checkpoint``: take a checkpoint of the current work now (no rotation).
 
-Machine facts plus a git snapshot under ``refs/continuity/<slug>/manual/…``;
+Machine facts plus a git snapshot under ``refs/continuity/<project key>/manual/…``;
 the session keeps going.  Useful before a risky step.
 """
 
 import time
 
-from .. import checkpoint, gitsnap, ledger, meter, session
+from .. import checkpoint, gitsnap, ledger, meter, redact, session
 from ._util import current_project, load_config, print_json
 from .signal import find_session
 
@@ -35,10 +35,11 @@ def run(args):
         except OSError:
             pass
     snap = checkpoint.collect(proj.root, sdir, rec, reading, {}, cfg, out_dir=out_dir)
-    ref = "%smanual/%03d-%s" % (gitsnap.ref_name(proj.slug, n).rsplit("cp-", 1)[0], n, stamp.lower())
+    ref = "%smanual/%03d-%s" % (gitsnap.ref_name(proj.key, n).rsplit("cp-", 1)[0], n, stamp.lower())
     try:
-        git = gitsnap.snapshot(proj.root, ref, "%s %s: %s" % (rec.get("name"), stamp, args.message),
-                               max_file_bytes=cfg["snapshot_max_file_bytes"])
+        git = gitsnap.snapshot(proj.root, ref, redact.redact("%s %s: %s" % (rec.get("name"), stamp, args.message)),
+                               max_file_bytes=cfg["snapshot_max_file_bytes"], unique=True,
+                               untracked=cfg["snapshot_untracked"])
     except (gitsnap.SnapshotError, ValueError) as e:
         git = {"git": None, "error": str(e)}
     ledger.append(session.ledger_path(sdir), {"ev": "manual_checkpoint", "dir": out_dir, "ref": git.get("ref"),

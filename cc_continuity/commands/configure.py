@@ -3,9 +3,10 @@
     cc-continuity configure [--window N|auto] [--thresholds W,R,H] [--rotate-tokens N|off]
                             [--ntfy URL|off] [--unattended on|off] [--enable|--disable] [--project]
 
-Writes the global config, or with ``--project`` the project's
-``.claude/continuity.json``, through :mod:`cc_continuity.config` (validated,
-atomic).  A bad value is refused with the option named and nothing is written;
+Writes the global config, or with ``--project`` the user's own settings for
+this project, kept in the state dir (``projects/<key>/config.json``) and never
+in the repository (see SECURITY.md: a repository's ``.claude/continuity.json``
+may only narrow), through :mod:`cc_continuity.config` (validated, atomic).  A bad value is refused with the option named and nothing is written;
 all changes of one call land together or not at all.  Prints the effective
 values afterwards (or, with no option, right away).
 """
@@ -47,7 +48,7 @@ def register(subparsers):
     p.add_argument("--ntfy", type=parse_url_or_off, default=argparse.SUPPRESS, metavar="URL|off", help="ntfy topic URL for pushes, or off")
     p.add_argument("--unattended", type=parse_on_off, default=argparse.SUPPRESS, metavar="on|off",
                    help="start claude with --dangerously-skip-permissions for the whole rotation chain")
-    p.add_argument("--project", action="store_true", help="change this project's settings, not the global ones")
+    p.add_argument("--project", action="store_true", help="change your settings for this project (kept in the state dir, never in the repository)")
     onoff = p.add_mutually_exclusive_group()
     onoff.add_argument("--enable", dest="enabled", action="store_const", const=True, help="turn rotation on")
     onoff.add_argument("--disable", dest="enabled", action="store_const", const=False, help="turn rotation off")
@@ -137,7 +138,7 @@ def run(args):
     from ._util import current_project
 
     root = current_project().root
-    target = config.project_file(root) if args.project else paths.config_file()
+    target = config.user_project_file(root) if args.project else paths.config_file()
     changes = changes_from(args)
     if changes:
         before = _read_bytes(target)
@@ -162,6 +163,15 @@ def run(args):
     for key, _option in SHOWN:
         mark = "*" if key in changes else " "
         print("%s %-13s %-28s %s" % (mark, key, json.dumps(cfg[key]), _source(cfg.source(key))))
+    for path, key, _message in cfg.ignored:
+        # Older versions wrote `configure --project` values into the repository file; say how
+        # to keep one (we cannot tell the user's own old value from one a repository ships).
+        option = OPTION_OF.get(key)
+        how = "run `cc-continuity configure --project %s ...`" % option if option else \
+            "set it in %s" % config.user_project_file(root)
+        sys.stderr.write("cc-continuity configure: %s sets %r, which only your own config may set: ignored. "
+                         "If you put it there yourself (older versions of `configure --project` did), %s "
+                         "and delete it from that file.\n" % (path, key, how))
     return 0
 
 

@@ -141,6 +141,13 @@ def plan(claude_args, *, unattended=False, env, cwd, interactive=True):
         raise RuntimeError("no claude executable found on PATH (set %s to its path)" % ENV_CLAUDE)
     proj = project.Project.discover(cwd)
     cfg = config.load(proj.root, env)
+    p = _plan(args, explicit, real, proj, cfg, env, cwd, interactive)
+    # A repository that tried to set a user-only key (unattended, ntfy, ...) is named right here.
+    p.notes[:0] = ["warning: %s" % message for _path, _key, message in cfg.ignored]
+    return p
+
+
+def _plan(args, explicit, real, proj, cfg, env, cwd, interactive):
     env = dict(env)
     # Opted out: claude as is, and only an explicit --unattended is still honoured
     # (claude itself would reject the unknown option).

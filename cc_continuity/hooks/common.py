@@ -138,7 +138,7 @@ def refresh_card(ctx, n, sdir, rec):
     """Rebuild this session's card (the hot path's cache of project + config)."""
     proj = ctx.project
     sl = sdir + "/statusline.json"
-    deps = card.snapshot([paths.config_file(), config.project_file(proj.root), sl])
+    deps = card.snapshot(config.layer_files(proj.root) + [sl])
     cfg = config.load(proj.root, ctx.env)
     slw = statusline_window(sdir)
     window, wsrc = meter.resolve_window(cfg["window"], slw, rec.get("model"), ctx.env)

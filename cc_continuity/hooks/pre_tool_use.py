@@ -43,10 +43,8 @@ def handle(call):
     tin = call.payload.get("tool_input")
     tin = tin if isinstance(tin, dict) else {}
     hpath = c["sdir"] + "/checkpoint/handoff.md"
-    if tool in WRITE_TOOLS and tin.get("file_path") == hpath:
+    if tool in WRITE_TOOLS and tin.get("file_path") == hpath and _handoff_target_ok(c["sdir"], hpath):
         call.outcome = "handoff write allowed"
-        if requested or hard:
-            _ensure_dir(c["sdir"] + "/checkpoint")
         return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow",
                                        "permissionDecisionReason": "cc-continuity: writing the session handoff"}}
     if not hard:
@@ -112,10 +110,14 @@ def _is_our_cli(command):
     return first == "cc-continuity" or first.endswith("/cc-continuity")
 
 
-def _ensure_dir(path):
+def _handoff_target_ok(sdir, path):
+    """Only a plain file (or nothing yet) in our own 0700 checkpoint dir: a link there would redirect the write."""
     import os
 
-    os.makedirs(path, mode=0o700, exist_ok=True)
+    from ..checkpoint import handoff_target_ok
+
+    os.makedirs(sdir + "/checkpoint", mode=0o700, exist_ok=True)
+    return handoff_target_ok(sdir, path)
 
 
 def _record_hard(call, tokens):

@@ -28,14 +28,29 @@ def handle(call):
     ctx.outcome = "registered %s (%s)" % (rec["name"], source)
     if source == "startup":
         common.notify(ctx, rec, "session-started", source)
-    if source not in CLAIM_SOURCES:
+    warning = _boundary_warning(ctx) if source == "startup" else None
+    text = None
+    if source in CLAIM_SOURCES:
+        text = claim_for(ctx, n, sdir, rec, cleared=source == "clear")
+        if text is None and source == "startup":
+            text = crash_notice(ctx, n)
+    out = {}
+    if text is not None:
+        out["hookSpecificOutput"] = {"hookEventName": "SessionStart", "additionalContext": text}
+    if warning:
+        out["systemMessage"] = warning
+    return out or None
+
+
+def _boundary_warning(ctx):
+    """The user sees it when a repository tried to set a key only their own config may set."""
+    ignored = ctx.cfg.ignored
+    if not ignored:
         return None
-    text = claim_for(ctx, n, sdir, rec, cleared=source == "clear")
-    if text is None:
-        text = crash_notice(ctx, n) if source == "startup" else None
-        if text is None:
-            return None
-    return {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}}
+    return "cc-continuity: %s tries to set %s; only your own config may set %s, so it is ignored " \
+           "(`cc-continuity config show` explains)." % (
+               ignored[0][0], ", ".join(sorted({k for _, k, _ in ignored})),
+               "it" if len(ignored) == 1 else "them")
 
 
 def claim_for(ctx, n, sdir, rec, cleared=False):
@@ -50,14 +65,13 @@ def claim_for(ctx, n, sdir, rec, cleared=False):
         rec = session.load(sdir)
         if rec.get("predecessor_claimed"):
             return None
-        cands = claim.candidates(proj, ctx.claude_pid(), rec.get("predecessor"), me=n, cleared=cleared)
+        cands = claim.candidates(proj, ctx.claude_pid(), rec.get("predecessor"), me=n, cleared=cleared,
+                                 intent=rec.get("claiming"))
         pred_n, prec = claim.claim(proj, n, sdir, cands)
         if pred_n is None:
+            claim.drop_intent(sdir)  # a claim cut short whose checkpoint went elsewhere: rolled back
             return None
-        rec["predecessor"] = pred_n
-        rec["predecessor_claimed"] = True
-        rec["checkpoint_from"] = (prec.get("checkpoint") or {}).get("id")
-        session.transition(sdir, rec, session.BOOTSTRAPPING, "claimed %s" % rec["checkpoint_from"])
+        rec = claim.finish(proj, n, sdir, pred_n, prec)
     pdir = proj.session_dir(pred_n)
     try:
         atomic.write_text(rotation.started_marker(pdir), "%s %s\n" % (ctx.session_id, time.time()), fsync=False)

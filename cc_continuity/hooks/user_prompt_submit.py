@@ -26,7 +26,9 @@ def handle(call):
                    "prompt_id": ctx.payload.get("prompt_id")})
     out = {}
     context = []
-    if prompt.startswith("Continuing from cp-") and rec["state"] == session.ACTIVE and not rec.get("predecessor_claimed"):
+    continuation = prompt.startswith("Continuing from cp-") and rec["state"] == session.ACTIVE
+    cut_short = rec.get("claiming") is not None  # a SessionStart killed mid-claim: complete or roll back now
+    if (continuation or cut_short) and not rec.get("predecessor_claimed"):
         from .session_start import claim_for
 
         text = claim_for(ctx, n, sdir, rec, cleared=True)  # fallback: the rotator's prompt follows a /clear

@@ -196,8 +196,57 @@ def _load_manifest(out):
         return None
 
 
+INSTALL_LOCK_TIMEOUT_S = 600.0
+
+
+class _InstallLock:
+    """One install or uninstall at a time (``$CC_CONTINUITY_HOME/install.lock``, flock).
+
+    Eight concurrent installs used to race each other's mkdirs, symlinks and the
+    removal of "old" app copies (one removed the copy another had just linked, so
+    every hook silently did nothing).  Now each waits its turn, then plans from
+    what the previous one left.  A purge removes the lock file with the state dir;
+    a waiter then locks a fresh one.
+    """
+
+    def __enter__(self):
+        from ..lock import Lock
+
+        for _ in range(5):
+            home = paths.ensure_dir(paths.home())
+            try:
+                self.lock = Lock(os.path.join(home, "install.lock"), timeout=INSTALL_LOCK_TIMEOUT_S).acquire()
+                return self
+            except FileNotFoundError:
+                continue  # the state dir was purged while we waited
+        raise InstallError("cannot lock %s" % os.path.join(paths.home(), "install.lock"))
+
+    def __init__(self, remove=False):
+        self.remove = remove  # uninstall leaves no lock file behind (a waiter locks a fresh one)
+
+    def __exit__(self, *exc):
+        if self.remove:
+            try:
+                os.unlink(self.lock.path)
+            except OSError:
+                pass
+        try:
+            self.lock.release()
+        except OSError:
+            pass
+        return False
+
+
 def install(opts, out=print):
     """Install (or re-install / upgrade) everything; with ``opts.dry_run`` print diffs and write nothing."""
+    if opts.dry_run:
+        return _install(opts, out)  # only reads: no lock (it would create the state dir)
+    _install(opts, lambda *a: None, check_only=True)  # a file it cannot use is refused before anything is written
+    with _InstallLock():
+        return _install(opts, out)  # planned again: the install before ours may have changed things
+
+
+def _install(opts, out, check_only=False):
     from .. import config
 
     home = paths.home()
@@ -247,6 +296,8 @@ def install(opts, out=print):
 
     file_changes = [launcher_change, settings_change, md_change] + ([rc_change] if rc_change else []) + skill_changes
 
+    if check_only:
+        return 0
     if opts.dry_run:
         return _print_plan(out, changes, home, file_changes, link, link_state, launcher, foreign)
 
@@ -388,6 +439,13 @@ def _print_plan(out, changes, home, file_changes, link, link_state, launcher, fo
 
 def uninstall(purge=False, out=print):
     """Remove what install added; ``purge`` also deletes ``$CC_CONTINUITY_HOME``.  Returns an exit status."""
+    if not os.path.isdir(paths.home()):
+        return _uninstall(purge, out)
+    with _InstallLock(remove=True):
+        return _uninstall(purge, out)
+
+
+def _uninstall(purge, out):
     home = paths.home()
     cdir = paths.claude_config_dir()
     user_home = os.path.expanduser("~")
@@ -465,7 +523,8 @@ def _uninstall_settings(out, path, record, have_manifest):
     change = FileChange(path, old, new, keep_backup=True)
     change.apply([])
     note = ""
-    if not have_manifest and old and settings.is_our_statusline(settings.parse(old.decode("utf-8")).get("statusLine")):
+    ours = settings.parse(old.decode("utf-8")).get("statusLine") if old else None
+    if not have_manifest and settings.is_our_statusline(ours) and settings.embedded_chain(ours) is None:
         note = "; the status line it replaced is unknown (no install record), see %s" % show(
             os.path.join(paths.home(), "backups"))
     what = "deleted (install created it)" if new is None else "our hooks and status line removed"

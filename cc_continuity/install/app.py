@@ -3,11 +3,13 @@
 Hooks must keep working when the virtualenv we were installed from moves or
 is deleted, so install copies the package and its runtime dependencies into
 ``$CC_CONTINUITY_HOME/app.d/<version>-<stamp>/`` (package in ``cc_continuity/``,
-dependencies in ``lib/``, byte-compiled) and points the symlink
-``$CC_CONTINUITY_HOME/app`` at it.  Swapping a symlink with ``os.replace`` is
-atomic: a hook starting mid-upgrade sees the old copy or the new one, never a
-missing file (``python`` exits 2 for a missing script, and exit 2 *blocks* a
-tool call).
+dependencies in ``lib/``, byte-compiled), complete in a staging dir before it is
+renamed into place, and points the symlink ``$CC_CONTINUITY_HOME/app`` at it.
+Swapping a symlink with ``os.replace`` is atomic: a hook starting mid-upgrade
+sees the old copy or the new one, never a missing or half-written file
+(``python`` exits 2 for a missing script, and exit 2 *blocks* a tool call).
+Installs run one at a time (the caller's install lock), and the copy that was
+linked before stays until the next install.
 
 Everything runs on the *base* interpreter (not a venv's), with ``-S`` so no
 site-packages leak in.  ``$CC_CONTINUITY_HOME/bin/cc-continuity`` is a small
@@ -201,11 +203,24 @@ def install(home, source=None):
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
+    previous = _current_version(home)
     _switch(home, os.path.join("app.d", name))
+    # (The caller holds the install lock, so no other install is filling or linking one of these.)
+    # The copy linked until a moment ago stays until the next install: a hook that started
+    # from it may still be importing.
     for old in os.listdir(vdir):
-        if old != name:
+        if old not in (name, previous):
             shutil.rmtree(os.path.join(vdir, old), ignore_errors=True)
     return True, dists
+
+
+def _current_version(home):
+    """The app.d entry ``app`` points at now, or None."""
+    try:
+        target = os.readlink(app_link(home))
+    except OSError:
+        return None
+    return os.path.basename(target.rstrip("/"))
 
 
 def _copy(src, dst, link=False):

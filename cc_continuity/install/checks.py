@@ -227,6 +227,67 @@ def check_config(ctx):
     return Result("config", True, detail)
 
 
+# -- snapshots and mirror pushes -------------------------------------------------
+
+_SNAPSHOT_SAMPLE = "refs/continuity/project-0000000000/cp-001"
+
+
+def mirror_remotes(root, env=None):
+    """Remotes of the repository at ``root`` whose push carries refs/continuity/* (snapshots).
+
+    ``remote.<name>.mirror = true`` (``git clone --mirror``, ``git remote add --mirror=push``)
+    pushes every ref; so does a push refspec whose source side covers refs/continuity/
+    (``+refs/*:refs/*``, ``refs/continuity/*:...``) unless a negative one (``^refs/continuity/*``)
+    takes them out again.  [(name, why)] in config order.
+    """
+    import fnmatch
+
+    rc, out, _ = _run(["git", "-C", root, "config", "--get-regexp", r"^remote\..*\.(mirror|push)$"], env=env)
+    if rc not in (0,):
+        return []
+    mirror, pushes = {}, {}
+    for line in out.splitlines():
+        key, _, value = line.partition(" ")
+        name, _, field = key[len("remote."):].rpartition(".")
+        if field == "mirror":
+            mirror[name] = value.strip().lower() in ("true", "yes", "on", "1")
+        else:
+            pushes.setdefault(name, []).append(value.strip())
+    found = []
+    for name in list(dict.fromkeys(list(mirror) + list(pushes))):
+        specs = pushes.get(name, [])
+        excluded = any(sp.startswith("^") and fnmatch.fnmatchcase(_SNAPSHOT_SAMPLE, sp[1:]) for sp in specs)
+        covering = [sp for sp in specs if not sp.startswith("^")
+                    and fnmatch.fnmatchcase(_SNAPSHOT_SAMPLE, sp.lstrip("+").split(":", 1)[0])]
+        if mirror.get(name):
+            found.append((name, "remote.%s.mirror is true" % name))
+        elif covering and not excluded:
+            found.append((name, "remote.%s.push %s covers refs/continuity/*" % (name, covering[0])))
+    return found
+
+
+def check_mirror(ctx):
+    """Snapshots (untracked files included) leave with a mirror push: say so before it happens."""
+    root = ctx.root
+    if not os.path.isdir(os.path.join(root, ".git")) and not os.path.isfile(os.path.join(root, ".git")):
+        return Result("mirror", True, "not a git repository")
+    found = mirror_remotes(root, ctx.env)
+    if not found:
+        return Result("mirror", True, "no remote pushes refs/continuity/* (snapshots stay local)")
+    cfg, _ = ctx.config()
+    what = "; ".join(why for _, why in found)
+    if cfg is not None and cfg["snapshot_untracked"] is False:
+        return Result("mirror", True, "%s: snapshots are pushed there, tracked files only "
+                                      "(snapshot_untracked is false)" % what)
+    names = ", ".join(name for name, _ in found)
+    return Result("mirror", False,
+                  "%s: every push sends the work-tree snapshots under refs/continuity/, untracked files "
+                  "included (local notes, .env files that are not ignored)" % what,
+                  "push branches and tags explicitly instead (git config --unset remote.<name>.mirror, or add "
+                  "the push refspec ^refs/continuity/*), or keep untracked files out of snapshots with "
+                  "\"snapshot_untracked\": false in %s (remotes: %s)" % (paths.config_file(), names))
+
+
 # -- settings.json -------------------------------------------------------------
 
 def _expected_hooks():
@@ -397,7 +458,7 @@ def check_statusline(ctx):
         problems.append("%s does not exist" % script)
     if problems:
         return Result("statusline", False, "; ".join(problems), "cc-continuity install")
-    chain = (ctx.manifest() or {}).get("statusline_chain")
+    chain = settings.embedded_chain(value) or (ctx.manifest() or {}).get("statusline_chain")
     if isinstance(chain, dict) and chain.get("command"):
         return Result("statusline", True, "ours, chaining %r" % chain["command"])
     return Result("statusline", True, "ours (no earlier status line to chain)")
@@ -776,5 +837,5 @@ def _redact_url(url):
 CHECKS = [
     check_python, check_git, check_tmux, check_claude, check_config,
     check_hooks, check_hook_probe, check_statusline, check_wrapper, check_skills, check_app_copy,
-    check_permissions, check_leftovers, check_trust, check_context_window, check_ntfy,
+    check_permissions, check_leftovers, check_trust, check_context_window, check_ntfy, check_mirror,
 ]

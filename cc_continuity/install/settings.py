@@ -6,12 +6,20 @@ caller does the reading, writing and backups.
 Rules (field notes §3.6 lists what other installers broke):
 - parse strictly (no NaN, no duplicate keys, top level an object); a file we
   cannot parse is refused, never rewritten;
+- every value we do not own is written back exactly: a number keeps the text it
+  was written with (:class:`Number`: ``1e400`` is not turned into ``Infinity``,
+  nor ``-0`` into ``0``, nor a 30-digit integer into anything else) and a string
+  with a lone surrogate keeps its ``\\uD800`` escape;
 - every other key and hook group stays, in order;
 - one group of ours per event, recognised by its bootstrap (``HOOK_MARK``),
   replaced in place on re-install, so a second install changes nothing and
   an upgrade does not reorder;
-- the user's ``statusLine`` is remembered (the install record's
-  ``statusline_chain``) so ours can run it, and restored on uninstall;
+- the user's ``statusLine`` is carried *in our own status line command*
+  (``statusmain.py --chain '<their statusLine as JSON>'``), so it survives
+  whatever happens to the install record (a deleted state dir, a second
+  ``CC_CONTINUITY_HOME``, another ``CLAUDE_CONFIG_DIR``): the file that lost it
+  is the file that holds it.  Ours runs it, and uninstall restores it from
+  there (the record's ``statusline_chain`` is the fallback for older installs);
 - uninstall gives back the exact original bytes when nobody else wrote the
   file since; otherwise it removes only what is ours (same JSON value as
   before install, other writers' changes kept).
@@ -72,15 +80,75 @@ def _no_constants(name):
     raise SettingsError("%s is not valid JSON" % name)
 
 
+class Number:
+    """A JSON number exactly as written.
+
+    Python would read ``1e400`` as ``inf`` (and write it back as ``Infinity``, which is
+    not JSON), ``-0`` as ``0``; JavaScript, which reads the file, has its own ideas
+    about a 30-digit integer.  Keeping the text means writing back what was there.
+    Equal to another Number of the same text, and to an int or float of ours whose
+    JSON spelling is that text.
+    """
+
+    __slots__ = ("text",)
+
+    def __init__(self, text):
+        self.text = text
+
+    def value(self):
+        """The Python number (lossy for the cases above; for reading, never for writing)."""
+        try:
+            return int(self.text)
+        except ValueError:
+            return float(self.text)
+
+    def __eq__(self, other):
+        if isinstance(other, Number):
+            return self.text == other.text
+        if isinstance(other, bool) or not isinstance(other, (int, float)):
+            return NotImplemented
+        return self.text == json.dumps(other)
+
+    def __hash__(self):
+        v = self.value()
+        return hash(v) if v == v and v not in (float("inf"), float("-inf")) else hash(self.text)
+
+    def __bool__(self):
+        return self.value() != 0
+
+    def __repr__(self):
+        return "Number(%r)" % self.text
+
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+
+def plain(value):
+    """``value`` with every :class:`Number` as a Python number (a non-finite one as its text), for json.dumps."""
+    if isinstance(value, Number):
+        v = value.value()
+        return value.text if isinstance(v, float) and (v != v or v in (float("inf"), float("-inf"))) else v
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    return value
+
+
 def parse(text, where="settings.json"):
     """The JSON object in ``text``; SettingsError (with line/column) for anything else.
 
-    A file holding only whitespace counts as ``{}``: there is nothing in it to lose.
+    Numbers come back as :class:`Number` (exact text).  A file holding only
+    whitespace counts as ``{}``: there is nothing in it to lose.
     """
     if not text.strip():
         return {}
     try:
-        doc = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constants)
+        doc = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constants,
+                         parse_int=Number, parse_float=Number)
     except json.JSONDecodeError as e:
         raise SettingsError("%s: not valid JSON at line %d column %d: %s" % (where, e.lineno, e.colno, e.msg)) from None
     except SettingsError as e:
@@ -116,8 +184,64 @@ def detect_indent(text):
 
 
 def dumps(doc, indent=2):
-    """Pretty JSON with a trailing newline; non-ASCII kept as written."""
-    return json.dumps(doc, indent=indent, ensure_ascii=False) + "\n"
+    """Pretty JSON with a trailing newline, as ``json.dumps(indent=..., ensure_ascii=False)`` writes it.
+
+    Except: a :class:`Number` is written as its text, and a string holding a lone
+    surrogate (valid in JSON and JavaScript, not encodable as UTF-8) keeps it as an
+    escape.  A float of ours that is not finite is an error, never ``Infinity``.
+    """
+    out = []
+    _encode(doc, indent if indent is None or isinstance(indent, str) else " " * indent, "", out)
+    return "".join(out) + "\n"
+
+
+def dumps_compact(value):
+    """One line, no spaces (for a value carried in a command line)."""
+    out = []
+    _encode(value, None, "", out, compact=True)
+    return "".join(out)
+
+
+def _string(s):
+    if any("\ud800" <= c <= "\udfff" for c in s):
+        return json.dumps(s)  # ASCII escapes keep the surrogate
+    return json.dumps(s, ensure_ascii=False)
+
+
+def _encode(v, unit, pad, out, compact=False):
+    if isinstance(v, Number):
+        out.append(v.text)
+    elif v is True:
+        out.append("true")
+    elif v is False:
+        out.append("false")
+    elif v is None:
+        out.append("null")
+    elif isinstance(v, str):
+        out.append(_string(v))
+    elif isinstance(v, (int, float)):
+        out.append(json.dumps(v, allow_nan=False))
+    elif isinstance(v, (dict, list)):
+        items = list(v.items()) if isinstance(v, dict) else list(v)
+        opener, closer = ("{", "}") if isinstance(v, dict) else ("[", "]")
+        if not items:
+            out.append(opener + closer)
+            return
+        inner = None if unit is None else pad + unit
+        item_sep = "," if compact else (", " if unit is None else ",\n" + inner)
+        out.append(opener if unit is None else opener + "\n" + inner)
+        for i, item in enumerate(items):
+            if i:
+                out.append(item_sep)
+            if isinstance(v, dict):
+                key, item = item
+                if not isinstance(key, str):
+                    raise TypeError("keys must be strings, not %r" % (key,))
+                out.append(_string(key) + (":" if compact else ": "))
+            _encode(item, unit, inner, out, compact)
+        out.append(closer if unit is None else "\n" + pad + closer)
+    else:
+        raise TypeError("%r is not a JSON value" % (v,))
 
 
 def sha256(data):
@@ -194,6 +318,35 @@ def is_our_handler(handler):
 
 def is_our_statusline(value):
     return isinstance(value, dict) and isinstance(value.get("command"), str) and STATUS_MARK in value["command"]
+
+
+CHAIN_FLAG = "--chain"
+
+
+def embedded_chain(value):
+    """The user's own statusLine our status line command carries (``--chain JSON``), or None."""
+    if not is_our_statusline(value):
+        return None
+    try:
+        words = shlex.split(value["command"])
+    except ValueError:
+        return None
+    if CHAIN_FLAG not in words[:-1]:
+        return None
+    try:
+        chain = parse(words[words.index(CHAIN_FLAG) + 1], "the --chain of our status line")
+    except SettingsError:
+        return None
+    return None if is_our_statusline(chain) or not chain else chain
+
+
+def with_chain(status, chain):
+    """Our statusLine value, its command carrying ``chain`` (the user's statusLine) exactly."""
+    if chain is None:
+        return status
+    out = dict(status)
+    out["command"] = status["command"] + " " + shlex.join([CHAIN_FLAG, dumps_compact(chain)])
+    return out
 
 
 def _handlers(group):
@@ -307,7 +460,10 @@ def unmerge(doc, record=None):
         if not hooks and ((known and record.get("created_hooks_key")) or (not known and removed)):
             del doc["hooks"]
     if is_our_statusline(doc.get("statusLine")):
-        if known and record.get("statusline_had_key"):
+        carried = embedded_chain(doc["statusLine"])
+        if carried is not None:
+            doc["statusLine"] = carried  # exact, and whatever the record says
+        elif known and record.get("statusline_had_key"):
             doc["statusLine"] = copy.deepcopy(record.get("statusline_chain"))
         else:
             del doc["statusLine"]
@@ -331,6 +487,23 @@ def plan_install(old, rendered, previous=None, where="settings.json"):
         text = decode(old, where)
         doc = parse(text, where)
         indent = detect_indent(text)
+    prev = previous or None
+
+    # The user's own status line: from the file itself first (ours carries it), then the record.
+    current = doc.get("statusLine", _MISSING)
+    if current is _MISSING:
+        had, chain = False, None
+    elif is_our_statusline(current):
+        chain = embedded_chain(current)
+        had = chain is not None
+        if chain is None and prev:
+            chain, had = prev.get("statusline_chain"), bool(prev.get("statusline_had_key"))
+        if is_our_statusline(chain):
+            chain, had = None, False  # never chain to ourselves
+    else:
+        had, chain = True, current
+    rendered = dict(rendered, statusLine=with_chain(rendered["statusLine"], chain if had else None))
+
     try:
         new_doc = merge(doc, rendered)
     except SettingsError as e:
@@ -340,25 +513,16 @@ def plan_install(old, rendered, previous=None, where="settings.json"):
     else:
         new = dumps(new_doc, indent).encode("utf-8")
 
-    prev = previous or None
     base = unmerge(doc, prev)  # the document as it would be without us
     base_hooks = base.get("hooks")
     record = {
         "created_hooks_key": "hooks" not in base,
         "created_events": [e for e in rendered["hooks"]
                            if not (isinstance(base_hooks, dict) and e in base_hooks)],
+        # json-able copy for older readers; the exact one travels in the status line command
+        "statusline_had_key": had,
+        "statusline_chain": plain(chain) if had else None,
     }
-    current = doc.get("statusLine", _MISSING)
-    if current is _MISSING:
-        record["statusline_had_key"], record["statusline_chain"] = False, None
-    elif is_our_statusline(current):
-        chain = prev.get("statusline_chain") if prev else None
-        had = bool(prev and prev.get("statusline_had_key"))
-        if is_our_statusline(chain):
-            chain, had = None, False  # never chain to ourselves
-        record["statusline_had_key"], record["statusline_chain"] = had, chain
-    else:
-        record["statusline_had_key"], record["statusline_chain"] = True, current
 
     if not has_ours(doc):
         record["original"] = text

@@ -6,6 +6,13 @@ push would rightly complain about one).  ``CORPUS`` entries are
 ``(kind, text, secret)``: ``secret`` is the part of ``text`` that must vanish,
 ``kind`` the name redaction must report.  ``INNOCENT`` is text that must pass
 untouched.
+
+``UNSEEN`` (issue 10) holds credential *forms* -- how people actually write a
+password or token into an env file, a command line, a config snippet or a chat
+message -- rather than provider formats: each is ``(form, text, secret)`` and only
+requires that the secret is gone.  ``HARMLESS`` is ordinary developer text full
+of hash-, id-, path- and version-shaped strings next to words like "token" and
+"password": none of it may change.
 """
 
 import base64
@@ -91,6 +98,12 @@ def _entries():
         ("rubygems-api-key", "GEM_HOST_API_KEY: %s", "rubygems_" + fake(48, HEX)),
         ("dockerhub-token", "docker login -p %s", "dckr_pat_" + fake(27, URLSAFE)),
         ("huggingface-token", "HF_TOKEN=%s", "hf_" + fake(34)),
+        ("jfrog-token", "artifactory %s", "AKCp" + fake(69)),
+        ("pulumi-token", "pulumi login with %s", "pul-" + fake(40, HEX)),
+        ("figma-token", "figma %s", "figd_" + fake(40, URLSAFE)),
+        ("notion-token", "notion integration %s", "ntn_" + fake(46)),
+        ("alibaba-access-key-id", "aliyun configure --access-key-id %s", "LTAI" + fake(20)),
+        ("facebook-access-token", "graph api %s", "EAACEdEose0cBA" + fake(120)),
         # chat and push
         ("slack-bot-token", "SLACK_BOT_TOKEN=%s", "xoxb-" + "1234567890-1234567890123-" + fake(24)),
         ("slack-user-token", "user token %s", "xoxp-" + "1234567890-1234567890-1234567890123-" + fake(32, HEX)),
@@ -109,6 +122,8 @@ def _entries():
         ("openai-api-key", "legacy %s", "sk-" + fake(20) + "T3BlbkFJ" + fake(20)),
         ("groq-api-key", "groq %s", "gsk_" + fake(52)),
         ("replicate-token", "REPLICATE %s", "r8_" + fake(37)),
+        ("xai-api-key", "grok %s", "xai-" + fake(80)),
+        ("perplexity-api-key", "pplx %s", "pplx-" + fake(48)),
         # payments, mail, SaaS
         ("stripe-secret-key", "stripe.api_key = %s", "sk_" + "live_" + fake(24)),
         ("stripe-restricted-key", "restricted %s", "rk_" + "live_" + fake(24)),
@@ -149,6 +164,11 @@ def _entries():
         ("secret-assignment", "API_KEY=%s", "abcd1234efgh5678"),
         ("secret-assignment", "X-Api-Key: %s", "0123fake4567key89"),
         ("secret-assignment", 'SECRET_KEY = "%s"', "django-insecure-fake%k9^2x"),
+        ("pgpass-password", "db.internal:5432:app:alice:%s", "Fake-Pgpass-77"),
+        ("cli-password", "mysql -h db -u root -p%s app < dump.sql", "FakeMy5ql!"),
+        ("secret-flag", "deploy --api-token %s --env prod", "Fake" + fake(28)),
+        ("secret-in-context", "the staging API key is %s, rotate it monthly", fake(32)),
+        ("password-in-prose", "the root password is %s, keep it safe", "Fake-R00t-pw"),
     ]
 
 
@@ -190,4 +210,145 @@ INNOCENT = [
     "The key: value pairs in YAML are easy; api_key and secret are config fields.",
     "test_secret_assignment_is_masked passed in 0.12s",
     "see RFC 7519 for JWTs (eyJ... header) and PEM armour lines",
+]
+
+
+def _unseen():
+    pw = "Xk9-fake-Pw!"     # a typical human password
+    tok = fake(32)           # a typical machine token (base62)
+    aws_secret = fake(40, B64)
+    b64auth = base64.b64encode(b"alice:" + pw.encode()).decode()
+    der = "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC" + fake(64, B64)
+    return [
+        ("aws secret beside its key id", "AKIA%s %s" % (fake(16, UPPER_NUM), "%s"), aws_secret),
+        ("aws credentials csv", "User name,Access key ID,Secret access key\nci,AKIA%s,%s\n" % (fake(16, UPPER_NUM), "%s"),
+         aws_secret),
+        ("DB_PASS env line", "DB_PASS=%s", pw),
+        ("PW env line", "PW=%s", "hunter2x"),
+        ("plain-word env password", "ADMIN_PASSWD=%s", "letmeinplease"),
+        ("ODBC connection string", "Driver={ODBC Driver 18};Server=db;Uid=sa;Pwd=%s;Encrypt=yes", pw),
+        ("mysql -p attached", "mysql -uroot -p%s shop", pw),
+        ("mysqldump -p", "mysqldump -u backup -p%s --all-databases > all.sql", pw),
+        ("--password X", "mongosh --username admin --password %s", pw),
+        ("--password=X", "wget --http-password=%s https://files.example.com/x", pw),
+        ("curl -u user:pass", "curl -u alice:%s https://api.example.com/v1/me", pw),
+        ("curl --user", "curl --user 'alice:%s' https://api.example.com", pw),
+        ("sshpass -p", "sshpass -p '%s' ssh root@10.0.0.7", pw),
+        ("user:pass@host, no scheme", "connect to alice:%s@db.internal:5432/app", pw),
+        (".pgpass line", "# ~/.pgpass\n*:*:*:postgres:%s\n", pw),
+        ("docker config auth", '{"auths": {"https://index.docker.io/v1/": {"auth": "%s"}}}', b64auth),
+        (".npmrc _auth", "registry=https://npm.example.com/\n_auth=%s\nalways-auth=true", b64auth),
+        (".npmrc _password", "//npm.example.com/:_password=%s", base64.b64encode(pw.encode()).decode()),
+        ("Hugging Face org token", "huggingface org token %s", "api_org_" + fake(34)),
+        ("GCP key body without armour", "private key body:\n%s\n", der),
+        ("MYSQL_PWD export", "export MYSQL_PWD=%s", pw),
+        ("PGPASSWORD prefix", "PGPASSWORD=%s psql -h db -U app", pw),
+        ("redis-cli -a", "redis-cli -h cache -a %s ping", pw),
+        ("docker login -p", "docker login -u alice -p %s registry.example.com", pw),
+        ("oc login -p", "oc login https://api.cluster:6443 -u admin -p %s", pw),
+        ("openssl pass:", "openssl enc -aes-256-cbc -pass pass:%s -in a -out b", pw),
+        ("zip -P", "zip -P %s backup.zip notes.txt", pw),
+        ("keytool -storepass", "keytool -list -keystore app.jks -storepass %s", pw),
+        ("ldapsearch -w", "ldapsearch -x -D cn=admin,dc=ex -w %s -b dc=ex", pw),
+        ("smbclient user%pass", "smbclient //srv/share -U alice%%%s", pw),
+        ("YAML db_pass", "database:\n  db_pass: %s\n", pw),
+        ("camelCase JSON secret", '{"clientSecret": "%s"}', tok),
+        ("JS apiKey constant", 'const apiKey = "%s";', tok),
+        ("prose: password is", "the wifi password is %s by the way", pw),
+        ("prose: API token", "my API token: %s", tok),
+        ("prose: aws secret", "aws secret %s", aws_secret),
+        ("X-Auth-Token header", "X-Auth-Token: %s", tok),
+        ("cookie session id", "Cookie: theme=dark; sessionid=%s", tok),
+        ("gpg --passphrase", "gpg --batch --passphrase %s -d secrets.gpg", pw),
+        ("auth_token yaml quoted", 'auth_token: "%s"', tok),
+        ("SECRET env", "SECRET=%s", tok),
+        ("private_key quoted", "private_key = '%s'", tok),
+        ("AccessKeySecret", "AccessKeySecret: %s", fake(30)),
+        ("xai key", "XAI %s", "xai-" + fake(80)),
+        ("old-style 40-hex GitHub token", "export GITHUB_TOKEN=%s", fake(40, HEX)),
+        ("k8s secret data", "data:\n  password: %s\n", base64.b64encode(pw.encode()).decode()),
+        ("requests auth tuple", 'requests.get(url, auth=("alice", "%s"))', pw),
+        ("libpq keyword string", 'psql "host=db user=alice password=%s dbname=app"', pw),
+        ("JDBC query string", "jdbc:mysql://db:3306/app?user=alice&password=%s&ssl=true", pw),
+        ("Java system property", "java -Djavax.net.ssl.keyStorePassword=%s -jar app.jar", pw),
+        ("docker -e", "docker run -e POSTGRES_PASSWORD=%s postgres:16", pw),
+        ("azure storage key env", "AZURE_STORAGE_KEY=%s", fake(86, B64) + "=="),
+        ("netrc default", "default login alice password %s", pw),
+        ("TOML secret", 'token = "%s"', tok),
+        ("ini password", "[db]\npassword = %s\n", pw),
+        ("passphrase quoted", 'SSH_PASSPHRASE="%s"', pw),
+        ("dotenv quoted", "API_SECRET='%s'", tok),
+        ("env with export and spaces", "export  STRIPE_KEY = %s", fake(24)),
+        ("cli --token", "gh auth login --with-token --token %s", tok),
+        ("cli --secret=", "vault write auth/approle --secret=%s", tok),
+        ("bearer in prose", "use bearer %s for the staging API", tok),
+        ("pass in url query", "https://example.com/login?user=alice&pass=%s", pw),
+    ]
+
+
+UNSEEN = [(form, template % secret, secret) for form, template, secret in _unseen()]
+
+HARMLESS = INNOCENT + [
+    # hashes and ids, some right beside secret words
+    "fixed the token refresh in 3f786850e387550fdab836ed7e6dc881de23001b",
+    "password reset lands in commit 9fceb02 (see 9fceb02d0ae598e95dc970b74767f19372d61af8)",
+    "request_id=550e8400-e29b-41d4-a716-446655440000 token_id: 6ba7b810-9dad-11d1-80b4-00c04fd430c8",
+    "session_id: 6ba7b811-9dad-11d1-80b4-00c04fd430c8 resumed after /clear",
+    "nginx:1.25.3@sha256:0d17b565c37bcbd895e9d92315a05c1c3c9a29f762b011a10c54a66cd53c9b31",
+    '"integrity": "sha512-z4PhNX7vuL3xVChQ1m2AB9Yg5AULVxXcg/SpIdNs6c5H0NE8XYXysP+DGNKHfuwvY7kxvUdBeoGlODJ6+SfaPg=="',
+    "host key fingerprint is SHA256:uNiVztksCsDhcc0u9e8BujQXVUpKZIDTMczCvj3tD2s (ED25519)",
+    "etag W/\"5e15153d-120f\" and md5 d41d8cd98f00b204e9800998ecf8427e",
+    "refs/continuity/proj-1a2b3c4d5e/cp-001-2 and refs/heads/feature/token-refresh",
+    "git rev-parse HEAD -> 1dc1125a7e0b9f3c4d5e6f708192a3b4c5d6e7f8",
+    # versions
+    "python 3.11.7, node v20.11.1, claude-code 2.1.328, numpy==1.26.4, ruff>=0.4.1,<0.5",
+    'package.json: "version": "0.1.0", "engines": {"node": ">=18.17.0"}',
+    "upgraded auth library from 2.3.1 to 3.0.0-rc.1+build.20240501",
+    "model claude-sonnet-4-5-20250929 with max_tokens=8192 and token_budget: 200000",
+    # paths
+    "/usr/local/bin/python3.11 -S ~/.claude-continuity/app/cc_continuity/hookmain.py PreToolUse",
+    "~/.claude/projects/-home-user-proj/a1a1a1a1-0000-4000-8000-000000000001.jsonl",
+    r"C:\Users\alice\AppData\Roaming\npm\node_modules",
+    "edited src/auth/password_reset.py and tests/test_token_refresh.py",
+    "PASSWORD_FILE=/run/secrets/db_password and TOKEN_PATH=~/.config/gh/hosts.yml",
+    "password_file: /etc/app/db.pass",
+    # code that names secrets without holding one
+    "def check_password(password: str) -> bool:",
+    'token = request.headers.get("X-Token")',
+    "self.api_key = api_key",
+    "password_hash = bcrypt.hashpw(pw, salt)",
+    "PASSWORD_MIN_LENGTH = 12\nTOKEN_TTL_SECONDS = 3600\nMAX_TOKENS=100000",
+    "token_limit=100000 token_count=4096 total_tokens: 123456",
+    "connect(host=host, user=user, password=password)",
+    "login(password=args.password, token=self.token)",
+    "export DB_PASSWORD=$(vault kv get -field=pw db)",
+    'const apiKey = process.env.API_KEY ?? "";',
+    "secret_name: db-credentials\nauth_type: oauth2\nauth_method: token",
+    "--password-stdin < pw.txt; docker login --password-stdin registry.example.com",
+    "cc-continuity --max-tokens 4096 --token-file ~/.ntfy-token --secret-name prod-db",
+    "mysql -u root -p shop   # prompts for the password",
+    "curl -u alice https://api.example.com   # prompts",
+    "ssh -p 2222 alice@host; scp -P 2222 notes.txt alice@host:/tmp/",
+    "docker run -p 8080:80 -v /srv:/srv nginx; mkdir -p /tmp/x; python -m pytest -p no:cacheprovider",
+    "zip -r out.zip src/ && unzip -o out.zip -d /tmp/x",
+    "git@github.com:org/repo.git, alice@example.com, mailto:alice@example.com, Alice <alice@example.com>",
+    "meeting at 10:30@office, retry at 12:45@home",
+    "10.0.0.7:5432, [::1]:8080, localhost:3000/api, db.internal:5432",
+    "alice:x:1000:1000:Alice,,,:/home/alice:/bin/bash",
+    "2026-11-30T00:04:39.569Z INFO token refreshed for user 42 in 12ms",
+    "HTTP 401 Unauthorized: invalid or expired token (request 7f3a9c)",
+    "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==",
+    "Merge pull request #42 from alice/fix-token-refresh",
+    "the API key rotation ticket is OPS-1234; secret santa is on 2024-12-20",
+    "The access key id starts with AKIA and the secret key is 40 characters long.",
+    "see AbstractSingletonProxyFactoryBean and OAuth2AuthorizationCodeGrantFilter",
+    "tokenizer = AutoTokenizer.from_pretrained('bert-base-uncased')",
+    "our password policy: at least 12 characters, one digit",
+    "public_key = load_pem_public_key(data)",
+    "ctx 63% ▮▮▮▯▯ rotate · proj-003 · ✎ writing handoff",
+    "Continuing from cp-004 (proj-005).",
+    "| `snapshot_max_file_bytes` | 10485760 |",
+    "keyboard shortcut: ctrl+shift+p; bypass=false; compass heading 270",
+    "auth: required\ntoken: expired\npassword: see the team vault",
+    "api_version=2024-06-01 secret_version: 3 key_size=4096",
 ]

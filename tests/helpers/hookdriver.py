@@ -366,6 +366,17 @@ class WriteFaults:
         return exc[0] is SimulatedKill  # the "killed" process simply stops
 
 
+def file_contains(path, needle):
+    """A predicate: does the file at ``path`` hold ``needle`` right now (False while it is missing)?"""
+    def seen():
+        try:
+            with open(path, "rb") as f:
+                return needle in f.read()
+        except OSError:
+            return False
+    return seen
+
+
 def _tail(path):
     parts = str(path).split("/")
     return "/".join(parts[-3:])

@@ -1,0 +1,98 @@
+"""Issue 10: a mirror push carries every snapshot, untracked files included.
+
+Against real repositories: ``git push --mirror`` really sends refs/continuity/* with an
+untracked notes file; ``doctor`` says so for a remote configured to mirror (or whose push
+refspec covers refs/*) and not for an ordinary one; ``snapshot_untracked: false`` keeps
+untracked files out of the snapshot (and turns doctor's warning into a note).
+"""
+
+import json
+import os
+import subprocess
+
+import pytest
+
+from cc_continuity import config, gitsnap, paths
+from cc_continuity.install import checks
+
+SECRET = "password=hunter2-local-only"
+
+
+def git(repo, *args):
+    return subprocess.run(["git", *args], cwd=str(repo), check=True, capture_output=True, text=True).stdout
+
+
+@pytest.fixture
+def repo(git_repo):
+    (git_repo / "notes.txt").write_text(SECRET + "\n")  # untracked, not ignored
+    return git_repo
+
+
+def mirror_check(repo):
+    return checks.check_mirror(checks.Context(cwd=str(repo)))
+
+
+def test_a_mirror_push_carries_the_snapshots_and_untracked_files(repo, tmp_path):
+    bare = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True)
+    snap = gitsnap.snapshot(str(repo), gitsnap.ref_name("proj-0123456789", 1), "cp-001", unique=True)
+    git(repo, "push", "-q", "--mirror", str(bare))
+    assert snap["ref"] in git(bare, "for-each-ref", "--format=%(refname)")
+    assert git(bare, "show", snap["ref"] + ":notes.txt").strip() == SECRET
+    # snapshot_untracked: false -> the next snapshot has only tracked files
+    tracked = gitsnap.snapshot(str(repo), gitsnap.ref_name("proj-0123456789", 2), "cp-002", unique=True,
+                               untracked=False)
+    git(repo, "push", "-q", "--mirror", str(bare))
+    assert "notes.txt" not in git(bare, "ls-tree", "-r", "--name-only", tracked["ref"]).split()
+
+
+@pytest.mark.parametrize("setup,red", [
+    (["remote", "add", "--mirror=push", "backup", "/nowhere.git"], True),
+    (["config", "--add", "remote.origin.push", "+refs/*:refs/*"], True),
+    (["config", "--add", "remote.origin.push", "refs/continuity/*:refs/continuity/*"], True),
+    (["config", "--add", "remote.origin.push", "refs/heads/*:refs/heads/*"], False),
+    (["config", "--add", "remote.origin.push", ":"], False),
+    (None, False),
+])
+def test_doctor_warns_about_a_remote_that_pushes_the_snapshots(repo, setup, red):
+    git(repo, "remote", "add", "origin", "/nowhere-origin.git")
+    if setup:
+        git(repo, *setup)
+    result = mirror_check(repo)
+    assert result.ok is (not red), result
+    if red:
+        assert "refs/continuity" in result.detail and "untracked" in result.detail
+        assert "snapshot_untracked" in result.fix and "^refs/continuity/*" in result.fix
+
+
+def test_a_negative_refspec_or_snapshot_untracked_false_calms_doctor(repo):
+    git(repo, "remote", "add", "origin", "/nowhere-origin.git")
+    git(repo, "config", "--add", "remote.origin.push", "+refs/*:refs/*")
+    assert not mirror_check(repo).ok
+    git(repo, "config", "--add", "remote.origin.push", "^refs/continuity/*")
+    assert mirror_check(repo).ok
+    git(repo, "remote", "add", "--mirror=push", "backup", "/nowhere.git")
+    assert not mirror_check(repo).ok
+    config.update_global({"snapshot_untracked": False})
+    result = mirror_check(repo)
+    assert result.ok and "tracked files only" in result.detail
+
+
+def test_the_checkpoint_path_honours_snapshot_untracked(tmp_path):
+    """Through the real hooks: the setting reaches gitsnap."""
+    from helpers.hookdriver import HookDriver, handoff_text, tokens_at
+
+    drv = HookDriver(tmp_path / "proj")
+    with open(os.path.join(drv.root, "notes.txt"), "w") as f:
+        f.write(SECRET + "\n")
+    drv.config(snapshot_untracked=False)
+    sid = "a1a1a1a1-0000-4000-8000-000000000001"
+    drv.transcript(sid).assistant(tokens_at(10))
+    drv.hook("SessionStart", sid, source="startup")
+    drv.transcript(sid).assistant(tokens_at(65))
+    drv.hook("Stop", sid)
+    with open(drv.handoff_path(sid), "w") as f:
+        f.write(handoff_text(config.HANDOFF_SECTIONS, body="Details of the work so far: see `README.md`."))
+    drv.hook("Stop", sid, stop_hook_active=True)
+    ref = drv.checkpoint_file("manifest.json", sid)["git"]["ref"]
+    assert drv.git("ls-tree", "-r", "--name-only", ref).decode().split() == ["README.md"]

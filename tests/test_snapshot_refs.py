@@ -1,0 +1,108 @@
+"""Issue 10: a snapshot ref under refs/continuity is never overwritten by a later checkpoint.
+
+Each scenario used to replace an older ``cp-001`` (refs were named by the directory's
+slug, and a checkpoint without a manifest dropped the ref of its name first): two
+worktrees of one repository both called ``proj``, a purged state dir (the counter starts
+again), and a project moved to another path.  Each runs full rotations through the real
+hook commands against a real repository; every ref that existed before must still point
+at its commit afterwards, and the new checkpoint must have a ref of its own.
+"""
+
+import os
+import shutil
+import subprocess
+
+from cc_continuity import config, session
+from helpers.hookdriver import HookDriver, handoff_text, tokens_at
+
+S = ["%d%d%d%d0000-0000-4000-8000-00000000000%d" % (i, i, i, i, i) for i in range(1, 9)]
+
+
+def refs(drv):
+    out = drv.git("for-each-ref", "--format=%(refname) %(objectname)", "refs/continuity").decode()
+    return dict(line.split() for line in out.splitlines())
+
+
+def rotate(drv, sid, marker):
+    """One session from start to a verified checkpoint; returns the manifest's git record."""
+    with open(os.path.join(drv.root, "work.txt"), "w") as f:
+        f.write("state of the work: %s\n" % marker)  # every snapshot has its own tree
+    drv.transcript(sid).assistant(tokens_at(10))
+    drv.hook("SessionStart", sid, source="startup")
+    drv.hook("UserPromptSubmit", sid, prompt="work on %s" % marker)
+    drv.transcript(sid).assistant(tokens_at(65), "Step finished.")
+    out = drv.hook("Stop", sid)
+    assert out and out["decision"] == "block", out
+    path = drv.handoff_path(sid)
+    with open(path, "w") as f:
+        f.write(handoff_text(config.HANDOFF_SECTIONS, body="Details: %s, see `README.md`." % marker))
+    drv.hook("Stop", sid, stop_hook_active=True)
+    assert drv.state(sid)["state"] == session.AWAITING_MANUAL_CLEAR
+    git = drv.checkpoint_file("manifest.json", sid)["git"]
+    assert git.get("git") is True, git
+    return git
+
+
+def assert_kept(drv, before):
+    now = refs(drv)
+    for ref, commit in before.items():
+        assert now.get(ref) == commit, "%s was moved or deleted: %s -> %s" % (ref, commit, now.get(ref))
+
+
+def test_two_worktrees_with_the_same_name_keep_their_own_refs(tmp_path):
+    a = HookDriver(tmp_path / "a" / "proj")
+    first = rotate(a, S[0], "worktree a")
+    wt = tmp_path / "b" / "proj"
+    a.git("worktree", "add", "-q", "-b", "other", str(wt))
+    b = HookDriver(wt, git=False, files={})
+    assert b.project.slug == a.project.slug == "proj" and b.project.key != a.project.key
+    before = refs(a)
+    second = rotate(b, S[1], "worktree b")
+    assert second["ref"] != first["ref"]
+    assert_kept(a, before)
+    assert set(refs(a)) == {first["ref"], second["ref"]}
+    assert a.project.key in first["ref"] and b.project.key in second["ref"]
+
+
+def test_a_purged_state_dir_restarting_the_counter_does_not_replace_cp_001(tmp_path):
+    drv = HookDriver(tmp_path / "proj")
+    first = rotate(drv, S[0], "before the purge")
+    assert first["ref"].endswith("/cp-001")
+    before = refs(drv)
+    shutil.rmtree(drv.cc_home)  # what `uninstall --purge` leaves; the repository keeps its refs
+    again = rotate(drv, S[1], "after the purge")
+    assert drv.state(S[1])["checkpoint"]["id"] == "cp-001"  # the counter did start again
+    assert again["ref"] == first["ref"] + "-2"
+    assert_kept(drv, before)
+    shutil.rmtree(drv.cc_home)
+    third = rotate(drv, S[2], "second purge")
+    assert third["ref"] == first["ref"] + "-3"
+    assert len(set(refs(drv).values())) == 3
+
+
+def test_a_moved_project_keeps_the_refs_it_had(tmp_path):
+    old = HookDriver(tmp_path / "x" / "proj")
+    first = rotate(old, S[0], "at the old path")
+    before = refs(old)
+    os.makedirs(tmp_path / "y")
+    shutil.move(old.root, str(tmp_path / "y" / "proj"))
+    moved = HookDriver(tmp_path / "y" / "proj", git=False, files={})
+    second = rotate(moved, S[1], "at the new path")
+    assert second["ref"] != first["ref"]
+    assert_kept(moved, before)
+    # ... and moved back, where the old state dir's counter still knows cp-001 is taken.
+    shutil.move(moved.root, old.root)
+    third = rotate(old, S[2], "back again")
+    assert third["ref"] not in (first["ref"], second["ref"])
+    assert_kept(old, dict(before, **{second["ref"]: refs(old)[second["ref"]]}))
+
+
+def test_a_foreign_ref_in_the_way_is_left_alone(tmp_path):
+    """A ref someone made at our name (by hand, another tool) is not ours to move either."""
+    drv = HookDriver(tmp_path / "proj")
+    head = drv.git("rev-parse", "HEAD").decode().strip()
+    mine = "refs/continuity/%s/cp-001" % drv.project.key
+    subprocess.run(["git", "update-ref", mine, head], cwd=drv.root, check=True)
+    git = rotate(drv, S[0], "foreign ref present")
+    assert git["ref"] == mine + "-2"
+    assert refs(drv)[mine] == head
