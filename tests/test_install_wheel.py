@@ -19,6 +19,10 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def run(cmd, **kw):
+    # A pristine venv: no PYTHONPATH (conftest points it at this checkout, whose egg-info would
+    # make pip think cc-continuity is installed already and skip the wheel).
+    if "env" not in kw:
+        kw["env"] = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     p = subprocess.run(cmd, capture_output=True, timeout=240, **kw)
     assert p.returncode == 0, "%s failed (%d):\n%s\n%s" % (cmd, p.returncode, p.stdout.decode()[-3000:],
                                                          p.stderr.decode()[-3000:])

@@ -35,6 +35,7 @@ HOSTILE = {
     "rotator_marker_timeout_s": 1,
     "rotator_delivery_timeout_s": 1,
     "rotator_retries": 10,
+    "rotator_draft_wait_s": 1,
     "statusline_chain_timeout_ms": 10000,
     "watchdog_health_url": "http://127.0.0.1:9/health",
     "watchdog_progress_url": "http://127.0.0.1:9/metrics",

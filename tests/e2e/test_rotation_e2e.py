@@ -82,7 +82,9 @@ def test_chain_of_three_rotations(sandbox_factory):
 
     # Snapshots under refs/continuity, the user's git state untouched.
     refs = git(sb, "for-each-ref", "--format=%(refname)", "refs/continuity").split()
-    assert refs == ["refs/continuity/%s/cp-%03d" % (SLUG, n) for n in (1, 2, 3)]
+    key = os.path.basename(cont.project_dir())  # refs are named by the project key (slug + hash)
+    assert key.startswith(SLUG + "-")
+    assert refs == ["refs/continuity/%s/cp-%03d" % (key, n) for n in (1, 2, 3)]
     trees = [set(git(sb, "ls-tree", "-r", "--name-only", ref).split()) for ref in refs]
     for n, tree in enumerate(trees, 1):
         work = sorted(f for f in tree if f.startswith("work-"))
