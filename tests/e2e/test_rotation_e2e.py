@@ -205,10 +205,11 @@ def test_hard_ceiling_denies_the_burst_and_the_handoff_still_gets_written(sandbo
         assert r.get("is_error") and "PreToolUse:%s hook error" % burst[r["tool_use_id"]] in text, results
         assert "past the hard ceiling of 72%" in text and hpath in text, results
     assert len(results) == 2, results
-    assert os.path.exists(os.path.join(sb.project, "burst-1.txt"))  # before the ceiling: ran
+    # burst-1 came in the very response that crossed the ceiling: denied too (0.1.0 let it run).
+    assert not os.path.exists(os.path.join(sb.project, "burst-1.txt"))
     assert not os.path.exists(os.path.join(sb.project, "burst-2.txt"))  # denied Bash
     assert not os.path.exists(os.path.join(sb.project, "burst-3.txt"))  # denied Write
-    assert cont.hooks_log().count("denied at hard ceiling") == 2
+    assert cont.hooks_log().count("denied at hard ceiling") == 3
 
     done = sb.model.wait_for(lambda r: r.rule == "finish", timeout=60)
     with open(hpath, encoding="utf-8") as f:
