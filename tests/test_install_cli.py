@@ -423,10 +423,16 @@ def test_claude_md_block_states_facts_and_names_the_signals():
     assert len(text.splitlines()) < 30
 
 
-def test_repo_folders_are_links_to_the_package_data():
+def test_the_plugins_folders_are_real_and_the_package_data_links_to_them():
+    """A plugin's hooks/ and skills/ must be real directories (a linked one is not read); the
+    package ships the same files as data, through links in a checkout, as files in a wheel."""
     for name in ("skills", "hooks"):
         top = os.path.join(REPO, name)
-        assert os.path.islink(top) and os.readlink(top) == "cc_continuity/data/" + name
+        assert os.path.isdir(top) and not os.path.islink(top)
+        data = os.path.join(REPO, "cc_continuity", "data", name)
+        assert os.path.islink(data) and os.path.realpath(data) == os.path.realpath(top)
+    for name in ("launchd", "systemd"):
+        assert os.readlink(os.path.join(REPO, name)) == "cc_continuity/data/" + name
     assert os.path.isfile(os.path.join(REPO, "hooks", "settings-fragment.json"))
 
 

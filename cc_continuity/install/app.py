@@ -127,7 +127,9 @@ def _dist_files(dist):
 
 
 def _package_files(src):
-    for dirpath, dirnames, filenames in os.walk(src):
+    # followlinks: in a source checkout data/hooks and data/skills link to the plugin's
+    # top-level hooks/ and skills/ (a plugin's component dirs must be real directories).
+    for dirpath, dirnames, filenames in os.walk(src, followlinks=True):
         dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS)
         for fn in sorted(filenames):
             if fn.endswith(_SKIP_SUFFIXES) or fn.startswith(atomic.TMP_MARK):
