@@ -433,7 +433,7 @@ def test_the_plugins_folders_are_real_and_the_package_data_links_to_them():
         assert os.path.islink(data) and os.path.realpath(data) == os.path.realpath(top)
     for name in ("launchd", "systemd"):
         assert os.readlink(os.path.join(REPO, name)) == "cc_continuity/data/" + name
-    assert os.path.isfile(os.path.join(REPO, "hooks", "settings-fragment.json"))
+    assert os.path.isfile(os.path.join(REPO, "hooks", "hooks.json"))
 
 
 def test_runtime_dependencies_match_pyproject():

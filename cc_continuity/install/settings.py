@@ -24,10 +24,12 @@ Rules (field notes §3.6 lists what other installers broke):
   file since; otherwise it removes only what is ours (same JSON value as
   before install, other writers' changes kept).
 
-The fragment (``data/hooks/settings-fragment.json``) holds the events,
-matchers and timeouts as data, with ``@PYTHON@`` (absolute base interpreter),
-``@APP@`` (the app copy that contains ``cc_continuity/``) and ``@BOOT@``
-placeholders.
+The hook table is the plugin's own ``hooks/hooks.json`` (events, matchers,
+timeouts, the async late Stop): there each handler runs ``python3 -S -c <BOOT>``
+with ``${CLAUDE_PLUGIN_ROOT}`` as the app.  A settings install renders the same
+table with the absolute base interpreter and the app copy instead
+(:func:`load_fragment` turns it into ``@PYTHON@``/``@BOOT@`` placeholders,
+:func:`render_fragment` fills them), so the two installs cannot drift apart.
 
 Why the hooks run ``python -S -c <BOOT>`` and not ``python -S <file>``: if the
 app copy ever disappears (``rm -rf ~/.claude-continuity`` without uninstall),
@@ -46,6 +48,8 @@ import shlex
 HOOK_MARK = "from cc_continuity.hooks import main"
 BOOT = (
     "import sys\n"
+    "if sys.version_info < (3, 11):\n"
+    "    raise SystemExit(0)\n"
     "sys.path[0] = %r\n"
     "sys.path.append(%r)\n"
     "try:\n"
@@ -55,8 +59,12 @@ BOOT = (
     "main(sys.argv[1:])\n"
 )
 STATUS_MARK = "/cc_continuity/statusmain.py"
-FRAGMENT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                        "data", "hooks", "settings-fragment.json")
+# The hook table, as the plugin ships it (one fact, two ways to install it).
+PLUGIN_HOOKS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                            "data", "hooks", "hooks.json")
+PLUGIN_PYTHON = "python3"           # the plugin cannot know the interpreter: PATH's
+PLUGIN_ROOT = "${CLAUDE_PLUGIN_ROOT}"  # substituted by Claude Code into each exec-form arg
+STATUS_LINE = {"type": "command", "command": "@PYTHON@ -S @APP@" + STATUS_MARK, "padding": 0}
 
 _MISSING = object()
 
@@ -250,9 +258,24 @@ def sha256(data):
 
 # -- the fragment --------------------------------------------------------------
 
-def load_fragment(path=FRAGMENT):
+def load_fragment(path=PLUGIN_HOOKS):
+    """The hook table (from the plugin's hooks.json) with placeholders, plus our status line."""
     with open(path, encoding="utf-8") as f:
-        return json.load(f)
+        plugin = json.load(f)
+    hooks = {}
+    for event, groups in plugin["hooks"].items():
+        hooks[event] = []
+        for group in groups:
+            g = dict(group)
+            g["hooks"] = []
+            for h in group["hooks"]:
+                h = dict(h)
+                if h.get("command") == PLUGIN_PYTHON:
+                    h["command"] = "@PYTHON@"
+                h["args"] = ["@BOOT@" if a == boot_code(PLUGIN_ROOT) else a for a in h.get("args", [])]
+                g["hooks"].append(h)
+            hooks[event].append(g)
+    return {"hooks": hooks, "statusLine": dict(STATUS_LINE)}
 
 
 def render_fragment(fragment, python, app):

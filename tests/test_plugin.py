@@ -1,0 +1,105 @@
+"""The plugin this repository is: manifest, marketplace, hooks.json, bin/ launcher.
+
+The hook table is one fact with two installs: the plugin runs it as is
+(``python3`` from PATH, ``${CLAUDE_PLUGIN_ROOT}`` as the app), a settings install
+renders it with the absolute interpreter and the app copy.  These tests hold the
+two together and run the plugin's own entry points for real.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+from cc_continuity import __version__
+from cc_continuity.hooks import BUDGET, HANDLERS, REWAKE
+from cc_continuity.install import settings as S
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def load(rel):
+    with open(os.path.join(REPO, rel), encoding="utf-8") as f:
+        return json.load(f)
+
+
+def test_manifest_and_marketplace_describe_this_plugin():
+    plugin = load(".claude-plugin/plugin.json")
+    assert plugin["name"] == "cc-continuity" and plugin["version"] == __version__
+    assert plugin["license"] == "MIT" and len(plugin["description"]) > 40
+    market = load(".claude-plugin/marketplace.json")
+    (entry,) = market["plugins"]
+    assert entry["name"] == plugin["name"] and entry["source"] == "./"
+    assert market["description"] and market["owner"]["name"]
+    assert not os.path.exists(os.path.join(REPO, "CLAUDE.md"))  # fails `claude plugin validate --strict`
+
+
+def test_hooks_json_runs_the_same_entry_as_a_settings_install():
+    table = load("hooks/hooks.json")
+    assert table["modules"] == ["./mod.js"] and os.path.isfile(os.path.join(REPO, "hooks", "mod.js"))
+    boot = S.boot_code(S.PLUGIN_ROOT)
+    seen = []
+    for event, groups in table["hooks"].items():
+        (group,) = groups
+        for h in group["hooks"]:
+            assert h["type"] == "command" and h["command"] == "python3"
+            assert h["args"][:3] == ["-S", "-c", boot], h["args"]  # the one bootstrap, with the plugin root
+            name = h["args"][3]
+            assert name in HANDLERS and name in BUDGET and BUDGET[name] < h["timeout"]
+            assert bool(h.get("async")) == bool(h.get("asyncRewake")) == (name in REWAKE)
+            seen.append(name)
+    assert sorted(seen) == sorted(HANDLERS)  # every handler wired, once
+    # The settings install is the same table, rendered.
+    rendered = S.render_fragment(S.load_fragment(), "/opt/py/bin/python3", "/opt/cc/app")
+    for event, groups in table["hooks"].items():
+        (mine,), (theirs,) = rendered["hooks"][event], groups
+        assert {k: v for k, v in mine.items() if k != "hooks"} == {k: v for k, v in theirs.items() if k != "hooks"}
+        for a, b in zip(mine["hooks"], theirs["hooks"]):
+            assert a["command"] == "/opt/py/bin/python3" and a["args"][2] == S.boot_code("/opt/cc/app")
+            assert {k: v for k, v in a.items() if k not in ("command", "args")} == \
+                   {k: v for k, v in b.items() if k not in ("command", "args")}
+            assert a["args"][3] == b["args"][3]
+
+
+def test_the_plugins_hook_command_runs_from_any_copy_of_the_plugin(tmp_path, git_repo):
+    """What Claude Code runs: python3 with the bootstrap, ${CLAUDE_PLUGIN_ROOT} replaced by the copy."""
+    root = tmp_path / "plugin-copy"
+    shutil.copytree(os.path.join(REPO, "cc_continuity"), root / "cc_continuity", symlinks=True,
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    table = load("hooks/hooks.json")
+    (group,) = table["hooks"]["SessionStart"]
+    h = group["hooks"][0]
+    args = [a.replace("${CLAUDE_PLUGIN_ROOT}", str(root)) for a in h["args"]]
+    payload = {"session_id": "a1b2c3d4-0000-4000-8000-000000000001", "transcript_path": str(tmp_path / "t.jsonl"),
+               "cwd": str(git_repo), "hook_event_name": "SessionStart", "source": "startup"}
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # only the bootstrap's sys.path
+    env["CLAUDE_PROJECT_DIR"] = str(git_repo)
+    p = subprocess.run([sys.executable] + args, input=json.dumps(payload).encode(), env=env,
+                       capture_output=True, timeout=60)
+    assert p.returncode == 0 and p.stderr == b"", p.stderr
+    with open(os.path.join(os.environ["CC_CONTINUITY_HOME"], "logs", "hooks.log")) as f:
+        assert "SessionStart" in f.read()
+    # A copy that lost its package still exits 0 (a missing script would exit 2: a block).
+    shutil.rmtree(root / "cc_continuity")
+    p = subprocess.run([sys.executable] + args, input=json.dumps(payload).encode(), env=env,
+                       capture_output=True, timeout=60)
+    assert p.returncode == 0 and p.stdout == b""
+
+
+def test_bin_launcher_runs_the_plugins_own_package(tmp_path):
+    launcher = os.path.join(REPO, "bin", "cc-continuity")
+    assert os.access(launcher, os.X_OK)
+    env = {"PATH": os.path.dirname(sys.executable) + os.pathsep + "/usr/bin:/bin", "HOME": str(tmp_path),
+           "CC_CONTINUITY_HOME": str(tmp_path / "cc")}
+    # Through a symlink, from another directory: it finds its own root, not the cwd's.
+    link = tmp_path / "on-path" / "cc-continuity"
+    link.parent.mkdir()
+    link.symlink_to(launcher)
+    p = subprocess.run([str(link), "--version"], env=env, cwd=str(tmp_path), capture_output=True, text=True,
+                       timeout=60)
+    assert p.returncode == 0 and p.stdout.strip() == "cc-continuity %s" % __version__, p.stderr
+    # With no Python >= 3.11 it says so (exit 127, like a missing command) instead of a traceback.
+    p = subprocess.run([launcher, "--version"], env={"PATH": str(tmp_path / "empty")}, capture_output=True,
+                       text=True, timeout=60)
+    assert p.returncode == 127 and "needs Python 3.11" in p.stderr
