@@ -26,10 +26,10 @@ What it guarantees, and how:
   program in the pane or below it; otherwise it stops (a ``kill -9`` and a
   restart in the same pane must not get our ``/clear``).
 * **Never a mixture of our text and the user's.**  It types only into an empty
-  box after no attached client has sent a key for ``quiet_s``; the text and the
-  Enter are each sent by tmux only if still no key arrived (see
-  :meth:`Pane.type_if_quiet`).  If the user starts typing after our text, it is
-  taken back out of the box (their characters stay) and the step starts over.
+  box after no attached client has sent a key for ``quiet_s``; the text and its
+  Enter go in one tmux step, only if still no key arrived (see
+  :meth:`Pane.submit_if_quiet`).  Should the Enter not take and the user type on,
+  our text is taken back out once they pause (their characters stay).
 * **Nothing the user types is lost.**  A prompt they submit goes where they sent
   it (the predecessor, or the successor as its first prompt - the continuation is
   then not needed).  Text left in the box unchanged for ``draft_s`` is kept: cut
@@ -68,7 +68,7 @@ DEFAULT_RETRIES = 3
 MAX_RETRIES = 10
 POLL_S = 0.05
 DRAFT_POLL_S = 0.25
-SUBMIT_S = 1.0  # an Enter that took empties the box within this
+SUBMIT_S = 0.5  # an Enter that took empties the box within this
 # Claude Code 2.1.331+: /clear typed while a subagent's view is in front asks first
 # ("/clear acts on the main conversation, not this agent", starting on No).
 SUBAGENT_CONFIRM = "acts on the main conversation"
@@ -227,6 +227,12 @@ class Rotator:
             reason = str(e)
         except TmuxError as e:
             reason = "tmux: %s" % e
+            try:
+                self._check()  # a pane gone with its program: say which claude left it
+            except ClaudeGone as gone:
+                reason = "%s (%s)" % (gone, reason)
+            except Exception:
+                pass
         except SystemExit as e:  # SIGTERM
             reason = "terminated (%s)" % e.code
         except Exception as e:  # a bug or a missing module: say so where doctor and Stop look
@@ -322,18 +328,21 @@ class Rotator:
             atomic.write_text(path, text, mode=0o600)
 
     def _take_back(self, sent):
-        """The user typed after our text: remove ours from the front of the box, keep theirs.
+        """Our text stayed in the box (its Enter did not take) and the user typed behind it:
+        once they pause, remove ours from the front and keep theirs.
 
-        In small batches (Claude Code drops keys of a long burst), each ending with the
-        cursor back at the end, so whatever the user types meanwhile still lands after
-        their own text.
+        Never while they type: Claude Code garbles editing keys that arrive among a
+        person's keystrokes (observed: C-a + Delete batches interleaved with typing
+        deleted their letters and kept some of ours).  Each batch is sent only if they
+        are still quiet, and ends with the cursor back at the end.
         """
         left = len(sent)
         while left > 0:
+            stamp = self._quiet()
             n = min(KEYS_PER_CALL - 2, left)
             self._check()
-            self.pane.press("C-a", *["DC"] * n, "C-e")
-            left -= n
+            if self.pane.press_if_quiet(stamp, "C-a", *["DC"] * n, "C-e"):
+                left -= n
         self.note("taken_back", chars=len(sent))
 
     def _restore_draft(self):
@@ -358,7 +367,7 @@ class Rotator:
     # -- typing one prompt --------------------------------------------------
 
     def _submit(self, text, what, phase, done):
-        """Type ``text`` and press Enter so that exactly ``text`` is submitted.
+        """Type ``text`` with its Enter so that exactly ``text`` is submitted.
 
         Returns (sent, attempt), or (None, attempt) when ``done()`` became true
         meanwhile (the step happened another way, e.g. the user's own prompt
@@ -376,6 +385,8 @@ class Rotator:
                 self._wait_for_user(box, what)
                 continue
             stamp = self._quiet()
+            if done():
+                return None, attempt
             screen = self.pane.capture()
             if self.pane.input_text(screen):
                 continue
@@ -385,60 +396,48 @@ class Rotator:
                 self._main_forward()
                 continue
             self._check()
-            sent = self.pane.type_if_quiet(text, stamp)
+            sent = self.pane.submit_if_quiet(text, stamp, bracketed=not text.startswith("/"))
             if sent is None:
                 self.note("held", what=what, reason="a key arrived", attempt=attempt)
                 continue
-            if not _wait_for(lambda: _box_holds(self._box(), sent), self.timeouts["type_s"]):
-                box = self._box()
-                if _squash(box).startswith(_squash(sent)):
-                    self._take_back(sent)  # the user typed right behind our text
-                    continue
-                self.note("not_typed", what=what, attempt=attempt, box=box[:80])
-                failures, attempt = failures + 1, attempt + 1
-                if box and _squash(box).startswith(_squash(sent)[:1]):
-                    self._take_back(sent)  # part of ours arrived: take it out again
-                continue
-            self._check()
-            if not self.pane.press_if_quiet(stamp, "Enter"):
-                self._take_back(sent)
-                continue
             gone = self._submitted(sent, stamp)
-            if gone is None:  # the user typed behind our text before the Enter took: theirs stays
+            if gone:
+                return sent, attempt
+            self.note("not_typed", what=what, attempt=attempt, box=self._box()[:80])
+            failures, attempt = failures + 1, attempt + 1
+            if _squash(self._box()).startswith(_squash(sent)):
                 self._take_back(sent)
-                continue
-            if not gone:
-                self.note("not_typed", what=what, attempt=attempt, box="(the Enter was lost)")
-                failures, attempt = failures + 1, attempt + 1
-                self._take_back(sent)
-                continue
-            return sent, attempt
         raise RotationFailed("%s not submitted after %d attempt(s)" % (what, self.attempts))
 
     def _submitted(self, sent, stamp):
-        """After our Enter: True once the box no longer shows our text, None when the user's keys
-        joined it there (the Enter did not take), False when it is still there, alone, after
-        ``SUBMIT_S`` (pressed again once meanwhile, if the user stayed quiet)."""
-        deadline = time.monotonic() + SUBMIT_S
+        """After our text and Enter: True once the box no longer starts with our text.
+
+        An Enter that did not take (not seen with the atomic submit, 80 of 80 took; a
+        slower or older Claude Code might) is pressed again at once while nobody has
+        typed, and our text taken back right away if that does not take either: the
+        user must not find it in the box to type behind.  False then.
+        """
+        t0 = time.monotonic()
         again = True
-        while time.monotonic() < deadline:
+        while True:
             box = _squash(self._box())
+            now = time.monotonic()
             if not box.startswith(_squash(sent)):
                 return True
-            if box != _squash(sent):
-                return None
-            if again and time.monotonic() > deadline - SUBMIT_S / 2:
+            if now - t0 >= SUBMIT_S:
+                return False
+            if again and box == _squash(sent) and now - t0 >= 0.05:
                 again = False
                 self._check()
                 self.pane.press_if_quiet(stamp, "Enter")
-            time.sleep(0.02)
-        return False
+            time.sleep(0.01)
 
     # -- steps --------------------------------------------------------------
 
     def _clear(self):
         marker = self.plan["started_marker"]
         started = lambda: os.path.exists(marker)
+        self._check()  # a marker another claude wrote (a restart that claimed) is not our success
         if started():
             self.note("started", preexisting=True)
             return
@@ -454,9 +453,6 @@ class Rotator:
                     return
                 self._decline_subagent_clear()
                 continue
-            if _box_holds(self._box(), "/clear"):
-                self._check()
-                self.pane.press("C-u")  # the Enter was lost: start the step over
         raise RotationFailed("successor did not start: %s missing after %d /clear attempt(s)"
                              % (marker, self.attempts))
 
@@ -509,6 +505,7 @@ class Rotator:
     def _continue(self):
         marker = self.plan.get("delivered_marker")
         arrived = lambda: bool(marker) and os.path.exists(marker)
+        self._check()
         if arrived():
             self.note("delivered", via="marker", preexisting=True)
             return
@@ -531,12 +528,13 @@ class Rotator:
                 self.note("delivered", via="screen", attempt=attempt)
                 return
             self.note("stuck", what="continuation", attempt=attempt)  # still in the box
-            self._check()
-            self.pane.press("C-u")
+            if _squash(self._box()).startswith(_squash(sent)):
+                self._take_back(sent)
         raise RotationFailed("continuation not delivered after %d attempt(s)" % self.attempts)
 
     def _rename(self):
         name = self.plan["successor_name"]
+        self._check()  # never rename the tmux session of a claude we do not serve
         errors = []
         for rename in (self.pane.rename_session, self.pane.rename_window):
             try:

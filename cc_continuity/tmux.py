@@ -14,10 +14,10 @@ person would, and each way that goes wrong is handled here once:
   not clear) and verified with capture-pane;
 * the user may type at any moment, and their keys and ours reach the same
   input box.  tmux stamps ``session_activity`` whenever an attached client
-  sends a key (``send-keys`` does not), so :meth:`Pane.type_if_quiet` and
+  sends a key (``send-keys`` does not), so :meth:`Pane.submit_if_quiet` and
   :meth:`Pane.press_if_quiet` act *inside the tmux server*, atomically, only
-  if no key arrived since a given stamp: our text and our Enter can never land
-  between the user's keystrokes.
+  if no key arrived since a given stamp: our text and our Enter go in together,
+  never between the user's keystrokes, and theirs never between ours.
 
 libtmux is imported lazily, inside the functions that need it (adapter layer:
 hooks on the fast path import nothing from here until they actually rotate).
@@ -435,20 +435,26 @@ class Pane:
                         "display-message -p cc-continuity:held")
         return any(line.strip() == "cc-continuity:ran" for line in out)
 
-    def type_if_quiet(self, text, since):
-        """Type ``text`` (flattened like :meth:`type_literal`) unless a key arrived since ``since``.
+    def submit_if_quiet(self, text, since, bracketed=False):
+        """Type ``text`` and press Enter, both in one tmux step, unless a client key came since ``since``.
 
-        Returns what was sent, or None when it was held back.  The text goes
-        through a tmux buffer pasted *without* bracketed-paste marks, so Claude
-        Code sees it as typed (a slash command still runs) and it arrives in one
-        write: the user's keys come wholly before or wholly after it.
+        Returns what was sent, or None when it was held back.  Atomic in the tmux
+        server: the user's keys land wholly before (then nothing is sent) or wholly
+        after our Enter, never between our text and it.  Observed on 2.1.328 and
+        2.1.332: text pasted raw and Enter in one write loses the Enter (0 of 40
+        submitted: Claude Code takes the burst for a paste), while the same text as a
+        *bracketed* paste and Enter submits every time (40 of 40) — so prompts go
+        bracketed.  A slash command must not (it would be inserted as text, not run);
+        typed raw, a short one like ``/clear`` with its Enter submitted 40 of 40.
         """
         sent = literal_text(text)
         buf = "cc-continuity-%d" % os.getpid()
         # tmux's argv parser ends a command at an argument's trailing ';' (as for send-keys).
         data = sent[:-1] + "\\;" if sent.endswith(";") else sent
         self._run("set-buffer", "-b", buf, "--", data, target=False)
-        if self._if_quiet(since, "paste-buffer -d -b %s -t %s" % (buf, self.pane_id)):
+        paste = "paste-buffer %s-d -b %s -t %s ; send-keys -t %s Enter" % (
+            "-p " if bracketed else "", buf, self.pane_id, self.pane_id)
+        if self._if_quiet(since, paste):
             return sent
         try:
             self._run("delete-buffer", "-b", buf, target=False)

@@ -364,9 +364,9 @@ def test_a_failure_after_the_claim_leaves_the_rotated_session_alone(server, tmp_
     assert session.load(str(sdir))["state"] == session.ROTATED
 
 
-def test_a_user_typing_onto_our_unsubmitted_text_never_sends_a_mixture(server, tmp_path):
-    """Our Enter is lost (it happens when it reaches Claude Code in one read with the user's first
-    key) and the user types on: ours is taken out of the box, theirs is sent alone."""
+def test_an_enter_that_did_not_take_is_recovered_before_the_user_types_behind_it(server, tmp_path):
+    """Our Enter is lost (the fake drops it; the real Claude Code took 80 of 80 atomic submits) and
+    the user starts typing a moment later: ours is resubmitted or taken out first, theirs sent alone."""
     s = Setup(server, tmp_path, "--drop-enter", "2", "--busy-after", "0.2",
               timeouts={"idle_s": 20, "marker_s": 3, "delivery_s": 3, "type_s": 1.5, "quiet_s": 1, "draft_s": 10})
     kb = server.keyboard()
@@ -375,6 +375,7 @@ def test_a_user_typing_onto_our_unsubmitted_text_never_sends_a_mixture(server, t
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and CONTINUATION[:30] not in s.run.pane.input_text(s.run.pane.capture()):
             time.sleep(0.005)
+        time.sleep(0.3)
         kb.type("hello there", cps=12)
         kb.press(b"\r")
         assert proc.wait(timeout=60) == 0
@@ -384,5 +385,7 @@ def test_a_user_typing_onto_our_unsubmitted_text_never_sends_a_mixture(server, t
     assert lines[0] == "/clear", s.run.events()
     assert set(lines[1:]) <= {"hello there", CONTINUATION}, s.run.events()  # each whole, never mixed
     # Theirs is not lost: sent once, or (its Enter dropped) still in the box, put back after ours.
+    time.sleep(0.5)  # let the fake take and draw the user's last Enter
+    lines = s.run.submitted()
     left = s.run.pane.input_text(s.run.pane.capture())
     assert lines.count("hello there") + (left == "hello there") == 1, (s.run.events(), left, s.steps())
