@@ -13,23 +13,16 @@ git state, the last user prompts, the open todo list, the meter reading.
 import os
 import time
 
-from . import atomic, fastjson, gitsnap, handoff, ledger, paths, redact, transcript
+from . import atomic, fastjson, gitsnap, handoff, ledger, paths, redact, session, transcript
 from .session import ledger_path
 
 PROMPT_CHARS = 500
 PROMPTS_KEPT = 5
 
 
-def cp_dir(sdir):
-    return sdir + "/checkpoint"
-
-
-def handoff_path(sdir):
-    return cp_dir(sdir) + "/handoff.md"
-
-
-def checkpoint_id(number):
-    return "cp-%03d" % number
+cp_dir = session.checkpoint_dir
+handoff_path = session.handoff_path
+checkpoint_id = session.checkpoint_id
 
 
 def handoff_problem(sdir, path=None):

@@ -107,6 +107,9 @@ SCHEMA = {
     "rotator_delivery_timeout_s": (20, _int(1, 600), "how long it waits for the continuation to arrive"),
     "rotator_retries": (3, _int(0, 10), "bounded retries per rotator step"),
     "rotator_draft_wait_s": (60, _int(1, 3600), "how long text left unsent in the input box holds a rotation"),
+    "mod": (True, _bool, "hand over in-process through the plugin's mod when it is loaded (else tmux)"),
+    "compact_to_rotation": (True, _bool, "with the mod loaded: rotate instead of letting Claude Code auto-compact"),
+    "mod_standby_s": (15, _int(1, 600), "how long the tmux rotator stands by for the mod's hand-over before typing"),
     "statusline_chain_timeout_ms": (1000, _int(50, 10000), "budget for the chained user status line"),
     "statusline_color": (True, _bool, "ANSI colours in the status line"),
     "watchdog_health_url": (None, _url, "model server liveness URL (e.g. http://host:8000/health)"),
@@ -150,13 +153,15 @@ REPO_NARROW = {
     "tmux": False,               # never start typing into the user's terminal
     "precompact_block": False,   # let Claude Code's own compaction run
     "snapshot_untracked": False,  # record less of the work tree
+    "mod": False,                # hand over through tmux (or by hand) instead of the mod
+    "compact_to_rotation": False,  # let Claude Code's own compaction run
     "snapshot_max_file_bytes": "lower",
 }
 # Everything else is user-only, each for one of these reasons (SECURITY.md):
 #   unattended                      loosens safety (--dangerously-skip-permissions)
 #   ntfy_url, ntfy_token            contact a server / hand a token to it
 #   notify_events                   what is sent (or silenced) to the user's phone
-#   rotator_*                       how keystrokes are typed into the user's terminal
+#   rotator_*, mod_standby_s        how keystrokes are typed into the user's terminal
 #   statusline_chain_timeout_ms     how long the user's own status line command may run
 #   watchdog_*                      probe URLs, commands and files run or read, process kills
 

@@ -1,7 +1,10 @@
-"""Facts about processes, without psutil (the hooks and the CLI use these)."""
+"""Facts about processes, without psutil (the hooks, the CLI and the rotator use these).
+
+Standard library only, so a rotation works on an interpreter with no third-party
+packages (a plugin install, a stock distribution Python).
+"""
 
 import os
-import signal
 import time
 
 
@@ -24,6 +27,58 @@ def pid_alive(pid):
         return True
 
 
+def start_time(pid):
+    """When process ``pid`` started (seconds since the epoch, to a clock tick), or None if it is gone.
+
+    Tells a process from a later one that got the same pid.  Linux: /proc; else ``ps``.
+    """
+    if not pid_alive(pid):
+        return None
+    try:
+        with open("/proc/%d/stat" % pid, "rb") as f:
+            ticks = int(f.read().rsplit(b")", 1)[1].split()[19])
+        with open("/proc/stat", "rb") as f:
+            boot = next(int(line.split()[1]) for line in f if line.startswith(b"btime "))
+        return round(boot + ticks / os.sysconf("SC_CLK_TCK"), 2)
+    except (OSError, ValueError, IndexError, StopIteration):
+        pass
+    import subprocess
+
+    try:  # macOS and other BSDs
+        out = subprocess.run(["ps", "-o", "lstart=", "-p", str(pid)], capture_output=True, text=True,
+                             timeout=5, env={"LC_ALL": "C", "PATH": "/bin:/usr/bin"}).stdout.strip()
+        return time.mktime(time.strptime(out, "%a %b %d %H:%M:%S %Y")) if out else None
+    except (OSError, ValueError, subprocess.SubprocessError):
+        return None
+
+
+def parent(pid):
+    """The parent pid of ``pid``, or None.  Linux: /proc; else ``ps``."""
+    try:
+        with open("/proc/%d/stat" % pid, "rb") as f:
+            return int(f.read().rsplit(b")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    import subprocess
+
+    try:
+        out = subprocess.run(["ps", "-o", "ppid=", "-p", str(pid)], capture_output=True, text=True, timeout=5,
+                             env={"LC_ALL": "C", "PATH": "/bin:/usr/bin"}).stdout.strip()
+        return int(out) if out.isdigit() else None
+    except (OSError, ValueError, subprocess.SubprocessError):
+        return None
+
+
+def ancestors(pid, limit=64):
+    """``pid``'s parent, grandparent, ... up to init (bounded)."""
+    out = []
+    p = parent(pid)
+    while p and p > 1 and p not in out and len(out) < limit:
+        out.append(p)
+        p = parent(p)
+    return out
+
+
 def reap(pids, grace=5.0):
     """Give ``pids`` up to ``grace`` seconds (in all) to exit, then SIGKILL whatever is left."""
     deadline = time.monotonic() + grace
@@ -32,6 +87,6 @@ def reap(pids, grace=5.0):
             time.sleep(0.05)
         if pid_alive(pid):
             try:
-                os.kill(pid, signal.SIGKILL)
+                os.kill(pid, 9)  # SIGKILL (the signal module pulls in enum: 12 ms)
             except ProcessLookupError:
                 pass

@@ -1,35 +1,127 @@
-"""From a verified checkpoint to the successor: tmux rotator, or a manual /clear.
+"""From a verified checkpoint to the successor: one driver at a time, chosen at run time.
 
-In tmux the rotator (a detached process) types ``/clear`` and the
-continuation; without tmux the user is told to type ``/clear`` and the
-successor's SessionStart claims the checkpoint all the same.
+* ``mod`` - the plugin's mod, inside Claude Code: it clears and submits the
+  continuation itself (``$.command.run`` + ``$.prompt.submit``), no tmux, no
+  typing into the user's input box.  Chosen when the mod of this very Claude
+  process has said it is there (:func:`mod_alive`, a heartbeat it leaves at
+  start and after every turn).  A tmux rotator stands by meanwhile (``standby_s``)
+  and takes over only if the mod's hand-over does not start.
+* ``tmux`` - the detached rotator types ``/clear`` and the continuation.
+* ``manual`` - the user is told to type ``/clear``; the successor's SessionStart
+  claims the checkpoint all the same.
 """
 
-import json
+import time
 
-from . import atomic, checkpoint, session
+from . import atomic, fastjson, paths, session
+
+DRIVERS = ("mod", "tmux", "manual")
+MOD_FRESH_S = 24 * 3600  # a heartbeat older than this is not taken as a live mod
 
 
-def continuation_prompt(cid, successor_name):
-    return ("Continuing from %s (%s). The handoff and machine facts are in this session's context; "
+def continuation_prompt(cid, successor_name, driver="tmux", root=None, handoff=None, last_request=None):
+    """What the successor is asked first.
+
+    Submitted by the mod, the first turn arrives without Claude Code's own
+    ``# Environment`` block (observed), so it names the project directory and
+    the handoff itself, and restates the user's last request (a compaction the
+    mod skipped ends its turn without retrying that prompt).
+    """
+    text = ("Continuing from %s (%s). The handoff and machine facts are in this session's context; "
             "carry on with its next steps." % (cid, successor_name))
+    if driver == "mod":
+        if root:
+            text += " The project is %s." % root
+        if handoff:
+            text += " The handoff file is %s." % handoff
+        if last_request:
+            text += " The user's last request was: %s" % last_request
+    return text
+
+
+# -- the mod's heartbeat: which Claude processes have a working mod -------------
+
+def _heartbeat_path(pid):
+    return paths.runtime_dir() + "/mod/%d.json" % pid
+
+
+def mod_heartbeat(pid, version=None, now=None):
+    """The mod of Claude process ``pid`` is loaded and reached us (written by the mod's calls)."""
+    from .procs import start_time
+
+    started = start_time(pid) if isinstance(pid, int) and not isinstance(pid, bool) and pid > 0 else None
+    if started is None:
+        return
+    paths.ensure_dir(paths.runtime_dir() + "/mod")
+    atomic.write_text(_heartbeat_path(pid), fastjson.dumps(
+        {"pid": pid, "started": started, "version": version,
+         "at": round(time.time() if now is None else now, 3)}), fsync=False)
+
+
+def mod_alive(pid, now=None):
+    """Has the mod of Claude process ``pid`` (this very process, still running) spoken to us lately?"""
+    from .procs import start_time
+
+    started = start_time(pid) if isinstance(pid, int) and not isinstance(pid, bool) and pid > 0 else None
+    if started is None:
+        return False
+    try:
+        with open(_heartbeat_path(pid), "rb") as f:
+            beat = fastjson.loads(f.read())
+    except (OSError, ValueError):
+        return False
+    now = time.time() if now is None else now
+    return (isinstance(beat, dict) and beat.get("started") == started  # not an earlier process's pid
+            and isinstance(beat.get("at"), (int, float)) and now - beat["at"] <= MOD_FRESH_S)
+
+
+def claim_handover(sdir, lock_path, who):
+    """Take the hand-over of this checkpoint for ``who`` (``mod`` or ``tmux``): True if it is ours.
+
+    Both may be ready at once (the mod at the turn's end, a rotator standing by);
+    whoever writes ``handover_by`` first, under the project lock, does the /clear.
+    ``release`` (``who=None``) gives it back after a failed attempt.
+    """
+    from .lock import Lock
+
+    with Lock(lock_path, timeout=10):
+        rec = session.load(sdir)
+        if rec["state"] not in session.CLAIMABLE:
+            return False
+        holder = rec.get("handover_by")
+        if who is None or holder in (None, who):
+            if holder != who:
+                rec["handover_by"] = who
+                session.save(sdir, rec)
+                session.log(sdir, {"ev": "handover", "by": who})
+            return who is not None
+        return False
+
+
+def choose_driver(rec, cfg):
+    """``mod`` when this process's mod is alive and allowed, else ``tmux`` when usable, else ``manual``."""
+    if cfg["mod"] and mod_alive(rec.get("pid")):
+        return "mod"
+    if can_use_tmux(rec, cfg):
+        return "tmux"
+    return "manual"
 
 
 def started_marker(sdir):
-    return checkpoint.cp_dir(sdir) + "/successor.started"
+    return session.checkpoint_dir(sdir) + "/successor.started"
 
 
 def delivered_marker(sdir):
-    return checkpoint.cp_dir(sdir) + "/continuation.delivered"
+    return session.checkpoint_dir(sdir) + "/continuation.delivered"
 
 
 def draft_file(sdir):
     """Text the user had left in the input box when the rotator cleared it (the bootstrap quotes it)."""
-    return checkpoint.cp_dir(sdir) + "/draft.txt"
+    return session.checkpoint_dir(sdir) + "/draft.txt"
 
 
-def plan(rec, sdir, cfg, successor_name, project_lock=None):
-    cid = (rec.get("checkpoint") or {}).get("id") or checkpoint.checkpoint_id(rec["number"])
+def plan(rec, sdir, cfg, successor_name, project_lock=None, standby_s=None):
+    cid = (rec.get("checkpoint") or {}).get("id") or session.checkpoint_id(rec["number"])
     out = {
         "socket": rec["tmux_socket"],
         "pane": rec["tmux_pane"],
@@ -46,6 +138,8 @@ def plan(rec, sdir, cfg, successor_name, project_lock=None):
     }
     if project_lock:
         out["project_lock"] = project_lock
+    if standby_s:
+        out["timeouts"]["standby_s"] = standby_s
     if isinstance(rec.get("pid"), int) and not isinstance(rec.get("pid"), bool) and rec["pid"] > 0:
         out["claude_pid"] = rec["pid"]
     return out
@@ -59,12 +153,22 @@ def can_use_tmux(rec, cfg):
     return Pane.from_env({"TMUX": "%s,0,0" % rec["tmux_socket"], "TMUX_PANE": rec["tmux_pane"]}) is not None
 
 
-def start(rec, sdir, cfg, successor_name, project_lock=None):
+def handover(rec, sdir, successor_name, root, last_request=None):
+    """What the mod is told to do for a verified checkpoint: clear, then submit this."""
+    cid = (rec.get("checkpoint") or {}).get("id") or session.checkpoint_id(rec["number"])
+    return {"checkpoint": cid, "successor": successor_name, "delivered_marker": delivered_marker(sdir),
+            "continuation": continuation_prompt(cid, successor_name, "mod", root, session.handoff_path(sdir),
+                                                last_request)}
+
+
+def start(rec, sdir, cfg, successor_name, project_lock=None, standby_s=None):
     """Spawn the rotator for a verified checkpoint; returns its pid."""
     from . import rotator
 
-    p = plan(rec, sdir, cfg, successor_name, project_lock)
-    path = checkpoint.cp_dir(sdir) + "/rotator-plan.json"
+    import json
+
+    p = plan(rec, sdir, cfg, successor_name, project_lock, standby_s)
+    path = session.checkpoint_dir(sdir) + "/rotator-plan.json"
     atomic.write_text(path, json.dumps(p, indent=2) + "\n")
     from . import paths
 

@@ -59,11 +59,11 @@ import subprocess
 import sys
 import time
 
-from . import ledger, paths
+from . import ledger, paths, procs
 from .tmux import KEYS_PER_CALL, Pane, TmuxError
 
 DEFAULT_TIMEOUTS = {"idle_s": 120.0, "marker_s": 60.0, "delivery_s": 20.0, "type_s": 5.0,
-                    "quiet_s": 1.0, "draft_s": 60.0}
+                    "quiet_s": 1.0, "draft_s": 60.0, "standby_s": 0.0}
 DEFAULT_RETRIES = 3
 MAX_RETRIES = 10
 POLL_S = 0.05
@@ -116,7 +116,7 @@ def load_plan(path):
         raise PlanError("plan %s: 'timeouts' must be an object" % path)
     for key, value in given.items():
         if key in timeouts:
-            low_ok = key == "quiet_s"  # no quiet period at all is allowed (tests)
+            low_ok = key in ("quiet_s", "standby_s")  # zero allowed (tests; no mod to wait for)
             if (isinstance(value, bool) or not isinstance(value, (int, float))
                     or not (0 <= value if low_ok else 0 < value) or value > 86400):
                 raise PlanError("plan %s: timeouts.%s must be a number of seconds > 0" % (path, key))
@@ -159,29 +159,21 @@ class ClaudeProcess:
     """The Claude Code process a rotation serves: its pid and start time, checked against the pane."""
 
     def __init__(self, pid):
-        import psutil
-
         self.pid = pid
-        try:
-            self.started = psutil.Process(pid).create_time()
-        except psutil.Error:
-            raise ClaudeGone("claude %d has exited" % pid) from None
+        self.started = procs.start_time(pid)
+        if self.started is None:
+            raise ClaudeGone("claude %d has exited" % pid)
 
     def check(self, pane):
         """Raise ClaudeGone unless this very process is alive and is (or runs under) the pane's program."""
-        import psutil
-
-        try:
-            proc = psutil.Process(self.pid)
-            if proc.create_time() != self.started:
-                raise ClaudeGone("claude %d has exited (its pid now belongs to another process)" % self.pid)
-            if proc.status() == psutil.STATUS_ZOMBIE:
-                raise ClaudeGone("claude %d has exited" % self.pid)
-            owner = pane.pane_pid()
-            if owner != self.pid and owner not in (p.pid for p in proc.parents()):
-                raise ClaudeGone("claude %d is no longer the program in pane %s" % (self.pid, pane.pane_id))
-        except psutil.NoSuchProcess:
-            raise ClaudeGone("claude %d has exited" % self.pid) from None
+        now = procs.start_time(self.pid)
+        if now is None:
+            raise ClaudeGone("claude %d has exited" % self.pid)
+        if now != self.started:
+            raise ClaudeGone("claude %d has exited (its pid now belongs to another process)" % self.pid)
+        owner = pane.pane_pid()
+        if owner != self.pid and owner not in procs.ancestors(self.pid):
+            raise ClaudeGone("claude %d is no longer the program in pane %s" % (self.pid, pane.pane_id))
 
 
 class Rotator:
@@ -434,6 +426,38 @@ class Rotator:
 
     # -- steps --------------------------------------------------------------
 
+    def _standby(self):
+        """The mod is to hand over in-process: do nothing while it does (until ``standby_s``).
+
+        Returns True when the mod's hand-over started (the successor started, or
+        the mod took the hand-over), False when the rotator is to do it itself.
+        """
+        wait = self.timeouts.get("standby_s")
+        if not wait:
+            return False
+        self.note("standby", s=wait)
+        taken = lambda: os.path.exists(self.plan["started_marker"]) or self._holder() == "mod"
+        if _wait_for(lambda: (self._check() or True) and taken(), wait):
+            self.note("standby_over", by="mod")
+            return True
+        return False
+
+    def _holder(self):
+        try:
+            from . import session
+
+            return session.load(self.plan["sdir"]).get("handover_by")
+        except (KeyError, OSError, ValueError):
+            return None
+
+    def _take_handover(self):
+        """Claim the /clear for us (a mod may be about to do it); False when the mod has it."""
+        if not (self.plan.get("sdir") and self.plan.get("project_lock")):
+            return True
+        from . import rotation
+
+        return rotation.claim_handover(self.plan["sdir"], self.plan["project_lock"], "tmux")
+
     def _clear(self):
         marker = self.plan["started_marker"]
         started = lambda: os.path.exists(marker)
@@ -441,6 +465,13 @@ class Rotator:
         if started():
             self.note("started", preexisting=True)
             return
+        if self._standby() or not self._take_handover():
+            # The mod clears and submits: wait for its successor, type nothing.
+            if _wait_for(lambda: (self._check() or True) and started(), self.timeouts["marker_s"]):
+                self.note("started", by="mod")
+                return
+            raise RotationFailed("the mod took the hand-over but no successor started within %gs"
+                                 % self.timeouts["marker_s"])
         for attempt in range(1, self.attempts + 1):
             sent, at = self._submit("/clear", "/clear", "predecessor", started)
             if sent is None:
@@ -509,6 +540,12 @@ class Rotator:
         if arrived():
             self.note("delivered", via="marker", preexisting=True)
             return
+        if self._holder() == "mod":  # the mod submits the continuation: never a second one from us
+            if _wait_for(lambda: (self._check() or True) and arrived(), self.timeouts["delivery_s"]):
+                self.note("delivered", via="mod")
+                return
+            raise RotationFailed("the mod cleared but its continuation did not arrive within %gs"
+                                 % self.timeouts["delivery_s"])
         text = self.plan["continuation"]
         for attempt in range(1, self.attempts + 1):
             sent, at = self._submit(text, "continuation", "successor", arrived)

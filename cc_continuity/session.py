@@ -64,6 +64,20 @@ def ledger_path(sdir):
     return sdir + "/ledger.jsonl"
 
 
+# The checkpoint's files (their owner is here, with the rest of the session dir's layout,
+# so a module that only needs a path does not pull in checkpoint's git machinery).
+def checkpoint_dir(sdir):
+    return sdir + "/checkpoint"
+
+
+def handoff_path(sdir):
+    return sdir + "/checkpoint/handoff.md"
+
+
+def checkpoint_id(number):
+    return "cp-%03d" % number
+
+
 def read_file(path, limit=1 << 22):
     fd = posix.open(path, posix.O_RDONLY | posix.O_CLOEXEC)
     try:
@@ -122,6 +136,11 @@ def new_record(number, name, session_id, state=ACTIVE, **fields):
     }
     rec.update(fields)
     return rec
+
+
+def log(sdir, record):
+    """Append ``record`` to the session's ledger."""
+    return ledger.append(ledger_path(sdir), record)
 
 
 def transition(sdir, rec, dst, why, **fields):

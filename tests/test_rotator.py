@@ -282,7 +282,7 @@ def test_unreadable_plan_and_defaults(tmp_path):
         "ledger": "/tmp/l.jsonl", "successor_name": "p-002", "timeouts": {"idle_s": 7}}))
     plan = rotator.load_plan(str(tmp_path / "ok.json"))
     assert plan["timeouts"] == {"idle_s": 7.0, "marker_s": 60.0, "delivery_s": 20.0, "type_s": 5.0,
-                                "quiet_s": 1.0, "draft_s": 60.0}
+                                "quiet_s": 1.0, "draft_s": 60.0, "standby_s": 0.0}
     assert plan["retries"] == 3
 
 

@@ -36,6 +36,7 @@ HOSTILE = {
     "rotator_delivery_timeout_s": 1,
     "rotator_retries": 10,
     "rotator_draft_wait_s": 1,
+    "mod_standby_s": 1,
     "statusline_chain_timeout_ms": 10000,
     "watchdog_health_url": "http://127.0.0.1:9/health",
     "watchdog_progress_url": "http://127.0.0.1:9/metrics",
@@ -63,6 +64,8 @@ LOOSEN = {
     "precompact_block": (False, True),
     "snapshot_untracked": (False, True),
     "snapshot_max_file_bytes": (1000, 10 ** 9),
+    "mod": (False, True),
+    "compact_to_rotation": (False, True),
 }
 USER_ONLY = sorted(set(config.SCHEMA) - config.REPO_ANY - set(config.REPO_NARROW))
 

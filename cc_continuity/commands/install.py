@@ -19,6 +19,9 @@ def register(sub):
     p.add_argument("--shell", choices=("auto", "zsh", "bash", "fish"), default="auto",
                    help="which shell rc gets the claude() wrapper (default: from $SHELL)")
     p.add_argument("--no-wrapper", action="store_true", help="do not add the claude() shell wrapper")
+    p.add_argument("--plugin", action="store_true",
+                   help="carry the hooks, skills and the in-process mod as a Claude Code plugin (claude plugin "
+                        "install) instead of settings.json; the status line stays in settings.json")
     p.add_argument("--dry-run", action="store_true", help="print the diff of every file; write nothing")
     p.set_defaults(func=run)
 
@@ -44,7 +47,7 @@ def run(args):
 
     opts = install.Options(window=args.window, thresholds=args.thresholds, ntfy=args.ntfy,
                            unattended=args.unattended, shell=args.shell, no_wrapper=args.no_wrapper,
-                           dry_run=args.dry_run)
+                           dry_run=args.dry_run, plugin=args.plugin)
     try:
         return install.install(opts)
     except (install.InstallError, install.settings.SettingsError, install.blocks.BlockError,

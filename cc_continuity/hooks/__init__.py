@@ -14,8 +14,9 @@ One exception to "always exit 0", and only for the async hooks installed with
 ``call.rewake`` exits 2 with that text on stderr, which wakes the model.  An
 async hook cannot block anything; any error still means exit 0.
 
-The first argument names the handler: a Claude Code event, or a name of ours
-for a second handler of the same event (``StopLate`` runs on Stop).
+The first argument names the handler: a Claude Code event, a name of ours for a
+second handler of the same event (``StopLate`` runs on Stop), or a call of the
+plugin's mod (``Mod*``, see ``hooks/mod.py``).
 """
 
 import posix
@@ -35,6 +36,10 @@ HANDLERS = {
     "Stop": "stop",
     "StopLate": "stop_late",
     "PreCompact": "pre_compact",
+    "ModHello": "mod",
+    "ModTurnEnd": "mod",
+    "ModCompact": "mod",
+    "ModDone": "mod",
     "SessionEnd": "session_end",
 }
 
@@ -47,6 +52,10 @@ BUDGET = {
     "Stop": 50.0,
     "StopLate": 55.0,
     "PreCompact": 25.0,
+    "ModHello": 8.0,
+    "ModTurnEnd": 15.0,
+    "ModCompact": 15.0,
+    "ModDone": 8.0,
     "SessionEnd": 8.0,
 }
 

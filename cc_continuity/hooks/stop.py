@@ -171,8 +171,14 @@ def _fallback(ctx, n, sdir, check, tries):
     return _verified(ctx, n, sdir, machine, degraded=True, tries=tries)
 
 
-def _verified(ctx, n, sdir, check, degraded, tries):
-    """Snapshot + manifest, CHECKPOINT_VERIFIED, then start the hand-over."""
+def _verified(ctx, n, sdir, check, degraded, tries, driver=None):
+    """Snapshot + manifest, CHECKPOINT_VERIFIED, then start the hand-over by one driver.
+
+    ``driver`` (mod, tmux or manual) is chosen here unless given: the plugin's
+    mod when this Claude process's mod is alive (it hands over at the turn's end,
+    in-process; a tmux rotator stands by in case it does not), else the tmux
+    rotator, else the user's own /clear.  The ledger and the record say which.
+    """
     from .. import rotation
 
     try:
@@ -187,26 +193,36 @@ def _verified(ctx, n, sdir, check, degraded, tries):
                            "handoff %s after %d tries" % ("degraded" if degraded else "valid", tries),
                            checkpoint=summary)
         successor_name = proj.session_name(proj.peek_next_number())
-        use_tmux = rotation.can_use_tmux(rec, ctx.cfg)
-        session.transition(sdir, rec, session.ROTATING if use_tmux else session.AWAITING_MANUAL_CLEAR,
-                           "tmux pane %s" % rec.get("tmux_pane") if use_tmux else "no tmux: manual /clear")
+        driver = driver or rotation.choose_driver(rec, ctx.cfg)
+        use_tmux = driver != "manual" and rotation.can_use_tmux(rec, ctx.cfg)
+        why = {"mod": "the mod hands over in-process", "tmux": "tmux pane %s" % rec.get("tmux_pane"),
+               "manual": "no tmux: manual /clear"}[driver]
+        session.transition(sdir, rec, session.AWAITING_MANUAL_CLEAR if driver == "manual" else session.ROTATING,
+                           why, driver=driver, handover_by=None)
+        ctx.log(sdir, {"ev": "driver", "driver": driver, "checkpoint": summary["id"]})
     common.notify(ctx, rec, "checkpoint-verified", "%s %s" % (summary["id"], "degraded" if degraded else "valid"))
-    ctx.outcome = "checkpoint %s verified%s" % (summary["id"], " (degraded)" if degraded else "")
+    ctx.outcome = "checkpoint %s verified%s, driver %s" % (summary["id"], " (degraded)" if degraded else "", driver)
     if use_tmux:
         try:
-            pid = rotation.start(rec, sdir, ctx.cfg, successor_name, proj.lock_path)
+            standby = ctx.cfg["mod_standby_s"] if driver == "mod" else None
+            pid = rotation.start(rec, sdir, ctx.cfg, successor_name, proj.lock_path, standby)
             with proj.lock():
                 rec = session.load(sdir)
                 rec["rotator_pid"] = pid
                 session.save(sdir, rec)
-            ctx.log(sdir, {"ev": "rotator_spawned", "pid": pid, "successor": successor_name})
+            ctx.log(sdir, {"ev": "rotator_spawned", "pid": pid, "successor": successor_name,
+                           "standby": bool(standby)})
             return None
         except Exception as e:  # the rotator could not start: fall back to a manual /clear
             ctx.log(sdir, {"ev": "rotator_failed", "error": str(e)[:300]})
+            if driver == "mod":
+                return None  # the mod still hands over; it just has no tmux behind it
             with proj.lock():
                 rec = session.load(sdir)
                 session.transition(sdir, rec, session.AWAITING_MANUAL_CLEAR, "rotator failed to start")
             common.notify(ctx, rec, "lifecycle-failed", "rotator did not start: %s" % type(e).__name__)
+    if driver == "mod":
+        return None
     return _ask_for_clear(rec)
 
 

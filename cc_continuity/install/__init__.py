@@ -21,7 +21,7 @@ import shutil
 import time
 
 from .. import __version__, atomic, paths
-from . import app, blocks, manifest, settings, skills
+from . import app, blocks, manifest, plugin, settings, skills
 
 CLAUDE_MD_BLOCK = "claude-md"
 WRAPPER_BLOCK = "wrapper"
@@ -38,9 +38,9 @@ class Options:
     """What ``cc-continuity install`` was asked to do (mirrors the CLI flags)."""
 
     def __init__(self, window=None, thresholds=None, ntfy=None, unattended=False, shell="auto",
-                 no_wrapper=False, dry_run=False):
+                 no_wrapper=False, dry_run=False, plugin=False):
         self.window, self.thresholds, self.ntfy, self.unattended = window, thresholds, ntfy, unattended
-        self.shell, self.no_wrapper, self.dry_run = shell, no_wrapper, dry_run
+        self.shell, self.no_wrapper, self.dry_run, self.plugin = shell, no_wrapper, dry_run, plugin
 
 
 # -- small file helpers --------------------------------------------------------
@@ -243,7 +243,29 @@ def install(opts, out=print):
         return _install(opts, out)  # only reads: no lock (it would create the state dir)
     _install(opts, lambda *a: None, check_only=True)  # a file it cannot use is refused before anything is written
     with _InstallLock():
+        if opts.plugin:
+            _install_plugin(out)  # before settings are planned: `claude plugin install` writes them too
         return _install(opts, out)  # planned again: the install before ours may have changed things
+
+
+def _install_plugin(out):
+    """The app copy, the plugin beside it (``$CC_CONTINUITY_HOME/plugin``), registered with Claude Code."""
+    from ..commands.launch import find_real_claude
+
+    home = paths.home()
+    claude = find_real_claude(os.environ)
+    if claude is None:
+        raise InstallError("--plugin needs Claude Code's `claude` on PATH (or CC_CONTINUITY_CLAUDE)")
+    app.install(home)
+    python, app_dir = app.base_interpreter(), app.app_link(home)
+    target = plugin.plugin_dir(home)
+    plugin.write(target, plugin.files(python, app_dir, app.launcher_text(python, app_dir)))
+    try:
+        plugin.register(claude, target)
+    except plugin.PluginError as e:
+        raise InstallError(str(e)) from None
+    out("plugin: %s from %s, enabled (hooks, skills, bin/ and the mod come from it)" % (
+        plugin.PLUGIN_ID, show(target)))
 
 
 def _install(opts, out, check_only=False):
@@ -266,6 +288,9 @@ def _install(opts, out, check_only=False):
     prev_settings = prev.get("settings") if (prev.get("settings") or {}).get("path") == settings_path else None
     rendered = settings.render_fragment(settings.load_fragment(), python, app_dir)
     old = read(settings_path)
+    plugins = _enabled_plugins(old)
+    if plugins:
+        rendered = dict(rendered, hooks={})  # the plugin carries them (and the skills)
     new, srec = settings.plan_install(old, rendered, prev_settings, where=settings_path)
     settings_change = FileChange(settings_path, old, new, keep_backup=True)
 
@@ -281,7 +306,7 @@ def _install(opts, out, check_only=False):
 
     prev_skills = prev.get("skills") or {}
     skill_changes, foreign = [], []
-    for name, content in skills.shipped().items():
+    for name, content in (skills.shipped() if not plugins else {}).items():
         t = skills.target(cdir, name)
         cur = read(t)
         if cur is None or cur == content or skills.sha256(cur) == prev_skills.get(t):
@@ -318,10 +343,18 @@ def _install(opts, out, check_only=False):
     # Recorded before the user's files are touched, so an interrupted install can still be undone.
     record = _record(prev, python, app_dir, launcher, path_link, settings_path, srec, md_change, rc_change, shell,
                      skill_changes, created)
+    if plugins:
+        record["skills"] = {}
+    if opts.plugin or prev.get("plugin"):
+        record["plugin"] = {"id": plugin.PLUGIN_ID, "dir": plugin.plugin_dir(home)}
     manifest.save(record)
 
     settings_change.apply(created)
     _report_settings(out, settings_change, srec, len(rendered["hooks"]))
+    if plugins:
+        out("hooks: from the plugin %s, none in settings.json (both would run every event twice)"
+            % ", ".join(plugins))
+        _remove_skills(out, cdir, prev_skills)
 
     md_change.apply(created)
     out("CLAUDE.md: %s block %s" % (show(md_path), _verb(md_change)))
@@ -344,6 +377,16 @@ def _install(opts, out, check_only=False):
     manifest.save(record)
     out("record: %s" % show(manifest.path()))
     return 0
+
+
+def _enabled_plugins(settings_bytes):
+    """cc-continuity plugins the user settings enable (unreadable settings: none; plan_install says why)."""
+    if settings_bytes is None:
+        return []
+    try:
+        return plugin.enabled(settings.parse(settings.decode(settings_bytes)))
+    except settings.SettingsError:
+        return []
 
 
 def _verb(change):
@@ -477,6 +520,7 @@ def _uninstall(purge, out):
     problems += _remove_blocks(out, "shell", rc_targets, WRAPPER_BLOCK, "hash")
 
     _remove_skills(out, cdir, (rec or {}).get("skills") or {})
+    problems += _uninstall_plugin(out, (rec or {}).get("plugin"))
 
     launcher = app.launcher_path(home)
     if hooks_gone:
@@ -511,6 +555,30 @@ def _uninstall(purge, out):
             out("purge: %s deleted" % show(home))
         else:
             out("purge: %s not there" % show(home))
+    return 0
+
+
+def _uninstall_plugin(out, recorded):
+    """Take out the plugin ``install --plugin`` registered (Claude Code's own commands); problems count."""
+    if not recorded:
+        return 0
+    from ..commands.launch import find_real_claude
+
+    try:
+        claude = find_real_claude(os.environ)
+    except RuntimeError:
+        claude = None
+    if claude is None:
+        out("plugin: %s left registered: no claude to run `claude plugin uninstall %s`" % (
+            recorded.get("id"), recorded.get("id")))
+        return 1
+    try:
+        removed = plugin.unregister(claude)
+    except plugin.PluginError as e:
+        out("plugin: %s" % e)
+        return 1
+    plugin.remove_dir()
+    out("plugin: %s" % (", ".join(removed) + " removed" if removed else "not registered"))
     return 0
 
 

@@ -425,9 +425,9 @@ def merge(doc, rendered):
     group appended.
     """
     doc = copy.deepcopy(doc)
-    if "hooks" not in doc:
+    if "hooks" not in doc and rendered["hooks"]:
         doc["hooks"] = {}
-    hooks = doc["hooks"]
+    hooks = doc.get("hooks", {})
     if not isinstance(hooks, dict):
         raise SettingsError('"hooks" is not a JSON object; fix or remove it, then run install again')
     for event, (ours,) in rendered["hooks"].items():
@@ -527,8 +527,17 @@ def plan_install(old, rendered, previous=None, where="settings.json"):
         had, chain = True, current
     rendered = dict(rendered, statusLine=with_chain(rendered["statusLine"], chain if had else None))
 
+    target = doc
+    if not rendered["hooks"]:
+        # A cc-continuity plugin carries the hooks: none of ours in settings.json (Claude Code
+        # does not deduplicate the two, so both would run every event twice).
+        target = unmerge(doc, prev)
+        if "statusLine" in doc:
+            target["statusLine"] = doc["statusLine"]
+        elif "statusLine" in target:
+            del target["statusLine"]
     try:
-        new_doc = merge(doc, rendered)
+        new_doc = merge(target, rendered)
     except SettingsError as e:
         raise SettingsError("%s: %s" % (where, e)) from None
     if text is not None and new_doc == doc:

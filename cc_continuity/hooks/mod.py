@@ -1,0 +1,147 @@
+"""What the plugin's mod asks the Python core: it measures and acts, decisions stay here.
+
+The mod (``hooks/mod.js``) runs inside Claude Code and calls these handlers through
+the same entry as every hook (``python -S -c <boot> <Handler>``, the JSON on stdin,
+one JSON object back on stdout):
+
+* ``ModHello`` - the mod of this Claude process is loaded (at its start);
+* ``ModTurnEnd`` - a main-thread turn ended: the context as Claude Code itself
+  computed it (no transcript lag), and, when this session's checkpoint is verified
+  with the mod as its driver, the hand-over to perform: ``{"handover": {...}}``;
+* ``ModCompact`` - an automatic compaction is about to run: rotate instead
+  (``{"skip": reason, "handover": {...}}``).  The window is full, so there is no
+  turn left for the model to write a handoff: the one it wrote, if valid, else a
+  machine handoff (degraded); the continuation restates the user's last request
+  (a skipped reactive compaction ends the turn without retrying it);
+* ``ModDone`` - what the mod did; a failure gives the hand-over back to the tmux
+  rotator standing by, or asks the user for /clear.
+
+Every call also leaves the mod's heartbeat (:func:`rotation.mod_heartbeat`), which
+is how the Stop hook knows it may choose the mod.
+"""
+
+from .. import meter, rotation, session
+from . import common
+
+MOD_EVENTS = ("ModHello", "ModTurnEnd", "ModCompact", "ModDone")
+SKIP_REASON = "cc-continuity: rotating to a fresh session instead of compacting"
+PREPARE = (session.ACTIVE, session.WARNED, session.ROTATION_PENDING, session.BOOTSTRAPPING)
+
+
+def handle(call):
+    ctx = common.HookContext(call)
+    mod = ctx.payload.get("mod")
+    rotation.mod_heartbeat(ctx.claude_pid(), mod.get("version") if isinstance(mod, dict) else None)
+    if call.event == "ModHello" or not ctx.cfg["enabled"]:
+        ctx.outcome = "mod heartbeat"
+        return None
+    n = ctx.number()
+    if n is None:
+        ctx.outcome = "unknown session"
+        return None
+    sdir = ctx.session_dir(n)
+    return {"ModTurnEnd": turn_end, "ModCompact": compact, "ModDone": done}[call.event](ctx, n, sdir)
+
+
+def turn_end(ctx, n, sdir):
+    usage = ctx.payload.get("usage")
+    if isinstance(usage, dict) and isinstance(usage.get("tokens"), int) and not isinstance(usage["tokens"], bool):
+        window = usage.get("window") if isinstance(usage.get("window"), int) else None
+        meter.save_status_reading(sdir, ctx.session_id, usage["tokens"], window)
+    rec = session.load(sdir)
+    if rec["state"] != session.ROTATING or rec.get("driver") != "mod" or not ctx.cfg["mod"]:
+        return None
+    return _hand_over(ctx, n, sdir)
+
+
+def _hand_over(ctx, n, sdir, last_request=None):
+    """The hand-over for the mod, once (whoever takes it first: the mod or the tmux rotator)."""
+    proj = ctx.project
+    if not rotation.claim_handover(sdir, proj.lock_path, "mod"):
+        ctx.outcome = "hand-over taken by the tmux rotator"
+        return None
+    rec = session.load(sdir)
+    plan = rotation.handover(rec, sdir, proj.session_name(proj.peek_next_number()), proj.root, last_request)
+    ctx.log(sdir, {"ev": "mod", "step": "handover", "checkpoint": plan["checkpoint"],
+                   "successor": plan["successor"]})
+    ctx.outcome = "hand-over %s to the mod" % plan["checkpoint"]
+    return {"handover": plan}
+
+
+def compact(ctx, n, sdir):
+    from .. import checkpoint, handoff
+    from . import stop
+
+    if not (ctx.cfg["mod"] and ctx.cfg["compact_to_rotation"]) or ctx.payload.get("trigger") != "auto":
+        return None
+    if ctx.payload.get("agent_id"):
+        return None  # a subagent's own transcript: not ours to rotate
+    rec = session.load(sdir)
+    last = _last_request(sdir)
+    if rec["state"] in session.CLAIMABLE:
+        out = _hand_over(ctx, n, sdir, last) if rec.get("driver") == "mod" else None
+        return dict(out or {}, skip=SKIP_REASON)
+    if rec["state"] not in PREPARE + (session.HANDOFF_REQUESTED,):
+        return None
+    proj = ctx.project
+    reading = common.measure(ctx, sdir, rec)
+    with proj.lock():
+        rec = session.load(sdir)
+        if rec["state"] in PREPARE:
+            snap = checkpoint.collect(proj.root, sdir, rec, reading, ctx.payload, ctx.cfg)
+            session.transition(sdir, rec, session.HANDOFF_REQUESTED, "auto-compaction: rotating instead",
+                               handoff_tries=0, handoff_requested_at=snap["requested_at"])
+        elif rec["state"] != session.HANDOFF_REQUESTED:
+            return None
+    path = checkpoint.handoff_path(sdir)
+    check = handoff.validate(path, proj.root, ctx.cfg)
+    if check.ok:
+        stop._verified(ctx, n, sdir, check, degraded=False, tries=int(rec.get("handoff_tries") or 0) or 1,
+                       driver="mod")
+    else:
+        try:
+            snap = checkpoint.read_json(checkpoint.cp_dir(sdir) + "/snapshot.json")
+        except (OSError, ValueError):
+            snap = {}
+        problems = ["the context filled up (auto-compaction) before a valid handoff was written"]
+        machine = checkpoint.write_machine_handoff(sdir, snap, ctx.cfg, problems)
+        machine.problems = problems
+        stop._verified(ctx, n, sdir, machine, degraded=True, tries=0, driver="mod")
+    ctx.log(sdir, {"ev": "mod", "step": "compaction_skipped", "trigger": "auto", "degraded": not check.ok})
+    out = _hand_over(ctx, n, sdir, last)
+    return dict(out or {}, skip=SKIP_REASON)
+
+
+def _last_request(sdir):
+    from .. import checkpoint
+
+    asked = checkpoint.prompts(sdir, limit=1, chars=600)
+    return asked[-1]["text"] if asked else None
+
+
+def done(ctx, n, sdir):
+    p = ctx.payload
+    ok = p.get("ok") is True
+    record = {"ev": "mod", "step": p.get("step") if isinstance(p.get("step"), str) else ("done" if ok else "failed"),
+              "ok": ok}
+    for key in ("cleared_ms", "submitted_ms", "new_session_id"):
+        if isinstance(p.get(key), (int, str)) and not isinstance(p.get(key), bool):
+            record[key] = p[key]
+    if not ok:
+        record["error"] = str(p.get("error"))[:300]
+    ctx.log(sdir, record)
+    if ok:
+        ctx.outcome = "mod %s" % record["step"]
+        return None
+    # Give the hand-over back: a tmux rotator standing by takes it, else the user types /clear.
+    proj = ctx.project
+    rotation.claim_handover(sdir, proj.lock_path, None)
+    rec = session.load(sdir)
+    if not (rec.get("rotator_pid") and rotation.can_use_tmux(rec, ctx.cfg)):
+        with proj.lock():
+            rec = session.load(sdir)
+            if rec["state"] == session.ROTATING:
+                session.transition(sdir, rec, session.AWAITING_MANUAL_CLEAR, "the mod's hand-over failed")
+        common.notify(ctx, rec, "lifecycle-failed", "the mod could not hand over: type /clear")
+    ctx.outcome = "mod failed: %s" % record["error"][:80]
+    return None

@@ -1,0 +1,159 @@
+"""cc-continuity as a Claude Code plugin: built from the app copy, registered with ``claude plugin``.
+
+Two ways to have the plugin, one hook table (``hooks/hooks.json``):
+
+* this repository is a plugin and its own marketplace: ``claude plugin
+  marketplace add <repo>`` + ``claude plugin install cc-continuity@cc-continuity``.
+  Its hooks run ``python3`` from PATH with the plugin's own copy of the package;
+* ``cc-continuity install --plugin`` writes a plugin next to the app copy
+  (``$CC_CONTINUITY_HOME/plugin``), its hooks rendered with the absolute base
+  interpreter and the app copy (so a hook costs what it costs with a settings
+  install, and the app's ``lib/`` is on its path), and registers it through Claude
+  Code's own commands (marketplace ``cc-continuity-local``).
+
+Either way the plugin carries the hooks, the six skills, ``bin/cc-continuity`` and
+the mod; a plugin cannot carry the main status line, so that stays a settings
+write.  Hooks are not deduplicated between a plugin and settings.json, so while a
+cc-continuity plugin is enabled install writes no hooks of its own into settings
+(and removes earlier ones): :func:`enabled` says whether one is.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+
+from .. import __version__, atomic, paths
+
+MARKETPLACE = "cc-continuity-local"
+NAME = "cc-continuity"
+PLUGIN_ID = "%s@%s" % (NAME, MARKETPLACE)
+_DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data")
+
+
+class PluginError(RuntimeError):
+    """A ``claude plugin`` command failed; the message has its output."""
+
+
+def plugin_dir(home=None):
+    return os.path.join(home or paths.home(), "plugin")
+
+
+def manifest():
+    """plugin.json (the repository's own is a copy: a test keeps them equal)."""
+    return {
+        "name": NAME,
+        "version": __version__,
+        "description": ("Zero-touch session rotation for Claude Code: at a context threshold the agent writes a "
+                        "validated handoff, the git tree is snapshotted without touching your branches, the "
+                        "context is cleared and the next session carries on. Hooks, six /continuity-* skills, "
+                        "the cc-continuity command for the Bash tool, and a mod that clears and continues "
+                        "in-process."),
+        "author": {"name": "cc-continuity maintainers"},
+        "license": "MIT",
+        "keywords": ["context", "handoff", "rotation", "compaction", "checkpoint"],
+    }
+
+
+def files(python, app_dir, launcher_text):
+    """``{relative path: bytes}`` of the plugin that runs the app copy at ``app_dir`` on ``python``."""
+    from . import settings
+
+    rendered = settings.render_fragment(settings.load_fragment(), python, app_dir)
+    with open(os.path.join(_DATA, "hooks", "hooks.json"), encoding="utf-8") as f:
+        table = json.load(f)
+    table["hooks"] = rendered["hooks"]
+    out = {
+        ".claude-plugin/plugin.json": _json(manifest()),
+        ".claude-plugin/marketplace.json": _json({
+            "name": MARKETPLACE, "description": "cc-continuity, from this machine's installed copy",
+            "owner": {"name": "cc-continuity maintainers"},
+            "metadata": {"description": "cc-continuity, from this machine's installed copy"},
+            "plugins": [{"name": NAME, "source": "./", "description": "the installed cc-continuity"}]}),
+        "hooks/hooks.json": _json(table),
+        "bin/cc-continuity": launcher_text.encode("utf-8"),
+    }
+    with open(os.path.join(_DATA, "hooks", "mod.js"), "rb") as f:
+        out["hooks/mod.js"] = f.read()
+    base = os.path.join(_DATA, "skills")
+    for name in sorted(os.listdir(base)):
+        skill = os.path.join(base, name, "SKILL.md")
+        if os.path.isfile(skill):
+            with open(skill, "rb") as f:
+                out["skills/%s/SKILL.md" % name] = f.read()
+    return out
+
+
+def _json(doc):
+    return (json.dumps(doc, indent=2) + "\n").encode("utf-8")
+
+
+def write(target, content):
+    """Make ``target`` hold exactly ``content`` (stale files of an older version removed)."""
+    paths.ensure_dir(target)
+    for rel, data in content.items():
+        path = os.path.join(target, rel)
+        paths.ensure_dir(os.path.dirname(path))
+        atomic.write_bytes(path, data, mode=0o700 if rel.startswith("bin/") else 0o600, fsync=False)
+    wanted = set(content)
+    for dirpath, dirnames, filenames in os.walk(target, topdown=False):
+        for fn in filenames:
+            rel = os.path.relpath(os.path.join(dirpath, fn), target)
+            if rel not in wanted:
+                os.unlink(os.path.join(dirpath, fn))
+        if dirpath != target and not os.listdir(dirpath):
+            os.rmdir(dirpath)
+
+
+def enabled(doc):
+    """The cc-continuity plugins a settings document enables (``name@marketplace`` ids)."""
+    plugins = doc.get("enabledPlugins") if isinstance(doc, dict) else None
+    if not isinstance(plugins, dict):
+        return []
+    return sorted(k for k, v in plugins.items() if v is True and isinstance(k, str) and k.split("@")[0] == NAME)
+
+
+def _claude(claude, args, env=None, timeout=120):
+    try:
+        p = subprocess.run([claude, "plugin", *args], capture_output=True, text=True, timeout=timeout,
+                           stdin=subprocess.DEVNULL, env=env)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise PluginError("claude plugin %s: %s" % (" ".join(args), e)) from None
+    if p.returncode != 0:
+        raise PluginError("claude plugin %s failed (exit %d): %s" % (
+            " ".join(args), p.returncode, (p.stderr or p.stdout).strip()[-400:]))
+    return p.stdout
+
+
+def register(claude, target, env=None):
+    """``claude plugin marketplace add <target>`` and ``install`` (user scope); idempotent."""
+    listed = _claude(claude, ["marketplace", "list"], env)
+    if MARKETPLACE not in listed:
+        _claude(claude, ["marketplace", "add", target], env)
+    else:
+        _claude(claude, ["marketplace", "update", MARKETPLACE], env)
+    installed = _claude(claude, ["list"], env)
+    if PLUGIN_ID in installed:
+        _claude(claude, ["update", PLUGIN_ID], env)
+    else:
+        _claude(claude, ["install", PLUGIN_ID, "--scope", "user"], env)
+
+
+def unregister(claude, env=None):
+    """Take the plugin and its marketplace out again (what :func:`register` added)."""
+    removed = []
+    if PLUGIN_ID in _claude(claude, ["list"], env):
+        _claude(claude, ["uninstall", PLUGIN_ID], env)
+        removed.append(PLUGIN_ID)
+    if MARKETPLACE in _claude(claude, ["marketplace", "list"], env):
+        _claude(claude, ["marketplace", "remove", MARKETPLACE], env)
+        removed.append("marketplace " + MARKETPLACE)
+    return removed
+
+
+def remove_dir(home=None):
+    d = plugin_dir(home)
+    if os.path.isdir(d):
+        shutil.rmtree(d)
+        return True
+    return False
