@@ -13,7 +13,7 @@ git state, the last user prompts, the open todo list, the meter reading.
 import os
 import time
 
-from . import atomic, fastjson, gitsnap, handoff, ledger, paths, redact, session, transcript
+from . import atomic, fastjson, ledger, paths, session
 from .session import ledger_path
 
 PROMPT_CHARS = 500
@@ -82,6 +82,8 @@ def prompts(sdir, since=None, limit=PROMPTS_KEPT, chars=PROMPT_CHARS):
         text = rec["text"].strip()
         if text.startswith("Continuing from cp-"):
             continue  # our own continuation prompt is not the user's
+        from . import redact  # only with a prompt to quote: compiling its rules costs ~50 ms
+
         text = redact.redact(text)
         out.append({"ts": rec.get("ts"), "text": text[:chars] + ("…" if len(text) > chars else "")})
     return out[-limit:] if limit else out
@@ -89,6 +91,8 @@ def prompts(sdir, since=None, limit=PROMPTS_KEPT, chars=PROMPT_CHARS):
 
 def collect(root, sdir, rec, reading, payload, cfg, out_dir=None):
     """Machine facts for the snapshot; written to ``<out_dir>/snapshot.json`` and returned."""
+    from . import gitsnap, transcript  # here: the claim reads checkpoints and must stay light
+
     out_dir = out_dir or cp_dir(sdir)
     os.makedirs(out_dir, mode=0o700, exist_ok=True)
     tpath = payload.get("transcript_path") or rec.get("transcript")
@@ -120,6 +124,8 @@ def finalize(root, slug, sdir, rec, check, cfg, degraded, tries, snap):
     older install's, or one a crashed attempt of this very checkpoint left — is
     never moved or deleted; this checkpoint takes the next free ``cp-<NNN>-<k>``.
     """
+    from . import gitsnap, redact  # here: the claim reads checkpoints and must stay light
+
     number = rec["number"]
     cid = checkpoint_id(number)
     hpath = handoff_path(sdir)
@@ -172,6 +178,8 @@ def write_machine_handoff(sdir, snap, cfg, problems):
     entry, never written through (``follow=False``: a fresh 0600 file renamed over it);
     a checkpoint directory that is itself a link or not ours is refused.
     """
+    from . import handoff  # here: the claim reads checkpoints and must stay light
+
     problem = paths.private_dir_problem(cp_dir(sdir))
     if problem:
         raise paths.NotRegular("refusing to write the machine handoff: %s" % problem)

@@ -20,7 +20,6 @@ import time
 
 from . import atomic, config, fastjson, log, paths
 from .lock import Lock, LockTimeout
-from .redact import redact
 
 BODY_MAX = 200
 TITLE_MAX = 120
@@ -105,6 +104,8 @@ def format_message(event, *, slug=None, session=None, ratio=None, text="", host=
     a short reason or summary; only its first line is used.  Everything is
     redacted before it is cut to size, so a cut can never expose half a secret.
     """
+    from .redact import redact  # here, not at import: compiling its rules costs ~50 ms
+
     name = _event(event)
     label, priority, tag = EVENTS[name]
     who = session_name(slug, session) if slug or session is not None else ""

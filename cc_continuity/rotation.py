@@ -11,6 +11,7 @@
   claims the checkpoint all the same.
 """
 
+import os
 import time
 
 from . import atomic, fastjson, paths, session
@@ -75,27 +76,54 @@ def mod_alive(pid, now=None):
             and isinstance(beat.get("at"), (int, float)) and now - beat["at"] <= MOD_FRESH_S)
 
 
-def claim_handover(sdir, lock_path, who):
-    """Take the hand-over of this checkpoint for ``who`` (``mod`` or ``tmux``): True if it is ours.
+# -- one hand-over, taken by one driver -------------------------------------------
+#
+# With the mod driving, the Stop hook leaves the hand-over as a file the mod can read
+# without starting a process (``runtime/handover/<session id>.json``), and a tmux
+# rotator stands by.  Whoever *renames* the file first does the /clear: rename(2) is
+# atomic, and both sides have it (the mod runs ``mv``; the rotator ``os.rename``).
 
-    Both may be ready at once (the mod at the turn's end, a rotator standing by);
-    whoever writes ``handover_by`` first, under the project lock, does the /clear.
-    ``release`` (``who=None``) gives it back after a failed attempt.
-    """
-    from .lock import Lock
+def handover_dir():
+    return paths.runtime_dir() + "/handover"
 
-    with Lock(lock_path, timeout=10):
-        rec = session.load(sdir)
-        if rec["state"] not in session.CLAIMABLE:
-            return False
-        holder = rec.get("handover_by")
-        if who is None or holder in (None, who):
-            if holder != who:
-                rec["handover_by"] = who
-                session.save(sdir, rec)
-                session.log(sdir, {"ev": "handover", "by": who})
-            return who is not None
+
+def handover_file(session_id, taken_by=None):
+    return "%s/%s.%s" % (handover_dir(), session_id, taken_by or "json")
+
+
+def offer_handover(session_id, plan):
+    """Leave the hand-over for whichever driver takes it first."""
+    paths.ensure_dir(handover_dir())
+    atomic.write_text(handover_file(session_id), fastjson.dumps(plan), fsync=False)
+
+
+def handover_offered(session_id):
+    return os.path.exists(handover_file(session_id))
+
+
+def take_handover(session_id, who):
+    """Take the offered hand-over for ``who`` (``mod`` or ``tmux``): True for the one rename that won."""
+    try:
+        os.rename(handover_file(session_id), handover_file(session_id, who))
+        return True
+    except FileNotFoundError:
         return False
+
+
+def handover_holder(session_id):
+    """``mod`` / ``tmux`` once taken, None while offered or when there is none."""
+    for who in ("mod", "tmux"):
+        if os.path.exists(handover_file(session_id, who)):
+            return who
+    return None
+
+
+def give_back(session_id, who):
+    """A driver that failed gives the hand-over back (the other one may take it)."""
+    try:
+        os.rename(handover_file(session_id, who), handover_file(session_id))
+    except FileNotFoundError:
+        pass
 
 
 def choose_driver(rec, cfg):
@@ -123,6 +151,7 @@ def draft_file(sdir):
 def plan(rec, sdir, cfg, successor_name, project_lock=None, standby_s=None):
     cid = (rec.get("checkpoint") or {}).get("id") or session.checkpoint_id(rec["number"])
     out = {
+        "session_id": rec.get("session_id"),
         "socket": rec["tmux_socket"],
         "pane": rec["tmux_pane"],
         "started_marker": started_marker(sdir),
@@ -157,6 +186,7 @@ def handover(rec, sdir, successor_name, root, last_request=None):
     """What the mod is told to do for a verified checkpoint: clear, then submit this."""
     cid = (rec.get("checkpoint") or {}).get("id") or session.checkpoint_id(rec["number"])
     return {"checkpoint": cid, "successor": successor_name, "delivered_marker": delivered_marker(sdir),
+            "session_id": rec.get("session_id"),
             "continuation": continuation_prompt(cid, successor_name, "mod", root, session.handoff_path(sdir),
                                                 last_request)}
 

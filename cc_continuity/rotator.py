@@ -427,36 +427,47 @@ class Rotator:
     # -- steps --------------------------------------------------------------
 
     def _standby(self):
-        """The mod is to hand over in-process: do nothing while it does (until ``standby_s``).
+        """The mod is to hand over in-process: wait (up to ``standby_s``) while it does.
 
-        Returns True when the mod's hand-over started (the successor started, or
-        the mod took the hand-over), False when the rotator is to do it itself.
+        Then take the hand-over ourselves unless the mod took it (an atomic rename of
+        the offered plan: exactly one of us does the /clear).  True when the mod has it.
         """
         wait = self.timeouts.get("standby_s")
-        if not wait:
+        sid = self.plan.get("session_id")
+        if not wait or not sid:
             return False
-        self.note("standby", s=wait)
-        taken = lambda: os.path.exists(self.plan["started_marker"]) or self._holder() == "mod"
-        if _wait_for(lambda: (self._check() or True) and taken(), wait):
-            self.note("standby_over", by="mod")
-            return True
-        return False
-
-    def _holder(self):
-        try:
-            from . import session
-
-            return session.load(self.plan["sdir"]).get("handover_by")
-        except (KeyError, OSError, ValueError):
-            return None
-
-    def _take_handover(self):
-        """Claim the /clear for us (a mod may be about to do it); False when the mod has it."""
-        if not (self.plan.get("sdir") and self.plan.get("project_lock")):
-            return True
         from . import rotation
 
-        return rotation.claim_handover(self.plan["sdir"], self.plan["project_lock"], "tmux")
+        self.note("standby", s=wait)
+        _wait_for(lambda: (self._check() or True) and (
+            os.path.exists(self.plan["started_marker"]) or rotation.handover_holder(sid) == "mod"), wait)
+        if rotation.take_handover(sid, "tmux"):
+            self.note("standby_over", by="tmux")
+            return False
+        self.note("standby_over", by=rotation.handover_holder(sid) or "mod")
+        return True
+
+    def _mod_holds(self):
+        sid = self.plan.get("session_id")
+        if not sid:
+            return False
+        from . import rotation
+
+        return rotation.handover_holder(sid) == "mod"
+
+    def _await_mod(self, done, timeout, what):
+        """Wait while the mod does a step: True when ``done``; False when it gave the hand-over
+        back (its ModDone failed) and it is ours now, so we type the step ourselves."""
+        from . import rotation
+
+        sid = self.plan["session_id"]
+        back = lambda: rotation.handover_holder(sid) is None
+        if _wait_for(lambda: (self._check() or True) and (done() or back()), self.timeouts[timeout]) and done():
+            return True
+        if back() and rotation.take_handover(sid, "tmux"):
+            self.note("handover_back", by="tmux")
+            return False
+        raise RotationFailed("the mod took the hand-over but %s within %gs" % (what, self.timeouts[timeout]))
 
     def _clear(self):
         marker = self.plan["started_marker"]
@@ -465,13 +476,9 @@ class Rotator:
         if started():
             self.note("started", preexisting=True)
             return
-        if self._standby() or not self._take_handover():
-            # The mod clears and submits: wait for its successor, type nothing.
-            if _wait_for(lambda: (self._check() or True) and started(), self.timeouts["marker_s"]):
-                self.note("started", by="mod")
-                return
-            raise RotationFailed("the mod took the hand-over but no successor started within %gs"
-                                 % self.timeouts["marker_s"])
+        if self._standby() and self._await_mod(started, "marker_s", "no successor started"):
+            self.note("started", by="mod")
+            return
         for attempt in range(1, self.attempts + 1):
             sent, at = self._submit("/clear", "/clear", "predecessor", started)
             if sent is None:
@@ -540,12 +547,9 @@ class Rotator:
         if arrived():
             self.note("delivered", via="marker", preexisting=True)
             return
-        if self._holder() == "mod":  # the mod submits the continuation: never a second one from us
-            if _wait_for(lambda: (self._check() or True) and arrived(), self.timeouts["delivery_s"]):
-                self.note("delivered", via="mod")
-                return
-            raise RotationFailed("the mod cleared but its continuation did not arrive within %gs"
-                                 % self.timeouts["delivery_s"])
+        if self._mod_holds() and self._await_mod(arrived, "delivery_s", "its continuation did not arrive"):
+            self.note("delivered", via="mod")  # never a second continuation from us
+            return
         text = self.plan["continuation"]
         for attempt in range(1, self.attempts + 1):
             sent, at = self._submit(text, "continuation", "successor", arrived)

@@ -14,6 +14,7 @@
 // implementation and one interpreter. Module variables survive /clear ($.state does not).
 
 let entry = null; // [python, "-S", "-c", boot], from hooks/hooks.json
+let runtime = null; // cc-continuity's runtime folder, from ModHello's answer
 let handing = false; // a hand-over is running in this process
 
 async function pythonEntry($) {
@@ -40,7 +41,25 @@ async function call($, handler, payload) {
   }
 }
 
-async function handOver($, plan, fromSession) {
+// The Stop hook offers a verified checkpoint's hand-over as <runtime>/handover/<session>.json;
+// a tmux rotator may stand by for it. Whoever renames it first does the /clear (rename is
+// atomic; mv is one, and far quicker to start than Python).
+async function takeOffered($, session) {
+  if (runtime === null) return null;
+  const offered = `${runtime}/handover/${session}.json`;
+  if (!(await $.fs.exists(offered))) return null;
+  const ours = `${runtime}/handover/${session}.mod`;
+  const moved = await $.process.run(["mv", offered, ours], { timeoutMs: 5000 });
+  if (moved.exitCode !== 0) return null; // the rotator had it first
+  try {
+    return JSON.parse(await $.fs.read(ours));
+  } catch (err) {
+    await $.process.run(["mv", ours, offered], { timeoutMs: 5000 }); // give it back
+    throw err;
+  }
+}
+
+async function handOver($, plan, fromSession, via) {
   if (handing) return;
   handing = true;
   const t0 = Date.now();
@@ -57,11 +76,11 @@ async function handOver($, plan, fromSession) {
       await $.prompt.submit({ text: plan.continuation, asUser: true });
     }
     await call($, "ModDone", {
-      session_id: fromSession, ok: true, step: "submitted", new_session_id: toSession,
+      session_id: fromSession, ok: true, step: "submitted", via, new_session_id: toSession,
       cleared_ms: cleared - t0, submitted_ms: Date.now() - t0,
     });
   } catch (err) {
-    await call($, "ModDone", { session_id: fromSession, ok: false, step, error: String(err) });
+    await call($, "ModDone", { session_id: fromSession, ok: false, step, via, error: String(err) });
   } finally {
     handing = false;
   }
@@ -70,7 +89,10 @@ async function handOver($, plan, fromSession) {
 export function register(on) {
   on("session.start", async ($, e, next) => {
     const started = await next(e);
-    void call($, "ModHello", { session_id: await $.session.id(), cwd: e.cwd });
+    void (async () => {
+      const hello = await call($, "ModHello", { session_id: await $.session.id(), cwd: e.cwd });
+      if (typeof hello.runtime === "string") runtime = hello.runtime;
+    })();
     return started;
   });
 
@@ -79,9 +101,11 @@ export function register(on) {
     if (!e.agentId && !handing) {
       void (async () => {
         const session = await $.session.id();
+        const offered = await takeOffered($, session).catch(() => null);
+        if (offered) return handOver($, offered, session, "offer");
         const { context } = await $.session.usage();
         const answer = await call($, "ModTurnEnd", { session_id: session, usage: context });
-        if (answer.handover) await handOver($, answer.handover, session);
+        if (answer.handover) await handOver($, answer.handover, session, "ModTurnEnd");
       })();
     }
     return done;
@@ -92,7 +116,7 @@ export function register(on) {
     const session = await $.session.id();
     const answer = await call($, "ModCompact", { session_id: session, trigger: e.trigger });
     if (!answer.skip) return next(e);
-    if (answer.handover) void handOver($, answer.handover, session); // the clear waits for the turn's end
+    if (answer.handover) void handOver($, answer.handover, session, "ModCompact"); // the clear waits for the turn's end
     return { skip: answer.skip };
   });
 }

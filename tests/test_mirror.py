@@ -6,13 +6,12 @@ refspec covers refs/*) and not for an ordinary one; ``snapshot_untracked: false`
 untracked files out of the snapshot (and turns doctor's warning into a note).
 """
 
-import json
 import os
 import subprocess
 
 import pytest
 
-from cc_continuity import config, gitsnap, paths
+from cc_continuity import config, gitsnap
 from cc_continuity.install import checks
 
 SECRET = "password=hunter2-local-only"

@@ -16,7 +16,7 @@ import time
 import pytest
 
 from cc_continuity import config, rotation, session
-from helpers.hookdriver import HookDriver, dead_pid, handoff_text, tokens_at
+from helpers.hookdriver import HookDriver, handoff_text, tokens_at
 
 SECTIONS = config.HANDOFF_SECTIONS
 S1 = "a1a1a1a1-0000-4000-8000-000000000001"

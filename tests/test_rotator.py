@@ -389,3 +389,109 @@ def test_an_enter_that_did_not_take_is_recovered_before_the_user_types_behind_it
     lines = s.run.submitted()
     left = s.run.pane.input_text(s.run.pane.capture())
     assert lines.count("hello there") + (left == "hello there") == 1, (s.run.events(), left, s.steps())
+
+
+# -- standing by for the mod (rotation.offer_handover / take_handover) ------------
+
+SID = "5e55e55e-0000-4000-8000-00000000000a"
+
+
+def _standby_setup(server, tmp_path, standby_s=1.5):
+    from cc_continuity import rotation
+
+    s = Setup(server, tmp_path, session_id=SID)
+    s.plan["timeouts"]["standby_s"] = standby_s
+    with open(s.plan_path, "w") as f:
+        json.dump(s.plan, f)
+    rotation.offer_handover(SID, {"continuation": "from the mod"})
+    return s
+
+
+def test_nobody_takes_the_offered_hand_over_so_the_standby_rotator_does_it(server, tmp_path):
+    from cc_continuity import rotation
+
+    s = _standby_setup(server, tmp_path)
+    res = s.rotate()
+    assert res.returncode == 0, res.stderr
+    assert s.run.submitted() == ["/clear", CONTINUATION]
+    assert rotation.handover_holder(SID) == "tmux" and not rotation.handover_offered(SID)
+    standby = [r for r in s.records() if r["step"] == "standby_over"]
+    assert [r["by"] for r in standby] == ["tmux"] and standby[0]["ms"] >= 1400  # it waited first
+
+
+def test_when_the_mod_takes_the_hand_over_the_rotator_types_nothing(server, tmp_path):
+    from cc_continuity import rotation
+
+    s = _standby_setup(server, tmp_path, standby_s=10)
+
+    def the_mod():  # what mod.js does: mv the offer, clear and submit (both markers appear)
+        time.sleep(0.5)
+        assert rotation.take_handover(SID, "mod")
+        time.sleep(0.3)
+        open(s.started, "w").close()
+        time.sleep(0.3)
+        with open(s.delivered, "w") as f:
+            f.write("from the mod")
+
+    import threading
+
+    t = threading.Thread(target=the_mod)
+    t.start()
+    t0 = time.monotonic()
+    res = s.rotate()
+    t.join()
+    assert res.returncode == 0, res.stderr
+    assert time.monotonic() - t0 < 8  # it did not sit out its whole standby
+    assert s.run.submitted() == [] and s.run.raw_bytes() == b""
+    steps = s.steps()
+    assert ("standby_over" in steps and "clear_sent" not in steps and "continuation_sent" not in steps)
+    assert [r.get("by") for r in s.records() if r["step"] in ("standby_over", "started")] == ["mod", "mod"]
+    assert [r.get("via") for r in s.records() if r["step"] == "delivered"] == ["mod"]
+
+
+def test_a_mod_that_cleared_then_failed_gives_back_and_the_rotator_types_the_continuation(server, tmp_path):
+    from cc_continuity import rotation
+
+    s = _standby_setup(server, tmp_path, standby_s=10)
+    s.plan["timeouts"]["delivery_s"] = 8
+    with open(s.plan_path, "w") as f:
+        json.dump(s.plan, f)
+
+    def the_mod():  # /clear worked ($.command.run), $.prompt.submit threw: ModDone gives it back
+        time.sleep(0.4)
+        assert rotation.take_handover(SID, "mod")
+        open(s.started, "w").close()
+        time.sleep(1.0)
+        rotation.give_back(SID, "mod")
+
+    import threading
+
+    t = threading.Thread(target=the_mod)
+    t.start()
+    res = s.rotate()
+    t.join()
+    assert res.returncode == 0, res.stderr
+    assert s.run.submitted() == [CONTINUATION]  # no /clear from us: the mod's went through
+    assert "handover_back" in s.steps() and rotation.handover_holder(SID) == "tmux"
+
+
+def test_exactly_one_of_many_racing_drivers_takes_the_hand_over(tmp_path):
+    from cc_continuity import rotation
+
+    code = ("import sys, time; from cc_continuity import rotation; t = float(sys.argv[1])\n"
+            "while time.time() < t: pass\n"
+            "print(rotation.take_handover(sys.argv[2], sys.argv[3]))")
+    for round_ in range(10):
+        sid = "%s-%d" % (SID, round_)
+        rotation.offer_handover(sid, {"n": round_})
+        at = time.time() + 0.4
+        procs = [subprocess.Popen([sys.executable, "-c", code, str(at), sid, who], stdout=subprocess.PIPE,
+                                  text=True) for who in ("mod", "tmux") * 4]
+        won = [p.communicate(timeout=20)[0].strip() == "True" for p in procs]
+        assert sum(won) == 1, (round_, won)
+        winner = ("mod", "tmux")[won.index(True) % 2]
+        assert rotation.handover_holder(sid) == winner and not rotation.handover_offered(sid)
+        with open(rotation.handover_file(sid, winner)) as f:
+            assert json.load(f) == {"n": round_}
+        rotation.give_back(sid, winner)  # a failed driver puts it back for the other one
+        assert rotation.handover_offered(sid) and rotation.handover_holder(sid) is None

@@ -4,10 +4,13 @@ The mod (``hooks/mod.js``) runs inside Claude Code and calls these handlers thro
 the same entry as every hook (``python -S -c <boot> <Handler>``, the JSON on stdin,
 one JSON object back on stdout):
 
-* ``ModHello`` - the mod of this Claude process is loaded (at its start);
-* ``ModTurnEnd`` - a main-thread turn ended: the context as Claude Code itself
-  computed it (no transcript lag), and, when this session's checkpoint is verified
-  with the mod as its driver, the hand-over to perform: ``{"handover": {...}}``;
+* ``ModHello`` - the mod of this Claude process is loaded (at its start); the answer
+  names the runtime folder, where the Stop hook offers a hand-over as a file
+  (:func:`rotation.offer_handover`) that the mod takes by renaming it, with no
+  Python start on the critical path;
+* ``ModTurnEnd`` - a main-thread turn ended with no hand-over offered: the context
+  as Claude Code itself computed it (no transcript lag), and, should the session be
+  rotating with the mod as driver all the same, the hand-over: ``{"handover": {...}}``;
 * ``ModCompact`` - an automatic compaction is about to run: rotate instead
   (``{"skip": reason, "handover": {...}}``).  The window is full, so there is no
   turn left for the model to write a handoff: the one it wrote, if valid, else a
@@ -20,7 +23,7 @@ Every call also leaves the mod's heartbeat (:func:`rotation.mod_heartbeat`), whi
 is how the Stop hook knows it may choose the mod.
 """
 
-from .. import meter, rotation, session
+from .. import meter, paths, rotation, session
 from . import common
 
 MOD_EVENTS = ("ModHello", "ModTurnEnd", "ModCompact", "ModDone")
@@ -32,8 +35,10 @@ def handle(call):
     ctx = common.HookContext(call)
     mod = ctx.payload.get("mod")
     rotation.mod_heartbeat(ctx.claude_pid(), mod.get("version") if isinstance(mod, dict) else None)
-    if call.event == "ModHello" or not ctx.cfg["enabled"]:
+    if call.event == "ModHello":
         ctx.outcome = "mod heartbeat"
+        return {"runtime": paths.runtime_dir()}  # where the mod finds an offered hand-over by itself
+    if not ctx.cfg["enabled"]:
         return None
     n = ctx.number()
     if n is None:
@@ -57,11 +62,13 @@ def turn_end(ctx, n, sdir):
 def _hand_over(ctx, n, sdir, last_request=None):
     """The hand-over for the mod, once (whoever takes it first: the mod or the tmux rotator)."""
     proj = ctx.project
-    if not rotation.claim_handover(sdir, proj.lock_path, "mod"):
-        ctx.outcome = "hand-over taken by the tmux rotator"
-        return None
     rec = session.load(sdir)
     plan = rotation.handover(rec, sdir, proj.session_name(proj.peek_next_number()), proj.root, last_request)
+    if rotation.handover_holder(ctx.session_id) is None and (last_request or not rotation.handover_offered(ctx.session_id)):
+        rotation.offer_handover(ctx.session_id, plan)  # this plan (it restates the request), or one lost
+    if not rotation.take_handover(ctx.session_id, "mod"):
+        ctx.outcome = "hand-over already taken (%s)" % rotation.handover_holder(ctx.session_id)
+        return None
     ctx.log(sdir, {"ev": "mod", "step": "handover", "checkpoint": plan["checkpoint"],
                    "successor": plan["successor"]})
     ctx.outcome = "hand-over %s to the mod" % plan["checkpoint"]
@@ -124,7 +131,7 @@ def done(ctx, n, sdir):
     ok = p.get("ok") is True
     record = {"ev": "mod", "step": p.get("step") if isinstance(p.get("step"), str) else ("done" if ok else "failed"),
               "ok": ok}
-    for key in ("cleared_ms", "submitted_ms", "new_session_id"):
+    for key in ("via", "cleared_ms", "submitted_ms", "new_session_id"):
         if isinstance(p.get(key), (int, str)) and not isinstance(p.get(key), bool):
             record[key] = p[key]
     if not ok:
@@ -135,7 +142,7 @@ def done(ctx, n, sdir):
         return None
     # Give the hand-over back: a tmux rotator standing by takes it, else the user types /clear.
     proj = ctx.project
-    rotation.claim_handover(sdir, proj.lock_path, None)
+    rotation.give_back(ctx.session_id, "mod")
     rec = session.load(sdir)
     if not (rec.get("rotator_pid") and rotation.can_use_tmux(rec, ctx.cfg)):
         with proj.lock():

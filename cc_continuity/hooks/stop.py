@@ -21,7 +21,7 @@ requests the handoff then.
 import os
 import time
 
-from .. import checkpoint, handoff, session
+from .. import checkpoint, claim, handoff, session
 from . import common
 
 WAIT_S = 3.0
@@ -192,13 +192,19 @@ def _verified(ctx, n, sdir, check, degraded, tries, driver=None):
         session.transition(sdir, rec, session.CHECKPOINT_VERIFIED,
                            "handoff %s after %d tries" % ("degraded" if degraded else "valid", tries),
                            checkpoint=summary)
+        try:
+            claim.prepare(proj, n, rec, ctx.cfg["bootstrap_max_tokens"])  # the claim then only adds what is new
+        except (OSError, ValueError) as e:
+            ctx.log(sdir, {"ev": "bootstrap_prepare_failed", "error": str(e)[:200]})
         successor_name = proj.session_name(proj.peek_next_number())
         driver = driver or rotation.choose_driver(rec, ctx.cfg)
         use_tmux = driver != "manual" and rotation.can_use_tmux(rec, ctx.cfg)
         why = {"mod": "the mod hands over in-process", "tmux": "tmux pane %s" % rec.get("tmux_pane"),
                "manual": "no tmux: manual /clear"}[driver]
         session.transition(sdir, rec, session.AWAITING_MANUAL_CLEAR if driver == "manual" else session.ROTATING,
-                           why, driver=driver, handover_by=None)
+                           why, driver=driver)
+        if driver == "mod":  # left where the mod reads it at the turn's end, without starting a process
+            rotation.offer_handover(ctx.session_id, rotation.handover(rec, sdir, successor_name, proj.root))
         ctx.log(sdir, {"ev": "driver", "driver": driver, "checkpoint": summary["id"]})
     common.notify(ctx, rec, "checkpoint-verified", "%s %s" % (summary["id"], "degraded" if degraded else "valid"))
     ctx.outcome = "checkpoint %s verified%s, driver %s" % (summary["id"], " (degraded)" if degraded else "", driver)

@@ -146,3 +146,27 @@ def report_metrics(name, data):
     if target:
         with open(target, "a", encoding="utf-8") as f:
             f.write(line + "\n")
+
+
+def plugin_sandbox(sandbox_factory, scenario_for, mods_off=False):
+    """A sandbox with cc-continuity installed as a Claude Code plugin (``install --plugin``).
+
+    ``mods_off``: Claude Code's rollout flag for plugin mods is saved off (the way a
+    served-off flag or a managed login leaves it), so the plugin's classic hooks run
+    but its mod does not load: the tmux rotator must drive.
+    """
+    extra = {"CLAUDE_CODE_GB_DISK_CACHE_WHEN_TELEMETRY_OFF": "1"} if mods_off else None
+    sb = sandbox_factory(model_name=MODEL, extra_env=extra)
+    sb.model.set_scenario(scenario_for(sb.project))
+    if mods_off:
+        with open(sb.claude_json_path, encoding="utf-8") as f:
+            seed = json.load(f)
+        seed["cachedGrowthBookFeatures"] = {"tengu_plugin_hooks_modules": False}
+        with open(sb.claude_json_path, "w", encoding="utf-8") as f:
+            json.dump(seed, f)
+    proc = sb.cli("install", "--plugin", "--no-wrapper", timeout=240)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    doc = sb.settings()
+    assert doc.get("enabledPlugins", {}).get("cc-continuity@cc-continuity-local") is True, doc
+    assert not install_settings.has_ours({"hooks": doc.get("hooks", {})}), "hooks in settings.json too"
+    return sb

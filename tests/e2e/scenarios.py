@@ -132,3 +132,23 @@ def rotation_with_a_running_subagent(project, task, hold_s=90):
     scenario["rules"] = [sub] + [r for r in scenario["rules"] if r["name"] != "work"] + [spawned, agent]
     scenario["default"] = {"reply": "Noted."}
     return scenario
+
+
+def prompt_too_long(project, task):
+    """A turn's second request is refused as too long: Claude Code's reactive compaction path.
+
+    The first reply runs a tool (so there is a conversation to compact) at a low
+    usage (the meter sees nothing to rotate for); the request carrying its result
+    gets the 400, so only the compaction hook can turn it into a rotation.
+    """
+    scenario = rotation_scenario(project, task=task)
+    scenario["rules"] = [r for r in scenario["rules"] if r["name"] != "work"] + [
+        {"name": "read", "times": 1, "when": {"last_user_contains": task},
+         "reply": [{"type": "text", "text": "Reading everything."},
+                   {"type": "tool_use", "name": "Bash",
+                    "input": {"command": "echo BIG-OUTPUT-MARK", "description": "read"}}],
+         "usage": usage_at(30.0)},
+        {"name": "too-long", "times": 1, "when": {"last_user_contains": "BIG-OUTPUT-MARK"},
+         "error": {"status": 400, "type": "invalid_request_error",
+                   "message": "prompt is too long: 200500 tokens > 200000 maximum"}}]
+    return scenario
