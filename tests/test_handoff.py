@@ -242,3 +242,49 @@ def test_default_budget_keeps_every_late_prompt_even_at_the_worst_case(tmp_path)
     assert len(text) <= 9500
     for i in range(2, 12):
         assert ("- LATE-%02d " % i + "x" * 492 + "…") in text
+
+
+SECRET = "ghp_" + "Qx9" * 12
+
+
+@pytest.mark.parametrize("shape", ["small", "named", "worst_late", "secrets", "draft"])
+def test_a_bootstrap_prepared_at_verify_is_the_one_built_at_the_claim(tmp_path, shape):
+    """The Stop hook prepares the checkpoint's part (claim.prepare); the claim adds the late part.
+    Whatever the shape, the successor reads exactly what a claim building it all would give."""
+    body, late, todos = filled(), ["LATE: handle empty input"], ()
+    if shape == "named":
+        body = filled(body="The tokenizer state machine is described here in detail. " * 66)
+    if shape == "worst_late":
+        body = filled(body="z" * 3000)
+        late = ["LATE-%02d " % i + "x" * 600 for i in range(12)]
+        todos = [{"status": "pending", "content": "todo item %d " % i + "y" * 200} for i in range(15)]
+    if shape == "secrets":
+        body = filled(body="The deploy used token %s once." % SECRET)
+        late = ["use password=hunter2-%s please" % SECRET]
+    proj, n, rec = predecessor(tmp_path, body, late=late, todos=todos)
+    if shape == "draft":
+        with open(checkpoint.cp_dir(proj.session_dir(n)) + "/draft.txt", "w") as f:
+            f.write("and then also check the lexer")
+    built = claim.bootstrap_text(proj, n, rec, "proj-002", 2500)
+    claim.prepare(proj, n, rec, 2500)
+    prepared = checkpoint.cp_dir(proj.session_dir(n)) + "/bootstrap.json"
+    assert os.path.exists(prepared) and SECRET not in open(prepared).read()
+    assert claim.bootstrap_text(proj, n, rec, "proj-002", 2500) == built
+    assert SECRET not in built
+    # Another budget than the prepared one, or a damaged file: built in full, the same.
+    other_budget = claim.bootstrap_text(proj, n, rec, "proj-002", 1000)
+    os.remove(prepared)
+    assert other_budget == claim.bootstrap_text(proj, n, rec, "proj-002", 1000)
+    claim.prepare(proj, n, rec, 2500)
+    with open(prepared, "w") as f:
+        f.write('{"text": 7, "budget"')
+    assert claim.bootstrap_text(proj, n, rec, "proj-002", 2500) == built
+
+
+def test_prompts_typed_after_the_bootstrap_was_prepared_are_in_it(tmp_path):
+    proj, n, rec = predecessor(tmp_path, filled())
+    claim.prepare(proj, n, rec, 2500)
+    ledger.append(session.ledger_path(proj.session_dir(n)), {"ev": "prompt", "text": "LATE: one more", "ts": 4000.0})
+    text = claim.bootstrap_text(proj, n, rec, "proj-002", 2500)
+    assert text.endswith("## Prompts the user typed after the handoff was requested\n- LATE: one more")
+    assert text.startswith("Continuing from cp-001 (proj-002).\n")
