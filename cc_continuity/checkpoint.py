@@ -186,7 +186,7 @@ def write_machine_handoff(sdir, snap, cfg, problems):
     text = handoff.machine_handoff(snap, cfg["handoff_sections"], problems)
     atomic.write_text(handoff_path(sdir), text, mode=paths.FILE_MODE, follow=False)
     v = handoff.Validation()
-    from _sha256 import sha256
+    from .digest import sha256
 
     v.sha256 = sha256(text.encode("utf-8")).hexdigest()
     v.chars = len(text)

@@ -9,7 +9,7 @@ model can fix precisely what is wrong on its next try.
 import os
 import re
 
-from _sha256 import sha256
+from .digest import sha256
 
 HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
 # Path-like tokens worth checking: in backticks, or list items in "Files touched".

@@ -20,7 +20,7 @@ edit.  Each step leaves a ledger that verifies if the process dies right there.
 import posix
 import time
 
-from _sha256 import sha256
+from .digest import sha256
 
 from . import fastjson
 

@@ -9,7 +9,7 @@ start-up).  Paths are plain strings joined with "/": POSIX only.
 
 import posix
 
-from _sha256 import sha256
+from .digest import sha256
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600

@@ -226,7 +226,7 @@ class HookDriver:
             assert res.returncode == 0, (args, res.returncode, res.stdout, res.stderr)
         return res
 
-    def statusline(self, session_id, percent=None):
+    def statusline(self, session_id, percent=None, python=None):
         """The status line's output for this session (context_window as Claude Code sends it)."""
         p = {"session_id": session_id, "transcript_path": self.transcript(session_id).path, "cwd": self.root,
              "model": {"id": MODEL, "display_name": "Sonnet 4.5"},
@@ -241,7 +241,7 @@ class HookDriver:
                                                      "cache_read_input_tokens": tok - 3},
                                    "used_percentage": int(percent), "remaining_percentage": 100 - int(percent)}
         env = self.env(session_id, NO_COLOR="1")
-        res = subprocess.run([sys.executable, "-S", STATUSMAIN], input=compact(p).encode(), env=env,
+        res = subprocess.run([python or sys.executable, "-S", STATUSMAIN], input=compact(p).encode(), env=env,
                              cwd=self.root, capture_output=True, timeout=30)
         assert res.returncode == 0, res.stderr
         return res.stdout.decode("utf-8")
