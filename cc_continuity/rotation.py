@@ -126,6 +126,25 @@ def give_back(session_id, who):
         pass
 
 
+def sweep_handovers(now=None, keep_s=24 * 3600):
+    """Remove hand-over files (offered or taken) older than ``keep_s``; returns how many."""
+    now = time.time() if now is None else now
+    removed = 0
+    try:
+        names = os.listdir(handover_dir())
+    except OSError:
+        return 0
+    for name in names:
+        path = os.path.join(handover_dir(), name)
+        try:
+            if now - os.stat(path).st_mtime > keep_s:
+                os.unlink(path)
+                removed += 1
+        except OSError:
+            continue
+    return removed
+
+
 def choose_driver(rec, cfg):
     """``mod`` when this process's mod is alive and allowed, else ``tmux`` when usable, else ``manual``."""
     if cfg["mod"] and mod_alive(rec.get("pid")):

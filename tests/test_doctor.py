@@ -516,3 +516,104 @@ def test_notify_test_sends_one_real_message(inst, ntfy):
     assert len(handler.received) == 1 and handler.received[0][0] == "/my-topic"
     handler.status = 403
     _red(inst.check("ntfy", notify_test=True)["ntfy"], "not delivered", "403")
+
+
+# -- the plugin ------------------------------------------------------------------
+
+def plugin_copy(inst, pid="cc-continuity@cc-continuity-local", version=__version__):
+    """A plugin as Claude Code keeps it (plugins/cache + installed_plugins.json), enabled in settings."""
+    from cc_continuity.install import plugin
+
+    root = os.path.join(paths.claude_config_dir(), "plugins", "cache", pid.split("@")[1], "cc-continuity", version)
+    files = plugin.files(PYTHON, os.path.join(inst.cchome, "app"), "#!/bin/sh\n")
+    plugin.write(root, files)
+    meta = json.load(open(os.path.join(root, ".claude-plugin", "plugin.json")))
+    meta["version"] = version
+    json.dump(meta, open(os.path.join(root, ".claude-plugin", "plugin.json"), "w"))
+    index = os.path.join(paths.claude_config_dir(), "plugins", "installed_plugins.json")
+    doc = json.load(open(index)) if os.path.exists(index) else {"version": 2, "plugins": {}}
+    doc["plugins"][pid] = [{"scope": "user", "installPath": root, "version": version}]
+    json.dump(doc, open(index, "w"))
+    s = inst.read_settings()
+    s.setdefault("enabledPlugins", {})[pid] = True
+    s["hooks"] = {}
+    inst.write_settings(s)
+    shutil.rmtree(os.path.join(paths.claude_config_dir(), "skills"), ignore_errors=True)
+    return root
+
+
+def fake_plugin_test(inst, said):
+    """`claude plugin test` answering the way the real one does (its lines checked in tests/e2e)."""
+    inst.claude.write_text("#!/bin/sh\nif [ \"$1\" = plugin ]; then echo 'claude plugin test: %s' >&2; exit 1; fi\n"
+                           "echo '2.1.332 (Claude Code)'\n" % said)
+
+
+def test_a_plugin_install_is_green_and_its_own_hook_command_is_probed(inst):
+    plugin_copy(inst)
+    fake_plugin_test(inst, "/tmp/x: no hooks module to load; there is no hooks/hooks.json naming one")
+    results = inst.check()
+    assert [r for r in results.values() if not r.ok] == []
+    assert "by the plugin cc-continuity@cc-continuity-local" in results["hooks"].detail
+    assert "from the plugin" in results["skills"].detail
+    assert results["mod"].detail.startswith("mods can load here")
+    assert "the hook ran" in results["hook-probe"].detail
+
+
+def test_plugin_and_settings_hooks_together_are_double_wiring(inst):
+    plugin_copy(inst)
+    s = inst.read_settings()
+    s["hooks"] = settings.render_fragment(settings.load_fragment(), PYTHON, os.path.join(inst.cchome, "app"))["hooks"]
+    inst.write_settings(s)
+    _red(inst.check("hooks")["hooks"], "double wiring", "cc-continuity install",
+         "claude plugin uninstall cc-continuity@cc-continuity-local")
+
+
+def test_two_plugins_an_old_copy_or_no_copy_are_red(inst):
+    root = plugin_copy(inst)
+    plugin_copy(inst, pid="cc-continuity@cc-continuity")
+    _red(inst.check("plugin")["plugin"], "2 cc-continuity plugins", "runs 2 times")
+    s = inst.read_settings()
+    del s["enabledPlugins"]["cc-continuity@cc-continuity"]
+    inst.write_settings(s)
+    assert inst.check("plugin")["plugin"].ok
+    plugin_copy(inst, version="0.0.9")  # the same id, an older copy
+    _red(inst.check("plugin")["plugin"], "version 0.0.9", "claude plugin update")
+    shutil.rmtree(os.path.dirname(root))
+    _red(inst.check("plugin")["plugin"], "no copy of it")
+    _red(inst.check("hooks")["hooks"], "hooks/hooks.json is missing")
+
+
+@pytest.mark.parametrize("said, ok, fragment", [
+    ("/tmp/x: no hooks module to load; there is no hooks/hooks.json naming one", True, "mods can load"),
+    ("hooks modules are turned off here (disableAllHooks, allowManagedHooksOnly or a policy)", False, "disableAllHooks"),
+    ("hooks modules are turned off in this process: the rollout switch served off", False, "rollout switch"),
+    ("something new", False, "no answer we know"),
+])
+def test_whether_mods_load_is_what_claude_plugin_test_says(inst, said, ok, fragment):
+    plugin_copy(inst)
+    fake_plugin_test(inst, said)
+    result = inst.check("mods")["mod"]
+    assert result.ok is ok and fragment in result.detail, result
+
+
+def test_without_a_plugin_or_with_mod_off_nothing_is_asked(inst):
+    fake_plugin_test(inst, "hooks modules are turned off in this process")
+    assert "no plugin" in inst.check("mods")["mod"].detail
+    plugin_copy(inst)
+    with open(paths.config_file(), "w") as f:
+        json.dump({"mod": False}, f)
+    result = inst.check("mods")["mod"]
+    assert result.ok and '"mod": false' in result.detail
+
+
+def test_a_pre_skill_shell_command_hook_is_flagged_only_where_it_can_block_us(inst, monkeypatch):
+    assert inst.check("skill-shell")["skill-shell"].detail == "no PreSkillShellCommand hook"
+    os.makedirs(os.path.join(str(inst.repo), ".claude"), exist_ok=True)
+    with open(os.path.join(str(inst.repo), ".claude", "settings.json"), "w") as f:
+        json.dump({"hooks": {"PreSkillShellCommand": [{"matcher": "Bash", "hooks": [
+            {"type": "command", "command": "/usr/local/bin/deny-all"}]}]}}, f)
+    result = inst.check("skill-shell")["skill-shell"]
+    assert result.ok and "cannot be refused" in result.detail  # our skills inject no shell command
+    assert checks.skill_shell_commands() == {}
+    monkeypatch.setattr(checks, "skill_shell_commands", lambda: {"continuity-status": ["cc-continuity status"]})
+    _red(inst.check("skill-shell")["skill-shell"], "continuity-status", "cc-continuity status")

@@ -182,3 +182,17 @@ def test_compaction_is_left_to_claude_code(drv, case):
         drv.config(mod=False)
     assert mod(drv, "ModCompact", S1, **fields) is None
     assert drv.state(S1)["state"] == session.ACTIVE
+
+
+def test_status_and_history_say_which_driver_hands_over(drv, tmp_path):
+    mod(drv, "ModHello", S1, cwd=drv.root)
+    to_verified(drv, S1)
+    rows = json.loads(drv.cli("status", "--json").stdout)["sessions"]
+    assert [(r["name"], r["driver"]) for r in rows] == [("proj-001", "mod")]
+    assert "driver mod" in drv.cli("status").stdout
+    drv.hook("SessionEnd", S1, reason="clear")
+    drv.transcript(S2).assistant(tokens_at(5))
+    drv.hook("SessionStart", S2, source="clear")
+    hist = json.loads(drv.cli("history", "--json").stdout)["sessions"]
+    assert [(r["name"], r["driver"]) for r in hist] == [("proj-001", "mod"), ("proj-002", None)]
+    assert "by mod" in drv.cli("history").stdout

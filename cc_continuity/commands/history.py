@@ -32,6 +32,7 @@ def chain(proj):
             "validation": cp.get("validation"),
             "degraded": cp.get("degraded"),
             "rotation_ms": cp.get("rotation_ms"),
+            "driver": rec.get("driver") if cp.get("id") else None,
             "ended": (rec.get("ended") or {}).get("reason"),
         })
     return rows
@@ -56,6 +57,8 @@ def run(args):
                 r["validation"], " DEGRADED" if r["degraded"] else "")
             if r["rotation_ms"] is not None:
                 line += ", rotated in %.1fs" % (r["rotation_ms"] / 1000.0)
+            if r["driver"]:
+                line += " by %s" % r["driver"]
             if r["successor"]:
                 line += " -> %03d" % r["successor"]
         elif r["ended"]:

@@ -44,6 +44,7 @@ def describe(proj, cfg, n):
         "window": reading.get("window") if reading else None,
         "level": reading.get("level") if reading else None,
         "flags": rec.get("flags") or {},
+        "driver": rec.get("driver"),  # who hands over (mod, tmux, manual), once a checkpoint is verified
         "predecessor": rec.get("predecessor"),
         "successor": rec.get("successor"),
         "updated": rec.get("updated"),
@@ -66,6 +67,8 @@ def run(args):
     for r in rows:
         pct = "-" if r.get("percent") is None else "%.0f%%" % r["percent"]
         flags = " ".join("[%s]" % f.upper().replace("_", "-") for f in r.get("flags") or {})
+        if r.get("driver") and r["state"] not in (session.ACTIVE, session.WARNED):
+            flags = ("driver %s %s" % (r["driver"], flags)).strip()
         print("  %-24s %-22s %5s %-6s %s %s %s" % (
             r.get("name"), r["state"], pct, r.get("level") or "-",
             "alive" if r.get("alive") else "gone ", ago(r.get("updated")), flags))

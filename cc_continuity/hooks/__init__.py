@@ -24,7 +24,7 @@ import time
 
 import _signal
 
-from .. import fastjson
+from .. import fastjson, once
 from ..card import valid_session_id
 
 # Claude Code event -> handler module (cc_continuity.hooks.<module>).
@@ -137,6 +137,8 @@ def dispatch(event, raw, env=None):
         return None, "ignored", sid, None
     if call.session_id is None:
         return None, "no usable session_id", sid, None
+    if not once.first(event, call.session_id, payload, raw, call.getenv("CLAUDE_PLUGIN_ROOT") or "settings"):
+        return None, "duplicate: its twin handles it (a plugin and settings.json both wire our hooks?)", sid, None
     mod = __import__("cc_continuity.hooks." + modname, fromlist=["handle"])
     result = mod.handle(call)
     rewake = call.rewake if event in REWAKE and isinstance(call.rewake, str) and call.rewake else None

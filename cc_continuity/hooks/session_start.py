@@ -28,6 +28,7 @@ def handle(call):
     ctx.outcome = "registered %s (%s)" % (rec["name"], source)
     if source == "startup":
         common.notify(ctx, rec, "session-started", source)
+        _sweep()
     warning = _boundary_warning(ctx) if source == "startup" else None
     text = None
     if source in CLAIM_SOURCES:
@@ -40,6 +41,14 @@ def handle(call):
     if warning:
         out["systemMessage"] = warning
     return out or None
+
+
+def _sweep():
+    """Markers of calls long handled and hand-overs long done (at startup, never on a rotation's path)."""
+    from .. import once, rotation
+
+    once.sweep()
+    rotation.sweep_handovers()
 
 
 def _boundary_warning(ctx):

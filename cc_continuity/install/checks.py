@@ -108,6 +108,21 @@ class Context:
                 return {}
         return self._once("manifest", read)
 
+    def plugin(self):
+        """``(id, install path or None)`` of the cc-continuity plugin settings.json enables, or None.
+
+        More than one enabled is reported by :func:`check_plugin`; the others use the first.
+        """
+        def find():
+            from . import plugin
+
+            doc, _ = self.settings()
+            ids = plugin.enabled(doc) if doc else []
+            if not ids:
+                return None
+            return ids[0], plugin.install_path(ids[0], paths.claude_config_dir())
+        return self._once("plugin", find)
+
     def config(self):
         """(Config or None, error text or None)."""
         def load():
@@ -358,6 +373,8 @@ def check_hooks(ctx):
         return Result("hooks", False, err, "repair %s by hand (cc-continuity never rewrites a file it cannot "
                       "parse), then run cc-continuity install" % ctx.settings_path)
     expected = _expected_hooks()
+    if ctx.plugin():
+        return _plugin_hooks(ctx, doc, expected)
     missing, problems = [], []
     for event in expected:
         found = _our_handlers(doc, event)
@@ -386,11 +403,62 @@ def check_hooks(ctx):
     return Result("hooks", True, "%d events wired in %s" % (len(expected), ctx.settings_path))
 
 
+def _plugin_hooks(ctx, doc, expected):
+    """The plugin carries the hooks: settings.json must not carry them too."""
+    pid, root = ctx.plugin()
+    doubled = [event for event in expected if _our_handlers(doc, event)]
+    if doubled:
+        return Result("hooks", False, "double wiring: the plugin %s and %s both run our hooks, so %s run twice "
+                      "(Claude Code does not deduplicate them)" % (pid, ctx.settings_path, ", ".join(doubled)),
+                      "cc-continuity install (with the plugin enabled it takes its hooks out of settings.json), "
+                      "or `claude plugin uninstall %s` to keep the settings install" % pid)
+    table = _plugin_table(root)
+    if table is None:
+        return Result("hooks", False, "the plugin %s is enabled but its hooks/hooks.json is missing or unreadable "
+                      "under %s" % (pid, root), "claude plugin update %s (or cc-continuity install --plugin)" % pid)
+    missing = [event for event in expected if event not in table.get("hooks", {})]
+    if missing:
+        return Result("hooks", False, "the plugin %s wires no hook for %s" % (pid, ", ".join(missing)),
+                      "claude plugin update %s" % pid)
+    if doc.get("disableAllHooks") is True:
+        return Result("hooks", False, '"disableAllHooks": true in %s turns every hook off' % ctx.settings_path,
+                      'remove "disableAllHooks" from %s' % ctx.settings_path)
+    return Result("hooks", True, "%d events wired by the plugin %s (none in settings.json)" % (len(expected), pid))
+
+
+def _plugin_table(root):
+    try:
+        with open(os.path.join(root, "hooks", "hooks.json"), encoding="utf-8") as f:
+            table = json.load(f)
+    except (OSError, ValueError, TypeError):
+        return None
+    return table if isinstance(table, dict) and isinstance(table.get("hooks"), dict) else None
+
+
+def _plugin_handler(ctx):
+    """(event, handler) of the plugin's own hook table, ``${CLAUDE_PLUGIN_ROOT}`` and PATH resolved."""
+    _, root = ctx.plugin()
+    table = _plugin_table(root) if root else None
+    try:
+        handler = dict(table["hooks"]["PostToolUse"][0]["hooks"][0])
+    except (TypeError, KeyError, IndexError):
+        return None, None
+    fill = lambda text: text.replace("${CLAUDE_PLUGIN_ROOT}", root) if isinstance(text, str) else text
+    command = fill(handler.get("command"))
+    if isinstance(command, str) and not os.path.isabs(command):
+        command = shutil.which(command, path=ctx.env.get("PATH")) or command  # the plugin's python3
+    handler.update(command=command, args=[fill(a) for a in handler.get("args") or []])
+    return "PostToolUse", handler
+
+
 def check_hook_probe(ctx):
     """Run our installed hook command for real, on an event it must ignore."""
     doc, _ = ctx.settings()
     handler = None
-    for event in ("PostToolUse", "PreToolUse", "UserPromptSubmit", "Stop", "SessionStart", "PreCompact", "SessionEnd"):
+    if ctx.plugin():
+        on, handler = _plugin_handler(ctx)
+    for event in () if handler else ("PostToolUse", "PreToolUse", "UserPromptSubmit", "Stop", "SessionStart",
+                                     "PreCompact", "SessionEnd"):
         found = _our_handlers(doc, event) if doc else []
         if found:
             handler, on = found[0][1], event
@@ -560,6 +628,19 @@ def check_skills(ctx):
         return Result("skills", False, "this cc-continuity package ships no skills (a broken build)",
                       "reinstall cc-continuity (pip install --force-reinstall cc-continuity)")
     base = os.path.join(paths.claude_config_dir(), "skills")
+    if ctx.plugin():
+        pid, root = ctx.plugin()
+        missing = [n for n in names if not root or not os.path.isfile(os.path.join(root, "skills", n, "SKILL.md"))]
+        if missing:
+            return Result("skills", False, "the plugin %s lacks %s" % (pid, ", ".join(missing)),
+                          "claude plugin update %s" % pid)
+        twice = [n for n in names if os.path.isfile(os.path.join(base, n, "SKILL.md"))]
+        if twice:
+            return Result("skills", False, "%s are in %s and in the plugin %s (each shows twice in the / menu)" % (
+                ", ".join(twice), base, pid), "cc-continuity install (it takes out its own copies while the "
+                "plugin is enabled)")
+        return Result("skills", True, "%d skills from the plugin %s (/%s:continuity-...)" % (
+            len(names), pid, pid.split("@")[0]))
     problems = []
     for name in names:
         path = os.path.join(base, name, "SKILL.md")
@@ -617,6 +698,117 @@ def check_app_copy(ctx):
         return Result("app-copy", False, "the hooks run version %s but cc-continuity %s is installed" % (have, want),
                       "cc-continuity install (refreshes the copy)")
     return Result("app-copy", True, "version %s" % have)
+
+
+# -- the plugin and its mod ---------------------------------------------------------
+
+MOD_PROBE_TIMEOUT_S = 30
+MODS_CAN_LOAD = "no hooks module to load"  # what `claude plugin test` says of a folder without a mod
+MODS_OFF = "turned off"
+
+
+def check_plugin(ctx):
+    from . import plugin
+    from .. import __version__
+
+    doc, _ = ctx.settings()
+    ids = plugin.enabled(doc) if doc else []
+    if not ids:
+        return Result("plugin", True, "not installed as a plugin: settings.json carries the hooks and the tmux "
+                      "rotator hands over (`cc-continuity install --plugin` adds the in-process mod)")
+    if len(ids) > 1:
+        return Result("plugin", False, "%d cc-continuity plugins are enabled (%s): every hook runs %d times" % (
+            len(ids), ", ".join(ids), len(ids)), "keep one: `claude plugin uninstall %s`" % ids[-1])
+    pid, root = ctx.plugin()
+    if not root or not os.path.isdir(root):
+        return Result("plugin", False, "%s is enabled but Claude Code has no copy of it (%s)" % (pid, root),
+                      "claude plugin install %s --scope user" % pid)
+    have = plugin.installed_version(root)
+    if have != __version__:
+        return Result("plugin", False, "%s is version %s, this cc-continuity is %s" % (pid, have, __version__),
+                      "claude plugin marketplace update %s && claude plugin update %s (or cc-continuity install "
+                      "--plugin)" % (pid.split("@")[1], pid))
+    return Result("plugin", True, "%s %s enabled (%s)" % (pid, have, root))
+
+
+def check_mods(ctx):
+    """Can plugin mods load here?  ``claude plugin test`` on a folder without one says (tested on 2.1.328-332)."""
+    import tempfile
+
+    from ..commands.launch import find_real_claude
+
+    if not ctx.plugin():
+        return Result("mod", True, "no plugin, no mod: the tmux rotator types /clear (or you do)")
+    cfg, _ = ctx.config()
+    if cfg is not None and not cfg["mod"]:
+        return Result("mod", True, '"mod": false in the config: the tmux rotator hands over')
+    try:
+        claude = find_real_claude(ctx.env)
+    except RuntimeError:
+        claude = None
+    if not claude:
+        return Result("mod", False, "cannot ask Claude Code whether mods load: no claude on PATH",
+                      "put claude on PATH, then `cc-continuity doctor` again")
+    with tempfile.TemporaryDirectory(prefix="cc-continuity-modprobe-") as empty:
+        rc, out, err = _run([claude, "plugin", "test", empty], env=ctx.env, timeout=MOD_PROBE_TIMEOUT_S)
+    said = _first_line(err) or _first_line(out)
+    if MODS_CAN_LOAD in said:
+        return Result("mod", True, "mods can load here: the mod hands over in-process (the tmux rotator stands by)")
+    if MODS_OFF in said:
+        why = said.split(":", 1)[-1].strip()
+        return Result("mod", False, "Claude Code will not load the mod: %s; rotations fall back to tmux" % why,
+                      "nothing to do if tmux rotation suits you; mods need hooks on (no disableAllHooks, no "
+                      "--bare) and the rollout switch served on")
+    return Result("mod", False, "`claude plugin test` gave no answer we know: %s" % (said or err or "nothing"),
+                  "run `claude plugin test <an empty folder>` yourself; rotations fall back to tmux meanwhile")
+
+
+MANAGED_SETTINGS = ("/etc/claude-code/managed-settings.json",
+                    "/Library/Application Support/ClaudeCode/managed-settings.json")
+
+
+def _settings_layers(ctx):
+    """Every settings file Claude Code reads for this project (user, project, local, managed)."""
+    files = [ctx.settings_path]
+    if ctx.root:
+        files += [os.path.join(ctx.root, ".claude", "settings.json"),
+                  os.path.join(ctx.root, ".claude", "settings.local.json")]
+    return files + list(MANAGED_SETTINGS)
+
+
+def skill_shell_commands():
+    """``{skill: [inline command]}`` of our skills' ``!`cmd``` injections (PreSkillShellCommand gates them)."""
+    base = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "skills")
+    out = {}
+    for name in shipped_skills():
+        with open(os.path.join(base, name, "SKILL.md"), encoding="utf-8") as f:
+            found = re.findall(r"!`([^`]+)`", f.read())
+        if found:
+            out[name] = found
+    return out
+
+
+def check_skill_shell(ctx):
+    """A ``PreSkillShellCommand`` hook (2.1.332) refuses a skill's inline shell commands: ours then abort."""
+    hooked = []
+    for path in _settings_layers(ctx):
+        try:
+            with open(path, encoding="utf-8") as f:
+                doc = json.load(f)
+        except (OSError, ValueError):
+            continue
+        groups = (doc.get("hooks") or {}).get("PreSkillShellCommand") if isinstance(doc, dict) else None
+        if isinstance(groups, list) and groups:
+            hooked.append(path)
+    ours = skill_shell_commands()
+    if not hooked:
+        return Result("skill-shell", True, "no PreSkillShellCommand hook")
+    if not ours:
+        return Result("skill-shell", True, "PreSkillShellCommand hooks in %s; our skills run no inline shell "
+                      "command, so they cannot be refused" % ", ".join(hooked))
+    return Result("skill-shell", False, "PreSkillShellCommand hooks in %s may refuse the inline commands of %s "
+                  "(a refused one aborts the skill)" % (", ".join(hooked), ", ".join(sorted(ours))),
+                  "let the hook allow %s" % "; ".join(c for cs in ours.values() for c in cs))
 
 
 # -- state directory -----------------------------------------------------------
@@ -836,6 +1028,7 @@ def _redact_url(url):
 
 CHECKS = [
     check_python, check_git, check_tmux, check_claude, check_config,
-    check_hooks, check_hook_probe, check_statusline, check_wrapper, check_skills, check_app_copy,
+    check_plugin, check_hooks, check_hook_probe, check_mods, check_statusline, check_wrapper, check_skills,
+    check_skill_shell, check_app_copy,
     check_permissions, check_leftovers, check_trust, check_context_window, check_ntfy, check_mirror,
 ]

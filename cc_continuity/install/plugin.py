@@ -113,6 +113,28 @@ def enabled(doc):
     return sorted(k for k, v in plugins.items() if v is True and isinstance(k, str) and k.split("@")[0] == NAME)
 
 
+def install_path(plugin_id, claude_dir):
+    """Where Claude Code keeps its copy of an installed plugin (``plugins/installed_plugins.json``), or None."""
+    try:
+        with open(os.path.join(claude_dir, "plugins", "installed_plugins.json"), encoding="utf-8") as f:
+            doc = json.load(f)
+        entries = doc["plugins"][plugin_id]
+        path = next(e["installPath"] for e in entries if isinstance(e, dict) and isinstance(e.get("installPath"), str))
+    except (OSError, ValueError, KeyError, TypeError, StopIteration):
+        return None
+    return path
+
+
+def installed_version(root):
+    """The version in a plugin copy's ``.claude-plugin/plugin.json``, or None."""
+    try:
+        with open(os.path.join(root, ".claude-plugin", "plugin.json"), encoding="utf-8") as f:
+            version = json.load(f).get("version")
+    except (OSError, ValueError, TypeError, AttributeError):
+        return None
+    return version if isinstance(version, str) else None
+
+
 def _claude(claude, args, env=None, timeout=120):
     try:
         p = subprocess.run([claude, "plugin", *args], capture_output=True, text=True, timeout=timeout,

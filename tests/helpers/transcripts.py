@@ -231,10 +231,11 @@ def hook_payload(event, session_id, transcript_path, cwd, **extra):
         p.update({"source": "startup", "model": "claude-sonnet-4-5"})
     elif event == "UserPromptSubmit":
         p["prompt"] = "please run the tools"
+        p["prompt_id"] = str(_uuid.uuid4())  # each prompt its own (a repeated id is a twin: once.py)
     elif event in ("PreToolUse", "PostToolUse"):
         p.update({"effort": {"level": "medium"}, "tool_name": "Bash",
                   "tool_input": {"command": "echo ok", "description": "Say ok"},
-                  "tool_use_id": "toolu_fake_6599"})
+                  "tool_use_id": "toolu_fake_" + _uuid.uuid4().hex[:12]})  # each call its own
         if event == "PostToolUse":
             p.update({"tool_response": {"stdout": "ok", "stderr": "", "interrupted": False, "isImage": False,
                                         "noOutputExpected": False}, "duration_ms": 106})

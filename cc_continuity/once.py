@@ -1,0 +1,130 @@
+"""Each hook call handled once, when Claude Code delivers it twice.
+
+A plugin's hooks and settings.json hooks are not deduplicated by Claude Code:
+with both installed, every event reaches us twice, at the same moment, once per
+*wiring*.  ``install`` and ``doctor`` catch the double wiring itself; this keeps
+an unnoticed one from doubling prompts in the ledger, blocks at Stop, or
+bootstraps.
+
+* Tool calls and prompts carry their own id (``tool_use_id``, ``prompt_id``):
+  the first copy to create the marker named by it (``O_CREAT | O_EXCL``, atomic)
+  handles the call; one id is one call, however late the twin comes.
+* The other events (Stop, SessionStart, ...) have none, and a genuine repeat
+  can carry the very same bytes as the one before (the model answering "Done."
+  again after a block, within a second on a fast local model).  What tells a twin
+  from a repeat is where it came from: a twin arrives through the *other*
+  wiring (a plugin hook has ``CLAUDE_PLUGIN_ROOT``, a settings hook does not).
+  Under a lock, each wiring counts the calls with these bytes; the n-th call of
+  a wiring is handled only when no other wiring has already had its n-th.
+
+Standard library and one syscall on the per-tool-call path; markers older than
+``KEEP_S`` are swept by :func:`sweep` (SessionStart, off the hot path).
+"""
+
+import posix
+import time
+
+from . import fastjson, paths
+from .digest import sha256
+
+KEYED = {"PreToolUse": "tool_use_id", "PostToolUse": "tool_use_id", "UserPromptSubmit": "prompt_id"}
+ONLY_ONE_WIRING = frozenset(("ModHello", "ModTurnEnd", "ModCompact", "ModDone"))  # the mod calls once
+KEEP_S = 6 * 3600
+_SAFE = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
+
+
+def once_dir():
+    return paths.runtime_dir() + "/once"
+
+
+def _safe(text):
+    return isinstance(text, str) and 0 < len(text) <= 128 and all(c in _SAFE for c in text.encode("ascii", "replace"))
+
+
+def first(event, session_id, payload, raw, wiring="settings"):
+    """True when this call is the first of its twins (or cannot be told apart: then it runs)."""
+    if event in ONLY_ONE_WIRING:
+        return True
+    field = KEYED.get(event)
+    ident = payload.get(field) if field else None
+    if _safe(ident):
+        return _claim("%s.%s.%s" % (event, session_id, ident))
+    return _counted("%s.%s.%s" % (event, session_id, sha256(raw).hexdigest()[:24]), wiring)
+
+
+def _counted(name, wiring):
+    import fcntl
+
+    path = once_dir() + "/" + name
+    try:
+        try:
+            fd = posix.open(path, posix.O_RDWR | posix.O_CREAT | posix.O_CLOEXEC, 0o600)
+        except FileNotFoundError:
+            paths.ensure_dir(once_dir())
+            fd = posix.open(path, posix.O_RDWR | posix.O_CREAT | posix.O_CLOEXEC, 0o600)
+    except OSError:
+        return True  # cannot tell (a full disk, a read-only home): handling twice beats handling never
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            counts = fastjson.loads(posix.read(fd, 65536) or b"{}")
+        except (ValueError, UnicodeDecodeError):
+            counts = {}
+        if not isinstance(counts, dict):
+            counts = {}
+        mine = (counts.get(wiring) if isinstance(counts.get(wiring), int) else 0) + 1
+        counts[wiring] = mine
+        data = fastjson.dumps(counts).encode("utf-8")
+        posix.lseek(fd, 0, 0)
+        posix.ftruncate(fd, 0)
+        posix.write(fd, data)
+        others = [v for k, v in counts.items() if k != wiring and isinstance(v, int)]
+        return mine > max(others, default=0)
+    except OSError:
+        return True
+    finally:
+        posix.close(fd)
+
+
+def _claim(name):
+    path = once_dir() + "/" + name
+    flags = posix.O_WRONLY | posix.O_CREAT | posix.O_EXCL | posix.O_CLOEXEC
+    try:
+        posix.close(posix.open(path, flags, 0o600))
+        return True
+    except FileExistsError:
+        return False
+    except FileNotFoundError:
+        pass
+    except OSError:
+        return True  # cannot tell (a full disk, a read-only home): handling twice beats handling never
+    try:
+        paths.ensure_dir(once_dir())
+    except OSError:
+        return True
+    try:
+        posix.close(posix.open(path, flags, 0o600))
+        return True
+    except FileExistsError:
+        return False
+    except OSError:
+        return True  # cannot tell: handling twice beats handling never
+
+
+def sweep(now=None, keep_s=KEEP_S):
+    """Remove markers older than ``keep_s``; returns how many."""
+    now = time.time() if now is None else now
+    removed = 0
+    try:
+        names = posix.listdir(once_dir())
+    except OSError:
+        return 0
+    for name in names:
+        path = once_dir() + "/" + name
+        try:
+            if now - posix.stat(path).st_mtime > keep_s:
+                posix.unlink(path)
+                removed += 1
+        except OSError:
+            continue
+    return removed
