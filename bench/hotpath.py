@@ -34,6 +34,8 @@ BASE_PY = os.path.realpath(sys.executable)
 
 
 def wall(cmd, stdin_bytes, env):
+    if callable(stdin_bytes):  # a fresh payload per call (a repeated tool_use_id is a twin: once.py)
+        stdin_bytes = stdin_bytes()
     t0 = time.perf_counter()
     subprocess.run(cmd, input=stdin_bytes, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, check=False)
     return time.perf_counter() - t0
@@ -113,9 +115,13 @@ def main():
         base = {"session_id": "bench-1", "transcript_path": t_p1, "cwd": proj}
         start = json.dumps(dict(base, hook_event_name="SessionStart", source="startup", model="claude-sonnet-4-5")).encode()
         subprocess.run(hook + ["SessionStart"], input=start, env=env, check=True)
-        post = json.dumps(dict(base, hook_event_name="PostToolUse", tool_name="Bash", tool_input={"command": "ls"},
-                               tool_response={"stdout": "a\nb", "stderr": "", "interrupted": False},
-                               tool_use_id="toolu_1")).encode()
+        calls = iter(range(1, 1 << 30))
+
+        def post():
+            return json.dumps(dict(base, hook_event_name="PostToolUse", tool_name="Bash",
+                                   tool_input={"command": "ls"},
+                                   tool_response={"stdout": "a\nb", "stderr": "", "interrupted": False},
+                                   tool_use_id="toolu_bench_%d" % next(calls))).encode()
         sl = json.dumps(dict(base, model={"id": "claude-sonnet-4-5", "display_name": "Sonnet 4.5"},
                              context_window={"total_input_tokens": 80000, "total_output_tokens": 120,
                                              "context_window_size": 200000, "used_percentage": 40,
@@ -124,7 +130,8 @@ def main():
                                                                "cache_read_input_tokens": 77997}})).encode()
         # First calls build the session card (slow path, once); the benchmark measures the steady state.
         for cmd, data in ((hook + ["PostToolUse"], post), (status, sl), (hook + ["PostToolUse"], post)):
-            subprocess.run(cmd, input=data, env=env, stdout=subprocess.DEVNULL, check=True)
+            subprocess.run(cmd, input=data() if callable(data) else data, env=env, stdout=subprocess.DEVNULL,
+                           check=True)
 
         results = {"python": BASE_PY, "runs": args.runs}
         print("P1 PostToolUse vs python3 -S -c pass …", flush=True)
@@ -139,12 +146,12 @@ def main():
         results["P1p"]["python3"] = shutil.which("python3", path=env.get("PATH"))
         if args.instructions:
             results["instructions"] = {
-                "pass": instructions(bare, post, env),
-                "post_tool_use": instructions(hook + ["PostToolUse"], post, env),
+                "pass": instructions(bare, post(), env),
+                "post_tool_use": instructions(hook + ["PostToolUse"], post(), env),
                 "statusline": instructions(status, sl, env),
             }
         log = open(os.path.join(work, "cc", "logs", "hooks.log")).read().splitlines()
-        results["hook_outcomes"] = sorted({line.split()[-1] for line in log if "PostToolUse" in line})
+        results["hook_outcomes"] = sorted({line.split("ms ", 1)[-1] for line in log if "PostToolUse" in line})
         for name, goal in (("P1", 1.15), ("P2", 1.05), ("P3", 1.15), ("P1p", 1.05)):
             r = results[name]
             print("%s  A %.2f ms  B %.2f ms  ratio median %.3f (min %.3f, max %.3f)  goal <= %.2f" % (
