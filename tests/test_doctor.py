@@ -15,6 +15,7 @@ import pytest
 from cc_continuity import __version__, atomic, lock, paths
 from cc_continuity.commands import doctor, launch
 from cc_continuity.install import blocks, checks, settings, wrapper
+from cc_continuity.install import skills as install_skills
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PKG = os.path.join(REPO, "cc_continuity")
@@ -34,12 +35,15 @@ class Install:
         self.settings_path = os.path.join(paths.claude_config_dir(), "settings.json")
         paths.ensure_dir(paths.claude_config_dir())
         self.write_settings(settings.render_fragment(settings.load_fragment(), PYTHON, os.path.join(self.cchome, "app")))
-        skills = os.path.join(PKG, "data", "skills")
-        shutil.copytree(skills, os.path.join(paths.claude_config_dir(), "skills"))
         self.launcher = os.path.join(paths.ensure_dir(os.path.join(self.cchome, "bin")), "cc-continuity")
         with open(self.launcher, "w") as f:
             f.write("#!/bin/sh\nexec %s -m cc_continuity.cli \"$@\"\n" % PYTHON)
         os.chmod(self.launcher, 0o700)
+        for name, text in install_skills.shipped(install_skills.model_command(self.launcher)).items():
+            target = install_skills.target(paths.claude_config_dir(), name)
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            with open(target, "wb") as f:
+                f.write(text)
         self.bashrc = os.path.join(str(home), ".bashrc")
         with open(self.bashrc, "w") as f:
             f.write("export EDITOR=vi\n" + blocks.render(wrapper.BLOCK_NAME, __version__,
@@ -617,3 +621,17 @@ def test_a_pre_skill_shell_command_hook_is_flagged_only_where_it_can_block_us(in
     assert checks.skill_shell_commands() == {}
     monkeypatch.setattr(checks, "skill_shell_commands", lambda: {"continuity-status": ["cc-continuity status"]})
     _red(inst.check("skill-shell")["skill-shell"], "continuity-status", "cc-continuity status")
+
+
+def test_skills_that_name_a_command_the_bash_tool_cannot_find_are_red(inst):
+    """The bare name resolves only through ~/.local/bin, which Claude Code's Bash tool may lack."""
+    for name, text in install_skills.shipped().items():
+        with open(install_skills.target(paths.claude_config_dir(), name), "wb") as f:
+            f.write(text)
+    _red(inst.check("skills")["skills"], "`cc-continuity`, which is not found", "cc-continuity install")
+    for name, text in install_skills.shipped(inst.launcher).items():
+        with open(install_skills.target(paths.claude_config_dir(), name), "wb") as f:
+            f.write(text)
+    assert "found without your PATH" in inst.check("skills")["skills"].detail
+    os.chmod(inst.launcher, 0o600)  # there, but it cannot run
+    _red(inst.check("skills")["skills"], "--version` failed")

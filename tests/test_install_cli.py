@@ -6,6 +6,7 @@ status line commands run exactly as settings.json spells them.
 
 import json
 import os
+import re
 import subprocess
 
 import pytest
@@ -500,3 +501,27 @@ def test_each_claude_config_dir_keeps_and_gets_back_its_own_status_line(capsys, 
     assert cli(capsys, "uninstall")[0] == 0
     assert _settings_at(str(a))["statusLine"] == THEIRS
     assert _settings_at(str(b))["statusLine"] == theirs_b  # (uninstall also cleans the recorded file)
+
+
+def test_what_the_model_runs_is_the_launcher_itself_so_no_path_is_needed(capsys, git_repo):
+    """Claude Code's Bash tool has the user's PATH, which may lack ~/.local/bin (macOS, Debian before
+    a new login): the installed skills and the CLAUDE.md block name the launcher by its path."""
+    assert cli(capsys, "install", "--no-wrapper")[0] == 0
+    launcher = os.path.join(paths.home(), "bin", "cc-continuity")
+    env = {"HOME": user_home(), "CC_CONTINUITY_HOME": paths.home(), "PATH": "/usr/bin:/bin"}
+    for name in skills.NAMES:
+        verb = name[len("continuity-"):]
+        with open(skills.target(claude_dir(), name), encoding="utf-8") as f:
+            fields, body = skills.parse_frontmatter(f.read())
+        assert fields["allowed-tools"] == "Bash(%s %s:*)" % (launcher, verb)
+        command = re.search(r"Run `([^`]+)` with the Bash tool", body).group(1)
+        assert command.startswith(launcher + " " + verb)
+        if verb in ("status", "history"):  # run it as the Bash tool would, without ~/.local/bin
+            p = subprocess.run(["/bin/sh", "-c", command.replace("$ARGUMENTS", "")], env=env, cwd=str(git_repo),
+                               capture_output=True, text=True, timeout=60)
+            assert p.returncode == 0 and "not found" not in p.stderr, (command, p.stdout, p.stderr)
+    with open(os.path.join(claude_dir(), "CLAUDE.md"), encoding="utf-8") as f:
+        md = f.read()
+    assert '`%s signal needs-human "<reason>"`' % launcher in md and "`cc-continuity signal" not in md
+    assert cli(capsys, "uninstall")[0] == 0
+    assert not any(os.path.exists(skills.target(claude_dir(), n)) for n in skills.NAMES)

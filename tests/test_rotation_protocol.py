@@ -344,7 +344,9 @@ def test_hard_ceiling_denies_every_tool_but_the_handoff_and_our_status(drv):
                       ("Edit", {"file_path": hpath + ".bak", "old_string": "a", "new_string": "b"}),
                       ("Bash", {"command": "cc-continuity status; rm -rf x"}),
                       ("Bash", {"command": "cc-continuity status && rm -rf x"}),
-                      ("Bash", {"command": "cc-continuity status $(rm -rf x)"})):
+                      ("Bash", {"command": "cc-continuity status $(rm -rf x)"}),
+                      ("Bash", {"command": "./cc-continuity status"}),  # a repository's file of that name
+                      ("Bash", {"command": drv.root + "/bin/cc-continuity status"})):
         out = pre(tool, **tin)
         hso = out["hookSpecificOutput"]
         assert hso["permissionDecision"] == "deny", (tool, tin)
@@ -356,6 +358,12 @@ def test_hard_ceiling_denies_every_tool_but_the_handoff_and_our_status(drv):
     assert os.path.isdir(os.path.dirname(hpath))
     assert pre("Bash", command="cc-continuity status") is None
     assert pre("Bash", command="cc-continuity status --json") is None
+    launcher = os.path.join(os.environ["CC_CONTINUITY_HOME"], "bin", "cc-continuity")
+    assert pre("Bash", command=launcher + " status") is None  # what a settings install's skills run
+    plugin_env = drv.env(S1, CLAUDE_PLUGIN_ROOT="/opt/plugins/cc-continuity/0.1.0")
+    out = drv.hook("PreToolUse", S1, env=plugin_env, tool_name="Bash",
+                   tool_input={"command": "/opt/plugins/cc-continuity/0.1.0/bin/cc-continuity status"})
+    assert out is None  # the plugin's own bin/
 
 
 def test_pre_tool_use_sees_the_crossing_response_itself(drv):

@@ -16,7 +16,7 @@ of a crossing burst ran), so the hook waits for it, at most ``WAIT_S``; the
 wait ends early when the transcript stops growing.
 """
 
-from .. import card, meter, session
+from .. import card, meter, paths, session
 
 WRITE_TOOLS = ("Write", "Edit", "MultiEdit")
 WAIT_S = 2.0
@@ -49,7 +49,7 @@ def handle(call):
                                        "permissionDecisionReason": "cc-continuity: writing the session handoff"}}
     if not hard:
         return None
-    if tool == "Bash" and _is_our_cli(tin.get("command")):
+    if tool == "Bash" and _is_our_cli(tin.get("command"), call.getenv):
         return None
     call.outcome = "denied at hard ceiling"
     pct = (rec.get("last_reading") or {}).get("percent")
@@ -101,13 +101,22 @@ def _fresh_card(call):
     return card.load(call.session_id)
 
 
-def _is_our_cli(command):
+def _is_our_cli(command, env_get):
+    """A plain ``cc-continuity ...``: the name on PATH, our launcher, or the plugin's ``bin/`` one.
+
+    Any other file called ``cc-continuity`` (``./cc-continuity`` in a repository)
+    is not us and does not pass the hard-ceiling gate.
+    """
     if not isinstance(command, str):
         return False
     if any(ch in command for ch in ";&|`$<>()\n"):
         return False  # no chaining something else behind our name
     first = command.strip().split(None, 1)[0] if command.strip() else ""
-    return first == "cc-continuity" or first.endswith("/cc-continuity")
+    ours = {"cc-continuity", paths.home() + "/bin/cc-continuity"}
+    plugin_root = env_get("CLAUDE_PLUGIN_ROOT")
+    if plugin_root:
+        ours.add(plugin_root.rstrip("/") + "/bin/cc-continuity")
+    return first in ours
 
 
 def _handoff_target_ok(sdir, path):

@@ -151,9 +151,9 @@ def block_change(path, name, style, body=None, keep_backup=True):
     return change
 
 
-def claude_md_body():
+def claude_md_body(command=skills.COMMAND):
     with open(CLAUDE_MD_TEXT, encoding="utf-8") as f:
-        return f.read()
+        return skills.render(f.read(), command)
 
 
 def _wrapper():
@@ -295,7 +295,10 @@ def _install(opts, out, check_only=False):
     settings_change = FileChange(settings_path, old, new, keep_backup=True)
 
     md_path = os.path.join(cdir, "CLAUDE.md")
-    md_change = block_change(md_path, CLAUDE_MD_BLOCK, "html", claude_md_body())
+    # The Bash tool has the user's PATH, not necessarily ~/.local/bin: name the launcher itself (a plugin's
+    # bin/ is on that PATH, so with one enabled the bare name resolves).
+    command = skills.COMMAND if plugins else skills.model_command(launcher)
+    md_change = block_change(md_path, CLAUDE_MD_BLOCK, "html", claude_md_body(command))
 
     rc_change, shell = None, None
     if not opts.no_wrapper:
@@ -306,7 +309,7 @@ def _install(opts, out, check_only=False):
 
     prev_skills = prev.get("skills") or {}
     skill_changes, foreign = [], []
-    for name, content in (skills.shipped() if not plugins else {}).items():
+    for name, content in (skills.shipped(command) if not plugins else {}).items():
         t = skills.target(cdir, name)
         cur = read(t)
         if cur is None or cur == content or skills.sha256(cur) == prev_skills.get(t):
@@ -627,6 +630,7 @@ def _remove_blocks(out, label, targets, name, style):
 def _remove_skills(out, cdir, recorded):
     shipped = skills.shipped()
     known = {skills.sha256(c) for c in shipped.values()}
+    known |= {skills.sha256(c) for c in skills.shipped(skills.model_command(app.launcher_path(paths.home()))).values()}
     candidates = dict(recorded)
     for name in skills.NAMES:
         candidates.setdefault(skills.target(cdir, name), None)

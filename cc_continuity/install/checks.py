@@ -639,6 +639,10 @@ def check_skills(ctx):
             return Result("skills", False, "%s are in %s and in the plugin %s (each shows twice in the / menu)" % (
                 ", ".join(twice), base, pid), "cc-continuity install (it takes out its own copies while the "
                 "plugin is enabled)")
+        problem = _command_problem(ctx, skills_command(os.path.join(root, "skills")), os.path.join(root, "bin"))
+        if problem:
+            return Result("skills", False, problem, "put a Python 3.11+ on PATH as python3, or set "
+                          "CC_CONTINUITY_PYTHON in the environment Claude Code starts with")
         return Result("skills", True, "%d skills from the plugin %s (/%s:continuity-...)" % (
             len(names), pid, pid.split("@")[0]))
     problems = []
@@ -659,7 +663,45 @@ def check_skills(ctx):
             problems.append("%s has no description" % name)
     if problems:
         return Result("skills", False, "in %s: %s" % (base, "; ".join(problems)), "cc-continuity install")
-    return Result("skills", True, "%d skills in %s" % (len(names), base))
+    command = skills_command(base)
+    problem = _command_problem(ctx, command)
+    if problem:
+        return Result("skills", False, problem, "cc-continuity install (the skills then name the launcher by its "
+                      "absolute path)")
+    return Result("skills", True, "%d skills in %s, running %s (found without your PATH)" % (len(names), base, command))
+
+
+# What Claude Code's Bash tool may have at least: the system directories, not ~/.local/bin
+# (macOS never has it; Debian adds it only at the next login once it exists).
+BARE_PATH = "/usr/bin:/bin:/usr/sbin:/sbin"
+
+
+def skills_command(skills_dir):
+    """The command our installed skills tell the model to run (from ``continuity-status``)."""
+    try:
+        with open(os.path.join(skills_dir, "continuity-status", "SKILL.md"), encoding="utf-8") as f:
+            m = re.search(r"Run `(\S+) status", f.read())
+    except (OSError, UnicodeDecodeError):
+        return None
+    return m.group(1) if m else None
+
+
+def _command_problem(ctx, command, plugin_bin=None):
+    """Does ``command --version`` run as the Bash tool would run it, with only the system PATH?"""
+    if not command:
+        return "the skills name no cc-continuity command"
+    path = (plugin_bin + ":" if plugin_bin else "") + BARE_PATH
+    env = {k: v for k, v in ctx.env.items() if not k.startswith("CLAUDE")}
+    env["PATH"] = path
+    exe = command if os.path.isabs(command) else shutil.which(command, path=path)
+    if not exe:
+        return ("the skills and `signal` run `%s`, which is not found on %s: Claude Code's Bash tool has your "
+                "PATH, and ~/.local/bin is not always on it" % (command, path))
+    rc, out, err = _run([exe, "--version"], env=env, timeout=PROBE_TIMEOUT_S)
+    if rc != 0:
+        return "`%s --version` failed with only the system PATH (exit %s): %s" % (
+            command, rc, _first_line(err) or _first_line(out))
+    return None
 
 
 def _declared_version(init_path):
