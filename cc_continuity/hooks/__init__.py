@@ -36,6 +36,8 @@ HANDLERS = {
     "StopLate": "stop_late",
     "PreCompact": "pre_compact",
     "SessionEnd": "session_end",
+    "StopFailure": "stop_failure",
+    "Notification": "notification",
 }
 
 # Seconds; each below the timeout written into settings.json for that event.
@@ -48,6 +50,8 @@ BUDGET = {
     "StopLate": 55.0,
     "PreCompact": 25.0,
     "SessionEnd": 8.0,
+    "StopFailure": 4.0,
+    "Notification": 4.0,
 }
 
 # Handlers installed as async hooks with asyncRewake: only these may exit 2.
