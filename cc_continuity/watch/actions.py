@@ -73,6 +73,7 @@ NEWS_MAX_AGE = DAY          # a failure or notice older than this (seen at start
 HANDLED_KEEP = 8            # episodes remembered per action kind and session
 TYPE_S = 2.0                # typed text shows in the box within this
 SUBMIT_S = 1.0              # an Enter that took empties the box within this
+KEY_BATCH_GAP_S = 0.05      # between two key batches (Claude Code drops batches that follow at once)
 NOTICES = {
     "quota_auto_resume_fired": "usage limit reset: Claude Code is continuing the task by itself",
     "quota_auto_resume_stale": "usage limit reset while the machine slept: press Enter in the session to continue",
@@ -754,7 +755,12 @@ class _Typer:
             time.sleep(0.05)
 
     def take_back(self, sent):
-        """Remove our text from the front of the box (the user typed behind it); theirs stays."""
+        """Remove our text from the front of the box (the user typed behind it); theirs stays.
+
+        In batches of a few keys, a pause between them: observed on 2.1.332, back-to-back
+        batches of ``C-a DC×8 C-e`` removed the first 8 characters of 470 and nothing more;
+        50 ms apart they removed exactly ours (``C-a`` goes to the start of the logical line,
+        not of the wrapped row)."""
         from ..tmux import KEYS_PER_CALL
 
         left = len(sent)
@@ -763,6 +769,7 @@ class _Typer:
             self.check()
             self.pane.press("C-a", *["DC"] * n, "C-e")
             left -= n
+            time.sleep(KEY_BATCH_GAP_S)
 
     def entered(self, sent, stamp):
         """After our Enter: True once the box no longer starts with ``sent``; None when the user's
@@ -896,7 +903,7 @@ class Executor:
 
     def _escalate(self, action, now):
         outcome, detail = self._bring_back(action, lambda: self._with_digest(action.text), interrupt=True)
-        if outcome in ("done", "idle", "failed") or action.escaped:
+        if action.escaped or outcome == "failed":   # a pane found idle (the turn was not running) is no news
             self.push("session-escalated", text="frozen turn: %s; %s" % (action.why, detail), slug=action.slug,
                       session=action.number)
         return outcome, detail
