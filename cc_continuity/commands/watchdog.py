@@ -23,7 +23,7 @@ def register(sub):
     w = p.add_subparsers(dest="watchdog_cmd", metavar="<action>")
     r = w.add_parser("run", help="run the daemon in the foreground (what the service starts)")
     r.add_argument("--once", action="store_true", help="one cycle, then exit")
-    s = w.add_parser("status", help="server state and the fleet of sessions it watches (blocked first)")
+    s = w.add_parser("status", help="server state and the sessions it watches, blocked first")
     s.add_argument("--json", action="store_true", help="machine-readable output")
     s.add_argument("--all", action="store_true", help="include sessions that are done")
     for name, text in (("install", "install and start the launchd agent / systemd user service"),
