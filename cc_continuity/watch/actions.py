@@ -185,8 +185,7 @@ def _clean_memory(mem):
     handled = mem.get("handled") if isinstance(mem.get("handled"), dict) else {}
     mem["handled"] = {k: [e for e in v if isinstance(e, str)][-HANDLED_KEEP:] for k, v in handled.items()
                       if isinstance(k, str) and isinstance(v, list)}
-    if not isinstance(mem.get("view"), dict):
-        mem["view"] = {}
+    mem.pop("view", None)
     return mem
 
 
@@ -211,6 +210,7 @@ class Brain:
         self.degraded_open = doc.get("degraded_open") is True                     # an all-clear is owed
         self.changes = []   # records for the ledger: server and class changes
         self.last_cycle = None
+        self.views = {}     # session key -> its latest observation (for status)
 
     # -- budgets ---------------------------------------------------------
 
@@ -254,8 +254,7 @@ class Brain:
             stuck = self._stuck(obs, now) if cls not in (DEAD, EXIT_HUNG) else None
             if stuck is not None:
                 cls = STALLED
-            mem["view"] = {"state": obs.state, "percent": obs.percent, "pane": list(obs.pane) if obs.pane else None,
-                           "progress": obs.last_progress, "error": obs.failed_error, "driver": obs.driver}
+            self.views[obs.key] = obs   # what the fleet view shows (not saved: the next cycle has it again)
             if mem.get("class") != cls:
                 self.changes.append({"ev": "class", "session": obs.name, "key": obs.key,
                                      "from": mem.get("class"), "to": cls})
@@ -267,6 +266,8 @@ class Brain:
         actions.extend(self._power_cycle(now))
         for key in [k for k, m in self.sessions.items() if k not in seen and now - (m.get("seen") or 0) > FORGET_AFTER]:
             del self.sessions[key]
+        for key in [k for k in self.views if k not in seen]:
+            del self.views[key]
         return actions
 
     def _memory(self, obs, now):
@@ -274,7 +275,7 @@ class Brain:
         if mem is None:
             mem = self.sessions[obs.key] = {"name": obs.name, "class": None, "since": now, "gates": {},
                                             "last_action": None, "terminated_at": None, "handled": {},
-                                            "turn_over": None, "interrupted": None, "view": {}}
+                                            "turn_over": None, "interrupted": None}
         mem["seen"] = now
         mem["pid"] = obs.pid
         mem["name"] = obs.name
@@ -532,13 +533,13 @@ class Brain:
             for kind in FOLLOW_UPS.get(cls, ()):
                 when = self.next_allowed(key, kind, now)
                 nxt[kind] = None if when is None else max(when, now)
-            view = mem.get("view") or {}
+            o = self.views.get(key)
             rows.append({"key": key, "name": mem.get("name"), "class": cls, "since": mem.get("since"),
                          "pid": mem.get("pid"), "last_action": mem.get("last_action"), "next": nxt,
                          "counts": {k: v[0] for k, v in (mem.get("gates") or {}).items()},
-                         "state": view.get("state"), "percent": view.get("percent"), "pane": view.get("pane"),
-                         "driver": view.get("driver"), "last_progress": view.get("progress"),
-                         "error": view.get("error")})
+                         "state": o and o.state, "percent": o and o.percent, "pane": list(o.pane) if o and o.pane else None,
+                         "driver": o and o.driver, "last_progress": o and o.last_progress,
+                         "error": o and o.failed_error})
         rows.sort(key=lambda r: (fleet_rank(r), r.get("name") or r["key"]))
         srv = self.server
         return {
