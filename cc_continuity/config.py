@@ -55,6 +55,16 @@ def _num(lo, hi):
     return check
 
 
+def _num_from_zero(hi):
+    def check(v):
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            return "must be a number"
+        if not (0 <= v <= hi):
+            return "must be >= 0 and <= %g" % hi
+        return None
+    return check
+
+
 def _bool(v):
     return None if isinstance(v, bool) else "must be true or false"
 
@@ -130,6 +140,10 @@ SCHEMA = {
     "watchdog_power_cycle_after_s": (900, _num(0, 86400), "DOWN this long before the power-cycle command"),
     "watchdog_power_cycle_cooldown_s": (3600, _num(0, 864000), "spacing between power cycles"),
     "watchdog_power_cycle_daily_cap": (3, _int(0, 100), "power cycles per day at most"),
+    "watchdog_rotation_stuck_s": (900, _num(0, 864000), "ROTATING / AWAITING_MANUAL_CLEAR this long = stalled: "
+                                                        "urgent push, the rotation retried once where safe"),
+    "watchdog_quiet_s": (1, _num_from_zero(60), "no key from the user for this long before the watchdog types "
+                                                "into a pane"),
 }
 
 DEFAULTS = {k: v[0] for k, v in SCHEMA.items()}
@@ -163,7 +177,8 @@ REPO_NARROW = {
 #   notify_events                   what is sent (or silenced) to the user's phone
 #   rotator_*, mod_standby_s        how keystrokes are typed into the user's terminal
 #   statusline_chain_timeout_ms     how long the user's own status line command may run
-#   watchdog_*                      probe URLs, commands and files run or read, process kills
+#   watchdog_*                      probe URLs, commands and files run or read, process kills,
+#                                   when it types into a pane or re-spawns a rotator (rotation_stuck_s)
 
 
 class ConfigError(ValueError):

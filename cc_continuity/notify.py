@@ -52,6 +52,9 @@ EVENTS = {
     "session-dead": ("session dead", 5, "skull"),
     "session-nudged": ("session nudged", 3, "point_right"),
     "session-killed": ("session killed", 4, "dagger"),
+    "session-failed": ("turn failed on an API error", 4, "warning"),
+    "session-limited": ("usage limit", 3, "hourglass"),
+    "session-stuck": ("rotation stuck", 5, "rotating_light"),
     "test": ("test notification", 3, "bell"),
 }
 URGENT = 5

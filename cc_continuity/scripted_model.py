@@ -42,7 +42,9 @@ become variables too), ``then`` (replies served, in order, to the next main
 requests of the same session before any rule is consulted: the tool-result
 round trips), ``times`` (match at most N times), ``delay`` (seconds to hold
 the reply, pinging meanwhile), ``error`` (``{"status", "type", "message"}``
-answered instead of a reply), ``stop_reason``.  Templates may also use
+answered instead of a reply), ``hang`` (``true``: read the request and never
+answer it, not even the headers, until the client goes away or the server
+stops: a hung engine), ``stop_reason``.  Templates may also use
 ``{session_id}``, ``{n}`` and ``{session_n}``; unknown names stay as written.
 
 Requests are classified: ``compact`` (the compaction prompt, recognised by its
@@ -50,12 +52,20 @@ Requests are classified: ``compact`` (the compaction prompt, recognised by its
 the title request, or calls without tools), ``main`` (the conversation).
 Structured-output calls get JSON matching their schema; compaction gets a
 summary; both can still be taken over by a rule with the matching ``kind``.
+
+Like a vLLM server, every ``GET`` answers 200 (``/health``), and ``GET
+/metrics`` serves a Prometheus page with ``vllm:iteration_tokens_total_count``
+(grows with every reply streamed and every ping of a ``delay``: the engine at
+work) and ``vllm:num_requests_running`` (Messages requests in flight, hung
+ones included): a hung request freezes the counter while the gauge says busy.
 """
 
 import argparse
 import json
 import os
 import re
+import select
+import socket
 import sys
 import threading
 import time
@@ -76,7 +86,7 @@ HEADERS_OF_INTEREST = ("x-claude-code-session-id", "user-agent", "anthropic-beta
 WHEN_KEYS = {"last_user_contains", "any_text_contains", "system_contains", "nth", "session_nth",
              "session_id", "kind"}
 RULE_KEYS = {"name", "when", "extract", "extract_from", "reply", "then", "usage", "times", "delay",
-             "error", "stop_reason"}
+             "error", "hang", "stop_reason"}
 SCENARIO_KEYS = {"rules", "default", "vars", "usage_plan", "compact_summary", "model"}
 KINDS = ("main", "side", "compact", "any")
 PING_EVERY = 1.0
@@ -179,11 +189,13 @@ def _check_rule(rule, where, allow_when=True):
         raise ScenarioError("%s.extract_from must be 'latest' or 'any'" % where)
     if "times" in rule and not (_is_count(rule["times"]) and rule["times"] >= 1):
         raise ScenarioError("%s.times must be an integer >= 1" % where)
+    if "hang" in rule and not isinstance(rule["hang"], bool):
+        raise ScenarioError("%s.hang must be true or false" % where)
     if "error" in rule:
         err = rule["error"]
         if not isinstance(err, dict) or not isinstance(err.get("status", 400), int):
             raise ScenarioError("%s.error must be {status, type, message}" % where)
-    elif "reply" not in rule:
+    elif "reply" not in rule and not rule.get("hang"):
         raise ScenarioError("%s needs a reply (or an error)" % where)
     _check_reply_step(rule, where)
     then = rule.get("then", [])
@@ -406,6 +418,9 @@ class ScriptedModel:
         self._next_seq = 1
         self._log_path = os.fspath(log_path) if log_path else None
         self._address = (host, port)
+        self._running = 0    # Messages requests in flight (for /metrics)
+        self._progress = 0   # work done: replies streamed, pings sent (for /metrics)
+        self._stopping = threading.Event()
         self._server = None
         self._thread = None
 
@@ -414,7 +429,10 @@ class ScriptedModel:
         if self._server is not None:
             return self
         handler = type("Handler", (_Handler,), {"model": self})
+        self._stopping.clear()
         self._server = ThreadingHTTPServer(self._address, handler)
+        # Started again after stop(), it listens on the same port (a restarted server).
+        self._address = (self._address[0], self._server.server_address[1])
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
                                         name="scripted-model", daemon=True)
@@ -424,6 +442,7 @@ class ScriptedModel:
     def stop(self):
         if self._server is None:
             return
+        self._stopping.set()   # hung requests let go of their connections
         self._server.shutdown()
         self._server.server_close()
         self._thread.join(5)
@@ -558,8 +577,9 @@ class ScriptedModel:
                     break
         if step is None:
             step, name = self._builtin(req, scenario)
-        plan = {"rule": name, "delay": step.get("delay", 0), "error": step.get("error")}
-        if plan["error"] is None:
+        plan = {"rule": name, "delay": step.get("delay", 0), "error": step.get("error"),
+                "hang": bool(step.get("hang"))}
+        if plan["error"] is None and not plan["hang"]:
             plan["blocks"] = _render(_as_blocks(step["reply"]), variables)
             plan["usage"] = self._usage(req, scenario, step.get("usage", {}), nth, session_nth)
             plan["stop_reason"] = step.get("stop_reason") or (
@@ -631,6 +651,19 @@ class ScriptedModel:
     def _model_name(self, req):
         return self._scenario.get("model") or (req.body or {}).get("model") or "claude-scripted"
 
+    def _count(self, running=0, progress=0):
+        with self._lock:
+            self._running += running
+            self._progress += progress
+
+    def metrics(self):
+        """The Prometheus text of ``GET /metrics`` (vLLM's names)."""
+        with self._lock:
+            running, progress = self._running, self._progress
+        return ("# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running %d\n"
+                "# TYPE vllm:iteration_tokens_total histogram\nvllm:iteration_tokens_total_count %d\n"
+                % (running, progress))
+
 
 class _Handler(BaseHTTPRequestHandler):
     """HTTP/1.1 with keep-alive; SSE bodies go out chunked so pings can precede a delay."""
@@ -681,6 +714,14 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self):
         self.model._record(self._new_request())
+        if urlsplit(self.path).path == "/metrics":
+            data = self.model.metrics().encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain; version=0.0.4")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            return
         self._send_json(200, {})
 
     def do_POST(self):
@@ -705,9 +746,20 @@ class _Handler(BaseHTTPRequestHandler):
             self.model._record(req)
             return self._send_json(404, _error("not_found_error", "scripted model: no route %s" % path))
         req = self._new_request(body, classify(body))
+        self.model._count(running=1)
+        try:
+            self._answer(req, body)
+        finally:
+            self.model._count(running=-1)
+
+    def _answer(self, req, body):
         plan = self.model._plan(req)
         req.rule = plan["rule"]
         request_id = "req_fake_" + uuid.uuid4().hex[:24]
+        if plan["hang"]:
+            req.status = 0
+            self.model._record(req)
+            return self._hang()
         if plan["error"] is not None:
             err = plan["error"]
             req.status = err.get("status", 400)
@@ -726,6 +778,19 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             time.sleep(plan["delay"])
             self._send_json(200, message, request_id)
+        self.model._count(progress=max(1, int(plan["usage"].get("output_tokens") or 0)))
+
+    def _hang(self):
+        """Say nothing until the client hangs up or the server stops (then drop the connection)."""
+        sock = self.connection
+        while not self.model._stopping.wait(0.1):
+            try:
+                readable, _, _ = select.select([sock], [], [], 0)
+                if readable and not sock.recv(1, socket.MSG_PEEK):
+                    break   # the client closed its end
+            except OSError:
+                break
+        self.close_connection = True
 
     def _stream(self, message, delay, request_id):
         self.send_response(200)
@@ -742,6 +807,7 @@ class _Handler(BaseHTTPRequestHandler):
             while time.monotonic() < until:
                 time.sleep(min(PING_EVERY, until - time.monotonic()))
                 self._event("ping", {"type": "ping"})
+                self.model._count(progress=1)
             for index, block in enumerate(message["content"]):
                 for name, data in _block_events(index, block):
                     self._event(name, data)

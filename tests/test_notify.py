@@ -118,7 +118,8 @@ def test_ratio_may_be_given_as_a_fraction_or_a_percentage():
 
 def test_urgent_events_get_priority_five_and_others_less():
     urgent = {e for e in notify.EVENTS if notify.format_message(e, slug="p")["priority"] == 5}
-    assert urgent == {"blocked", "lifecycle-failed", "session-dead", "server-down", "session-escalated"}
+    assert urgent == {"blocked", "lifecycle-failed", "session-dead", "server-down", "session-escalated",
+                      "session-stuck"}
     # Callers may write names with underscores.
     assert notify.format_message("rotation_complete", slug="p")["event"] == "rotation-complete"
     with pytest.raises(ValueError, match="unknown notification event"):

@@ -264,6 +264,69 @@ def test_error_rule_and_delay_with_pings(serve):
     assert assemble(evts)["content"][0]["text"] == "eventually"
 
 
+def metrics(model):
+    conn = http.client.HTTPConnection("127.0.0.1", model.port, timeout=10)
+    conn.request("GET", "/metrics")
+    resp = conn.getresponse()
+    text = resp.read().decode()
+    conn.close()
+    assert resp.status == 200
+    values = dict(line.split() for line in text.splitlines() if line and not line.startswith("#"))
+    return int(values["vllm:num_requests_running"]), int(values["vllm:iteration_tokens_total_count"])
+
+
+def test_a_hung_request_gets_nothing_and_freezes_the_metrics_while_health_answers(serve):
+    """The vLLM failure /health cannot see: the engine holds a request, says nothing, counts nothing."""
+    model = serve({"rules": [{"name": "stuck", "when": {"last_user_contains": "hang"}, "hang": True, "times": 1},
+                             {"when": {"last_user_contains": "slow"}, "reply": "eventually", "delay": 2.1}]})
+    assert metrics(model) == (0, 0)
+    assert ask(model, user("warm up"))["content"][0]["text"] == "Scripted reply 1."
+    assert metrics(model) == (0, 5)   # output_tokens of the reply
+    conn = http.client.HTTPConnection("127.0.0.1", model.port, timeout=1.5)
+    conn.request("POST", "/v1/messages", json.dumps(body(user("please hang"))).encode(),
+                 {"content-type": "application/json", "x-claude-code-session-id": SID})
+    with pytest.raises(TimeoutError):   # not even the status line arrives
+        conn.getresponse()
+    assert metrics(model) == (1, 5)
+    conn2 = http.client.HTTPConnection("127.0.0.1", model.port, timeout=10)
+    conn2.request("GET", "/health")
+    assert conn2.getresponse().status == 200
+    conn2.close()
+    hung = model.requests(kind="main")[-1]
+    assert (hung.rule, hung.status) == ("stuck", 0)
+    conn.close()   # the client gives up: the server lets go of it
+    deadline = time.monotonic() + 5
+    while metrics(model)[0] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert metrics(model) == (0, 5)
+    # A slow reply is work: its pings move the counter while it runs.
+    assert ask(model, user("hang again"))["content"][0]["text"].startswith("Scripted reply")   # times: 1
+    before = metrics(model)[1]
+    assert ask(model, user("slow one"))["content"][0]["text"] == "eventually"
+    assert metrics(model)[1] >= before + 2 + 5
+
+
+def test_a_restarted_model_listens_on_the_same_port_and_drops_hung_requests(serve):
+    model = serve({"rules": [{"when": {"last_user_contains": "hang"}, "hang": True}]})
+    port = model.port
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    conn.request("POST", "/v1/messages", json.dumps(body(user("hang"))).encode(),
+                 {"content-type": "application/json"})
+    time.sleep(0.3)
+    model.stop()
+    with pytest.raises((http.client.RemoteDisconnected, ConnectionError)):
+        conn.getresponse()
+    model.start()
+    assert model.port == port
+    assert ask(model, user("after the restart"))["content"][0]["text"] == "Scripted reply 2."
+
+
+def test_hang_must_be_a_bool():
+    with pytest.raises(ScenarioError, match="hang must be true or false"):
+        validate_scenario({"rules": [{"hang": "yes"}]})
+    validate_scenario({"rules": [{"hang": True}]})   # needs no reply
+
+
 def test_other_paths_are_harmless(serve):
     model = serve()
     conn = http.client.HTTPConnection("127.0.0.1", model.port, timeout=10)

@@ -56,6 +56,8 @@ HOSTILE = {
     "watchdog_power_cycle_after_s": 1,
     "watchdog_power_cycle_cooldown_s": 1,
     "watchdog_power_cycle_daily_cap": 100,
+    "watchdog_rotation_stuck_s": 1,     # would make the watchdog re-spawn a rotator (type into the pane) sooner
+    "watchdog_quiet_s": 0,              # would let it type right behind the user's keystrokes
 }
 # Narrowing keys: what the user chose globally, and the repository's attempt to loosen it.
 LOOSEN = {

@@ -1,5 +1,6 @@
 """Bounded actions: the planner driven with made-up times, the executor against real panes and processes."""
 
+import dataclasses
 import json
 import os
 import random
@@ -14,10 +15,10 @@ import psutil
 import pytest
 
 from cc_continuity.watch import Settings
-from cc_continuity.watch.actions import (ESCALATE, KILL, NUDGE, POWER_CYCLE, PUSH_DEAD, PUSH_SERVER, TERMINATE,
-                                         Action, Brain, Executor, digest, escalate_text, nudge_text,
-                                         outage_text, with_digest)
-from cc_continuity.watch.liveness import DEAD, EXIT_HUNG, STALLED, WAITING, SessionObs
+from cc_continuity.watch.actions import (ESCALATE, KILL, NUDGE, POWER_CYCLE, PUSH_DEAD, PUSH_FAILED, PUSH_NOTICE,
+                                         PUSH_SERVER, ROTATION_STUCK, TERMINATE, Action, Brain, Executor, digest,
+                                         escalate_text, failure_text, nudge_text, outage_text, with_digest)
+from cc_continuity.watch.liveness import DEAD, EXIT_HUNG, FAILED, LIMITED, STALLED, WAITING, SessionObs
 from cc_continuity.watch.probe import DOWN, UP, ProbeResult
 from helpers import FAKE_PROMPT, FakeRun
 from test_watch_liveness import reap, spawn_claude, wait_for
@@ -28,7 +29,7 @@ HAS_TMUX = __import__("shutil").which("tmux") is not None
 
 def S(**kw):
     base = dict(health_url="http://127.0.0.1:9/health", grace=60, stall=600, exit_hang=30, max_actions=3,
-                backoff=300, fail_threshold=3)
+                backoff=300, fail_threshold=3, quiet=0)
     base.update(kw)
     return Settings(**base)
 
@@ -119,8 +120,8 @@ def test_no_nudge_when_the_turn_carried_on_by_itself_or_started_after_the_outage
     assert kinds(acts) == [PUSH_DEAD] and acts[0].session == "p/4"
 
 
-def test_nudges_stop_at_the_cap_with_a_doubling_backoff():
-    b = Brain(S(max_actions=3, backoff=300))
+def test_one_outage_gets_one_nudge_and_one_escalation_however_long_the_turn_stays_frozen():
+    b = Brain(S(max_actions=3, backoff=300, stall=600))
     s = sess(mid_turn=True, turn_started=T0 + 5, last_progress=T0 + 8)
     outage(b, s)
     when = []
@@ -132,12 +133,32 @@ def test_nudges_stop_at_the_cap_with_a_doubling_backoff():
             when.append((acts[0].kind, t - (T0 + 160)))
             run_all(b, acts, t)
         t += 15
-    nudges = [dt for k, dt in when if k == NUDGE]
-    assert nudges == [0, 300, 900]                      # 300 s, then 600 s apart, then the cap
-    assert len([k for k, _ in when if k == ESCALATE]) == 3
+    # The nudge for the outage, then (still frozen, server up for the stall time) one escalation.
+    assert when == [(NUDGE, 0), (ESCALATE, 540)]
     status = b.status(t)["sessions"][0]
-    assert status["next"] == {NUDGE: None, ESCALATE: None}       # both capped
-    assert status["counts"] == {NUDGE: 3, ESCALATE: 3}
+    assert status["counts"] == {NUDGE: 1, ESCALATE: 1}
+    assert b.sessions[s.key]["handled"] == {NUDGE: ["outage:%.3f" % (T0 + 10)], ESCALATE: ["stall:%.3f" % (T0 + 5)]}
+
+
+def test_across_outages_nudges_stop_at_the_cap_with_a_doubling_backoff():
+    """Each outage freezes a fresh turn: one nudge each, 300 s then 600 s apart at least, then the cap."""
+    b = Brain(S(max_actions=3, backoff=300, stall=10 ** 6, grace=60))
+    nudged = []
+    t = T0
+    b.cycle(t, ok(t), [])
+    for _ in range(8):                                   # an outage every 200 s
+        s = sess(mid_turn=True, turn_started=t + 1, last_progress=t + 2)
+        for i in range(3):
+            b.cycle(t + 10 + i, bad(t + 10 + i), [s])
+        b.cycle(t + 50, ok(t + 50), [s])
+        for dt in range(50, 200, 15):
+            acts = b.cycle(t + dt, ok(t + dt), [s])
+            nudged += [a.episode for a in acts if a.kind == NUDGE]
+            run_all(b, acts, t + dt)
+        t += 200
+    starts = [float(e.split(":")[1]) for e in nudged]
+    assert len(starts) == 3 and len(set(nudged)) == 3     # the cap, each for its own outage
+    assert starts[1] - starts[0] >= 300 and starts[2] - starts[1] >= 600
 
 
 def test_a_deferred_nudge_is_not_counted_and_logged_once():
@@ -170,16 +191,18 @@ def test_a_mangled_state_file_does_not_break_planning():
     assert b.status(T0 + 10)["sessions"][0]["counts"] == {"escalate": 2}
 
 
-def test_counters_survive_a_restart():
+def test_counters_and_handled_episodes_survive_a_restart():
     b = Brain(S(max_actions=2))
     s = sess(mid_turn=True, turn_started=T0 + 5, last_progress=T0 + 8)
     outage(b, s)
-    run_all(b, b.cycle(T0 + 160, ok(T0 + 160), [s]), T0 + 160)
-    run_all(b, b.cycle(T0 + 460, ok(T0 + 460), [s]), T0 + 460)
+    assert kinds(run_all(b, b.cycle(T0 + 160, ok(T0 + 160), [s]), T0 + 160)) == [NUDGE]
     again = Brain(S(max_actions=2), json.loads(json.dumps(b.to_json())))
     assert again.server.state == UP and again.server.last_outage() == [T0 + 10, T0 + 100]
-    assert again.next_allowed(s.key, NUDGE, T0 + 500) is None
-    assert NUDGE not in kinds(again.cycle(T0 + 5000, ok(T0 + 5000), [s]))
+    assert again.sessions[s.key]["gates"][NUDGE][0] == 1
+    assert NUDGE not in kinds(again.cycle(T0 + 5000, ok(T0 + 5000), [s]))   # that outage had its nudge
+    b.sessions[s.key]["gates"][NUDGE] = [2, T0 + 200]
+    again = Brain(S(max_actions=2), json.loads(json.dumps(b.to_json())))
+    assert again.next_allowed(s.key, NUDGE, T0 + 500) is None                  # the cap came back too
 
 
 # -- escalation -----------------------------------------------------------------------------
@@ -212,16 +235,26 @@ def test_no_escalation_while_the_server_is_down_or_just_back():
     assert b.cycle(back + 60, ok(back + 60), [s]) == []
     assert b.cycle(back + 599, ok(back + 599), [s]) == []
     assert kinds(b.cycle(back + 600, ok(back + 600), [s])) == [ESCALATE]
-    # A turn that was moving when the server went down: nudged after the grace, escalated after
-    # the stall time with the server up if the nudges do not help.
+    # A turn that was moving when the server went down: nudged (once) after the grace, escalated
+    # after the stall time with the server up if the nudge did not help.
     b = Brain(S(stall=600, grace=60))
     s = sess(mid_turn=True, turn_started=T0 - 100, last_progress=T0 - 10)
     for t in (0, 1, 2):
         b.cycle(T0 + t, bad(T0 + t), [s])
     b.cycle(back, ok(back), [s])
     assert kinds(run_all(b, b.cycle(back + 60, ok(back + 60), [s]), back + 60)) == [NUDGE]
-    assert kinds(run_all(b, b.cycle(back + 360, ok(back + 360), [s]), back + 360)) == [NUDGE]   # 1st backoff
+    assert b.cycle(back + 360, ok(back + 360), [s]) == []        # one nudge per outage
     assert b.cycle(back + 599, ok(back + 599), [s]) == []
+    assert kinds(b.cycle(back + 600, ok(back + 600), [s])) == [ESCALATE]
+    # A nudge that found the pane busy (deferred) does not hold the escalation back.
+    b = Brain(S(stall=600, grace=60))
+    for t in (0, 1, 2):
+        b.cycle(T0 + t, bad(T0 + t), [s])
+    b.cycle(back, ok(back), [s])
+    for t in range(60, 600, 15):
+        acts = b.cycle(back + t, ok(back + t), [s])
+        assert kinds(acts) == [NUDGE]
+        b.record(acts[0], "deferred", back + t, "prompt box busy")
     assert kinds(b.cycle(back + 600, ok(back + 600), [s])) == [ESCALATE]
 
 
@@ -318,26 +351,44 @@ def test_random_histories_never_exceed_any_cap():
     for _round in range(4):
         s = S(max_actions=rng.randint(1, 4), backoff=rng.choice([0.5, 30, 300]), stall=rng.choice([20, 600]),
               exit_hang=rng.choice([1, 30]), grace=rng.choice([0, 60]), fail_threshold=rng.randint(1, 3),
+              rotation_stuck=rng.choice([50, 900]),
               power_cycle_command="true", power_cycle_after=100, power_cycle_cooldown=500, power_cycle_daily_cap=2)
         b = Brain(s)
         pids = {k: 1000 + i for i, k in enumerate("abcdef")}
         counts = {}
         last_at = {}
+        episodes_done = set()
+        last_fail, last_notice = {}, {}
         t = T0
         for _ in range(3000):
             t += rng.choice([1, 5, 15, 60])
             group = []
             for k in "abcdef":
                 progress = t - rng.choice([0, 5, 30, 700, 5000])
+                if rng.random() < 0.05:
+                    last_notice[k] = t
+                fail = rng.random() < 0.3
+                if fail:   # a session's latest failure only moves forward (it is the ledger's latest)
+                    last_fail[k] = max(last_fail.get(k, 0), progress)
                 group.append(sess(key=k, name=k, pid=pids[k], alive=rng.random() > 0.2,
-                                  mid_turn=rng.random() > 0.3, turn_started=progress - 1, last_progress=progress,
+                                  mid_turn=rng.random() > 0.3 and not fail, turn_started=progress - 1,
+                                  last_progress=progress,
                                   ended_at=(t - rng.choice([0, 40])) if rng.random() < 0.2 else None,
-                                  ended_reason=rng.choice(["clear", "logout", "other"])))
+                                  ended_reason=rng.choice(["clear", "logout", "other"]),
+                                  failed_at=last_fail[k] if fail else None,
+                                  failed_error=rng.choice(["server_error", "rate_limit", "unknown"]) if fail else None,
+                                  state=rng.choice(["ACTIVE", "ACTIVE", "ROTATING", "AWAITING_MANUAL_CLEAR"]),
+                                  state_since=t - rng.choice([0, 100, 2000]), sdir="/x",
+                                  notice_at=last_notice.setdefault(k, t) if rng.random() < 0.5 else None,
+                                  notice="quota_auto_resume_fired"))
             probe = ok(t) if rng.random() > 0.3 else bad(t)
             for a in b.cycle(t, probe, group):
-                outcome = rng.choice(["done", "done", "failed", "gone", "deferred"])
+                outcome = rng.choice(["done", "done", "failed", "gone", "deferred", "idle"])
                 b.record(a, outcome, t)
-                if outcome == "deferred" or a.session is None:
+                if outcome in ("done", "idle", "gone") and a.episode and a.episode.startswith(("fail:", "notice:")):
+                    assert (a.session, a.kind, a.episode) not in episodes_done, a
+                    episodes_done.add((a.session, a.kind, a.episode))
+                if outcome == "deferred" or a.session is None or a.kind in (PUSH_FAILED, PUSH_NOTICE):
                     continue
                 key = (a.session, a.kind)
                 counts[key] = counts.get(key, 0) + 1
@@ -392,13 +443,19 @@ def test_digest_command_output_and_timeout():
 
 # The fake prompt, run as a process named ``claude``.  Like a terminal UI (ink), it takes an ESC
 # that arrives on its own as the Escape key (recorded as an "escape" event) rather than as the
-# start of an escape sequence that would swallow whatever is typed next.
+# start of an escape sequence that would swallow whatever is typed next.  What Escape does to a
+# busy prompt is Claude Code's, observed on 2.1.328 and 2.1.332 (``$FAKE_ESCAPE``):
+# ``restore:<text>`` ends the turn and puts its prompt back in the box (nothing had streamed yet),
+# ``interrupt`` ends it with an empty box ("Interrupted · What should Claude do instead?"),
+# ``ignore`` (or unset) changes nothing.
 CLAUDE_STAND_IN = """#!%(python)s
+import os
 import sys
 sys.path.insert(0, %(helpers)r)
 import fake_prompt
 
 _feed = fake_prompt.FakePrompt.feed
+MODE = os.environ.get("FAKE_ESCAPE", "ignore")
 
 
 def feed(self, data):
@@ -406,7 +463,12 @@ def feed(self, data):
         if self.opts.raw:
             with open(self.opts.raw, "ab") as f:
                 f.write(data)
-        self.record(ev="escape")
+        self.record(ev="escape", busy=self.busy())
+        if self.busy() and MODE != "ignore":
+            self.busy_until = 0
+            if MODE.startswith("restore:"):
+                self.buffer = MODE[len("restore:"):]
+                self.cursor = len(self.buffer)
         return
     _feed(self, data)
 
@@ -416,15 +478,17 @@ sys.exit(fake_prompt.main())
 """
 
 
-def start_claude_pane(server, workdir, *fake_args, session="work"):
-    """The fake prompt as a process named ``claude`` in a new pane: (FakeRun, pid)."""
+def start_claude_pane(server, workdir, *fake_args, session="work", escape=None):
+    """The fake prompt as a process named ``claude`` in a new pane: (FakeRun, pid).  ``escape``: what
+    Escape does to it while busy (``restore:<prompt>``, ``interrupt``; default nothing)."""
     os.makedirs(workdir, exist_ok=True)
     script = os.path.join(workdir, "claude")
     with open(script, "w") as f:
         f.write(CLAUDE_STAND_IN % {"python": sys.executable, "helpers": os.path.dirname(FAKE_PROMPT)})
     os.chmod(script, 0o755)
     files = FakeRun.files(workdir)
-    cmd = shlex.join([script, "--out", files["out"], "--raw", files["raw"], *fake_args])
+    cmd = shlex.join(([] if escape is None else ["env", "FAKE_ESCAPE=" + escape])
+                     + [script, "--out", files["out"], "--raw", files["raw"], *fake_args])
     pane_id = server.tmux("new-session", "-d", "-x", "200", "-y", "50", "-s", session, "-P", "-F", "#{pane_id}",
                           "%s 2>%s" % (cmd, shlex.quote(files["err"]))).strip()
     run = FakeRun(server, pane_id, workdir)
@@ -451,6 +515,13 @@ def nudge_action(run, pid, server, kind=NUDGE, text=None):
 needs_tmux = pytest.mark.skipif(not HAS_TMUX, reason="needs tmux")
 
 
+def settled(*runs):
+    """Wait until tmux's activity stamp of each pane is a second old (its session was just made)."""
+    for run in runs:
+        stamp = run.pane.activity()
+        time.sleep(max(0.0, stamp + 1.05 - time.time()))
+
+
 @needs_tmux
 def test_nudge_types_literally_only_into_an_idle_empty_box(server, tmp_path):
     log = tmp_path / "server.log"
@@ -466,6 +537,7 @@ def test_nudge_types_literally_only_into_an_idle_empty_box(server, tmp_path):
     assert "my half typed" in run2.pane.capture()                           # the user's text is untouched
 
     run3, pid3 = start_claude_pane(server, str(tmp_path / "idle"), session="idle")
+    settled(run3)
     outcome, detail = ex.run(nudge_action(run3, pid3, server))
     assert outcome == "done", detail
     got = run3.wait_events(1)
@@ -492,26 +564,107 @@ def test_a_pane_that_does_not_hold_the_session_process_is_never_typed_into(serve
         reap(other)
 
 
+PROMPT = "refactor the exporter; keep the CSV header"
+
+
+def escalation(run, pid, server, text, **kw):
+    return dataclasses.replace(nudge_action(run, pid, server, ESCALATE, text), turn=T0 + 5, prompt_text=PROMPT,
+                               prompt_chars=len(PROMPT), **kw)
+
+
 @needs_tmux
-def test_escalation_interrupts_then_types_or_leaves_a_busy_box_alone(server, tmp_path):
+def test_escalation_resubmits_the_prompt_its_escape_put_back(server, tmp_path):
+    """Claude Code puts an interrupted turn's prompt back in the box: Enter sends it again, once."""
     pushes = Pushes()
     ex = Executor(S(interval=0.05), push_fn=pushes)
-    run, pid = start_claude_pane(server, str(tmp_path / "idle"), session="idle")
-    text = escalate_text(605)
-    outcome, detail = ex.run(nudge_action(run, pid, server, ESCALATE, text))
-    assert (outcome, detail) == ("done", "interrupted and typed %d chars" % len(text))
-    assert [e["line"] for e in run.wait_events(1)] == [text]
-    assert [e["ev"] for e in run.events()] == ["escape", "submit"]          # Escape first, exactly once
-    assert run.raw_bytes().count(b"\x1b") == 1
+    run, pid = start_claude_pane(server, str(tmp_path / "hung"), "--busy-start", "60", session="hung",
+                                 escape="restore:" + PROMPT)
+    settled(run)
+    action = escalation(run, pid, server, escalate_text(605))
+    outcome, detail = ex.run(action)
+    assert (outcome, detail) == ("done", "interrupted and resubmitted the turn's prompt (%d chars)" % len(PROMPT))
+    run.wait_events(1)
+    assert [(e["ev"], e.get("line")) for e in run.events()] == [("escape", None), ("submit", PROMPT)]
+    assert run.raw_bytes().count(b"\x1b") == 1 and action.escaped
+    b = Brain(S())
+    b.sessions[action.session] = {"gates": {}, "handled": {}, "last_action": None}
+    b.record(action, outcome, T0 + 700, detail)
+    assert b.sessions[action.session]["interrupted"] == T0 + 5
+    assert [p[0] for p in pushes] == ["session-escalated"] and PROMPT not in pushes[0][1]
 
-    frozen, fpid = start_claude_pane(server, str(tmp_path / "frozen"), "--busy-start", "60", session="frozen")
+
+@needs_tmux
+def test_escalation_types_its_text_when_the_box_came_back_empty(server, tmp_path):
+    ex = Executor(S(interval=0.05), push_fn=Pushes())
+    run, pid = start_claude_pane(server, str(tmp_path / "tool"), "--busy-start", "60", session="tool",
+                                 escape="interrupt")
+    settled(run)
+    text = escalate_text(605)
+    outcome, detail = ex.run(escalation(run, pid, server, text))
+    assert outcome == "done" and detail.startswith("interrupted and typed %d chars" % len(text)), detail
+    run.wait_events(1)
+    assert [(e["ev"], e.get("line")) for e in run.events()] == [("escape", None), ("submit", text)]
+
+
+@needs_tmux
+def test_escalation_never_presses_escape_on_an_idle_pane_nor_touches_other_text(server, tmp_path):
+    pushes = Pushes()
+    ex = Executor(S(interval=0.05), push_fn=pushes)
+    idle, ipid = start_claude_pane(server, str(tmp_path / "idle"), session="idle")
+    restored, rpid = start_claude_pane(server, str(tmp_path / "r"), "--initial", PROMPT, session="r")
+    typing, tpid = start_claude_pane(server, str(tmp_path / "t"), "--busy-start", "60", "--initial", "my draft",
+                                     session="t", escape="interrupt")
+    stuck, spid = start_claude_pane(server, str(tmp_path / "s"), "--busy-start", "60", session="s")
+    other, opid = start_claude_pane(server, str(tmp_path / "o"), "--busy-start", "60", session="o",
+                                    escape="restore:not what the turn asked")
+    settled(idle, restored, typing, stuck, other)
+    text = escalate_text(605)
+    # The turn is not running (the user's Escape, say): nothing pressed, nothing typed; the turn is over.
+    assert ex.run(escalation(idle, ipid, server, text)) == \
+        ("idle", "the pane is idle (the turn is not running): left alone")
+    # The prompt sits in an idle box but we never pressed Escape: it is the user's, left alone.
+    assert ex.run(escalation(restored, rpid, server, text)) == \
+        ("idle", "the pane is idle (the turn is not running): left alone")
+    # Busy with text in the box: no Escape at all.
+    assert ex.run(escalation(typing, tpid, server, text)) == \
+        ("deferred", "text typed in the prompt box while the turn runs")
+    # Escape does not take: pressed once, nothing typed.
     t0 = time.monotonic()
-    outcome, detail = ex.run(nudge_action(frozen, fpid, server, ESCALATE, text))
-    assert (outcome, detail) == ("done", "interrupted; still busy, nothing typed")
-    assert time.monotonic() - t0 < 3
-    assert frozen.submitted() == [] and frozen.raw_bytes() == b"\x1b"
-    assert [e["ev"] for e in frozen.events()] == ["escape"]
-    assert [p[0] for p in pushes] == ["session-escalated", "session-escalated"]
+    assert ex.run(escalation(stuck, spid, server, text)) == ("failed", "interrupted; still busy, nothing typed")
+    assert time.monotonic() - t0 < 8
+    # After our Escape the box holds something else than the turn's prompt: not sent.
+    assert ex.run(escalation(other, opid, server, text)) == \
+        ("idle", "interrupted; the box holds text that is not the turn's prompt: left alone")
+    time.sleep(0.5)
+    for run in (idle, restored, typing, stuck, other):
+        assert run.submitted() == []
+    assert [run.raw_bytes().count(b"\x1b") for run in (idle, restored, typing, stuck, other)] == [0, 0, 0, 1, 1]
+    assert "my draft" in typing.pane.capture() and PROMPT in restored.pane.capture()
+    # A second attempt on the turn we interrupted, now idle with the stranger text: still left alone.
+    again = escalation(other, opid, server, text, interrupted=True)
+    assert ex.run(again)[0] == "idle" and other.raw_bytes().count(b"\x1b") == 1
+
+
+@needs_tmux
+def test_a_nudge_waits_for_the_user_to_stop_typing(server, tmp_path):
+    """Keys from an attached client (a person) hold the watchdog's typing back for watchdog_quiet_s."""
+    from helpers import Keyboard
+
+    ex = Executor(S(interval=0.05, quiet=1.0), push_fn=Pushes())
+    run, pid = start_claude_pane(server, str(tmp_path / "kb"), session="kb")
+    kb = Keyboard(["tmux", "-u", "-f", "/dev/null", "-S", server.socket], "kb")
+    try:
+        time.sleep(0.5)
+        kb.type("x", cps=50)
+        kb.press(b"\x7f")                  # typed and deleted: the box is empty, the user is there
+        wait_for(lambda: run.pane.activity() >= int(time.time()) - 1)
+        assert ex.run(nudge_action(run, pid, server)) == ("deferred", "keys from the user a moment ago")
+        time.sleep(2.2)
+        outcome, detail = ex.run(nudge_action(run, pid, server))
+        assert outcome == "done", detail
+        assert [e["line"] for e in run.wait_events(1)] == [nudge_text(T0, T0 + 465)]
+    finally:
+        kb.close()
 
 
 def test_signals_hit_only_the_verified_process(tmp_path):
@@ -590,3 +743,191 @@ def test_status_shows_class_last_and_next_action():
     assert rows["proj-003"]["last_action"]["kind"] == NUDGE and rows["proj-003"]["last_action"]["outcome"] == "done"
     assert rows["proj-003"]["next"] == {NUDGE: T0 + 460, ESCALATE: T0 + 200}
     assert rows["proj-009"]["class"] == WAITING and rows["proj-009"]["next"] == {}
+
+
+# -- failed turns (StopFailure), usage limits, stuck rotations --------------------------------------
+
+
+def failed(**kw):
+    base = dict(mid_turn=False, turn_started=T0 + 5, last_progress=T0 + 12, failed_at=T0 + 12,
+                failed_error="server_error")
+    base.update(kw)
+    return sess(**base)
+
+
+def test_a_failed_turn_is_pushed_at_once_and_nudged_once_the_server_is_back():
+    b = Brain(S(grace=60))
+    s = failed()
+    b.cycle(T0, ok(T0), [])
+    for t in (10, 20, 30):                                   # DOWN from T0 + 10
+        acts = b.cycle(T0 + t, bad(T0 + t), [s])
+        run_all(b, acts, T0 + t)
+        assert NUDGE not in kinds(acts)
+    assert b.sessions[s.key]["class"] == FAILED
+    pushed = [a for a in b.cycle(T0 + 40, bad(T0 + 40), [s])]
+    assert PUSH_FAILED not in kinds(pushed)                  # pushed once, in the first cycle that saw it
+    log = [(a.kind, a.why) for a in b.cycle(T0 + 100, ok(T0 + 100), [s])]
+    assert log == [(PUSH_SERVER, "model server back UP; it was down from 2025-11-30 10:53:30 to 10:55:00 UTC "
+                                 "(1m30s)")]
+    assert b.cycle(T0 + 159, ok(T0 + 159), [s]) == []        # the grace after UP
+    acts = b.cycle(T0 + 160, ok(T0 + 160), [s])
+    assert kinds(acts) == [NUDGE]
+    # The failure (T0 + 12) came before the first failed probe (T0 + 10 + ...): still that outage's.
+    assert acts[0].text == nudge_text(T0 + 10, T0 + 100) and acts[0].episode == "fail:%.3f" % (T0 + 12)
+    run_all(b, acts, T0 + 160)
+    for t in range(175, 5000, 15):                           # exactly one, whatever the backoff allows
+        assert b.cycle(T0 + t, ok(T0 + t), [s]) == []
+
+
+def test_the_first_sight_of_a_failure_is_one_push_that_says_what_follows():
+    b = Brain(S(grace=60))
+    got = {}
+    for kind in ("server_error", "rate_limit", "authentication_failed", "billing_error", "overloaded"):
+        s = failed(key="p/" + kind, failed_error=kind)
+        acts = b.cycle(T0 + 20, ok(T0 + 20), [s])
+        got[kind] = [(a.kind, a.event, a.why) for a in acts]
+        run_all(b, acts, T0 + 20)
+        assert b.cycle(T0 + 21, ok(T0 + 21), [s]) == []
+    assert got["server_error"] == [(PUSH_FAILED, FAILED, "turn failed (server_error): nudged once the model server "
+                                                         "answers")]
+    assert got["rate_limit"] == [(PUSH_FAILED, LIMITED, "turn stopped on a limit (rate_limit): left alone, Claude "
+                                                        "Code resumes by itself")]
+    assert got["billing_error"][0][1] == LIMITED
+    assert got["authentication_failed"] == [(PUSH_FAILED, FAILED, "turn failed (authentication_failed): needs you")]
+
+
+def test_limits_and_unfixable_errors_are_never_typed_at():
+    b = Brain(S(grace=0, stall=10))
+    group = [failed(key="p/1", failed_error="rate_limit"), failed(key="p/2", failed_error="invalid_request"),
+             failed(key="p/3", failed_error="billing_error"), failed(key="p/4", failed_error="max_output_tokens")]
+    seen = []
+    for t in range(20, 20000, 15):
+        acts = b.cycle(T0 + t, ok(T0 + t), group)
+        seen += kinds(acts)
+        run_all(b, acts, T0 + t)
+    assert seen == [PUSH_FAILED] * 4
+    assert [b.sessions["p/%d" % i]["class"] for i in (1, 2, 3, 4)] == [LIMITED, FAILED, LIMITED, FAILED]
+
+
+def test_a_failure_with_the_server_up_all_along_is_nudged_after_the_grace_with_its_own_words():
+    b = Brain(S(grace=60))
+    b.cycle(T0, ok(T0), [])
+    s = failed(failed_at=T0 + 500, turn_started=T0 + 490, last_progress=T0 + 500)
+    run_all(b, b.cycle(T0 + 501, ok(T0 + 501), [s]), T0 + 501)
+    assert b.cycle(T0 + 559, ok(T0 + 559), [s]) == []
+    acts = b.cycle(T0 + 560, ok(T0 + 560), [s])
+    assert kinds(acts) == [NUDGE]
+    assert acts[0].text == failure_text("server_error", T0 + 500) == (
+        "[cc-continuity watchdog] Your last turn stopped on an API error (server_error) at 11:01:40 UTC. "
+        "The model server answers again, so please continue where you left off.")
+    # Without a probe: the grace after the failure itself, and no claim about the server.
+    b = Brain(S(health_url=None, grace=60))
+    assert kinds(run_all(b, b.cycle(T0 + 501, None, [s]), T0 + 501)) == [PUSH_FAILED]
+    acts = b.cycle(T0 + 560, None, [s])
+    assert kinds(acts) == [NUDGE] and "answers again" not in acts[0].text
+
+
+def test_a_new_failure_after_the_nudge_is_a_new_episode_within_the_caps():
+    b = Brain(S(grace=10, backoff=300, max_actions=2))
+    b.cycle(T0, ok(T0), [])
+    nudged = []
+    for i in range(6):                                      # the nudged turn fails again, every 100 s
+        at = T0 + 100 * (i + 1)
+        s = failed(failed_at=at, turn_started=at - 5, last_progress=at)
+        for t in range(1, 100, 5):
+            acts = b.cycle(at + t, ok(at + t), [s])
+            nudged += [round(at + t - T0) for a in acts if a.kind == NUDGE]
+            run_all(b, acts, at + t)
+    assert nudged == [111, 411]                              # one per failure, spaced by the backoff, capped at 2
+
+
+def test_usage_limit_notices_are_forwarded_once_each_and_stop_nothing():
+    b = Brain(S())
+    s = failed(failed_error="rate_limit", notice_at=T0 + 30, notice="quota_auto_resume_stale")
+    acts = b.cycle(T0 + 31, ok(T0 + 31), [s])
+    assert [(a.kind, a.event) for a in acts] == [(PUSH_NOTICE, "quota_auto_resume_stale"), (PUSH_FAILED, LIMITED)]
+    assert acts[0].why == "usage limit reset while the machine slept: press Enter in the session to continue"
+    run_all(b, acts, T0 + 31)
+    assert b.cycle(T0 + 40, ok(T0 + 40), [s]) == []
+    s2 = dataclasses.replace(s, notice_at=T0 + 50, notice="quota_auto_resume_fired")
+    assert [a.why for a in b.cycle(T0 + 51, ok(T0 + 51), [s2])] == [
+        "usage limit reset: Claude Code is continuing the task by itself"]
+    assert b.cycle(T0 + 52, ok(T0 + 52), [dataclasses.replace(s, notice="idle_prompt", notice_at=T0 + 52)]) == []
+    assert Brain(S(max_actions=0)).cycle(T0 + 31, ok(T0 + 31), [s]) == []     # observe-only silences them
+
+
+def test_old_news_at_start_up_is_not_acted_on():
+    b = Brain(S(grace=0))
+    s = failed(failed_at=T0 - 2 * 86400, notice_at=T0 - 2 * 86400, notice="quota_auto_resume_disabled")
+    assert b.cycle(T0, ok(T0), [s]) == [] and b.cycle(T0 + 100, ok(T0 + 100), [s]) == []
+
+
+def test_a_turn_seen_idle_is_over_and_never_escalated_again():
+    b = Brain(S(stall=600))
+    b.cycle(T0, ok(T0), [])
+    s = sess(mid_turn=True, turn_started=T0 + 100, last_progress=T0 + 100)
+    acts = b.cycle(T0 + 700, ok(T0 + 700), [s])
+    assert kinds(acts) == [ESCALATE]
+    b.record(acts[0], "idle", T0 + 700, "the pane is idle (the turn is not running): left alone")
+    assert b.cycle(T0 + 701, ok(T0 + 701), [s]) == [] and b.sessions[s.key]["class"] == WAITING
+    for t in range(715, 30000, 15):
+        assert b.cycle(T0 + t, ok(T0 + t), [s]) == []
+    # The next prompt is a new turn: watched again.
+    s2 = sess(mid_turn=True, turn_started=T0 + 30000, last_progress=T0 + 30000)
+    assert kinds(b.cycle(T0 + 30600, ok(T0 + 30600), [s2])) == [ESCALATE]
+
+
+def test_an_escape_is_remembered_so_the_retry_resubmits_instead_of_leaving_it():
+    b = Brain(S(stall=600, backoff=5))
+    b.cycle(T0, ok(T0), [])
+    s = sess(mid_turn=True, turn_started=T0 + 100, last_progress=T0 + 100, prompt_text="go", prompt_chars=2)
+    acts = b.cycle(T0 + 700, ok(T0 + 700), [s])
+    assert not acts[0].interrupted and acts[0].prompt_text == "go"
+    acts[0].escaped = True
+    b.record(acts[0], "deferred", T0 + 700, "a key arrived")        # Escape pressed, then the user typed
+    again = b.cycle(T0 + 701, ok(T0 + 701), [s])
+    assert kinds(again) == [ESCALATE] and again[0].interrupted
+    assert "prompt_text" not in again[0].to_json() and "interrupted" not in again[0].to_json()
+
+
+def stuck(**kw):
+    base = dict(state="ROTATING", state_since=T0, mid_turn=False, turn_started=T0 - 50, sdir="/x/003",
+                rotator_pid=777)
+    base.update(kw)
+    return sess(**base)
+
+
+def test_a_rotation_stuck_past_the_threshold_is_stalled_and_handled_once_per_stay():
+    b = Brain(S(rotation_stuck=900))
+    s = stuck()
+    assert b.cycle(T0 + 899, ok(T0 + 899), [s]) == [] and b.sessions[s.key]["class"] == WAITING
+    acts = b.cycle(T0 + 900, ok(T0 + 900), [s])
+    assert [(a.kind, a.state, a.sdir, a.rotator_pid, a.why) for a in acts] == [
+        (ROTATION_STUCK, "ROTATING", "/x/003", 777, "ROTATING for 15m00s")]
+    assert b.sessions[s.key]["class"] == STALLED
+    run_all(b, acts, T0 + 900)
+    for t in range(915, 20000, 15):
+        assert b.cycle(T0 + t, ok(T0 + t), [s]) == []
+    # It moved on to AWAITING_MANUAL_CLEAR (the rotator gave up): a new stay, handled once too.
+    s2 = stuck(state="AWAITING_MANUAL_CLEAR", state_since=T0 + 20000)
+    assert kinds(b.cycle(T0 + 20900, ok(T0 + 20900), [s2])) == [ROTATION_STUCK]
+    assert Brain(S(rotation_stuck=900)).cycle(T0 + 5000, ok(T0 + 5000), [stuck(alive=False)]) == []
+
+
+def test_the_fleet_view_puts_what_needs_someone_first():
+    b = Brain(S(stall=600, rotation_stuck=10 ** 6))
+    group = [sess(key="p/1", name="a-waiting", mid_turn=False, percent=12.0),
+             sess(key="p/2", name="b-active", mid_turn=True, turn_started=T0, last_progress=T0, percent=40.4),
+             sess(key="p/3", name="c-rotating", state="ROTATING", state_since=T0, driver="tmux"),
+             sess(key="p/4", name="d-failed", failed_at=T0, failed_error="server_error", turn_started=T0 - 1),
+             sess(key="p/5", name="e-limited", failed_at=T0, failed_error="rate_limit", turn_started=T0 - 1),
+             sess(key="p/6", name="f-dead", alive=False, mid_turn=True, turn_started=T0),
+             sess(key="p/7", name="g-done", state="ENDED", ended_at=T0, alive=False)]
+    b.cycle(T0 + 5, ok(T0 + 5), group)
+    rows = b.status(T0 + 5)["sessions"]
+    assert [r["name"] for r in rows] == ["d-failed", "f-dead", "e-limited", "c-rotating", "b-active", "a-waiting",
+                                         "g-done"]
+    by = {r["name"]: r for r in rows}
+    assert (by["b-active"]["percent"], by["b-active"]["state"], by["b-active"]["pane"]) == (40.4, "ACTIVE",
+                                                                                           ["/tmp/sock", "%1"])
+    assert by["d-failed"]["error"] == "server_error" and by["c-rotating"]["driver"] == "tmux"

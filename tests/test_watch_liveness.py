@@ -13,7 +13,8 @@ import pytest
 
 from cc_continuity import ledger, session
 from cc_continuity import hooks as dispatch
-from cc_continuity.watch.liveness import (ACTIVE, DEAD, DONE, EXIT_HUNG, STALLED, WAITING, LedgerFollower,
+from cc_continuity.watch.liveness import (ACTIVE, DEAD, DONE, EXIT_HUNG, FAILED, LIMITED, STALLED, WAITING,
+                                          LedgerFollower,
                                           ProcessTable, Scanner, SessionObs, TranscriptWatch, classify,
                                           looks_like_claude)
 from helpers.transcripts import Transcript, claude_transcript_path, hook_env, hook_payload
@@ -139,6 +140,13 @@ def obs(**kw):
     (dict(ended_at=100, ended_reason="logout", shared_pid=True), 999, DONE),
     (dict(ended_at=100, ended_reason="logout", alive=False, mid_turn=True), 999, DONE),
     (dict(state="ROTATED", ended_at=None), 999, DONE),
+    (dict(failed_at=9, failed_error="server_error"), 10, FAILED),       # the turn died on an API error
+    (dict(failed_at=9, failed_error="unknown"), 10, FAILED),
+    (dict(failed_at=9, failed_error="rate_limit"), 10, LIMITED),        # a limit: Claude Code waits it out
+    (dict(failed_at=9, failed_error="billing_error"), 10, LIMITED),
+    (dict(failed_at=9, failed_error="server_error", alive=False), 10, DONE),
+    (dict(failed_at=9, failed_error="server_error", mid_turn=True, turn_started=9.5, last_progress=9.5), 20,
+     ACTIVE),                                                            # a new prompt after the failure
 ])
 def test_classify(kw, now, want):
     assert classify(obs(**kw), now, stall=600, exit_hang=30) == want
@@ -175,6 +183,56 @@ def test_ledger_follower_reads_only_new_lines_and_survives_torn_and_replaced_fil
     ledger.append(path, {"ev": "prompt"})
     f.update()
     assert f.mid_turn and f.stop is None
+
+
+def test_a_stop_failure_ends_the_turn_and_the_follower_keeps_what_the_watchdog_needs(tmp_path):
+    path = str(tmp_path / "ledger.jsonl")
+    f = LedgerFollower(path)
+    ledger.append(path, {"ev": "session_start"})
+    ledger.append(path, {"ev": "transition", "from": "ACTIVE", "to": "WARNED"})
+    p = ledger.append(path, {"ev": "prompt", "text": "fix the parser\nthen the tests", "chars": 29})
+    ledger.append(path, {"ev": "tool", "tool": "Bash", "percent": 41.5})
+    f.update()
+    assert f.mid_turn and not f.turn_failed and f.percent == 41.5
+    assert (f.prompt_text, f.prompt_chars) == ("fix the parser\nthen the tests", 29)
+    fail = ledger.append(path, {"ev": "stop_failure", "error": "server_error"})
+    f.update()
+    assert not f.mid_turn and f.turn_failed and (f.failed, f.failed_error) == (fail["ts"], "server_error")
+    assert f.turn_end == fail["ts"]
+    n = ledger.append(path, {"ev": "notification", "type": "quota_auto_resume_stale", "message": "x"})
+    ledger.append(path, {"ev": "notification", "type": "idle_prompt"})
+    f.update()
+    assert (f.notice, f.notice_type) == (n["ts"], "quota_auto_resume_stale")
+    time.sleep(0.002)                              # the ledger stamps whole milliseconds
+    again = ledger.append(path, {"ev": "prompt", "text": "continue", "chars": 8})
+    f.update()
+    assert f.mid_turn and not f.turn_failed and f.prompt == again["ts"] and f.prompt_text == "continue"
+    time.sleep(0.002)
+    ledger.append(path, {"ev": "stop", "percent": 44.0})
+    f.update()
+    assert not f.mid_turn and not f.turn_failed and f.percent == 44.0   # a Stop after the failure: a good turn
+    time.sleep(0.002)
+    ledger.append(path, {"ev": "stop_failure", "error": 5})
+    f.update()
+    assert f.turn_failed and f.failed_error == "unknown"
+    assert f.prompt < p["ts"] + 3600 and f.transition is not None
+
+
+def test_the_scanner_reports_failed_turns_from_the_real_stop_failure_hook(git_repo, isolated_home, tmp_path):
+    proc = spawn_claude(tmp_path)
+    try:
+        s = Session(git_repo, isolated_home, proc.pid)
+        s.hook("UserPromptSubmit", prompt="Outage task: keep going")
+        s.hook("StopFailure", error="server_error", last_assistant_message="API Error: Connection refused")
+        o = by_name(Scanner(stall=600).scan(time.time()))[s.name]
+        assert (o.failed_error, o.mid_turn, o.prompt_text) == ("server_error", False, "Outage task: keep going")
+        assert classify(o, time.time(), 600, 30) == FAILED and o.sdir == s.sdir
+        time.sleep(0.002)
+        s.hook("UserPromptSubmit", prompt="continue")
+        o = by_name(Scanner(stall=600).scan(time.time()))[s.name]
+        assert o.failed_error is None and o.mid_turn
+    finally:
+        reap(proc)
 
 
 def test_looks_like_claude():

@@ -1,12 +1,17 @@
 """``cc-continuity watchdog run | status | install | uninstall``: the optional daemon.
 
 ``run`` is what the service starts (foreground; SIGTERM stops it).  ``status``
-reads the state the daemon saves each cycle: the model server's state, each
-session's class, its last action and when the next one is allowed.
+reads the state the daemon saves each cycle: the model server's state and the
+fleet of sessions it watches -- the ones that need someone first, then those
+waiting out a usage limit, rotating, active, waiting -- each with its class,
+rotation state, context fill, driver, how long since it moved, how to reach
+its pane, its last action and when the next one is allowed.
 ``install`` / ``uninstall`` manage the launchd agent or systemd user unit.
 """
 
 import argparse
+import os
+import shlex
 import sys
 import time
 
@@ -18,7 +23,7 @@ def register(sub):
     w = p.add_subparsers(dest="watchdog_cmd", metavar="<action>")
     r = w.add_parser("run", help="run the daemon in the foreground (what the service starts)")
     r.add_argument("--once", action="store_true", help="one cycle, then exit")
-    s = w.add_parser("status", help="server state and each session's class, last and next action")
+    s = w.add_parser("status", help="server state and the sessions it watches, blocked first")
     s.add_argument("--json", action="store_true", help="machine-readable output")
     s.add_argument("--all", action="store_true", help="include sessions that are done")
     for name, text in (("install", "install and start the launchd agent / systemd user service"),
@@ -124,13 +129,33 @@ def _status(args):
             w("  outage from %s %s\n" % (_utc(start), "to %s" % _utc(end) if end else "(ongoing)"))
     if not info["sessions"]:
         w("sessions: none to show\n")
+        return 0
+    w("  %-24s %-9s %-22s %5s  %-7s %-9s %-8s %s\n" % ("SESSION", "CLASS", "STATE", "CTX", "DRIVER", "MOVED",
+                                                     "PID", "PANE"))
     for r in info["sessions"]:
         last = r.get("last_action")
         last_s = "%s %s %s" % (last["kind"], last["outcome"], ago(last["at"], now)) if last else "no action yet"
         nxt = ", ".join("%s %s" % (k, _when(v, now)) for k, v in (r.get("next") or {}).items()) or "-"
-        w("  %-28s %-10s pid %-8s last: %-32s next: %s\n" % (
-            r.get("name"), r.get("class"), r.get("pid") or "-", last_s, nxt))
+        pct = r.get("percent")
+        state = r.get("state") or "-"
+        if r.get("error"):
+            state = "%s (%s)" % (state, r["error"])
+        w("  %-24s %-9s %-22s %5s  %-7s %-9s %-8s %s\n" % (
+            r.get("name"), r.get("class"), state, "%d%%" % round(pct) if isinstance(pct, (int, float)) else "-",
+            r.get("driver") or "-", ago(r.get("last_progress"), now).replace(" ago", ""), r.get("pid") or "-",
+            _reach(r.get("pane"))))
+        w("  %-24s last: %s; next: %s\n" % ("", last_s, nxt))
     return 0
+
+
+def _reach(pane):
+    """How to get to a session's pane: the tmux command, or "-"."""
+    if not pane or len(pane) != 2 or not all(isinstance(p, str) for p in pane):
+        return "-"
+    sock, pane_id = pane
+    default = os.path.join(os.environ.get("TMUX_TMPDIR") or "/tmp", "tmux-%d" % os.getuid(), "default")
+    return ("tmux attach -t %s" % pane_id if sock == default
+            else "tmux -S %s attach -t %s" % (shlex.quote(sock), pane_id))
 
 
 def _utc(t):

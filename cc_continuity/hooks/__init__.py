@@ -41,6 +41,8 @@ HANDLERS = {
     "ModCompact": "mod",
     "ModDone": "mod",
     "SessionEnd": "session_end",
+    "StopFailure": "stop_failure",
+    "Notification": "notification",
 }
 
 # Seconds; each below the timeout written into settings.json for that event.
@@ -57,6 +59,8 @@ BUDGET = {
     "ModCompact": 15.0,
     "ModDone": 8.0,
     "SessionEnd": 8.0,
+    "StopFailure": 4.0,
+    "Notification": 4.0,
 }
 
 # Handlers installed as async hooks with asyncRewake: only these may exit 2.

@@ -58,6 +58,8 @@ _KEYS = {
     "power_cycle_after": "watchdog_power_cycle_after_s",
     "power_cycle_cooldown": "watchdog_power_cycle_cooldown_s",
     "power_cycle_daily_cap": "watchdog_power_cycle_daily_cap",
+    "rotation_stuck": "watchdog_rotation_stuck_s",
+    "quiet": "watchdog_quiet_s",
 }
 
 
@@ -69,7 +71,10 @@ class Settings:
     busy server's progress counter may stand still before the probe fails, and
     how long the server must be back UP before a stalled turn is nudged.
     ``exit_hang`` is both the wait after SessionEnd before SIGTERM and the wait
-    after SIGTERM before SIGKILL.
+    after SIGTERM before SIGKILL.  ``rotation_stuck``: a session in ROTATING or
+    AWAITING_MANUAL_CLEAR this long is stalled (pushed; the rotation retried once
+    where safe).  ``quiet``: no key from an attached client for this long before
+    the watchdog types into a pane.
     """
 
     health_url: str = None
@@ -90,6 +95,8 @@ class Settings:
     power_cycle_after: float = 900.0
     power_cycle_cooldown: float = 3600.0
     power_cycle_daily_cap: int = 3
+    rotation_stuck: float = 900.0
+    quiet: float = 1.0
 
     @classmethod
     def from_config(cls, cfg, **overrides):

@@ -11,10 +11,24 @@ Per session, each kind of action has a cap (``watchdog_max_actions``; one
 push for a dead session) and an exponential backoff (``watchdog_backoff_s``,
 doubling after each use).  The counters are saved with the daemon's state,
 so neither a crash loop nor a restart by the service manager can repeat an
-action past its cap.  A nudge that finds the prompt box busy or half-typed is
-*deferred*: nothing was done, nothing is counted, it is tried again next cycle.
+action past its cap.  On top of the caps, each action is tied to the
+*episode* it answers (this failed turn, this outage, this frozen turn, this
+stay in ROTATING): once it is carried out, the same episode never gets it
+again -- one nudge per outage.  An action that finds the prompt box busy or
+holding the user's text is *deferred*: nothing was done, nothing is counted,
+it is tried again next cycle.
+
+What is typed into a pane and when (:class:`Executor`): only into the pane that
+holds the session's Claude process, only into an empty box of the main view,
+only when no key came from an attached client for a moment, and each burst (the
+text, the Enter, the Escape) only if still none came (tmux ``if-shell`` on
+``session_activity``, as the rotator types).  Escape is pressed only on a
+busy pane, once per attempt; what it puts back in the box (the interrupted
+turn's prompt, byte-identical to typed text) is recognised because the
+watchdog pressed it and the ledger holds the turn's prompt: Enter resubmits it.
 """
 
+import dataclasses
 import os
 import re
 import signal
@@ -25,7 +39,8 @@ from dataclasses import dataclass
 from .. import log, paths
 from ..redact import redact
 from . import LOG
-from .liveness import ACTIVE, DEAD, EXIT_HUNG, STALLED, ProcessTable, classify
+from .liveness import (ACTIVE, DEAD, EXIT_HUNG, FAILED, LIMITED, RETRY_ERRORS, STALLED, WAITING, ProcessTable,
+                       classify)
 from .probe import DEGRADED, DOWN, UNKNOWN, UP, ServerState
 
 NUDGE = "nudge"
@@ -35,17 +50,34 @@ KILL = "kill"
 PUSH_DEAD = "push_dead"
 PUSH_SERVER = "push_server"
 POWER_CYCLE = "power_cycle"
+PUSH_FAILED = "push_failed"        # a turn died on an API error (or a limit)
+PUSH_NOTICE = "push_notice"        # Claude Code's usage-limit news (quota_auto_resume_*), forwarded
+ROTATION_STUCK = "rotation_stuck"  # ROTATING / AWAITING_MANUAL_CLEAR too long: push, retry once where safe
 
 # The actions that can follow from each class (for "next allowed action" in status).
-FOLLOW_UPS = {STALLED: (NUDGE, ESCALATE), EXIT_HUNG: (TERMINATE, KILL), DEAD: (PUSH_DEAD,)}
+FOLLOW_UPS = {STALLED: (NUDGE, ESCALATE), FAILED: (NUDGE,), EXIT_HUNG: (TERMINATE, KILL), DEAD: (PUSH_DEAD,)}
+# Pushes that go out once per episode, outside the caps and backoffs (they only inform;
+# watchdog_max_actions 0 still silences them).
+ONCE = frozenset((PUSH_FAILED, PUSH_NOTICE))
+ROTATION_STATES = ("ROTATING", "AWAITING_MANUAL_CLEAR")
 
 PREFIX = "[cc-continuity watchdog]"
 INTERRUPT_KEY = "Escape"
 DIGEST_LINES = 8
 DIGEST_CHARS = 300
+TYPED_MAX = 780             # Claude Code shows more than 800 characters arriving at once as "[Pasted text #1]"
 POWER_CYCLE_TIMEOUT = 1800.0
 DAY = 86400.0
 FORGET_AFTER = DAY          # memory of a session no longer registered
+NEWS_MAX_AGE = DAY          # a failure or notice older than this (seen at start-up) is not acted on
+HANDLED_KEEP = 8            # episodes remembered per action kind and session
+SUBMIT_S = 1.0              # an Enter that took empties the box within this
+KEY_BATCH_GAP_S = 0.05      # between two key batches (Claude Code drops batches that follow at once)
+NOTICES = {
+    "quota_auto_resume_fired": "usage limit reset: Claude Code is continuing the task by itself",
+    "quota_auto_resume_stale": "usage limit reset while the machine slept: press Enter in the session to continue",
+    "quota_auto_resume_disabled": "automatic continue stopped: the task will not resume on its own",
+}
 
 
 @dataclass
@@ -61,9 +93,23 @@ class Action:
     pane: tuple = None
     text: str = None             # typed into the pane (nudge / escalate) or pushed (server)
     event: str = None            # push event (server changes)
+    episode: str = None          # what this answers ("fail:<ts>", "outage:<ts>", ...): once done, never again
+    turn: float = None           # the turn (its prompt's time) a pane action is about
+    prompt_text: str = None      # that turn's prompt, as the ledger keeps it (what Escape puts back)
+    prompt_chars: int = None
+    interrupted: bool = False    # the watchdog already pressed Escape on this turn
+    escaped: bool = False        # set by the executor: it pressed Escape now
+    state: str = None            # the session record's state (rotation_stuck)
+    sdir: str = None
+    rotator_pid: int = None
+
+    _PRIVATE = ("registered_at", "slug", "prompt_text", "prompt_chars", "sdir", "escaped", "interrupted")
 
     def to_json(self):
-        return {k: v for k, v in self.__dict__.items() if v is not None and k not in ("registered_at", "slug")}
+        out = {k: v for k, v in self.__dict__.items() if v is not None and k not in self._PRIVATE}
+        if self.escaped:
+            out["escaped"] = True
+        return out
 
 
 # -- wording -------------------------------------------------------------------
@@ -99,9 +145,23 @@ def escalate_text(quiet_for):
             "interrupted. Please continue where you left off." % (PREFIX, fmt_span(quiet_for)))
 
 
+def failure_text(kind, at, probing=True):
+    """What is typed into a pane whose turn died on an API error (no outage seen around it)."""
+    tail = "The model server answers again, so please continue" if probing else "Please continue"
+    return "%s Your last turn stopped on an API error (%s) at %s UTC. %s where you left off." % (
+        PREFIX, kind, fmt_time(at, False), tail)
+
+
 def with_digest(text, digest_text):
-    """The typed text plus the redacted log digest, when there is one."""
-    return text + (" Server log: %s" % digest_text if digest_text else "")
+    """The typed text plus the redacted log digest, when there is one (cut to what types as text)."""
+    if not digest_text:
+        return text
+    room = TYPED_MAX - len(text) - len(" Server log: ")
+    if room < 20:
+        return text
+    if len(digest_text) > room:
+        digest_text = "…" + digest_text[-(room - 1):]
+    return text + " Server log: " + digest_text
 
 
 # -- the planner -------------------------------------------------------------------
@@ -116,12 +176,20 @@ def _clean_memory(mem):
     mem["gates"] = {k: [g[0], g[1]] for k, g in gates.items()
                     if isinstance(g, list) and len(g) == 2 and isinstance(g[0], int) and not isinstance(g[0], bool)
                     and (g[1] is None or _is_time(g[1]))}
-    for key in ("since", "seen", "terminated_at"):
+    for key in ("since", "seen", "terminated_at", "turn_over", "interrupted"):
         if not _is_time(mem.get(key)):
             mem[key] = None
     if not isinstance(mem.get("last_action"), dict):
         mem["last_action"] = None
+    handled = mem.get("handled") if isinstance(mem.get("handled"), dict) else {}
+    mem["handled"] = {k: [e for e in v if isinstance(e, str)][-HANDLED_KEEP:] for k, v in handled.items()
+                      if isinstance(k, str) and isinstance(v, list)}
+    mem.pop("view", None)
     return mem
+
+
+def _episode(what, at):
+    return "%s:%.3f" % (what, at)
 
 
 class Brain:
@@ -141,6 +209,7 @@ class Brain:
         self.degraded_open = doc.get("degraded_open") is True                     # an all-clear is owed
         self.changes = []   # records for the ledger: server and class changes
         self.last_cycle = None
+        self.views = {}     # session key -> its latest observation (for status)
 
     # -- budgets ---------------------------------------------------------
 
@@ -174,27 +243,38 @@ class Brain:
         for obs in sessions:
             seen.add(obs.key)
             mem = self._memory(obs, now)
+            if obs.mid_turn and obs.turn_started is not None and mem.get("turn_over") == obs.turn_started:
+                # Its pane was seen idle (after our Escape, or the user's): that turn is not running.
+                obs = dataclasses.replace(obs, mid_turn=False)
             cls = classify(obs, now, self.settings.stall, self.settings.exit_hang)
             outage = self._outage_behind(obs, now) if cls in (ACTIVE, STALLED) else None
             if outage is not None:
                 cls = STALLED
+            stuck = self._stuck(obs, now) if cls not in (DEAD, EXIT_HUNG) else None
+            if stuck is not None:
+                cls = STALLED
+            self.views[obs.key] = obs   # what the fleet view shows (not saved: the next cycle has it again)
             if mem.get("class") != cls:
                 self.changes.append({"ev": "class", "session": obs.name, "key": obs.key,
                                      "from": mem.get("class"), "to": cls})
                 mem["class"], mem["since"] = cls, now
             if cls != EXIT_HUNG:
                 mem["terminated_at"] = None
-            actions.extend(self._plan(obs, mem, cls, outage, now))
+            actions.extend(self._notices(obs, mem, now))
+            actions.extend(self._plan(obs, mem, cls, outage, stuck, now))
         actions.extend(self._power_cycle(now))
         for key in [k for k, m in self.sessions.items() if k not in seen and now - (m.get("seen") or 0) > FORGET_AFTER]:
             del self.sessions[key]
+        for key in [k for k in self.views if k not in seen]:
+            del self.views[key]
         return actions
 
     def _memory(self, obs, now):
         mem = self.sessions.get(obs.key)
         if mem is None:
             mem = self.sessions[obs.key] = {"name": obs.name, "class": None, "since": now, "gates": {},
-                                            "last_action": None, "terminated_at": None}
+                                            "last_action": None, "terminated_at": None, "handled": {},
+                                            "turn_over": None, "interrupted": None}
         mem["seen"] = now
         mem["pid"] = obs.pid
         mem["name"] = obs.name
@@ -248,13 +328,101 @@ class Brain:
         return Action(kind, why=why, session=obs.key, name=obs.name, slug=obs.slug, number=obs.number,
                       pid=obs.pid, registered_at=obs.registered_at, pane=obs.pane, **kw)
 
-    def _plan(self, obs, mem, cls, outage, now):
+    def _pane_action(self, kind, obs, mem, why, episode, text):
+        """A nudge or an escalation: the turn it is about, and whether we already interrupted it."""
+        turn = obs.turn_started
+        return self._action(kind, obs, why, text=text, episode=episode, turn=turn, prompt_text=obs.prompt_text,
+                            prompt_chars=obs.prompt_chars,
+                            interrupted=turn is not None and mem.get("interrupted") == turn)
+
+    def _fresh(self, mem, kind, episode, now):
+        """May ``kind`` run for ``episode`` now: not carried out for it yet, and within its cap and backoff."""
+        if episode in mem["handled"].get(kind, ()):
+            return False
+        if kind in ONCE:
+            return self.settings.max_actions > 0
+        return self.allowed_mem(mem, kind, now)
+
+    def allowed_mem(self, mem, kind, now):
+        count, last = mem["gates"].get(kind) or (0, None)
+        if count >= self.cap(kind):
+            return False
+        return last is None or count == 0 or last + self.settings.backoff * 2 ** (count - 1) <= now
+
+    def _stuck(self, obs, now):
+        """``(state, since)`` for a session in ROTATING / AWAITING_MANUAL_CLEAR past the threshold, else None."""
+        limit = self.settings.rotation_stuck
+        if (obs.state not in ROTATION_STATES or obs.finished or obs.alive is False or limit is None
+                or obs.state_since is None or now - obs.state_since < limit):
+            return None
+        return obs.state, obs.state_since
+
+    def _outage_around(self, at):
+        """The finished outage a failure at ``at`` belongs to (it may precede the first failed probe)."""
+        s = self.settings
+        slack = s.interval + s.probe_timeout + 1.0
+        for o in reversed(self.server.outages):
+            if o[1] is not None and o[0] - slack <= at <= o[1]:
+                return o
+        return None
+
+    def _failure_nudge(self, obs, now):
+        """``(why, text)`` once a failed turn may be nudged (the server answers, for ``grace``), else None."""
+        s = self.settings
+        if obs.failed_error not in RETRY_ERRORS:
+            return None
+        if s.probing:
+            if self.server.state != UP:
+                return None
+            back = max(self.server.since or now, obs.failed_at)
+        else:
+            back = obs.failed_at
+        if now - back < s.grace:
+            return None
+        o = self._outage_around(obs.failed_at) if s.probing else None
+        if o is not None:
+            return ("turn failed (%s) while the model server was %s" % (obs.failed_error, outage_text(o[0], o[1])),
+                    nudge_text(o[0], o[1]))
+        return ("turn failed (%s) at %s UTC" % (obs.failed_error, fmt_time(obs.failed_at, False)),
+                failure_text(obs.failed_error, obs.failed_at, s.probing))
+
+    def _notices(self, obs, mem, now):
+        """Claude Code's usage-limit news, forwarded once each."""
+        if obs.notice not in NOTICES or obs.notice_at is None or now - obs.notice_at > NEWS_MAX_AGE:
+            return []
+        episode = _episode("notice", obs.notice_at)
+        if not self._fresh(mem, PUSH_NOTICE, episode, now):
+            return []
+        return [self._action(PUSH_NOTICE, obs, NOTICES[obs.notice], episode=episode, event=obs.notice)]
+
+    def _plan(self, obs, mem, cls, outage, stuck, now):
         s = self.settings
         key = obs.key
+        if stuck is not None:
+            state, since = stuck
+            episode = _episode("stuck-" + state, since)
+            if not self._fresh(mem, ROTATION_STUCK, episode, now):
+                return []
+            return [self._action(ROTATION_STUCK, obs, "%s for %s" % (state, fmt_span(now - since)), episode=episode,
+                                 state=state, sdir=obs.sdir, rotator_pid=obs.rotator_pid, turn=obs.turn_started)]
+        if cls in (FAILED, LIMITED):
+            out = []
+            episode = _episode("fail", obs.failed_at)
+            if now - obs.failed_at > NEWS_MAX_AGE:
+                return out
+            if self._fresh(mem, PUSH_FAILED, episode, now):
+                if cls == LIMITED:
+                    why = "turn stopped on a limit (%s): left alone, Claude Code resumes by itself" % obs.failed_error
+                elif obs.failed_error in RETRY_ERRORS:
+                    why = "turn failed (%s): nudged once the model server answers" % obs.failed_error
+                else:
+                    why = "turn failed (%s): needs you" % obs.failed_error
+                out.append(self._action(PUSH_FAILED, obs, why, episode=episode, event=cls))
+            nudge = self._failure_nudge(obs, now) if cls == FAILED else None
+            if nudge is not None and self._fresh(mem, NUDGE, episode, now):
+                out.append(self._pane_action(NUDGE, obs, mem, nudge[0], episode, nudge[1]))
+            return out
         if cls == STALLED:
-            if outage is not None and self.allowed(key, NUDGE, now):
-                why = "turn stopped while the model server was %s" % outage_text(outage[0], outage[1])
-                return [self._action(NUDGE, obs, why, text=nudge_text(outage[0], outage[1]))]
             server_up = not s.probing or self.server.state == UP
             if not server_up:
                 return []   # the server is the problem: wait for it, then nudge
@@ -263,9 +431,15 @@ class Brain:
             if s.probing:
                 quiet_from = max(quiet_from, self.server.since or now)
             quiet = now - quiet_from
-            if quiet >= s.stall and self.allowed(key, ESCALATE, now):
+            stall_episode = _episode("stall", obs.turn_started if obs.turn_started is not None else quiet_from)
+            if quiet >= s.stall and self._fresh(mem, ESCALATE, stall_episode, now):
                 why = "no progress for %s with the model server up" % fmt_span(quiet)
-                return [self._action(ESCALATE, obs, why, text=escalate_text(quiet))]
+                return [self._pane_action(ESCALATE, obs, mem, why, stall_episode, escalate_text(quiet))]
+            if outage is not None:
+                episode = _episode("outage", outage[0])
+                if self._fresh(mem, NUDGE, episode, now):
+                    why = "turn stopped while the model server was %s" % outage_text(outage[0], outage[1])
+                    return [self._pane_action(NUDGE, obs, mem, why, episode, nudge_text(outage[0], outage[1]))]
             return []
         if cls == EXIT_HUNG:
             if mem.get("terminated_at") is None:
@@ -313,15 +487,25 @@ class Brain:
         mem = self.sessions.get(action.session)
         if mem is None:
             return True
+        if action.escaped and action.turn is not None:
+            mem["interrupted"] = action.turn   # whatever follows: the box may now hold that turn's prompt
         last = mem.get("last_action") or {}
         if outcome == "deferred":
             news = not (last.get("kind") == action.kind and last.get("outcome") == "deferred"
                         and last.get("detail") == detail)
             mem["last_action"] = entry
             return news
-        gate = mem.setdefault("gates", {}).setdefault(action.kind, [0, None])
-        gate[0] += 1
-        gate[1] = now
+        if action.kind not in ONCE:
+            gate = mem.setdefault("gates", {}).setdefault(action.kind, [0, None])
+            gate[0] += 1
+            gate[1] = now
+        if action.episode and outcome in ("done", "idle", "gone", "skipped"):
+            done = mem.setdefault("handled", {}).setdefault(action.kind, [])
+            if action.episode not in done:
+                done.append(action.episode)
+                del done[:-HANDLED_KEEP]
+        if outcome == "idle" and action.turn is not None:
+            mem["turn_over"] = action.turn   # the pane is idle: that turn is not running, do not escalate it
         if action.kind == TERMINATE:
             mem["terminated_at"] = now
         mem["last_action"] = entry
@@ -338,6 +522,7 @@ class Brain:
                 "degraded_pushed_at": self.degraded_pushed_at, "degraded_open": self.degraded_open}
 
     def status(self, now):
+        """What ``watchdog status`` shows: the fleet, sessions that need someone first."""
         rows = []
         for key, mem in sorted(self.sessions.items(), key=lambda kv: kv[1].get("name") or kv[0]):
             if self.last_cycle is not None and mem.get("seen") != self.last_cycle:
@@ -347,9 +532,14 @@ class Brain:
             for kind in FOLLOW_UPS.get(cls, ()):
                 when = self.next_allowed(key, kind, now)
                 nxt[kind] = None if when is None else max(when, now)
+            o = self.views.get(key)
             rows.append({"key": key, "name": mem.get("name"), "class": cls, "since": mem.get("since"),
                          "pid": mem.get("pid"), "last_action": mem.get("last_action"), "next": nxt,
-                         "counts": {k: v[0] for k, v in (mem.get("gates") or {}).items()}})
+                         "counts": {k: v[0] for k, v in (mem.get("gates") or {}).items()},
+                         "state": o and o.state, "percent": o and o.percent, "pane": list(o.pane) if o and o.pane else None,
+                         "driver": o and o.driver, "last_progress": o and o.last_progress,
+                         "error": o and o.failed_error})
+        rows.sort(key=lambda r: (fleet_rank(r), r.get("name") or r["key"]))
         srv = self.server
         return {
             "server": {"probing": self.settings.probing, "url": self.settings.health_url,
@@ -358,6 +548,21 @@ class Brain:
             "power_cycles": self.power,
             "sessions": rows,
         }
+
+
+BLOCKED = (STALLED, FAILED, DEAD, EXIT_HUNG)
+
+
+def fleet_rank(row):
+    """Sort order of the fleet view: needs someone, waits out a limit, rotating, active, waiting, done."""
+    if row.get("class") in BLOCKED:
+        return 0
+    if row.get("class") == LIMITED:
+        return 1
+    if row.get("state") in ROTATION_STATES or row.get("state") in ("ROTATION_PENDING", "HANDOFF_REQUESTED",
+                                                                  "CHECKPOINT_VERIFIED"):
+        return 2
+    return {ACTIVE: 3, WAITING: 4}.get(row.get("class"), 5)
 
 
 # -- carrying actions out ---------------------------------------------------------
@@ -374,6 +579,9 @@ PUSH_EVENTS = {
     "session-escalated": ("session-escalated", "blocked"),
     "session-killed": ("session-killed", "killed"),
     "session-dead": ("session-dead", "dead"),
+    "session-failed": ("session-failed", "session-stalled"),
+    "session-limited": ("session-limited", "session-stalled"),
+    "session-stuck": ("session-stuck", "lifecycle-failed", "blocked"),
 }
 
 
@@ -463,6 +671,163 @@ def pane_pid(socket, pane_id, timeout=5.0):
     return int(out) if res.returncode == 0 and out.isdigit() else None
 
 
+class _Gone(Exception):
+    """The pane no longer holds the session's Claude process: stop typing."""
+
+
+def _squash(text):
+    return "".join((text or "").split())
+
+
+def _is_prompt(box, action):
+    """Does the box hold exactly the turn's prompt (as the ledger kept it, whole)?"""
+    text = action.prompt_text
+    if not text or (action.prompt_chars is not None and action.prompt_chars != len(text)):
+        return False
+    return _squash(box) == _squash(text)
+
+
+def _is_rotator(pid):
+    """Is ``pid`` a live cc-continuity rotator process?"""
+    from ..procs import pid_alive
+
+    if not isinstance(pid, int) or isinstance(pid, bool) or not pid_alive(pid):
+        return False
+    try:
+        with open("/proc/%d/cmdline" % pid, "rb") as f:
+            return b"cc_continuity.rotator" in f.read()
+    except OSError:
+        try:
+            import psutil
+
+            return any("cc_continuity.rotator" in a for a in psutil.Process(pid).cmdline())
+        except Exception:
+            return True   # alive and unreadable: assume it is ours, never start a second one
+
+
+def _since_state(ledger_path):
+    """``(used, retried)``: a prompt came after the session's latest state change; the watchdog
+    already re-spawned its rotator once."""
+    from .. import ledger
+
+    last_transition = last_prompt = None
+    retried = False
+    for rec in ledger.read(ledger_path):
+        ev = rec.get("ev")
+        if ev == "transition":
+            last_transition = rec.get("ts")
+        elif ev == "prompt":
+            last_prompt = rec.get("ts")
+        elif ev == "watchdog_retry_rotation":
+            retried = True
+    used = (isinstance(last_prompt, (int, float)) and isinstance(last_transition, (int, float))
+            and last_prompt > last_transition)
+    return used, retried
+
+
+class _Typer:
+    """Typing into one pane the rotator's way: quiet first, each burst only if still quiet."""
+
+    def __init__(self, executor, pane, action):
+        self.ex, self.pane, self.action = executor, pane, action
+
+    def check(self):
+        why = self.ex._holder_problem(self.action, self.pane.socket_path, self.pane.pane_id)
+        if why:
+            raise _Gone(why)
+
+    def quiet(self):
+        """tmux's activity stamp when no client key came for ``watchdog_quiet_s``, else None."""
+        stamp = self.pane.activity()
+        # The stamp has whole seconds: a key at stamp + 0.99 still has the same stamp.
+        return stamp if time.time() >= stamp + 1 + self.ex.settings.quiet else None
+
+    def box(self):
+        return self.pane.input_text(self.pane.capture())
+
+    def wait(self, predicate, timeout):
+        deadline = time.monotonic() + timeout
+        while True:
+            if predicate():
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.05)
+
+    def take_back(self, sent):
+        """Remove our text from the front of the box (the user typed behind it); theirs stays.
+
+        In batches of a few keys, a pause between them: observed on 2.1.332, back-to-back
+        batches of ``C-a DC×8 C-e`` removed the first 8 characters of 470 and nothing more;
+        50 ms apart they removed exactly ours (``C-a`` goes to the start of the logical line,
+        not of the wrapped row)."""
+        from ..tmux import KEYS_PER_CALL
+
+        left = len(sent)
+        while left > 0:
+            n = min(KEYS_PER_CALL - 2, left)
+            self.check()
+            self.pane.press("C-a", *["DC"] * n, "C-e")
+            left -= n
+            time.sleep(KEY_BATCH_GAP_S)
+
+    def entered(self, sent, stamp):
+        """After our Enter: True once the box no longer starts with ``sent``; None when the user's
+        keys joined it (the Enter did not take); False when it is still there alone after
+        ``SUBMIT_S`` (Enter pressed once more meanwhile, if still quiet)."""
+        deadline = time.monotonic() + SUBMIT_S
+        again = True
+        while time.monotonic() < deadline:
+            box = _squash(self.box())
+            if not box.startswith(_squash(sent)):
+                return True
+            if box != _squash(sent):
+                return None
+            if again and time.monotonic() > deadline - SUBMIT_S / 2:
+                again = False
+                self.check()
+                self.pane.press_if_quiet(stamp, "Enter")
+            time.sleep(0.02)
+        return False
+
+    def submit(self, text, verb):
+        """Type ``text`` into the empty box and Enter it: ``(outcome, detail)``."""
+        stamp = self.quiet()
+        if stamp is None:
+            return "deferred", "keys from the user a moment ago"
+        if self.box():
+            return "deferred", "text typed in the prompt box"
+        self.check()
+        # Text and Enter in one tmux step (see Pane.submit_if_quiet): the user's keys land
+        # wholly before it (nothing sent) or after our Enter, never between.
+        sent = self.pane.submit_if_quiet(text, stamp, bracketed=not text.startswith("/"))
+        if sent is None:
+            return "deferred", "a key arrived"
+        took = self.entered(sent, stamp)
+        if took is None:
+            self.take_back(sent)
+            return "deferred", "the user typed behind our text: ours taken back"
+        if not took:
+            self.take_back(sent)
+            return "failed", "Enter did not take: ours taken back"
+        return "done", "%s %d chars: %s" % (verb, len(sent), sent[:120])
+
+    def resubmit(self, box):
+        """Enter the turn's prompt that our Escape put back in the box."""
+        stamp = self.quiet()
+        if stamp is None:
+            return "deferred", "keys from the user a moment ago"
+        self.check()
+        if not self.pane.press_if_quiet(stamp, "Enter"):
+            return "deferred", "a key arrived"
+        took = self.entered(box, stamp)
+        if took:
+            return "done", "interrupted and resubmitted the turn's prompt (%d chars)" % len(box)
+        if took is None:
+            return "idle", "interrupted; the user typed after the turn's prompt: left alone"
+        return "failed", "interrupted; Enter on the turn's prompt did not take"
+
+
 class Executor:
     """Carries out planned actions; each returns ``(outcome, detail)``.
 
@@ -497,79 +862,158 @@ class Executor:
             pane = Pane(sock, pane_id)
         except ValueError as e:
             return None, str(e)
+        why = self._holder_problem(action, sock, pane_id)
+        return (None, why) if why else (pane, None)
+
+    def _holder_problem(self, action, sock, pane_id):
+        """Why the pane is not (or no longer) the one to type into; None when it is."""
         holder = pane_pid(sock, pane_id)
         if holder is None:
-            return None, "tmux pane %s is gone" % pane_id
+            return "tmux pane %s is gone" % pane_id
         proc = self.procs.find(action.pid, action.registered_at)
         if proc is None:
-            return None, "Claude process %s is gone" % action.pid
+            return "Claude process %s is gone" % action.pid
         try:
             family = {proc.pid} | {p.pid for p in proc.parents()}
         except Exception:
             family = {proc.pid}
         if holder not in family:
-            return None, "tmux pane %s does not hold pid %s" % (pane_id, action.pid)
-        return pane, None
-
-    def _wait_input(self, pane, want_empty, timeout=2.0):
-        deadline = time.monotonic() + timeout
-        while True:
-            text = pane.input_text(pane.capture())
-            if (text == "") == want_empty or time.monotonic() >= deadline:
-                return text
-            time.sleep(0.05)
-
-    def _type_and_submit(self, pane, text):
-        """Type ``text`` literally, then Enter (once more if the first Enter got lost)."""
-        sent = pane.type_literal(text)
-        self._wait_input(pane, want_empty=False)
-        pane.press("Enter")
-        if self._wait_input(pane, want_empty=True):
-            pane.press("Enter")
-        return sent
+            return "tmux pane %s does not hold pid %s" % (pane_id, action.pid)
+        return None
 
     def _with_digest(self, text):
         return with_digest(text, digest(self.settings))
 
     def _nudge(self, action, now):
+        outcome, detail = self._bring_back(action, lambda: self._with_digest(action.text), interrupt=False)
+        if outcome == "done":
+            self.push("session-nudged", text=action.why, slug=action.slug, session=action.number)
+        return outcome, detail
+
+    def _escalate(self, action, now):
+        outcome, detail = self._bring_back(action, lambda: self._with_digest(action.text), interrupt=True)
+        if action.escaped or outcome == "failed":   # a pane found idle (the turn was not running) is no news
+            self.push("session-escalated", text="frozen turn: %s; %s" % (action.why, detail), slug=action.slug,
+                      session=action.number)
+        return outcome, detail
+
+    def _bring_back(self, action, text_fn, interrupt):
+        """Get a stopped or frozen turn going again: ``(outcome, detail)``.
+
+        * a busy pane: deferred, or (``interrupt``) one Escape, then as below;
+        * after our Escape the box holds the turn's prompt (Claude Code puts it
+          back when nothing had streamed yet): Enter resubmits it; any other text
+          there is left alone; an empty box (``Interrupted``) gets ``text_fn()``;
+        * an idle pane whose box holds text we did not put back: the user's,
+          deferred; an idle empty box: ``text_fn()`` typed and submitted --
+          except when we were to interrupt a running turn and it is not running
+          (``idle``: nothing typed, the turn counts as over).
+        """
         from ..tmux import Pane, TmuxError
 
         pane, why = self._pane(action)
         if pane is None:
             return "failed", why
+        typer = _Typer(self, pane, action)
         try:
             screen = pane.capture()
+            if not Pane.main_view(screen):
+                return "deferred", "a subagent's view is in front"
             if not Pane.is_idle(screen):
-                return "deferred", "prompt box busy"
-            if Pane.input_text(screen):
+                if not interrupt:
+                    return "deferred", "prompt box busy"
+                if Pane.input_text(screen):
+                    return "deferred", "text typed in the prompt box while the turn runs"
+                stamp = typer.quiet()
+                if stamp is None:
+                    return "deferred", "keys from the user a moment ago"
+                typer.check()
+                if not pane.press_if_quiet(stamp, "Escape"):
+                    return "deferred", "a key arrived"
+                action.escaped = action.interrupted = True
+                wait = min(5.0, max(1.0, 10 * self.settings.interval))
+                if not pane.wait_idle(timeout=wait, poll=0.05, settle=0.3, check=typer.check):
+                    return "failed", "interrupted; still busy, nothing typed"
+                screen = pane.capture()
+            if interrupt and not action.interrupted:
+                return "idle", "the pane is idle (the turn is not running): left alone"
+            box = Pane.input_text(screen)
+            if box and action.interrupted:
+                if not _is_prompt(box, action):
+                    return "idle", "interrupted; the box holds text that is not the turn's prompt: left alone"
+                return typer.resubmit(box)
+            if box:
                 return "deferred", "text typed in the prompt box"
-            sent = self._type_and_submit(pane, self._with_digest(action.text))
+            return typer.submit(text_fn(), "interrupted and typed" if action.interrupted else "typed")
+        except _Gone as e:
+            return "gone", str(e)
         except TmuxError as e:
-            return "failed", str(e)[:200]
-        self.push("session-nudged", text=action.why, slug=action.slug, session=action.number)
-        return "done", "typed %d chars: %s" % (len(sent), sent[:120])
+            return "failed", "tmux: %s" % str(e)[:200]
 
-    def _escalate(self, action, now):
-        from ..tmux import Pane, TmuxError
+    # -- rotations -----------------------------------------------------------
 
-        pane, why = self._pane(action)
-        detail = why
-        if pane is not None:
-            try:
-                pane.press(INTERRUPT_KEY)
-                wait = min(5.0, max(0.5, 10 * self.settings.interval))
-                if not pane.wait_idle(timeout=wait, poll=0.05, settle=min(0.3, wait / 3)):
-                    detail = "interrupted; still busy, nothing typed"
-                elif Pane.input_text(pane.capture()):
-                    detail = "interrupted; text typed in the prompt box left alone"
-                else:
-                    sent = self._type_and_submit(pane, self._with_digest(action.text))
-                    detail = "interrupted and typed %d chars" % len(sent)
-            except TmuxError as e:
-                detail = "tmux: %s" % str(e)[:200]
-        self.push("session-escalated", text="frozen turn: %s; %s" % (action.why, detail), slug=action.slug,
+    def _rotation_stuck(self, action, now):
+        """Urgent push; re-spawn the rotator from its saved plan when that is safe (once per stay)."""
+        retried, why = self._retry_rotation(action)
+        if retried is None:
+            outcome, detail = "skipped", "not retried: %s" % why
+        else:
+            outcome, detail = "done", "rotation retried (rotator pid %d)" % retried
+        hint = "" if retried else "; type /clear in the session" if action.state == "AWAITING_MANUAL_CLEAR" else ""
+        self.push("session-stuck", text="stuck in %s; %s%s" % (action.why, detail, hint), slug=action.slug,
                   session=action.number)
-        return "done", detail
+        return outcome, detail
+
+    def _retry_rotation(self, action):
+        """``(rotator pid, None)`` after a re-spawn, or ``(None, why not)``."""
+        import json
+
+        from .. import rotator, session
+        from ..lock import Lock
+
+        if not action.sdir:
+            return None, "no session directory"
+        plan_path = os.path.join(action.sdir, "checkpoint", "rotator-plan.json")
+        try:
+            with open(plan_path, encoding="utf-8") as f:
+                plan = json.load(f)
+        except (OSError, ValueError):
+            return None, "no rotator plan (no tmux rotation to retry)"
+        if not isinstance(plan, dict) or not plan.get("project_lock") or not plan.get("socket") \
+                or not plan.get("pane"):
+            return None, "the rotator plan is incomplete"
+        if _is_rotator(action.rotator_pid):
+            return None, "its rotator (pid %s) is still running" % action.rotator_pid
+        if plan.get("claude_pid") != action.pid:
+            return None, "the plan serves pid %s, the session runs pid %s" % (plan.get("claude_pid"), action.pid)
+        why = self._holder_problem(action, plan["socket"], plan["pane"])
+        if why:
+            return None, why
+        with Lock(plan["project_lock"], timeout=10):
+            rec = session.load(action.sdir)
+            if rec.get("state") != action.state:
+                return None, "it moved on (%s)" % rec.get("state")
+            if _is_rotator(rec.get("rotator_pid")):
+                return None, "its rotator (pid %s) is still running" % rec.get("rotator_pid")
+            led = session.ledger_path(action.sdir)
+            used, retried = _since_state(led)
+            if retried:
+                return None, "already retried once"
+            if used:
+                return None, "the session was used after the rotation stopped"
+            if rec["state"] == "AWAITING_MANUAL_CLEAR":
+                session.transition(action.sdir, rec, "ROTATING", "watchdog: retrying the rotation once")
+            logf = os.path.join(paths.ensure_dir(paths.logs_dir()), "rotator.log")
+            pid = rotator.spawn(plan_path, log_path=logf)
+            rec["rotator_pid"] = pid
+            session.save(action.sdir, rec)
+        try:
+            from .. import ledger
+
+            ledger.append(led, {"ev": "watchdog_retry_rotation", "rotator_pid": pid, "from": action.state})
+        except OSError:
+            pass
+        return pid, None
 
     # -- processes ---------------------------------------------------------
 
@@ -603,6 +1047,15 @@ class Executor:
 
     def _push_server(self, action, now):
         sent = self.push(action.event, text=action.text)
+        return "done", "pushed" if sent else "no push configured"
+
+    def _push_failed(self, action, now):
+        event = "session-limited" if action.event == LIMITED else "session-failed"
+        sent = self.push(event, text=action.why, slug=action.slug, session=action.number)
+        return "done", "pushed" if sent else "no push configured"
+
+    def _push_notice(self, action, now):
+        sent = self.push("session-limited", text=action.why, slug=action.slug, session=action.number)
         return "done", "pushed" if sent else "no push configured"
 
     def _power_cycle(self, action, now):

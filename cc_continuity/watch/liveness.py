@@ -8,11 +8,15 @@ Three independent witnesses, none of which needs the session's cooperation:
 * the transcript: growth is reported by filesystem events (the ``watchdog``
   package's Observer on the transcript directories), not by polling;
 * the session ledger, followed incrementally: a ``prompt`` newer than the last
-  ``stop`` is a turn in flight; ``tool`` lines are progress.
+  ``stop`` (or ``stop_failure``: the turn died on an API error) is a turn in
+  flight; ``tool`` lines are progress.
 
 :func:`classify` turns one :class:`SessionObs` into a class: ``active``,
-``waiting`` (for the user), ``stalled`` (mid-turn, no progress), ``dead``
-(process gone mid-turn), ``exit_hung`` (alive after SessionEnd) or ``done``.
+``waiting`` (for the user), ``failed`` (the last turn died on an API error the
+session can be nudged past), ``limited`` (it died on a rate or usage limit:
+Claude Code waits that out by itself, so it is left alone), ``stalled``
+(mid-turn, no progress), ``dead`` (process gone mid-turn), ``exit_hung``
+(alive after SessionEnd) or ``done``.
 It is pure; :class:`Scanner` gathers the observations, cheaply enough to run
 every few seconds over hundreds of sessions (a stat per file when nothing
 changed).
@@ -28,11 +32,22 @@ from . import LOG
 
 ACTIVE = "active"
 WAITING = "waiting"
+FAILED = "failed"
+LIMITED = "limited"
 STALLED = "stalled"
 DEAD = "dead"
 EXIT_HUNG = "exit_hung"
 DONE = "done"
-CLASSES = (ACTIVE, WAITING, STALLED, DEAD, EXIT_HUNG, DONE)
+CLASSES = (ACTIVE, WAITING, FAILED, LIMITED, STALLED, DEAD, EXIT_HUNG, DONE)
+
+# StopFailure kinds that mean "a limit": Claude Code resumes by itself when it resets
+# (quota_auto_resume_*), or the user must act (a plan's usage limit).  Never nudged.
+LIMIT_ERRORS = frozenset(("rate_limit", "billing_error"))
+# Kinds a nudge can get past once the server answers again (a dead, overloaded or erroring
+# server; "unknown" is how a dropped connection can surface).  Anything else (a rejected
+# request, a login, a missing model, max_output_tokens) is pushed, never typed at.
+RETRY_ERRORS = frozenset(("server_error", "overloaded", "unknown"))
+PROMPT_TEXT_KEEP = 4000   # what the session ledger keeps of a prompt (user_prompt_submit.PROMPT_KEEP)
 
 # Process start times are compared with wall-clock registration times; after the Linux
 # correction below they agree to a few clock ticks.
@@ -60,6 +75,17 @@ class SessionObs:
     tool_running: bool = False   # a child process started during this turn is still running
     pane: tuple = None           # (tmux socket, pane id)
     transcript: str = None
+    failed_at: float = None      # StopFailure that ended the latest turn (None: it did not fail)
+    failed_error: str = None     # its error kind (server_error, rate_limit, ...)
+    prompt_text: str = None      # the latest prompt as the ledger keeps it (what Escape puts back)
+    prompt_chars: int = None     # its full length
+    notice_at: float = None      # the latest usage-limit notification (quota_auto_resume_*)
+    notice: str = None           # its type
+    state_since: float = None    # when the record entered its current state (ledger transition)
+    percent: float = None        # context fill at the latest reading
+    sdir: str = None             # the session's directory
+    rotator_pid: int = None      # the tmux rotator spawned for its checkpoint
+    driver: str = None           # what drives its rotations: the record's own word, else tmux / manual
 
     @property
     def finished(self):
@@ -77,6 +103,8 @@ def classify(obs, now, stall, exit_hang):
     if obs.alive is False:
         return DEAD if obs.mid_turn else DONE
     if not obs.mid_turn:
+        if obs.failed_error is not None:
+            return LIMITED if obs.failed_error in LIMIT_ERRORS else FAILED
         return WAITING
     if obs.tool_running:
         return ACTIVE
@@ -90,7 +118,9 @@ def classify(obs, now, stall, exit_hang):
 class LedgerFollower:
     """Reads only what was appended to a session ledger since the last call."""
 
-    __slots__ = ("path", "ino", "offset", "partial", "prompt", "stop", "tool", "start", "end", "end_reason")
+    __slots__ = ("path", "ino", "offset", "partial", "prompt", "stop", "tool", "start", "end", "end_reason",
+                 "failed", "failed_error", "prompt_text", "prompt_chars", "notice", "notice_type",
+                 "transition", "percent")
 
     def __init__(self, path):
         self.path = path
@@ -102,6 +132,8 @@ class LedgerFollower:
         self.partial = b""
         self.prompt = self.stop = self.tool = self.start = self.end = None
         self.end_reason = None
+        self.failed = self.failed_error = self.prompt_text = self.prompt_chars = None
+        self.notice = self.notice_type = self.transition = self.percent = None
 
     def update(self):
         try:
@@ -137,19 +169,53 @@ class LedgerFollower:
             return
         if ev == "prompt":
             self.prompt = ts
+            text = rec.get("text")
+            self.prompt_text = text[:PROMPT_TEXT_KEEP] if isinstance(text, str) else None
+            chars = rec.get("chars")
+            self.prompt_chars = chars if isinstance(chars, int) and not isinstance(chars, bool) else None
         elif ev == "stop":
             self.stop = ts
+            self._percent(rec)
+        elif ev == "stop_failure":
+            self.failed = ts
+            kind = rec.get("error")
+            self.failed_error = kind if isinstance(kind, str) and kind else "unknown"
         elif ev == "tool":
             self.tool = ts
+            self._percent(rec)
+        elif ev == "notification":
+            kind = rec.get("type")
+            if isinstance(kind, str) and kind.startswith("quota_auto_resume"):
+                self.notice, self.notice_type = ts, kind
+        elif ev == "transition":
+            self.transition = ts
         elif ev == "session_start":
             self.start = ts
         elif ev == "session_end":
             self.end = ts
             self.end_reason = rec.get("reason") if isinstance(rec.get("reason"), str) else None
 
+    def _percent(self, rec):
+        pct = rec.get("percent")
+        if isinstance(pct, (int, float)) and not isinstance(pct, bool):
+            self.percent = pct
+
+    @property
+    def turn_end(self):
+        """The latest end of a turn: a Stop or a StopFailure (None: none yet)."""
+        ends = [t for t in (self.stop, self.failed) if t is not None]
+        return max(ends) if ends else None
+
     @property
     def mid_turn(self):
-        return self.prompt is not None and (self.stop is None or self.prompt > self.stop)
+        end = self.turn_end
+        return self.prompt is not None and (end is None or self.prompt > end)
+
+    @property
+    def turn_failed(self):
+        """The latest turn ended on an API error (a StopFailure after its prompt and the last Stop)."""
+        return (self.failed is not None and (self.prompt is None or self.failed >= self.prompt)
+                and (self.stop is None or self.failed > self.stop))
 
 
 # -- processes ----------------------------------------------------------------
@@ -452,8 +518,10 @@ class Scanner:
         else:
             alive = self.procs.find(pid, registered) is not None
             ent.gone = not alive
-        progress = [t for t in (f.prompt, f.tool, f.stop, f.start) if t is not None]
+        progress = [t for t in (f.prompt, f.tool, f.stop, f.failed, f.start) if t is not None]
         sock, pane_id = rec.get("tmux_socket"), rec.get("tmux_pane")
+        failed = f.turn_failed
+        rotator = rec.get("rotator_pid")
         return SessionObs(
             key="%s/%03d" % (proj.key, n),
             name=rec.get("name") if isinstance(rec.get("name"), str) else proj.session_name(n),
@@ -463,4 +531,11 @@ class Scanner:
             ended_at=ended_at, ended_reason=ended_reason, resumed=resumed,
             pane=(sock, pane_id) if isinstance(sock, str) and isinstance(pane_id, str) else None,
             transcript=rec.get("transcript") if isinstance(rec.get("transcript"), str) else None,
+            failed_at=f.failed if failed else None, failed_error=f.failed_error if failed else None,
+            prompt_text=f.prompt_text, prompt_chars=f.prompt_chars,
+            notice_at=f.notice, notice=f.notice_type, state_since=f.transition or created,
+            percent=f.percent, sdir=sdir,
+            rotator_pid=rotator if isinstance(rotator, int) and not isinstance(rotator, bool) else None,
+            driver=rec.get("driver") if isinstance(rec.get("driver"), str) else
+            ("tmux" if isinstance(pane_id, str) and pane_id else "manual"),
         )
