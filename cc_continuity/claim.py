@@ -31,10 +31,14 @@ def candidates(proj, claude_pid=None, predecessor=None, me=None, cleared=False, 
     its Claude process is gone (a crash or a reboot) — or, after a ``/clear``
     (``cleared``), if it belongs to this same process — so a second terminal
     in the same project never steals a rotation that is still in flight.
+
+    Only open sessions are read (the project's open-session index), so the cost does
+    not grow with the history.  A claim cut short is found through ``intent``, which
+    the claimer records before the predecessor moves.
     """
     out = []
     mine = []
-    for n in reversed(proj.numbers()):
+    for n in reversed(proj.open_numbers()):
         if n == predecessor or n == me:
             continue
         try:
@@ -64,6 +68,8 @@ def candidates(proj, claude_pid=None, predecessor=None, me=None, cleared=False, 
             rec = session.load(proj.session_dir(intent))
             if rec["state"] in session.CLAIMABLE and not rec.get("successor"):
                 out = [intent] + [x for x in out if x != intent]
+            elif me is not None and rec.get("successor") == me and rec["state"] == session.ROTATED:
+                mine.insert(0, intent)  # ours already: the claim was cut short after the predecessor moved
         except (OSError, ValueError):
             pass
     return mine + out
