@@ -831,6 +831,45 @@ def list_snapshots(root, prefix=REF_PREFIX):
     return rows
 
 
+def list_refs(root, prefix):
+    """[(ref, commit, committer time)] under ``prefix``, newest first (one for-each-ref call)."""
+    top, _, _ = _locate(root)
+    if top is None:
+        return []
+    proc = _git(["for-each-ref", "--sort=-committerdate", "--sort=-refname",
+                 "--format=%(refname)%00%(objectname)%00%(committerdate:unix)", prefix], top)
+    rows = []
+    for line in proc.stdout.splitlines() if proc.returncode == 0 else ():
+        fields = line.split(b"\0")
+        if len(fields) == 3:
+            rows.append((_text(fields[0]), _text(fields[1]), int(fields[2]) if fields[2].isdigit() else 0))
+    rows.sort(key=lambda r: (r[2], r[0]), reverse=True)
+    return rows
+
+
+def delete_refs(root, refs):
+    """Delete ``refs`` [(ref, commit)], each only if it still points at that commit; the names deleted.
+
+    The one place a snapshot ref is ever deleted (the retention policy decides which).
+    """
+    top, _, _ = _locate(root)
+    if top is None or not refs:
+        return []
+    for ref, _ in refs:
+        check_ref(ref)
+        if not ref.startswith(REF_PREFIX):
+            raise ValueError("not a snapshot ref: %s" % ref)
+    runner = _Runner(top, _env(), 60)
+    batch = "".join("delete %s %s\n" % (ref, sha) for ref, sha in refs).encode()
+    if runner.run(["update-ref", "--no-deref", "--stdin"], input=batch, ok=(0, 1, 128)).returncode == 0:
+        return [ref for ref, _ in refs]
+    done = []  # one moved or vanished meanwhile: the others one by one
+    for ref, sha in refs:
+        if runner.run(["update-ref", "--no-deref", "-d", ref, sha], ok=(0, 1, 128)).returncode == 0:
+            done.append(ref)
+    return done
+
+
 # ----------------------------------------------------------------- facts
 
 

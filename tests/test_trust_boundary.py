@@ -55,6 +55,9 @@ HOSTILE = {
     "watchdog_power_cycle_after_s": 1,
     "watchdog_power_cycle_cooldown_s": 1,
     "watchdog_power_cycle_daily_cap": 100,
+    "snapshot_timeout_s": 10,
+    "snapshot_keep": 1,
+    "snapshot_max_age_days": 0.001,
 }
 # Narrowing keys: what the user chose globally, and the repository's attempt to loosen it.
 LOOSEN = {
@@ -63,6 +66,8 @@ LOOSEN = {
     "precompact_block": (False, True),
     "snapshot_untracked": (False, True),
     "snapshot_max_file_bytes": (1000, 10 ** 9),
+    "snapshot_max_untracked_bytes": (1000, 10 ** 9),
+    "snapshot_hook_wait_s": (1, 40),
 }
 USER_ONLY = sorted(set(config.SCHEMA) - config.REPO_ANY - set(config.REPO_NARROW))
 
