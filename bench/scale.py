@@ -154,7 +154,8 @@ def p7(work, sizes):
             drv.transcript(sid).assistant(tokens_at(65))
             drv.hook("Stop", sid)
             with open(drv.handoff_path(sid), "w") as f:
-                f.write(handoff_text(config.HANDOFF_SECTIONS, extra={"Files touched": "- `pkg000/mod00/f00.py`"}))
+                f.write(handoff_text(config.HANDOFF_SECTIONS, body="Details: the module `pkg000/mod00/f00.py` "
+                                     "is being reworked.", extra={"Files touched": "- `pkg000/mod00/f00.py`"}))
             t, _ = timed(lambda: drv.hook("Stop", sid, stop_hook_active=True, timeout=120))
             git_ = drv.checkpoint_file("manifest.json", sid)["git"]
             deadline = time.monotonic() + 900
