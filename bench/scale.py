@@ -128,13 +128,22 @@ def p6(work, files, runs):
 
 # -- P7 ------------------------------------------------------------------------------------------
 def p7(work, sizes):
+    """The Stop hooks of two rotations; at the biggest size also with every file touched first
+    (a checkout, a rebuild: git's stat cache is cold and the first snapshot hashes every file)."""
     from helpers.hookdriver import HookDriver, handoff_text, tokens_at
     from cc_continuity import config
 
     out = {}
-    for n in sizes:
-        repo = make_repo(os.path.join(work, "p7-%d" % n), n)
-        home = os.path.join(work, "p7home-%d" % n)
+    for n in sizes + [-sizes[-1]]:
+        cold, n = n < 0, abs(n)
+        repo = make_repo(os.path.join(work, "p7-%d%s" % (n, "-cold" if cold else "")), n)
+        if cold:
+            later = time.time() - 3600  # differs from the stat data in the index: every file is read again
+            for d, _, fs in os.walk(repo):
+                if "/.git" not in d + "/":
+                    for f in fs:
+                        os.utime(os.path.join(d, f), (later, later))
+        home = os.path.join(work, "p7home-%d%s" % (n, "-cold" if cold else ""))
         os.makedirs(home)
         os.environ.update(HOME=home, CC_CONTINUITY_HOME=os.path.join(home, "cc"), GIT_AUTHOR_NAME="b",
                           GIT_AUTHOR_EMAIL="b@b.invalid", GIT_COMMITTER_NAME="b", GIT_COMMITTER_EMAIL="b@b.invalid")
@@ -152,7 +161,7 @@ def p7(work, sizes):
             drv.hook("UserPromptSubmit", sid, prompt="work")
             touch10(repo, k)
             drv.transcript(sid).assistant(tokens_at(65))
-            drv.hook("Stop", sid)
+            t_request, _ = timed(lambda: drv.hook("Stop", sid, timeout=120))
             with open(drv.handoff_path(sid), "w") as f:
                 f.write(handoff_text(config.HANDOFF_SECTIONS, body="Details: the module `pkg000/mod00/f00.py` "
                                      "is being reworked.", extra={"Files touched": "- `pkg000/mod00/f00.py`"}))
@@ -162,9 +171,10 @@ def p7(work, sizes):
             while git_.get("pending") and not os.path.exists(git_["result"]) and time.monotonic() < deadline:
                 time.sleep(0.2)
             done = json.load(open(git_["result"])) if git_.get("pending") else git_
-            rows.append({"rotation": k + 1, "stop_hook_ms": round(t * 1000), "snapshot_in_hook": not git_.get("pending"),
+            rows.append({"rotation": k + 1, "request_stop_ms": round(t_request * 1000), "verify_stop_ms": round(t * 1000),
+                         "snapshot_in_hook": not git_.get("pending"),
                          "snapshot_ms": done.get("elapsed_ms"), "index": done.get("index"), "load": load()})
-        out[str(n)] = rows
+        out["%d%s" % (n, " files touched first" if cold else "")] = rows
         shutil.rmtree(repo)
     return out
 

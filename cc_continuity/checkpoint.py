@@ -109,7 +109,7 @@ def collect(root, sdir, rec, reading, payload, cfg, out_dir=None):
         "created": rec.get("created"),
         "model": rec.get("model"),
         "reading": {k: reading.get(k) for k in ("tokens", "window", "percent", "level", "window_source")},
-        "git": gitsnap.git_facts(root),
+        "git": gitsnap.git_facts(root, index=paths.project_dir(paths.project_key(root)) + "/facts.index"),
         "prompts": prompts(sdir),
         "todos": transcript.open_todos(tpath) if isinstance(tpath, str) else None,
         "last_assistant_message": last[:1000] if isinstance(last, str) else None,

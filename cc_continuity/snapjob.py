@@ -71,7 +71,7 @@ def start(p, log_path=None):
         paths.ensure_dir(os.path.dirname(log_path))
         out = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, paths.FILE_MODE)
     try:
-        return subprocess.Popen([sys.executable, "-m", "cc_continuity.snapjob", json.dumps(p)],
+        return subprocess.Popen([sys.executable, "-S", "-m", "cc_continuity.snapjob", json.dumps(p)],
                                 stdin=subprocess.DEVNULL, stdout=out, stderr=out, cwd="/", env=env,
                                 start_new_session=True, close_fds=True)
     finally:

@@ -17,13 +17,14 @@ import stat
 import subprocess
 import sys
 import tempfile
+import time
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cc_continuity import gitsnap
-from test_gitsnap import git, tree_of, user_state, write
+from test_gitsnap import busy_repo, git, tree_of, user_state, write  # noqa: F401 (a fixture)
 
 CAP, UCAP = 600, 300
 POOL = ["a.txt", "b.txt", "d/c.txt", "d/e/f.txt", "x.log", "big.bin", "n/g.txt"]
@@ -418,3 +419,26 @@ def test_sparse_checkout_entries_stay_as_the_user_has_them(repo, index):
     res = incremental(repo, index)
     assert res["tree"] == from_scratch(repo)[0]
     assert "src/m01.py" in tree_files(repo, res["tree"])
+
+
+def test_facts_through_a_refreshed_copy_of_the_users_index_are_the_same_facts(busy_repo, tmp_path):
+    copy = str(tmp_path / "state" / "facts.index")
+    later = time.time() - 3600
+    for d, _dirs, files in os.walk(busy_repo):
+        if "/.git" not in d + "/":
+            for f in files:
+                if not os.path.islink(os.path.join(d, f)):
+                    os.utime(os.path.join(d, f), (later, later))  # the user's stat cache is stale now
+    before = user_state(busy_repo)
+    plain = gitsnap.git_facts(busy_repo)
+    via = gitsnap.git_facts(busy_repo, index=copy)
+    assert via == plain
+    assert user_state(busy_repo) == before
+    assert stat.S_IMODE(os.stat(copy).st_mode) == 0o600
+    time.sleep(1.1)  # past the second it was written in: no entry is racily clean any more
+    assert gitsnap.git_facts(busy_repo, index=copy) == plain
+    refreshed = os.stat(copy).st_mtime_ns
+    assert gitsnap.git_facts(busy_repo, index=copy) == plain
+    assert os.stat(copy).st_mtime_ns == refreshed  # nothing left to refresh: status read no file again
+    git(busy_repo, "add", "notes")  # the user's index changes: the copy follows it
+    assert gitsnap.git_facts(busy_repo, index=copy) == gitsnap.git_facts(busy_repo)
