@@ -224,7 +224,7 @@ def _facts(snap, manifest):
     from .snapjob import current
 
     git = current(manifest.get("git"))
-    ref = git.get("ref") if git.get("git") else None
+    ref = None if git.get("pending") else git.get("ref")  # a pending entry names the ref it will make
     if ref:
         lines.append("- work-tree snapshot: %s (restore a file with `git checkout %s -- <path>`)" % (ref, ref))
     elif git.get("pending"):

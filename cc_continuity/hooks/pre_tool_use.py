@@ -198,12 +198,14 @@ def _exists(path):
 
 
 def _alive(pid):
-    """Is job ``pid`` still running (a zombie is not)?  Unknown counts as running."""
+    """Is job ``pid`` still running (a zombie is not)?  Unknown counts as running.
+
+    ``procs.pid_alive`` without ``os``: this module is on the per-tool-call path."""
     if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
         return True
     try:
         posix.kill(pid, 0)
-    except ProcessLookupError:
+    except (ProcessLookupError, OverflowError):
         return False
     except OSError:
         return True
