@@ -250,7 +250,7 @@ def check_step(repo, index, history):
     return res
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(OPS, min_size=1, max_size=8))
 def test_incremental_tree_equals_from_scratch_after_any_changes(ops):
     repo = new_repo()
@@ -271,7 +271,7 @@ def test_incremental_tree_equals_from_scratch_after_any_changes(ops):
         shutil.rmtree(state_dir, ignore_errors=True)
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(OPS, min_size=1, max_size=6))
 def test_tracked_only_snapshots_follow_add_u(ops):
     repo = new_repo()
