@@ -106,7 +106,7 @@ def collect(root, sdir, rec, reading, payload, cfg, out_dir=None):
         "created": rec.get("created"),
         "model": rec.get("model"),
         "reading": {k: reading.get(k) for k in ("tokens", "window", "percent", "level", "window_source")},
-        "git": gitsnap.git_facts(root),
+        "git": gitsnap.git_facts(root, index=paths.project_dir(paths.project_key(root)) + "/facts.index"),
         "prompts": prompts(sdir),
         "todos": transcript.open_todos(tpath) if isinstance(tpath, str) else None,
         "last_assistant_message": last[:1000] if isinstance(last, str) else None,
@@ -135,10 +135,12 @@ def finalize(root, slug, sdir, rec, check, cfg, degraded, tries, snap):
     message = redact.redact("%s %s: %s" % (cid, rec.get("name"), " / ".join(first))[:300])
     try:
         ref = gitsnap.ref_name(paths.project_key(root), number)
-        git = gitsnap.snapshot(root, ref, message, max_file_bytes=cfg["snapshot_max_file_bytes"], unique=True,
-                               untracked=cfg["snapshot_untracked"])
-    except (gitsnap.SnapshotError, ValueError, OSError) as e:
+    except ValueError as e:
         git = {"git": None, "error": str(e)[:500]}
+    else:
+        from . import snapjob
+
+        git = snapjob.run_for_checkpoint(root, sdir, ref, message, cfg)  # or pending: its job finishes it
     reading = snap.get("reading") or {}
     manifest = {
         "id": cid,
@@ -156,8 +158,10 @@ def finalize(root, slug, sdir, rec, check, cfg, degraded, tries, snap):
     ledger.append(ledger_path(sdir), {"ev": "checkpoint", "id": cid, "sha256": check.sha256,
                                       "degraded": degraded, "tries": tries,
                                       "ref": git.get("ref"), "commit": git.get("commit"),
-                                      "git": git.get("git"), "git_error": git.get("error")})
-    return {
+                                      "git": git.get("git"), "git_error": git.get("error"),
+                                      "snapshot_pending": bool(git.get("pending")),
+                                      "snapshot_ms": git.get("elapsed_ms")})
+    summary = {
         "id": cid,
         "percent": reading.get("percent"),
         "tokens": reading.get("tokens"),
@@ -169,6 +173,26 @@ def finalize(root, slug, sdir, rec, check, cfg, degraded, tries, snap):
         "verified_at": manifest["verified_at"],
         "rotation_ms": None,
     }
+    if git.get("pending"):
+        summary["ref"] = None
+        summary["snapshot_wait"] = snapshot_wait(git)
+    return summary
+
+
+def snapshot_wait(git):
+    """What PreToolUse needs to hold tools back until a pending snapshot is there (hot path: plain data)."""
+    return {"result": git["result"], "pid": git.get("pid"), "until": git.get("until"), "ref": git.get("ref")}
+
+
+def git_entry(sdir):
+    """The checkpoint's git entry now (a pending snapshot's result once its job wrote it), or {}."""
+    from . import snapjob
+
+    try:
+        manifest = read_json(cp_dir(sdir) + "/manifest.json")
+    except (OSError, ValueError):
+        return {}
+    return snapjob.current(manifest.get("git"))
 
 
 def write_machine_handoff(sdir, snap, cfg, problems):

@@ -13,6 +13,7 @@ back (somebody else took it: drop the intent), whatever state the successor has
 reached meanwhile — it never tries a transition its state does not allow.
 """
 
+import os
 import time
 
 from . import checkpoint, fastjson, ledger, session
@@ -31,10 +32,14 @@ def candidates(proj, claude_pid=None, predecessor=None, me=None, cleared=False, 
     its Claude process is gone (a crash or a reboot) — or, after a ``/clear``
     (``cleared``), if it belongs to this same process — so a second terminal
     in the same project never steals a rotation that is still in flight.
+
+    Only open sessions are read (the project's open-session index), so the cost does
+    not grow with the history.  A claim cut short is found through ``intent``, which
+    the claimer records before the predecessor moves.
     """
     out = []
     mine = []
-    for n in reversed(proj.numbers()):
+    for n in reversed(proj.open_numbers()):
         if n == predecessor or n == me:
             continue
         try:
@@ -64,6 +69,8 @@ def candidates(proj, claude_pid=None, predecessor=None, me=None, cleared=False, 
             rec = session.load(proj.session_dir(intent))
             if rec["state"] in session.CLAIMABLE and not rec.get("successor"):
                 out = [intent] + [x for x in out if x != intent]
+            elif me is not None and rec.get("successor") == me and rec["state"] == session.ROTATED:
+                mine.insert(0, intent)  # ours already: the claim was cut short after the predecessor moved
         except (OSError, ValueError):
             pass
     return mine + out
@@ -108,9 +115,13 @@ def finish(proj, n, sdir, pred_n, prec):
     recorded as completed in the ledger and the state left as it is.
     """
     rec = session.load(sdir)
-    cid = (prec.get("checkpoint") or {}).get("id")
+    cp = prec.get("checkpoint") or {}
+    cid = cp.get("id")
     rec.update(predecessor=pred_n, predecessor_claimed=True, checkpoint_from=cid)
     rec.pop("claiming", None)
+    wait = cp.get("snapshot_wait")
+    if isinstance(wait, dict) and isinstance(wait.get("result"), str) and not os.path.exists(wait["result"]):
+        rec["snapshot_wait"] = wait  # its snapshot is still being taken: PreToolUse holds back file changes
     if session.is_allowed(rec["state"], session.BOOTSTRAPPING):
         session.transition(sdir, rec, session.BOOTSTRAPPING, "claimed %s" % cid)
     else:
@@ -267,9 +278,19 @@ def _facts(snap, manifest):
             lines.append("  - %s %s" % (c.get("sha", "")[:9], c.get("subject", "")[:100]))
     else:
         lines.append("- git: not a git repository")
-    ref = (manifest.get("git") or {}).get("ref")
+    from .snapjob import current
+
+    git = current(manifest.get("git"))
+    ref = None if git.get("pending") else git.get("ref")  # a pending entry names the ref it will make
     if ref:
         lines.append("- work-tree snapshot: %s (restore a file with `git checkout %s -- <path>`)" % (ref, ref))
+    elif git.get("pending"):
+        lines.append("- work-tree snapshot: not there yet; a background job has been taking it since %s (it will be "
+                     "%s or a -N beside it, see `cc-continuity snapshots`). Tools that change files wait for it; "
+                     "reading works meanwhile." % (time.strftime("%H:%M:%S", time.localtime(git.get("started_at") or 0)),
+                                                  git.get("ref")))
+    elif git.get("git") is None and git.get("error"):
+        lines.append("- work-tree snapshot: none, it failed (%s)" % str(git["error"])[:200])
     todos = snap.get("todos") or []
     if todos:
         lines.append("- open todo items:")

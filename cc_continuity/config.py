@@ -45,8 +45,10 @@ def _int(lo=None, hi=None, null=False):
     return check
 
 
-def _num(lo, hi):
+def _num(lo, hi, null=False):
     def check(v):
+        if v is None and null:
+            return None
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             return "must be a number"
         if not (lo < v <= hi):
@@ -108,8 +110,13 @@ SCHEMA = {
     "handoff_min_chars": (400, _int(0), "smallest acceptable handoff"),
     "handoff_max_chars": (24000, _int(100), "largest acceptable handoff"),
     "handoff_max_tries": (3, _int(1, 6), "model attempts before a machine handoff"),
-    "snapshot_max_file_bytes": (10 * 1024 * 1024, _int(0), "untracked/changed files above this are skipped"),
+    "snapshot_max_file_bytes": (10 * 1024 * 1024, _int(0), "changed tracked files above this keep their staged version in snapshots"),
+    "snapshot_max_untracked_bytes": (1024 * 1024, _int(0), "untracked files above this (or the cap above) are left out of snapshots"),
     "snapshot_untracked": (True, _bool, "include untracked (not ignored) files in work-tree snapshots"),
+    "snapshot_hook_wait_s": (5, _int(0, 40), "how long the Stop hook waits for the snapshot before leaving it to its background job"),
+    "snapshot_timeout_s": (600, _int(10, 86400), "the longest a snapshot may take"),
+    "snapshot_keep": (30, _int(1, null=True), "snapshots kept per project beyond the protected ones (null = no count limit)"),
+    "snapshot_max_age_days": (30, _num(0, 36500, null=True), "snapshots older than this are pruned (protected ones never; null = no age limit)"),
     "bootstrap_max_tokens": (2500, _int(200, 2400000), "budget for the successor's injected text (chars/4)"),
     "precompact_block": (True, _bool, "block an auto-compaction at rotate and hand off instead"),
     "rotator_idle_timeout_s": (120, _int(1, 3600), "how long the rotator waits for Claude Code to go idle"),
@@ -170,6 +177,8 @@ REPO_NARROW = {
     "mod": False,                # hand over through tmux (or by hand) instead of the mod
     "compact_to_rotation": False,  # let Claude Code's own compaction run
     "snapshot_max_file_bytes": "lower",
+    "snapshot_max_untracked_bytes": "lower",
+    "snapshot_hook_wait_s": "lower",  # the snapshot then finishes in its background job
 }
 # Everything else is user-only, each for one of these reasons (SECURITY.md):
 #   unattended                      loosens safety (--dangerously-skip-permissions)
@@ -179,6 +188,8 @@ REPO_NARROW = {
 #   statusline_chain_timeout_ms     how long the user's own status line command may run
 #   watchdog_*                      probe URLs, commands and files run or read, process kills,
 #                                   when it types into a pane or re-spawns a rotator (rotation_stuck_s)
+#   snapshot_timeout_s              a short one would make every snapshot fail
+#   snapshot_keep, snapshot_max_age_days   deleting the user's snapshots sooner is not "doing less"
 
 
 class ConfigError(ValueError):

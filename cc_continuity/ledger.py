@@ -20,9 +20,18 @@ edit.  Each step leaves a ledger that verifies if the process dies right there.
 import posix
 import time
 
-from .digest import sha256
-
 from . import fastjson
+
+
+def sha256(data):
+    """The builtin SHA-256 (digest.py), loaded on first use: the per-tool-call path imports this module
+    (through session) but writes no ledger line, and on some builds ``_sha256`` is a shared
+    object whose loading costs a few percent of the interpreter's start."""
+    global sha256
+    from .digest import sha256 as real
+
+    sha256 = real
+    return real(data)
 
 GENESIS = "0" * 64
 REPAIRED = "ledger_repaired"

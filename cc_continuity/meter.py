@@ -15,6 +15,11 @@ from . import fastjson
 
 CHUNK = 256 * 1024
 MAX_SCAN = 64 * 1024 * 1024  # give up (unknown) after this much history without a reading
+# A line longer than this is not read to its start: the reading is unknown until a newer
+# line holds one (a 64 MB tool result costs what 16 MiB of reading costs, ~10 ms, then the
+# next reply is found again at once).  Chunks of such a line are kept, never re-joined or
+# re-searched, so the cost is linear in what is read.
+LINE_MAX = 16 * 1024 * 1024
 
 LEVELS = ("ok", "warn", "rotate", "hard")
 
@@ -84,28 +89,40 @@ def _boundary_reading(line):
     return post if isinstance(post, int) and not isinstance(post, bool) else -1
 
 
-def lines_backwards(path, max_scan=MAX_SCAN, chunk=CHUNK):
+def lines_backwards(path, max_scan=MAX_SCAN, chunk=CHUNK, line_max=LINE_MAX):
     """Yield ``(line, bytes_scanned)`` for the complete lines of ``path``, newest first.
 
     Reads ``chunk`` bytes at a time from the end, so a caller that stops at
-    the first match pays only for the tail.  Raises OSError if unreadable.
+    the first match pays only for the tail.  Stops (yields no more) at a line
+    longer than ``line_max``.  Raises OSError if unreadable.
     """
     fd = posix.open(path, posix.O_RDONLY | posix.O_CLOEXEC)
     try:
         pos = posix.fstat(fd).st_size
-        carry = b""  # the (partial) first line of the chunk read last
+        carry = b""  # the (partial) first line of the blocks read so far
+        parts = []   # blocks with no newline (one long line), newest last: joined once its start is read
+        partial = 0
         scanned = 0
         while pos > 0 and scanned < max_scan:
             step = chunk if pos > chunk else pos
             pos -= step
-            block = posix.pread(fd, step, pos) + carry
+            block = posix.pread(fd, step, pos)
             scanned += step
+            if pos > 0 and block.find(b"\n") == -1:  # inside one line longer than the chunk: keep reading
+                parts.append(block)
+                partial += step
+                if partial > line_max:
+                    return
+                continue
+            if parts:
+                block += b"".join(reversed(parts))
+                parts = []
+            block += carry
+            partial = 0
             if pos > 0:
                 cut = block.find(b"\n")
-                if cut == -1:  # one line longer than the chunk: keep reading
-                    carry = block
-                    continue
                 carry, block = block[:cut], block[cut + 1:]
+                partial = len(carry)
             for line in reversed(block.split(b"\n")):
                 if line:
                     yield line, scanned
@@ -128,17 +145,28 @@ def read_transcript(path, max_scan=MAX_SCAN, chunk=None):
     fd = posix.open(path, posix.O_RDONLY | posix.O_CLOEXEC)
     try:
         pos = posix.fstat(fd).st_size
-        buf = b""       # bytes [pos, pos + len(buf)) of the file
+        buf = b""       # bytes [pos, pos + len(buf)) of the file not searched yet (and the partial first line)
         hi = 0          # search below this offset in buf (lines above it are done)
+        parts = []      # chunks with no newline (one long line), newest last: joined once its start is read
         scanned = 0
         step = chunk // 4  # start small (a big first read costs page faults), then grow
         while True:
             if pos > 0 and scanned < max_scan:
                 step = min(step * 2 if scanned else step, chunk, pos)
                 pos -= step
-                buf = posix.pread(fd, step, pos) + buf
-                hi += step
+                data = posix.pread(fd, step, pos)
                 scanned += step
+                if pos > 0 and data.find(b"\n") == -1:
+                    parts.append(data)
+                    if hi + step * len(parts) > LINE_MAX:  # a line too long to read to its start
+                        return {"tokens": None, "model": None, "source": "transcript", "scanned": scanned,
+                                "long_line": True}
+                    continue
+                if parts:
+                    data += b"".join(reversed(parts))
+                    parts = []
+                buf = data + buf[:hi]  # what is above hi is done: never copied again
+                hi += len(data)
             elif pos > 0 or hi <= 0:
                 return {"tokens": None, "model": None, "source": "transcript", "scanned": scanned}
             # Only lines that start inside buf are complete (the first may be cut).
@@ -230,14 +258,24 @@ def tool_reading(path, tool_use_id, max_scan=MAX_SCAN, chunk=CHUNK):
         pos = posix.fstat(fd).st_size
         buf = b""
         hi = 0
+        parts = []  # as in read_transcript: a long line's chunks, joined once
         scanned = 0
         while True:
             if pos > 0 and scanned < max_scan:
                 step = min(chunk, pos)
                 pos -= step
-                buf = posix.pread(fd, step, pos) + buf
-                hi += step
+                data = posix.pread(fd, step, pos)
                 scanned += step
+                if pos > 0 and data.find(b"\n") == -1:
+                    parts.append(data)
+                    if hi + step * len(parts) > LINE_MAX:
+                        return None
+                    continue
+                if parts:
+                    data += b"".join(reversed(parts))
+                    parts = []
+                buf = data + buf[:hi]
+                hi += len(data)
             elif hi <= 0 or pos > 0:
                 return None
             lo = 0 if pos == 0 else (buf.find(b"\n") + 1 or len(buf))

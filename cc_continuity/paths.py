@@ -9,8 +9,6 @@ start-up).  Paths are plain strings joined with "/": POSIX only.
 
 import posix
 
-from .digest import sha256
-
 DIR_MODE = 0o700
 FILE_MODE = 0o600
 
@@ -198,6 +196,8 @@ def slugify(root):
 
 def project_key(root):
     """Stable per-root key: slug plus a hash of the resolved path."""
+    from .digest import sha256  # here, not at the top: the per-tool-call path never needs it (a shared object on some builds)
+
     return "%s-%s" % (slugify(root), sha256(root.encode("utf-8", "surrogateescape")).hexdigest()[:10])
 
 

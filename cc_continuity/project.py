@@ -7,6 +7,7 @@ Standard library only (hook fast path).
 """
 
 import os
+import shutil
 
 from . import atomic, fastjson, paths
 from .card import valid_session_id
@@ -103,15 +104,29 @@ class Project:
         nums = [int(n) for n in names if n.isdigit()]
         return max(nums) if nums else 0
 
+    def _counter(self, meta):
+        """The highest session number: the counter, moved past any session dir above it.
+
+        Probing upwards costs one stat (a listing would grow with the history); a lost
+        project.json recovers from the dirs (``load_meta``).
+        """
+        n = int(meta.get("counter", 0))
+        while os.path.isdir(self.session_dir(n + 1)):
+            n += 1
+        return n
+
     def peek_next_number(self):
-        meta = self.load_meta()
-        return max(int(meta.get("counter", 0)), self._counter_from_dirs()) + 1
+        return self._counter(self.load_meta()) + 1
+
+    def newest_number(self):
+        """The highest session number in use (0 for none)."""
+        return self._counter(self.load_meta())
 
     def allocate_number(self):
         """Reserve the next session number.  Call with the project lock held."""
         self.ensure()
         meta = self.load_meta()
-        n = max(int(meta.get("counter", 0)), self._counter_from_dirs()) + 1
+        n = self._counter(meta) + 1
         meta.update({"root": self.root, "slug": self.slug, "key": self.key, "counter": n})
         self.save_meta(meta)
         paths.ensure_dir(self.session_dir(n))
@@ -145,6 +160,50 @@ class Project:
             return sorted(int(n) for n in os.listdir(os.path.join(self.dir, "sessions")) if n.isdigit())
         except OSError:
             return []
+
+    # -- the open-session index (session.open_marker) -------------------------
+    @property
+    def open_dir(self):
+        return os.path.join(self.dir, "open")
+
+    def open_numbers(self):
+        """Numbers of the sessions that may be open (not ROTATED/ENDED), ascending.
+
+        From the index when it exists; before the first registration built it (a project
+        from an older version), from a scan of every record.
+        """
+        try:
+            return sorted(int(n) for n in os.listdir(self.open_dir) if n.isdigit())
+        except FileNotFoundError:
+            return [n for n, _ in self._scan_open()]
+        except OSError:
+            return []
+
+    def _scan_open(self):
+        from . import session
+
+        found = []
+        for n in self.numbers():
+            try:
+                rec = session.load(self.session_dir(n))
+            except (OSError, ValueError):
+                continue
+            if rec["state"] not in session.TERMINAL:
+                found.append((n, rec))
+        return found
+
+    def ensure_open_index(self):
+        """Build the index once (a project from before it existed).  Call with the project lock held:
+        every move of a record into an open state (a new session, a resume) happens under it."""
+        if os.path.isdir(self.open_dir):
+            return
+        tmp = "%s.tmp%d" % (self.open_dir, os.getpid())
+        shutil.rmtree(tmp, ignore_errors=True)
+        paths.ensure_dir(tmp)
+        for n, _ in self._scan_open():
+            with open(os.path.join(tmp, "%03d" % n), "w"):
+                pass
+        os.rename(tmp, self.open_dir)
 
 
 def is_enabled(project_root, env=None):

@@ -30,6 +30,8 @@ STATES = (ACTIVE, WARNED, ROTATION_PENDING, HANDOFF_REQUESTED, CHECKPOINT_VERIFI
 LIVE = (ACTIVE, WARNED, ROTATION_PENDING, HANDOFF_REQUESTED, BOOTSTRAPPING)
 # A verified checkpoint waiting for a successor survives the process.
 CLAIMABLE = (CHECKPOINT_VERIFIED, ROTATING, AWAITING_MANUAL_CLEAR)
+# Done for good (ENDED only comes back through `claude --resume`, under the project lock).
+TERMINAL = (ROTATED, ENDED)
 
 TRANSITIONS = {
     ACTIVE: {WARNED, ROTATION_PENDING, HANDOFF_REQUESTED, ENDED, BOOTSTRAPPING},  # -> BOOTSTRAPPING: a new session adopts a checkpoint
@@ -103,11 +105,39 @@ def load(sdir):
     return rec
 
 
+def open_marker(sdir):
+    """``<project>/open/<NNN>`` for the session dir ``<project>/sessions/<NNN>`` (None for other dirs).
+
+    The ``open/`` directory indexes the sessions that are not in a TERMINAL state, so the
+    claim, the crash notice and ``status`` read those records only, not the whole history.
+    The marker is made before a record goes open and removed after it went terminal: the
+    index may hold a stale number (readers check the record) but never misses an open one.
+    """
+    head, sep, num = sdir.rstrip("/").rpartition("/sessions/")
+    return head + "/open/" + num if sep and num.isdigit() else None
+
+
+def _mark_open(marker, is_open):
+    try:
+        if is_open:
+            posix.close(posix.open(marker, posix.O_WRONLY | posix.O_CREAT | posix.O_CLOEXEC, 0o600))
+        else:
+            posix.unlink(marker)
+    except FileNotFoundError:
+        pass  # no index yet (built on the next registration), or no marker to remove
+
+
 def save(sdir, rec):
     from . import atomic
 
     rec["updated"] = round(time.time(), 3)
+    marker = open_marker(sdir)
+    is_open = rec.get("state") not in TERMINAL
+    if marker and is_open:
+        _mark_open(marker, True)
     atomic.write_text(state_path(sdir), fastjson.dumps(rec))
+    if marker and not is_open:
+        _mark_open(marker, False)
 
 
 def notified_index(rec):

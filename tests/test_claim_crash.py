@@ -18,7 +18,8 @@ import signal
 import time
 
 from cc_continuity import config, ledger, session
-from helpers.hookdriver import HookDriver, WriteFaults, file_contains, handoff_text, tokens_at
+from helpers.hookdriver import (HookDriver, WriteFaults, file_contains, handoff_text, tokens_at,
+                               wait_for_snapshot_jobs)
 
 S1 = "a1a1a1a1-0000-4000-8000-000000000001"
 S2 = "b2b2b2b2-0000-4000-8000-000000000002"
@@ -54,6 +55,7 @@ class World:
         return {"cc": self.drv.cc_home, "git": os.path.join(self.drv.root, ".git")}
 
     def restore(self):
+        wait_for_snapshot_jobs(self.drv.cc_home)
         for name, path in self._trees().items():
             shutil.rmtree(path)
             shutil.copytree(self.frozen / name, path, symlinks=True)

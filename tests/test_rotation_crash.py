@@ -27,7 +27,8 @@ import time
 import pytest
 
 from cc_continuity import config, ledger, rotation, session
-from helpers.hookdriver import HookDriver, WriteFaults, file_contains, handoff_text, tokens_at
+from helpers.hookdriver import (HookDriver, WriteFaults, file_contains, handoff_text, tokens_at,
+                               wait_for_snapshot_jobs)
 
 SECTIONS = config.HANDOFF_SECTIONS
 S1 = "a1a1a1a1-0000-4000-8000-000000000001"
@@ -101,6 +102,7 @@ class Run:
         self.frozen_outputs = list(self.outputs)
 
     def restore(self):
+        wait_for_snapshot_jobs(self.drv.cc_home)
         for name, path in self._trees().items():
             shutil.rmtree(path)
             shutil.copytree(self.frozen / name, path, symlinks=True)

@@ -58,6 +58,9 @@ HOSTILE = {
     "watchdog_power_cycle_daily_cap": 100,
     "watchdog_rotation_stuck_s": 1,     # would make the watchdog re-spawn a rotator (type into the pane) sooner
     "watchdog_quiet_s": 0,              # would let it type right behind the user's keystrokes
+    "snapshot_timeout_s": 10,
+    "snapshot_keep": 1,
+    "snapshot_max_age_days": 0.001,
 }
 # Narrowing keys: what the user chose globally, and the repository's attempt to loosen it.
 LOOSEN = {
@@ -68,6 +71,8 @@ LOOSEN = {
     "snapshot_max_file_bytes": (1000, 10 ** 9),
     "mod": (False, True),
     "compact_to_rotation": (False, True),
+    "snapshot_max_untracked_bytes": (1000, 10 ** 9),
+    "snapshot_hook_wait_s": (1, 40),
 }
 USER_ONLY = sorted(set(config.SCHEMA) - config.REPO_ANY - set(config.REPO_NARROW))
 

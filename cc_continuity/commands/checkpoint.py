@@ -6,7 +6,7 @@ the session keeps going.  Useful before a risky step.
 
 import time
 
-from .. import checkpoint, gitsnap, ledger, meter, redact, session
+from .. import checkpoint, gitsnap, ledger, meter, redact, retention, session, snapjob
 from ._util import current_project, load_config, print_json
 from .signal import find_session
 
@@ -39,9 +39,16 @@ def run(args):
     try:
         git = gitsnap.snapshot(proj.root, ref, redact.redact("%s %s: %s" % (rec.get("name"), stamp, args.message)),
                                max_file_bytes=cfg["snapshot_max_file_bytes"], unique=True,
-                               untracked=cfg["snapshot_untracked"])
+                               max_untracked_bytes=cfg["snapshot_max_untracked_bytes"],
+                               untracked=cfg["snapshot_untracked"], timeout=cfg["snapshot_timeout_s"],
+                               index=snapjob.index_path(proj.root))
     except (gitsnap.SnapshotError, ValueError) as e:
         git = {"git": None, "error": str(e)}
+    if git.get("git"):
+        try:
+            retention.prune(proj, cfg)
+        except (gitsnap.SnapshotError, OSError) as e:
+            git.setdefault("warnings", []).append("pruning old snapshots failed: %s" % e)
     ledger.append(session.ledger_path(sdir), {"ev": "manual_checkpoint", "dir": out_dir, "ref": git.get("ref"),
                                               "commit": git.get("commit"), "message": args.message[:200]})
     result = {"session": rec.get("name"), "dir": out_dir, "git": git, "reading": snap["reading"]}

@@ -54,10 +54,14 @@ def describe(proj, cfg, n):
 def run(args):
     proj = current_project()
     cfg = load_config(proj.root)
-    rows = [describe(proj, cfg, n) for n in proj.numbers()]
-    if not args.all:
-        live = [r for r in rows if r["state"] not in (session.ROTATED, session.ENDED)]
-        rows = live or rows[-1:]
+    if args.all:
+        rows = [describe(proj, cfg, n) for n in proj.numbers()]
+    else:  # the open sessions (an index: the history is not read), else the newest one
+        rows = [r for r in (describe(proj, cfg, n) for n in proj.open_numbers())
+                if r["state"] not in (session.ROTATED, session.ENDED)]
+        newest = proj.newest_number()
+        if not rows and newest:
+            rows = [describe(proj, cfg, newest)]
     if args.json:
         print_json({"project": proj.root, "slug": proj.slug, "enabled": cfg["enabled"], "sessions": rows})
         return 0

@@ -97,6 +97,7 @@ def register(ctx, source):
     proj.ensure()
     sock, pane = ctx.tmux()
     with proj.lock():
+        proj.ensure_open_index()
         n = proj.lookup(ctx.session_id)
         if n is not None:
             sdir = proj.session_dir(n)

@@ -16,10 +16,18 @@ of a crossing burst ran), so the hook waits for it, at most ``WAIT_S``; the
 wait ends early when the transcript stops growing.
 """
 
+import posix
+import time
+
 from .. import card, meter, paths, session
 
 WRITE_TOOLS = ("Write", "Edit", "MultiEdit")
 WAIT_S = 2.0
+# While a checkpoint's snapshot is still being taken (hooks/stop.py left it to its job):
+# wait this long for it, then hold back tools that can change files.
+SNAPSHOT_WAIT_S = 3.0
+READ_ONLY_TOOLS = frozenset(("Read", "Glob", "Grep", "LS", "NotebookRead", "WebFetch", "WebSearch", "TodoWrite",
+                             "Task", "AskUserQuestion", "ExitPlanMode"))
 
 
 def handle(call):
@@ -30,6 +38,13 @@ def handle(call):
         rec = session.load(c["sdir"])
     except (OSError, ValueError):
         return None
+    wait = rec.get("snapshot_wait")
+    if not wait and rec["state"] in session.CLAIMABLE:
+        wait = (rec.get("checkpoint") or {}).get("snapshot_wait")
+    if isinstance(wait, dict):
+        held = _snapshot_gate(call, c, wait)
+        if held is not None:
+            return held
     hard = session.notified_index(rec) >= 3
     if not hard and rec["state"] not in session.CLAIMABLE:
         tokens = this_response_tokens(call, c)
@@ -139,3 +154,100 @@ def _record_hard(call, tokens):
     if common.needs_level_change(rec, reading):
         _, rec = common.apply_level(ctx, n, sdir, reading)
     return rec
+
+
+def _snapshot_gate(call, c, wait):
+    """None to go on; a deny while the checkpoint's work-tree snapshot is still being taken.
+
+    The snapshot must record the work tree as the handoff describes it, so nothing may
+    change files first: this call waits up to ``SNAPSHOT_WAIT_S`` for the job's result
+    file, then a tool that can change files is denied (retrying works once the job is
+    done); read-only tools go ahead.  A job that died, or ran past its deadline, no
+    longer holds anything back (the claim said the snapshot may be missing).
+    """
+    result = wait.get("result")
+    if not isinstance(result, str):
+        return None
+    tool = call.payload.get("tool_name")
+    tin = call.payload.get("tool_input")
+    passes = tool in READ_ONLY_TOOLS or (tool == "Bash" and isinstance(tin, dict) and _is_our_cli(tin.get("command"), call.getenv))
+    t0 = time.monotonic()
+    while True:
+        if _exists(result):
+            _forget_wait(call, "snapshot_ready", int((time.monotonic() - t0) * 1000), result)
+            return None
+        if passes:
+            return None
+        until = wait.get("until")
+        if not _alive(wait.get("pid")) or (isinstance(until, (int, float)) and time.time() > until):
+            if not _exists(result):
+                _forget_wait(call, "snapshot_missing", int((time.monotonic() - t0) * 1000))
+                return None
+        if time.monotonic() - t0 >= SNAPSHOT_WAIT_S:
+            break
+        time.sleep(0.05)
+    call.outcome = "held: the checkpoint's snapshot is still being taken"
+    return {"hookSpecificOutput": {
+        "hookEventName": "PreToolUse",
+        "permissionDecision": "deny",
+        "permissionDecisionReason": (
+            "cc-continuity: the work-tree snapshot of the checkpoint this session continues from (%s) is still "
+            "being taken in the background. Tools that can change files wait for it, so that it records the work "
+            "tree as the handoff describes it; reading (Read, Grep, Glob) works meanwhile. Retry this call in a few "
+            "seconds." % (wait.get("ref") or "cp-?")),
+    }}
+
+
+def _exists(path):
+    try:
+        posix.stat(path)
+        return True
+    except OSError:
+        return False
+
+
+def _alive(pid):
+    """Is job ``pid`` still running (a zombie is not)?  Unknown counts as running.
+
+    ``procs.pid_alive`` without ``os``: this module is on the per-tool-call path."""
+    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
+        return True
+    try:
+        posix.kill(pid, 0)
+    except (ProcessLookupError, OverflowError):
+        return False
+    except OSError:
+        return True
+    try:
+        fd = posix.open("/proc/%d/stat" % pid, posix.O_RDONLY)
+        try:
+            stat = posix.read(fd, 512)
+        finally:
+            posix.close(fd)
+        return stat.rpartition(b")")[2][:3] != b" Z "
+    except OSError:
+        return True
+
+
+def _forget_wait(call, event, waited_ms, result=None):
+    """The snapshot is there (or never will be): stop checking, once, on the slow path."""
+    from ..snapjob import read_result
+    from . import common
+
+    got = read_result(result) if result else None
+
+    ctx = common.HookContext(call)
+    n, sdir, rec = ctx.load_session()
+    with ctx.project.lock():
+        rec = session.load(sdir)
+        cp = rec.get("checkpoint")
+        gone = rec.pop("snapshot_wait", None)
+        if isinstance(cp, dict) and cp.pop("snapshot_wait", None) is not None:
+            gone = True
+            if got and got.get("ref"):
+                cp["ref"] = got["ref"]
+        if gone:
+            session.save(sdir, rec)
+            ctx.log(sdir, {"ev": event, "waited_ms": waited_ms})
+    if call.outcome == "ok":
+        call.outcome = "%s after %d ms" % (event.replace("_", " "), waited_ms)

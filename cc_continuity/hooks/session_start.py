@@ -97,9 +97,7 @@ def claim_for(ctx, n, sdir, rec, cleared=False):
 def crash_notice(ctx, n):
     """A previous session died mid-work with no checkpoint: say what is known."""
     proj = ctx.project
-    for m in reversed(proj.numbers()):
-        if m == n:
-            continue
+    for m in _newest_first(proj, n):
         try:
             prev = session.load(proj.session_dir(m))
         except (OSError, ValueError):
@@ -121,12 +119,21 @@ def crash_notice(ctx, n):
     return None
 
 
+def _newest_first(proj, skip, below=None):
+    """Existing session numbers, newest first, without listing the history (a stat per number)."""
+    import os
+
+    m = proj.newest_number() if below is None else below - 1
+    while m > 0:
+        if m != skip and os.path.isdir(proj.session_dir(m)):
+            yield m
+        m -= 1
+
+
 def _checkpointed(proj, below):
     from .. import checkpoint
 
-    for m in reversed(proj.numbers()):
-        if m >= below:
-            continue
+    for m in _newest_first(proj, None, below):
         try:
             r = session.load(proj.session_dir(m))
         except (OSError, ValueError):

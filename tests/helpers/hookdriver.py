@@ -311,6 +311,36 @@ class HookDriver:
         return out
 
 
+def snapshot_jobs(marker):
+    """Pids of running snapshot jobs (``cc_continuity.snapjob``) whose plan mentions ``marker``."""
+    pids = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % name, "rb") as f:
+                cmd = f.read()
+            with open("/proc/%s/stat" % name, "rb") as f:
+                zombie = f.read().rpartition(b")")[2][:3] == b" Z "
+        except OSError:
+            continue
+        if b"cc_continuity.snapjob" in cmd and marker.encode() in cmd and not zombie:
+            pids.append(int(name))
+    return pids
+
+
+def wait_for_snapshot_jobs(marker, timeout=60):
+    """A hook killed mid-checkpoint leaves its snapshot job running (by design): let it finish
+    before a test puts the state directories back."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while snapshot_jobs(marker):
+        if time.monotonic() > deadline:
+            raise AssertionError("snapshot jobs still running: %s" % snapshot_jobs(marker))
+        time.sleep(0.02)
+
+
 class SimulatedKill(BaseException):
     """Raised in place of a durable write: the process "dies" right there.
 

@@ -1,0 +1,71 @@
+"""Which snapshot refs may go: keep the newest N and nothing older than a maximum age.
+
+Two kinds are never pruned, whatever the limits say: the snapshot of a checkpoint that
+is still claimable (a rotation in flight, or one a crash left for the next session), and
+the newest snapshot of each session (the last state of its work).  Only refs under this
+project's own ``refs/continuity/<key>/`` are considered; another worktree's are its own.
+
+Runs after every checkpoint's snapshot (in the snapshot job) and for
+``cc-continuity snapshots --prune``.  Deleting a ref frees nothing at once: git's own
+gc drops the objects no ref reaches any more (after ``gc.pruneExpire``, two weeks).
+"""
+
+import time
+
+from . import gitsnap, session
+
+
+def session_of(ref, prefix):
+    """The session number a snapshot ref belongs to (``cp-NNN[-k]``, ``manual/NNN-…``), or None."""
+    rest = ref[len(prefix):] if ref.startswith(prefix) else ""
+    if rest.startswith("cp-"):
+        num = rest[3:].split("-", 1)[0]
+    elif rest.startswith("manual/"):
+        num = rest[7:].split("-", 1)[0]
+    else:
+        return None
+    return int(num) if num.isdigit() else None
+
+
+def claimable_refs(proj):
+    """Refs of checkpoints still waiting for a successor (read through the open-session index)."""
+    refs = set()
+    for n in proj.open_numbers():
+        try:
+            rec = session.load(proj.session_dir(n))
+        except (OSError, ValueError):
+            continue
+        cp = rec.get("checkpoint") or {}
+        if rec["state"] in session.CLAIMABLE and not rec.get("successor") and cp.get("ref"):
+            refs.add(cp["ref"])
+    return refs
+
+
+def choose(rows, prefix, keep, max_age_s, protected, now):
+    """(to delete [(ref, commit)], protected refs kept) for ``rows`` [(ref, commit, time)], newest first."""
+    newest = {}
+    for ref, _, _ in rows:
+        group = session_of(ref, prefix)
+        newest.setdefault(group if group is not None else ref, ref)  # rows are newest first
+    guard = set(protected) | set(newest.values())
+    doomed = []
+    for rank, (ref, sha, created) in enumerate(rows):
+        if ref in guard:
+            continue
+        too_many = keep is not None and rank >= keep
+        too_old = max_age_s is not None and now - created > max_age_s
+        if too_many or too_old:
+            doomed.append((ref, sha))
+    return doomed, sorted(guard & {r for r, _, _ in rows})
+
+
+def prune(proj, cfg, dry_run=False, now=None):
+    """Apply ``snapshot_keep`` / ``snapshot_max_age_days`` to this project's snapshots."""
+    prefix = "%s%s/" % (gitsnap.REF_PREFIX, proj.key)
+    rows = gitsnap.list_refs(proj.root, prefix)
+    age = cfg["snapshot_max_age_days"]
+    doomed, guarded = choose(rows, prefix, cfg["snapshot_keep"], None if age is None else age * 86400,
+                             claimable_refs(proj), time.time() if now is None else now)
+    deleted = [] if dry_run else gitsnap.delete_refs(proj.root, doomed)
+    return {"snapshots": len(rows), "prune": [r for r, _ in doomed], "deleted": deleted, "protected": guarded,
+            "dry_run": dry_run}

@@ -1,0 +1,151 @@
+"""A checkpoint's work-tree snapshot, taken in a process of its own.
+
+Why: on a large repository the first snapshot (or one after a big change) can take far
+longer than the user should wait at a turn's end, and the Stop hook has a hard budget.
+So the Stop hook starts ``python -m cc_continuity.snapjob '<plan as JSON>'`` in its
+own session (it outlives the hook, whatever then drives the ``/clear``: the tmux rotator,
+an in-process driver, or the user) and waits for it at most ``snapshot_hook_wait_s``.
+What it has not seen finish by then, the job finishes alone.
+
+The job's result file (``<sdir>/checkpoint/snapshot-<job>.json``, the snapshot's result
+or its error) is the marker.  Until it exists the checkpoint's git entry is *pending*:
+the successor's claim says so in its bootstrap text, and PreToolUse holds back the tools
+that can change files (``hooks/pre_tool_use.py``), so nothing changes the work tree before
+the snapshot has read it.  A job that died leaves no result: its pid is gone, and the
+wait ends (the claim said the snapshot may be missing).
+
+After its snapshot the job prunes the project's old snapshots (``retention``).
+"""
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+from . import atomic, gitsnap, paths
+
+PLAN_KEYS = ("root", "ref", "message", "result", "index", "max_file_bytes", "max_untracked_bytes",
+             "untracked", "timeout")
+
+
+def index_path(root):
+    """The project's persistent private index (``gitsnap.snapshot(index=…)``), in our state dir."""
+    return paths.project_dir(paths.project_key(root)) + "/snapshot.index"
+
+
+def result_path(sdir, job):
+    return "%s/checkpoint/snapshot-%s.json" % (sdir, job)
+
+
+def plan(root, sdir, ref, message, cfg, job=None):
+    job = job or "%x-%s" % (int(time.time()), os.urandom(3).hex())
+    return {"job": job, "root": root, "ref": ref, "message": message, "result": result_path(sdir, job),
+            "index": index_path(root), "max_file_bytes": cfg["snapshot_max_file_bytes"],
+            "max_untracked_bytes": cfg["snapshot_max_untracked_bytes"], "untracked": cfg["snapshot_untracked"],
+            "timeout": cfg["snapshot_timeout_s"], "started_at": round(time.time(), 3)}
+
+
+def take(p):
+    """The snapshot of plan ``p`` in this process: the git entry for the manifest (never raises)."""
+    try:
+        git = gitsnap.snapshot(p["root"], p["ref"], p["message"], max_file_bytes=p["max_file_bytes"],
+                               max_untracked_bytes=p["max_untracked_bytes"], untracked=p["untracked"],
+                               unique=True, timeout=p["timeout"], index=p["index"])
+    except (gitsnap.SnapshotError, ValueError, OSError) as e:
+        git = {"git": None, "error": str(e)[:500]}
+    git["job"] = p.get("job")
+    return git
+
+
+def start(p, log_path=None):
+    """Start the job for plan ``p`` fully detached (own session, stdin from /dev/null); returns the Popen.
+
+    The plan travels as the argument: nothing to write (or to leave behind) before the job runs.
+    """
+    env = dict(os.environ)
+    package_parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env["PYTHONPATH"] = os.pathsep.join(x for x in (package_parent, env.get("PYTHONPATH", "")) if x)
+    out = subprocess.DEVNULL
+    if log_path:
+        paths.ensure_dir(os.path.dirname(log_path))
+        out = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, paths.FILE_MODE)
+    try:
+        return subprocess.Popen([sys.executable, "-S", "-m", "cc_continuity.snapjob", json.dumps(p)],
+                                stdin=subprocess.DEVNULL, stdout=out, stderr=out, cwd="/", env=env,
+                                start_new_session=True, close_fds=True)
+    finally:
+        if log_path:
+            os.close(out)
+
+
+def read_result(path):
+    """The job's result (the manifest's git entry), or None while it has not finished."""
+    try:
+        with open(path, "rb") as f:
+            got = json.loads(f.read())
+    except (OSError, ValueError):
+        return None
+    return got if isinstance(got, dict) else None
+
+
+def pending(p, pid):
+    """The git entry of a checkpoint whose snapshot is still being taken by job ``pid``."""
+    return {"git": None, "pending": True, "job": p["job"], "pid": pid, "result": p["result"], "ref": p["ref"],
+            "started_at": p["started_at"], "until": round(p["started_at"] + p["timeout"] + 30, 3)}
+
+
+def current(git):
+    """A manifest's git entry as it is now: a pending one replaced by the job's result once there."""
+    if isinstance(git, dict) and git.get("pending") and isinstance(git.get("result"), str):
+        return read_result(git["result"]) or git
+    return git or {}
+
+
+def run_for_checkpoint(root, sdir, ref, message, cfg):
+    """Snapshot for a checkpoint: in the job, waited for at most ``snapshot_hook_wait_s``.
+
+    Returns the git entry: the result when the job finished in time, else a pending entry.
+    A job that cannot be started is replaced by the snapshot in this process.
+    """
+    p = plan(root, sdir, ref, message, cfg)
+    try:
+        proc = start(p, paths.logs_dir() + "/snapshot.log")
+    except OSError:
+        return take(p)
+    try:
+        proc.wait(timeout=cfg["snapshot_hook_wait_s"])
+    except subprocess.TimeoutExpired:
+        pass
+    got = read_result(p["result"])
+    return got if got is not None else pending(p, proc.pid)
+
+
+def main(argv):
+    try:
+        p = json.loads(argv[0]) if len(argv) == 1 else None
+    except ValueError:
+        p = None
+    missing = [k for k in PLAN_KEYS if not isinstance(p, dict) or k not in p]
+    if missing:
+        print("usage: python -m cc_continuity.snapjob '<plan JSON>' (missing: %s)" % ", ".join(missing),
+              file=sys.stderr)
+        return 2
+    git = take(p)
+    git["finished_at"] = round(time.time(), 3)
+    atomic.write_text(p["result"], json.dumps(git) + "\n", mode=paths.FILE_MODE, fsync=False)
+    if p.get("prune", True):
+        try:
+            from . import retention
+            from .config import load
+            from .project import Project
+
+            proj = Project(p["root"])
+            retention.prune(proj, load(proj.root))
+        except Exception as e:  # noqa: BLE001 - pruning is housekeeping; the snapshot is done
+            print("snapjob: prune failed: %s: %s" % (type(e).__name__, e), file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,489 @@
+"""How full the context is: tokens, window, ratio, level.
+
+Tokens in context = ``input_tokens + cache_creation_input_tokens +
+cache_read_input_tokens`` of the latest main-thread assistant response — the
+same sum Claude Code shows.  The transcript is read **backwards in chunks**
+and only candidate lines are parsed, so the cost does not grow with history
+(lines of 8–64 KB are normal).  Uses ``posix``, not ``os``: this runs on
+every tool call.
+"""
+
+import posix
+import time
+
+from cc_continuity import fastjson
+
+CHUNK = 256 * 1024
+MAX_SCAN = 64 * 1024 * 1024  # give up (unknown) after this much history without a reading
+
+LEVELS = ("ok", "warn", "rotate", "hard")
+
+# Byte prefilters: only lines that can be rows of these kinds are parsed.  The
+# transcript is compact JSON; the spaced form is accepted for robustness.
+_ASSISTANT = (b'"type":"assistant"', b'"type": "assistant"')
+_BOUNDARY = b'"compact_boundary"'
+
+# Known windows by model-id prefix (checked longest first).  Unknown ids fall
+# through to CLAUDE_CODE_MAX_CONTEXT_TOKENS, then Claude Code's own guess.
+MODEL_WINDOWS = (
+    ("claude-opus-5", 1_000_000),
+    ("claude-sonnet-5", 1_000_000),
+    ("claude-fable-5", 1_000_000),
+    ("claude-opus-4-6", 1_000_000),
+    ("claude-opus-4-7", 1_000_000),
+    ("claude-opus-4-8", 1_000_000),
+    ("claude-sonnet-4-6", 200_000),
+    ("claude-sonnet-4", 200_000),
+    ("claude-opus-4", 200_000),
+    ("claude-haiku", 200_000),
+    ("claude-3", 200_000),
+)
+
+
+def usage_tokens(usage):
+    """input + cache_creation + cache_read (output excluded, like the status line)."""
+    if not isinstance(usage, dict):
+        return None
+    total = 0
+    for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"):
+        v = usage.get(k) or 0
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            return None
+        total += int(v)
+    return total
+
+
+def _assistant_reading(line):
+    """(tokens, model) from one transcript line, or None if it doesn't count."""
+    try:
+        row = fastjson.loads(line)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    if not isinstance(row, dict) or row.get("type") != "assistant" or row.get("isSidechain"):
+        return None
+    if row.get("isApiErrorMessage") or row.get("error"):
+        return None
+    msg = row.get("message")
+    if not isinstance(msg, dict) or msg.get("model") == "<synthetic>":
+        return None
+    tokens = usage_tokens(msg.get("usage"))
+    if tokens is None:
+        return None
+    return tokens, msg.get("model")
+
+
+def _boundary_reading(line):
+    try:
+        row = fastjson.loads(line)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    if not isinstance(row, dict) or row.get("type") != "system" or row.get("subtype") != "compact_boundary":
+        return None
+    meta = row.get("compactMetadata") or {}
+    post = meta.get("postTokens") if isinstance(meta, dict) else None
+    return post if isinstance(post, int) and not isinstance(post, bool) else -1
+
+
+def lines_backwards(path, max_scan=MAX_SCAN, chunk=CHUNK):
+    """Yield ``(line, bytes_scanned)`` for the complete lines of ``path``, newest first.
+
+    Reads ``chunk`` bytes at a time from the end, so a caller that stops at
+    the first match pays only for the tail.  Raises OSError if unreadable.
+    """
+    fd = posix.open(path, posix.O_RDONLY | posix.O_CLOEXEC)
+    try:
+        pos = posix.fstat(fd).st_size
+        carry = b""  # the (partial) first line of the chunk read last
+        scanned = 0
+        while pos > 0 and scanned < max_scan:
+            step = chunk if pos > chunk else pos
+            pos -= step
+            block = posix.pread(fd, step, pos) + carry
+            scanned += step
+            if pos > 0:
+                cut = block.find(b"\n")
+                if cut == -1:  # one line longer than the chunk: keep reading
+                    carry = block
+                    continue
+                carry, block = block[:cut], block[cut + 1:]
+            for line in reversed(block.split(b"\n")):
+                if line:
+                    yield line, scanned
+    finally:
+        posix.close(fd)
+
+
+def read_transcript(path, max_scan=MAX_SCAN, chunk=None):
+    """Latest context reading from a transcript.
+
+    Returns ``{"tokens", "model", "source", "scanned"}``; ``tokens`` is None when
+    unknown (no assistant row yet, or compacted with no postTokens).  Raises
+    OSError when the file cannot be opened.
+
+    Searches the tail in place (``rfind`` for the row markers) and parses only
+    the candidate line: splitting a 256 KiB tail into lines costs more than the
+    rest of the hook together.
+    """
+    chunk = chunk or CHUNK
+    fd = posix.open(path, posix.O_RDONLY | posix.O_CLOEXEC)
+    try:
+        pos = posix.fstat(fd).st_size
+        buf = b""       # bytes [pos, pos + len(buf)) of the file
+        hi = 0          # search below this offset in buf (lines above it are done)
+        scanned = 0
+        step = chunk // 4  # start small (a big first read costs page faults), then grow
+        while True:
+            if pos > 0 and scanned < max_scan:
+                step = min(step * 2 if scanned else step, chunk, pos)
+                pos -= step
+                buf = posix.pread(fd, step, pos) + buf
+                hi += step
+                scanned += step
+            elif pos > 0 or hi <= 0:
+                return {"tokens": None, "model": None, "source": "transcript", "scanned": scanned}
+            # Only lines that start inside buf are complete (the first may be cut).
+            if pos == 0:
+                lo = 0
+            else:
+                nl = buf.find(b"\n")
+                lo = len(buf) if nl < 0 else nl + 1  # no newline yet: all of buf is one partial line
+            while hi > lo:
+                # The compact marker first; the rarer ones only where they could be newer.
+                j = buf.rfind(_ASSISTANT[0], lo, hi)
+                newer = j if j >= 0 else lo
+                j = max(j, buf.rfind(_ASSISTANT[1], newer, hi), buf.rfind(_BOUNDARY, newer, hi))
+                if j < 0:
+                    hi = lo
+                    break
+                start = buf.rfind(b"\n", 0, j) + 1
+                if start < lo:  # that line starts before what we have read: read more first
+                    break
+                end = buf.find(b"\n", j, hi)
+                line = buf[start:hi if end < 0 else end]
+                got = _line_reading(line)
+                if got is not None:
+                    got["scanned"] = scanned
+                    return got
+                hi = start - 1 if start > 0 else 0
+            if pos == 0 and hi <= lo:
+                return {"tokens": None, "model": None, "source": "transcript", "scanned": scanned}
+    finally:
+        posix.close(fd)
+
+
+def _line_reading(line):
+    """A reading from one candidate line (compact boundary or assistant row), or None."""
+    if _BOUNDARY in line:
+        post = _boundary_reading(line)
+        if post is not None:
+            return {"tokens": None if post < 0 else post, "model": None, "source": "compact_boundary"}
+    if _ASSISTANT[0] in line or _ASSISTANT[1] in line:
+        got = _assistant_reading(line)
+        if got is not None:
+            return {"tokens": got[0], "model": got[1], "source": "transcript"}
+    return None
+
+
+# -- readings that wait for the transcript to catch up --------------------------
+#
+# Claude Code appends transcript rows asynchronously: a hook can run before the
+# row of the response it is about is on disk (seen: PreToolUse 26-80 ms early for
+# the first tool of a response, Stop missing the turn's last reply on 2.1.328).
+# Both hooks know which row must be there - PreToolUse its ``tool_use_id``, Stop
+# the ``last_assistant_message`` - so they wait for that row, bounded, instead of
+# trusting an old one.
+
+POLL_S = 0.01
+
+
+def _squash(text):
+    return "".join(text.split()) if isinstance(text, str) else ""
+
+
+def _row_reading(row):
+    """The reading of one parsed main-thread assistant row (None if it has no usable usage)."""
+    msg = row.get("message") if isinstance(row, dict) else None
+    if not isinstance(msg, dict) or msg.get("model") == "<synthetic>" or row.get("isApiErrorMessage"):
+        return None
+    tokens = usage_tokens(msg.get("usage"))
+    if tokens is None:
+        return None
+    return {"tokens": tokens, "model": msg.get("model"), "source": "transcript", "message_id": msg.get("id")}
+
+
+def _blocks(row):
+    msg = row.get("message")
+    content = msg.get("content") if isinstance(msg, dict) else None
+    return [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
+
+
+def tool_reading(path, tool_use_id, max_scan=MAX_SCAN, chunk=CHUNK):
+    """The reading of the assistant row holding ``tool_use_id``, or None while it is not written.
+
+    Searches backwards for the id's bytes and parses only the lines holding
+    them (the row is among the newest when PreToolUse runs).  Raises OSError
+    when the transcript cannot be opened.
+    """
+    needle = tool_use_id.encode("utf-8", "surrogateescape")
+    fd = posix.open(path, posix.O_RDONLY | posix.O_CLOEXEC)
+    try:
+        pos = posix.fstat(fd).st_size
+        buf = b""
+        hi = 0
+        scanned = 0
+        while True:
+            if pos > 0 and scanned < max_scan:
+                step = min(chunk, pos)
+                pos -= step
+                buf = posix.pread(fd, step, pos) + buf
+                hi += step
+                scanned += step
+            elif hi <= 0 or pos > 0:
+                return None
+            lo = 0 if pos == 0 else (buf.find(b"\n") + 1 or len(buf))
+            while hi > lo:
+                j = buf.rfind(needle, lo, hi)
+                if j < 0:
+                    hi = lo
+                    break
+                start = buf.rfind(b"\n", 0, j) + 1
+                if start < lo:
+                    break
+                end = buf.find(b"\n", j)
+                line = buf[start:] if end < 0 else buf[start:end]
+                try:
+                    row = fastjson.loads(line)
+                except (ValueError, UnicodeDecodeError):
+                    row = None
+                if (isinstance(row, dict) and row.get("type") == "assistant" and not row.get("isSidechain")
+                        and any(b.get("type") == "tool_use" and b.get("id") == tool_use_id for b in _blocks(row))):
+                    return _row_reading(row)
+                hi = start - 1 if start > 0 else 0
+            if pos == 0:
+                return None
+    finally:
+        posix.close(fd)
+
+
+_ROW_MARKS = (b'"type":"assistant"', b'"type": "assistant"', b'"type":"user"', b'"type": "user"', _BOUNDARY)
+
+
+def reply_reading(path, last_message, max_scan=MAX_SCAN):
+    """(caught_up, reading) at a turn's end.
+
+    Caught up means the newest main-thread row is the turn's final reply: an
+    assistant row with no tool call whose text ends ``last_message`` (the
+    Stop payload's ``last_assistant_message``), and no user row (prompt or
+    tool result) after it.  The reading is that row's; when not caught up it
+    is the newest assistant reading found (stale, for reference only).
+    """
+    want = _squash(last_message)
+    stale = None
+    for line, _ in lines_backwards(path, max_scan):
+        if not any(m in line for m in _ROW_MARKS):
+            continue
+        try:
+            row = fastjson.loads(line)
+        except (ValueError, UnicodeDecodeError):
+            continue
+        if not isinstance(row, dict) or row.get("isSidechain"):
+            continue
+        kind = row.get("type")
+        if kind == "system" and row.get("subtype") == "compact_boundary":
+            post = _boundary_reading(line)
+            return True, {"tokens": None if post is None or post < 0 else post, "model": None,
+                          "source": "compact_boundary"}
+        if kind == "user":
+            stale = stale or _newest_assistant(path, max_scan)
+            return False, stale
+        if kind != "assistant":
+            continue
+        got = _row_reading(row)
+        if got is None:
+            continue
+        blocks = _blocks(row)
+        if any(b.get("type") == "tool_use" for b in blocks):
+            return False, got
+        texts = [b.get("text") for b in blocks if b.get("type") == "text" and isinstance(b.get("text"), str)]
+        if not want:
+            return True, got  # nothing to compare with: the newest reply row is all there is
+        have = _squash(texts[-1]) if texts else ""
+        if have and (want.endswith(have) or have.endswith(want)):
+            return True, got
+        return False, got
+    return False, stale
+
+
+def _newest_assistant(path, max_scan):
+    got = read_transcript(path, max_scan)
+    return got if got.get("tokens") is not None else None
+
+
+def await_tool_reading(path, tool_use_id, bound_s, quiet_s=0.3):
+    """Poll :func:`tool_reading` until the row is there; ``(reading_or_None, waited_ms)``.
+
+    Gives up after ``bound_s``, or earlier once the transcript has not grown
+    for ``quiet_s`` (a transcript that is not being written will not catch up).
+    """
+    t0 = time.monotonic()
+    deadline = t0 + bound_s
+    size, still_since = -1, t0
+    while True:
+        got = tool_reading(path, tool_use_id)
+        now = time.monotonic()
+        if got is not None:
+            return got, int((now - t0) * 1000)
+        try:
+            cur = posix.stat(path).st_size
+        except OSError:
+            cur = -1
+        if cur != size:
+            size, still_since = cur, now
+        if now >= deadline or now - still_since >= quiet_s:
+            return None, int((now - t0) * 1000)
+        time.sleep(POLL_S)
+
+
+def await_reply_reading(path, last_message, bound_s):
+    """Poll :func:`reply_reading` until caught up or ``bound_s``; ``(caught_up, reading, waited_ms)``."""
+    t0 = time.monotonic()
+    deadline = t0 + bound_s
+    while True:
+        try:
+            ok, got = reply_reading(path, last_message)
+        except OSError:
+            ok, got = False, None
+        now = time.monotonic()
+        if ok or now >= deadline:
+            return ok, got, int((now - t0) * 1000)
+        time.sleep(POLL_S * 2)
+
+
+# -- the status line's own reading --------------------------------------------
+#
+# Hooks get no usage from Claude Code, but the status line does
+# (``context_window``, computed by Claude Code itself, after every response).
+# It leaves its reading in the session dir; a hook that cannot trust the
+# transcript yet (Stop, right after the turn's last reply) can use it.
+
+STATUS_READING = "context.json"
+
+
+def save_status_reading(sdir, session_id, tokens, window, now=None):
+    """Remember the status line's reading for ``session_id`` (only when it changed).  Never raises."""
+    path = sdir + "/" + STATUS_READING
+    try:
+        old = load_status_reading(sdir)
+        if old and old.get("session_id") == session_id and old.get("tokens") == tokens and old.get("window") == window:
+            return False
+        data = fastjson.dumps({"session_id": session_id, "tokens": tokens, "window": window,
+                               "at": round(time.time() if now is None else now, 3)}).encode("utf-8")
+        tmp = "%s.tmp.%d" % (path, posix.getpid())
+        fd = posix.open(tmp, posix.O_WRONLY | posix.O_CREAT | posix.O_TRUNC | posix.O_CLOEXEC | posix.O_NOFOLLOW, 0o600)
+        try:
+            posix.write(fd, data)
+        finally:
+            posix.close(fd)
+        posix.rename(tmp, path)
+        return True
+    except (OSError, ValueError):
+        return False
+
+
+def load_status_reading(sdir):
+    """``{"session_id", "tokens", "window", "at"}`` the status line left, or None."""
+    try:
+        fd = posix.open(sdir + "/" + STATUS_READING, posix.O_RDONLY | posix.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        raw = posix.read(fd, 4096)
+    finally:
+        posix.close(fd)
+    try:
+        got = fastjson.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    return got if isinstance(got, dict) else None
+
+
+def model_window(model):
+    """Window for a model id, or None when the id is not one we know."""
+    if not isinstance(model, str) or not model:
+        return None
+    m = model.lower()
+    if "[1m]" in m:
+        return 1_000_000
+    for prefix, window in MODEL_WINDOWS:
+        if m.startswith(prefix):
+            return window
+    return None
+
+
+def resolve_window(cfg_window=None, statusline_window=None, model=None, env=None):
+    """(window, source): config > status line > model id > CLAUDE_CODE_MAX_CONTEXT_TOKENS > guess."""
+    if cfg_window:
+        return int(cfg_window), "config"
+    if isinstance(statusline_window, int) and statusline_window > 0:
+        return statusline_window, "statusline"
+    w = model_window(model)
+    if w:
+        return w, "model"
+    if env is None:
+        import os
+
+        env = os.environ
+    raw = env.get("CLAUDE_CODE_MAX_CONTEXT_TOKENS", "")
+    if raw.isdigit() and int(raw) > 0:
+        return int(raw), "env"
+    if isinstance(model, str) and model and not model.startswith("claude-"):
+        return 1_000_000, "guess (unknown model: Claude Code assumes 1M)"
+    return 200_000, "guess"
+
+
+def level(tokens, window, cfg):
+    """ok / warn / rotate / hard for ``tokens`` of ``window`` under ``cfg``."""
+    if tokens is None or not window:
+        return "ok"
+    pct = 100.0 * tokens / window
+    warn, rotate, hard = cfg["warn"], cfg["rotate"], cfg["hard"]
+    cap = cfg["rotate_tokens"]
+    if pct >= hard or (cap and tokens >= cap * hard / rotate):
+        return "hard"
+    if pct >= rotate or (cap and tokens >= cap):
+        return "rotate"
+    if pct >= warn or (cap and tokens >= cap * warn / rotate):
+        return "warn"
+    return "ok"
+
+
+def level_index(name):
+    return LEVELS.index(name) if name in LEVELS else 0
+
+
+def reading(tokens, window, window_source, cfg, source):
+    ratio = (tokens / window) if (tokens is not None and window) else None
+    return {
+        "tokens": tokens,
+        "window": window,
+        "window_source": window_source,
+        "ratio": ratio,
+        "percent": None if ratio is None else round(100 * ratio, 1),
+        "level": level(tokens, window, cfg),
+        "source": source,
+    }
+
+
+def from_statusline(payload):
+    """(tokens, window) from the status line's ``context_window``, or (None, None)."""
+    cw = payload.get("context_window") if isinstance(payload, dict) else None
+    if not isinstance(cw, dict):
+        return None, None
+    window = cw.get("context_window_size")
+    window = window if isinstance(window, int) and not isinstance(window, bool) and window > 0 else None
+    if cw.get("current_usage") is None and cw.get("used_percentage") is None:
+        return None, window
+    tokens = cw.get("total_input_tokens")
+    if not isinstance(tokens, int) or isinstance(tokens, bool):
+        tokens = usage_tokens(cw.get("current_usage"))
+    return tokens, window

@@ -1,0 +1,222 @@
+"""Issue 13, P7 and P8: a snapshot that outlasts the Stop hook, and the retention policy.
+
+P7: the snapshot is made slow for real (a ``git`` wrapper first on PATH holds every
+``git status`` while a file exists), the Stop hook leaves it to its detached job, and then:
+the Stop hook returned within its wait, the successor's claim says the snapshot is not
+there yet, the successor's first file-changing tool call waits and is denied while it is
+not, reading goes ahead, and once the job is done the same call goes through and the ref
+holds the work tree as it was at the handoff.  A job killed with SIGKILL no longer holds
+anything back.
+
+P8: pruning against real refs never removes a claimable checkpoint's snapshot nor the
+newest of a session, whatever the limits (a test that tries, and Hypothesis over the rule).
+"""
+
+import json
+import os
+import signal
+import stat
+import subprocess
+import time
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cc_continuity import config, gitsnap, retention, session
+from helpers.hookdriver import HookDriver, handoff_text, tokens_at, wait_for_snapshot_jobs
+
+S1 = "a1a1a1a1-0000-4000-8000-000000000001"
+S2 = "b2b2b2b2-0000-4000-8000-000000000002"
+FILES = {"README.md": "hello\n", "src/app.py": "print('v1')\n"}
+
+
+def slow_git(tmp_path):
+    """A ``git`` that holds ``git status`` while ``<dir>/HOLD`` exists; (bin dir, hold file)."""
+    bindir = tmp_path / "slowbin"
+    bindir.mkdir()
+    hold = tmp_path / "HOLD"
+    real = subprocess.run(["sh", "-c", "command -v git"], capture_output=True, text=True).stdout.strip()
+    script = bindir / "git"
+    script.write_text("#!/bin/sh\nfor a in \"$@\"; do [ \"$a\" = status ] && while [ -e '%s' ]; do sleep 0.05; done; "
+                      "done\nexec '%s' \"$@\"\n" % (hold, real))
+    script.chmod(0o755)
+    return str(bindir), hold
+
+
+def to_verified(drv, env):
+    drv.transcript(S1).assistant(tokens_at(10))
+    drv.hook("SessionStart", S1, env=env, source="startup")
+    drv.hook("UserPromptSubmit", S1, env=env, prompt="build the parser")
+    drv.transcript(S1).assistant(tokens_at(65))
+    assert drv.hook("Stop", S1, env=env)["decision"] == "block"
+    with open(drv.handoff_path(S1), "w") as f:
+        f.write(handoff_text(config.HANDOFF_SECTIONS, extra={"Files touched": "- `src/app.py`"}))
+
+
+def pre_tool(drv, sid, env, tool, **tin):
+    return drv.hook("PreToolUse", sid, env=env, tool_name=tool, tool_input=tin or {"command": "echo hi"})
+
+
+def test_a_slow_snapshot_leaves_the_hook_and_holds_back_file_changes_until_it_is_there(tmp_path):
+    drv = HookDriver(tmp_path / "proj", files=FILES)
+    drv.config(snapshot_hook_wait_s=1)
+    bindir, hold = slow_git(tmp_path)
+    env1 = drv.env(S1, PATH=bindir + os.pathsep + os.environ["PATH"])
+    to_verified(drv, env1)
+    with open(os.path.join(drv.root, "src", "app.py"), "w") as f:
+        f.write("print('v2: at the handoff')\n")
+    hold.write_text("")
+    t0 = time.monotonic()
+    drv.hook("Stop", S1, env=env1, stop_hook_active=True)
+    stop_s = time.monotonic() - t0
+    assert stop_s < 8, stop_s  # 1 s of waiting, not the snapshot
+    assert drv.state(S1)["state"] == session.AWAITING_MANUAL_CLEAR
+    git = drv.checkpoint_file("manifest.json", S1)["git"]
+    assert git["pending"] is True and git["git"] is None and not os.path.exists(git["result"]), git
+    assert drv.state(S1)["checkpoint"]["snapshot_wait"]["result"] == git["result"]
+    assert drv.ledger(S1, ev="checkpoint")[-1]["snapshot_pending"] is True
+
+    drv.hook("SessionEnd", S1, reason="clear")
+    env2 = drv.env(S2)
+    drv.transcript(S2).assistant(tokens_at(5))
+    text = drv.hook("SessionStart", S2, env=env2, source="clear")["hookSpecificOutput"]["additionalContext"]
+    assert "work-tree snapshot: not there yet" in text, text
+    assert drv.state(S2)["snapshot_wait"]["result"] == git["result"]
+
+    t0 = time.monotonic()
+    out = pre_tool(drv, S2, env2, "Bash", command="rm -rf src")
+    waited = time.monotonic() - t0
+    assert out["hookSpecificOutput"]["permissionDecision"] == "deny", out
+    assert "still being taken" in out["hookSpecificOutput"]["permissionDecisionReason"]
+    assert waited >= 2.5, waited  # it waited before saying no
+    assert pre_tool(drv, S2, env2, "Edit", file_path=os.path.join(drv.root, "src", "app.py"),
+                    old_string="v2", new_string="v3")["hookSpecificOutput"]["permissionDecision"] == "deny"
+    assert pre_tool(drv, S2, env2, "Read", file_path=os.path.join(drv.root, "src", "app.py")) is None
+
+    hold.unlink()  # the job's git status goes on
+    deadline = time.monotonic() + 60
+    while not os.path.exists(git["result"]) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert pre_tool(drv, S2, env2, "Bash", command="rm -rf src") is None
+    assert "snapshot_wait" not in drv.state(S2)
+    assert drv.ledger(S2, ev="snapshot_ready")
+    done = json.loads(open(git["result"]).read())
+    assert done["git"] is True and done["ref"].startswith(git["ref"])
+    assert stat.S_IMODE(os.stat(git["result"]).st_mode) == 0o600
+    shown = drv.git("show", done["ref"] + ":src/app.py").decode()
+    assert shown == "print('v2: at the handoff')\n"
+    # Later claims and readers see the finished snapshot.
+    from cc_continuity import checkpoint
+
+    assert checkpoint.git_entry(drv.sdir(S1))["ref"] == done["ref"]
+    wait_for_snapshot_jobs(drv.cc_home)
+
+
+def test_a_killed_snapshot_job_holds_nothing_back(tmp_path):
+    drv = HookDriver(tmp_path / "proj", files=FILES)
+    drv.config(snapshot_hook_wait_s=0)
+    bindir, hold = slow_git(tmp_path)
+    env1 = drv.env(S1, PATH=bindir + os.pathsep + os.environ["PATH"])
+    to_verified(drv, env1)
+    hold.write_text("")
+    drv.hook("Stop", S1, env=env1, stop_hook_active=True)
+    git = drv.checkpoint_file("manifest.json", S1)["git"]
+    assert git["pending"]
+    # The predecessor itself (a user prompt before the /clear) is held back too.
+    out = pre_tool(drv, S1, env1, "Write", file_path=os.path.join(drv.root, "x.txt"), content="x")
+    assert out["hookSpecificOutput"]["permissionDecision"] == "deny"
+    os.kill(git["pid"], signal.SIGKILL)
+    time.sleep(0.3)
+    assert pre_tool(drv, S1, env1, "Bash", command="touch x") is None
+    assert drv.ledger(S1, ev="snapshot_missing")
+    assert "snapshot_wait" not in (drv.state(S1).get("checkpoint") or {})
+    hold.unlink()
+
+
+def test_a_quick_snapshot_is_finished_inside_the_hook(tmp_path):
+    drv = HookDriver(tmp_path / "proj", files=FILES)
+    to_verified(drv, drv.env(S1))
+    drv.hook("Stop", S1, stop_hook_active=True)
+    git = drv.checkpoint_file("manifest.json", S1)["git"]
+    assert git["git"] is True and not git.get("pending"), git
+    assert drv.state(S1)["checkpoint"]["ref"] == git["ref"]
+    assert "snapshot_wait" not in drv.state(S1)["checkpoint"]
+    assert drv.git("rev-parse", "--verify", git["ref"]).decode().strip() == git["commit"]
+    # The persistent private index lives in our state dir, 0600 in a 0700 dir.
+    index = os.path.join(drv.project.dir, "snapshot.index")
+    assert stat.S_IMODE(os.stat(index).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(drv.project.dir).st_mode) == 0o700
+    wait_for_snapshot_jobs(drv.cc_home)
+
+
+# -- P8: retention -----------------------------------------------------------------------------
+def _snap(root, ref, when, env_extra=None):
+    env = dict(os.environ, GIT_COMMITTER_DATE="@%d +0000" % when, GIT_AUTHOR_DATE="@%d +0000" % when)
+    code = ("import sys; from cc_continuity import gitsnap; gitsnap.snapshot(sys.argv[1], sys.argv[2], 'm')")
+    subprocess.run([os.sys.executable, "-c", code, root, ref], env=env, check=True)
+
+
+def test_pruning_never_removes_a_claimable_checkpoint_or_a_sessions_newest(tmp_path):
+    drv = HookDriver(tmp_path / "proj", files=FILES)
+    proj = drv.project
+    proj.ensure()
+    pre = "refs/continuity/%s/" % proj.key
+    now = int(time.time())
+    day = 86400
+    # Session 1: claimable, its checkpoint the oldest ref of all. Session 2: three refs. Session 3: one.
+    _snap(drv.root, pre + "cp-001", now - 90 * day)
+    _snap(drv.root, pre + "manual/002-a", now - 80 * day)
+    _snap(drv.root, pre + "cp-002", now - 70 * day)
+    _snap(drv.root, pre + "cp-002-2", now - 60 * day)
+    _snap(drv.root, pre + "cp-003", now - 50 * day)
+    _snap(drv.root, "refs/continuity/another-worktree/cp-001", now - 99 * day)
+    with proj.lock():
+        proj.ensure_open_index()
+    for n, state, ref in ((1, session.AWAITING_MANUAL_CLEAR, pre + "cp-001"), (2, session.ROTATED, pre + "cp-002-2"),
+                          (3, session.ROTATED, pre + "cp-003")):
+        sdir = proj.session_dir(n)
+        os.makedirs(sdir, exist_ok=True)
+        session.save(sdir, session.new_record(n, proj.session_name(n), "s%d" % n, state=state,
+                                              checkpoint={"id": "cp-%03d" % n, "ref": ref}))
+    cfg = config.load(proj.root)
+    cfg.values.update(snapshot_keep=1, snapshot_max_age_days=1)  # as hard as it gets: prune everything it may
+    res = retention.prune(proj, cfg)
+    left = {r for r, _, _ in gitsnap.list_refs(drv.root, "refs/continuity/")}
+    assert pre + "cp-001" in left  # claimable, however old
+    assert pre + "cp-002-2" in left and pre + "cp-003" in left  # each session's newest
+    assert pre + "manual/002-a" not in left and pre + "cp-002" not in left
+    assert "refs/continuity/another-worktree/cp-001" in left  # not this project's
+    assert sorted(res["deleted"]) == [pre + "cp-002", pre + "manual/002-a"]
+    # The claimable one moves on: once claimed, it is only protected as its session's newest.
+    rec = session.load(proj.session_dir(1))
+    session.transition(proj.session_dir(1), rec, session.ROTATED, "claimed", successor=4)
+    assert retention.prune(proj, cfg)["deleted"] == []
+
+
+REF = st.tuples(st.integers(1, 6), st.sampled_from(["cp", "cp-2", "manual"]), st.integers(0, 400))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(REF, min_size=0, max_size=25, unique_by=lambda r: r[:2]), st.sets(st.integers(1, 6)),
+       st.one_of(st.none(), st.integers(1, 10)), st.one_of(st.none(), st.integers(0, 300)))
+def test_the_prune_rule(refs, claimable_sessions, keep, max_age_days):
+    pre = "refs/continuity/k/"
+    now = 1_000_000_000
+    rows = []
+    for n, kind, age in refs:
+        name = {"cp": "cp-%03d" % n, "cp-2": "cp-%03d-2" % n, "manual": "manual/%03d-x" % n}[kind]
+        rows.append((pre + name, "%040x" % len(rows), now - age * 86400))
+    rows.sort(key=lambda r: (r[2], r[0]), reverse=True)
+    claimable = {pre + "cp-%03d" % n for n in claimable_sessions}
+    doomed, _ = retention.choose(rows, pre, keep, None if max_age_days is None else max_age_days * 86400,
+                                 claimable, now)
+    doomed = {r for r, _ in doomed}
+    newest = {}
+    for ref, _, _ in rows:
+        newest.setdefault(retention.session_of(ref, pre), ref)
+    assert not doomed & claimable
+    assert not doomed & set(newest.values())
+    for rank, (ref, _, created) in enumerate(rows):
+        over = (keep is not None and rank >= keep) or (max_age_days is not None and now - created > max_age_days * 86400)
+        protected = ref in claimable or ref in newest.values()
+        assert (ref in doomed) == (over and not protected), (ref, rank, created)
