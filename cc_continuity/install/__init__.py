@@ -21,7 +21,7 @@ import shutil
 import time
 
 from .. import __version__, atomic, paths
-from . import app, blocks, manifest, plugin, settings, skills
+from . import app, blocks, bootstrap, manifest, plugin, settings, skills
 
 CLAUDE_MD_BLOCK = "claude-md"
 WRAPPER_BLOCK = "wrapper"
@@ -554,11 +554,9 @@ def _uninstall(purge, out):
         removed = _unlink(launcher)
         out("launcher: %s %s" % (show(launcher), "removed" if removed else "not there"))
         out("app: %s %s" % (show(app.app_link(home)), "removed" if app.remove(home) else "not there"))
-        from . import bootstrap  # install.py's private virtualenv, if it made one
-
         if os.path.isdir(bootstrap.venv_dir(home)):
             shutil.rmtree(bootstrap.venv_dir(home))
-            out("venv: %s removed" % show(bootstrap.venv_dir(home)))
+            out("venv: %s removed (install.py's)" % show(bootstrap.venv_dir(home)))
     else:
         out("app: kept, because settings.json still runs our hooks from it")
         problems += 1
