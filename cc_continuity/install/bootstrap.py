@@ -63,13 +63,8 @@ def missing_tools(env=None):
 
 def claude_version_note(env=None):
     """A warning about Claude Code (absent or too old), or None."""
-    from ..commands.launch import find_real_claude
-
     env = os.environ if env is None else env
-    try:
-        claude = find_real_claude(env)
-    except RuntimeError:
-        claude = None
+    claude = env.get("CC_CONTINUITY_CLAUDE") or shutil.which("claude", path=env.get("PATH"))  # (the wrapper is a function)
     if claude is None:
         return "Claude Code (`claude`) is not on PATH; install it (>= %s) before running `claude`" % _v(MIN_CLAUDE)
     try:
