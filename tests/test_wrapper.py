@@ -462,3 +462,108 @@ def test_plan_opted_out_honours_only_an_explicit_unattended(world):
     assert p.argv == [str(world.claude), "--dangerously-skip-permissions", "-p", "x"]
     p = _plan(["mcp", "list"], dict(world.env), world.cwd)
     assert p.argv == [str(world.claude), "mcp", "list"]  # subcommands take no such option
+
+
+# -- a terminal closed on a running session --------------------------------------
+
+# A stand-in that registers itself as Claude Code does (its SessionStart hook, with the
+# pane's TMUX variables and its own pid) and then keeps running.
+REGISTERING = """#!%(python)s
+import json, os, subprocess, sys, uuid
+payload = {"session_id": str(uuid.uuid4()), "hook_event_name": "SessionStart", "source": "startup",
+           "cwd": os.getcwd(), "transcript_path": os.path.join(os.getcwd(), "t.jsonl")}
+subprocess.run([sys.executable, "-S", os.environ["CC_TEST_HOOKS"], "SessionStart"], input=json.dumps(payload).encode(),
+               env=dict(os.environ, CLAUDE_PID=str(os.getpid())), capture_output=True, timeout=30)
+with open(%(record)r, "a") as f:
+    f.write(json.dumps({"argv": sys.argv[1:], "name": os.environ.get("CC_CONTINUITY_NAME")}) + "\\n")
+import time
+time.sleep(120)
+"""
+
+
+def _registering(world):
+    from helpers.hookdriver import HOOKMAIN
+
+    # (the path goes in the environment: a stand-in naming our package would be taken for a shim of ours)
+    world.claude.write_text(REGISTERING % {"python": sys.executable, "record": str(world.record)})
+    world.env["CC_TEST_HOOKS"] = HOOKMAIN
+    return lambda: [json.loads(line) for line in world.record.read_text().splitlines()] if world.record.exists() else []
+
+
+def _close_terminal_once(world, session, ready):
+    """on_output: once ``ready()`` and a client is on ``session``, detach it (the terminal went away)."""
+    done = []
+
+    def hook(_out):
+        if not done and ready() and world.server.tmux("list-clients", "-t", "=" + session, check=False).strip():
+            world.server.tmux("detach-client", "-s", "=" + session, check=False)
+            done.append(True)
+    return hook, done
+
+
+def _registered(world, n):
+    from cc_continuity import project
+
+    proj = project.Project.discover(str(world.cwd))
+    return len(proj.open_numbers()) >= n
+
+
+def test_claude_after_the_terminal_was_closed_attaches_to_the_running_session(world):
+    runs = _registering(world)
+    hook, closed = _close_terminal_once(world, "repo-001", lambda: _registered(world, 1))
+    world.run_tty("bash", [], on_output=hook)
+    assert closed and world.sessions() == ["repo-001"] and len(runs()) == 1  # still running, detached
+
+    hook, closed = _close_terminal_once(world, "repo-001", lambda: True)
+    status, out = world.run_tty("bash", [], on_output=hook)
+    assert closed, out
+    assert "attaching to repo-001" in out and "CC_CONTINUITY_NEW=1" in out, out
+    assert len(runs()) == 1 and world.sessions() == ["repo-001"]  # no second claude
+
+    # With arguments (a prompt of their own), or asked for, a second starts, and the first is named.
+    hook, closed = _close_terminal_once(world, "repo-002", lambda: _registered(world, 2))
+    status, out = world.run_tty("bash", ["another task"], on_output=hook)
+    assert closed, out
+    assert "repo-001 is already running in this project (detached)" in out, out
+    assert "attach -t =repo-001" in out, out
+    assert [r["argv"] for r in runs()] == [[], ["another task"]]
+    assert world.sessions() == ["repo-001", "repo-002"]
+
+
+def test_a_session_whose_claude_died_is_not_attached(world):
+    runs = _registering(world)
+    hook, closed = _close_terminal_once(world, "repo-001", lambda: _registered(world, 1))
+    world.run_tty("bash", [], on_output=hook)
+    assert closed
+    # claude is killed, but its pane stays (remain-on-exit): the record still says ACTIVE.
+    world.server.tmux("set-option", "-w", "-t", "=repo-001:", "remain-on-exit", "on")
+    pid = int(world.server.tmux("display-message", "-p", "-t", "=repo-001:", "#{pane_pid}").strip())
+    os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while world.server.tmux("display-message", "-p", "-t", "=repo-001:", "#{pane_dead}").strip() != "1":
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    hook, closed = _close_terminal_once(world, "repo-002", lambda: _registered(world, 2))
+    status, out = world.run_tty("bash", [], on_output=hook)
+    assert closed, out
+    assert "attaching" not in out and "already running" not in out, out
+    assert len(runs()) == 2
+
+
+@pytest.mark.parametrize("damage", ["removed", "broken"])
+def test_the_installed_launcher_with_its_app_copy_gone_falls_through(world, damage):
+    from cc_continuity.install import app
+
+    copy = world.tmp / "app"
+    if damage == "broken":  # half an upgrade: the package is there, its CLI does not import
+        (copy / "cc_continuity").mkdir(parents=True)
+        (copy / "cc_continuity" / "__init__.py").write_text("")
+        (copy / "cc_continuity" / "cli.py").write_text("def main(:\n")
+    world.launcher.write_text(app.launcher_text(sys.executable, str(copy)))
+    status, out = world.run_tty("bash", ODD_ARGS, env={"PYTHONPATH": ""})  # no other copy to find
+    rec = world.recorded()
+    assert rec["argv"] == ODD_ARGS and rec["tmux"] is None, out  # the real claude ran, untouched
+    assert status == STANDIN_RC
+    lines = [line for line in out.splitlines() if "cc-continuity" in line]
+    assert len(lines) == 1 and "starting claude without it" in lines[0], out
+    assert "Traceback" not in out, out

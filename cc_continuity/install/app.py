@@ -27,6 +27,7 @@ import sys
 import time
 
 from .. import __version__, atomic, paths
+from .wrapper import FALLTHROUGH_STATUS
 
 # pyproject's runtime dependencies; their own requirements are followed from metadata.
 RUNTIME_DISTS = ("psutil", "libtmux", "watchdog", "requests")
@@ -288,7 +289,13 @@ def launcher_text(python, app):
         + "# `cc-continuity uninstall`.  Runs the app copy below, independent of any virtualenv.\n"
         + "import sys\n"
         + "sys.path[0:0] = [%r, %r]\n" % (app, os.path.join(app, "lib"))
-        + "from cc_continuity.cli import main\n"
+        + "try:\n"
+        + "    from cc_continuity.cli import main\n"
+        + "except Exception as e:  # the app copy is missing or broken\n"
+        + "    launch = sys.argv[1:2] == ['launch']\n"
+        + "    sys.stderr.write('cc-continuity: cannot load %%s (%%s: %%s); %%s\\n' %% (%r, type(e).__name__, e,\n" % app
+        + "                     'starting claude without it' if launch else 'install it again, as the README says'))\n"
+        + "    sys.exit(%d if launch else 1)  # the claude() wrapper then runs the real claude\n" % FALLTHROUGH_STATUS
         + "sys.exit(main())\n"
     )
 
