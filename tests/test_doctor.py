@@ -12,8 +12,8 @@ import time
 
 import pytest
 
-from cc_continuity import __version__, atomic, lock, paths
-from cc_continuity.commands import doctor, launch
+from cc_continuity import __version__, atomic, launchenv, lock, paths
+from cc_continuity.commands import doctor
 from cc_continuity.install import blocks, checks, settings, wrapper
 from cc_continuity.install import skills as install_skills
 
@@ -382,7 +382,7 @@ def test_leftovers_are_listed_and_fix_removes_only_ours(inst):
     old_tmp_settings = touch(os.path.join(paths.claude_config_dir(), atomic.TMP_MARK + "settings.json.9.ff"),
                              mtime=old)
     young_tmp = touch(os.path.join(proj, atomic.TMP_MARK + "ledger.jsonl.5.beef"))
-    env_dir = paths.ensure_dir(launch.env_files_dir())
+    env_dir = paths.ensure_dir(launchenv.files_dir())
     old_env = touch(os.path.join(env_dir, "env-repo-001-1-aa.json"), '{"env": {}}', mtime=old)
     stale_lock = touch(os.path.join(proj, "lock"), "%d\n" % _dead_pid())
     other = _project_dir("other-def")

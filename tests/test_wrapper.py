@@ -19,6 +19,7 @@ import time
 
 import pytest
 
+from cc_continuity import launchenv, realclaude
 from cc_continuity.commands import launch
 from cc_continuity.install import blocks, wrapper
 
@@ -102,7 +103,7 @@ class World:
 
     def env_files(self):
         try:
-            return os.listdir(launch.env_files_dir())
+            return os.listdir(launchenv.files_dir())
         except FileNotFoundError:
             return []
 
@@ -416,11 +417,11 @@ def test_find_real_claude_skips_our_own_shims(world, tmp_path):
     shim.write_text("#!/bin/sh\nexec cc-continuity launch -- \"$@\"\n")
     shim.chmod(0o755)
     env = dict(world.env, PATH="%s:%s" % (shim_dir, world.env["PATH"]))
-    assert launch.find_real_claude(env) == str(world.claude)
-    assert launch.find_real_claude(dict(env, PATH=str(shim_dir))) is None
-    assert launch.find_real_claude(dict(env, CC_CONTINUITY_CLAUDE=str(world.claude))) == str(world.claude)
+    assert realclaude.find_real_claude(env) == str(world.claude)
+    assert realclaude.find_real_claude(dict(env, PATH=str(shim_dir))) is None
+    assert realclaude.find_real_claude(dict(env, CC_CONTINUITY_CLAUDE=str(world.claude))) == str(world.claude)
     with pytest.raises(RuntimeError):
-        launch.find_real_claude(dict(env, CC_CONTINUITY_CLAUDE="claude"))
+        realclaude.find_real_claude(dict(env, CC_CONTINUITY_CLAUDE="claude"))
 
 
 def test_print_shows_the_plan_without_running_anything(world):
@@ -434,15 +435,15 @@ def test_print_shows_the_plan_without_running_anything(world):
 
 
 def test_stale_environment_files_are_swept(world):
-    d = launch.env_files_dir()
+    d = launchenv.files_dir()
     os.makedirs(d)
     old, fresh = os.path.join(d, "env-old.json"), os.path.join(d, "env-fresh.json")
     for p in (old, fresh):
         with open(p, "w") as f:
             f.write("{}")
     os.utime(old, (time.time() - 3600,) * 2)
-    assert launch.stale_env_files() == [old]
-    launch.sweep_env_files()
+    assert launchenv.stale() == [old]
+    launchenv.sweep()
     assert sorted(os.listdir(d)) == ["env-fresh.json"]
 
 

@@ -48,7 +48,7 @@ import sys
 import time
 
 ENV_TMUX_SOCKET = "CC_CONTINUITY_TMUX_SOCKET"
-ENV_CLAUDE = "CC_CONTINUITY_CLAUDE"
+ENV_CLAUDE = "CC_CONTINUITY_CLAUDE"  # realclaude.ENV_CLAUDE (this file's top level is stdlib only)
 ENV_NEW = "CC_CONTINUITY_NEW"  # =1: start another session even when one of this project is detached
 UNATTENDED = "--unattended"
 SKIP_PERMISSIONS = "--dangerously-skip-permissions"
@@ -64,9 +64,6 @@ _ONE_SHOT_COMMANDS = frozenset((
 # over the ones saved from the launching shell.
 _PANE_VARS = ("TMUX", "TMUX_PANE", "TERM", "TERM_PROGRAM", "TERM_PROGRAM_VERSION")
 _NOT_SAVED = frozenset(_PANE_VARS + ("COLUMNS", "LINES", "SHLVL", "_", "OLDPWD"))
-# Environment files a trampoline never picked up (a race with attach) are swept
-# after this long; the trampoline reads its file within a second.
-ENV_FILE_MAX_AGE_S = 120
 
 
 def register(subparsers):
@@ -126,7 +123,9 @@ def run(args):
         sys.stderr.write("cc-continuity: %s\n" % note)
     try:
         if p.env_file:
-            _write_env_file(*p.env_file)
+            from .. import launchenv
+
+            launchenv.write(*p.env_file)
         sys.stdout.flush()
         sys.stderr.flush()
         os.execve(p.argv[0], p.argv, p.env)
@@ -140,6 +139,8 @@ def run(args):
 def plan(claude_args, *, unattended=False, env, cwd, interactive=True):
     """Decide how to run claude; pure apart from reading config and asking tmux about a session."""
     from .. import config, project
+
+    from ..realclaude import find_real_claude
 
     args, asked = _strip_unattended(claude_args)
     explicit = unattended or asked
@@ -202,7 +203,9 @@ def _plan(args, explicit, real, proj, cfg, env, cwd, interactive):
         name = "%s-%s" % (name, proj.key.rsplit("-", 1)[-1][:4])
         env["CC_CONTINUITY_NAME"] = name
         target = tmux_name(name)
-    env_path = _new_env_file_path(name)
+    from .. import launchenv
+
+    env_path = launchenv.new_path(name)
     saved = {k: v for k, v in env.items() if k not in _NOT_SAVED}
     # CC_CONTINUITY_NAME/_UNATTENDED travel in the saved environment, not as
     # tmux -e options (tmux < 3.0 would reject those and claude would not start).
@@ -271,47 +274,6 @@ def _tmux_query(base, target, fmt, env):
     return text.split("\t") if r.returncode == 0 and text else None
 
 
-def find_real_claude(env):
-    """The real claude executable: ``$CC_CONTINUITY_CLAUDE``, else the first on PATH that is not ours."""
-    explicit = env.get(ENV_CLAUDE)
-    if explicit:
-        if os.path.isabs(explicit) and os.path.isfile(explicit) and os.access(explicit, os.X_OK):
-            return explicit
-        raise RuntimeError("%s=%r is not an executable file given by absolute path" % (ENV_CLAUDE, explicit))
-    ours = {os.path.realpath(p) for p in _our_launchers()}
-    candidates = [os.path.join(d, "claude") for d in (env.get("PATH") or "").split(os.pathsep) if os.path.isabs(d)]
-    home = env.get("HOME")
-    if home:  # where Claude Code's old "local" installer put it (reached through an alias)
-        candidates.append(os.path.join(home, ".claude", "local", "claude"))
-    for cand in candidates:
-        if not (os.path.isfile(cand) and os.access(cand, os.X_OK)):
-            continue
-        real = os.path.realpath(cand)
-        if real in ours or _looks_like_ours(real):
-            continue
-        return cand
-    return None
-
-
-def _our_launchers():
-    from .. import paths
-
-    out = [os.path.join(paths.home(), "bin", "cc-continuity")]
-    if sys.argv and sys.argv[0]:
-        out.append(sys.argv[0])
-    return out
-
-
-def _looks_like_ours(path):
-    """A script that mentions cc-continuity is a shim or wrapper of ours, not claude."""
-    try:
-        with open(path, "rb") as f:
-            head = f.read(1024)
-    except OSError:
-        return True
-    return head.startswith(b"#!") and (b"cc-continuity" in head or b"cc_continuity" in head)
-
-
 def _strip_unattended(args):
     """Remove our ``--unattended`` from claude's options (not after a ``--``)."""
     out, asked = [], False
@@ -348,49 +310,6 @@ def _session_path(base, target, env):
 def _python():
     """An interpreter for the trampoline (stdlib only, so the base one does)."""
     return os.path.realpath(sys.executable) if sys.executable else getattr(sys, "_base_executable", "python3")
-
-
-def env_files_dir():
-    from .. import paths
-
-    return os.path.join(paths.runtime_dir(), "launch")
-
-
-def _new_env_file_path(name):
-    return os.path.join(env_files_dir(), "env-%s-%d-%s.json" % (name, os.getpid(), os.urandom(4).hex()))
-
-
-def _write_env_file(path, saved):
-    from .. import atomic, paths
-
-    paths.ensure_dir(paths.runtime_dir())
-    paths.ensure_dir(os.path.dirname(path))
-    sweep_env_files()
-    atomic.write_text(path, json.dumps({"env": saved}), mode=0o600)
-
-
-def stale_env_files(max_age=ENV_FILE_MAX_AGE_S, now=None):
-    """Environment files no trampoline picked up within ``max_age`` seconds."""
-    now = time.time() if now is None else now
-    d = env_files_dir()
-    try:
-        names = os.listdir(d)
-    except OSError:
-        return []
-    out = []
-    for n in names:
-        p = os.path.join(d, n)
-        try:
-            if n.startswith("env-") and now - os.lstat(p).st_mtime > max_age:
-                out.append(p)
-        except OSError:
-            continue
-    return out
-
-
-def sweep_env_files():
-    for p in stale_env_files():
-        _unlink(p)
 
 
 def _unlink(path):

@@ -23,9 +23,7 @@ def describe(proj, cfg, n):
     if rec["state"] not in (session.ROTATED, session.ENDED) and rec.get("transcript"):
         try:
             got = meter.read_transcript(rec["transcript"])
-            from ..hooks.common import statusline_window
-
-            window, wsrc = meter.resolve_window(cfg["window"], statusline_window(sdir), rec.get("model") or got["model"])
+            window, wsrc = meter.resolve_window(cfg["window"], meter.reported_window(sdir), rec.get("model") or got["model"])
             reading = meter.reading(got["tokens"], window, wsrc, cfg, got["source"])
         except OSError:
             reading = None

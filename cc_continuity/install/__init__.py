@@ -250,7 +250,7 @@ def install(opts, out=print):
 
 def _install_plugin(out):
     """The app copy, the plugin beside it (``$CC_CONTINUITY_HOME/plugin``), registered with Claude Code."""
-    from ..commands.launch import find_real_claude
+    from ..realclaude import find_real_claude
 
     home = paths.home()
     claude = find_real_claude(os.environ)
@@ -565,7 +565,7 @@ def _uninstall_plugin(out, recorded):
     """Take out the plugin ``install --plugin`` registered (Claude Code's own commands); problems count."""
     if not recorded:
         return 0
-    from ..commands.launch import find_real_claude
+    from ..realclaude import find_real_claude
 
     try:
         claude = find_real_claude(os.environ)

@@ -213,7 +213,7 @@ def check_tmux(ctx):
 
 
 def check_claude(ctx):
-    from ..commands.launch import find_real_claude
+    from ..realclaude import find_real_claude
 
     fix = "install or update Claude Code to %s or newer (`claude update`)" % _dotted(MIN_CLAUDE)
     try:
@@ -777,7 +777,7 @@ def check_mods(ctx):
     """Can plugin mods load here?  ``claude plugin test`` on a folder without one says (tested on 2.1.328-332)."""
     import tempfile
 
-    from ..commands.launch import find_real_claude
+    from ..realclaude import find_real_claude
 
     if not ctx.plugin():
         return Result("mod", True, "no plugin, no mod: the tmux rotator types /clear (or you do)")
@@ -900,7 +900,7 @@ def check_permissions(ctx):
 
 def find_leftovers(now=None):
     """(temp files, stale launch env files, stale locks) that are ours and safe to remove."""
-    from ..commands.launch import stale_env_files
+    from .. import launchenv
 
     now = time.time() if now is None else now
     temps, locks = [], []
@@ -918,7 +918,7 @@ def find_leftovers(now=None):
         elif (name == "lock" or name.endswith(".lock")) and p.startswith(home + os.sep) and os.path.isfile(p):
             if lock.is_stale(p):
                 locks.append(p)
-    return sorted(temps), sorted(stale_env_files(now=now)), sorted(locks)
+    return sorted(temps), sorted(launchenv.stale(now=now)), sorted(locks)
 
 
 def check_leftovers(ctx):
