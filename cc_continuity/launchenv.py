@@ -14,22 +14,22 @@ from . import atomic, paths
 MAX_AGE_S = 120  # the trampoline reads its file within a second
 
 
-def files_dir():
+def files_dir() -> str:
     return os.path.join(paths.runtime_dir(), "launch")
 
 
-def new_path(name):
+def new_path(name: str) -> str:
     return os.path.join(files_dir(), "env-%s-%d-%s.json" % (name, os.getpid(), os.urandom(4).hex()))
 
 
-def write(path, saved):
+def write(path: str, saved: dict[str, str]) -> None:
     paths.ensure_dir(paths.runtime_dir())
     paths.ensure_dir(os.path.dirname(path))
     sweep()
     atomic.write_text(path, json.dumps({"env": saved}), mode=0o600)
 
 
-def stale(max_age=MAX_AGE_S, now=None):
+def stale(max_age: float = MAX_AGE_S, now: float | None = None) -> list[str]:
     """Environment files no trampoline picked up within ``max_age`` seconds."""
     now = time.time() if now is None else now
     d = files_dir()
@@ -37,7 +37,7 @@ def stale(max_age=MAX_AGE_S, now=None):
         names = os.listdir(d)
     except OSError:
         return []
-    out = []
+    out: list[str] = []
     for n in names:
         p = os.path.join(d, n)
         try:
@@ -48,12 +48,12 @@ def stale(max_age=MAX_AGE_S, now=None):
     return out
 
 
-def sweep():
+def sweep() -> None:
     for p in stale():
         _unlink(p)
 
 
-def _unlink(path):
+def _unlink(path: str) -> None:
     try:
         os.unlink(path)
     except OSError:

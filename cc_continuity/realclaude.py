@@ -6,11 +6,12 @@ skipped, so a PATH where one of them comes first still finds Claude Code itself.
 
 import os
 import sys
+from collections.abc import Mapping
 
 ENV_CLAUDE = "CC_CONTINUITY_CLAUDE"  # absolute path of the real claude, when it is not on PATH
 
 
-def find_real_claude(env):
+def find_real_claude(env: Mapping[str, str]) -> str | None:
     """The real claude executable: ``$CC_CONTINUITY_CLAUDE``, else the first on PATH that is not ours."""
     explicit = env.get(ENV_CLAUDE)
     if explicit:
@@ -32,7 +33,7 @@ def find_real_claude(env):
     return None
 
 
-def _our_launchers():
+def _our_launchers() -> list[str]:
     from . import paths
 
     out = [os.path.join(paths.home(), "bin", "cc-continuity")]
@@ -41,7 +42,7 @@ def _our_launchers():
     return out
 
 
-def _looks_like_ours(path):
+def _looks_like_ours(path: str) -> bool:
     """A script that mentions cc-continuity is a shim or wrapper of ours, not claude."""
     try:
         with open(path, "rb") as f:

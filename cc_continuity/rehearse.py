@@ -28,7 +28,7 @@ import subprocess
 import tempfile
 import time
 
-from . import config, ledger
+from . import config, errors, ledger
 from .procs import pid_alive, reap
 
 WINDOW = 200_000
@@ -47,7 +47,7 @@ SIZE = (200, 50)
 POLL_S = 0.05
 
 
-class RehearsalError(RuntimeError):
+class RehearsalError(errors.RehearsalError, RuntimeError):
     """The rehearsal cannot start (no claude, nothing installed, no tmux); says what to do."""
 
 

@@ -13,7 +13,7 @@ import os
 PKG_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "cc_continuity")
 
 # Entry points: run as commands, they put the layers together.
-ENTRY = {"cli", "__main__", "hookmain", "statusmain"}
+ENTRY = {"cli", "__main__", "statusmain"}
 # Besides the root and itself, what each area may import.
 ALLOWED = {
     "root": set(),

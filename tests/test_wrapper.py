@@ -473,7 +473,7 @@ REGISTERING = """#!%(python)s
 import json, os, subprocess, sys, uuid
 payload = {"session_id": str(uuid.uuid4()), "hook_event_name": "SessionStart", "source": "startup",
            "cwd": os.getcwd(), "transcript_path": os.path.join(os.getcwd(), "t.jsonl")}
-subprocess.run([sys.executable, "-S", os.environ["CC_TEST_HOOKS"], "SessionStart"], input=json.dumps(payload).encode(),
+subprocess.run(json.loads(os.environ["CC_TEST_HOOKS"]), input=json.dumps(payload).encode(),
                env=dict(os.environ, CLAUDE_PID=str(os.getpid())), capture_output=True, timeout=30)
 with open(%(record)r, "a") as f:
     f.write(json.dumps({"argv": sys.argv[1:], "name": os.environ.get("CC_CONTINUITY_NAME")}) + "\\n")
@@ -483,11 +483,11 @@ time.sleep(120)
 
 
 def _registering(world):
-    from helpers.hookdriver import HOOKMAIN
+    from helpers.transcripts import hook_command
 
     # (the path goes in the environment: a stand-in naming our package would be taken for a shim of ours)
     world.claude.write_text(REGISTERING % {"python": sys.executable, "record": str(world.record)})
-    world.env["CC_TEST_HOOKS"] = HOOKMAIN
+    world.env["CC_TEST_HOOKS"] = json.dumps(hook_command("SessionStart"))
     return lambda: [json.loads(line) for line in world.record.read_text().splitlines()] if world.record.exists() else []
 
 

@@ -7,6 +7,8 @@ place).  ``--dry-run`` prints the diff of every file and writes nothing.
 import argparse
 import sys
 
+from .. import errors
+
 
 def register(sub):
     p = sub.add_parser("install", help="install hooks, status line, CLAUDE.md block, shell wrapper and skills")
@@ -43,15 +45,14 @@ def thresholds(text):
 
 
 def run(args):
-    from .. import config, install
+    from .. import install
 
     opts = install.Options(window=args.window, thresholds=args.thresholds, ntfy=args.ntfy,
                            unattended=args.unattended, shell=args.shell, no_wrapper=args.no_wrapper,
                            dry_run=args.dry_run, plugin=args.plugin)
     try:
         return install.install(opts)
-    except (install.InstallError, install.settings.SettingsError, install.blocks.BlockError,
-            install.app.AppError, config.ConfigError) as e:
+    except errors.Error as e:  # every install and config error: nothing half-done is left
         sys.stderr.write("cc-continuity install: %s\n" % e)
         sys.stderr.write("cc-continuity install: nothing was changed\n")
         return 1

@@ -20,7 +20,7 @@ import os
 import shutil
 import time
 
-from .. import __version__, atomic, paths
+from .. import __version__, atomic, errors, paths
 from . import app, blocks, manifest, plugin, settings, skills
 
 CLAUDE_MD_BLOCK = "claude-md"
@@ -30,7 +30,7 @@ BACKUPS_KEPT = 10
 USER_DIR_MODE = 0o700
 
 
-class InstallError(Exception):
+class InstallError(errors.InstallError):
     """Install or uninstall cannot go on; says why."""
 
 

@@ -26,7 +26,7 @@ import shutil
 import sys
 import time
 
-from .. import __version__, atomic, paths
+from .. import __version__, atomic, errors, paths
 from .wrapper import FALLTHROUGH_STATUS
 
 # pyproject's runtime dependencies; their own requirements are followed from metadata.
@@ -35,7 +35,7 @@ _SKIP_DIRS = {"__pycache__"}
 _SKIP_SUFFIXES = (".pyc", ".pyo")
 
 
-class AppError(RuntimeError):
+class AppError(errors.InstallError, RuntimeError):
     pass
 
 
@@ -180,7 +180,7 @@ def install(home, source=None):
     source = source or package_dir()
     dists = dependency_dists()
     fp = fingerprint(source, dists)
-    if installed_fingerprint(home) == fp and os.path.isfile(os.path.join(app_link(home), "cc_continuity", "hookmain.py")):
+    if installed_fingerprint(home) == fp and os.path.isfile(os.path.join(app_link(home), "cc_continuity", "hooks", "__init__.py")):
         return False, dists
     paths.ensure_dir(home)
     vdir = paths.ensure_dir(versions_dir(home))
