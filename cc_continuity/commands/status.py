@@ -9,7 +9,8 @@ from ..procs import pid_alive
 def register(sub):
     p = sub.add_parser("status", help="this project's sessions: ratio, level, state")
     p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.add_argument("--all", action="store_true", help="include ended and rotated sessions")
+    p.add_argument("--all", action="store_true",
+                   help="every session of this project, history included (ended and rotated ones)")
     p.set_defaults(func=run)
 
 
@@ -48,6 +49,7 @@ def describe(proj, cfg, n):
         "predecessor": rec.get("predecessor"),
         "successor": rec.get("successor"),
         "updated": rec.get("updated"),
+        "ended": (rec.get("ended") or {}).get("reason") if isinstance(rec.get("ended"), dict) else None,
     }
 
 
@@ -66,6 +68,9 @@ def run(args):
         print_json({"project": proj.root, "slug": proj.slug, "enabled": cfg["enabled"], "sessions": rows})
         return 0
     print("%s  (%s)  rotation %s" % (proj.slug, proj.root, "on" if cfg["enabled"] else "OFF"))
+    if args.all and rows:
+        done = sum(r["state"] in session.TERMINAL for r in rows)
+        print("  all %d sessions: %d open, %d ended or rotated" % (len(rows), len(rows) - done, done))
     if not rows:
         print("  no sessions recorded yet")
     for r in rows:
@@ -73,7 +78,12 @@ def run(args):
         flags = " ".join("[%s]" % f.upper().replace("_", "-") for f in r.get("flags") or {})
         if r.get("driver") and r["state"] not in (session.ACTIVE, session.WARNED):
             flags = ("driver %s %s" % (r["driver"], flags)).strip()
+        if r["state"] == session.ROTATED:
+            life = "-> %s" % proj.session_name(r["successor"]) if r.get("successor") else "rotated"
+        elif r["state"] == session.ENDED:
+            life = "ended (%s)" % (r.get("ended") or "?")
+        else:   # a finished record's pid may well be alive: the same Claude process after /clear
+            life = "alive" if r.get("alive") else "gone "
         print("  %-24s %-22s %5s %-6s %s %s %s" % (
-            r.get("name"), r["state"], pct, r.get("level") or "-",
-            "alive" if r.get("alive") else "gone ", ago(r.get("updated")), flags))
+            r.get("name"), r["state"], pct, r.get("level") or "-", life, ago(r.get("updated")), flags))
     return 0
