@@ -1,4 +1,6 @@
-"""``cc-continuity status [--json]``: this project's sessions, ratio, level and state."""
+"""``cc-continuity status [--json] [--all | --all-projects]``: this project's sessions, ratio, level
+and state; ``--all-projects``: the fleet view of every live and recent session on this machine
+(:mod:`cc_continuity.watch.fleet`, the same view as ``watchdog status``)."""
 
 
 from .. import meter, session
@@ -9,8 +11,11 @@ from ..procs import pid_alive
 def register(sub):
     p = sub.add_parser("status", help="this project's sessions: ratio, level, state")
     p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.add_argument("--all", action="store_true",
-                   help="every session of this project, history included (ended and rotated ones)")
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("--all", action="store_true",
+                       help="every session of this project, history included (ended and rotated ones)")
+    which.add_argument("--all-projects", action="store_true",
+                       help="every live and recent session on this machine, across projects, blocked first")
     p.set_defaults(func=run)
 
 
@@ -54,6 +59,8 @@ def describe(proj, cfg, n):
 
 
 def run(args):
+    if args.all_projects:
+        return run_fleet(args)
     proj = current_project()
     cfg = load_config(proj.root)
     if args.all:
@@ -86,4 +93,25 @@ def run(args):
             life = "alive" if r.get("alive") else "gone "
         print("  %-24s %-22s %5s %-6s %s %s %s" % (
             r.get("name"), r["state"], pct, r.get("level") or "-", life, ago(r.get("updated")), flags))
+    return 0
+
+
+def run_fleet(args):
+    """The fleet view: open sessions of every project, then those ended in the last day."""
+    import sys
+    import time
+
+    from ..watch import fleet
+
+    now = time.time()
+    rows = fleet.collect(now)
+    done = sum(1 for r in rows if r.get("class") == "done")
+    if args.json:
+        print_json({"at": now, "recent_s": fleet.RECENT_S, "recent_max": fleet.RECENT_MAX, "sessions": rows})
+        return 0
+    blocked = sum(1 for r in rows if fleet.rank(r) == 0)
+    print("sessions on this machine: %d open%s, %d ended in the last %dh" % (
+        len(rows) - done, " (%d blocked)" % blocked if blocked else "", done, fleet.RECENT_S // 3600))
+    if rows:
+        fleet.render(rows, now, sys.stdout.write)
     return 0
