@@ -346,6 +346,12 @@ class CastRecorder:
         """Wait for the end of the stream (the pipe closed) and write the cast; the number of events."""
         if self._thread is not None:
             self._thread.join(timeout)
+            if self._thread.is_alive():   # no writer ever came (or one hangs on): end the read
+                try:
+                    os.close(os.open(self.fifo, os.O_WRONLY | os.O_NONBLOCK))
+                except OSError:
+                    pass
+                self._thread.join(1.0)
         header = {"version": 2, "width": self.width, "height": self.height,
                   "timestamp": int(self.started_at or time.time()), "idle_time_limit": 2.0,
                   "env": {"TERM": "tmux-256color"}}

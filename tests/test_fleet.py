@@ -101,6 +101,12 @@ def test_every_live_and_recent_session_across_projects_blocked_first(tmp_path, s
     assert "[NEEDS-HUMAN]" in next(l for l in text.splitlines() if "alpha-001" in l)
     assert "beta-001" not in text   # ended three days ago: not recent
 
+    # This project's own status says so too.
+    mine = alpha.cli("status").stdout
+    row = next(l for l in mine.splitlines() if "alpha-002" in l)
+    assert "alive detached (no terminal shows it: tmux -S %s attach -t %s)" % (server.socket, pane_a) in row, mine
+    assert json.loads(alpha.cli("status", "--json").stdout)["sessions"][-1]["tmux"]["state"] == "detached"
+
     # A client attaches (a terminal shows it): no longer detached.  A killed pane: gone.
     client = subprocess.Popen(["script", "-qfc", "%s -S %s attach -t alpha" % (server.tmux_bin, server.socket),
                                "/dev/null"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
@@ -111,6 +117,7 @@ def test_every_live_and_recent_session_across_projects_blocked_first(tmp_path, s
             time.sleep(0.05)
         rows = {r["name"]: r for r in fleet.collect()}
         assert rows["alpha-002"]["tmux"]["state"] == "attached" and rows["alpha-002"]["tmux"]["attached"] == 1
+        assert "detached" not in alpha.cli("status").stdout
     finally:
         client.kill()
         client.wait()

@@ -45,6 +45,7 @@ def describe(proj, cfg, n):
         "alive": pid_alive(rec.get("pid")),
         "pid": rec.get("pid"),
         "tmux_pane": rec.get("tmux_pane"),
+        "tmux_socket": rec.get("tmux_socket"),
         "percent": reading.get("percent") if reading else None,
         "tokens": reading.get("tokens") if reading else None,
         "window": reading.get("window") if reading else None,
@@ -58,9 +59,23 @@ def describe(proj, cfg, n):
     }
 
 
+def _panes(rows):
+    """Add ``pane`` and ``tmux`` (attached, detached, gone: :func:`fleet.pane_states`) to the open rows."""
+    from ..watch import fleet
+
+    open_rows = []
+    for r in rows:
+        if r["state"] not in session.TERMINAL and r.get("alive") and r.get("tmux_socket") and r.get("tmux_pane"):
+            r["pane"] = [r["tmux_socket"], r["tmux_pane"]]
+            open_rows.append(r)
+    fleet.pane_states(open_rows)
+
+
 def run(args):
     if args.all_projects:
         return run_fleet(args)
+    from ..watch import fleet
+
     proj = current_project()
     cfg = load_config(proj.root)
     if args.all:
@@ -71,6 +86,7 @@ def run(args):
         newest = proj.newest_number()
         if not rows and newest:
             rows = [describe(proj, cfg, newest)]
+    _panes(rows)
     if args.json:
         print_json({"project": proj.root, "slug": proj.slug, "enabled": cfg["enabled"], "sessions": rows})
         return 0
@@ -91,6 +107,9 @@ def run(args):
             life = "ended (%s)" % (r.get("ended") or "?")
         else:   # a finished record's pid may well be alive: the same Claude process after /clear
             life = "alive" if r.get("alive") else "gone "
+            t = r.get("tmux") or {}
+            if r.get("alive") and t.get("state") == "detached":
+                life += " detached (no terminal shows it: %s)" % fleet.reach(r["pane"])
         print("  %-24s %-22s %5s %-6s %s %s %s" % (
             r.get("name"), r["state"], pct, r.get("level") or "-", life, ago(r.get("updated")), flags))
     return 0
