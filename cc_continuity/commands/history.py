@@ -15,7 +15,7 @@ from ._util import ago, current_project, print_json
 BLOCKS = "▁▂▃▄▅▆▇█"
 ROTATION_MARK = "↻"
 CURVE_WIDTH = 32          # characters of a sparkline at most
-LEDGER_TAIL = 4 << 20     # bytes of a ledger read for its curve (the newest readings)
+LEDGER_TAIL = 1 << 20     # bytes of a ledger read for its curve (the newest readings)
 
 
 def register(sub):
