@@ -8,6 +8,7 @@ live ones are a process named ``claude`` in a pane of a real private tmux server
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -41,7 +42,7 @@ def fleet_cli(*args):
                           capture_output=True, text=True, timeout=60, cwd="/")
 
 
-@pytest.mark.skipif(not __import__("shutil").which("tmux"), reason="needs tmux")
+@pytest.mark.skipif(not shutil.which("tmux"), reason="needs tmux")
 def test_every_live_and_recent_session_across_projects_blocked_first(tmp_path, server):
     pane_a, pid_a = stand_in(server, tmp_path, "alpha")
     pane_b, pid_b = stand_in(server, tmp_path, "beta")
@@ -108,6 +109,14 @@ def test_every_live_and_recent_session_across_projects_blocked_first(tmp_path, s
     assert json.loads(alpha.cli("status", "--json").stdout)["sessions"][-1]["tmux"]["state"] == "detached"
 
     # A client attaches (a terminal shows it): no longer detached.  A killed pane: gone.
+    if sys.platform.startswith("linux") and shutil.which("script"):   # util-linux script(1) gives it a tty
+        attached_client_is_seen(server, alpha)
+    server.tmux("kill-server")
+    rows = {r["name"]: r for r in fleet.collect()}
+    assert rows["alpha-002"]["tmux"]["state"] == "gone"
+
+
+def attached_client_is_seen(server, alpha):
     client = subprocess.Popen(["script", "-qfc", "%s -S %s attach -t alpha" % (server.tmux_bin, server.socket),
                                "/dev/null"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL)
@@ -121,9 +130,6 @@ def test_every_live_and_recent_session_across_projects_blocked_first(tmp_path, s
     finally:
         client.kill()
         client.wait()
-    server.tmux("kill-server")
-    rows = {r["name"]: r for r in fleet.collect()}
-    assert rows["alpha-002"]["tmux"]["state"] == "gone"
 
 
 def test_tmux_that_does_not_answer_is_unknown_not_an_error(tmp_path, monkeypatch):
