@@ -1,8 +1,9 @@
 """``cc-continuity status --all-projects``: the fleet view across projects, built from the records.
 
-Real sessions registered through the installed hook command in real git repositories; the
+Real sessions registered by the hook handlers (run in-process, as HookDriver.inproc does: the
+same code as the hook command, minus a Python start per call) in real git repositories; the
 live ones are a process named ``claude`` in a pane of a real private tmux server, detached
-(no client) until a client attaches to it.
+(no client) until a client attaches to it.  The view itself is asked through the real CLI.
 """
 
 import json
@@ -51,31 +52,31 @@ def test_every_live_and_recent_session_across_projects_blocked_first(tmp_path, s
     beta = HookDriver(tmp_path / "beta", claude_pid=pid_b, **tmux_env(pane_b))
     # alpha-001: asked for a human; alpha-002 (the same process, later): a turn in flight at 40 %.
     alpha.transcript(A2).assistant(tokens_at(20))
-    alpha.hook("SessionStart", A2, source="startup")
-    alpha.hook("UserPromptSubmit", A2, prompt="pick a database")
-    alpha.hook("Stop", A2)
+    alpha.inproc("SessionStart", A2, source="startup")
+    alpha.inproc("UserPromptSubmit", A2, prompt="pick a database")
+    alpha.inproc("Stop", A2)
     alpha.cli("signal", "needs-human", "which database?", session_id=A2)
     alpha.transcript(A1).assistant(tokens_at(40))
-    alpha.hook("SessionStart", A1, source="startup")
-    alpha.hook("UserPromptSubmit", A1, prompt="port the exporter")
-    alpha.hook("PostToolUse", A1)
+    alpha.inproc("SessionStart", A1, source="startup")
+    alpha.inproc("UserPromptSubmit", A1, prompt="port the exporter")
+    alpha.inproc("PostToolUse", A1)
     # beta-001: its process gone, ended long ago (not recent); beta-002 ended just now (recent);
     # beta-003: a handoff that never came (degraded) and no tmux for the rotator: AWAITING_MANUAL_CLEAR.
     beta.claude_pid, beta.tmux, beta.tmux_pane = 999999, None, None
     for sid in (B1, B2):
         beta.transcript(sid).assistant(tokens_at(10))
-        beta.hook("SessionStart", sid, source="startup")
-        beta.hook("SessionEnd", sid, reason="prompt_input_exit")
+        beta.inproc("SessionStart", sid, source="startup")
+        beta.inproc("SessionEnd", sid, reason="prompt_input_exit")
     old = time.time() - 3 * 86400
     os.utime(session.state_path(beta.sdir(number=1)), (old, old))
     beta.claude_pid, beta.tmux, beta.tmux_pane = pid_b, None, None
     beta.transcript(B3).assistant(tokens_at(10))
-    beta.hook("SessionStart", B3, source="startup")
-    beta.hook("UserPromptSubmit", B3, prompt="rename the tables")
+    beta.inproc("SessionStart", B3, source="startup")
+    beta.inproc("UserPromptSubmit", B3, prompt="rename the tables")
     beta.transcript(B3).assistant(tokens_at(66), "Step finished.")
-    assert beta.hook("Stop", B3)["decision"] == "block"
+    assert beta.inproc("Stop", B3)["decision"] == "block"
     for _ in range(3):
-        beta.hook("Stop", B3, stop_hook_active=True)
+        beta.inproc("Stop", B3, stop_hook_active=True)
     assert beta.state(B3)["state"] == session.AWAITING_MANUAL_CLEAR
 
     res = fleet_cli("--json")
