@@ -1014,7 +1014,7 @@ def claude_env(ctx, name):
 def claude_version(ctx):
     """The version tuple of the claude the wrapper would run, or None (not found, no answer)."""
     def ask():
-        from ..commands.launch import find_real_claude
+        from ..realclaude import find_real_claude
 
         try:
             claude = find_real_claude(ctx.env)

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from .. import log, paths
 from ..redact import redact
 from . import LOG, fleet
-from .liveness import (ACTIVE, DEAD, EXIT_HUNG, FAILED, LIMITED, RETRY_ERRORS, STALLED, WAITING, ProcessTable,
+from .liveness import (ACTIVE, DEAD, EXIT_HUNG, FAILED, LIMITED, RETRY_ERRORS, STALLED, ProcessTable,
                        classify)
 from .probe import DEGRADED, DOWN, UNKNOWN, UP, ServerState
 

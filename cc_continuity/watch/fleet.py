@@ -127,7 +127,7 @@ def pane_states(rows, timeout=TMUX_TIMEOUT_S, max_sockets=MAX_SOCKETS):
 # -- the table ---------------------------------------------------------------------------
 
 def _ago(ts, now):
-    from ..commands._util import ago
+    from ..clock import ago
 
     return ago(ts, now).replace(" ago", "")
 
