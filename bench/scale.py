@@ -260,7 +260,9 @@ def p10(work, runs):
                                                   checkpoint={"id": "cp-%03d" % n, "ref": None}))
         proj.save_meta({"root": proj.root, "slug": proj.slug, "key": proj.key, "counter": past})
         projects[past] = (root, env)
-    hook = [sys.executable, "-S", os.path.join(REPO, "cc_continuity", "hookmain.py")]
+    from helpers.transcripts import hook_command
+
+    hook = hook_command("SessionStart")[:-1]
     res = {}
     k = [0]
 

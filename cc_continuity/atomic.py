@@ -13,12 +13,12 @@ import os
 TMP_MARK = ".cc-continuity-tmp-"
 
 
-def resolve_target(path):
+def resolve_target(path: str) -> str:
     """The real file behind ``path`` (following symlinks, even dangling ones)."""
     return os.path.realpath(path)
 
 
-def write_bytes(path, data, mode=None, fsync=True, follow=True):
+def write_bytes(path: str, data: bytes, mode: int | None = None, fsync: bool = True, follow: bool = True) -> str:
     """Atomically replace ``path`` with ``data``.
 
     ``mode``: the new file's permission bits; by default an existing file
@@ -58,11 +58,11 @@ def write_bytes(path, data, mode=None, fsync=True, follow=True):
     return target
 
 
-def write_text(path, text, mode=None, fsync=True, follow=True):
+def write_text(path: str, text: str, mode: int | None = None, fsync: bool = True, follow: bool = True) -> str:
     return write_bytes(path, text.encode("utf-8"), mode=mode, fsync=fsync, follow=follow)
 
 
-def _fsync_dir(d):
+def _fsync_dir(d: str) -> None:
     try:
         fd = os.open(d, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     except OSError:

@@ -10,7 +10,7 @@ import importlib
 import pkgutil
 import sys
 
-from . import __version__, commands
+from . import __version__, commands, errors
 
 
 def build_parser():
@@ -70,10 +70,24 @@ def main(argv=None):
         return 2
     try:
         return int(args.func(args) or 0)
+    except errors.Error as e:  # the one place a user-facing error becomes a message and a status
+        return report(args.verb, e)
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
         return 0
+
+
+def report(verb, error):
+    """One line on stderr, the traceback in ``logs/cli.log``; the error's exit status."""
+    import traceback
+
+    text = (str(error) or type(error).__name__).splitlines()[0]
+    sys.stderr.write("cc-continuity %s: %s\n" % (verb, text))
+    from . import log
+
+    log.write("cli.log", "%s: %s\n%s" % (verb, text, traceback.format_exc()))  # never raises
+    return error.exit_code
 
 
 def launch_fallthrough_status():

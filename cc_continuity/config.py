@@ -17,7 +17,7 @@ Standard library only (read on every hook).
 
 import os
 
-from . import atomic, fastjson, paths
+from . import atomic, errors, fastjson, paths
 
 HANDOFF_SECTIONS = [
     "Goal",
@@ -192,7 +192,7 @@ REPO_NARROW = {
 #   snapshot_keep, snapshot_max_age_days   deleting the user's snapshots sooner is not "doing less"
 
 
-class ConfigError(ValueError):
+class ConfigError(errors.ConfigError, ValueError):
     """A config file or value is wrong.  ``file`` and ``key`` say where."""
 
     def __init__(self, file, key, msg):

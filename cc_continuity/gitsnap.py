@@ -25,6 +25,8 @@ import subprocess
 import tempfile
 import time
 
+from . import errors
+
 REF_PREFIX = "refs/continuity/"
 DEFAULT_MAX_FILE_BYTES = 10 * 1024 * 1024
 _SUBJECT_MAX = 200
@@ -51,7 +53,7 @@ _SAFE_CONFIG = (
 )
 
 
-class SnapshotError(RuntimeError):
+class SnapshotError(errors.RotationError, RuntimeError):
     """git is present but a command needed for the snapshot failed."""
 
     def __init__(self, message, cmd=None, returncode=None, stderr="", timed_out=False):

@@ -23,7 +23,7 @@ import time
 from . import fastjson
 
 
-def sha256(data):
+def sha256(data):  # noqa: F811 - replaced by the real one on first use
     """The builtin SHA-256 (digest.py), loaded on first use: the per-tool-call path imports this module
     (through session) but writes no ledger line, and on some builds ``_sha256`` is a shared
     object whose loading costs a few percent of the interpreter's start."""

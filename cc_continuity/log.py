@@ -14,12 +14,12 @@ from . import paths
 MAX_BYTES = 1024 * 1024
 
 
-def stamp(t=None):
+def stamp(t: float | None = None) -> str:
     t = time.time() if t is None else t
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + ".%03dZ" % int((t % 1) * 1000)
 
 
-def write(name, text, max_bytes=MAX_BYTES):
+def write(name: str, text: str, max_bytes: int = MAX_BYTES) -> None:
     """Append one line (newlines inside ``text`` are flattened).  Never raises."""
     try:
         d = paths.logs_dir()
@@ -45,6 +45,6 @@ def write(name, text, max_bytes=MAX_BYTES):
         pass
 
 
-def hook(event, session_id, ms, outcome, detail=""):
+def hook(event: str, session_id: object, ms: float, outcome: str, detail: str = "") -> None:
     sid = (session_id or "-")[:8] if isinstance(session_id, str) else "-"
     write("hooks.log", "%s sid=%s %.1fms %s%s" % (event, sid, ms, outcome, (" " + detail) if detail else ""))

@@ -464,6 +464,18 @@ def model_window(model):
     return None
 
 
+def reported_window(sdir):
+    """The window the status line last reported for this session (``statusline.json``), or None.
+
+    Claude Code computes it itself (``context_window.context_window_size``), so it beats a guess."""
+    try:
+        with open(sdir + "/statusline.json", "rb") as f:
+            w = fastjson.loads(f.read()).get("window")
+        return w if isinstance(w, int) else None
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
 def resolve_window(cfg_window=None, statusline_window=None, model=None, env=None):
     """(window, source): config > status line > model id > CLAUDE_CODE_MAX_CONTEXT_TOKENS > guess."""
     if cfg_window:

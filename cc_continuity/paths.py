@@ -13,19 +13,19 @@ DIR_MODE = 0o700
 FILE_MODE = 0o600
 
 
-def getenv(name, default=None):
+def getenv(name: str, default: str | None = None) -> str | None:
     """An environment variable as str (``posix.environ`` is bytes-keyed)."""
     v = posix.environ.get(name.encode())
     return default if v is None else v.decode("utf-8", "surrogateescape")
 
 
-def normalize(path):
+def normalize(path: str) -> str:
     """An absolute, normalised version of ``path`` (``~`` expanded, no symlink resolution)."""
     if path == "~" or path.startswith("~/"):
         path = (getenv("HOME") or "/") + path[1:]
     if not path.startswith("/"):
         path = posix.getcwd() + "/" + path
-    out = []
+    out: list[str] = []
     for part in path.split("/"):
         if part in ("", "."):
             continue
@@ -37,17 +37,17 @@ def normalize(path):
     return "/" + "/".join(out)
 
 
-def join(*parts):
+def join(*parts: str) -> str:
     return "/".join(p.rstrip("/") if i < len(parts) - 1 else p for i, p in enumerate(parts))
 
 
-def home():
+def home() -> str:
     """The state root: ``$CC_CONTINUITY_HOME`` or ``~/.claude-continuity``."""
     h = getenv("CC_CONTINUITY_HOME")
     return normalize(h) if h else normalize("~/.claude-continuity")
 
 
-def ensure_dir(path):
+def ensure_dir(path: str) -> str:
     """Create ``path`` with mode 0700; return it.
 
     Inside ``$CC_CONTINUITY_HOME`` every directory we create is 0700, the
@@ -80,7 +80,7 @@ def ensure_dir(path):
 _S_IFMT, _S_IFDIR, _S_IFREG = 0o170000, 0o040000, 0o100000
 
 
-def private_dir_problem(path):
+def private_dir_problem(path: str) -> str | None:
     """Why ``path`` is not a real directory of ours that only we can enter; None when it is.
 
     ``lstat``: a symlink to a directory is *not* one (it could point anywhere).
@@ -98,7 +98,7 @@ def private_dir_problem(path):
     return None
 
 
-def _regular_problem(path, st):
+def _regular_problem(path: str, st: posix.stat_result) -> str | None:
     if st.st_mode & _S_IFMT != _S_IFREG:
         return "%s is not a regular file (a symlink, directory, FIFO or device)" % path
     if st.st_uid != posix.geteuid():
@@ -108,7 +108,7 @@ def _regular_problem(path, st):
     return None
 
 
-def regular_file_problem(path, missing_ok=False):
+def regular_file_problem(path: str, missing_ok: bool = False) -> str | None:
     """Why ``path`` is not a plain file of ours (no link of either kind); None when it is (or is absent)."""
     try:
         st = posix.lstat(path)
@@ -123,7 +123,7 @@ class NotRegular(OSError):
     """The path is a symlink, FIFO, device, directory, hard-linked or not ours: not read, not written."""
 
 
-def read_regular(path, limit=1 << 22, chmod=None):
+def read_regular(path: str, limit: int = 1 << 22, chmod: int | None = None) -> bytes:
     """The bytes of the plain file ``path`` (at most ``limit``), never through a link or from a FIFO.
 
     ``O_NOFOLLOW | O_NONBLOCK`` then ``fstat`` on the open file, so what is checked is what is read;
@@ -154,34 +154,34 @@ def read_regular(path, limit=1 << 22, chmod=None):
         posix.close(fd)
 
 
-def config_file():
+def config_file() -> str:
     return home() + "/config.json"
 
 
-def logs_dir():
+def logs_dir() -> str:
     return home() + "/logs"
 
 
-def runtime_dir():
+def runtime_dir() -> str:
     return home() + "/runtime"
 
 
-def cards_dir():
+def cards_dir() -> str:
     return home() + "/runtime/cards"
 
 
-def projects_dir():
+def projects_dir() -> str:
     return home() + "/projects"
 
 
-def project_dir(key):
+def project_dir(key: str) -> str:
     return home() + "/projects/" + key
 
 
 _SLUG_OK = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-_")
 
 
-def slugify(root):
+def slugify(root: str) -> str:
     """A readable, ref-safe name for the project: lower-case [a-z0-9_-], ≤ 40 chars."""
     name = root.rstrip("/").rpartition("/")[2].lower()
     out = []
@@ -194,28 +194,28 @@ def slugify(root):
     return slug or "project"
 
 
-def project_key(root):
+def project_key(root: str) -> str:
     """Stable per-root key: slug plus a hash of the resolved path."""
     from .digest import sha256  # here, not at the top: the per-tool-call path never needs it (a shared object on some builds)
 
     return "%s-%s" % (slugify(root), sha256(root.encode("utf-8", "surrogateescape")).hexdigest()[:10])
 
 
-def project_config_file(root):
+def project_config_file(root: str) -> str:
     """The user's own settings for one project (``configure --project``), kept here, never in the repo."""
     return project_dir(project_key(root)) + "/config.json"
 
 
-def session_dir(key, number):
+def session_dir(key: str, number: int) -> str:
     return "%s/projects/%s/sessions/%03d" % (home(), key, number)
 
 
-def spool_dir():
+def spool_dir() -> str:
     """Notifications waiting for delivery."""
     return home() + "/spool"
 
 
-def claude_config_dir():
+def claude_config_dir() -> str:
     """``$CLAUDE_CONFIG_DIR`` or ``~/.claude`` (where settings.json lives)."""
     d = getenv("CLAUDE_CONFIG_DIR")
     return normalize(d) if d else normalize("~/.claude")

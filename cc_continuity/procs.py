@@ -8,7 +8,7 @@ import os
 import time
 
 
-def pid_alive(pid):
+def pid_alive(pid: object) -> bool:
     """True if a process with this pid exists and is not a zombie (even one we may not signal)."""
     if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
         return False
@@ -27,7 +27,7 @@ def pid_alive(pid):
         return True
 
 
-def start_time(pid):
+def start_time(pid: int) -> float | None:
     """When process ``pid`` started (seconds since the epoch, to a clock tick), or None if it is gone.
 
     Tells a process from a later one that got the same pid.  Linux: /proc; else ``ps``.
@@ -52,7 +52,7 @@ def start_time(pid):
         return None
 
 
-def parent(pid):
+def parent(pid: int) -> int | None:
     """The parent pid of ``pid``, or None.  Linux: /proc; else ``ps``."""
     try:
         with open("/proc/%d/stat" % pid, "rb") as f:
@@ -69,9 +69,9 @@ def parent(pid):
         return None
 
 
-def ancestors(pid, limit=64):
+def ancestors(pid: int, limit: int = 64) -> list[int]:
     """``pid``'s parent, grandparent, ... up to init (bounded)."""
-    out = []
+    out: list[int] = []
     p = parent(pid)
     while p and p > 1 and p not in out and len(out) < limit:
         out.append(p)
@@ -79,7 +79,7 @@ def ancestors(pid, limit=64):
     return out
 
 
-def reap(pids, grace=5.0):
+def reap(pids: list[int] | tuple[int, ...] | set[int], grace: float = 5.0) -> None:
     """Give ``pids`` up to ``grace`` seconds (in all) to exit, then SIGKILL whatever is left."""
     deadline = time.monotonic() + grace
     for pid in list(pids):

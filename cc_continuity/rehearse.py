@@ -28,7 +28,7 @@ import subprocess
 import tempfile
 import time
 
-from . import config, ledger
+from . import config, errors, ledger
 from .procs import pid_alive, reap
 
 WINDOW = 200_000
@@ -47,7 +47,7 @@ SIZE = (200, 50)
 POLL_S = 0.05
 
 
-class RehearsalError(RuntimeError):
+class RehearsalError(errors.RehearsalError, RuntimeError):
     """The rehearsal cannot start (no claude, nothing installed, no tmux); says what to do."""
 
 
@@ -288,15 +288,99 @@ def _tail(path, lines=15):
         return ""
 
 
+class CastRecorder:
+    """An asciinema v2 cast of a tmux pane: the real byte stream, from ``pipe-pane`` into a FIFO
+    read by a thread that timestamps each chunk.
+
+    The file: one JSON header line (``version`` 2, ``width``, ``height``, ``timestamp``, ...) and
+    then one ``[seconds, "o", text]`` line per chunk the pane's program wrote (UTF-8 decoded
+    incrementally, so a character split across two chunks stays whole).
+    """
+
+    def __init__(self, path, fifo, size, title=None):
+        self.path = path
+        self.fifo = fifo
+        self.width, self.height = size
+        self.title = title
+        self.events = []
+        self.t0 = None
+        self.started_at = None
+        self._thread = None
+        os.mkfifo(fifo, 0o600)
+
+    def start(self):
+        """Start reading (call before ``pipe-pane`` opens the FIFO for writing)."""
+        import threading
+
+        self.t0 = time.monotonic()
+        self.started_at = time.time()
+        self._thread = threading.Thread(target=self._read, name="cast-recorder", daemon=True)
+        self._thread.start()
+
+    def pipe_command(self):
+        """The shell command ``tmux pipe-pane`` runs: copy the pane's output into the FIFO."""
+        import shlex
+
+        return "exec cat > %s" % shlex.quote(self.fifo)
+
+    def _read(self):
+        import codecs
+
+        dec = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        fd = os.open(self.fifo, os.O_RDONLY)   # blocks until pipe-pane's cat opens it
+        try:
+            while True:
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    break
+                text = dec.decode(chunk)
+                if text:
+                    self.events.append((time.monotonic() - self.t0, text))
+            tail = dec.decode(b"", final=True)
+            if tail:
+                self.events.append((time.monotonic() - self.t0, tail))
+        finally:
+            os.close(fd)
+
+    def finish(self, timeout=5.0):
+        """Wait for the end of the stream (the pipe closed) and write the cast; the number of events."""
+        if self._thread is not None:
+            self._thread.join(timeout)
+            if self._thread.is_alive():   # no writer ever came (or one hangs on): end the read
+                try:
+                    os.close(os.open(self.fifo, os.O_WRONLY | os.O_NONBLOCK))
+                except OSError:
+                    pass
+                self._thread.join(1.0)
+        header = {"version": 2, "width": self.width, "height": self.height,
+                  "timestamp": int(self.started_at or time.time()), "idle_time_limit": 2.0,
+                  "env": {"TERM": "tmux-256color"}}
+        if self.title:
+            header["title"] = self.title
+        events = list(self.events)
+        tmp = self.path + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(json.dumps(header) + "\n")
+            for t, text in events:
+                f.write(json.dumps([round(t, 6), "o", text], ensure_ascii=False) + "\n")
+        os.replace(tmp, self.path)
+        return len(events)
+
+
 class Rehearsal:
     """One throwaway installation: HOME, CC_CONTINUITY_HOME, git project, tmux server, scripted model."""
 
-    def __init__(self, claude, hooks, settings_path=None, keep=False, timeout=120.0):
+    def __init__(self, claude, hooks, settings_path=None, keep=False, timeout=120.0, progress=None, record=None):
         self.claude = claude
         self.hooks = hooks
         self.settings_path = settings_path
         self.keep = keep
         self.timeout = timeout
+        self.progress = progress   # progress(step key or None, what, seconds since the start): as it happens
+        self.record = record       # a path: write an asciinema v2 cast of the pane there
+        self.recorder = None
+        self._reported = set()
+        self._t0 = None
         self.root = None
         self.model = None
         self.pane = None
@@ -459,36 +543,97 @@ class Rehearsal:
 
         result = {"claude": self.claude, "settings": self.settings_path,
                   "events": sorted(self.hooks.get("hooks", {})), "kept": self.keep}
+        self._t0 = time.time()
         try:
             version = self.setup()
             result.update(version=version, sandbox=self.root)
+            self._say(None, "sandbox ready: claude %s, hooks from %s" % (version, self.settings_path))
             self.model = ScriptedModel(rotation_scenario(self.project), log_path=self.root + "/model.jsonl").start()
             result["model_url"] = self.model.url
+            self._say(None, "scripted model listening on %s" % self.model.url)
             self._drive(result)
         finally:
+            if self.recorder is not None:
+                self._stop_recording(result)
             self.close()
         return result
 
+    def _say(self, key, what, at=None):
+        if self.progress is None:
+            return
+        try:
+            self.progress(key, what, (at if at is not None else time.time()) - self._t0)
+        except Exception:
+            pass   # a broken terminal does not stop the rehearsal
+
+    def _step(self, key, at):
+        """Report step ``key`` once, as soon as it is known."""
+        if key in self._reported or at is None:
+            return
+        self._reported.add(key)
+        self._say(key, dict(STEPS).get(key, key), at)
+
+    def _poll_steps(self, first_sid, every=0.25):
+        """Report the steps the ledgers show by now (at most every ``every`` seconds)."""
+        now = time.monotonic()
+        if self.progress is None or now < getattr(self, "_next_poll", 0.0):
+            return
+        self._next_poll = now + every
+        try:
+            found = self.times(first_sid)
+        except (OSError, ValueError):
+            return
+        for key, at in sorted(((k, v) for k, v in found.items() if v is not None), key=lambda kv: kv[1]):
+            self._step(key, at)
+
+    def _start_recording(self):
+        self.recorder = CastRecorder(self.record, self.root + "/cast.fifo", SIZE,
+                                     title="cc-continuity rehearse: one rotation of Claude Code")
+        self.recorder.start()
+        self.tmux("pipe-pane", "-O", "-t", self.pane, self.recorder.pipe_command())
+
+    def _stop_recording(self, result):
+        try:
+            if self.pane:
+                self.tmux("pipe-pane", "-t", self.pane, check=False)   # closes the pipe: the stream ends
+            result["record"] = {"path": self.record, "events": self.recorder.finish()}
+        except (OSError, subprocess.SubprocessError, RehearsalError) as e:
+            result.setdefault("problems", []).append("the recording was not written: %s" % e)
+        self.recorder = None
+
     def _drive(self, result):
-        t0 = time.time()
+        t0 = self._t0 = time.time()   # the steps' times, printed and reported, count from here
         deadline = time.monotonic() + self.timeout
         times = {}
         w, h = SIZE
+        gate = self.root + "/go"
+        # Recording: claude starts only once the pane's output is piped, so the cast has every byte.
+        command = (["sh", "-c", 'while [ ! -e "$0" ]; do sleep 0.02; done; exec "$1"', gate, self.claude]
+                   if self.record else [self.claude])
         self.tmux("new-session", "-d", "-s", TMUX_SESSION, "-x", str(w), "-y", str(h), "-c", self.project,
-                  self.claude, ";", "set-option", "-w", "-t", TMUX_SESSION, "remain-on-exit", "on")
+                  *command, ";", "set-option", "-w", "-t", TMUX_SESSION, "remain-on-exit", "on")
         self.pane, pid = self.tmux("display-message", "-p", "-t", TMUX_SESSION, "#{pane_id} #{pane_pid}").split()
         self.pids.add(int(pid))
+        if self.record:
+            self._start_recording()
+            with open(gate, "w"):
+                pass
+        self._say(None, "claude starting in a private tmux pane%s" % (" (recording it)" if self.record else ""))
         problems = []
         if self._wait_idle(deadline):
             times["ready"] = time.time()
+            self._step("ready", times["ready"])
             self._submit(TASK, deadline)
             times["prompt"] = time.time()
+            self._step("prompt", times["prompt"])
             # The session id that took the prompt (True instead: claude is gone, stop waiting).
             first_sid = self._wait(lambda: self._first_session() or not self.claude_alive(), deadline)
             if isinstance(first_sid, str):
-                self._wait(lambda: self.successor_request(first_sid) or self.rotator_failed()
-                           or not self.claude_alive(), deadline)
+                self._wait(lambda: self._poll_steps(first_sid) or self.successor_request(first_sid)
+                           or self.rotator_failed() or not self.claude_alive(), deadline)
                 times.update({k: v for k, v in self.times(first_sid).items() if v is not None})
+                for key, at in sorted(((k, v) for k, v in times.items()), key=lambda kv: kv[1]):
+                    self._step(key, at)
                 problems += self._check(first_sid)
             else:
                 problems.append("the first prompt never reached the model")
@@ -606,8 +751,16 @@ class Rehearsal:
         return [p for p in pids if _is_rotator(p)]
 
 
-def rehearse(claude=None, settings_path=None, keep=False, timeout=120.0):
-    """Run one rehearsal; the result dict (``ok``, ``verdict``, ``steps`` …).  RehearsalError if it cannot start."""
+def rehearse(claude=None, settings_path=None, keep=False, timeout=120.0, progress=None, record=None):
+    """Run one rehearsal; the result dict (``ok``, ``verdict``, ``steps`` …).  RehearsalError if it cannot start.
+
+    ``progress(step key or None, what, seconds)`` is called as each step happens; ``record``: the path
+    of an asciinema v2 cast of the Claude Code pane to write."""
     path, hooks = installed_settings(settings_path)
     exe = find_claude(claude)
-    return Rehearsal(exe, hooks, settings_path=path, keep=keep, timeout=timeout).run()
+    if record:
+        record = os.path.abspath(record)
+        if not os.path.isdir(os.path.dirname(record)):
+            raise RehearsalError("cannot record to %s: no such directory" % record)
+    return Rehearsal(exe, hooks, settings_path=path, keep=keep, timeout=timeout, progress=progress,
+                     record=record).run()

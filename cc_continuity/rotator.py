@@ -59,7 +59,7 @@ import subprocess
 import sys
 import time
 
-from . import ledger, paths, procs
+from . import errors, ledger, paths, procs
 from .tmux import KEYS_PER_CALL, Pane, TmuxError
 
 DEFAULT_TIMEOUTS = {"idle_s": 120.0, "marker_s": 60.0, "delivery_s": 20.0, "type_s": 5.0,
@@ -77,11 +77,11 @@ _REQUIRED = ("socket", "pane", "started_marker", "continuation", "ledger", "succ
 _ABSOLUTE = ("started_marker", "delivered_marker", "ledger", "sdir", "project_lock", "draft_file")
 
 
-class PlanError(ValueError):
+class PlanError(errors.RotationError, ValueError):
     """The plan file is missing, not JSON, or lacks a usable field."""
 
 
-class RotationFailed(RuntimeError):
+class RotationFailed(errors.RotationError, RuntimeError):
     """A step did not complete within its bounds; the message is the ledger reason."""
 
 

@@ -75,6 +75,8 @@ from functools import cached_property
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
+from . import errors
+
 __all__ = ["ScriptedModel", "Request", "ScenarioError", "validate_scenario", "load_scenario"]
 
 COMPACT_MARK = "REMINDER: Do NOT call any tools"
@@ -93,7 +95,7 @@ PING_EVERY = 1.0
 _TEMPLATE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
-class ScenarioError(ValueError):
+class ScenarioError(errors.RehearsalError, ValueError):
     """The scenario is malformed; the message names the offending place."""
 
 

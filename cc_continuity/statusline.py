@@ -112,9 +112,7 @@ def _slow_card(payload, env):
     n = proj.lookup(sid) if card.valid_session_id(sid) else None
     sdir = proj.session_dir(n) if n is not None else None
     model = payload.get("model", {}).get("id") if isinstance(payload.get("model"), dict) else None
-    from .hooks.common import statusline_window
-
-    sl = statusline_window(sdir) if sdir else None
+    sl = meter.reported_window(sdir) if sdir else None
     window, wsrc = meter.resolve_window(cfg["window"], sl, model, env)
     return {"sdir": sdir, "window": window, "window_source": wsrc, "sl_window": sl, "enabled": bool(cfg["enabled"]),
             "color": bool(cfg["statusline_color"]), "warn": cfg["warn"], "rotate": cfg["rotate"],

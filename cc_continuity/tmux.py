@@ -28,6 +28,8 @@ import re
 import shutil
 import time
 
+from . import errors
+
 RULE = "───"
 PROMPT = "❯"
 BUSY_MARK = "esc to interrupt"
@@ -43,7 +45,7 @@ _PANE_ID = re.compile(r"^%[0-9]+$")
 _KEY_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]*$")
 
 
-class TmuxError(RuntimeError):
+class TmuxError(errors.RotationError, RuntimeError):
     """tmux is missing, the server or pane is gone, or a tmux command failed."""
 
 

@@ -12,8 +12,8 @@ import time
 
 import pytest
 
-from cc_continuity import __version__, atomic, lock, paths
-from cc_continuity.commands import doctor, launch
+from cc_continuity import __version__, atomic, launchenv, lock, paths
+from cc_continuity.commands import doctor
 from cc_continuity.install import blocks, checks, settings, wrapper
 from cc_continuity.install import skills as install_skills
 
@@ -382,7 +382,7 @@ def test_leftovers_are_listed_and_fix_removes_only_ours(inst):
     old_tmp_settings = touch(os.path.join(paths.claude_config_dir(), atomic.TMP_MARK + "settings.json.9.ff"),
                              mtime=old)
     young_tmp = touch(os.path.join(proj, atomic.TMP_MARK + "ledger.jsonl.5.beef"))
-    env_dir = paths.ensure_dir(launch.env_files_dir())
+    env_dir = paths.ensure_dir(launchenv.files_dir())
     old_env = touch(os.path.join(env_dir, "env-repo-001-1-aa.json"), '{"env": {}}', mtime=old)
     stale_lock = touch(os.path.join(proj, "lock"), "%d\n" % _dead_pid())
     other = _project_dir("other-def")
@@ -446,6 +446,52 @@ def test_local_model_server_needs_max_context_tokens(inst):
     doc["env"]["CLAUDE_CODE_MAX_CONTEXT_TOKENS"] = "131072"
     inst.write_settings(doc)
     assert inst.check("context-window")["context-window"].ok
+
+
+def test_the_window_claude_code_uses_must_be_the_one_we_rotate_by(inst):
+    local = dict(inst.env, ANTHROPIC_BASE_URL="http://127.0.0.1:8000", CLAUDE_CODE_MAX_CONTEXT_TOKENS="131072")
+    r = inst.check("context-window", env=local)["context-window"]
+    assert r.ok and "131072 (environment) for http://127.0.0.1:8000" in r.detail   # no window of ours: detected
+    subprocess.run([sys.executable, "-m", "cc_continuity.cli", "configure", "--window", "200000"], env=inst.env,
+                   cwd=str(inst.repo), check=True, capture_output=True)
+    _red(inst.check("context-window", env=local)["context-window"], "131072", "200000",
+         "cc-continuity configure --window 131072", "CLAUDE_CODE_MAX_CONTEXT_TOKENS=200000")
+    # The same disagreement through settings.json's env block, even against Anthropic's API.
+    doc = inst.read_settings()
+    doc["env"] = {"CLAUDE_CODE_MAX_CONTEXT_TOKENS": "1000000"}
+    inst.write_settings(doc)
+    _red(inst.check("context-window")["context-window"], "settings.json env", "--window 1000000")
+    doc["env"]["CLAUDE_CODE_MAX_CONTEXT_TOKENS"] = "200000"
+    inst.write_settings(doc)
+    r = inst.check("context-window")["context-window"]
+    assert r.ok and "the window cc-continuity uses" in r.detail, r
+
+
+def test_a_local_model_id_gets_the_short_system_prompt_unless_chosen(inst):
+    name = "system-prompt"
+    assert inst.check(name)[name].ok                                                     # Anthropic's API
+    local = dict(inst.env, ANTHROPIC_BASE_URL="http://gpu-box:8000", CLAUDE_CODE_MAX_CONTEXT_TOKENS="131072")
+    assert inst.check(name, env=local)[name].ok                   # no model named: Claude Code's default id
+    assert inst.check(name, env=dict(local, ANTHROPIC_MODEL="claude-sonnet-4-5"))[name].ok
+    qwen = dict(local, ANTHROPIC_MODEL="Qwen/Qwen3-Coder-30B")
+    inst.claude_version("2.1.328")
+    r = inst.check(name, env=qwen)[name]
+    assert r.ok and "2.1.328 gives every model the full system prompt" in r.detail, r
+    inst.claude_version("2.1.332")
+    _red(inst.check(name, env=qwen)[name], "Qwen/Qwen3-Coder-30B", "short system prompt", "2.1.330",
+         "CLAUDE_CODE_SIMPLE_SYSTEM_PROMPT=0")
+    r = inst.check(name, env=dict(qwen, CLAUDE_CODE_SIMPLE_SYSTEM_PROMPT="0"))[name]
+    assert r.ok and "the full system prompt" in r.detail
+    # settings.json: the model key and the env block count as Claude Code reads them.
+    doc = inst.read_settings()
+    doc["model"] = "qwen3-coder"
+    doc["env"] = {"ANTHROPIC_BASE_URL": "http://gpu-box:8000"}
+    inst.write_settings(doc)
+    _red(inst.check(name)[name], "'qwen3-coder' (settings.json model)")
+    doc["env"]["CLAUDE_CODE_SIMPLE_SYSTEM_PROMPT"] = "1"
+    inst.write_settings(doc)
+    r = inst.check(name)[name]
+    assert r.ok and "(settings.json env): the short system prompt" in r.detail, r
 
 
 def test_claude_version_floor(inst):

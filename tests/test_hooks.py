@@ -1,4 +1,4 @@
-"""The hooks, run exactly as installed (``python -S .../hookmain.py <Event>``) with Claude Code-shaped stdin.
+"""The hooks, run exactly as installed (``python -S -c <bootstrap> <Event>``, rendered from the hook table) with Claude Code-shaped stdin.
 
 Every test drives real processes against a real git repo, a temp HOME and CC_CONTINUITY_HOME.
 """
@@ -17,7 +17,7 @@ import pytest
 from cc_continuity import ledger, log, paths, session
 from cc_continuity import hooks as dispatch
 from cc_continuity.project import Project
-from helpers.transcripts import (HOOKMAIN, Transcript, claude_transcript_path, hook_env, hook_payload, run_hook,
+from helpers.transcripts import (Transcript, hook_command, claude_transcript_path, hook_env, hook_payload, run_hook,
                                  start_hook)
 
 LOG_LINE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z (\S+) sid=(\S+) (\d+\.\d)ms (.*)$")
@@ -326,7 +326,7 @@ def test_unknown_event_is_ignored(claude):
 
 def test_no_event_argument_uses_hook_event_name(claude):
     """Without argv the event comes from the payload's hook_event_name."""
-    res = subprocess.run([sys.executable, "-S", HOOKMAIN], input=json.dumps(claude.payload("SessionStart")).encode(),
+    res = subprocess.run(hook_command("SessionStart")[:-1], input=json.dumps(claude.payload("SessionStart")).encode(),
                          env=claude.env, capture_output=True, timeout=60)
     assert (res.returncode, res.stdout) == (0, b"")
     assert LOG_LINE.match(hook_log()[-1]).group(1) == "?"

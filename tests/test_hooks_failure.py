@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
 
 from cc_continuity.hooks import BUDGET, stop_failure
-from helpers.transcripts import HOOKMAIN, run_hook
+from helpers.transcripts import REPO, run_hook
 from test_hooks import Claude, hook_log
 
 KINDS = ["rate_limit", "overloaded", "invalid_request", "model_not_found", "server_error", "unknown",
@@ -83,7 +83,7 @@ def test_stop_failure_stays_on_the_fast_path(claude):
             "import cc_continuity.hooks as h\n"
             "out = h.dispatch('StopFailure', posix.read(0, 1 << 20))\n"
             "sys.stdout.write(repr((out[1], sorted(set(sys.modules) - before))))\n"
-            % os.path.dirname(os.path.dirname(HOOKMAIN)))
+            % REPO)
     res = subprocess.run([sys.executable, "-S", "-c", code],
                          input=json.dumps(claude.payload("StopFailure", error="overloaded")).encode(),
                          env=claude.env, capture_output=True, timeout=60)

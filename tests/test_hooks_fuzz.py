@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from cc_continuity import paths
 from cc_continuity.card import valid_session_id
 from cc_continuity import hooks as dispatch
-from helpers.transcripts import HOOKMAIN, Transcript
+from helpers.transcripts import REPO, Transcript, hook_command
 
 EVENTS = ["SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop", "PreCompact", "SessionEnd",
           "Notification", "PostToolBatch", ""]
@@ -68,7 +68,7 @@ def fork_main(tmp, event, raw):
 
 
 def run_real(event, raw, timeout=60):
-    res = subprocess.run([sys.executable, "-S", HOOKMAIN, event], input=raw, capture_output=True,
+    res = subprocess.run(hook_command(event), input=raw, capture_output=True,
                          timeout=timeout)
     return res.returncode, res.stdout, res.stderr
 
@@ -258,7 +258,7 @@ print(outcome)
 
 @pytest.mark.parametrize("raw", ['{"session_id":"abc', "{", '{"a" 1}'])
 def test_run_malformed_json_in_hook_process_is_bad_stdin(raw):
-    parent = os.path.dirname(os.path.dirname(HOOKMAIN))
+    parent = REPO
     res = subprocess.run([sys.executable, "-S", "-c", RUN_IN_HOOK_PROCESS, parent, raw], capture_output=True,
                          text=True, timeout=60)
     assert res.returncode == 0, res.stderr[-500:]

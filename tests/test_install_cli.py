@@ -302,7 +302,7 @@ def test_uninstall_with_broken_settings_keeps_the_app_the_hooks_still_need(capsy
     rc, out, _ = cli(capsys, "uninstall", "--purge")
     assert rc == 1
     assert open(path, "rb").read() == good[:-5]
-    assert os.path.isfile(os.path.join(paths.home(), "app", "cc_continuity", "hookmain.py"))
+    assert os.path.isfile(os.path.join(paths.home(), "app", "cc_continuity", "hooks", "__init__.py"))
     assert os.path.isfile(install.manifest.path()) and "purge: not done" in out
     write(path, good)
     assert cli(capsys, "uninstall")[0] == 0

@@ -10,7 +10,6 @@ suites (test_meter.py, test_meter_catchup.py) run unchanged.
 """
 
 import json
-import os
 import time
 
 from hypothesis import given, settings

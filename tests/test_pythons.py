@@ -12,7 +12,8 @@ import sys
 
 import pytest
 
-from helpers.hookdriver import HOOKMAIN, HookDriver, tokens_at
+from helpers.hookdriver import HookDriver, tokens_at
+from helpers.transcripts import hook_command
 
 S1 = "f6f6f6f6-0000-4000-8000-000000000001"
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -49,7 +50,7 @@ def test_the_running_interpreter_is_among_them():
 @pytest.mark.parametrize("version, python", PYTHONS, ids=[v for v, _ in PYTHONS])
 def test_hooks_and_status_line_work_under(tmp_path, version, python):
     drv = HookDriver(tmp_path / "proj")
-    drv.command = lambda event: [python, "-S", HOOKMAIN, event]
+    drv.command = lambda event: hook_command(event, python)
     drv.transcript(S1).assistant(tokens_at(10))
     assert drv.hook("SessionStart", S1, source="startup") is None
     drv.hook("UserPromptSubmit", S1, prompt="hello")

@@ -3,6 +3,7 @@ takes from the user's settings, its sealed environment, and its report and verdi
 
 import json
 import os
+import time
 import urllib.request
 
 import pytest
@@ -217,3 +218,71 @@ def test_rehearse_rejects_a_bad_timeout(capsys):
     with pytest.raises(SystemExit) as e:
         cli.main(["rehearse", "--timeout", "0"])
     assert e.value.code == 2 and "seconds" in capsys.readouterr().err
+
+
+# -- --record: an asciinema v2 cast of the pane ------------------------------------------------
+
+def test_the_cast_recorder_keeps_every_byte_of_a_real_pane_with_its_timing(tmp_path, server):
+    from cc_continuity.rehearse import CastRecorder
+    from helpers.cast import plain_text, read_cast
+
+    gate, out = str(tmp_path / "go"), str(tmp_path / "pane.cast")
+    script = "printf 'first ünïcödé line\\n'; sleep 0.4; printf '\\033[1mbold\\033[0m second\\n'; sleep 30"
+    pane = server.tmux("new-session", "-d", "-x", "90", "-y", "20", "-P", "-F", "#{pane_id}", "sh", "-c",
+                       'while [ ! -e "$0" ]; do sleep 0.02; done; exec sh -c "$1"', gate, script).strip()
+    rec = CastRecorder(out, str(tmp_path / "fifo"), (90, 20), title="unit")
+    rec.start()
+    server.tmux("pipe-pane", "-O", "-t", pane, rec.pipe_command())
+    open(gate, "w").close()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and "second" not in "".join(t for _, t in rec.events):
+        time.sleep(0.02)
+    server.tmux("pipe-pane", "-t", pane)
+    assert rec.finish() == len(rec.events) > 0
+    header, events = read_cast(out)
+    assert (header["width"], header["height"], header["title"]) == (90, 20, "unit")
+    assert abs(header["timestamp"] - time.time()) < 60
+    text = plain_text(events)
+    assert "first ünïcödé line" in text and "bold second" in text
+    assert "\x1b[1mbold" in "".join(t for _, t in events)          # the raw stream, styles and all
+    first = next(t for t, s in events if "first" in s)
+    second = next(t for t, s in events if "second" in s)
+    assert second - first >= 0.35                                    # real timing between the two writes
+
+
+def test_the_checked_in_rehearsal_cast_is_valid_and_shows_the_rotation():
+    from helpers.cast import plain_text, read_cast
+    from cc_continuity.rehearse import CONTINUATION, SIZE
+
+    header, events = read_cast(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                            "docs", "rehearsal.cast"))
+    assert (header["width"], header["height"]) == SIZE
+    text = plain_text(events)
+    clear_at = text.index("❯ /clear")
+    assert text.index(CONTINUATION + "001", clear_at) > clear_at      # the continuation follows the /clear
+    assert "rehearsal-002" in text
+
+
+def test_progress_prints_each_step_as_it_comes_and_spins_only_on_a_terminal():
+    import io
+
+    from cc_continuity.commands.rehearse import Progress
+
+    out = io.StringIO()
+    p = Progress(out, spinner=False)
+    p(None, "scripted model listening on http://127.0.0.1:1", 0.12)
+    p("ready", "claude started, input box idle", 3.04)
+    p.close()
+    assert out.getvalue() == ("  [   0.1s] scripted model listening on http://127.0.0.1:1\n"
+                              "  [   3.0s] claude started, input box idle\n")
+    tty = io.StringIO()
+    p = Progress(tty, spinner=True, interval=0.01)
+    time.sleep(0.1)
+    p("ready", "claude started, input box idle", 3.0)
+    time.sleep(0.1)
+    p.close()
+    text = tty.getvalue()
+    assert "waiting for: claude started, input box idle" in text        # before it came
+    assert "waiting for: first prompt typed" in text                     # after: the next one
+    assert "\r\x1b[K  [   3.0s] claude started, input box idle\n" in text
+    assert text.endswith("\r\x1b[K")                                     # the spinner line cleared

@@ -1,6 +1,6 @@
 """Issue 4, zero-touch rotation: the hook-level protocol end to end.
 
-Every step runs the installed hook command (``python -S .../hookmain.py <Event>``)
+Every step runs the installed hook command (``python -S -c <bootstrap> <Event>``)
 with stdin shaped like Claude Code 2.1.328's live payloads, against a real git
 repository; the tmux variant also runs a real private tmux server whose pane holds
 the stand-in prompt (tests/helpers/fake_prompt.py) and the real detached rotator.

@@ -82,7 +82,7 @@ def s(git_repo, isolated_home):
 
 def test_stop_waits_for_the_final_reply_and_requests_the_handoff(s):
     s.t.assistant(ROTATE, content=[{"type": "text", "text": FINAL}])
-    writer = s.append_later(0.25)  # the reply is written a quarter second after Stop starts
+    writer = s.append_later(0.8)  # the reply is written well after Stop starts (its interpreter start included)
     t0 = time.monotonic()
     res = s.hook("Stop", last_assistant_message=FINAL)
     writer.join()
@@ -155,8 +155,7 @@ def test_the_status_lines_reading_counts_when_the_transcript_is_behind(s):
     import subprocess
     import sys
 
-    from helpers.transcripts import HOOKMAIN
-    statusmain = HOOKMAIN.replace("hookmain.py", "statusmain.py")
+    from helpers.transcripts import STATUSMAIN as statusmain
     payload = {"session_id": s.sid, "transcript_path": s.path, "cwd": s.project,
                "workspace": {"project_dir": s.project}, "model": {"id": "claude-sonnet-4-5"}, "version": "2.1.332",
                "context_window": {"context_window_size": 200_000, "total_input_tokens": ROTATE,

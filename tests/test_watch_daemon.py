@@ -20,7 +20,7 @@ from cc_continuity.lock import is_held
 from cc_continuity.watch import Settings, ledger_path, pid_path, state_path
 from cc_continuity.watch.actions import nudge_text
 from cc_continuity.watch.daemon import Daemon, load_state, rotate_ledger
-from test_watch_actions import escalate_text, start_claude_pane
+from test_watch_actions import start_claude_pane
 from test_watch_liveness import Session, reap, spawn_claude, wait_for
 from test_watch_probe import ModelServer
 
@@ -302,7 +302,8 @@ def test_a_turn_frozen_with_the_server_up_is_interrupted_and_pushed_urgently(
         assert out.returncode == 0
         assert "watchdog: running (pid %d" % wd.proc.pid in out.stdout
         assert re.search(r"model server: UP since \d+s ago", out.stdout)
-        row = re.search(r"^  %s\s+stalled\s+ACTIVE\s+-\s+tmux\s+\d+[smh]\s+%d\s+tmux -S %s attach -t %s\n"
+        row = re.search(r"^  %s\s+stalled\s+ACTIVE\s+-\s+tmux\s+\d+[smh]\s+%d\s+tmux -S %s attach -t %s"
+                        r" \(detached: no terminal shows it\)\n"
                         r"\s+last: escalate done [^;]*; next: (.*)$" % (s.name, pid, re.escape(server.socket),
                                                                        run.pane_id), out.stdout, re.M)
         assert row, out.stdout

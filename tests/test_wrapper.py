@@ -19,6 +19,7 @@ import time
 
 import pytest
 
+from cc_continuity import launchenv, realclaude
 from cc_continuity.commands import launch
 from cc_continuity.install import blocks, wrapper
 
@@ -102,7 +103,7 @@ class World:
 
     def env_files(self):
         try:
-            return os.listdir(launch.env_files_dir())
+            return os.listdir(launchenv.files_dir())
         except FileNotFoundError:
             return []
 
@@ -416,11 +417,11 @@ def test_find_real_claude_skips_our_own_shims(world, tmp_path):
     shim.write_text("#!/bin/sh\nexec cc-continuity launch -- \"$@\"\n")
     shim.chmod(0o755)
     env = dict(world.env, PATH="%s:%s" % (shim_dir, world.env["PATH"]))
-    assert launch.find_real_claude(env) == str(world.claude)
-    assert launch.find_real_claude(dict(env, PATH=str(shim_dir))) is None
-    assert launch.find_real_claude(dict(env, CC_CONTINUITY_CLAUDE=str(world.claude))) == str(world.claude)
+    assert realclaude.find_real_claude(env) == str(world.claude)
+    assert realclaude.find_real_claude(dict(env, PATH=str(shim_dir))) is None
+    assert realclaude.find_real_claude(dict(env, CC_CONTINUITY_CLAUDE=str(world.claude))) == str(world.claude)
     with pytest.raises(RuntimeError):
-        launch.find_real_claude(dict(env, CC_CONTINUITY_CLAUDE="claude"))
+        realclaude.find_real_claude(dict(env, CC_CONTINUITY_CLAUDE="claude"))
 
 
 def test_print_shows_the_plan_without_running_anything(world):
@@ -434,15 +435,15 @@ def test_print_shows_the_plan_without_running_anything(world):
 
 
 def test_stale_environment_files_are_swept(world):
-    d = launch.env_files_dir()
+    d = launchenv.files_dir()
     os.makedirs(d)
     old, fresh = os.path.join(d, "env-old.json"), os.path.join(d, "env-fresh.json")
     for p in (old, fresh):
         with open(p, "w") as f:
             f.write("{}")
     os.utime(old, (time.time() - 3600,) * 2)
-    assert launch.stale_env_files() == [old]
-    launch.sweep_env_files()
+    assert launchenv.stale() == [old]
+    launchenv.sweep()
     assert sorted(os.listdir(d)) == ["env-fresh.json"]
 
 
@@ -462,3 +463,108 @@ def test_plan_opted_out_honours_only_an_explicit_unattended(world):
     assert p.argv == [str(world.claude), "--dangerously-skip-permissions", "-p", "x"]
     p = _plan(["mcp", "list"], dict(world.env), world.cwd)
     assert p.argv == [str(world.claude), "mcp", "list"]  # subcommands take no such option
+
+
+# -- a terminal closed on a running session --------------------------------------
+
+# A stand-in that registers itself as Claude Code does (its SessionStart hook, with the
+# pane's TMUX variables and its own pid) and then keeps running.
+REGISTERING = """#!%(python)s
+import json, os, subprocess, sys, uuid
+payload = {"session_id": str(uuid.uuid4()), "hook_event_name": "SessionStart", "source": "startup",
+           "cwd": os.getcwd(), "transcript_path": os.path.join(os.getcwd(), "t.jsonl")}
+subprocess.run(json.loads(os.environ["CC_TEST_HOOKS"]), input=json.dumps(payload).encode(),
+               env=dict(os.environ, CLAUDE_PID=str(os.getpid())), capture_output=True, timeout=30)
+with open(%(record)r, "a") as f:
+    f.write(json.dumps({"argv": sys.argv[1:], "name": os.environ.get("CC_CONTINUITY_NAME")}) + "\\n")
+import time
+time.sleep(120)
+"""
+
+
+def _registering(world):
+    from helpers.transcripts import hook_command
+
+    # (the path goes in the environment: a stand-in naming our package would be taken for a shim of ours)
+    world.claude.write_text(REGISTERING % {"python": sys.executable, "record": str(world.record)})
+    world.env["CC_TEST_HOOKS"] = json.dumps(hook_command("SessionStart"))
+    return lambda: [json.loads(line) for line in world.record.read_text().splitlines()] if world.record.exists() else []
+
+
+def _close_terminal_once(world, session, ready):
+    """on_output: once ``ready()`` and a client is on ``session``, detach it (the terminal went away)."""
+    done = []
+
+    def hook(_out):
+        if not done and ready() and world.server.tmux("list-clients", "-t", "=" + session, check=False).strip():
+            world.server.tmux("detach-client", "-s", "=" + session, check=False)
+            done.append(True)
+    return hook, done
+
+
+def _registered(world, n):
+    from cc_continuity import project
+
+    proj = project.Project.discover(str(world.cwd))
+    return len(proj.open_numbers()) >= n
+
+
+def test_claude_after_the_terminal_was_closed_attaches_to_the_running_session(world):
+    runs = _registering(world)
+    hook, closed = _close_terminal_once(world, "repo-001", lambda: _registered(world, 1))
+    world.run_tty("bash", [], on_output=hook)
+    assert closed and world.sessions() == ["repo-001"] and len(runs()) == 1  # still running, detached
+
+    hook, closed = _close_terminal_once(world, "repo-001", lambda: True)
+    status, out = world.run_tty("bash", [], on_output=hook)
+    assert closed, out
+    assert "attaching to repo-001" in out and "CC_CONTINUITY_NEW=1" in out, out
+    assert len(runs()) == 1 and world.sessions() == ["repo-001"]  # no second claude
+
+    # With arguments (a prompt of their own), or asked for, a second starts, and the first is named.
+    hook, closed = _close_terminal_once(world, "repo-002", lambda: _registered(world, 2))
+    status, out = world.run_tty("bash", ["another task"], on_output=hook)
+    assert closed, out
+    assert "repo-001 is already running in this project (detached)" in out, out
+    assert "attach -t =repo-001" in out, out
+    assert [r["argv"] for r in runs()] == [[], ["another task"]]
+    assert world.sessions() == ["repo-001", "repo-002"]
+
+
+def test_a_session_whose_claude_died_is_not_attached(world):
+    runs = _registering(world)
+    hook, closed = _close_terminal_once(world, "repo-001", lambda: _registered(world, 1))
+    world.run_tty("bash", [], on_output=hook)
+    assert closed
+    # claude is killed, but its pane stays (remain-on-exit): the record still says ACTIVE.
+    world.server.tmux("set-option", "-w", "-t", "=repo-001:", "remain-on-exit", "on")
+    pid = int(world.server.tmux("display-message", "-p", "-t", "=repo-001:", "#{pane_pid}").strip())
+    os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while world.server.tmux("display-message", "-p", "-t", "=repo-001:", "#{pane_dead}").strip() != "1":
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    hook, closed = _close_terminal_once(world, "repo-002", lambda: _registered(world, 2))
+    status, out = world.run_tty("bash", [], on_output=hook)
+    assert closed, out
+    assert "attaching" not in out and "already running" not in out, out
+    assert len(runs()) == 2
+
+
+@pytest.mark.parametrize("damage", ["removed", "broken"])
+def test_the_installed_launcher_with_its_app_copy_gone_falls_through(world, damage):
+    from cc_continuity.install import app
+
+    copy = world.tmp / "app"
+    if damage == "broken":  # half an upgrade: the package is there, its CLI does not import
+        (copy / "cc_continuity").mkdir(parents=True)
+        (copy / "cc_continuity" / "__init__.py").write_text("")
+        (copy / "cc_continuity" / "cli.py").write_text("def main(:\n")
+    world.launcher.write_text(app.launcher_text(sys.executable, str(copy)))
+    status, out = world.run_tty("bash", ODD_ARGS, env={"PYTHONPATH": ""})  # no other copy to find
+    rec = world.recorded()
+    assert rec["argv"] == ODD_ARGS and rec["tmux"] is None, out  # the real claude ran, untouched
+    assert status == STANDIN_RC
+    lines = [line for line in out.splitlines() if "cc-continuity" in line]
+    assert len(lines) == 1 and "starting claude without it" in lines[0], out
+    assert "Traceback" not in out, out

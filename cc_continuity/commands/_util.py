@@ -3,9 +3,9 @@
 import json
 import os
 import sys
-import time
 
 from .. import config
+from ..clock import ago  # noqa: F401 - the verbs take it from here
 from ..project import Project
 
 
@@ -28,16 +28,3 @@ def die(msg, code=2):
 
 def print_json(obj):
     sys.stdout.write(json.dumps(obj, indent=2, sort_keys=False) + "\n")
-
-
-def ago(ts, now=None):
-    if not ts:
-        return "-"
-    s = max(0, int((now or time.time()) - ts))
-    if s < 60:
-        return "%ds ago" % s
-    if s < 3600:
-        return "%dm ago" % (s // 60)
-    if s < 86400:
-        return "%dh%02dm ago" % (s // 3600, (s % 3600) // 60)
-    return "%dd ago" % (s // 86400)

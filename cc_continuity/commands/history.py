@@ -1,7 +1,21 @@
-"""``cc-continuity history [--json]``: the rotation chain of this project."""
+"""``cc-continuity history [--json]``: the rotation chain of this project.
+
+Each session's context curve is drawn as a sparkline (one block per reading, or the
+highest of a few when there are many; the same 0-100 % scale on every line), from the
+readings its ledger holds (PostToolUse and Stop), with ``↻`` where its checkpoint was
+taken: the rotation point.  A chain of rotations reads at a glance, one line per session.
+"""
+
+import json
+import os
 
 from .. import session
 from ._util import ago, current_project, print_json
+
+BLOCKS = "▁▂▃▄▅▆▇█"
+ROTATION_MARK = "↻"
+CURVE_WIDTH = 32          # characters of a sparkline at most
+LEDGER_TAIL = 1 << 20     # bytes of a ledger read for its curve (the newest readings)
 
 
 def register(sub):
@@ -35,7 +49,68 @@ def chain(proj):
             "driver": rec.get("driver") if cp.get("id") else None,
             "ended": (rec.get("ended") or {}).get("reason"),
         })
+        rows[-1].update(curve(proj.session_dir(n)))
     return rows
+
+
+def readings(sdir, tail=LEDGER_TAIL):
+    """``([percent, ...], index of the first reading after the checkpoint or None)`` in ledger order."""
+    path = session.ledger_path(sdir)
+    try:
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            f.seek(max(0, size - tail))
+            data = f.read(tail)
+    except OSError:
+        return [], None
+    lines = data.split(b"\n")
+    if size > tail:
+        lines = lines[1:]   # cut mid-line
+    values, mark = [], None
+    for line in lines:
+        if b'"percent"' not in line and b'"checkpoint"' not in line:
+            continue
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(rec, dict):
+            continue
+        if rec.get("ev") == "checkpoint" and mark is None:
+            mark = len(values)
+        elif rec.get("ev") in ("tool", "stop"):
+            pct = rec.get("percent")
+            if isinstance(pct, (int, float)) and not isinstance(pct, bool):
+                values.append(float(pct))
+    return values, mark
+
+
+def resample(values, mark, width=CURVE_WIDTH):
+    """At most ``width`` points (the highest of each run), and where ``mark`` lands among them."""
+    if len(values) <= width:
+        return list(values), mark
+    out, at = [], None
+    for i in range(width):
+        lo, hi = len(values) * i // width, len(values) * (i + 1) // width
+        out.append(max(values[lo:hi]))
+        if mark is not None and at is None and mark < hi:
+            at = i if mark <= lo else i + 1
+    return out, (width if mark is not None and at is None else at)
+
+
+def sparkline(points, mark=None):
+    """Unicode blocks on a fixed 0-100 % scale, ``↻`` inserted before point ``mark``."""
+    chars = [BLOCKS[max(0, min(len(BLOCKS) - 1, int(p * len(BLOCKS) / 100.0)))] for p in points]
+    if mark is not None:
+        chars.insert(min(mark, len(chars)), ROTATION_MARK)
+    return "".join(chars)
+
+
+def curve(sdir):
+    values, mark = readings(sdir)
+    points, at = resample(values, mark)
+    return {"curve": [round(p, 1) for p in points], "curve_rotation_at": at, "readings": len(values),
+            "peak_percent": max(values) if values else None}
 
 
 def rotations(rows):
@@ -52,9 +127,9 @@ def run(args):
     for r in rows:
         line = "  %-24s %-22s %s" % (r["name"], r["state"], ago(r["created"]))
         if r["checkpoint"]:
-            line += "  %s at %s%% (%s tok), handoff %s chars %s%s" % (
+            line += "  %s at %s%% (%s tok), handoff %s chars %s" % (
                 r["checkpoint"], r["trigger_percent"], r["trigger_tokens"], r["handoff_chars"],
-                r["validation"], " DEGRADED" if r["degraded"] else "")
+                "DEGRADED (machine handoff)" if r["degraded"] else (r["validation"] or "?"))
             if r["rotation_ms"] is not None:
                 line += ", rotated in %.1fs" % (r["rotation_ms"] / 1000.0)
             if r["driver"]:
@@ -64,4 +139,7 @@ def run(args):
         elif r["ended"]:
             line += "  ended (%s)" % r["ended"]
         print(line)
+        if r["curve"] or r["curve_rotation_at"] is not None:
+            print("  %-24s %s  peak %.0f%%" % ("", sparkline(r["curve"], r["curve_rotation_at"]),
+                                               r["peak_percent"] or 0))
     return 0

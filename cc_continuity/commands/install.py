@@ -6,6 +6,7 @@ place).  ``--dry-run`` prints the diff of every file and writes nothing.
 
 import sys
 
+from .. import errors
 # The same value parsers as `configure` (one spelling of 200k, 55,62,72, a URL for both).
 from .configure import parse_thresholds, parse_tokens, parse_url_or_off
 
@@ -30,15 +31,14 @@ def register(sub):
 
 
 def run(args):
-    from .. import config, install
+    from .. import install
 
     opts = install.Options(window=args.window, thresholds=args.thresholds, ntfy=args.ntfy,
                            unattended=args.unattended, shell=args.shell, no_wrapper=args.no_wrapper,
                            dry_run=args.dry_run, plugin=args.plugin)
     try:
         return install.install(opts)
-    except (install.InstallError, install.settings.SettingsError, install.blocks.BlockError,
-            install.app.AppError, config.ConfigError) as e:
+    except errors.Error as e:  # every install and config error: nothing half-done is left
         sys.stderr.write("cc-continuity install: %s\n" % e)
         sys.stderr.write("cc-continuity install: nothing was changed\n")
         return 1

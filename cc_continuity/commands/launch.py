@@ -8,6 +8,11 @@ execs it the right way for rotation:
 * already inside tmux → the real claude, directly, with ``CC_CONTINUITY_NAME``;
 * no tmux binary, or config ``tmux: false`` → directly (rotation will then ask
   the user to type ``/clear``);
+* a plain ``claude`` (no arguments) while a session of this project still runs in a
+  detached tmux session (the terminal was closed) → ``tmux attach-session`` to it, with one
+  line saying so (``CC_CONTINUITY_NEW=1`` starts another instead); one that is attached
+  elsewhere, or a ``claude`` with arguments, starts a new session and names the running one
+  and how to reach it;
 * otherwise → ``tmux new-session -A -s <slug>-<NNN> -c <cwd> -- …`` running claude, or
   ``tmux attach-session`` when that session already exists.
 
@@ -37,12 +42,14 @@ plain script (the trampoline) with ``python -I``.
 import argparse
 import json
 import os
+import shlex
 import shutil
 import sys
 import time
 
 ENV_TMUX_SOCKET = "CC_CONTINUITY_TMUX_SOCKET"
-ENV_CLAUDE = "CC_CONTINUITY_CLAUDE"
+ENV_CLAUDE = "CC_CONTINUITY_CLAUDE"  # realclaude.ENV_CLAUDE (this file's top level is stdlib only)
+ENV_NEW = "CC_CONTINUITY_NEW"  # =1: start another session even when one of this project is detached
 UNATTENDED = "--unattended"
 SKIP_PERMISSIONS = "--dangerously-skip-permissions"
 
@@ -57,9 +64,6 @@ _ONE_SHOT_COMMANDS = frozenset((
 # over the ones saved from the launching shell.
 _PANE_VARS = ("TMUX", "TMUX_PANE", "TERM", "TERM_PROGRAM", "TERM_PROGRAM_VERSION")
 _NOT_SAVED = frozenset(_PANE_VARS + ("COLUMNS", "LINES", "SHLVL", "_", "OLDPWD"))
-# Environment files a trampoline never picked up (a race with attach) are swept
-# after this long; the trampoline reads its file within a second.
-ENV_FILE_MAX_AGE_S = 120
 
 
 def register(subparsers):
@@ -119,7 +123,9 @@ def run(args):
         sys.stderr.write("cc-continuity: %s\n" % note)
     try:
         if p.env_file:
-            _write_env_file(*p.env_file)
+            from .. import launchenv
+
+            launchenv.write(*p.env_file)
         sys.stdout.flush()
         sys.stderr.flush()
         os.execve(p.argv[0], p.argv, p.env)
@@ -133,6 +139,8 @@ def run(args):
 def plan(claude_args, *, unattended=False, env, cwd, interactive=True):
     """Decide how to run claude; pure apart from reading config and asking tmux about a session."""
     from .. import config, project
+
+    from ..realclaude import find_real_claude
 
     args, asked = _strip_unattended(claude_args)
     explicit = unattended or asked
@@ -162,14 +170,26 @@ def _plan(args, explicit, real, proj, cfg, env, cwd, interactive):
 
     name = proj.session_name(proj.peek_next_number())
     env["CC_CONTINUITY_NAME"] = name
+    tmux = shutil.which("tmux", path=env.get("PATH"))
+    try:
+        running = running_sessions(proj, tmux, env) if tmux else []
+    except Exception:  # a damaged record must not keep claude from starting
+        running = []
     if env.get("TMUX"):
-        return Plan("inside-tmux", argv, env, name, unattended)
+        return Plan("inside-tmux", argv, env, name, unattended, notes=_running_notes(running, name))
     if not cfg["tmux"]:
         return Plan("direct", argv, env, name, unattended)
-    tmux = shutil.which("tmux", path=env.get("PATH"))
     if tmux is None:
         note = "tmux is not installed, so rotation cannot type /clear for you: you will be asked to type it"
         return Plan("direct", argv, env, name, unattended, notes=[note])
+    detached = [r for r in running if not r.attached]
+    if detached and not args and env.get(ENV_NEW) != "1":
+        # A terminal closed on a running session: take it back, do not start a second beside it.
+        r = detached[-1]
+        note = ("attaching to %s, still running in this project (detached); "
+                "%s=1 claude starts another beside it" % (r.name, ENV_NEW))
+        return Plan("attach", [tmux, "-S", r.socket, "attach-session", "-t", "=" + r.tmux_session],
+                    env, r.name, unattended, notes=[note])
 
     from ..tmux import tmux_name
 
@@ -183,54 +203,75 @@ def _plan(args, explicit, real, proj, cfg, env, cwd, interactive):
         name = "%s-%s" % (name, proj.key.rsplit("-", 1)[-1][:4])
         env["CC_CONTINUITY_NAME"] = name
         target = tmux_name(name)
-    env_path = _new_env_file_path(name)
+    from .. import launchenv
+
+    env_path = launchenv.new_path(name)
     saved = {k: v for k, v in env.items() if k not in _NOT_SAVED}
     # CC_CONTINUITY_NAME/_UNATTENDED travel in the saved environment, not as
     # tmux -e options (tmux < 3.0 would reject those and claude would not start).
     cmd = base + ["new-session", "-A", "-s", target, "-c", cwd,
                   "--", _python(), "-I", os.path.abspath(__file__), "--exec-env", env_path, "--"] + argv
-    return Plan("tmux", cmd, env, name, unattended, env_file=(env_path, saved))
+    return Plan("tmux", cmd, env, name, unattended, env_file=(env_path, saved),
+                notes=_running_notes(running, name))
 
 
-def find_real_claude(env):
-    """The real claude executable: ``$CC_CONTINUITY_CLAUDE``, else the first on PATH that is not ours."""
-    explicit = env.get(ENV_CLAUDE)
-    if explicit:
-        if os.path.isabs(explicit) and os.path.isfile(explicit) and os.access(explicit, os.X_OK):
-            return explicit
-        raise RuntimeError("%s=%r is not an executable file given by absolute path" % (ENV_CLAUDE, explicit))
-    ours = {os.path.realpath(p) for p in _our_launchers()}
-    candidates = [os.path.join(d, "claude") for d in (env.get("PATH") or "").split(os.pathsep) if os.path.isabs(d)]
-    home = env.get("HOME")
-    if home:  # where Claude Code's old "local" installer put it (reached through an alias)
-        candidates.append(os.path.join(home, ".claude", "local", "claude"))
-    for cand in candidates:
-        if not (os.path.isfile(cand) and os.access(cand, os.X_OK)):
+class Running:
+    """A session of this project whose claude still runs in a tmux pane."""
+
+    def __init__(self, name, socket, pane, tmux_session, attached):
+        self.name, self.socket, self.pane = name, socket, pane
+        self.tmux_session, self.attached = tmux_session, attached
+
+    def reach(self):
+        return "tmux -S %s attach -t %s" % (shlex.quote(self.socket), shlex.quote("=" + self.tmux_session))
+
+
+def running_sessions(proj, tmux, env):
+    """This project's open sessions whose recorded claude is still the process of their pane.
+
+    A record alone is not enough: a crashed claude leaves its record ACTIVE, and a pane
+    id is reused by a new server.  So the pane must exist and its process must be the
+    recorded pid.  Bounded: only the open-session index is read, one tmux call each.
+    """
+    from .. import session
+    from ..procs import pid_alive
+
+    out = []
+    for n in proj.open_numbers()[-8:]:
+        try:
+            rec = session.load(proj.session_dir(n))
+        except (OSError, ValueError):
             continue
-        real = os.path.realpath(cand)
-        if real in ours or _looks_like_ours(real):
+        sock, pane, pid = rec.get("tmux_socket"), rec.get("tmux_pane"), rec.get("pid")
+        if rec.get("state") in session.TERMINAL or not (isinstance(sock, str) and isinstance(pane, str)
+                                                          and pid_alive(pid)):
             continue
-        return cand
-    return None
-
-
-def _our_launchers():
-    from .. import paths
-
-    out = [os.path.join(paths.home(), "bin", "cc-continuity")]
-    if sys.argv and sys.argv[0]:
-        out.append(sys.argv[0])
+        fields = _tmux_query([tmux, "-S", sock], pane, "#{pane_pid}\t#{session_name}\t#{session_attached}", env)
+        if fields is None or len(fields) != 3 or fields[0] != str(pid):
+            continue
+        out.append(Running(rec.get("name") or "?", sock, pane, fields[1], fields[2] not in ("", "0")))
     return out
 
 
-def _looks_like_ours(path):
-    """A script that mentions cc-continuity is a shim or wrapper of ours, not claude."""
+def _running_notes(running, name):
+    if not running:
+        return []
+    return ["%s is already running in this project (%s): %s to reach it; starting %s beside it"
+            % (r.name, "attached in another terminal" if r.attached else "detached", r.reach(), name)
+            for r in running]
+
+
+def _tmux_query(base, target, fmt, env):
+    """``display-message -p`` for ``target``: the tab-separated fields, or None."""
+    import subprocess
+
     try:
-        with open(path, "rb") as f:
-            head = f.read(1024)
-    except OSError:
-        return True
-    return head.startswith(b"#!") and (b"cc-continuity" in head or b"cc_continuity" in head)
+        r = subprocess.run(base + ["display-message", "-p", "-t", target, fmt], env=env,
+                           stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, timeout=5)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    text = r.stdout.decode("utf-8", "replace").rstrip("\n")
+    return text.split("\t") if r.returncode == 0 and text else None
 
 
 def _strip_unattended(args):
@@ -262,63 +303,13 @@ def _one_shot(args):
 
 def _session_path(base, target, env):
     """The start directory of tmux session ``target``, or None when there is no such session."""
-    import subprocess
-
-    try:
-        r = subprocess.run(base + ["display-message", "-p", "-t", "=" + target + ":", "#{session_path}"], env=env,
-                           stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, timeout=5)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    path = r.stdout.decode("utf-8", "replace").strip()
-    return path if r.returncode == 0 and path else None  # tmux prints nothing for a missing session
+    fields = _tmux_query(base, "=" + target + ":", "#{session_path}", env)
+    return fields[0] if fields and fields[0] else None  # tmux prints nothing for a missing session
 
 
 def _python():
     """An interpreter for the trampoline (stdlib only, so the base one does)."""
     return os.path.realpath(sys.executable) if sys.executable else getattr(sys, "_base_executable", "python3")
-
-
-def env_files_dir():
-    from .. import paths
-
-    return os.path.join(paths.runtime_dir(), "launch")
-
-
-def _new_env_file_path(name):
-    return os.path.join(env_files_dir(), "env-%s-%d-%s.json" % (name, os.getpid(), os.urandom(4).hex()))
-
-
-def _write_env_file(path, saved):
-    from .. import atomic, paths
-
-    paths.ensure_dir(paths.runtime_dir())
-    paths.ensure_dir(os.path.dirname(path))
-    sweep_env_files()
-    atomic.write_text(path, json.dumps({"env": saved}), mode=0o600)
-
-
-def stale_env_files(max_age=ENV_FILE_MAX_AGE_S, now=None):
-    """Environment files no trampoline picked up within ``max_age`` seconds."""
-    now = time.time() if now is None else now
-    d = env_files_dir()
-    try:
-        names = os.listdir(d)
-    except OSError:
-        return []
-    out = []
-    for n in names:
-        p = os.path.join(d, n)
-        try:
-            if n.startswith("env-") and now - os.lstat(p).st_mtime > max_age:
-                out.append(p)
-        except OSError:
-            continue
-    return out
-
-
-def sweep_env_files():
-    for p in stale_env_files():
-        _unlink(p)
 
 
 def _unlink(path):

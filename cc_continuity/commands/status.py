@@ -1,4 +1,6 @@
-"""``cc-continuity status [--json]``: this project's sessions, ratio, level and state."""
+"""``cc-continuity status [--json] [--all | --all-projects]``: this project's sessions, ratio, level
+and state; ``--all-projects``: the fleet view of every live and recent session on this machine
+(:mod:`cc_continuity.watch.fleet`, the same view as ``watchdog status``)."""
 
 
 from .. import meter, session
@@ -9,7 +11,11 @@ from ..procs import pid_alive
 def register(sub):
     p = sub.add_parser("status", help="this project's sessions: ratio, level, state")
     p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.add_argument("--all", action="store_true", help="include ended and rotated sessions")
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("--all", action="store_true",
+                       help="every session of this project, history included (ended and rotated ones)")
+    which.add_argument("--all-projects", action="store_true",
+                       help="every live and recent session on this machine, across projects, blocked first")
     p.set_defaults(func=run)
 
 
@@ -23,9 +29,7 @@ def describe(proj, cfg, n):
     if rec["state"] not in (session.ROTATED, session.ENDED) and rec.get("transcript"):
         try:
             got = meter.read_transcript(rec["transcript"])
-            from ..hooks.common import statusline_window
-
-            window, wsrc = meter.resolve_window(cfg["window"], statusline_window(sdir), rec.get("model") or got["model"])
+            window, wsrc = meter.resolve_window(cfg["window"], meter.reported_window(sdir), rec.get("model") or got["model"])
             reading = meter.reading(got["tokens"], window, wsrc, cfg, got["source"])
         except OSError:
             reading = None
@@ -39,6 +43,7 @@ def describe(proj, cfg, n):
         "alive": pid_alive(rec.get("pid")),
         "pid": rec.get("pid"),
         "tmux_pane": rec.get("tmux_pane"),
+        "tmux_socket": rec.get("tmux_socket"),
         "percent": reading.get("percent") if reading else None,
         "tokens": reading.get("tokens") if reading else None,
         "window": reading.get("window") if reading else None,
@@ -48,10 +53,27 @@ def describe(proj, cfg, n):
         "predecessor": rec.get("predecessor"),
         "successor": rec.get("successor"),
         "updated": rec.get("updated"),
+        "ended": (rec.get("ended") or {}).get("reason") if isinstance(rec.get("ended"), dict) else None,
     }
 
 
+def _panes(rows):
+    """Add ``pane`` and ``tmux`` (attached, detached, gone: :func:`fleet.pane_states`) to the open rows."""
+    from ..watch import fleet
+
+    open_rows = []
+    for r in rows:
+        if r["state"] not in session.TERMINAL and r.get("alive") and r.get("tmux_socket") and r.get("tmux_pane"):
+            r["pane"] = [r["tmux_socket"], r["tmux_pane"]]
+            open_rows.append(r)
+    fleet.pane_states(open_rows)
+
+
 def run(args):
+    if args.all_projects:
+        return run_fleet(args)
+    from ..watch import fleet
+
     proj = current_project()
     cfg = load_config(proj.root)
     if args.all:
@@ -62,10 +84,14 @@ def run(args):
         newest = proj.newest_number()
         if not rows and newest:
             rows = [describe(proj, cfg, newest)]
+    _panes(rows)
     if args.json:
         print_json({"project": proj.root, "slug": proj.slug, "enabled": cfg["enabled"], "sessions": rows})
         return 0
     print("%s  (%s)  rotation %s" % (proj.slug, proj.root, "on" if cfg["enabled"] else "OFF"))
+    if args.all and rows:
+        done = sum(r["state"] in session.TERMINAL for r in rows)
+        print("  all %d sessions: %d open, %d ended or rotated" % (len(rows), len(rows) - done, done))
     if not rows:
         print("  no sessions recorded yet")
     for r in rows:
@@ -73,7 +99,36 @@ def run(args):
         flags = " ".join("[%s]" % f.upper().replace("_", "-") for f in r.get("flags") or {})
         if r.get("driver") and r["state"] not in (session.ACTIVE, session.WARNED):
             flags = ("driver %s %s" % (r["driver"], flags)).strip()
+        if r["state"] == session.ROTATED:
+            life = "-> %s" % proj.session_name(r["successor"]) if r.get("successor") else "rotated"
+        elif r["state"] == session.ENDED:
+            life = "ended (%s)" % (r.get("ended") or "?")
+        else:   # a finished record's pid may well be alive: the same Claude process after /clear
+            life = "alive" if r.get("alive") else "gone "
+            t = r.get("tmux") or {}
+            if r.get("alive") and t.get("state") == "detached":
+                life += " detached (no terminal shows it: %s)" % fleet.reach(r["pane"])
         print("  %-24s %-22s %5s %-6s %s %s %s" % (
-            r.get("name"), r["state"], pct, r.get("level") or "-",
-            "alive" if r.get("alive") else "gone ", ago(r.get("updated")), flags))
+            r.get("name"), r["state"], pct, r.get("level") or "-", life, ago(r.get("updated")), flags))
+    return 0
+
+
+def run_fleet(args):
+    """The fleet view: open sessions of every project, then those ended in the last day."""
+    import sys
+    import time
+
+    from ..watch import fleet
+
+    now = time.time()
+    rows = fleet.collect(now)
+    done = sum(1 for r in rows if r.get("class") == "done")
+    if args.json:
+        print_json({"at": now, "recent_s": fleet.RECENT_S, "recent_max": fleet.RECENT_MAX, "sessions": rows})
+        return 0
+    blocked = sum(1 for r in rows if fleet.rank(r) == 0)
+    print("sessions on this machine: %d open%s, %d ended in the last %dh" % (
+        len(rows) - done, " (%d blocked)" % blocked if blocked else "", done, fleet.RECENT_S // 3600))
+    if rows:
+        fleet.render(rows, now, sys.stdout.write)
     return 0

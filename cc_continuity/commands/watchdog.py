@@ -2,16 +2,16 @@
 
 ``run`` is what the service starts (foreground; SIGTERM stops it).  ``status``
 reads the state the daemon saves each cycle: the model server's state and the
-fleet of sessions it watches -- the ones that need someone first, then those
-waiting out a usage limit, rotating, active, waiting -- each with its class,
-rotation state, context fill, driver, how long since it moved, how to reach
-its pane, its last action and when the next one is allowed.
+fleet of sessions it watches (:mod:`cc_continuity.watch.fleet`: the same rows,
+order and table as ``status --all-projects``) -- the ones that need someone
+first, then those waiting out a usage limit, rotating, active, waiting -- each
+with its class, rotation state, context fill, driver, how long since it moved,
+how to reach its pane (and whether a terminal shows it), its last action and
+when the next one is allowed.
 ``install`` / ``uninstall`` manage the launchd agent or systemd user unit.
 """
 
 import argparse
-import os
-import shlex
 import sys
 import time
 
@@ -77,6 +77,7 @@ def collect(now=None):
     """Everything ``status`` shows, as one dict."""
     from ..lock import holder_pid, is_held
     from ..watch import pid_path, state_path
+    from ..watch import fleet
     from ..watch.daemon import load_state
 
     now = time.time() if now is None else now
@@ -90,7 +91,7 @@ def collect(now=None):
     daemon["service"] = service.installed_service()
     status = doc.get("status") or {"server": {"state": "UNKNOWN", "probing": None}, "sessions": []}
     return {"daemon": daemon, "server": status.get("server"), "power_cycles": status.get("power_cycles") or [],
-            "sessions": status.get("sessions") or [], "at": now}
+            "sessions": fleet.pane_states(status.get("sessions") or []), "at": now}
 
 
 # A service started this long ago may not have saved its first state yet.
@@ -148,32 +149,16 @@ def _status(args):
     if not info["sessions"]:
         w("sessions: none to show\n")
         return 0
-    w("  %-24s %-9s %-22s %5s  %-7s %-9s %-8s %s\n" % ("SESSION", "CLASS", "STATE", "CTX", "DRIVER", "MOVED",
-                                                     "PID", "PANE"))
-    for r in info["sessions"]:
+    def detail(r):
         last = r.get("last_action")
         last_s = "%s %s %s" % (last["kind"], last["outcome"], ago(last["at"], now)) if last else "no action yet"
         nxt = ", ".join("%s %s" % (k, _when(v, now)) for k, v in (r.get("next") or {}).items()) or "-"
-        pct = r.get("percent")
-        state = r.get("state") or "-"
-        if r.get("error"):
-            state = "%s (%s)" % (state, r["error"])
-        w("  %-24s %-9s %-22s %5s  %-7s %-9s %-8s %s\n" % (
-            r.get("name"), r.get("class"), state, "%d%%" % round(pct) if isinstance(pct, (int, float)) else "-",
-            r.get("driver") or "-", ago(r.get("last_progress"), now).replace(" ago", ""), r.get("pid") or "-",
-            _reach(r.get("pane"))))
-        w("  %-24s last: %s; next: %s\n" % ("", last_s, nxt))
+        return "last: %s; next: %s" % (last_s, nxt)
+
+    from ..watch import fleet
+
+    fleet.render(info["sessions"], now, w, detail)
     return 0
-
-
-def _reach(pane):
-    """How to get to a session's pane: the tmux command, or "-"."""
-    if not pane or len(pane) != 2 or not all(isinstance(p, str) for p in pane):
-        return "-"
-    sock, pane_id = pane
-    default = os.path.join(os.environ.get("TMUX_TMPDIR") or "/tmp", "tmux-%d" % os.getuid(), "default")
-    return ("tmux attach -t %s" % pane_id if sock == default
-            else "tmux -S %s attach -t %s" % (shlex.quote(sock), pane_id))
 
 
 def _utc(t):

@@ -178,7 +178,7 @@ def stop_wire(result, claude_version):
 
 
 def main(argv):
-    """Entry for ``hookmain.py`` and ``cc-continuity hook``; always exits 0."""
+    """Entry for the installed bootstrap (``install.settings.BOOT``) and ``cc-continuity hook``; always exits 0."""
     t0 = time.monotonic()
     event = argv[0] if argv else None
     outcome, sid, out, rewake = "error", None, None, None

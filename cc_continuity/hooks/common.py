@@ -141,7 +141,7 @@ def refresh_card(ctx, n, sdir, rec):
     sl = sdir + "/statusline.json"
     deps = card.snapshot(config.layer_files(proj.root) + [sl])
     cfg = config.load(proj.root, ctx.env)
-    slw = statusline_window(sdir)
+    slw = meter.reported_window(sdir)
     window, wsrc = meter.resolve_window(cfg["window"], slw, rec.get("model"), ctx.env)
     card.save(ctx.session_id, card.build(ctx.session_id, sdir, rec, cfg, window, wsrc, deps, slw))
 
@@ -189,15 +189,6 @@ def remember_clear(ctx, number):
 
 
 # -- the meter ---------------------------------------------------------------
-def statusline_window(sdir):
-    try:
-        with open(os.path.join(sdir, "statusline.json"), "rb") as f:
-            w = fastjson.loads(f.read()).get("window")
-        return w if isinstance(w, int) else None
-    except (OSError, ValueError, AttributeError):
-        return None
-
-
 def measure(ctx, sdir, rec):
     """The current meter reading for this session (from the transcript tail)."""
     path = ctx.payload.get("transcript_path") or rec.get("transcript")
@@ -213,7 +204,7 @@ def measure(ctx, sdir, rec):
 def reading_of(ctx, sdir, rec, tokens, source, model=None):
     """A full reading (window, ratio, level) for ``tokens`` in this session."""
     model = rec.get("model") or model
-    window, wsrc = meter.resolve_window(ctx.cfg["window"], statusline_window(sdir), model, ctx.env)
+    window, wsrc = meter.resolve_window(ctx.cfg["window"], meter.reported_window(sdir), model, ctx.env)
     return meter.reading(tokens, window, wsrc, ctx.cfg, source)
 
 

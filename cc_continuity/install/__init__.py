@@ -20,7 +20,7 @@ import os
 import shutil
 import time
 
-from .. import __version__, atomic, paths
+from .. import __version__, atomic, errors, paths
 from . import app, blocks, bootstrap, manifest, plugin, settings, skills
 
 CLAUDE_MD_BLOCK = "claude-md"
@@ -30,7 +30,7 @@ BACKUPS_KEPT = 10
 USER_DIR_MODE = 0o700
 
 
-class InstallError(Exception):
+class InstallError(errors.InstallError):
     """Install or uninstall cannot go on; says why."""
 
 
@@ -250,7 +250,7 @@ def install(opts, out=print):
 
 def _install_plugin(out):
     """The app copy, the plugin beside it (``$CC_CONTINUITY_HOME/plugin``), registered with Claude Code."""
-    from ..commands.launch import find_real_claude
+    from ..realclaude import find_real_claude
 
     home = paths.home()
     claude = find_real_claude(os.environ)
@@ -586,7 +586,7 @@ def _uninstall_plugin(out, recorded):
     """Take out the plugin ``install --plugin`` registered (Claude Code's own commands); problems count."""
     if not recorded:
         return 0
-    from ..commands.launch import find_real_claude
+    from ..realclaude import find_real_claude
 
     try:
         claude = find_real_claude(os.environ)

@@ -26,7 +26,8 @@ import shutil
 import sys
 import time
 
-from .. import __version__, atomic, paths
+from .. import __version__, atomic, errors, paths
+from .wrapper import FALLTHROUGH_STATUS
 
 # pyproject's runtime dependencies; their own requirements are followed from metadata.
 RUNTIME_DISTS = ("psutil", "libtmux", "watchdog", "requests")
@@ -34,7 +35,7 @@ _SKIP_DIRS = {"__pycache__"}
 _SKIP_SUFFIXES = (".pyc", ".pyo")
 
 
-class AppError(RuntimeError):
+class AppError(errors.InstallError, RuntimeError):
     pass
 
 
@@ -179,7 +180,7 @@ def install(home, source=None):
     source = source or package_dir()
     dists = dependency_dists()
     fp = fingerprint(source, dists)
-    if installed_fingerprint(home) == fp and os.path.isfile(os.path.join(app_link(home), "cc_continuity", "hookmain.py")):
+    if installed_fingerprint(home) == fp and os.path.isfile(os.path.join(app_link(home), "cc_continuity", "hooks", "__init__.py")):
         return False, dists
     paths.ensure_dir(home)
     vdir = paths.ensure_dir(versions_dir(home))
@@ -288,7 +289,13 @@ def launcher_text(python, app):
         + "# `cc-continuity uninstall`.  Runs the app copy below, independent of any virtualenv.\n"
         + "import sys\n"
         + "sys.path[0:0] = [%r, %r]\n" % (app, os.path.join(app, "lib"))
-        + "from cc_continuity.cli import main\n"
+        + "try:\n"
+        + "    from cc_continuity.cli import main\n"
+        + "except Exception as e:  # the app copy is missing or broken\n"
+        + "    launch = sys.argv[1:2] == ['launch']\n"
+        + "    sys.stderr.write('cc-continuity: cannot load %%s (%%s: %%s); %%s\\n' %% (%r, type(e).__name__, e,\n" % app
+        + "                     'starting claude without it' if launch else 'install it again, as the README says'))\n"
+        + "    sys.exit(%d if launch else 1)  # the claude() wrapper then runs the real claude\n" % FALLTHROUGH_STATUS
         + "sys.exit(main())\n"
     )
 

@@ -19,13 +19,15 @@ round-trip unchanged.
 
 import re
 
+from .. import errors
+
 STYLES = {
     "hash": ("# ", ""),
     "html": ("<!-- ", " -->"),
 }
 
 
-class BlockError(ValueError):
+class BlockError(errors.InstallError, ValueError):
     """The file's markers are unbalanced; it was not changed."""
 
 
@@ -96,9 +98,9 @@ def render(name, version, body, style):
     start_re, end_re = _marker_res(name, style)
     body = body.rstrip("\n")
     lines = body.split("\n") if body else []
-    if any(start_re.match(l) or end_re.match(l) for l in lines):
+    if any(start_re.match(line) or end_re.match(line) for line in lines):
         raise ValueError("block body contains our own marker")
-    inner = "".join(l + "\n" for l in lines)
+    inner = "".join(line + "\n" for line in lines)
     return "%s\n%s%s\n" % (start_marker(name, version, style), inner, end_marker(name, style))
 
 

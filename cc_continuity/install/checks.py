@@ -213,7 +213,7 @@ def check_tmux(ctx):
 
 
 def check_claude(ctx):
-    from ..commands.launch import find_real_claude
+    from ..realclaude import find_real_claude
 
     fix = "install or update Claude Code to %s or newer (`claude update`)" % _dotted(MIN_CLAUDE)
     try:
@@ -226,6 +226,7 @@ def check_claude(ctx):
     v = _version_tuple(out)
     if rc != 0 or v is None:
         return Result("claude", False, "`%s --version` failed: %s" % (claude, _first_line(err) or _first_line(out)), fix)
+    ctx._cache.setdefault("claude_version", v)
     return Result("claude", v >= MIN_CLAUDE, "%s (%s)" % (_dotted(v), claude), fix)
 
 
@@ -777,7 +778,7 @@ def check_mods(ctx):
     """Can plugin mods load here?  ``claude plugin test`` on a folder without one says (tested on 2.1.328-332)."""
     import tempfile
 
-    from ..commands.launch import find_real_claude
+    from ..realclaude import find_real_claude
 
     if not ctx.plugin():
         return Result("mod", True, "no plugin, no mod: the tmux rotator types /clear (or you do)")
@@ -900,7 +901,7 @@ def check_permissions(ctx):
 
 def find_leftovers(now=None):
     """(temp files, stale launch env files, stale locks) that are ours and safe to remove."""
-    from ..commands.launch import stale_env_files
+    from .. import launchenv
 
     now = time.time() if now is None else now
     temps, locks = [], []
@@ -918,7 +919,7 @@ def find_leftovers(now=None):
         elif (name == "lock" or name.endswith(".lock")) and p.startswith(home + os.sep) and os.path.isfile(p):
             if lock.is_stale(p):
                 locks.append(p)
-    return sorted(temps), sorted(stale_env_files(now=now)), sorted(locks)
+    return sorted(temps), sorted(launchenv.stale(now=now)), sorted(locks)
 
 
 def check_leftovers(ctx):
@@ -998,34 +999,100 @@ def _anthropic_host(url):
     return host == "anthropic.com" or host.endswith(".anthropic.com")
 
 
-def check_context_window(ctx):
-    """A non-Anthropic server needs CLAUDE_CODE_MAX_CONTEXT_TOKENS, or Claude Code assumes a 1M window."""
+def claude_env(ctx, name):
+    """``(value, where)`` of a variable Claude Code sees: the process environment first, then the
+    ``env`` block of settings.json (Claude Code applies it to itself); ``(None, None)`` when unset."""
     doc, _ = ctx.settings()
     settings_env = doc.get("env") if isinstance(doc, dict) and isinstance(doc.get("env"), dict) else {}
+    if ctx.env.get(name):
+        return ctx.env[name], "environment"
+    if settings_env.get(name) not in (None, ""):
+        return str(settings_env[name]), "settings.json env"
+    return None, None
 
-    def lookup(name):
-        if ctx.env.get(name):
-            return ctx.env[name], "environment"
-        if settings_env.get(name) not in (None, ""):
-            return str(settings_env[name]), "settings.json env"
-        return None, None
 
-    base, _ = lookup("ANTHROPIC_BASE_URL")
-    if not base or _anthropic_host(base):
-        return Result("context-window", True, "Anthropic API: Claude Code knows the model's window")
-    value, where = lookup("CLAUDE_CODE_MAX_CONTEXT_TOKENS")
+def claude_version(ctx):
+    """The version tuple of the claude the wrapper would run, or None (not found, no answer)."""
+    def ask():
+        from ..realclaude import find_real_claude
+
+        try:
+            claude = find_real_claude(ctx.env)
+        except RuntimeError:
+            return None
+        if not claude:
+            return None
+        rc, out, _ = _run([claude, "--version"], timeout=20)
+        return _version_tuple(out) if rc == 0 else None
+    return ctx._once("claude_version", ask)
+
+
+def check_context_window(ctx):
+    """A non-Anthropic server needs CLAUDE_CODE_MAX_CONTEXT_TOKENS, or Claude Code assumes a 1M window;
+    and that window must be the one cc-continuity measures against."""
+    base, _ = claude_env(ctx, "ANTHROPIC_BASE_URL")
+    value, where = claude_env(ctx, "CLAUDE_CODE_MAX_CONTEXT_TOKENS")
     cfg, _ = ctx.config()
     window = cfg["window"] if cfg is not None and cfg["window"] else None
     fix = "export CLAUDE_CODE_MAX_CONTEXT_TOKENS=%s (or put it in the \"env\" block of %s)" % (
         window or "<your model's context window in tokens>", ctx.settings_path)
+    local = bool(base) and not _anthropic_host(base)
     if value is None:
+        if not local:
+            return Result("context-window", True, "Anthropic API: Claude Code knows the model's window")
         return Result("context-window", False,
                       "ANTHROPIC_BASE_URL=%s is not Anthropic and CLAUDE_CODE_MAX_CONTEXT_TOKENS is unset: Claude Code "
                       "assumes a 1,000,000-token window, so compaction and percentages are wrong" % base, fix)
     if not value.strip().isdigit() or int(value) <= 0:
         return Result("context-window", False, "CLAUDE_CODE_MAX_CONTEXT_TOKENS=%r (%s) is not a positive integer"
                       % (value, where), fix)
-    return Result("context-window", True, "CLAUDE_CODE_MAX_CONTEXT_TOKENS=%s (%s) for %s" % (value, where, base))
+    if window and int(value) != int(window):
+        return Result("context-window", False,
+                      "CLAUDE_CODE_MAX_CONTEXT_TOKENS=%s (%s) but cc-continuity's window is %s: Claude Code compacts "
+                      "by one window and cc-continuity rotates by the other" % (value, where, window),
+                      "make them one number: `cc-continuity configure --window %s`, or set "
+                      "CLAUDE_CODE_MAX_CONTEXT_TOKENS=%s" % (value.strip(), window))
+    return Result("context-window", True, "CLAUDE_CODE_MAX_CONTEXT_TOKENS=%s (%s)%s%s" % (
+        value, where, " for %s" % base if local else "", ", the window cc-continuity uses" if window else ""))
+
+
+SIMPLE_PROMPT_SINCE = (2, 1, 330)   # an unrecognized model id gets the short system prompt from here on
+_MODEL_ALIASES = ("default", "best", "opus", "sonnet", "haiku", "opusplan", "sonnet[1m]", "opus[1m]")
+
+
+def _claude_model_id(model):
+    """Does Claude Code know ``model`` (a Claude id or one of its aliases)?  Unknown ids get the short prompt."""
+    m = model.strip().lower()
+    return m.startswith("claude-") or m in _MODEL_ALIASES or m.startswith(("anthropic/claude-", "us.anthropic.claude"))
+
+
+def check_system_prompt(ctx):
+    """Since 2.1.330 a model id Claude Code does not know gets the short system prompt unless
+    CLAUDE_CODE_SIMPLE_SYSTEM_PROMPT=0: a local model (vLLM) should make that choice explicitly."""
+    base, _ = claude_env(ctx, "ANTHROPIC_BASE_URL")
+    if not base or _anthropic_host(base):
+        return Result("system-prompt", True, "Anthropic API: Claude Code's full system prompt")
+    chosen, where = claude_env(ctx, "CLAUDE_CODE_SIMPLE_SYSTEM_PROMPT")
+    if chosen is not None:
+        return Result("system-prompt", True, "CLAUDE_CODE_SIMPLE_SYSTEM_PROMPT=%s (%s): the %s system prompt" % (
+            chosen, where, "full" if chosen.strip().lower() in ("0", "false", "no", "off") else "short"))
+    model, mwhere = claude_env(ctx, "ANTHROPIC_MODEL")
+    doc, _ = ctx.settings()
+    if model is None and isinstance(doc, dict) and isinstance(doc.get("model"), str) and doc["model"].strip():
+        model, mwhere = doc["model"], "settings.json model"
+    if model is None or _claude_model_id(model):
+        return Result("system-prompt", True, "model %s: Claude Code's full system prompt" % (
+            "%s (%s)" % (model, mwhere) if model else "not set (Claude Code's default)"))
+    version = claude_version(ctx)
+    if version is not None and version < SIMPLE_PROMPT_SINCE:
+        return Result("system-prompt", True, "claude %s gives every model the full system prompt (the short one "
+                      "comes with %s)" % (_dotted(version), _dotted(SIMPLE_PROMPT_SINCE)))
+    return Result("system-prompt", False,
+                  "model %r (%s) is not a model id Claude Code knows: since %s it gets the short system prompt "
+                  "unless CLAUDE_CODE_SIMPLE_SYSTEM_PROMPT=0"
+                  % (model, mwhere, _dotted(SIMPLE_PROMPT_SINCE)),
+                  "choose: export CLAUDE_CODE_SIMPLE_SYSTEM_PROMPT=0 for the full prompt (=1 keeps the short one), "
+                  "or put it in the \"env\" block of %s" % ctx.settings_path)
 
 
 def check_ntfy(ctx):
@@ -1075,5 +1142,6 @@ CHECKS = [
     check_python, check_git, check_tmux, check_claude, check_config,
     check_plugin, check_hooks, check_hook_probe, check_mods, check_statusline, check_wrapper, check_skills,
     check_skill_shell, check_app_copy,
-    check_permissions, check_leftovers, check_trust, check_context_window, check_ntfy, check_mirror,
+    check_permissions, check_leftovers, check_trust, check_context_window, check_system_prompt, check_ntfy,
+    check_mirror,
 ]

@@ -14,12 +14,12 @@ Keys: ``version``, ``installed_at``, ``python``, ``app``, ``launcher``,
 import json
 import os
 
-from .. import atomic, paths
+from .. import atomic, errors, paths
 
 NAME = "install.json"
 
 
-class ManifestError(ValueError):
+class ManifestError(errors.InstallError, ValueError):
     pass
 
 

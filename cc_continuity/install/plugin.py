@@ -23,7 +23,7 @@ import os
 import shutil
 import subprocess
 
-from .. import __version__, atomic, paths
+from .. import __version__, atomic, errors, paths
 
 MARKETPLACE = "cc-continuity-local"
 NAME = "cc-continuity"
@@ -31,7 +31,7 @@ PLUGIN_ID = "%s@%s" % (NAME, MARKETPLACE)
 _DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data")
 
 
-class PluginError(RuntimeError):
+class PluginError(errors.InstallError, RuntimeError):
     """A ``claude plugin`` command failed; the message has its output."""
 
 

@@ -45,6 +45,8 @@ import json
 import os
 import shlex
 
+from .. import errors
+
 HOOK_MARK = "from cc_continuity.hooks import main"
 BOOT = (
     "import sys\n"
@@ -69,7 +71,7 @@ STATUS_LINE = {"type": "command", "command": "@PYTHON@ -S @APP@" + STATUS_MARK, 
 _MISSING = object()
 
 
-class SettingsError(ValueError):
+class SettingsError(errors.InstallError, ValueError):
     """settings.json cannot be used as it is; nothing was written."""
 
 

@@ -8,6 +8,8 @@ files whose content is one we wrote, so a user's edits survive.
 import hashlib
 import os
 
+from .. import errors
+
 VERBS = ("status", "checkpoint", "rotate", "off", "on", "history")
 NAMES = tuple("continuity-" + v for v in VERBS)
 SOURCE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "skills")
@@ -61,7 +63,7 @@ def sha256(data):
     return hashlib.sha256(data).hexdigest()
 
 
-class FrontmatterError(ValueError):
+class FrontmatterError(errors.InstallError, ValueError):
     pass
 
 

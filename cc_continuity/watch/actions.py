@@ -38,8 +38,8 @@ from dataclasses import dataclass
 
 from .. import log, paths
 from ..redact import redact
-from . import LOG
-from .liveness import (ACTIVE, DEAD, EXIT_HUNG, FAILED, LIMITED, RETRY_ERRORS, STALLED, WAITING, ProcessTable,
+from . import LOG, fleet
+from .liveness import (ACTIVE, DEAD, EXIT_HUNG, FAILED, LIMITED, RETRY_ERRORS, STALLED, ProcessTable,
                        classify)
 from .probe import DEGRADED, DOWN, UNKNOWN, UP, ServerState
 
@@ -533,13 +533,11 @@ class Brain:
                 when = self.next_allowed(key, kind, now)
                 nxt[kind] = None if when is None else max(when, now)
             o = self.views.get(key)
-            rows.append({"key": key, "name": mem.get("name"), "class": cls, "since": mem.get("since"),
-                         "pid": mem.get("pid"), "last_action": mem.get("last_action"), "next": nxt,
-                         "counts": {k: v[0] for k, v in (mem.get("gates") or {}).items()},
-                         "state": o and o.state, "percent": o and o.percent, "pane": list(o.pane) if o and o.pane else None,
-                         "driver": o and o.driver, "last_progress": o and o.last_progress,
-                         "error": o and o.failed_error})
-        rows.sort(key=lambda r: (fleet_rank(r), r.get("name") or r["key"]))
+            r = fleet.row(o, cls) if o is not None else {"key": key, "name": mem.get("name"), "class": cls}
+            r.update({"since": mem.get("since"), "pid": mem.get("pid"), "last_action": mem.get("last_action"),
+                      "next": nxt, "counts": {k: v[0] for k, v in (mem.get("gates") or {}).items()}})
+            rows.append(r)
+        rows.sort(key=fleet.sort_key)
         srv = self.server
         return {
             "server": {"probing": self.settings.probing, "url": self.settings.health_url,
@@ -548,21 +546,6 @@ class Brain:
             "power_cycles": self.power,
             "sessions": rows,
         }
-
-
-BLOCKED = (STALLED, FAILED, DEAD, EXIT_HUNG)
-
-
-def fleet_rank(row):
-    """Sort order of the fleet view: needs someone, waits out a limit, rotating, active, waiting, done."""
-    if row.get("class") in BLOCKED:
-        return 0
-    if row.get("class") == LIMITED:
-        return 1
-    if row.get("state") in ROTATION_STATES or row.get("state") in ("ROTATION_PENDING", "HANDOFF_REQUESTED",
-                                                                  "CHECKPOINT_VERIFIED"):
-        return 2
-    return {ACTIVE: 3, WAITING: 4}.get(row.get("class"), 5)
 
 
 # -- carrying actions out ---------------------------------------------------------

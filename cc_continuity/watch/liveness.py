@@ -86,6 +86,7 @@ class SessionObs:
     sdir: str = None             # the session's directory
     rotator_pid: int = None      # the tmux rotator spawned for its checkpoint
     driver: str = None           # what drives its rotations: the record's own word, else tmux / manual
+    flags: tuple = ()            # the record's flags (needs_human, done: `cc-continuity signal`)
 
     @property
     def finished(self):
@@ -423,17 +424,20 @@ class _Entry:
 class Scanner:
     """Builds a :class:`SessionObs` for every registered session, reading only what changed."""
 
-    def __init__(self, procs=None, transcripts=None, stall=600.0):
+    def __init__(self, procs=None, transcripts=None, stall=600.0, dirs=None):
         self.procs = procs or ProcessTable()
+        self.dirs = dirs     # a callable giving the sessions to look at (default: every registered one)
         self.transcripts = transcripts
         self.stall = stall
         self._entries = {}   # session dir -> _Entry
         self._bad = set()    # dirs already reported unreadable
 
     def session_dirs(self):
-        """``[(project, number, dir)]`` for every registered session."""
+        """``[(project, number, dir)]`` for every registered session (or what ``dirs`` gives)."""
         from ..project import all_projects
 
+        if self.dirs is not None:
+            return self.dirs()
         out = []
         for proj in all_projects():
             for n in proj.numbers():
@@ -538,4 +542,6 @@ class Scanner:
             rotator_pid=rotator if isinstance(rotator, int) and not isinstance(rotator, bool) else None,
             driver=rec.get("driver") if isinstance(rec.get("driver"), str) else
             ("tmux" if isinstance(pane_id, str) and pane_id else "manual"),
+            flags=tuple(sorted(k for k in rec["flags"] if isinstance(k, str))) if isinstance(rec.get("flags"), dict)
+            else (),
         )

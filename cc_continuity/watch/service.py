@@ -17,7 +17,7 @@ import shutil
 import subprocess
 import sys
 
-from .. import atomic, paths
+from .. import atomic, errors, paths
 
 LABEL = "com.cc-continuity.watchdog"
 UNIT = "cc-continuity-watchdog.service"
@@ -26,7 +26,7 @@ MARK = "cc-continuity watchdog"       # present in both templates: proves a file
 _DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data")
 
 
-class ServiceError(RuntimeError):
+class ServiceError(errors.WatchError, RuntimeError):
     """A service file we cannot write or remove safely, or a service command that failed."""
 
 

@@ -332,6 +332,36 @@ def test_rehearse_runs_one_rotation_and_touches_nothing(claude_bin):
     report_metrics("rehearse", {"seconds": round(took, 1), "overhead_ms": result["rotation_overhead_ms"]})
 
 
+def test_rehearse_prints_each_step_as_it_happens_and_records_the_pane(claude_bin, tmp_path):
+    """The steps arrive while it runs (not all at the end); --record writes a valid v2 cast of the
+    real pane in which the /clear and then the continuation appear."""
+    from helpers.cast import plain_text, read_cast
+
+    inst = subprocess.run([sys.executable, "-m", "cc_continuity", "install", "--no-wrapper"],
+                          capture_output=True, text=True, timeout=120)
+    assert inst.returncode == 0, inst.stdout + inst.stderr
+    cast = str(tmp_path / "rotation.cast")
+    proc = subprocess.Popen([sys.executable, "-m", "cc_continuity", "rehearse", "--claude", claude_bin,
+                             "--timeout", "90", "--record", cast], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    arrived = []
+    for line in proc.stdout:
+        arrived.append((time.monotonic(), line))
+    proc.wait(timeout=150)
+    done = time.monotonic()
+    out = "".join(l for _, l in arrived)
+    assert proc.returncode == 0, out + proc.stderr.read()
+    ready = next(t for t, l in arrived if re.match(r"^  \[\s*\d+\.\ds\] claude started, input box idle$", l))
+    clear = next(t for t, l in arrived if re.match(r"^  \[\s*\d+\.\ds\] /clear typed by the rotator$", l))
+    assert done - ready > 2.0 and ready < clear < done, out          # printed as it happened
+    assert "PASS: one full rotation" in out and ("recording: %s" % cast) in out
+    header, events = read_cast(cast)
+    assert (header["width"], header["height"]) == (200, 50)
+    text = plain_text(events)
+    clear_at = text.index("/clear")
+    assert text.index("Continuing from cp-001", clear_at) > clear_at, text[-2000:]
+
+
 # -- the rotator with an interpreter that has no third-party packages ---------------------
 
 def test_rotation_when_the_hook_interpreter_has_no_site_packages(sandbox_factory, tmp_path):

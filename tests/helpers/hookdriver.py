@@ -4,7 +4,7 @@ A :class:`HookDriver` owns one project directory (a real git repo unless
 ``git=False``) and the environment Claude Code gives its hooks (HOME,
 CC_CONTINUITY_HOME, CLAUDE_PROJECT_DIR, CLAUDE_PID, and TMUX/TMUX_PANE when
 the session runs in tmux).  :meth:`HookDriver.hook` runs the installed
-command ``<python> -S .../cc_continuity/hookmain.py <Event>`` with a payload
+hook command (``transcripts.hook_command``: the hook table rendered as an install does) with a payload
 shaped like the live observations, asserts exit 0 and that the hook did not
 fail open (hooks swallow their own errors, so ``logs/hooks.log`` is checked),
 and returns the parsed stdout or None.
@@ -21,8 +21,9 @@ import subprocess
 import sys
 import uuid
 
+from .transcripts import hook_command
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-HOOKMAIN = os.path.join(REPO, "cc_continuity", "hookmain.py")
 STATUSMAIN = os.path.join(REPO, "cc_continuity", "statusmain.py")
 
 MODEL = "claude-sonnet-4-5"  # a 200k window: 1% = 2 000 tokens
@@ -175,7 +176,7 @@ class HookDriver:
         return {k: v for k, v in p.items() if v is not None}
 
     def command(self, event):
-        return [sys.executable, "-S", HOOKMAIN, event]
+        return hook_command(event)
 
     def hook(self, event, session_id, *, env=None, timeout=60, **fields):
         """Run one hook to completion; assert exit 0 and no fail-open; parsed stdout or None."""

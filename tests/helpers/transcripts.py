@@ -217,8 +217,27 @@ def claude_transcript_path(home, cwd, session_id):
 
 # -- hook payloads as Claude Code sends them, and the installed hook command ---
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-HOOKMAIN = os.path.join(REPO, "cc_continuity", "hookmain.py")
 STATUSMAIN = os.path.join(REPO, "cc_continuity", "statusmain.py")
+_TABLE = {}
+
+
+def hook_command(event, python=None):
+    """The hook command exactly as an install writes it (the plugin's hooks.json, rendered for
+    this checkout and ``python``): the tests run what users run, not a second bootstrap."""
+    import sys
+
+    from cc_continuity.install import settings
+
+    python = python or sys.executable
+    if python not in _TABLE:
+        _TABLE[python] = settings.render_fragment(settings.load_fragment(), python, REPO)["hooks"]
+    for groups in _TABLE[python].values():
+        for group in groups:
+            for h in group["hooks"]:
+                if h.get("args", [])[-1:] == [event]:
+                    return [h["command"]] + h["args"]
+    # An event no table installs (the mod's, which mod.js runs itself) takes the same bootstrap.
+    return [python, "-S", "-c", settings.boot_code(REPO), event]
 
 
 def hook_payload(event, session_id, transcript_path, cwd, **extra):
@@ -267,25 +286,23 @@ def hook_env(project_dir, claude_pid=None, **extra):
 
 
 def run_hook(event, payload, env, timeout=60):
-    """Run the hook exactly as settings.json does: ``<python> -S .../hookmain.py <Event>``."""
+    """Run the hook exactly as an install does (:func:`hook_command`)."""
     import subprocess
-    import sys
 
     raw = payload if isinstance(payload, (bytes, bytearray)) else json.dumps(payload).encode("utf-8")
     if env.get("CLAUDE_CODE_SESSION_ID") is None and isinstance(payload, dict) and isinstance(payload.get("session_id"), str):
         env = dict(env, CLAUDE_CODE_SESSION_ID=payload["session_id"])
-    return subprocess.run([sys.executable, "-S", HOOKMAIN, event], input=raw, env=env,
+    return subprocess.run(hook_command(event), input=raw, env=env,
                           capture_output=True, timeout=timeout, cwd=env.get("CLAUDE_PROJECT_DIR"))
 
 
 def start_hook(event, payload, env):
     """Start the hook command without waiting (for concurrency tests); returns the Popen."""
     import subprocess
-    import sys
     import tempfile
 
     with tempfile.TemporaryFile() as stdin:
         stdin.write(json.dumps(payload).encode("utf-8"))
         stdin.seek(0)
-        return subprocess.Popen([sys.executable, "-S", HOOKMAIN, event], stdin=stdin, stdout=subprocess.PIPE,
+        return subprocess.Popen(hook_command(event), stdin=stdin, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, env=env, cwd=env.get("CLAUDE_PROJECT_DIR"))

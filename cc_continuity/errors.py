@@ -1,0 +1,37 @@
+"""The errors cc-continuity tells the user about: one base, one per area, one handler.
+
+``cli.main`` catches :class:`Error` once: it prints ``cc-continuity <verb>: <message>``
+(one line; the details go to the log) and exits with :attr:`Error.exit_code`.  Each
+concrete error keeps its builtin ancestor too (``ConfigError`` is still a
+``ValueError``), so code that caught the builtin goes on working.
+
+Control flow inside a module (a budget alarm, a rebuild signal) is not an Error: those
+never reach the user.  This module imports nothing: the slow paths that raise these
+must not pay for it.
+"""
+
+
+class Error(Exception):
+    """Something the user must be told, in one line; exit status ``exit_code``."""
+
+    exit_code = 1
+
+
+class ConfigError(Error):
+    """A configuration file or value that cannot be used."""
+
+
+class InstallError(Error):
+    """Installing, uninstalling or checking what is installed failed (nothing half-done is left)."""
+
+
+class RotationError(Error):
+    """Driving a rotation failed: the snapshot, the pane, the rotator's plan."""
+
+
+class WatchError(Error):
+    """The watchdog service could not be installed, started or read."""
+
+
+class RehearsalError(Error):
+    """The offline rehearsal did not complete."""

@@ -1,0 +1,52 @@
+"""The real Claude Code executable: what the wrapper runs, doctor probes and install checks.
+
+Not ours: the ``claude()`` wrapper, our launcher and any shim that names our package are
+skipped, so a PATH where one of them comes first still finds Claude Code itself.
+"""
+
+import os
+import sys
+from collections.abc import Mapping
+
+ENV_CLAUDE = "CC_CONTINUITY_CLAUDE"  # absolute path of the real claude, when it is not on PATH
+
+
+def find_real_claude(env: Mapping[str, str]) -> str | None:
+    """The real claude executable: ``$CC_CONTINUITY_CLAUDE``, else the first on PATH that is not ours."""
+    explicit = env.get(ENV_CLAUDE)
+    if explicit:
+        if os.path.isabs(explicit) and os.path.isfile(explicit) and os.access(explicit, os.X_OK):
+            return explicit
+        raise RuntimeError("%s=%r is not an executable file given by absolute path" % (ENV_CLAUDE, explicit))
+    ours = {os.path.realpath(p) for p in _our_launchers()}
+    candidates = [os.path.join(d, "claude") for d in (env.get("PATH") or "").split(os.pathsep) if os.path.isabs(d)]
+    home = env.get("HOME")
+    if home:  # where Claude Code's old "local" installer put it (reached through an alias)
+        candidates.append(os.path.join(home, ".claude", "local", "claude"))
+    for cand in candidates:
+        if not (os.path.isfile(cand) and os.access(cand, os.X_OK)):
+            continue
+        real = os.path.realpath(cand)
+        if real in ours or _looks_like_ours(real):
+            continue
+        return cand
+    return None
+
+
+def _our_launchers() -> list[str]:
+    from . import paths
+
+    out = [os.path.join(paths.home(), "bin", "cc-continuity")]
+    if sys.argv and sys.argv[0]:
+        out.append(sys.argv[0])
+    return out
+
+
+def _looks_like_ours(path: str) -> bool:
+    """A script that mentions cc-continuity is a shim or wrapper of ours, not claude."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(1024)
+    except OSError:
+        return True
+    return head.startswith(b"#!") and (b"cc-continuity" in head or b"cc_continuity" in head)
