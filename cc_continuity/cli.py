@@ -35,8 +35,10 @@ def build_parser():
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
-    # The hook path must stay lean: route it before building the full parser.
-    if argv[:1] == ["hook"]:
+    # The hook path must stay lean: route it before building the full parser
+    # (only asking for help goes to the parser: a hook call must always exit 0).
+    asks_help = any(a in ("-h", "--help") for a in argv[1:])
+    if argv[:1] == ["hook"] and not asks_help:
         from .hooks import main as hook_main
 
         hook_main(argv[1:])
@@ -57,7 +59,7 @@ def main(argv=None):
         except BaseException as e:
             sys.stderr.write("cc-continuity launch failed (%s); starting claude directly\n" % e)
             return launch_fallthrough_status()
-    if argv[:1] == ["statusline"]:
+    if argv[:1] == ["statusline"] and not asks_help:
         from .statusline import main as status_main
 
         status_main()

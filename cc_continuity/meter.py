@@ -236,7 +236,9 @@ def _row_reading(row):
     tokens = usage_tokens(msg.get("usage"))
     if tokens is None:
         return None
-    return {"tokens": tokens, "model": msg.get("model"), "source": "transcript", "message_id": msg.get("id")}
+    version = row.get("version")  # the Claude Code that wrote the row
+    return {"tokens": tokens, "model": msg.get("model"), "source": "transcript", "message_id": msg.get("id"),
+            "cc_version": version if isinstance(version, str) else None}
 
 
 def _blocks(row):
@@ -407,15 +409,19 @@ def await_reply_reading(path, last_message, bound_s):
 STATUS_READING = "context.json"
 
 
-def save_status_reading(sdir, session_id, tokens, window, now=None):
+def save_status_reading(sdir, session_id, tokens, window, now=None, version=None):
     """Remember the status line's reading for ``session_id`` (only when it changed).  Never raises."""
     path = sdir + "/" + STATUS_READING
     try:
         old = load_status_reading(sdir)
-        if old and old.get("session_id") == session_id and old.get("tokens") == tokens and old.get("window") == window:
+        if old and old.get("session_id") == session_id and old.get("tokens") == tokens and old.get("window") == window \
+                and old.get("version") == version:
             return False
-        data = fastjson.dumps({"session_id": session_id, "tokens": tokens, "window": window,
-                               "at": round(time.time() if now is None else now, 3)}).encode("utf-8")
+        doc = {"session_id": session_id, "tokens": tokens, "window": window,
+               "at": round(time.time() if now is None else now, 3)}
+        if version:
+            doc["version"] = version
+        data = fastjson.dumps(doc).encode("utf-8")
         tmp = "%s.tmp.%d" % (path, posix.getpid())
         fd = posix.open(tmp, posix.O_WRONLY | posix.O_CREAT | posix.O_TRUNC | posix.O_CLOEXEC | posix.O_NOFOLLOW, 0o600)
         try:
@@ -429,7 +435,7 @@ def save_status_reading(sdir, session_id, tokens, window, now=None):
 
 
 def load_status_reading(sdir):
-    """``{"session_id", "tokens", "window", "at"}`` the status line left, or None."""
+    """``{"session_id", "tokens", "window", "at"[, "version"]}`` the status line left, or None."""
     try:
         fd = posix.open(sdir + "/" + STATUS_READING, posix.O_RDONLY | posix.O_CLOEXEC)
     except OSError:

@@ -65,7 +65,9 @@ def render(payload, env=None):
             rec = None
     tokens, sl_window = meter.from_statusline(payload)
     if tokens is not None and c.get("sdir") and card.valid_session_id(sid):
-        meter.save_status_reading(c["sdir"], sid, tokens, sl_window)  # for hooks, which get no usage
+        version = payload.get("version")  # Claude Code's own, for the Stop hook's output shape
+        meter.save_status_reading(c["sdir"], sid, tokens, sl_window,
+                                  version=version if isinstance(version, str) and len(version) < 40 else None)
     if tokens is None and isinstance(payload.get("transcript_path"), str):
         try:
             tokens = meter.read_transcript(payload["transcript_path"])["tokens"]

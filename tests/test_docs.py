@@ -42,8 +42,88 @@ def test_readme_starts_with_install_and_test_commands():
         head = f.read().split("```sh", 1)[1].split("```", 1)[0]
     lines = [line for line in head.strip().splitlines() if line.strip()]
     assert len(lines) == 2
-    assert "cc-continuity install" in lines[0]
+    assert lines[0].split("#")[0].split() == ["python3", "install.py"]  # run as written: test_readme_install.py
     with open(os.path.join(ROOT, ".ci", "run")) as f:
         ci = f.read()
     test_cmd = re.search(r"&& (python3 -m pytest)\s*$", lines[1]).group(1)
     assert re.search(r"^%s\s*$" % re.escape(test_cmd), ci, re.M), "CI must run the README's test command"
+
+
+def _usage_block(usage, title):
+    m = re.search(r"^## %s\n\n```\n(.*?)```" % re.escape(title), usage, re.M | re.S)
+    return m.group(1) if m else None
+
+
+def _help_of(name):
+    """``cc-continuity <name> --help`` through ``cli.main`` (its fast paths included), 80 columns:
+    ``(exit status, stdout, stderr)``."""
+    import contextlib
+    import io
+
+    out, err = io.StringIO(), io.StringIO()
+    old = os.environ.get("COLUMNS")
+    os.environ["COLUMNS"] = "80"
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                rc = cli.main((name.split() if name else []) + ["--help"])
+            except SystemExit as e:
+                rc = e.code
+    finally:
+        if old is None:
+            del os.environ["COLUMNS"]
+        else:
+            os.environ["COLUMNS"] = old
+    return rc or 0, out.getvalue(), err.getvalue()
+
+
+def test_every_help_is_the_one_in_usage():
+    """Each verb's --help prints its usage (not a status line, not nothing) and docs/USAGE.md shows it verbatim.
+
+    argparse's layout changed in 3.13, so the verbatim comparison is made on the 3.11/3.12 it was written with.
+    """
+    import sys
+
+    with open(os.path.join(ROOT, "docs", "USAGE.md")) as f:
+        usage = f.read()
+    top = [name for name, _ in _parsers() if name and " " not in name]
+    wrong = []
+    for name in [""] + top:
+        rc, out, err = _help_of(name)
+        if rc != 0 or not out.startswith("usage: cc-continuity %s" % name) or err:
+            wrong.append("%s: --help printed %r (exit %s)" % (name or "cc-continuity", out[:60], rc))
+            continue
+        want = _usage_block(usage, "Reference" if not name else "`cc-continuity %s`" % name)
+        if want is None:
+            wrong.append("%s: no ```block``` under its heading in docs/USAGE.md" % name)
+        elif sys.version_info < (3, 13) and want != out:
+            wrong.append("%s: docs/USAGE.md shows another --help (regenerate it with COLUMNS=80)" % (name or "top"))
+    assert not wrong, "\n".join(wrong)
+
+
+def test_the_command_list_names_every_verb():
+    """No verb hidden from `cc-continuity --help` (notify-flush was)."""
+    out = _help_of("")[1]
+    listed = set(re.findall(r"^    (\S+)", out, re.M))
+    verbs = {name for name, _ in _parsers() if name and " " not in name}
+    assert verbs <= listed, "not in --help: %s" % ", ".join(sorted(verbs - listed))
+
+
+def test_install_and_configure_read_values_alike():
+    """One parser for token counts, thresholds and URLs: what configure takes, install takes."""
+    import contextlib
+    import io
+
+    parser = cli.build_parser()
+    for opt, value, want in (("--window", "128k", 128000), ("--window", "1m", 1000000),
+                             ("--thresholds", "50,60,70", (50, 60, 70))):
+        for verb in ("install", "configure"):
+            assert getattr(parser.parse_args([verb, opt, value]), opt[2:]) == want, (verb, opt, value)
+    for verb in ("install", "configure"):
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            try:
+                parser.parse_args([verb, "--window", "lots"])
+            except SystemExit as e:
+                assert e.code == 2
+        assert "expected a token count like 200000, 200k or 1m" in err.getvalue(), (verb, err.getvalue())

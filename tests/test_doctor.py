@@ -558,6 +558,13 @@ def test_ntfy_unconfigured_reachable_unreachable(inst, ntfy):
     _red(inst.check("ntfy")["ntfy"], "cannot connect")
 
 
+def test_notify_test_without_ntfy_says_nothing_was_sent(inst, ntfy):
+    srv, handler = ntfy
+    r = inst.check("ntfy", notify_test=True)["ntfy"]
+    _red(r, "no ntfy URL is configured", "no test message was sent", "configure --ntfy")
+    assert handler.received == []
+
+
 def test_notify_test_sends_one_real_message(inst, ntfy):
     srv, handler = ntfy
     _configure(inst, "--ntfy", "http://127.0.0.1:%d/my-topic" % srv.server_address[1])

@@ -39,7 +39,7 @@ def fire(drv, twins, event, sid, **fields):
         out, err = p.stdout.read(), p.stderr.read()
         assert p.wait(timeout=60) == 0 and not err, (event, err)
         if out:
-            answers.append(json.loads(out))
+            answers.append(drv._stop_request(json.loads(out)) if event == "Stop" else json.loads(out))
     return answers
 
 

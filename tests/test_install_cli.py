@@ -366,8 +366,14 @@ def test_options_go_to_the_config_and_secrets_are_not_printed(capsys):
     assert cfg == {"window": 200000, "warn": 50, "rotate": 60, "hard": 70.5, "ntfy_url": url, "unattended": True}
     assert "Xk29sQ" not in out + err and "tok3n" not in out + err
     assert os.stat(paths.config_file()).st_mode & 0o777 == 0o600
-    rc, _, err = cli(capsys, "install", "--no-wrapper", "--ntfy", "ftp://x")
-    assert rc == 1 and "ntfy_url" in err
+    # The same value parser as `configure --ntfy`: refused before anything is planned.
+    with pytest.raises(SystemExit) as e:
+        main(["install", "--no-wrapper", "--ntfy", "ftp://x"])
+    assert e.value.code == 2 and "expected an http(s) URL" in capsys.readouterr().err
+    rc, out, _ = cli(capsys, "install", "--no-wrapper", "--window", "128k")
+    assert rc == 0, out
+    with open(paths.config_file()) as f:
+        assert json.load(f)["window"] == 128000
 
 
 def test_record_is_private_and_holds_the_chain(capsys):

@@ -55,6 +55,7 @@ def request_handoff(drv, sid, percent=65):
     drv.transcript(sid).assistant(tokens_at(percent), "Step finished.")
     out = drv.hook("Stop", sid)
     assert out and out["decision"] == "block", out
+    assert drv.last_wire == "additionalContext", "a 2.1.328 transcript: no 'reported a problem' footer"
     m = re.search(r"Handoff file \(absolute path\): (\S+)", out["reason"])
     assert m, out["reason"]
     assert drv.state(sid)["state"] == session.HANDOFF_REQUESTED

@@ -88,8 +88,11 @@ def test_stop_waits_for_the_final_reply_and_requests_the_handoff(s):
     writer.join()
     assert res.returncode == 0
     out = json.loads(res.stdout)
-    assert out["decision"] == "block" and "Handoff file (absolute path)" in out["reason"]
-    assert "63.0%" in out["reason"]
+    # The transcript says 2.1.328: the request goes as additionalContext (hooks.stop_wire), no "problem" footer.
+    assert list(out) == ["hookSpecificOutput"] and out["hookSpecificOutput"]["hookEventName"] == "Stop"
+    reason = out["hookSpecificOutput"]["additionalContext"]
+    assert "Handoff file (absolute path)" in reason
+    assert "63.0%" in reason
     assert s.state()["state"] == session.HANDOFF_REQUESTED
     stop = s.ledger("stop")[-1]
     assert stop["caught_up"] is True and stop["tokens"] == ROTATE and stop["waited_ms"] >= 100  # it waited
@@ -120,7 +123,7 @@ def test_the_late_stop_stays_quiet_when_the_stop_hook_saw_the_end(s):
     s.append_later(0.0).join()
     late = s.start("StopLate", last_assistant_message=FINAL)
     res = s.hook("Stop", last_assistant_message=FINAL)
-    assert json.loads(res.stdout)["decision"] == "block"
+    assert "Handoff file" in json.loads(res.stdout)["hookSpecificOutput"]["additionalContext"]
     out, err = late.communicate(timeout=60)
     assert late.returncode == 0 and out == b"" and err == b""
     assert s.ledger("late_stop") == []
@@ -154,7 +157,7 @@ def test_the_status_lines_reading_counts_when_the_transcript_is_behind(s):
 
     from helpers.transcripts import STATUSMAIN as statusmain
     payload = {"session_id": s.sid, "transcript_path": s.path, "cwd": s.project,
-               "workspace": {"project_dir": s.project}, "model": {"id": "claude-sonnet-4-5"},
+               "workspace": {"project_dir": s.project}, "model": {"id": "claude-sonnet-4-5"}, "version": "2.1.332",
                "context_window": {"context_window_size": 200_000, "total_input_tokens": ROTATE,
                                   "current_usage": {"input_tokens": 10, "cache_creation_input_tokens": 0,
                                                     "cache_read_input_tokens": ROTATE - 10},
@@ -168,7 +171,7 @@ def test_the_status_lines_reading_counts_when_the_transcript_is_behind(s):
     th.start()
     res = s.hook("Stop", last_assistant_message=FINAL)  # the reply never reaches the transcript
     th.join()
-    assert json.loads(res.stdout)["decision"] == "block"
+    assert "Handoff file" in json.loads(res.stdout)["hookSpecificOutput"]["additionalContext"]
     stop = s.ledger("stop")[-1]
     assert stop["caught_up"] is True and stop["source"] == "statusline" and stop["tokens"] == ROTATE
 

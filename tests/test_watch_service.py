@@ -234,3 +234,29 @@ def test_cli_uninstall_refuses_foreign_unit(isolated_home, capsys):
         cli.main(["watchdog", "uninstall", "--platform", "linux"])
     assert e.value.code == 1
     assert "not written by cc-continuity" in capsys.readouterr().err
+
+
+def test_status_right_after_install_knows_the_service_is_there(isolated_home, capsys, monkeypatch):
+    """`watchdog status` after `watchdog install` must not tell the user to run `watchdog install`."""
+    monkeypatch.setattr(sys, "platform", "linux")
+    assert cli.main(["watchdog", "status"]) == 0
+    assert "watchdog install" in capsys.readouterr().out  # nothing installed yet: the hint is right
+    service.install(platform="linux", runner=Runner(manager=False))
+    capsys.readouterr()
+    assert cli.main(["watchdog", "status"]) == 0
+    out = capsys.readouterr().out
+    first = out.splitlines()[0]
+    assert first.startswith("watchdog: starting (service %s installed" % service.unit_path()), out
+    assert "watchdog install" not in out
+    # Later, still no daemon: say that it is installed but not running, and how to start it.
+    old = os.stat(service.unit_path()).st_mtime - 120
+    os.utime(service.unit_path(), (old, old))
+    assert cli.main(["watchdog", "status"]) == 0
+    out = capsys.readouterr().out
+    assert "NOT running, although the service is installed (%s" % service.unit_path() in out, out
+    assert "systemctl --user enable --now cc-continuity-watchdog.service" in out
+    assert "watchdog install" not in out
+    assert cli.main(["watchdog", "status", "--json"]) == 0
+    import json
+    svc = json.loads(capsys.readouterr().out)["daemon"]["service"]
+    assert svc["path"] == service.unit_path() and svc["kind"] == "systemd"

@@ -4,18 +4,20 @@ Safe to re-run (a second run changes nothing; an upgrade replaces ours in
 place).  ``--dry-run`` prints the diff of every file and writes nothing.
 """
 
-import argparse
 import sys
 
 from .. import errors
+# The same value parsers as `configure` (one spelling of 200k, 55,62,72, a URL for both).
+from .configure import parse_thresholds, parse_tokens, parse_url_or_off
 
 
 def register(sub):
     p = sub.add_parser("install", help="install hooks, status line, CLAUDE.md block, shell wrapper and skills")
-    p.add_argument("--window", type=int, metavar="N", help="context window in tokens (default: detect)")
-    p.add_argument("--thresholds", type=thresholds, metavar="WARN,ROTATE,HARD",
+    p.add_argument("--window", type=parse_tokens, metavar="N",
+                   help="context window in tokens, e.g. 200000, 200k, 1m (default: detect)")
+    p.add_argument("--thresholds", type=parse_thresholds, metavar="WARN,ROTATE,HARD",
                    help="percent of the window, e.g. 55,62,72")
-    p.add_argument("--ntfy", metavar="URL", help="ntfy topic URL for phone notifications")
+    p.add_argument("--ntfy", type=parse_url_or_off, metavar="URL", help="ntfy topic URL for phone notifications")
     p.add_argument("--unattended", action="store_true",
                    help="run the whole rotation chain without permission prompts")
     p.add_argument("--shell", choices=("auto", "zsh", "bash", "fish"), default="auto",
@@ -26,22 +28,6 @@ def register(sub):
                         "install) instead of settings.json; the status line stays in settings.json")
     p.add_argument("--dry-run", action="store_true", help="print the diff of every file; write nothing")
     p.set_defaults(func=run)
-
-
-def thresholds(text):
-    """``WARN,ROTATE,HARD``: three percentages, each > 0 and <= 100, in that order."""
-    parts = text.split(",")
-    try:
-        values = [float(x) for x in parts]
-    except ValueError:
-        values = []
-    if len(values) != 3:
-        raise argparse.ArgumentTypeError("expected three numbers WARN,ROTATE,HARD, got %r" % text)
-    if not all(0 < v <= 100 for v in values):
-        raise argparse.ArgumentTypeError("each threshold must be > 0 and <= 100")
-    if not values[0] <= values[1] <= values[2]:
-        raise argparse.ArgumentTypeError("thresholds must satisfy WARN <= ROTATE <= HARD")
-    return tuple(int(v) if v == int(v) else v for v in values)
 
 
 def run(args):

@@ -1,4 +1,4 @@
-"""``cc-continuity notify-flush``: deliver queued pushes now (hidden verb).
+"""``cc-continuity notify-flush``: deliver queued pushes now.
 
 Pushes are normally delivered by the flusher :func:`notify.emit` starts; this
 verb is for the watchdog's periodic sweep and for a user who wants to see what
@@ -9,8 +9,8 @@ from .. import notify
 
 
 def register(sub):
-    # No help= on purpose: argparse then leaves the verb out of the command list.
-    p = sub.add_parser("notify-flush", description="Deliver queued push notifications now.")
+    p = sub.add_parser("notify-flush", help="deliver queued push notifications now (the watchdog runs it too)",
+                       description="Deliver queued push notifications now.")
     p.add_argument("--linger", action="store_true", help="stay and retry with backoff until the spool is empty")
     p.set_defaults(func=run)
 

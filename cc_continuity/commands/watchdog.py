@@ -86,9 +86,16 @@ def collect(now=None):
     daemon = dict(doc.get("daemon") or {})
     daemon.update({"running": running, "pid": holder_pid(pid_path()) if running else None,
                    "state_file": state_path(), "state_saved": doc.get("at")})
+    from ..watch import service
+
+    daemon["service"] = service.installed_service()
     status = doc.get("status") or {"server": {"state": "UNKNOWN", "probing": None}, "sessions": []}
     return {"daemon": daemon, "server": status.get("server"), "power_cycles": status.get("power_cycles") or [],
             "sessions": fleet.pane_states(status.get("sessions") or []), "at": now}
+
+
+# A service started this long ago may not have saved its first state yet.
+STARTING_S = 30
 
 
 def _when(ts, now):
@@ -113,6 +120,17 @@ def _status(args):
     if d["running"]:
         w("watchdog: running (pid %s, started %s, %s cycles, every %ss)\n" % (
             d.get("pid"), ago(d.get("started"), now), d.get("cycles", "?"), d.get("interval_s", "?")))
+    elif d.get("service"):
+        svc = d["service"]
+        since = ago(svc["installed_at"], now)
+        if now - svc["installed_at"] < STARTING_S and not d.get("state_saved"):
+            w("watchdog: starting (service %s installed %s; it saves its first state within seconds)\n"
+              % (svc["path"], since))
+        else:
+            w("watchdog: NOT running, although the service is installed (%s, written %s%s); start it:\n"
+              % (svc["path"], since, ", last state saved %s" % ago(d["state_saved"], now) if d.get("state_saved") else ""))
+            for cmd in svc["start"]:
+                w("  %s\n" % cmd)
     elif d.get("state_saved"):
         w("watchdog: NOT running (last state saved %s)\n" % ago(d["state_saved"], now))
     else:

@@ -90,6 +90,7 @@ class Call:
         self.session_id = sid if valid_session_id(sid) else None
         self.outcome = "ok"
         self.rewake = None  # text that wakes the model (REWAKE handlers only)
+        self.claude_version = None  # "2.1.332", when a handler learned it (the transcript row's)
 
     def getenv(self, name):
         if self.env is not None:
@@ -148,7 +149,32 @@ def dispatch(event, raw, env=None):
     rewake = call.rewake if event in REWAKE and isinstance(call.rewake, str) and call.rewake else None
     if result is None:
         return None, call.outcome, sid, rewake
+    if event == "Stop":
+        result = stop_wire(result, call.claude_version)
     return fastjson.dumps(result), call.outcome, sid, rewake
+
+
+# A Stop hook's ``hookSpecificOutput.additionalContext`` makes Claude Code carry on
+# with the turn exactly as ``decision: block`` does (the text reaches the model,
+# stop_hook_active is true on the next Stop, the block cap counts it, `claude -p`
+# too) but without the footer ``stop hook reported a problem · ctrl+o to see``
+# that a block shows, which reads like a failure during every handoff request.
+# Seen so on 2.1.328 and 2.1.332 (tests/e2e/test_stop_shape_e2e.py); a Claude Code
+# older than that, or one we cannot tell, gets the block.
+STOP_CONTEXT_SINCE = (2, 1, 328)
+
+
+def stop_wire(result, claude_version):
+    """The Stop handler's ``{"decision": "block", "reason": ...}`` as this Claude Code takes it best."""
+    if not (isinstance(result, dict) and result.get("decision") == "block" and isinstance(result.get("reason"), str)):
+        return result
+    try:
+        version = tuple(int(x) for x in claude_version.split("-")[0].split("."))
+    except (AttributeError, ValueError):
+        return result
+    if version < STOP_CONTEXT_SINCE:
+        return result
+    return {"hookSpecificOutput": {"hookEventName": "Stop", "additionalContext": result["reason"]}}
 
 
 def main(argv):

@@ -223,6 +223,7 @@ def measure_turn_end(ctx, sdir, rec, bound_s, since):
     last = ctx.payload.get("last_assistant_message")
     t0 = time.monotonic()
     deadline = t0 + bound_s
+    version = None
     while True:
         ok, got = False, None
         if isinstance(path, str) and path:
@@ -230,16 +231,19 @@ def measure_turn_end(ctx, sdir, rec, bound_s, since):
                 ok, got = meter.reply_reading(path, last)
             except OSError:
                 ok, got = False, None
+        version = (got or {}).get("cc_version") or version  # a stale row still names the Claude Code
         if not ok:
             st = meter.load_status_reading(sdir)
             if (st and st.get("session_id") == ctx.session_id and isinstance(st.get("at"), (int, float))
                     and st["at"] >= since and isinstance(st.get("tokens"), int)):
                 ok, got = True, {"tokens": st["tokens"], "model": None, "source": "statusline"}
+                version = version or (st.get("version") if isinstance(st.get("version"), str) else None)
         now = time.monotonic()
         if ok or now >= deadline:
             break
         time.sleep(0.02)
     got = got or {"tokens": None, "model": None, "source": "none"}
+    ctx.call.claude_version = version  # how a Stop asks for more (hooks.stop_wire)
     reading = reading_of(ctx, sdir, rec, got.get("tokens"), got.get("source"), got.get("model"))
     return reading, ok, int((now - t0) * 1000)
 

@@ -21,7 +21,7 @@ import shutil
 import time
 
 from .. import __version__, atomic, errors, paths
-from . import app, blocks, manifest, plugin, settings, skills
+from . import app, blocks, bootstrap, manifest, plugin, settings, skills
 
 CLAUDE_MD_BLOCK = "claude-md"
 WRAPPER_BLOCK = "wrapper"
@@ -306,6 +306,14 @@ def _install(opts, out, check_only=False):
         shell = wrapper.detect_shell(os.environ) if opts.shell == "auto" else opts.shell
         rc_change = block_change(wrapper.rc_path(shell, user_home, os.environ), WRAPPER_BLOCK, "hash",
                                  wrapper.render(shell, launcher))
+    login_change = None
+    if rc_change and shell == "bash":
+        # `exec $SHELL -l` and macOS Terminal start login shells, which read ~/.bashrc only if told to.
+        login_path, reads_bashrc = wrapper.bash_login_file(user_home)
+        login_change = block_change(login_path, WRAPPER_BLOCK, "hash",
+                                    None if reads_bashrc else wrapper.render_login(launcher))
+        if not (login_change.changed or login_change.had_block):
+            login_change = None
 
     prev_skills = prev.get("skills") or {}
     skill_changes, foreign = [], []
@@ -322,7 +330,8 @@ def _install(opts, out, check_only=False):
     link = app.path_link(user_home)
     link_state = "ours" if app.is_our_link(link, launcher) else ("foreign" if os.path.lexists(link) else "absent")
 
-    file_changes = [launcher_change, settings_change, md_change] + ([rc_change] if rc_change else []) + skill_changes
+    rc_changes = [ch for ch in (rc_change, login_change) if ch]
+    file_changes = [launcher_change, settings_change, md_change] + rc_changes + skill_changes
 
     if check_only:
         return 0
@@ -344,7 +353,7 @@ def _install(opts, out, check_only=False):
     path_link = _install_link(out, link, link_state, launcher, created)
 
     # Recorded before the user's files are touched, so an interrupted install can still be undone.
-    record = _record(prev, python, app_dir, launcher, path_link, settings_path, srec, md_change, rc_change, shell,
+    record = _record(prev, python, app_dir, launcher, path_link, settings_path, srec, md_change, rc_changes, shell,
                      skill_changes, created)
     if plugins:
         record["skills"] = {}
@@ -365,6 +374,13 @@ def _install(opts, out, check_only=False):
         rc_change.apply(created)
         out("shell: %s: claude() wrapper for %s %s%s" % (show(rc_change.path), shell, _verb(rc_change),
                                                         " (takes effect in new shells)" if rc_change.changed else ""))
+        if login_change:
+            login_change.apply(created)
+            if login_change.new is None or not blocks.find(blocks.decode(login_change.new), WRAPPER_BLOCK, "hash"):
+                out("shell: %s reads ~/.bashrc: its copy of the wrapper removed" % show(login_change.path))
+            else:
+                out("shell: %s: the wrapper for bash login shells (this file does not read ~/.bashrc) %s"
+                    % (show(login_change.path), _verb(login_change)))
     else:
         out("shell: skipped (--no-wrapper)")
 
@@ -427,7 +443,7 @@ def _report_settings(out, change, srec, events):
         out("settings: warning: disableAllHooks is true, so Claude Code will not run our hooks")
 
 
-def _record(prev, python, app_dir, launcher, path_link, settings_path, srec, md_change, rc_change, shell,
+def _record(prev, python, app_dir, launcher, path_link, settings_path, srec, md_change, rc_changes, shell,
             skill_changes, created):
     def block_entry(change, extra=None):
         prev_entries = [e for e in (prev.get("claude_md") or []) + (prev.get("rc") or []) if e.get("path") == change.path]
@@ -436,9 +452,10 @@ def _record(prev, python, app_dir, launcher, path_link, settings_path, srec, md_
         entry.update(extra or {})
         return entry
 
-    rc = [e for e in (prev.get("rc") or []) if not rc_change or e.get("path") != rc_change.path]
-    if rc_change:
-        rc.append(block_entry(rc_change, {"shell": shell}))
+    rc_paths = {ch.path for ch in rc_changes}
+    rc = [e for e in (prev.get("rc") or []) if e.get("path") not in rc_paths]
+    for ch in rc_changes:
+        rc.append(block_entry(ch, {"shell": shell}))
     claude_md = [e for e in (prev.get("claude_md") or []) if e.get("path") != md_change.path]
     claude_md.append(block_entry(md_change))
     skill_hashes = dict(prev.get("skills") or {})
@@ -520,6 +537,7 @@ def _uninstall(purge, out):
     rc_targets = [(e["path"], e.get("created")) for e in (rec or {}).get("rc") or [] if e.get("path")]
     wrapper = _wrapper()
     rc_targets += [(wrapper.rc_path(s, user_home, os.environ), False) for s in wrapper.SHELLS]
+    rc_targets += [(os.path.join(user_home, name), False) for name in wrapper.BASH_LOGIN_FILES]
     problems += _remove_blocks(out, "shell", rc_targets, WRAPPER_BLOCK, "hash")
 
     _remove_skills(out, cdir, (rec or {}).get("skills") or {})
@@ -536,6 +554,9 @@ def _uninstall(purge, out):
         removed = _unlink(launcher)
         out("launcher: %s %s" % (show(launcher), "removed" if removed else "not there"))
         out("app: %s %s" % (show(app.app_link(home)), "removed" if app.remove(home) else "not there"))
+        if os.path.isdir(bootstrap.venv_dir(home)):
+            shutil.rmtree(bootstrap.venv_dir(home))
+            out("venv: %s removed (install.py's)" % show(bootstrap.venv_dir(home)))
     else:
         out("app: kept, because settings.json still runs our hooks from it")
         problems += 1

@@ -1099,6 +1099,9 @@ def check_ntfy(ctx):
     cfg, err = ctx.config()
     url = cfg["ntfy_url"] if cfg is not None else None
     if not url:
+        if ctx.notify_test:  # asked to send one: nothing was sent, and that is not "ok"
+            return Result("ntfy", False, "--notify-test: no ntfy URL is configured, so no test message was sent",
+                          "`cc-continuity configure --ntfy https://ntfy.sh/<topic>`, then run this again")
         return Result("ntfy", True, "push notifications not configured (optional)")
     shown = _redact_url(url)
     fix = "check the URL (`cc-continuity configure --ntfy URL`) and that the server is reachable"

@@ -16,6 +16,7 @@ markers and writes it to :func:`rc_path`.
 """
 
 import os
+import re
 import sys
 
 # ``cc-continuity launch`` exits with this status when it failed *before* exec'ing
@@ -67,6 +68,43 @@ def rc_path(shell, home, env=None):
     return os.path.join(home, ".bashrc")
 
 
+# A bash *login* shell (macOS Terminal opens one per window; ``exec $SHELL -l``)
+# reads the first of these that exists and never ~/.bashrc unless that file
+# sources it.  When it does not, the wrapper goes into it too.
+BASH_LOGIN_FILES = (".bash_profile", ".bash_login", ".profile")
+
+_SOURCES_BASHRC = re.compile(r"""(^|[\s;&|(])(\.|source)\s+["']?(~|\$HOME|\$\{HOME\})/\.bashrc\b""")
+
+
+def bash_login_file(home):
+    """``(path, reads_bashrc)``: the startup file a bash login shell reads, and whether it loads ~/.bashrc.
+
+    None exists: ``~/.bash_profile`` (created then; with no ``~/.profile``
+    beside it nothing is shadowed).  A non-comment line that sources
+    ``~/.bashrc`` (``. ~/.bashrc``, ``source "$HOME/.bashrc"``...) counts,
+    outside our own block.
+    """
+    from . import blocks
+
+    for name in BASH_LOGIN_FILES:
+        path = os.path.join(home, name)
+        try:
+            with open(path, "rb") as f:
+                text = blocks.decode(f.read())
+        except FileNotFoundError:
+            continue
+        except OSError:
+            return path, True  # unreadable: not ours to touch
+        try:
+            text = blocks.remove(text, BLOCK_NAME, BLOCK_STYLE, where=path)
+        except blocks.BlockError:
+            pass  # the installer refuses the file itself, with the reason
+        reads = any(_SOURCES_BASHRC.search(line) for line in text.splitlines()
+                    if not line.lstrip().startswith("#"))
+        return path, reads
+    return os.path.join(home, BASH_LOGIN_FILES[0]), False
+
+
 def render(shell, launcher_path):
     """The body of the marked block for ``shell`` (no markers, ends with a newline)."""
     _check_shell(shell)
@@ -80,6 +118,17 @@ def render(shell, launcher_path):
         quoted, statuses = _sh_quote(launcher_path), "|".join(map(str, FALLTHROUGH_STATUSES))
     template = _FISH if shell == "fish" else _POSIX
     return template % {"launcher": quoted, "statuses": statuses, "active": ACTIVE_ENV}
+
+
+def render_login(launcher_path):
+    """The block for a bash login file (:func:`bash_login_file`) that does not read ~/.bashrc.
+
+    That file may be ``~/.profile``, which ``sh`` reads too (dash, display
+    managers): so the bash function is a here-document, read and eval'ed only
+    under bash, and nothing in it is parsed by another shell.  No subprocess.
+    """
+    body = render("bash", launcher_path)
+    return _LOGIN % {"body": body, "eof": _LOGIN_EOF}
 
 
 def _check_shell(shell):
@@ -132,4 +181,17 @@ function claude --description 'Claude Code, in tmux for cc-continuity rotation'
     end
     command claude $argv
 end
+"""
+
+_LOGIN_EOF = "__CC_CONTINUITY_WRAPPER__"
+
+_LOGIN = """\
+# A bash login shell reads this file and not ~/.bashrc: the same claude() wrapper
+# for it (only under bash; other shells reading this file skip it).
+if [ -n "${BASH_VERSION:-}" ]; then
+  IFS= read -r -d '' __cc_continuity_def <<'%(eof)s' || :
+%(body)s%(eof)s
+  eval "$__cc_continuity_def"
+  unset __cc_continuity_def
+fi
 """

@@ -174,6 +174,28 @@ def _is_ours(path):
     return MARK in text
 
 
+def installed_service(platform=None):
+    """``{"path", "kind", "installed_at", "start"}`` for our service file, or None when none is installed.
+
+    ``start``: the commands that start it by hand (what ``status`` tells a user
+    whose service was written but is not running).
+    """
+    try:
+        kind = platform_kind(platform)
+    except ServiceError:
+        return None
+    path = plist_path() if kind == "launchd" else unit_path()
+    if not _is_ours(path):
+        return None
+    try:
+        mtime = os.stat(path).st_mtime
+    except OSError:
+        return None
+    start = ([_show(a) for a, _ in launchctl_install(path, os.getuid())] if kind == "launchd"
+             else [_show(["systemctl", "--user", "daemon-reload"]), _show(["systemctl", "--user", "enable", "--now", UNIT])])
+    return {"path": path, "kind": kind, "installed_at": mtime, "start": start}
+
+
 def _show(argv):
     import shlex
 

@@ -56,15 +56,16 @@ def find_claude_bin():
 
     ``$CC_CONTINUITY_CLAUDE_BIN`` wins and must be valid (CI sets it: a bad
     value is an error, not a skip); then the cache ``.ci/install-claude.sh``
-    fills (``$CC_CLAUDE_CACHE``, the user's cache dir, the old /opt one); then
-    ``claude`` on PATH.
+    fills (``$CC_CLAUDE_CACHE`` alone when set, as for that script; else the
+    user's cache dir and the old /opt one); then ``claude`` on PATH.
     """
     explicit = os.environ.get(CLAUDE_BIN_ENV)
     if explicit:
         if not (os.path.isfile(explicit) and os.access(explicit, os.X_OK)):
             raise ClaudeBinError("%s=%s is not an executable file" % (CLAUDE_BIN_ENV, explicit))
         return os.path.abspath(explicit)
-    for cache in (os.environ.get("CC_CLAUDE_CACHE"), *default_caches()):
+    pinned = os.environ.get("CC_CLAUDE_CACHE")
+    for cache in ([pinned] if pinned else default_caches()):
         if cache:
             candidate = os.path.join(cache, "node_modules", ".bin", "claude")
             if os.path.isfile(candidate) and os.access(candidate, os.X_OK):

@@ -4,6 +4,7 @@ rotates the session id, and ``claude -p`` works."""
 
 import json
 import os
+import re
 import sys
 import textwrap
 
@@ -142,3 +143,10 @@ def test_exit_and_restart_with_resume(sandbox_factory):
     assert resumed["payload"]["session_id"] == first.session_id
     again = sb.ask("what was the word")
     assert again.session_id == first.session_id and again.contains("remember the word octopus")
+
+
+def test_the_claude_binary_is_found_and_answers(claude_bin, claude_bin_version):
+    """Which claude the suite drives (also what tests/test_e2e_runner.py runs the runner on)."""
+    assert os.path.isabs(claude_bin) and os.access(claude_bin, os.X_OK)
+    assert re.match(r"^\d+\.\d+\.\d+", claude_bin_version), claude_bin_version
+    print("e2e: claude %s at %s" % (claude_bin_version, claude_bin))

@@ -105,6 +105,7 @@ class HookDriver:
         self.tmux, self.tmux_pane = tmux, tmux_pane
         self.transcripts = {}
         self.outcomes = []  # (event, sid, ms, outcome) of every hook run through hook()
+        self.last_wire = None  # how the last Stop asked for more: "additionalContext", "decision" or None
         files = {"README.md": "hello\n"} if files is None else files
         for rel, text in files.items():
             path = os.path.join(self.root, rel)
@@ -191,10 +192,29 @@ class HookDriver:
         self.outcomes.append((event, session_id, ms, outcome))
         assert not outcome.startswith(FAILED_OPEN), "%s failed open: %s" % (event, outcome)
         out = res.stdout.decode("utf-8")
+        self.last_wire = None
         if not out:
             return None
         obj = json.loads(out)
         assert isinstance(obj, dict), out
+        if event == "Stop":
+            obj = self._stop_request(obj)
+        return obj
+
+    def _stop_request(self, obj):
+        """A Stop's request for more, in the handler's terms: ``{"decision": "block", "reason": ...}``.
+
+        On the Claude Code versions that take it (the transcript rows say 2.1.328) the wire
+        shape is ``hookSpecificOutput.additionalContext`` (hooks.stop_wire); ``last_wire``
+        says which one came, so tests about the request need not care.
+        """
+        hso = obj.get("hookSpecificOutput")
+        if isinstance(hso, dict) and "additionalContext" in hso:
+            assert obj == {"hookSpecificOutput": {"hookEventName": "Stop", "additionalContext": hso["additionalContext"]}}, obj
+            self.last_wire = "additionalContext"
+            return {"decision": "block", "reason": hso["additionalContext"]}
+        if obj.get("decision") == "block":
+            self.last_wire = "decision"
         return obj
 
     def start(self, event, session_id, *, env=None, **fields):

@@ -1,0 +1,101 @@
+"""``.ci/run`` works as root (CI here) and as a normal user: checked with ``bash -n`` and its
+``--dry-run``, which checks tools and Python and says what it would install and run.
+
+The normal user is real (``setpriv`` to nobody, when available); the PEP 668
+interpreter is this machine's /usr/bin/python3.
+"""
+
+import os
+import shutil
+import subprocess
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RUN = os.path.join(REPO, ".ci", "run")
+TOOLS = ("tmux", "zsh", "fish", "git", "npm")
+
+
+def bin_dir(tmp_path, python, tools=TOOLS):
+    """A PATH dir holding just ``python3`` (-> ``python``) and ``tools`` (links to the real ones)."""
+    d = tmp_path / "bin"
+    d.mkdir()
+    os.symlink(python, d / "python3")
+    for t in tools + ("id", "dirname", "env", "tail", "cat", "mkdir"):
+        os.symlink(shutil.which(t), d / t)
+    return str(d)
+
+
+def dry(path, home, as_nobody=False):
+    env = {"PATH": path, "HOME": str(home), "XDG_CACHE_HOME": str(home / "cache"), "LANG": "C.UTF-8"}
+    pre = [shutil.which("setpriv"), "--reuid=65534", "--regid=65534", "--clear-groups"] if as_nobody else []
+    return subprocess.run(pre + ["/bin/bash", RUN, "--dry-run"], env=env, capture_output=True, text=True,
+                          timeout=60, cwd="/")
+
+
+def test_scripts_parse():
+    for script in (RUN, os.path.join(REPO, ".ci", "install-claude.sh")):
+        p = subprocess.run(["bash", "-n", script], capture_output=True, text=True, timeout=30)
+        assert p.returncode == 0, p.stderr
+
+
+@pytest.mark.skipif(not all(shutil.which(t) for t in TOOLS), reason="needs the CI tools")
+def test_dry_run_with_everything_there_plans_the_readme_commands(tmp_path):
+    import sys
+
+    p = dry(bin_dir(tmp_path, sys.executable), tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert "would run: python3 -m pip install -q --disable-pip-version-check -e .[dev]" in p.stdout
+    assert "would run: ruff, mypy, python3 -m pytest, then python3 -m pytest -m e2e once per version" in p.stdout
+    assert "into %s/cache/cc-continuity" % tmp_path in p.stdout, "Claude Code cached under the user's cache dir"
+    assert "/opt" not in p.stdout + p.stderr
+
+
+@pytest.mark.skipif(not (os.path.exists("/usr/bin/python3") and all(shutil.which(t) for t in TOOLS)),
+                    reason="needs /usr/bin/python3 and the CI tools")
+def test_an_externally_managed_python_gets_a_venv_in_the_cache_dir(tmp_path):
+    import sysconfig  # noqa: F401  (the check itself runs in the script)
+
+    managed = subprocess.run(["/usr/bin/python3", "-c", "import os, sysconfig; print(os.path.exists(os.path.join("
+                              "sysconfig.get_path('stdlib'), 'EXTERNALLY-MANAGED')))"], capture_output=True,
+                             text=True, timeout=30).stdout.strip()
+    if managed != "True":
+        pytest.skip("/usr/bin/python3 is not externally managed here")
+    p = dry(bin_dir(tmp_path, "/usr/bin/python3"), tmp_path)
+    assert p.returncode == 0, p.stderr
+    venv = "%s/cache/cc-continuity/ci-venv" % tmp_path
+    assert "is externally managed (PEP 668): using the virtualenv %s" % venv in p.stdout
+    assert "would run: python3 -m venv %s" % venv in p.stdout
+
+
+@pytest.mark.skipif(shutil.which("setpriv") is None or os.getuid() != 0, reason="needs root and setpriv")
+def test_a_normal_user_missing_tools_is_told_what_to_install():
+    import pathlib
+    import sys
+    import tempfile
+
+    base = pathlib.Path(tempfile.mkdtemp(prefix="cc-ci-"))  # /tmp/pytest-of-root is closed to nobody
+    try:
+        base.chmod(0o755)
+        home = base / "nobody"
+        home.mkdir()
+        os.chown(home, 65534, 65534)
+        path = bin_dir(base, sys.executable, tools=("git",))
+        p = dry(path, home, as_nobody=True)
+    finally:
+        shutil.rmtree(base)
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert "ci: missing tmux zsh fish npm; install them first" in p.stderr, p.stderr
+    assert "sudo apt-get install tmux zsh fish npm" in p.stderr and "brew install tmux zsh fish npm" in p.stderr
+    assert "would run: apt-get" not in p.stdout
+    assert "command not found" not in p.stderr
+
+
+@pytest.mark.skipif(os.getuid() != 0 or shutil.which("apt-get") is None, reason="root with apt-get only")
+def test_root_missing_tools_installs_them(tmp_path):
+    import sys
+
+    path = bin_dir(tmp_path, sys.executable, tools=("git", "apt-get"))
+    p = dry(path, tmp_path)
+    assert "ci: installing tmux zsh fish npm" in p.stdout
+    assert "would run: apt-get update -qq" in p.stdout

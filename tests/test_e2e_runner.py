@@ -1,0 +1,45 @@
+"""``python3 -m pytest -m e2e`` as the README gives it: with a claude on PATH it drives that
+one; with none it fails loudly (a run that skips everything would pass and prove nothing).
+
+The runner runs for real on one e2e test that needs only the binary; the
+caches .ci/install-claude.sh fills are pointed at an empty dir, so PATH is
+all there is.
+"""
+
+import os
+import subprocess
+import sys
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ONE = "tests/e2e/test_harness_smoke.py::test_the_claude_binary_is_found_and_answers"
+
+
+def runner(tmp_path, path):
+    env = {k: v for k, v in os.environ.items() if k not in ("CC_CONTINUITY_CLAUDE_BIN", "CC_CLAUDE_VERSION")}
+    empty = tmp_path / "no-cache"
+    empty.mkdir(exist_ok=True)
+    env.update(PATH=path, CC_CLAUDE_CACHE=str(empty), XDG_CACHE_HOME=str(empty))
+    return subprocess.run([sys.executable, "-m", "pytest", "-m", "e2e", "-q", "-s", "-p", "no:cacheprovider", ONE],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+
+
+def test_claude_on_path_is_the_one_driven(tmp_path):
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    log = tmp_path / "calls.log"
+    fake = bindir / "claude"
+    fake.write_text("#!/bin/sh\necho \"$@\" >> %s\necho '2.1.328 (Claude Code)'\n" % log)
+    fake.chmod(0o755)
+    p = runner(tmp_path, "%s:/usr/bin:/bin" % bindir)
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    assert "1 passed" in p.stdout and "skipped" not in p.stdout, p.stdout
+    assert "e2e: claude 2.1.328 at %s" % fake in p.stdout
+    assert log.read_text().split() == ["--version"]
+
+
+def test_no_claude_anywhere_fails_loudly(tmp_path):
+    p = runner(tmp_path, "/usr/bin:/bin")
+    assert p.returncode != 0, p.stdout
+    assert "no Claude Code binary for the e2e suite" in p.stdout, p.stdout[-2000:]
+    assert "put claude on PATH" in p.stdout and "install-claude.sh" in p.stdout
+    assert "skipped" not in p.stdout.splitlines()[-1], p.stdout
