@@ -28,7 +28,7 @@ import subprocess
 import tempfile
 import time
 
-from . import config, errors, ledger
+from . import config, errors, ledger, rotation
 from .procs import pid_alive, reap
 
 WINDOW = 200_000
@@ -275,7 +275,7 @@ def _is_rotator(pid):
     """Is ``pid`` still a cc-continuity rotator (and not a recycled pid of something else)?"""
     try:
         with open("/proc/%d/cmdline" % pid, "rb") as f:
-            return b"cc_continuity.rotator" in f.read()
+            return rotation.ROTATOR_MODULE.encode() in f.read()
     except OSError:
         return False
 

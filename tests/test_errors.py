@@ -4,7 +4,8 @@ import os
 import subprocess
 import sys
 
-from cc_continuity import cli, config, errors, gitsnap, rotator, tmux
+from cc_continuity import cli, config, errors, gitsnap, tmux
+from cc_continuity.tmux import rotator
 from cc_continuity.install import app, blocks, manifest, plugin, settings, skills
 from cc_continuity.install import InstallError
 from cc_continuity.watch import service

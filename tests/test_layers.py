@@ -17,11 +17,13 @@ ENTRY = {"cli", "__main__", "statusmain"}
 # Besides the root and itself, what each area may import.
 ALLOWED = {
     "root": set(),
-    "hooks": set(),
-    "watch": {"install"},              # the service files name the installed launcher (install.app)
+    "tmux": set(),                     # the pane and the rotator talk to tmux and to the root only
+    "hooks": {"tmux"},                 # Stop starts the rotator and asks whether tmux can drive (tmux.can_drive)
+    "watch": {"install", "tmux"},      # service files name the installed launcher (install.app); the watchdog types
+                                       # into panes and re-spawns a rotator from its saved plan
     "install": {"hooks"},              # the hook table's events (hooks.EVENT_OF), to check what is installed
-    "rehearse": {"install"},           # it installs into a throwaway HOME, as the user would
-    "commands": {"hooks", "install", "watch", "rehearse"},
+    "rehearse": {"install", "tmux"},   # it installs into a throwaway HOME, as the user would, and drives a real pane
+    "commands": {"hooks", "install", "watch", "rehearse", "tmux"},
 }
 # Root modules that belong to a feature area (until they move into its folder).
 AREA_OF_ROOT_MODULE = {"rehearse": "rehearse", "scripted_model": "rehearse"}

@@ -23,7 +23,7 @@ Every call also leaves the mod's heartbeat (:func:`rotation.mod_heartbeat`), whi
 is how the Stop hook knows it may choose the mod.
 """
 
-from .. import meter, paths, rotation, session
+from .. import meter, paths, rotation, session, tmux
 from . import common
 
 MOD_EVENTS = ("ModHello", "ModTurnEnd", "ModCompact", "ModDone")
@@ -144,7 +144,7 @@ def done(ctx, n, sdir):
     proj = ctx.project
     rotation.give_back(ctx.session_id, "mod")
     rec = session.load(sdir)
-    if not (rec.get("rotator_pid") and rotation.can_use_tmux(rec, ctx.cfg)):
+    if not (rec.get("rotator_pid") and tmux.can_drive(rec, ctx.cfg)):
         with proj.lock():
             rec = session.load(sdir)
             if rec["state"] == session.ROTATING:
