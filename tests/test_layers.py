@@ -17,13 +17,16 @@ ENTRY = {"cli", "__main__", "statusmain"}
 # Besides the root and itself, what each area may import.
 ALLOWED = {
     "root": set(),
-    "tmux": set(),                     # the pane and the rotator talk to tmux and to the root only
-    "hooks": {"tmux"},                 # Stop starts the rotator and asks whether tmux can drive (tmux.can_drive)
-    "watch": {"install", "tmux"},      # service files name the installed launcher (install.app); the watchdog types
-                                       # into panes and re-spawns a rotator from its saved plan
-    "install": {"hooks"},              # the hook table's events (hooks.EVENT_OF), to check what is installed
+    "notify": set(),                   # the push spool and its flusher talk to the ntfy server and the root only
+    "tmux": {"notify"},                # a failed rotation is never silent: the rotator sends the urgent push
+    "hooks": {"tmux", "notify"},       # Stop starts the rotator and asks whether tmux can drive (tmux.can_drive);
+                                       # lifecycle pushes go out from the hook that saw the step
+    "watch": {"install", "tmux", "notify"},  # service files name the installed launcher (install.app); the
+                                       # watchdog types into panes, re-spawns a rotator from its saved plan, pushes
+    "install": {"hooks", "notify"},    # the hook table's events (hooks.EVENT_OF), to check what is installed;
+                                       # doctor --notify-test sends one push
     "rehearse": {"install", "tmux"},   # it installs into a throwaway HOME, as the user would, and drives a real pane
-    "commands": {"hooks", "install", "watch", "rehearse", "tmux"},
+    "commands": {"hooks", "install", "watch", "rehearse", "tmux", "notify"},
 }
 # Root modules that belong to a feature area (until they move into its folder).
 AREA_OF_ROOT_MODULE = {"rehearse": "rehearse", "scripted_model": "rehearse"}
