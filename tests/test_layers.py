@@ -1,9 +1,10 @@
 """The layers, as built: who may import whom (docs/ARCHITECTURE.md, "Layers").
 
 Every import in the package counts, function-local ones included: a lazy import
-still ties the layers.  The root holds the foundation, the domain and, for now, a
-few adapters that have not moved into folders yet; it imports only itself.  Each
-folder imports the root, itself and the folders listed for it; nothing imports
+still ties the layers.  The root holds the foundation, the domain and what the
+per-tool-call path loads (the status line); it imports only itself.  Each folder
+is named after what it talks to (tmux, ntfy, Claude Code's hooks, ...) and
+imports the root, itself and the folders listed for it; nothing imports
 ``commands/`` but the CLI.  A new edge is a decision: add it here, with why.
 """
 
@@ -28,8 +29,8 @@ ALLOWED = {
     "rehearse": {"install", "tmux"},   # it installs into a throwaway HOME, as the user would, and drives a real pane
     "commands": {"hooks", "install", "watch", "rehearse", "tmux", "notify"},
 }
-# Root modules that belong to a feature area (until they move into its folder).
-AREA_OF_ROOT_MODULE = {"rehearse": "rehearse", "scripted_model": "rehearse"}
+# Root modules that belong to a feature area (until they move into its folder): none left.
+AREA_OF_ROOT_MODULE: dict = {}
 
 
 def _area(module):
