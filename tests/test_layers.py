@@ -24,10 +24,11 @@ ALLOWED = {
                                        # lifecycle pushes go out from the hook that saw the step
     "watch": {"install", "tmux", "notify"},  # service files name the installed launcher (install.app); the
                                        # watchdog types into panes, re-spawns a rotator from its saved plan, pushes
-    "install": {"hooks", "notify"},    # the hook table's events (hooks.EVENT_OF), to check what is installed;
-                                       # doctor --notify-test sends one push
+    "install": set(),                  # it writes settings.json, blocks, the wrapper and the app copy: root only
+    "doctor": {"install", "hooks", "notify"},  # it reads what install wrote (install.settings, .manifest, ...),
+                                       # checks the hook table's events (hooks.EVENT_OF), --notify-test pushes once
     "rehearse": {"install", "tmux"},   # it installs into a throwaway HOME, as the user would, and drives a real pane
-    "commands": {"hooks", "install", "watch", "rehearse", "tmux", "notify"},
+    "commands": {"hooks", "install", "watch", "rehearse", "tmux", "notify", "doctor"},
 }
 # Root modules that belong to a feature area (until they move into its folder): none left.
 AREA_OF_ROOT_MODULE: dict = {}
