@@ -23,7 +23,7 @@ Every call also leaves the mod's heartbeat (:func:`rotation.mod_heartbeat`), whi
 is how the Stop hook knows it may choose the mod.
 """
 
-from .. import meter, paths, rotation, session, tmux
+from .. import meter, paths, rotation, session
 from . import common
 
 MOD_EVENTS = ("ModHello", "ModTurnEnd", "ModCompact", "ModDone")
@@ -141,6 +141,8 @@ def done(ctx, n, sdir):
         ctx.outcome = "mod %s" % record["step"]
         return None
     # Give the hand-over back: a tmux rotator standing by takes it, else the user types /clear.
+    from .. import tmux  # here: every mod call of a turn end would load it otherwise
+
     proj = ctx.project
     rotation.give_back(ctx.session_id, "mod")
     rec = session.load(sdir)
