@@ -17,6 +17,8 @@ import time
 from . import atomic, fastjson, paths, session
 
 DRIVERS = ("mod", "tmux", "manual")
+# The rotator's identity: how it is started (``python -m``) and recognised among processes.
+ROTATOR_MODULE = "cc_continuity.tmux.rotator"
 MOD_FRESH_S = 24 * 3600  # a heartbeat older than this is not taken as a live mod
 
 
@@ -145,11 +147,15 @@ def sweep_handovers(now=None, keep_s=24 * 3600):
     return removed
 
 
-def choose_driver(rec, cfg):
-    """``mod`` when this process's mod is alive and allowed, else ``tmux`` when usable, else ``manual``."""
+def choose_driver(rec, cfg, tmux_usable):
+    """``mod`` when this process's mod is alive and allowed, else ``tmux`` when usable, else ``manual``.
+
+    ``tmux_usable``: whether a tmux rotator can drive this session (the caller asks
+    the adapter, :func:`cc_continuity.tmux.can_drive`; the domain does not talk to tmux).
+    """
     if cfg["mod"] and mod_alive(rec.get("pid")):
         return "mod"
-    if can_use_tmux(rec, cfg):
+    if tmux_usable:
         return "tmux"
     return "manual"
 
@@ -193,14 +199,6 @@ def plan(rec, sdir, cfg, successor_name, project_lock=None, standby_s=None):
     return out
 
 
-def can_use_tmux(rec, cfg):
-    if not cfg["tmux"] or not rec.get("tmux_pane") or not rec.get("tmux_socket"):
-        return False
-    from .tmux import Pane
-
-    return Pane.from_env({"TMUX": "%s,0,0" % rec["tmux_socket"], "TMUX_PANE": rec["tmux_pane"]}) is not None
-
-
 def handover(rec, sdir, successor_name, root, last_request=None):
     """What the mod is told to do for a verified checkpoint: clear, then submit this."""
     cid = (rec.get("checkpoint") or {}).get("id") or session.checkpoint_id(rec["number"])
@@ -208,18 +206,3 @@ def handover(rec, sdir, successor_name, root, last_request=None):
             "session_id": rec.get("session_id"),
             "continuation": continuation_prompt(cid, successor_name, "mod", root, session.handoff_path(sdir),
                                                 last_request)}
-
-
-def start(rec, sdir, cfg, successor_name, project_lock=None, standby_s=None):
-    """Spawn the rotator for a verified checkpoint; returns its pid."""
-    from . import rotator
-
-    import json
-
-    p = plan(rec, sdir, cfg, successor_name, project_lock, standby_s)
-    path = session.checkpoint_dir(sdir) + "/rotator-plan.json"
-    atomic.write_text(path, json.dumps(p, indent=2) + "\n")
-    from . import paths
-
-    paths.ensure_dir(paths.logs_dir())
-    return rotator.spawn(path, log_path=paths.logs_dir() + "/rotator.log")

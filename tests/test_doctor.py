@@ -14,7 +14,8 @@ import pytest
 
 from cc_continuity import __version__, atomic, launchenv, lock, paths
 from cc_continuity.commands import doctor
-from cc_continuity.install import blocks, checks, settings, wrapper
+from cc_continuity.doctor import checks
+from cc_continuity.install import blocks, settings, wrapper
 from cc_continuity.install import skills as install_skills
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -4,11 +4,13 @@ import os
 import subprocess
 import sys
 
-from cc_continuity import cli, config, errors, gitsnap, rotator, tmux
+from cc_continuity import cli, config, errors, gitsnap, tmux
+from cc_continuity.tmux import rotator
 from cc_continuity.install import app, blocks, manifest, plugin, settings, skills
 from cc_continuity.install import InstallError
 from cc_continuity.watch import service
-from cc_continuity import rehearse, scripted_model
+from cc_continuity import rehearse
+from cc_continuity.rehearse import scripted_model
 
 
 def test_every_user_facing_error_has_its_area_and_its_builtin():

@@ -14,7 +14,7 @@ import time
 import pytest
 
 from cc_continuity import config, session
-from cc_continuity.install import checks
+from cc_continuity.doctor import checks
 from helpers.hookdriver import HookDriver, handoff_text, tokens_at
 
 S1 = "a1a1a1a1-0000-4000-8000-000000000001"

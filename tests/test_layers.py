@@ -1,9 +1,10 @@
 """The layers, as built: who may import whom (docs/ARCHITECTURE.md, "Layers").
 
 Every import in the package counts, function-local ones included: a lazy import
-still ties the layers.  The root holds the foundation, the domain and, for now, a
-few adapters that have not moved into folders yet; it imports only itself.  Each
-folder imports the root, itself and the folders listed for it; nothing imports
+still ties the layers.  The root holds the foundation, the domain and what the
+per-tool-call path loads (the status line); it imports only itself.  Each folder
+is named after what it talks to (tmux, ntfy, Claude Code's hooks, ...) and
+imports the root, itself and the folders listed for it; nothing imports
 ``commands/`` but the CLI.  A new edge is a decision: add it here, with why.
 """
 
@@ -17,14 +18,20 @@ ENTRY = {"cli", "__main__", "statusmain"}
 # Besides the root and itself, what each area may import.
 ALLOWED = {
     "root": set(),
-    "hooks": set(),
-    "watch": {"install"},              # the service files name the installed launcher (install.app)
-    "install": {"hooks"},              # the hook table's events (hooks.EVENT_OF), to check what is installed
-    "rehearse": {"install"},           # it installs into a throwaway HOME, as the user would
-    "commands": {"hooks", "install", "watch", "rehearse"},
+    "notify": set(),                   # the push spool and its flusher talk to the ntfy server and the root only
+    "tmux": {"notify"},                # a failed rotation is never silent: the rotator sends the urgent push
+    "hooks": {"tmux", "notify"},       # Stop starts the rotator and asks whether tmux can drive (tmux.can_drive);
+                                       # lifecycle pushes go out from the hook that saw the step
+    "watch": {"install", "tmux", "notify"},  # service files name the installed launcher (install.app); the
+                                       # watchdog types into panes, re-spawns a rotator from its saved plan, pushes
+    "install": set(),                  # it writes settings.json, blocks, the wrapper and the app copy: root only
+    "doctor": {"install", "hooks", "notify"},  # it reads what install wrote (install.settings, .manifest, ...),
+                                       # checks the hook table's events (hooks.EVENT_OF), --notify-test pushes once
+    "rehearse": {"install", "tmux"},   # it installs into a throwaway HOME, as the user would, and drives a real pane
+    "commands": {"hooks", "install", "watch", "rehearse", "tmux", "notify", "doctor"},
 }
-# Root modules that belong to a feature area (until they move into its folder).
-AREA_OF_ROOT_MODULE = {"rehearse": "rehearse", "scripted_model": "rehearse"}
+# Root modules that belong to a feature area (until they move into its folder): none left.
+AREA_OF_ROOT_MODULE: dict = {}
 
 
 def _area(module):

@@ -12,7 +12,7 @@ import subprocess
 import pytest
 
 from cc_continuity import config, gitsnap
-from cc_continuity.install import checks
+from cc_continuity.doctor import checks
 
 SECRET = "password=hunter2-local-only"
 

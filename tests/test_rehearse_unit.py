@@ -10,7 +10,7 @@ import pytest
 
 from cc_continuity import cli, config, handoff, meter, rehearse
 from cc_continuity.install import settings
-from cc_continuity.scripted_model import ScriptedModel, validate_scenario
+from cc_continuity.rehearse.scripted_model import ScriptedModel, validate_scenario
 
 DEFAULTS = config.load(None)
 

@@ -8,7 +8,8 @@ import time
 
 import pytest
 
-from cc_continuity import ledger, rotator
+from cc_continuity import ledger
+from cc_continuity.tmux import rotator
 
 pytestmark = pytest.mark.skipif(not __import__("shutil").which("tmux"), reason="needs tmux")
 
@@ -42,7 +43,7 @@ class Setup:
             json.dump(self.plan, f)
 
     def rotate(self, timeout=40):
-        return subprocess.run([sys.executable, "-m", "cc_continuity.rotator", self.plan_path],
+        return subprocess.run([sys.executable, "-m", "cc_continuity.tmux.rotator", self.plan_path],
                               capture_output=True, text=True, timeout=timeout)
 
     def records(self):
@@ -106,7 +107,7 @@ def test_a_user_typing_holds_the_rotation_and_their_prompt_goes_where_they_sent_
               timeouts={"idle_s": 20, "marker_s": 3, "delivery_s": 3, "type_s": 1.5, "quiet_s": 1, "draft_s": 5})
     kb = server.keyboard()
     try:
-        proc = subprocess.Popen([sys.executable, "-m", "cc_continuity.rotator", s.plan_path])
+        proc = subprocess.Popen([sys.executable, "-m", "cc_continuity.tmux.rotator", s.plan_path])
         time.sleep(0.5)
         kb.type("also add a changelog entry", cps=12)  # ~2.2 s of typing, across the idle moment
         kb.press(b"\r")
@@ -124,7 +125,7 @@ def test_it_never_types_into_a_pane_whose_claude_is_gone(server, tmp_path):
     s.plan["claude_pid"] = s.run.pid()
     with open(s.plan_path, "w") as f:
         json.dump(s.plan, f)
-    proc = subprocess.Popen([sys.executable, "-m", "cc_continuity.rotator", s.plan_path])
+    proc = subprocess.Popen([sys.executable, "-m", "cc_continuity.tmux.rotator", s.plan_path])
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline and "begin" not in s.steps():
         time.sleep(0.05)
@@ -265,7 +266,7 @@ def test_bad_plans_are_refused_with_a_clear_reason(tmp_path, change, message):
     path.write_text(json.dumps(plan))
     with pytest.raises(rotator.PlanError, match=message):
         rotator.load_plan(str(path))
-    res = subprocess.run([sys.executable, "-m", "cc_continuity.rotator", str(path)],
+    res = subprocess.run([sys.executable, "-m", "cc_continuity.tmux.rotator", str(path)],
                          capture_output=True, text=True, timeout=20)
     assert res.returncode == 1 and message in res.stderr
     assert [r["step"] for r in ledger.read(plan["ledger"])] == ["failed"]
@@ -292,7 +293,7 @@ def test_spawned_rotator_outlives_its_short_lived_parent(server, tmp_path):
     log = str(tmp_path / "rotator.log")
     parent = subprocess.run(
         [sys.executable, "-c",
-         "import sys; from cc_continuity.rotator import spawn; print(spawn(sys.argv[1], sys.argv[2]))",
+         "import sys; from cc_continuity.tmux.rotator import spawn; print(spawn(sys.argv[1], sys.argv[2]))",
          s.plan_path, log],
         capture_output=True, text=True, timeout=20)
     assert parent.returncode == 0, parent.stderr
@@ -312,7 +313,7 @@ def test_spawned_rotator_outlives_its_short_lived_parent(server, tmp_path):
 
 def test_terminated_rotator_records_why(server, tmp_path):
     s = Setup(server, tmp_path, "--busy-start", "30")
-    proc = subprocess.Popen([sys.executable, "-m", "cc_continuity.rotator", s.plan_path])
+    proc = subprocess.Popen([sys.executable, "-m", "cc_continuity.tmux.rotator", s.plan_path])
     try:
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline and "begin" not in s.steps():
@@ -371,7 +372,7 @@ def test_an_enter_that_did_not_take_is_recovered_before_the_user_types_behind_it
               timeouts={"idle_s": 20, "marker_s": 3, "delivery_s": 3, "type_s": 1.5, "quiet_s": 1, "draft_s": 10})
     kb = server.keyboard()
     try:
-        proc = subprocess.Popen([sys.executable, "-m", "cc_continuity.rotator", s.plan_path])
+        proc = subprocess.Popen([sys.executable, "-m", "cc_continuity.tmux.rotator", s.plan_path])
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and CONTINUATION[:30] not in s.run.pane.input_text(s.run.pane.capture()):
             time.sleep(0.005)

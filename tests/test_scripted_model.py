@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from cc_continuity.scripted_model import ScenarioError, ScriptedModel, load_scenario, validate_scenario
+from cc_continuity.rehearse.scripted_model import ScenarioError, ScriptedModel, load_scenario, validate_scenario
 
 SID = "11111111-2222-3333-4444-555555555555"
 
@@ -407,7 +407,7 @@ def test_module_serves_a_scenario_file_until_stopped(tmp_path):
     scenario = tmp_path / "scenario.json"
     scenario.write_text(json.dumps({"rules": [{"reply": "from the file"}]}))
     log = tmp_path / "cli.jsonl"
-    proc = subprocess.Popen([sys.executable, "-m", "cc_continuity.scripted_model", str(scenario), "--log", str(log)],
+    proc = subprocess.Popen([sys.executable, "-m", "cc_continuity.rehearse.scripted_model", str(scenario), "--log", str(log)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         url = proc.stdout.readline().strip()
@@ -419,6 +419,6 @@ def test_module_serves_a_scenario_file_until_stopped(tmp_path):
     finally:
         proc.terminate()
         proc.wait(10)
-    bad = subprocess.run([sys.executable, "-m", "cc_continuity.scripted_model", str(tmp_path / "missing.json")],
+    bad = subprocess.run([sys.executable, "-m", "cc_continuity.rehearse.scripted_model", str(tmp_path / "missing.json")],
                          capture_output=True, text=True, timeout=30)
     assert bad.returncode == 2 and "missing.json" in bad.stderr

@@ -1,6 +1,6 @@
 """``cc-continuity doctor [--fix] [--json] [--notify-test]``: is everything wired, and if not, how to fix it.
 
-One line per check (see :mod:`cc_continuity.install.checks`), green or red,
+One line per check (see :mod:`cc_continuity.doctor.checks`), green or red,
 each red one followed by its exact fix.  Exit status 1 when anything is red.
 ``--fix`` only removes leftovers of ours; everything else is for the user (or
 ``cc-continuity install``) to do, because doctor never edits their files.
@@ -10,7 +10,7 @@ import json
 import os
 import sys
 
-from ..install import checks
+from ..doctor import checks
 
 _GREEN, _RED, _DIM, _RESET = "\033[32m", "\033[31m", "\033[2m", "\033[0m"
 

@@ -141,10 +141,12 @@ def done(ctx, n, sdir):
         ctx.outcome = "mod %s" % record["step"]
         return None
     # Give the hand-over back: a tmux rotator standing by takes it, else the user types /clear.
+    from .. import tmux  # here: every mod call of a turn end would load it otherwise
+
     proj = ctx.project
     rotation.give_back(ctx.session_id, "mod")
     rec = session.load(sdir)
-    if not (rec.get("rotator_pid") and rotation.can_use_tmux(rec, ctx.cfg)):
+    if not (rec.get("rotator_pid") and tmux.can_drive(rec, ctx.cfg)):
         with proj.lock():
             rec = session.load(sdir)
             if rec["state"] == session.ROTATING:

@@ -179,7 +179,8 @@ def _verified(ctx, n, sdir, check, degraded, tries, driver=None):
     in-process; a tmux rotator stands by in case it does not), else the tmux
     rotator, else the user's own /clear.  The ledger and the record say which.
     """
-    from .. import rotation
+    from .. import rotation, tmux
+    from ..tmux import rotator
 
     try:
         snap = checkpoint.read_json(checkpoint.cp_dir(sdir) + "/snapshot.json")
@@ -197,8 +198,9 @@ def _verified(ctx, n, sdir, check, degraded, tries, driver=None):
         except (OSError, ValueError) as e:
             ctx.log(sdir, {"ev": "bootstrap_prepare_failed", "error": str(e)[:200]})
         successor_name = proj.session_name(proj.peek_next_number())
-        driver = driver or rotation.choose_driver(rec, ctx.cfg)
-        use_tmux = driver != "manual" and rotation.can_use_tmux(rec, ctx.cfg)
+        tmux_ok = tmux.can_drive(rec, ctx.cfg)
+        driver = driver or rotation.choose_driver(rec, ctx.cfg, tmux_ok)
+        use_tmux = driver != "manual" and tmux_ok
         why = {"mod": "the mod hands over in-process", "tmux": "tmux pane %s" % rec.get("tmux_pane"),
                "manual": "no tmux: manual /clear"}[driver]
         session.transition(sdir, rec, session.AWAITING_MANUAL_CLEAR if driver == "manual" else session.ROTATING,
@@ -211,7 +213,7 @@ def _verified(ctx, n, sdir, check, degraded, tries, driver=None):
     if use_tmux:
         try:
             standby = ctx.cfg["mod_standby_s"] if driver == "mod" else None
-            pid = rotation.start(rec, sdir, ctx.cfg, successor_name, proj.lock_path, standby)
+            pid = rotator.start(rec, sdir, ctx.cfg, successor_name, proj.lock_path, standby)
             with proj.lock():
                 rec = session.load(sdir)
                 rec["rotator_pid"] = pid
@@ -240,6 +242,7 @@ def _ask_for_clear(rec):
 
 def _rotator_alive(rec):
     """Is the rotator spawned for this checkpoint still running?  (Unknown counts as alive.)"""
+    from .. import rotation
     from ..procs import pid_alive
 
     pid = rec.get("rotator_pid")
@@ -249,6 +252,6 @@ def _rotator_alive(rec):
         return False
     try:  # a recycled pid is not our rotator
         with open("/proc/%d/cmdline" % pid, "rb") as f:
-            return b"cc_continuity.rotator" in f.read()
+            return rotation.ROTATOR_MODULE.encode() in f.read()
     except OSError:
         return True

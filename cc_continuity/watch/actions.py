@@ -672,18 +672,19 @@ def _is_prompt(box, action):
 
 def _is_rotator(pid):
     """Is ``pid`` a live cc-continuity rotator process?"""
+    from .. import rotation
     from ..procs import pid_alive
 
     if not isinstance(pid, int) or isinstance(pid, bool) or not pid_alive(pid):
         return False
     try:
         with open("/proc/%d/cmdline" % pid, "rb") as f:
-            return b"cc_continuity.rotator" in f.read()
+            return rotation.ROTATOR_MODULE.encode() in f.read()
     except OSError:
         try:
             import psutil
 
-            return any("cc_continuity.rotator" in a for a in psutil.Process(pid).cmdline())
+            return any(rotation.ROTATOR_MODULE in a for a in psutil.Process(pid).cmdline())
         except Exception:
             return True   # alive and unreadable: assume it is ours, never start a second one
 
@@ -951,7 +952,8 @@ class Executor:
         """``(rotator pid, None)`` after a re-spawn, or ``(None, why not)``."""
         import json
 
-        from .. import rotator, session
+        from .. import session
+        from ..tmux import rotator
         from ..lock import Lock
 
         if not action.sdir:

@@ -13,7 +13,7 @@ import os
 
 import pytest
 
-from cc_continuity.scripted_model import ScriptedModel
+from cc_continuity.rehearse.scripted_model import ScriptedModel
 
 from .harness import CLAUDE_BIN_ENV, ClaudeBinError, ClaudeSandbox, claude_version, find_claude_bin
 

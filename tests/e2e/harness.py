@@ -18,7 +18,7 @@ import tempfile
 import time
 
 from cc_continuity.procs import reap
-from cc_continuity.scripted_model import ScriptedModel
+from cc_continuity.rehearse.scripted_model import ScriptedModel
 
 CLAUDE_BIN_ENV = "CC_CONTINUITY_CLAUDE_BIN"
 DEFAULT_CACHE = "/opt/cc-claude-cache"

@@ -387,8 +387,8 @@ def test_rotation_when_the_hook_interpreter_has_no_site_packages(sandbox_factory
     prompt(sb, task)
 
     spawned = cont.wait_event(1, "rotator_spawned", timeout=60)
-    sb.wait_for(lambda: not processes_mentioning("cc_continuity.rotator") or
-                spawned["pid"] not in processes_mentioning("cc_continuity.rotator"), 60, what="rotator to finish")
+    sb.wait_for(lambda: not processes_mentioning("cc_continuity.tmux.rotator") or
+                spawned["pid"] not in processes_mentioning("cc_continuity.tmux.rotator"), 60, what="rotator to finish")
     steps = [r["step"] for r in cont.events(1, "rotator")]
     assert steps and steps[-1] == "renamed", steps
     assert cont.record(1)["state"] == "ROTATED"

@@ -43,7 +43,7 @@ import pytest
 
 from cc_continuity import ledger
 from cc_continuity.rehearse import MODEL
-from cc_continuity.scripted_model import Request
+from cc_continuity.rehearse.scripted_model import Request
 from cc_continuity.tmux import Pane
 from cc_continuity.watch.actions import PREFIX
 
@@ -79,7 +79,7 @@ MAX_RETRIES_1 = {"CLAUDE_CODE_MAX_RETRIES": "1"}
 
 
 class ModelProcess:
-    """``python -m cc_continuity.scripted_model`` as its own process: killed for real, restarted on its port.
+    """``python -m cc_continuity.rehearse.scripted_model`` as its own process: killed for real, restarted on its port.
 
     Its request log (JSONL) is the record; several lives of the server append to the same file.
     ``power_cycle_command()`` is a shell command that does what a power cycle does to a server
@@ -99,7 +99,7 @@ class ModelProcess:
         self.lives = []
 
     def _argv(self, scenario):
-        return [sys.executable, "-m", "cc_continuity.scripted_model", scenario, "--port", str(self.port or 0),
+        return [sys.executable, "-m", "cc_continuity.rehearse.scripted_model", scenario, "--port", str(self.port or 0),
                 "--log", self.log]
 
     def start(self, scenario=None):
@@ -136,7 +136,7 @@ class ModelProcess:
     def power_cycle_command(self):
         py, scen = sys.executable, self.after
         return ("kill -9 $(cat %(pid)s) && sleep 0.3 && "
-                "(PYTHONPATH=%(repo)s %(py)s -m cc_continuity.scripted_model %(scen)s --port %(port)d --log %(log)s "
+                "(PYTHONPATH=%(repo)s %(py)s -m cc_continuity.rehearse.scripted_model %(scen)s --port %(port)d --log %(log)s "
                 ">/dev/null 2>&1 </dev/null & echo $! > %(pid)s)"
                 % {"pid": self.pid_file, "repo": REPO_ROOT, "py": py, "scen": scen, "port": self.port,
                    "log": self.log})

@@ -75,7 +75,7 @@ from functools import cached_property
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
-from . import errors
+from .. import errors
 
 __all__ = ["ScriptedModel", "Request", "ScenarioError", "validate_scenario", "load_scenario"]
 
@@ -875,7 +875,7 @@ def _block_events(index, block):
 
 
 def main(argv=None):
-    """Serve a scenario file until interrupted: ``python -m cc_continuity.scripted_model s.json``."""
+    """Serve a scenario file until interrupted: ``python -m cc_continuity.rehearse.scripted_model s.json``."""
     parser = argparse.ArgumentParser(prog="scripted_model", description=main.__doc__)
     parser.add_argument("scenario", nargs="?", help="scenario JSON file (default: empty scenario)")
     parser.add_argument("--port", type=int, default=0)

@@ -79,7 +79,7 @@ class Context:
         return self._once("settings", self._read_settings)
 
     def _read_settings(self):
-        from . import settings
+        from ..install import settings
 
         try:
             with open(self.settings_path, "rb") as f:
@@ -100,7 +100,7 @@ class Context:
         checks then fall back to the default locations.
         """
         def read():
-            from . import manifest
+            from ..install import manifest
 
             try:
                 return manifest.load()
@@ -114,7 +114,7 @@ class Context:
         More than one enabled is reported by :func:`check_plugin`; the others use the first.
         """
         def find():
-            from . import plugin
+            from ..install import plugin
 
             doc, _ = self.settings()
             ids = plugin.enabled(doc) if doc else []
@@ -308,14 +308,14 @@ def check_mirror(ctx):
 
 def _expected_hooks():
     """{event: matcher or None} from the fragment the installer merges."""
-    from . import settings
+    from ..install import settings
 
     return {event: groups[0].get("matcher") for event, groups in settings.load_fragment()["hooks"].items()}
 
 
 def _our_handlers(doc, event):
     """[(group, handler)] of ours registered under ``event``."""
-    from . import settings
+    from ..install import settings
 
     hooks = doc.get("hooks")
     groups = hooks.get(event) if isinstance(hooks, dict) else None
@@ -340,7 +340,7 @@ def _matcher_matches(matcher, value):
 
 
 def _handler_problems(event, group, handler, expected):
-    from . import settings
+    from ..install import settings
 
     problems = []
     python = handler.get("command")
@@ -503,7 +503,7 @@ def _logged(log, token):
 
 
 def check_statusline(ctx):
-    from . import settings
+    from ..install import settings
 
     doc, err = ctx.settings()
     if doc is None:
@@ -543,7 +543,7 @@ def launcher_path(manifest=None):
 
 def _wrapper_target(ctx):
     """(shell, rc file) the installer used, falling back to what it would use now."""
-    from . import wrapper
+    from ..install import wrapper
 
     current = wrapper.detect_shell(ctx.env)
     entries = [e for e in (ctx.manifest() or {}).get("rc") or []
@@ -560,7 +560,7 @@ _ALIAS = {
 
 
 def check_wrapper(ctx):
-    from . import blocks, wrapper
+    from ..install import blocks, wrapper
 
     manifest = ctx.manifest()
     if manifest is not None and not manifest.get("rc"):
@@ -728,7 +728,7 @@ def package_version():
 
 def check_app_copy(ctx):
     """The hooks run the copy under ``$CC_CONTINUITY_HOME/app``; it must be the version pip installed."""
-    from . import app
+    from ..install import app
 
     init = os.path.join(app.app_link(paths.home()), "cc_continuity", "__init__.py")
     want = package_version()
@@ -751,7 +751,7 @@ MODS_OFF = "turned off"
 
 
 def check_plugin(ctx):
-    from . import plugin
+    from ..install import plugin
     from .. import __version__
 
     doc, _ = ctx.settings()

@@ -5,7 +5,7 @@ end before ``/clear`` can run (typed while Claude is busy it is swallowed), so t
 hook writes a plan and :func:`spawn` starts this process in its own session; it
 outlives the hook and waits for the pane to go idle.
 
-Usage: ``python -m cc_continuity.rotator <plan.json>``. The plan::
+Usage: ``python -m cc_continuity.tmux.rotator <plan.json>``. The plan::
 
     {"socket": "/tmp/tmux-1000/default", "pane": "%3",
      "started_marker": "/abs/...",    # created by the successor's SessionStart hook
@@ -59,8 +59,8 @@ import subprocess
 import sys
 import time
 
-from . import errors, ledger, paths, procs
-from .tmux import KEYS_PER_CALL, Pane, TmuxError
+from .. import atomic, errors, ledger, paths, procs, rotation, session
+from .pane import KEYS_PER_CALL, Pane, TmuxError
 
 DEFAULT_TIMEOUTS = {"idle_s": 120.0, "marker_s": 60.0, "delivery_s": 20.0, "type_s": 5.0,
                     "quiet_s": 1.0, "draft_s": 60.0, "standby_s": 0.0}
@@ -315,7 +315,7 @@ class Rotator:
     def _save_draft(self, text):
         path = self.plan.get("draft_file")
         if path:
-            from . import atomic
+            from .. import atomic
 
             atomic.write_text(path, text, mode=0o600)
 
@@ -436,7 +436,7 @@ class Rotator:
         sid = self.plan.get("session_id")
         if not wait or not sid:
             return False
-        from . import rotation
+        from .. import rotation
 
         self.note("standby", s=wait)
         _wait_for(lambda: (self._check() or True) and (
@@ -451,14 +451,14 @@ class Rotator:
         sid = self.plan.get("session_id")
         if not sid:
             return False
-        from . import rotation
+        from .. import rotation
 
         return rotation.handover_holder(sid) == "mod"
 
     def _await_mod(self, done, timeout, what):
         """Wait while the mod does a step: True when ``done``; False when it gave the hand-over
         back (its ModDone failed) and it is ours now, so we type the step ourselves."""
-        from . import rotation
+        from .. import rotation
 
         sid = self.plan["session_id"]
         back = lambda: rotation.handover_holder(sid) is None
@@ -595,15 +595,15 @@ class Rotator:
         if not sdir or not lock_path:
             return
         try:
-            from . import session
-            from .lock import Lock
+            from .. import session
+            from ..lock import Lock
 
             with Lock(lock_path, timeout=10):
                 rec = session.load(sdir)
                 if rec["state"] != session.ROTATING:
                     return
                 session.transition(sdir, rec, session.AWAITING_MANUAL_CLEAR, "rotator failed: %s" % reason[:200])
-            from . import notify
+            from .. import notify
 
             cid = (rec.get("checkpoint") or {}).get("id") or "the checkpoint"
             notify.emit("lifecycle-failed", slug=rec.get("slug"), session=rec.get("number"),
@@ -640,7 +640,7 @@ class _pane_lock:
 
 
 def spawn(plan_path, log_path=None):
-    """Start ``python -m cc_continuity.rotator <plan>`` fully detached; return its pid.
+    """Start ``python -m cc_continuity.tmux.rotator <plan>`` fully detached; return its pid.
 
     Own session (no controlling terminal, not killed with the hook's process
     group), stdin from /dev/null, output to ``log_path`` or /dev/null: a Stop hook
@@ -648,7 +648,7 @@ def spawn(plan_path, log_path=None):
     """
     plan_path = os.path.abspath(plan_path)
     env = dict(os.environ)
-    package_parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    package_parent = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     # The app copy keeps its dependencies (libtmux) in <app>/lib: the base
     # interpreter the hooks run on need not have them.
     lib = os.path.join(package_parent, "lib")
@@ -659,7 +659,7 @@ def spawn(plan_path, log_path=None):
         out = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, paths.FILE_MODE)
     try:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "cc_continuity.rotator", plan_path],
+            [sys.executable, "-m", rotation.ROTATOR_MODULE, plan_path],
             stdin=subprocess.DEVNULL, stdout=out, stderr=out if log_path else subprocess.DEVNULL,
             cwd="/", env=env, start_new_session=True, close_fds=True,
         )
@@ -667,6 +667,15 @@ def spawn(plan_path, log_path=None):
         if log_path:
             os.close(out)
     return proc.pid
+
+
+def start(rec, sdir, cfg, successor_name, project_lock=None, standby_s=None):
+    """Write the rotation's plan (:func:`rotation.plan`) for a verified checkpoint and spawn the rotator; its pid."""
+    p = rotation.plan(rec, sdir, cfg, successor_name, project_lock, standby_s)
+    path = session.checkpoint_dir(sdir) + "/rotator-plan.json"
+    atomic.write_text(path, json.dumps(p, indent=2) + "\n")
+    paths.ensure_dir(paths.logs_dir())
+    return spawn(path, log_path=paths.logs_dir() + "/rotator.log")
 
 
 def _note_bad_plan(path, error):
@@ -683,7 +692,7 @@ def _note_bad_plan(path, error):
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) != 1:
-        print("usage: python -m cc_continuity.rotator <plan.json>", file=sys.stderr)
+        print("usage: python -m %s <plan.json>" % rotation.ROTATOR_MODULE, file=sys.stderr)
         return 2
     try:
         plan = load_plan(argv[0])

@@ -18,8 +18,8 @@ import os
 import sys
 import time
 
-from . import atomic, config, fastjson, log, paths
-from .lock import Lock, LockTimeout
+from .. import atomic, config, fastjson, log, paths
+from ..lock import Lock, LockTimeout
 
 BODY_MAX = 200
 TITLE_MAX = 120
@@ -107,7 +107,7 @@ def format_message(event, *, slug=None, session=None, ratio=None, text="", host=
     a short reason or summary; only its first line is used.  Everything is
     redacted before it is cut to size, so a cut can never expose half a secret.
     """
-    from .redact import redact  # here, not at import: compiling its rules costs ~50 ms
+    from ..redact import redact  # here, not at import: compiling its rules costs ~50 ms
 
     name = _event(event)
     label, priority, tag = EVENTS[name]
@@ -203,11 +203,11 @@ def spool(msg, url, token=None, now=None):
 
 
 def spawn_flusher():
-    """``python -m cc_continuity.notify`` in its own session, stdio on /dev/null; the Popen."""
+    """``python -m cc_continuity.notify`` (``notify/__main__.py``: :func:`main`) in its own session, stdio on /dev/null; the Popen."""
     import subprocess
 
     env = dict(os.environ)
-    parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    parent = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     extra = [parent] + ([parent + "/lib"] if os.path.isdir(parent + "/lib") else [])
     env["PYTHONPATH"] = os.pathsep.join(p for p in extra + [env.get("PYTHONPATH", "")] if p)
     return subprocess.Popen(
@@ -462,6 +462,3 @@ def send_test(url=None, token=None, project_root=None, timeout=TIMEOUT):
         return True, "delivered to %s (%s)" % (where, detail)
     return False, "%s: %s" % (where, detail)
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -28,8 +28,8 @@ import subprocess
 import tempfile
 import time
 
-from . import config, errors, ledger
-from .procs import pid_alive, reap
+from .. import config, errors, ledger, rotation
+from ..procs import pid_alive, reap
 
 WINDOW = 200_000
 MODEL = "claude-sonnet-4-5"  # Claude Code gives it a 200k window and no auto mode
@@ -131,7 +131,7 @@ def our_settings(doc):
 
     Raises RehearsalError when ``doc`` holds no hook of ours.
     """
-    from .install import settings
+    from ..install import settings
 
     hooks = {}
     for event, groups in (doc.get("hooks") or {}).items() if isinstance(doc.get("hooks"), dict) else ():
@@ -153,7 +153,7 @@ def our_settings(doc):
 
 def installed_settings(path=None):
     """(path, our part of it) from the user's Claude Code settings.json."""
-    from . import paths
+    from .. import paths
 
     path = path or os.path.join(paths.claude_config_dir(), "settings.json")
     try:
@@ -275,7 +275,7 @@ def _is_rotator(pid):
     """Is ``pid`` still a cc-continuity rotator (and not a recycled pid of something else)?"""
     try:
         with open("/proc/%d/cmdline" % pid, "rb") as f:
-            return b"cc_continuity.rotator" in f.read()
+            return rotation.ROTATOR_MODULE.encode() in f.read()
     except OSError:
         return False
 
@@ -689,7 +689,7 @@ class Rehearsal:
     def _submit(self, text, deadline):
         """Type ``text``, wait until the input box shows it (a fast Enter can be taken as part
         of a paste and lost), then press Enter."""
-        from .tmux import Pane
+        from ..tmux import Pane
 
         squash = lambda s: "".join(s.split())
         self.tmux("send-keys", "-t", self.pane, "-l", "--", text)
@@ -704,7 +704,7 @@ class Rehearsal:
             time.sleep(POLL_S)
 
     def _wait_idle(self, deadline, settle=0.3):
-        from .tmux import Pane
+        from ..tmux import Pane
 
         since = None
         while time.monotonic() < deadline:

@@ -28,7 +28,7 @@ import re
 import shutil
 import time
 
-from . import errors
+from .. import errors
 
 RULE = "───"
 PROMPT = "❯"
@@ -510,3 +510,10 @@ def tmux_name(name):
     if not clean:
         raise ValueError("empty tmux name: %r" % (name,))
     return clean
+
+
+def can_drive(rec, cfg):
+    """Can a tmux rotator drive this session: tmux allowed, its pane recorded and tmux on PATH (runs no tmux)."""
+    if not cfg["tmux"] or not rec.get("tmux_pane") or not rec.get("tmux_socket"):
+        return False
+    return Pane.from_env({"TMUX": "%s,0,0" % rec["tmux_socket"], "TMUX_PANE": rec["tmux_pane"]}) is not None
