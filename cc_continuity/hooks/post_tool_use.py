@@ -1,12 +1,16 @@
-"""PostToolUse: the per-tool-call meter update.
+"""PostToolUse (and PostToolUseFailure): the per-tool-call meter update and the action record.
 
 The common case — a fresh session card and no level change — reads the card,
 the state record and the transcript tail, appends one ledger line and
-returns: no lock, no subprocess, no ``os``, no config parsing.  Anything else
+returns: no lock, no subprocess, no ``os``, no config parsing.  The ledger line
+carries the action (``actions.record``: tool, target, failed), so a successor
+learns what was done after the checkpoint it resumes.  Anything else
 (no card yet, a stale card, a level crossing) takes the slow path once.
 """
 
-from .. import card, ledger, meter, session
+from .. import actions, card, ledger, meter, session
+
+FAILURE = "PostToolUseFailure"
 
 
 def handle(call):
@@ -26,9 +30,7 @@ def handle(call):
     except OSError:
         tokens = None
     lvl = meter.level(tokens, c["window"], c)
-    tool = call.payload.get("tool_name")
-    ledger.append(c["ledger"], {"ev": "tool", "tool": tool if isinstance(tool, str) else None, "tokens": tokens,
-                                "percent": None if tokens is None else round(100.0 * tokens / c["window"], 1)})
+    ledger.append(c["ledger"], _line(call, tokens, None if tokens is None else round(100.0 * tokens / c["window"], 1)))
     if meter.level_index(lvl) == session.notified_index(rec):
         return None
     return slow(call, logged=True)
@@ -46,9 +48,7 @@ def slow(call, logged=False):
     common.refresh_card(ctx, n, sdir, rec)
     reading = common.measure(ctx, sdir, rec)
     if not logged:
-        tool = call.payload.get("tool_name")
-        ctx.log(sdir, {"ev": "tool", "tool": tool if isinstance(tool, str) else None,
-                       "tokens": reading["tokens"], "percent": reading["percent"]})
+        ctx.log(sdir, _line(call, reading["tokens"], reading["percent"]))
     if not common.needs_level_change(rec, reading):
         ctx.outcome = "card refreshed"
         return None
@@ -56,4 +56,12 @@ def slow(call, logged=False):
     ctx.outcome = "level %s" % reading["level"]
     if not note:
         return None
-    return {"hookSpecificOutput": {"hookEventName": "PostToolUse", "additionalContext": note}}
+    return {"hookSpecificOutput": {"hookEventName": call.event, "additionalContext": note}}
+
+
+def _line(call, tokens, percent):
+    """The ``tool`` ledger line: the meter reading and the action (tool, target, failed)."""
+    tool = call.payload.get("tool_name")
+    rec = {"ev": "tool", "tool": tool if isinstance(tool, str) else None, "tokens": tokens, "percent": percent}
+    rec.update(actions.record(call.payload, failed=call.event == FAILURE))
+    return rec

@@ -1,0 +1,180 @@
+"""The action record: what each tool call did, in a few bytes, and which of those reach past the work tree.
+
+PostToolUse (and PostToolUseFailure) add three fields to the ``tool`` line they write
+to the session's ledger anyway: ``target`` (the file path, the URL or pattern, or the
+first line of a shell command, at most ``TARGET_MAX`` characters) and ``failed``.  No
+extra file and no extra write: the per-tool-call path stays one ledger append.
+
+That path cannot afford ``redact`` (it compiles ~100 regular expressions), so
+:func:`mask` masks what plainly carries a secret with string operations alone:
+``NAME=value`` where the name says secret, the word after ``--password``/``Bearer``-like
+words, URL userinfo, known token prefixes, long random-looking words.  Every reader
+that quotes a target (the successor's bootstrap) runs the full redactor over it too.
+
+:func:`side_effect` says whether an action reaches outside the work tree (a push, a
+publish, a deploy, the network, a package install): a successor must not repeat those
+blindly.  Standard library only, no ``re``, no ``os``: this module is on the hot path.
+"""
+
+TARGET_MAX = 200
+MASK = "[REDACTED]"
+
+_PATH_KEYS = ("file_path", "notebook_path", "path", "url", "pattern", "query", "description", "prompt")
+_SECRET_WORDS = ("pass", "pwd", "token", "secret", "apikey", "api_key", "api-key", "auth", "cred",
+                 "private_key", "privatekey", "access_key", "signature", "cookie", "session_key")
+_SECRET_FLAGS = frozenset(("--password", "--pass", "--passwd", "--token", "--api-key", "--apikey", "--secret",
+                           "--auth", "--auth-token", "--access-token", "--client-secret", "--otp", "-password",
+                           "bearer", "basic", "token", "authorization:", "x-api-key:", "--header-token",
+                           "sshpass", "--registry-token", "--npm-token"))
+_TOKEN_PREFIXES = ("sk-", "sk_", "pk_", "rk_", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-",
+                   "xoxb-", "xoxp-", "xoxa-", "xapp-", "akia", "asia", "aiza", "npm_", "pypi-", "hf_", "dop_v1_",
+                   "sq0", "shpat_", "eyj")
+
+
+def target(tool, tool_input):
+    """The action's target, masked and cut to ``TARGET_MAX`` (None when the call names none)."""
+    if not isinstance(tool_input, dict):
+        return None
+    cmd = tool_input.get("command")
+    if isinstance(cmd, str):
+        line = cmd.strip().split("\n", 1)[0].strip()
+        more = "\n" in cmd.strip()
+        text = mask(line[:TARGET_MAX * 2])
+        return _cut(text + (" …" if more else ""))
+    for key in _PATH_KEYS:
+        v = tool_input.get(key)
+        if isinstance(v, str) and v:
+            return _cut(mask(v.split("\n", 1)[0][:TARGET_MAX * 2]))
+    return None
+
+
+def _cut(text):
+    return text if len(text) <= TARGET_MAX else text[:TARGET_MAX - 1] + "…"
+
+
+def _secret_name(name):
+    low = name.lower().lstrip("-$").rstrip(":")
+    if not low or low.endswith(("_file", "_path", "file", "_len", "_count", "_url", "_id", "_name")):
+        return False
+    return any(w in low for w in _SECRET_WORDS)
+
+
+def _random_looking(word):
+    w = word.strip("'\"`,;()[]{}")
+    if len(w) < 24 or "/" in w or "." in w[:-1] and w.count(".") != 2:  # paths, hosts, dotted names (a JWT: 2 dots)
+        return False
+    digits = sum(1 for c in w if c.isdigit())
+    upper = sum(1 for c in w if c.isupper())
+    lower = sum(1 for c in w if c.islower())
+    if digits == len(w) or all(c in "0123456789abcdefABCDEF-" for c in w):
+        return False  # numbers, hashes, UUIDs
+    return digits >= 2 and (upper >= 2 and lower >= 2 or digits >= 6 and upper + lower >= 6)
+
+
+def _masked_word(word):
+    low = word.lower().strip("'\"")
+    if "://" in word and "@" in word.split("://", 1)[1].split("/", 1)[0]:
+        scheme, rest = word.split("://", 1)
+        host = rest.split("@", 1)[1]
+        return scheme + "://" + MASK + "@" + host
+    if "=" in word:
+        name, _, value = word.partition("=")
+        if value and _secret_name(name):
+            return name + "=" + MASK
+        if value and _masked_word(value) != value:
+            return name + "=" + _masked_word(value)
+    if len(low) >= 16 and low.startswith(_TOKEN_PREFIXES):
+        return MASK
+    if _random_looking(word):
+        return MASK
+    return word
+
+
+def mask(text):
+    """``text`` with what plainly carries a secret masked (a first pass; the full redactor follows on output)."""
+    if not text:
+        return text
+    words = text.split(" ")
+    out = []
+    hide_next = False
+    for w in words:
+        if not w:
+            out.append(w)
+            continue
+        if hide_next:
+            out.append(MASK)
+            hide_next = False
+            continue
+        low = w.lower().strip("'\"")
+        if low in _SECRET_FLAGS or (low.startswith("-") and _secret_name(low) and "=" not in low):
+            out.append(w)
+            hide_next = True
+            continue
+        if low in ("-u", "--user") and len(out) and out[0].lower() in ("curl", "wget"):
+            out.append(w)
+            hide_next = True
+            continue
+        out.append(_masked_word(w))
+    return " ".join(out)
+
+
+def record(payload, failed=False):
+    """The action fields of a ``tool`` ledger line for one PostToolUse/PostToolUseFailure payload."""
+    tool = payload.get("tool_name")
+    tool = tool if isinstance(tool, str) else None
+    out = {"target": target(tool, payload.get("tool_input"))}
+    resp = payload.get("tool_response")
+    if failed or (isinstance(resp, dict) and (resp.get("interrupted") is True or resp.get("is_error") is True)):
+        out["failed"] = True
+    return out
+
+
+# -- off the hot path: what a successor is told ------------------------------------------------
+
+_NETWORK = ("curl", "wget", "http", "https", "ssh", "scp", "rsync", "sftp", "ftp", "nc", "telnet", "aws",
+            "gcloud", "az", "gsutil", "kubectl", "helm", "terraform", "pulumi", "ansible-playbook", "flyctl",
+            "fly", "heroku", "vercel", "netlify", "firebase", "wrangler", "gh", "glab", "twine", "mail",
+            "sendmail")
+_INSTALLERS = {"pip": ("install", "uninstall"), "pip3": ("install", "uninstall"), "pipx": ("install",),
+               "uv": ("add", "pip", "sync", "tool"), "poetry": ("add", "install", "publish"),
+               "npm": ("install", "i", "add", "ci", "publish", "uninstall", "link"),
+               "pnpm": ("add", "install", "i", "publish"), "yarn": ("add", "install", "publish"),
+               "bun": ("add", "install", "publish"), "cargo": ("install", "publish"), "gem": ("install", "push"),
+               "go": ("install", "get"), "apt": ("install", "remove"), "apt-get": ("install", "remove"),
+               "brew": ("install", "uninstall"), "dnf": ("install",), "yum": ("install",), "apk": ("add",),
+               "conda": ("install",), "docker": ("push", "login", "run", "pull"),
+               "podman": ("push", "login"), "git": ("push", "fetch", "pull", "clone", "send-email"),
+               "mvn": ("deploy",), "gradle": ("publish",), "dotnet": ("nuget",), "make": ("deploy", "publish",
+                                                                                          "release", "upload")}
+_WRAPPERS = frozenset(("sudo", "env", "time", "nohup", "exec", "command", "xargs", "npx", "bunx", "uvx",
+                       "python", "python3", "-m"))
+
+
+def side_effect(tool, target_text):
+    """Why this action reached outside the work tree ("git push", "network", …), or None."""
+    if tool in ("WebFetch", "WebSearch"):
+        return "network"
+    if tool != "Bash" or not isinstance(target_text, str):
+        return None
+    for part in _commands(target_text):
+        words = [w for w in part.split() if w]
+        while words and (words[0] in _WRAPPERS or "=" in words[0] and not words[0].startswith("-")):
+            words = words[1:]
+        if not words:
+            continue
+        prog = words[0].rsplit("/", 1)[-1]
+        args = [w for w in words[1:] if not w.startswith("-")]
+        if prog in _INSTALLERS and args and args[0] in _INSTALLERS[prog]:
+            return "%s %s" % (prog, args[0])
+        if prog in _NETWORK:
+            return "network (%s)" % prog
+        if "deploy" in prog or "publish" in prog or (args and args[0] in ("deploy", "publish", "release")):
+            return "deploy/publish"
+    return None
+
+
+def _commands(text):
+    """The simple commands of a shell line, split at ``&&``, ``||``, ``;`` and ``|``."""
+    for sep in ("&&", "||", ";", "|"):
+        text = text.replace(sep, "\n")
+    return [p.strip().lstrip("(").strip() for p in text.split("\n") if p.strip()]
