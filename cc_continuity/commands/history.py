@@ -34,6 +34,9 @@ def chain(proj):
             "rotation_ms": cp.get("rotation_ms"),
             "driver": rec.get("driver") if cp.get("id") else None,
             "ended": (rec.get("ended") or {}).get("reason"),
+            "checkpoint_from": rec.get("checkpoint_from"),
+            "revalidation": rec.get("revalidation"),  # the claim's verdict on the checkpoint this one resumed
+            "recovered_from": rec.get("recovered_from"),  # a session that crashed before any checkpoint
         })
     return rows
 
@@ -63,5 +66,7 @@ def run(args):
                 line += " -> %03d" % r["successor"]
         elif r["ended"]:
             line += "  ended (%s)" % r["ended"]
+        if r["revalidation"]:
+            line += "  [resumed %s: %s]" % (r["checkpoint_from"], r["revalidation"].get("verdict"))
         print(line)
     return 0
