@@ -717,7 +717,7 @@ def _totals(runner, state, tree, build=None):
 
 
 def snapshot(root, ref, message, *, max_file_bytes=DEFAULT_MAX_FILE_BYTES, timeout=30, unique=False,
-             untracked=True, max_untracked_bytes=None, index=None):
+             untracked=True, max_untracked_bytes=None, index=None, move=False):
     """Record the whole work tree as a commit under ``ref`` without touching user state.
 
     ``unique``: when ``ref`` is taken, publish under the next free ``<ref>-2``, ``-3`` …
@@ -729,6 +729,8 @@ def snapshot(root, ref, message, *, max_file_bytes=DEFAULT_MAX_FILE_BYTES, timeo
     than ``max_untracked_bytes`` (default: the same cap; never above it) is not recorded.
     ``index``: the path of a persistent private index (with ``<index>.state`` and
     ``<index>.flock`` beside it) that makes the next snapshot incremental.
+    ``move``: ``ref`` is a rolling one (a session's turn-end snapshot): it is set to the new
+    commit whatever it held (checkpoint refs are never made this way).
     Returns {"git": False, "reason": ...} for a non-git directory. Raises ValueError
     for a bad ref, SnapshotError when a git command fails (message has git's stderr).
     """
@@ -775,7 +777,10 @@ def snapshot(root, ref, message, *, max_file_bytes=DEFAULT_MAX_FILE_BYTES, timeo
     args = ["commit-tree", tree, *(["-p", parent] if parent else []), "-F", "-"]
     msg = _commit_message(message, files, size, big)
     commit = runner.run(args, input=msg).stdout.strip().decode("ascii")
-    ref = _publish(runner, ref, commit, unique)
+    if move:
+        runner.run(["update-ref", "--no-deref", ref, commit])
+    else:
+        ref = _publish(runner, ref, commit, unique)
     return {
         "git": True, "root": top, "ref": ref, "commit": commit, "tree": tree,
         "parent": parent, "files": files, "bytes": size,

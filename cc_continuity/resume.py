@@ -301,7 +301,17 @@ def crash_handoff(root, dsdir, drec, cfg, budget_chars):
     g = gitsnap.git_facts(root, max_commits=5, max_files=40,
                           index=paths.project_dir(paths.project_key(root)) + "/facts.index")
     acts = actions_after(dsdir)
-    turn = drec.get("turn_snapshot") or {}
+    from . import snapjob
+
+    turn = snapjob.read_result(snapjob.turn_result_path(dsdir)) or {}
+    since_turn = None
+    if turn.get("commit"):
+        try:
+            since_turn = gitsnap.changed_since(root, turn["commit"], index=snapjob.index_path(root),
+                                               facts_index=paths.project_dir(paths.project_key(root)) + "/facts.index",
+                                               untracked=cfg.get("snapshot_untracked", True), limit=200)
+        except (gitsnap.SnapshotError, OSError, ValueError):
+            since_turn = None
     sid = drec.get("session_id")
     lines = ["cc-continuity: the previous session %s in this project died mid-work (its process is gone) before "
              "any checkpoint. What follows is a machine handoff (degraded: written from what it left, not by its "
@@ -327,8 +337,13 @@ def crash_handoff(root, dsdir, drec, cfg, budget_chars):
         lines += ["- recent commit %s %s" % (c.get("sha", "")[:9], c.get("subject", "")[:100])
                   for c in (g.get("recent_commits") or [])[:3]]
     if turn.get("ref"):
-        lines.append("- work tree at its last turn end: %s (`git diff %s` shows what changed since; "
-                     "`git checkout %s -- <path>` restores a file)" % (turn["ref"], turn["ref"], turn["ref"]))
+        lines.append("- work tree at its last turn end: %s (commit %s; `git checkout %s -- <path>` restores a file)"
+                     % (turn["ref"], turn["commit"][:12], turn["commit"][:12]))
+        if since_turn and since_turn.get("git") and "changed" in since_turn:
+            ch = since_turn["changed"]
+            lines.append("- changed after that turn end (its last, unfinished turn): %s" % (
+                ", ".join("%s (%s)" % (p, k) for p, k in ch[:15]) + (" … %d more" % (len(ch) - 15) if len(ch) > 15
+                                                                   else "") if ch else "nothing"))
     act = actions_text(acts, heading="Actions it took")
     head = redact.redact("\n".join(lines))
     act = redact.redact(act) if act else ""

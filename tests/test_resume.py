@@ -11,7 +11,7 @@ import subprocess
 import sys
 
 from cc_continuity import config
-from helpers.hookdriver import HookDriver, dead_pid, handoff_text, tokens_at
+from helpers.hookdriver import HookDriver, dead_pid, handoff_text, tokens_at, wait_for_snapshot_jobs
 
 S1 = "a1a1a1a1-0000-4000-8000-0000000000e1"
 S2 = "b2b2b2b2-0000-4000-8000-0000000000e2"
@@ -187,9 +187,21 @@ def crashed(tmp_path):
     drv.hook("UserPromptSubmit", S1, prompt="also document it in the README")
     drv.hook("PostToolUse", S1, tool_name="Bash", tool_input={"command": "git push origin HEAD"})
     t.assistant(tokens_at(14), "The flag parses; printing is next.")
-    drv.hook("Stop", S1)
-    write(drv, "src/app.py", "x = 1\nverbose = True\n")
+    drv.hook("Stop", S1)  # the turn-end snapshot starts in the background
+    wait_for_snapshot_jobs(drv.cc_home)
+    write(drv, "src/app.py", "x = 1\nverbose = True\n")  # its last, unfinished turn
     return drv
+
+
+def test_turn_snapshots_off_leave_no_turn_ref(tmp_path):
+    drv = HookDriver(tmp_path / "proj", files=FILES)
+    drv.config(turn_snapshots=False)
+    drv.transcript(S1).assistant(tokens_at(10))
+    drv.hook("SessionStart", S1, source="startup")
+    drv.hook("UserPromptSubmit", S1, prompt="go")
+    drv.hook("Stop", S1)
+    wait_for_snapshot_jobs(drv.cc_home)
+    assert drv.git("for-each-ref", "refs/continuity/") == b""
 
 
 def test_a_crash_before_any_checkpoint_gets_a_machine_handoff_exactly_once(tmp_path):
@@ -203,7 +215,9 @@ def test_a_crash_before_any_checkpoint_gets_a_machine_handoff_exactly_once(tmp_p
     assert "[in_progress] print the details" in text and "parse the flag" not in text
     assert "The flag parses; printing is next." in text
     assert "Bash `git push origin HEAD` — OUTSIDE the work tree: git push" in text
-    assert "src/app.py" in text
+    turn = drv.git("rev-parse", "refs/continuity/%s/turn-001" % drv.project.key).decode().strip()
+    assert "work tree at its last turn end: refs/continuity/%s/turn-001 (commit %s" % (drv.project.key, turn[:12]) in text
+    assert "changed after that turn end (its last, unfinished turn): src/app.py (modified)" in text
     assert drv.state(S1)["state"] == "ENDED" and drv.state(S1)["recovered_by"] == drv.number(S2)
     assert drv.state(S2)["recovery"]["resume"] == "claude --resume %s" % S1
     status = drv.cli("status").stdout
