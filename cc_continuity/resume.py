@@ -242,31 +242,42 @@ def actions_after(sdir, checkpoint_id=None, since=None, limit=2000):
     return out[-limit:]
 
 
-def actions_text(acts, heading="Actions after the checkpoint"):
-    """The bootstrap's actions section (not yet redacted): every outside effect, then the latest others."""
+def _action_line(a):
+    desc = a["tool"] if not a["target"] else "%s `%s`" % (a["tool"], a["target"].replace("`", "'"))
+    flags = []
+    if a["failed"]:
+        flags.append("failed")
+    if a["outside"]:
+        flags.append("OUTSIDE the work tree: %s" % a["outside"])
+    return "- %s%s" % (desc, (" — " + "; ".join(flags)) if flags else "")
+
+
+def actions_text(acts, heading="Actions after the checkpoint", max_chars=SECTION_MAX):
+    """The bootstrap's actions section (not yet redacted), at most ``max_chars``.
+
+    When not all fit, the ones reaching outside the work tree go first (newest first), then the
+    newest others; the chosen ones are listed in the order they happened.
+    """
     if not acts:
         return ""
-    outside = [a for a in acts if a["outside"]]
-    shown = acts
-    if len(acts) > MAX_ACTIONS_SHOWN:
-        keep = set(id(a) for a in outside[-MAX_ACTIONS_SHOWN // 2:])
-        rest = [a for a in acts if id(a) not in keep][-(MAX_ACTIONS_SHOWN - len(keep)):]
-        keep |= set(id(a) for a in rest)
-        shown = [a for a in acts if id(a) in keep]
-    lines = ["## %s (%d tool call%s%s)" % (heading, len(acts), "" if len(acts) == 1 else "s",
-                                            "; %d reached outside the work tree: do not repeat them without checking "
-                                            "they are needed" % len(outside) if outside else "")]
-    if len(shown) < len(acts):
-        lines.append("(%d of them shown: every one marked OUTSIDE, and the latest others)" % len(shown))
-    for a in shown:
-        desc = a["tool"] if not a["target"] else "%s `%s`" % (a["tool"], a["target"].replace("`", "'"))
-        flags = []
-        if a["failed"]:
-            flags.append("failed")
-        if a["outside"]:
-            flags.append("OUTSIDE the work tree: %s" % a["outside"])
-        lines.append("- %s%s" % (desc, (" — " + "; ".join(flags)) if flags else ""))
-    return "\n".join(lines)
+    outside = [i for i, a in enumerate(acts) if a["outside"]]
+    head = "## %s (%d tool call%s%s)" % (heading, len(acts), "" if len(acts) == 1 else "s",
+                                         "; %d reached outside the work tree: do not repeat them without checking "
+                                         "they are needed" % len(outside) if outside else "")
+    order = outside[::-1] + [i for i in range(len(acts) - 1, -1, -1) if not acts[i]["outside"]]
+    lines = {i: _action_line(acts[i]) for i in order[:MAX_ACTIONS_SHOWN * 2]}
+    room = max_chars - len(head) - 90
+    chosen = []
+    for i in order[:MAX_ACTIONS_SHOWN]:
+        if room - len(lines[i]) - 1 < 0:
+            break
+        room -= len(lines[i]) + 1
+        chosen.append(i)
+    out = [head]
+    if len(chosen) < len(acts):
+        out.append("(%d of them shown: those marked OUTSIDE first, then the latest others)" % len(chosen))
+    out += [lines[i] for i in sorted(chosen)]
+    return "\n".join(out)
 
 
 def since_text(root, pdir, prec, cfg, claimer_pid=None):
@@ -278,12 +289,11 @@ def since_text(root, pdir, prec, cfg, claimer_pid=None):
     acts = actions_after(pdir, cid)
     res["actions"] = len(acts)
     res["actions_outside"] = sum(1 for a in acts if a["outside"])
-    body = text(res)
-    act = actions_text(acts)
+    body = redact.redact(text(res))
+    act = redact.redact(actions_text(acts, max_chars=max(600, SECTION_MAX - len(body) - 2)))
     if act:
         body += "\n\n" + act
-    body = redact.redact(body)
-    if len(body) > SECTION_MAX:
+    if len(body) > SECTION_MAX + 600:  # (the redactor can lengthen a line; never by much)
         body = body[:SECTION_MAX - 40].rsplit("\n", 1)[0] + "\n- … (cut to fit the bootstrap budget)"
     return res, body
 
@@ -344,12 +354,8 @@ def crash_handoff(root, dsdir, drec, cfg, budget_chars):
             lines.append("- changed after that turn end (its last, unfinished turn): %s" % (
                 ", ".join("%s (%s)" % (p, k) for p, k in ch[:15]) + (" … %d more" % (len(ch) - 15) if len(ch) > 15
                                                                    else "") if ch else "nothing"))
-    act = actions_text(acts, heading="Actions it took")
-    head = redact.redact("\n".join(lines))
-    act = redact.redact(act) if act else ""
-    room = budget_chars - len(head) - 4
-    if act and len(act) > room:
-        act = act[:max(0, room - 40)].rsplit("\n", 1)[0] + "\n- … (cut to fit the bootstrap budget)"
+    head = redact.redact("\n".join(lines))[:budget_chars - 700]
+    act = redact.redact(actions_text(acts, heading="Actions it took", max_chars=budget_chars - len(head) - 100))
     text = head + ("\n\n" + act if act else "")
     return text[:budget_chars], {"prompts": len(asked), "todos": len(todos or ()), "actions": len(acts),
                                  "outside": sum(1 for a in acts if a["outside"]), "turn_snapshot": turn.get("ref")}
