@@ -54,8 +54,9 @@ def _cut(text):
 
 def _secret_name(name):
     low = name.lower().lstrip("-$").rstrip(":")
-    if not low or low.endswith(("_file", "_path", "file", "_len", "_count", "_url", "_id", "_name")):
-        return False
+    if not low or low.endswith(("_file", "_path", "file", "_len", "_count", "_url", "_id", "_name", "tokens")) \
+            or low.startswith(("max", "min", "num")):
+        return False  # about a secret (where it is, how long), not one
     return any(w in low for w in _SECRET_WORDS)
 
 
@@ -79,7 +80,7 @@ def _masked_word(word):
         return scheme + "://" + MASK + "@" + host
     if "=" in word:
         name, _, value = word.partition("=")
-        if value and _secret_name(name):
+        if value and _secret_name(name) and not value.isdigit():
             return name + "=" + MASK
         if value and _masked_word(value) != value:
             return name + "=" + _masked_word(value)
