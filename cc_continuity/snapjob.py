@@ -131,7 +131,7 @@ def start_turn(root, sdir, key, number, name, cfg):
     except (LockTimeout, OSError):
         return None
     p = plan(root, sdir, turn_ref(key, number), "turn end of %s" % name, cfg)
-    p.update(result=turn_result_path(sdir), move=True, prune=False)
+    p.update(result=turn_result_path(sdir), move=True, prune=False, nice=10)  # behind the user's own work
     return start(p, paths.logs_dir() + "/snapshot.log")
 
 
@@ -164,6 +164,11 @@ def main(argv):
         print("usage: python -m cc_continuity.snapjob '<plan JSON>' (missing: %s)" % ", ".join(missing),
               file=sys.stderr)
         return 2
+    if isinstance(p.get("nice"), int) and p["nice"] > 0:
+        try:
+            os.nice(p["nice"])
+        except OSError:
+            pass
     git = take(p)
     git["finished_at"] = round(time.time(), 3)
     atomic.write_text(p["result"], json.dumps(git) + "\n", mode=paths.FILE_MODE, fsync=False)
