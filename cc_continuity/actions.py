@@ -11,9 +11,9 @@ That path cannot afford ``redact`` (it compiles ~100 regular expressions), so
 words, URL userinfo, known token prefixes, long random-looking words.  Every reader
 that quotes a target (the successor's bootstrap) runs the full redactor over it too.
 
-:func:`side_effect` says whether an action reaches outside the work tree (a push, a
-publish, a deploy, the network, a package install): a successor must not repeat those
-blindly.  Standard library only, no ``re``, no ``os``: this module is on the hot path.
+Which actions reached outside the work tree is decided off the hot path
+(``resume.side_effect``).  Standard library only, no ``re``, no ``os``: this module is on
+the hot path, so it holds only what every tool call needs.
 """
 
 TARGET_MAX = 200
@@ -128,54 +128,3 @@ def record(payload, failed=False):
     if failed or (isinstance(resp, dict) and (resp.get("interrupted") is True or resp.get("is_error") is True)):
         out["failed"] = True
     return out
-
-
-# -- off the hot path: what a successor is told ------------------------------------------------
-
-_NETWORK = ("curl", "wget", "http", "https", "ssh", "scp", "rsync", "sftp", "ftp", "nc", "telnet", "aws",
-            "gcloud", "az", "gsutil", "kubectl", "helm", "terraform", "pulumi", "ansible-playbook", "flyctl",
-            "fly", "heroku", "vercel", "netlify", "firebase", "wrangler", "gh", "glab", "twine", "mail",
-            "sendmail")
-_INSTALLERS = {"pip": ("install", "uninstall"), "pip3": ("install", "uninstall"), "pipx": ("install",),
-               "uv": ("add", "pip", "sync", "tool"), "poetry": ("add", "install", "publish"),
-               "npm": ("install", "i", "add", "ci", "publish", "uninstall", "link"),
-               "pnpm": ("add", "install", "i", "publish"), "yarn": ("add", "install", "publish"),
-               "bun": ("add", "install", "publish"), "cargo": ("install", "publish"), "gem": ("install", "push"),
-               "go": ("install", "get"), "apt": ("install", "remove"), "apt-get": ("install", "remove"),
-               "brew": ("install", "uninstall"), "dnf": ("install",), "yum": ("install",), "apk": ("add",),
-               "conda": ("install",), "docker": ("push", "login", "run", "pull"),
-               "podman": ("push", "login"), "git": ("push", "fetch", "pull", "clone", "send-email"),
-               "mvn": ("deploy",), "gradle": ("publish",), "dotnet": ("nuget",), "make": ("deploy", "publish",
-                                                                                          "release", "upload")}
-_WRAPPERS = frozenset(("sudo", "env", "time", "nohup", "exec", "command", "xargs", "npx", "bunx", "uvx",
-                       "python", "python3", "-m"))
-
-
-def side_effect(tool, target_text):
-    """Why this action reached outside the work tree ("git push", "network", …), or None."""
-    if tool in ("WebFetch", "WebSearch"):
-        return "network"
-    if tool != "Bash" or not isinstance(target_text, str):
-        return None
-    for part in _commands(target_text):
-        words = [w for w in part.split() if w]
-        while words and (words[0] in _WRAPPERS or "=" in words[0] and not words[0].startswith("-")):
-            words = words[1:]
-        if not words:
-            continue
-        prog = words[0].rsplit("/", 1)[-1]
-        args = [w for w in words[1:] if not w.startswith("-")]
-        if prog in _INSTALLERS and args and args[0] in _INSTALLERS[prog]:
-            return "%s %s" % (prog, args[0])
-        if prog in _NETWORK:
-            return "network (%s)" % prog
-        if "deploy" in prog or "publish" in prog or (args and args[0] in ("deploy", "publish", "release")):
-            return "deploy/publish"
-    return None
-
-
-def _commands(text):
-    """The simple commands of a shell line, split at ``&&``, ``||``, ``;`` and ``|``."""
-    for sep in ("&&", "||", ";", "|"):
-        text = text.replace(sep, "\n")
-    return [p.strip().lstrip("(").strip() for p in text.split("\n") if p.strip()]

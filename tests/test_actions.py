@@ -2,7 +2,7 @@
 
 import pytest
 
-from cc_continuity import actions, redact
+from cc_continuity import actions, redact, resume
 
 
 @pytest.mark.parametrize("command,masked", [
@@ -58,7 +58,7 @@ def test_failed_comes_from_the_event_or_an_interrupted_response():
     ("Edit", "/p/deploy.py", None),
 ])
 def test_side_effects_outside_the_work_tree_are_recognised(tool, target, why):
-    assert actions.side_effect(tool, target) == why
+    assert resume.side_effect(tool, target) == why
 
 
 def test_the_full_redactor_agrees_with_the_mask_on_what_it_hides():
