@@ -15,7 +15,7 @@ a one-word verdict:
   (a reset or a rebase), or older than ``resume_stale_after_h``.
 
 :func:`actions_after` lists the tool calls recorded after the checkpoint
-(``actions.py`` puts them in the ledger), marking those that reached outside the
+(PostToolUse puts them in its ledger lines), marking those that reached outside the
 work tree, so a successor does not push or publish twice.
 
 :func:`crash_handoff` writes a machine handoff for a session that died before any

@@ -2,7 +2,8 @@
 
 import pytest
 
-from cc_continuity import actions, redact, resume
+from cc_continuity import redact, resume
+from cc_continuity.hooks import post_tool_use as actions
 
 
 @pytest.mark.parametrize("command,masked", [

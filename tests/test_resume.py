@@ -255,6 +255,6 @@ def test_post_tool_use_stays_on_the_fast_path_with_the_action_record(tmp_path):
     assert set(new) - outside <= {"cc_continuity", "cc_continuity.hooks", "cc_continuity.hooks.post_tool_use",
                                   "cc_continuity.fastjson", "cc_continuity.card", "cc_continuity.ledger",
                                   "cc_continuity.paths", "cc_continuity.once", "cc_continuity.digest",
-                                  "cc_continuity.meter", "cc_continuity.session", "cc_continuity.actions"}, new
+                                  "cc_continuity.meter", "cc_continuity.session"}, new
     last = drv.ledger(S1, ev="tool")[-1]
     assert last["target"] == "git push --token [REDACTED] x"
