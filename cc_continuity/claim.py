@@ -234,14 +234,7 @@ def _parts(proj, pred_n, prec, succ_name, max_tokens, late=True, reserve=0):
     cp = prec.get("checkpoint") or {}
     cid = cp.get("id") or checkpoint.checkpoint_id(pred_n)
     budget = min(max_tokens * 4, SPILL_LIMIT)
-    try:
-        snap = checkpoint.read_json(checkpoint.cp_dir(pdir) + "/snapshot.json")
-    except (OSError, ValueError):
-        snap = {}
-    try:
-        manifest = checkpoint.read_json(checkpoint.cp_dir(pdir) + "/manifest.json")
-    except (OSError, ValueError):
-        manifest = {}
+    snap, manifest = checkpoint.facts_and_manifest(pdir)
     hpath = checkpoint.handoff_path(pdir)
     try:
         handoff_text = checkpoint.read_handoff(pdir).decode("utf-8", "replace")  # never through a link

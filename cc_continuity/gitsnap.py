@@ -358,6 +358,29 @@ def _literal(paths):
     return b"".join(b":(literal)" + p + b"\0" for p in paths)
 
 
+def _worktree_changes(out):
+    """(paths whose work-tree state differs from the index, untracked paths) from
+    ``git status --porcelain=v2 -z --no-renames``."""
+    changed, new = [], []
+    for rec in _z(out):
+        kind = rec[:1]
+        if kind == b"?":
+            new.append(rec[2:])
+        elif kind == b"1":
+            parts = rec.split(b" ", 8)
+            if len(parts) == 9 and parts[1][1:2] != b".":
+                changed.append(parts[8])
+        elif kind == b"u":
+            parts = rec.split(b" ", 10)
+            if len(parts) == 11:
+                changed.append(parts[10])
+        elif kind == b"2":  # (renames are off; kept for safety) "2 XY ... path\0origPath"
+            parts = rec.split(b" ", 9)
+            if len(parts) == 10 and parts[1][1:2] != b".":
+                changed.append(parts[9])
+    return changed, new
+
+
 class _Build:
     """One snapshot's tree, built in a private index (see the comment above).
 
@@ -486,23 +509,7 @@ class _Build:
         args = ["status", "--porcelain=v2", "-z", "--no-renames", "--ignore-submodules=dirty",
                 "--untracked-files=all" if self.untracked else "--untracked-files=no"]
         out = self.git(args, optional_locks=True).stdout  # our own index: its refreshed stat data is kept
-        changed, new = [], []
-        for rec in _z(out):
-            kind = rec[:1]
-            if kind == b"?":
-                new.append(rec[2:])
-            elif kind == b"1":
-                parts = rec.split(b" ", 8)
-                if len(parts) == 9 and parts[1][1:2] != b".":
-                    changed.append(parts[8])
-            elif kind == b"u":
-                parts = rec.split(b" ", 10)
-                if len(parts) == 11:
-                    changed.append(parts[10])
-            elif kind == b"2":  # (renames are off; kept for safety) "2 XY ... path\0origPath"
-                parts = rec.split(b" ", 9)
-                if len(parts) == 10 and parts[1][1:2] != b".":
-                    changed.append(parts[9])
+        changed, new = _worktree_changes(out)
         # The user's files deleted earlier and back now: tracked, even where an ignore rule matches them.
         seen = set(changed) | set(new)
         changed += sorted(p for p in self.gone if p not in seen and os.path.lexists(os.path.join(self.top_b, p)))
@@ -1169,18 +1176,8 @@ def changed_since(root, commit, *, index=None, facts_index=None, untracked=True,
                                   env=env).stdout))
         out = runner.run(["status", "--porcelain=v2", "-z", "--no-renames", "--ignore-submodules=dirty",
                           "--untracked-files=all" if untracked else "--untracked-files=no"], env=env).stdout
-        for rec in _z(out):
-            kind = rec[:1]
-            if kind == b"?":
-                cands.add(rec[2:])
-            elif kind == b"1":
-                parts = rec.split(b" ", 8)
-                if len(parts) == 9 and parts[1][1:2] != b".":
-                    cands.add(parts[8])
-            elif kind == b"u":
-                parts = rec.split(b" ", 10)
-                if len(parts) == 11:
-                    cands.add(parts[10])
+        changed, new = _worktree_changes(out)
+        cands.update(changed, new)
         if idx == index:
             try:
                 os.chmod(idx, 0o600)

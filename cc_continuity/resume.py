@@ -55,14 +55,7 @@ def revalidate(root, pdir, prec, cfg, claimer_pid=None, now=None):
     t0 = time.monotonic()
     now = time.time() if now is None else now
     cp = prec.get("checkpoint") or {}
-    try:
-        snap = checkpoint.read_json(checkpoint.cp_dir(pdir) + "/snapshot.json")
-    except (OSError, ValueError):
-        snap = {}
-    try:
-        manifest = checkpoint.read_json(checkpoint.cp_dir(pdir) + "/manifest.json")
-    except (OSError, ValueError):
-        manifest = {}
+    snap, manifest = checkpoint.facts_and_manifest(pdir)
     then = snap.get("git") or {}
     at = cp.get("verified_at") or manifest.get("verified_at") or snap.get("requested_at")
     res = {"checkpoint": cp.get("id"), "age_s": None if at is None else round(now - at, 1), "problems": [],
