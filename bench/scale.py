@@ -11,9 +11,11 @@ Every figure is a ratio measured pair by pair (A, B, A, B, ...) and the median i
       cap raised so the file is recorded, pruned to 10 and gc'd)
   P9  meter.read_transcript, 64 MB last line           vs  1 MB last line
   P10 SessionStart, Stop, `status` with 1 000 past sessions  vs  10 past sessions
+  P11 revalidation at claim, 50 000 files, 10 changed by hand  vs  git status --porcelain; the claim's
+      own revalidation time (ledger); a turn end (Stop) with turn_snapshots on vs off, and the job's time
   P1  bench/hotpath.py's P1 on /usr/bin/python3 and on this interpreter
 
-Usage: python3 bench/scale.py [--runs 5] [--files 50000] [--big-files 200000] [--only P6,P9] [--json out.json]
+Usage: python3 bench/scale.py [--runs 5] [--files 50000] [--big-files 200000] [--only P6,P11] [--json out.json]
 """
 
 import argparse
@@ -179,6 +181,79 @@ def p7(work, sizes):
     return out
 
 
+# -- P11 -----------------------------------------------------------------------------------------
+def p11(work, files, runs):
+    """Issue 14 at scale: what revalidation adds to a claim, and what a turn-end snapshot costs.
+
+    A checkpoint of a ``files``-file repository, then 10 files changed by hand:
+    ``resume.since_text`` (revalidation + actions, as the claim runs it) in this process, paired
+    with ``git status --porcelain``; the real claim (SessionStart after /clear) with the
+    revalidation's own time from the ledger; then turn ends (Stop hook, whole process) with
+    ``turn_snapshots`` on vs off, paired, and the background job's own time.
+    """
+    from helpers.hookdriver import HookDriver, handoff_text, tokens_at, wait_for_snapshot_jobs
+    from cc_continuity import config, resume, session
+
+    repo = make_repo(os.path.join(work, "p11"), files)
+    home = os.path.join(work, "p11home")
+    os.makedirs(home)
+    os.environ.update(HOME=home, CC_CONTINUITY_HOME=os.path.join(home, "cc"))
+    drv = HookDriver(repo, git=False, files={})
+    s1, s2, s3 = ("%08x-0000-4000-8000-%012x" % (files, k) for k in range(1, 4))
+    drv.transcript(s1).assistant(tokens_at(10))
+    drv.hook("SessionStart", s1, source="startup")
+    drv.hook("UserPromptSubmit", s1, prompt="work")
+    drv.transcript(s1).assistant(tokens_at(65))
+    drv.hook("Stop", s1, timeout=300)
+    with open(drv.handoff_path(s1), "w") as f:
+        f.write(handoff_text(config.HANDOFF_SECTIONS, body="Details: `pkg000/mod00/f00.py` is being reworked.",
+                             extra={"Files touched": "- `pkg000/mod00/f00.py`"}))
+    drv.hook("Stop", s1, stop_hook_active=True, timeout=300)
+    wait_for_snapshot_jobs(drv.cc_home, timeout=900)
+    touch10(repo, 7)
+    pdir = drv.sdir(s1)
+    prec = session.load(pdir)
+    cfg = config.load(repo)
+    reval, status = [], []
+    for i in range(runs + 1):
+        t, (res, text) = timed(lambda: resume.since_text(repo, pdir, prec, cfg))
+        assert res["changed_count"] == 10, res
+        t2, _ = timed(lambda: run(["git", "status", "--porcelain"], cwd=repo))
+        if i:
+            reval.append(t)
+            status.append(t2)
+    out = {"files": files, "revalidation_vs_status": ratio_row(reval, status), "verdict": res["verdict"],
+           "section_chars": len(text), "via": "see ledger"}
+    drv.hook("SessionEnd", s1, reason="clear")
+    drv.transcript(s2).assistant(tokens_at(5))
+    t, boot = timed(lambda: drv.hook("SessionStart", s2, source="clear", timeout=120))
+    rv = drv.ledger(s2, ev="revalidation")[-1]
+    text = boot["hookSpecificOutput"]["additionalContext"]
+    out["claim"] = {"session_start_ms": round(t * 1000), "revalidation_ms": rv["ms"], "verdict": rv["verdict"],
+                    "changed_count": rv["changed_count"], "bootstrap_chars": len(text),
+                    "bootstrap_tokens_est": len(text) // 4}
+    drv.hook("UserPromptSubmit", s2, prompt="carry on")
+    on, off, job = [], [], []
+    for i in range(runs + 1):
+        for flag, target in ((True, on), (False, off)):
+            drv.config(turn_snapshots=flag)
+            touch10(repo, 20 + i)
+            drv.transcript(s2).assistant(tokens_at(20))
+            wait_for_snapshot_jobs(drv.cc_home, timeout=900)
+            t, _ = timed(lambda: drv.hook("Stop", s2, timeout=120))
+            if i:
+                target.append(t)
+            if flag:
+                wait_for_snapshot_jobs(drv.cc_home, timeout=900)
+                got = json.load(open(os.path.join(drv.sdir(s2), "turn-snapshot.json")))
+                if i:
+                    job.append(got.get("elapsed_ms"))
+    out["turn_end_stop_on_vs_off"] = ratio_row(on, off)
+    out["turn_snapshot_job_ms"] = {"median": statistics.median(job), "max": max(job), "runs": len(job)}
+    shutil.rmtree(repo)
+    return out
+
+
 # -- P8 ------------------------------------------------------------------------------------------
 def du(path):
     return sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs)
@@ -330,7 +405,7 @@ def main():
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--files", type=int, default=50_000)
     ap.add_argument("--big-files", type=int, default=200_000)
-    ap.add_argument("--only", default="P6,P7,P8,P9,P10,P1")
+    ap.add_argument("--only", default="P6,P7,P8,P9,P10,P11,P1")
     ap.add_argument("--json")
     args = ap.parse_args()
     only = {x.strip().upper() for x in args.only.split(",")}
@@ -344,6 +419,7 @@ def main():
         for name, fn in (("P9", lambda: p9(work, args.runs)), ("P10", lambda: p10(work, args.runs)),
                          ("P6", lambda: p6(work, args.files, args.runs)),
                          ("P7", lambda: p7(work, [args.files, args.big_files])), ("P8", lambda: p8(work)),
+                         ("P11", lambda: p11(work, args.files, args.runs)),
                          ("P1", lambda: p1(work))):
             if name in only:
                 print("%s … (load %s)" % (name, load()), flush=True)

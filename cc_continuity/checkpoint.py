@@ -65,6 +65,17 @@ def read_json(path):
         return fastjson.loads(f.read())
 
 
+def facts_and_manifest(sdir):
+    """(snapshot.json, manifest.json) of the session's checkpoint; {} for one that cannot be read."""
+    out = []
+    for name in ("snapshot.json", "manifest.json"):
+        try:
+            out.append(read_json(cp_dir(sdir) + "/" + name))
+        except (OSError, ValueError):
+            out.append({})
+    return out[0], out[1]
+
+
 def prompts(sdir, since=None, limit=PROMPTS_KEPT, chars=PROMPT_CHARS):
     """The session's user prompts from its ledger (newest last), redacted, then cut to ``chars``.
 

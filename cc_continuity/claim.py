@@ -165,10 +165,15 @@ def _prepared_path(pdir):
     return checkpoint.cp_dir(pdir) + "/bootstrap.json"
 
 
-def bootstrap_text(proj, pred_n, prec, succ_name, max_tokens):
-    """The successor's first context: who it continues, the handoff, facts, late prompts."""
+def bootstrap_text(proj, pred_n, prec, succ_name, max_tokens, since=""):
+    """The successor's first context: who it continues, the handoff, facts, late prompts.
+
+    ``since`` (redacted already): what changed since the checkpoint and the actions after
+    it (``resume.since_text``), computed at claim time; it goes right after the first lines.
+    """
     pdir = proj.session_dir(pred_n)
     budget = min(max_tokens * 4, SPILL_LIMIT)
+    since = since[:max(0, budget // 2)] if since else ""
     try:
         with open(_prepared_path(pdir), "rb") as f:
             prepared = fastjson.loads(f.read())
@@ -181,12 +186,26 @@ def bootstrap_text(proj, pred_n, prec, succ_name, max_tokens):
             from . import redact
 
             late = redact.redact(late)
-        if len(static) + len(late) <= budget - 200:  # else: the handoff must shrink, build it all again
-            return static.replace(SUCCESSOR, succ_name, 1) + late
+        if len(static) + len(late) + len(since) + 2 <= budget - 200:  # else: the handoff must shrink, build it all
+            return _insert(static.replace(SUCCESSOR, succ_name, 1), since) + late
     from . import redact
 
-    static, late = _parts(proj, pred_n, prec, succ_name, max_tokens)
-    return redact.redact(static + late)[:budget]  # quoted prompts, commit subjects, todos: redacted before the cut
+    static, late = _parts(proj, pred_n, prec, succ_name, max_tokens, reserve=len(since) + 2 if since else 0)
+    # quoted prompts, commit subjects, todos: redacted before the cut
+    return (_insert(redact.redact(static), since) + redact.redact(late))[:budget]
+
+
+SINCE_AFTER = "\n\n## Handoff ("
+
+
+def _insert(static, since):
+    """``since`` between the first lines and the handoff (at the end when the text has no handoff heading)."""
+    if not since:
+        return static
+    i = static.find(SINCE_AFTER)
+    if i < 0:
+        return static + "\n\n" + since
+    return static[:i] + "\n\n" + since + static[i:]
 
 
 def _late(proj, pred_n):
@@ -209,20 +228,13 @@ def _late(proj, pred_n):
     return late_txt
 
 
-def _parts(proj, pred_n, prec, succ_name, max_tokens, late=True):
+def _parts(proj, pred_n, prec, succ_name, max_tokens, late=True, reserve=0):
     """(the checkpoint's part, the late part) of the bootstrap, not yet redacted."""
     pdir = proj.session_dir(pred_n)
     cp = prec.get("checkpoint") or {}
     cid = cp.get("id") or checkpoint.checkpoint_id(pred_n)
     budget = min(max_tokens * 4, SPILL_LIMIT)
-    try:
-        snap = checkpoint.read_json(checkpoint.cp_dir(pdir) + "/snapshot.json")
-    except (OSError, ValueError):
-        snap = {}
-    try:
-        manifest = checkpoint.read_json(checkpoint.cp_dir(pdir) + "/manifest.json")
-    except (OSError, ValueError):
-        manifest = {}
+    snap, manifest = checkpoint.facts_and_manifest(pdir)
     hpath = checkpoint.handoff_path(pdir)
     try:
         handoff_text = checkpoint.read_handoff(pdir).decode("utf-8", "replace")  # never through a link
@@ -238,7 +250,7 @@ def _parts(proj, pred_n, prec, succ_name, max_tokens, late=True):
     facts = _facts(snap, manifest)
     late_txt = _late(proj, pred_n) if late else ""
     fixed = "\n".join(head) + "\n\n" + facts + late_txt
-    room = budget - len(fixed) - 200
+    room = budget - len(fixed) - 200 - reserve
     if handoff_text and len(handoff_text) <= room:
         body = "\n\n## Handoff (%s)\n%s" % (cid, handoff_text.strip())
     else:

@@ -118,6 +118,10 @@ SCHEMA = {
     "snapshot_keep": (30, _int(1, null=True), "snapshots kept per project beyond the protected ones (null = no count limit)"),
     "snapshot_max_age_days": (30, _num(0, 36500, null=True), "snapshots older than this are pruned (protected ones never; null = no age limit)"),
     "bootstrap_max_tokens": (2500, _int(200, 2400000), "budget for the successor's injected text (chars/4)"),
+    "resume_stale_after_h": (72, _num(0, 87600, null=True), "a checkpoint older than this is resumed as stale "
+                                                           "(null = age alone never makes it stale)"),
+    "turn_snapshots": (True, _bool, "snapshot the work tree at every turn end (rolling, one ref per session) so a "
+                                    "crash before any checkpoint loses at most the last turn's tree"),
     "precompact_block": (True, _bool, "block an auto-compaction at rotate and hand off instead"),
     "rotator_idle_timeout_s": (120, _int(1, 3600), "how long the rotator waits for Claude Code to go idle"),
     "rotator_marker_timeout_s": (60, _int(1, 600), "how long it waits for the successor to start"),
@@ -165,7 +169,7 @@ DEFAULTS = {k: v[0] for k, v in SCHEMA.items()}
 REPO_ANY = frozenset((
     "window", "warn", "rotate", "hard", "rotate_tokens",
     "handoff_sections", "handoff_min_chars", "handoff_max_chars", "handoff_max_tries",
-    "bootstrap_max_tokens", "statusline_color",
+    "bootstrap_max_tokens", "statusline_color", "resume_stale_after_h",
 ))
 # Only towards "cc-continuity does less": the one value a repo may choose (a bool),
 # or "lower" (a cap it may only reduce).
@@ -174,6 +178,7 @@ REPO_NARROW = {
     "tmux": False,               # never start typing into the user's terminal
     "precompact_block": False,   # let Claude Code's own compaction run
     "snapshot_untracked": False,  # record less of the work tree
+    "turn_snapshots": False,     # no rolling turn-end snapshots
     "mod": False,                # hand over through tmux (or by hand) instead of the mod
     "compact_to_rotation": False,  # let Claude Code's own compaction run
     "snapshot_max_file_bytes": "lower",

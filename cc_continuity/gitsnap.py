@@ -360,6 +360,29 @@ def _literal(paths):
     return b"".join(b":(literal)" + p + b"\0" for p in paths)
 
 
+def _worktree_changes(out):
+    """(paths whose work-tree state differs from the index, untracked paths) from
+    ``git status --porcelain=v2 -z --no-renames``."""
+    changed, new = [], []
+    for rec in _z(out):
+        kind = rec[:1]
+        if kind == b"?":
+            new.append(rec[2:])
+        elif kind == b"1":
+            parts = rec.split(b" ", 8)
+            if len(parts) == 9 and parts[1][1:2] != b".":
+                changed.append(parts[8])
+        elif kind == b"u":
+            parts = rec.split(b" ", 10)
+            if len(parts) == 11:
+                changed.append(parts[10])
+        elif kind == b"2":  # (renames are off; kept for safety) "2 XY ... path\0origPath"
+            parts = rec.split(b" ", 9)
+            if len(parts) == 10 and parts[1][1:2] != b".":
+                changed.append(parts[9])
+    return changed, new
+
+
 class _Build:
     """One snapshot's tree, built in a private index (see the comment above).
 
@@ -488,23 +511,7 @@ class _Build:
         args = ["status", "--porcelain=v2", "-z", "--no-renames", "--ignore-submodules=dirty",
                 "--untracked-files=all" if self.untracked else "--untracked-files=no"]
         out = self.git(args, optional_locks=True).stdout  # our own index: its refreshed stat data is kept
-        changed, new = [], []
-        for rec in _z(out):
-            kind = rec[:1]
-            if kind == b"?":
-                new.append(rec[2:])
-            elif kind == b"1":
-                parts = rec.split(b" ", 8)
-                if len(parts) == 9 and parts[1][1:2] != b".":
-                    changed.append(parts[8])
-            elif kind == b"u":
-                parts = rec.split(b" ", 10)
-                if len(parts) == 11:
-                    changed.append(parts[10])
-            elif kind == b"2":  # (renames are off; kept for safety) "2 XY ... path\0origPath"
-                parts = rec.split(b" ", 9)
-                if len(parts) == 10 and parts[1][1:2] != b".":
-                    changed.append(parts[9])
+        changed, new = _worktree_changes(out)
         # The user's files deleted earlier and back now: tracked, even where an ignore rule matches them.
         seen = set(changed) | set(new)
         changed += sorted(p for p in self.gone if p not in seen and os.path.lexists(os.path.join(self.top_b, p)))
@@ -719,7 +726,7 @@ def _totals(runner, state, tree, build=None):
 
 
 def snapshot(root, ref, message, *, max_file_bytes=DEFAULT_MAX_FILE_BYTES, timeout=30, unique=False,
-             untracked=True, max_untracked_bytes=None, index=None):
+             untracked=True, max_untracked_bytes=None, index=None, move=False):
     """Record the whole work tree as a commit under ``ref`` without touching user state.
 
     ``unique``: when ``ref`` is taken, publish under the next free ``<ref>-2``, ``-3`` …
@@ -731,6 +738,8 @@ def snapshot(root, ref, message, *, max_file_bytes=DEFAULT_MAX_FILE_BYTES, timeo
     than ``max_untracked_bytes`` (default: the same cap; never above it) is not recorded.
     ``index``: the path of a persistent private index (with ``<index>.state`` and
     ``<index>.flock`` beside it) that makes the next snapshot incremental.
+    ``move``: ``ref`` is a rolling one (a session's turn-end snapshot): it is set to the new
+    commit whatever it held (checkpoint refs are never made this way).
     Returns {"git": False, "reason": ...} for a non-git directory. Raises ValueError
     for a bad ref, SnapshotError when a git command fails (message has git's stderr).
     """
@@ -777,7 +786,10 @@ def snapshot(root, ref, message, *, max_file_bytes=DEFAULT_MAX_FILE_BYTES, timeo
     args = ["commit-tree", tree, *(["-p", parent] if parent else []), "-F", "-"]
     msg = _commit_message(message, files, size, big)
     commit = runner.run(args, input=msg).stdout.strip().decode("ascii")
-    ref = _publish(runner, ref, commit, unique)
+    if move:
+        runner.run(["update-ref", "--no-deref", ref, commit])
+    else:
+        ref = _publish(runner, ref, commit, unique)
     return {
         "git": True, "root": top, "ref": ref, "commit": commit, "tree": tree,
         "parent": parent, "files": files, "bytes": size,
@@ -1095,3 +1107,161 @@ def _git_facts(top, reason, max_commits, max_files, timeout, index):
         if out is not None:
             facts["recent_commits"] = _commits(out)
     return facts
+
+
+# ----------------------------------------------------------------- drift since a snapshot
+
+
+def _blob_oid(data, oid_len):
+    import hashlib
+
+    h = hashlib.sha256() if oid_len == 64 else hashlib.sha1()
+    h.update(b"blob %d\0" % len(data))
+    h.update(data)
+    return h.hexdigest()
+
+
+def changed_since(root, commit, *, index=None, facts_index=None, untracked=True, skip=(), limit=2000,
+                  timeout=10):
+    """The files whose content now differs from snapshot ``commit``'s tree: {"changed": [(path, kind)], …}.
+
+    ``kind`` is modified, added or deleted.  Never touches the user's index: the listing runs
+    on an index of ours that has git's stat data, so only files that changed are read —
+    the persistent snapshot index (``index``, when its flock is free and its last build
+    completed), else the refreshed copy of the user's index (``facts_index``), else a
+    temporary copy.  Candidates are that index against the snapshot's tree
+    (``diff-index --cached``) plus the index against the work tree (``status``); each
+    candidate is then checked exactly (blob ids), so an index that moved on since the
+    snapshot, or a file changed and changed back, gives no false entry.  More than
+    ``limit`` candidates: listed as they are, unchecked (``checked`` false).
+    ``skip``: paths the snapshot left out on purpose (over its size caps).
+    """
+    from .lock import Lock, LockTimeout
+
+    started = time.monotonic()
+    top, real_index, _common, oid_len, _head, reason = _locate_repo(root, timeout=min(timeout, 10), head=True)
+    if top is None:
+        return {"git": False, "reason": reason}
+    runner = _Runner(top, _env(), timeout)
+    proc = runner.run(["rev-parse", "-q", "--verify", "%s^{tree}" % commit], ok=(0, 1, 128))
+    if proc.returncode != 0:
+        return {"git": True, "error": "the snapshot commit %s is not in the repository (pruned?)" % commit[:12]}
+    tree = proc.stdout.strip().decode("ascii")
+    locks, used, idx, tmpdir = [], None, None, None
+    try:
+        if index and os.path.exists(index):
+            try:
+                lock = Lock(index + _FLOCK_SUFFIX, timeout=0.5).acquire()
+            except (LockTimeout, OSError):
+                lock = None
+            if lock is not None:
+                state = _read_state(index + _STATE_SUFFIX) or {}
+                if state.get("clean") and state.get("top") == top:
+                    locks.append(lock)
+                    idx, used = index, "snapshot index"
+                else:
+                    lock.release()
+        if idx is None and facts_index:
+            got, lock = _facts_index(facts_index, real_index)
+            if got:
+                locks.append(lock)
+                idx, used = got, "facts index"
+        if idx is None:
+            tmpdir = tempfile.mkdtemp(prefix="cc-continuity-drift-")
+            idx, used = os.path.join(tmpdir, "index"), "temporary index"
+            try:
+                shutil.copyfile(real_index, idx)
+            except OSError:
+                runner.run(["read-tree", tree], env=dict(runner.env, GIT_INDEX_FILE=idx))
+        env = dict(runner.env, GIT_INDEX_FILE=idx, GIT_OPTIONAL_LOCKS="1")  # our own index: its stat refresh is kept
+        cands = set(_z(runner.run(["diff-index", "--cached", "--no-renames", "--name-only", "-z", tree, "--"],
+                                  env=env).stdout))
+        out = runner.run(["status", "--porcelain=v2", "-z", "--no-renames", "--ignore-submodules=dirty",
+                          "--untracked-files=all" if untracked else "--untracked-files=no"], env=env).stdout
+        changed, new = _worktree_changes(out)
+        cands.update(changed, new)
+        if idx == index:
+            try:
+                os.chmod(idx, 0o600)
+            except OSError:
+                pass
+    finally:
+        for lock in locks:
+            lock.release()
+        if tmpdir:
+            shutil.rmtree(tmpdir, ignore_errors=True)
+    skip_b = {os.fsencode(p) for p in skip}
+    cands = sorted(c for c in cands if c not in skip_b)
+    result = {"git": True, "tree": tree, "via": used, "checked": True, "candidates": len(cands)}
+    if len(cands) > limit:
+        result.update(changed=[(_text(c), "changed") for c in cands[:limit]], checked=False, truncated=True)
+        result["elapsed_ms"] = int((time.monotonic() - started) * 1000)
+        return result
+    entries = {}
+    for i in range(0, len(cands), 500):
+        out = runner.run(["--literal-pathspecs", "ls-tree", "-r", "-z", "--full-tree", tree, "--",
+                          *(os.fsdecode(c) for c in cands[i:i + 500])]).stdout
+        for rec in _z(out):
+            meta, _, path = rec.partition(b"\t")
+            mode, _kind, oid = meta.split(b" ")
+            entries[path] = (mode, oid.decode("ascii"))
+    top_b = os.fsencode(top)
+    changed, to_hash = [], []
+    for c in cands:
+        full = os.path.join(top_b, c)
+        there = os.path.lexists(full)
+        entry = entries.get(c)
+        if entry is None:
+            if there and not os.path.isdir(full):
+                changed.append((c, "added"))
+            elif there:
+                changed.append((c, "added"))  # a nested repository (git lists it as a directory)
+            continue
+        if not there:
+            changed.append((c, "deleted"))
+            continue
+        if entry[0] == b"160000":
+            changed.append((c, "modified"))  # a submodule status listed: its commit moved
+            continue
+        if os.path.islink(full):
+            if _blob_oid(os.readlink(full), oid_len) != entry[1]:
+                changed.append((c, "modified"))
+            continue
+        to_hash.append(c)
+    if to_hash:
+        out = runner.run(["hash-object", "--stdin-paths"], input=b"".join(p + b"\n" for p in to_hash)).stdout
+        oids = out.decode("ascii", "replace").split()
+        for c, oid in zip(to_hash, oids):
+            if oid != entries[c][1]:
+                changed.append((c, "modified"))
+    changed.sort()
+    result["changed"] = [(_text(c), k) for c, k in changed]
+    result["truncated"] = False
+    result["elapsed_ms"] = int((time.monotonic() - started) * 1000)
+    return result
+
+
+def history_since(root, old, timeout=10, limit=10):
+    """Branch and HEAD now, and the commits from ``old`` to HEAD: {"branch", "head", "ancestor", "count", "commits"}."""
+    top, _i, _c, _o, head, reason = _locate_repo(root, timeout=timeout, head=True)
+    if top is None:
+        return {"git": False, "reason": reason}
+    out = {"git": True, "head": head, "branch": None, "ancestor": None, "count": 0, "commits": []}
+    proc = _git(["symbolic-ref", "-q", "--short", "HEAD"], top, timeout=timeout)
+    out["branch"] = _text(proc.stdout).strip() or None if proc.returncode == 0 else None
+    if not old or not head or old == head:
+        out["ancestor"] = bool(old) and old == head
+        return out
+    proc = _git(["merge-base", "--is-ancestor", old, head], top, timeout=timeout)
+    out["ancestor"] = proc.returncode == 0
+    if proc.returncode not in (0, 1):
+        out["ancestor"] = None  # the old HEAD is gone from the repository
+        return out
+    if out["ancestor"]:
+        proc = _git(["rev-list", "--count", "%s..%s" % (old, head)], top, timeout=timeout)
+        out["count"] = int(proc.stdout.strip() or 0) if proc.returncode == 0 else 0
+        proc = _git(["log", "-n", str(limit), "--no-show-signature", "-z", "--format=%H%x1f%at%x1f%an%x1f%s",
+                     "%s..%s" % (old, head), "--"], top, timeout=timeout)
+        if proc.returncode == 0:
+            out["commits"] = _commits(proc.stdout)
+    return out

@@ -27,7 +27,8 @@ import time
 from . import fastjson, paths
 from .digest import sha256
 
-KEYED = {"PreToolUse": "tool_use_id", "PostToolUse": "tool_use_id", "UserPromptSubmit": "prompt_id"}
+KEYED = {"PreToolUse": "tool_use_id", "PostToolUse": "tool_use_id", "PostToolUseFailure": "tool_use_id",
+         "UserPromptSubmit": "prompt_id"}
 ONLY_ONE_WIRING = frozenset(("ModHello", "ModTurnEnd", "ModCompact", "ModDone"))  # the mod calls once
 KEEP_S = 6 * 3600
 _SAFE = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")

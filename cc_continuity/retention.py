@@ -16,10 +16,12 @@ from . import gitsnap, session
 
 
 def session_of(ref, prefix):
-    """The session number a snapshot ref belongs to (``cp-NNN[-k]``, ``manual/NNN-…``), or None."""
+    """The session number a snapshot ref belongs to (``cp-NNN[-k]``, ``turn-NNN``, ``manual/NNN-…``), or None."""
     rest = ref[len(prefix):] if ref.startswith(prefix) else ""
     if rest.startswith("cp-"):
         num = rest[3:].split("-", 1)[0]
+    elif rest.startswith("turn-"):
+        num = rest[5:]
     elif rest.startswith("manual/"):
         num = rest[7:].split("-", 1)[0]
     else:

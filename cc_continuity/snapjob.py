@@ -49,9 +49,10 @@ def plan(root, sdir, ref, message, cfg, job=None):
 def take(p):
     """The snapshot of plan ``p`` in this process: the git entry for the manifest (never raises)."""
     try:
+        move = bool(p.get("move"))
         git = gitsnap.snapshot(p["root"], p["ref"], p["message"], max_file_bytes=p["max_file_bytes"],
                                max_untracked_bytes=p["max_untracked_bytes"], untracked=p["untracked"],
-                               unique=True, timeout=p["timeout"], index=p["index"])
+                               unique=not move, timeout=p["timeout"], index=p["index"], move=move)
     except (gitsnap.SnapshotError, ValueError, OSError) as e:
         git = {"git": None, "error": str(e)[:500]}
     git["job"] = p.get("job")
@@ -102,6 +103,38 @@ def current(git):
     return git or {}
 
 
+def turn_ref(key, number):
+    """A session's rolling turn-end snapshot ref (moved at every turn end; checkpoint refs never move)."""
+    return "%s%s/turn-%03d" % (gitsnap.REF_PREFIX, key, number)
+
+
+def turn_result_path(sdir):
+    return sdir + "/turn-snapshot.json"
+
+
+def start_turn(root, sdir, key, number, name, cfg):
+    """Start the turn-end snapshot of session ``number`` in the background; the Popen, or None when skipped.
+
+    Skipped while a snapshot holds the project's private index (the last turn's, or a
+    checkpoint's): the next turn end takes it.  Never waited for.
+    """
+    from .lock import Lock, LockTimeout
+
+    d = root
+    while not os.path.exists(os.path.join(d, ".git")):  # not a git work tree: nothing to start
+        if os.path.dirname(d) == d:
+            return None
+        d = os.path.dirname(d)
+    idx = index_path(root)
+    try:
+        Lock(idx + ".flock", timeout=0).acquire().release()
+    except (LockTimeout, OSError):
+        return None
+    p = plan(root, sdir, turn_ref(key, number), "turn end of %s" % name, cfg)
+    p.update(result=turn_result_path(sdir), move=True, prune=False, nice=10)  # behind the user's own work
+    return start(p, paths.logs_dir() + "/snapshot.log")
+
+
 def run_for_checkpoint(root, sdir, ref, message, cfg):
     """Snapshot for a checkpoint: in the job, waited for at most ``snapshot_hook_wait_s``.
 
@@ -131,6 +164,11 @@ def main(argv):
         print("usage: python -m cc_continuity.snapjob '<plan JSON>' (missing: %s)" % ", ".join(missing),
               file=sys.stderr)
         return 2
+    if isinstance(p.get("nice"), int) and p["nice"] > 0:
+        try:
+            os.nice(p["nice"])
+        except OSError:
+            pass
     git = take(p)
     git["finished_at"] = round(time.time(), 3)
     atomic.write_text(p["result"], json.dumps(git) + "\n", mode=paths.FILE_MODE, fsync=False)

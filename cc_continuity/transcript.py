@@ -47,3 +47,27 @@ def _open_items(todos, max_items, max_chars):
         if len(out) >= max_items:
             break
     return out
+
+
+def last_assistant_text(path, max_chars=1500, scan=TODO_SCAN):
+    """The text of the newest main-thread assistant reply, or None."""
+    try:
+        for line, _ in lines_backwards(path, scan):
+            if b'"assistant"' not in line or b'"isSidechain":true' in line or b'"text"' not in line:
+                continue
+            try:
+                row = fastjson.loads(line)
+            except (ValueError, UnicodeDecodeError):
+                continue
+            msg = row.get("message") if isinstance(row, dict) else None
+            content = msg.get("content") if isinstance(msg, dict) else None
+            if row.get("type") != "assistant" or not isinstance(content, list):
+                continue
+            texts = [b.get("text") for b in content if isinstance(b, dict) and b.get("type") == "text"
+                     and isinstance(b.get("text"), str) and b["text"].strip()]
+            if texts:
+                text = "\n".join(texts).strip()
+                return text[:max_chars] + ("…" if len(text) > max_chars else "")
+    except OSError:
+        return None
+    return None

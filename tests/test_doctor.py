@@ -109,7 +109,7 @@ def test_good_install_is_all_green(inst):
     results = inst.check()
     bad = [r for r in results.values() if not r.ok]
     assert bad == []
-    assert "9 events" in results["hooks"].detail
+    assert "10 events" in results["hooks"].detail
     assert "6 skills" in results["skills"].detail
 
 

@@ -21,7 +21,8 @@ S3 = "c9c9c9c9-0000-4000-8000-000000000003"
 S4 = "d0d0d0d0-0000-4000-8000-000000000004"
 PLUGIN_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VOLATILE = {"ts", "prev", "n", "prompt_id", "ms", "waited_ms", "session_id", "sha256", "pid", "at", "took_ms",
-            "requested_at", "chars", "commit", "tree", "ref", "snapshot_ms"}
+            "requested_at", "chars", "commit", "tree", "ref", "snapshot_ms",
+            "age_s", "snapshot"}  # (revalidation: the checkpoint's age, its ref names the project key)
 
 
 def fire(drv, twins, event, sid, **fields):

@@ -114,8 +114,8 @@ def test_install_then_uninstall_leaves_every_byte_of_home_as_it_was(tmp_path, ca
     doc = settings_doc()
     ours = our_groups(doc)
     assert sorted(e for e, g in ours.items() if len(g) == 1) == sorted(
-        ["SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop", "PreCompact", "SessionEnd",
-         "StopFailure", "Notification"])
+        ["SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PostToolUseFailure", "Stop", "PreCompact",
+         "SessionEnd", "StopFailure", "Notification"])
     assert doc["hooks"]["PreToolUse"][0] == THEIR_SETTINGS["hooks"]["PreToolUse"][0]  # theirs first, untouched
     assert [k for k in doc] == list(THEIR_SETTINGS)
     assert settings.is_our_statusline(doc["statusLine"])

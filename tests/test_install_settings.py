@@ -16,7 +16,7 @@ from cc_continuity.install import settings as S
 
 PY = "/opt/python/bin/python3.11"
 APP = "/home/u/.claude-continuity/app"
-OUR_EVENTS = ["SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop", "PreCompact", "SessionEnd",
+OUR_EVENTS = ["SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PostToolUseFailure", "Stop", "PreCompact", "SessionEnd",
               "StopFailure", "Notification"]
 EVENTS = OUR_EVENTS + ["SubagentStop", "PermissionRequest"]
 
@@ -196,6 +196,7 @@ def test_fragment_matches_the_contract():
     assert list(r["hooks"]) == OUR_EVENTS
     timeouts = {e: g[0]["hooks"][0]["timeout"] for e, g in r["hooks"].items()}
     assert timeouts == {"SessionStart": 15, "UserPromptSubmit": 10, "PreToolUse": 5, "PostToolUse": 5,
+                        "PostToolUseFailure": 5,
                         "Stop": 60, "PreCompact": 30, "SessionEnd": 10, "StopFailure": 5, "Notification": 5}
     assert r["hooks"]["SessionStart"][0]["matcher"] == "startup|resume|clear|compact"
     for event, (group,) in r["hooks"].items():
@@ -205,7 +206,7 @@ def test_fragment_matches_the_contract():
         assert S.app_of_handler(h) == APP
         assert not h.get("async")  # the gate of each event is synchronous
     # Stop has a second handler: the late look, async, allowed to wake the model (asyncRewake).
-    assert [len(g[0]["hooks"]) for g in r["hooks"].values()] == [1, 1, 1, 1, 2, 1, 1, 1, 1]
+    assert [len(g[0]["hooks"]) for g in r["hooks"].values()] == [1, 1, 1, 1, 1, 2, 1, 1, 1, 1]
     # Notification: only the usage-limit news the watchdog forwards (an exact-name matcher).
     assert r["hooks"]["Notification"][0]["matcher"] == \
         "quota_auto_resume_fired|quota_auto_resume_stale|quota_auto_resume_disabled"

@@ -73,6 +73,7 @@ LOOSEN = {
     "compact_to_rotation": (False, True),
     "snapshot_max_untracked_bytes": (1000, 10 ** 9),
     "snapshot_hook_wait_s": (1, 40),
+    "turn_snapshots": (False, True),
 }
 USER_ONLY = sorted(set(config.SCHEMA) - config.REPO_ANY - set(config.REPO_NARROW))
 

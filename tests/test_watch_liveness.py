@@ -343,11 +343,6 @@ def test_scanner_classifies_every_kind_of_session(git_repo, isolated_home, tmp_p
         working = Session(git_repo, isolated_home, procs[1].pid)
         working.prompt()
 
-        crashed = Session(git_repo, isolated_home, procs[2].pid)
-        crashed.prompt()
-        procs[2].kill()
-        procs[2].wait()
-
         hung = Session(git_repo, isolated_home, procs[3].pid)
         hung.end()                                 # SessionEnd, but the process stays
 
@@ -356,6 +351,12 @@ def test_scanner_classifies_every_kind_of_session(git_repo, isolated_home, tmp_p
 
         not_claude = Session(git_repo, isolated_home, sleeper.pid)
         not_claude.end()
+
+        # Last: a session started after it would take over its machine handoff and end it (issue 14).
+        crashed = Session(git_repo, isolated_home, procs[2].pid)
+        crashed.prompt()
+        procs[2].kill()
+        procs[2].wait()
 
         scanner = Scanner(transcripts=watch, stall=0.6)
         now = time.time()

@@ -48,6 +48,9 @@ def chain(proj):
             "rotation_ms": cp.get("rotation_ms"),
             "driver": rec.get("driver") if cp.get("id") else None,
             "ended": (rec.get("ended") or {}).get("reason"),
+            "checkpoint_from": rec.get("checkpoint_from"),
+            "revalidation": rec.get("revalidation"),  # the claim's verdict on the checkpoint this one resumed
+            "recovered_from": rec.get("recovered_from"),  # a session that crashed before any checkpoint
         })
         rows[-1].update(curve(proj.session_dir(n)))
     return rows
@@ -138,6 +141,8 @@ def run(args):
                 line += " -> %03d" % r["successor"]
         elif r["ended"]:
             line += "  ended (%s)" % r["ended"]
+        if r["revalidation"]:
+            line += "  [resumed %s: %s]" % (r["checkpoint_from"], r["revalidation"].get("verdict"))
         print(line)
         if r["curve"] or r["curve_rotation_at"] is not None:
             print("  %-24s %s  peak %.0f%%" % ("", sparkline(r["curve"], r["curve_rotation_at"]),

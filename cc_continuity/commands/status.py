@@ -54,7 +54,18 @@ def describe(proj, cfg, n):
         "successor": rec.get("successor"),
         "updated": rec.get("updated"),
         "ended": (rec.get("ended") or {}).get("reason") if isinstance(rec.get("ended"), dict) else None,
+        "revalidation": rec.get("revalidation"),  # how the checkpoint it resumed compared with the world at claim
+        "recovery": rec.get("recovery"),  # it took over a session that crashed before any checkpoint
+        "resume_command": _resume_command(rec),
     }
+
+
+def _resume_command(rec):
+    """How to reopen this session's whole conversation, for one whose process is gone."""
+    sid = rec.get("session_id")
+    if not sid or rec["state"] == session.ROTATED or pid_alive(rec.get("pid")):
+        return None
+    return "claude --resume %s" % sid
 
 
 def _panes(rows):
@@ -110,6 +121,15 @@ def run(args):
                 life += " detached (no terminal shows it: %s)" % fleet.reach(r["pane"])
         print("  %-24s %-22s %5s %-6s %s %s %s" % (
             r.get("name"), r["state"], pct, r.get("level") or "-", life, ago(r.get("updated")), flags))
+        rv = r.get("revalidation")
+        if rv:
+            print("    resumed %s: %s (%s)" % (rv.get("checkpoint"), rv.get("verdict"), rv.get("reason")))
+        rc = r.get("recovery")
+        if rc:
+            print("    took over %s after a crash (machine handoff, degraded); its whole conversation: %s" % (
+                rc.get("from"), rc.get("resume")))
+        if r.get("resume_command") and r["state"] != session.ENDED:
+            print("    its process is gone; its whole conversation: %s" % r["resume_command"])
     return 0
 
 

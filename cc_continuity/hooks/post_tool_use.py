@@ -1,12 +1,16 @@
-"""PostToolUse: the per-tool-call meter update.
+"""PostToolUse (and PostToolUseFailure): the per-tool-call meter update and the action record.
 
 The common case — a fresh session card and no level change — reads the card,
 the state record and the transcript tail, appends one ledger line and
-returns: no lock, no subprocess, no ``os``, no config parsing.  Anything else
+returns: no lock, no subprocess, no ``os``, no config parsing.  The ledger line
+carries the action (``record`` below: tool, target, failed), so a successor
+learns what was done after the checkpoint it resumes.  Anything else
 (no card yet, a stale card, a level crossing) takes the slow path once.
 """
 
 from .. import card, ledger, meter, session
+
+FAILURE = "PostToolUseFailure"
 
 
 def handle(call):
@@ -26,9 +30,7 @@ def handle(call):
     except OSError:
         tokens = None
     lvl = meter.level(tokens, c["window"], c)
-    tool = call.payload.get("tool_name")
-    ledger.append(c["ledger"], {"ev": "tool", "tool": tool if isinstance(tool, str) else None, "tokens": tokens,
-                                "percent": None if tokens is None else round(100.0 * tokens / c["window"], 1)})
+    ledger.append(c["ledger"], _line(call, tokens, None if tokens is None else round(100.0 * tokens / c["window"], 1)))
     if meter.level_index(lvl) == session.notified_index(rec):
         return None
     return slow(call, logged=True)
@@ -46,9 +48,7 @@ def slow(call, logged=False):
     common.refresh_card(ctx, n, sdir, rec)
     reading = common.measure(ctx, sdir, rec)
     if not logged:
-        tool = call.payload.get("tool_name")
-        ctx.log(sdir, {"ev": "tool", "tool": tool if isinstance(tool, str) else None,
-                       "tokens": reading["tokens"], "percent": reading["percent"]})
+        ctx.log(sdir, _line(call, reading["tokens"], reading["percent"]))
     if not common.needs_level_change(rec, reading):
         ctx.outcome = "card refreshed"
         return None
@@ -56,4 +56,138 @@ def slow(call, logged=False):
     ctx.outcome = "level %s" % reading["level"]
     if not note:
         return None
-    return {"hookSpecificOutput": {"hookEventName": "PostToolUse", "additionalContext": note}}
+    return {"hookSpecificOutput": {"hookEventName": call.event, "additionalContext": note}}
+
+
+def _line(call, tokens, percent):
+    """The ``tool`` ledger line: the meter reading and the action (tool, target, failed)."""
+    tool = call.payload.get("tool_name")
+    rec = {"ev": "tool", "tool": tool if isinstance(tool, str) else None, "tokens": tokens, "percent": percent}
+    rec.update(record(call.payload, failed=call.event == FAILURE))
+    return rec
+
+
+# -- the action record ------------------------------------------------------------------------------
+# The ``tool`` line carries ``target`` (the file path, the URL or pattern, or the first line of a
+# shell command, at most TARGET_MAX characters) and ``failed``: no extra file, no extra write.  Here,
+# not in a module of its own: every module the per-tool-call path imports costs ~0.5 M instructions
+# (about a sixth of what the whole call adds to the interpreter's start).  This path cannot afford
+# ``redact`` (~100 regular expressions), so ``mask`` hides what plainly carries a secret with string
+# operations alone: NAME=value where the name says secret, the word after --password/Bearer-like
+# words, URL userinfo, known token prefixes, long random-looking words.  Every reader that quotes a
+# target (the successor's bootstrap) runs the full redactor over it too; which actions reached
+# outside the work tree is decided there (``resume.side_effect``).
+
+TARGET_MAX = 200
+MASK = "[REDACTED]"
+
+_PATH_KEYS = ("file_path", "notebook_path", "path", "url", "pattern", "query", "description", "prompt")
+_SECRET_WORDS = ("pass", "pwd", "token", "secret", "apikey", "api_key", "api-key", "auth", "cred",
+                 "private_key", "privatekey", "access_key", "signature", "cookie", "session_key")
+_SECRET_FLAGS = frozenset(("--password", "--pass", "--passwd", "--token", "--api-key", "--apikey", "--secret",
+                           "--auth", "--auth-token", "--access-token", "--client-secret", "--otp", "-password",
+                           "bearer", "basic", "token", "authorization:", "x-api-key:", "--header-token",
+                           "sshpass", "--registry-token", "--npm-token"))
+_TOKEN_PREFIXES = ("sk-", "sk_", "pk_", "rk_", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-",
+                   "xoxb-", "xoxp-", "xoxa-", "xapp-", "akia", "asia", "aiza", "npm_", "pypi-", "hf_", "dop_v1_",
+                   "sq0", "shpat_", "eyj")
+
+
+def target(tool, tool_input):
+    """The action's target, masked and cut to ``TARGET_MAX`` (None when the call names none)."""
+    if not isinstance(tool_input, dict):
+        return None
+    cmd = tool_input.get("command")
+    if isinstance(cmd, str):
+        line = cmd.strip().split("\n", 1)[0].strip()
+        more = "\n" in cmd.strip()
+        text = mask(line[:TARGET_MAX * 2])
+        return _cut(text + (" …" if more else ""))
+    for key in _PATH_KEYS:
+        v = tool_input.get(key)
+        if isinstance(v, str) and v:
+            return _cut(mask(v.split("\n", 1)[0][:TARGET_MAX * 2]))
+    return None
+
+
+def _cut(text):
+    return text if len(text) <= TARGET_MAX else text[:TARGET_MAX - 1] + "…"
+
+
+def _secret_name(name):
+    low = name.lower().lstrip("-$").rstrip(":")
+    if not low or low.endswith(("_file", "_path", "file", "_len", "_count", "_url", "_id", "_name", "tokens")) \
+            or low.startswith(("max", "min", "num")):
+        return False  # about a secret (where it is, how long), not one
+    return any(w in low for w in _SECRET_WORDS)
+
+
+def _random_looking(word):
+    w = word.strip("'\"`,;()[]{}")
+    if len(w) < 24 or "/" in w or "." in w[:-1] and w.count(".") != 2:  # paths, hosts, dotted names (a JWT: 2 dots)
+        return False
+    digits = sum(1 for c in w if c.isdigit())
+    upper = sum(1 for c in w if c.isupper())
+    lower = sum(1 for c in w if c.islower())
+    if digits == len(w) or all(c in "0123456789abcdefABCDEF-" for c in w):
+        return False  # numbers, hashes, UUIDs
+    return digits >= 2 and (upper >= 2 and lower >= 2 or digits >= 6 and upper + lower >= 6)
+
+
+def _masked_word(word):
+    low = word.lower().strip("'\"")
+    if "://" in word and "@" in word.split("://", 1)[1].split("/", 1)[0]:
+        scheme, rest = word.split("://", 1)
+        host = rest.split("@", 1)[1]
+        return scheme + "://" + MASK + "@" + host
+    if "=" in word:
+        name, _, value = word.partition("=")
+        if value and _secret_name(name) and not value.isdigit():
+            return name + "=" + MASK
+        if value and _masked_word(value) != value:
+            return name + "=" + _masked_word(value)
+    if len(low) >= 16 and low.startswith(_TOKEN_PREFIXES):
+        return MASK
+    if _random_looking(word):
+        return MASK
+    return word
+
+
+def mask(text):
+    """``text`` with what plainly carries a secret masked (a first pass; the full redactor follows on output)."""
+    if not text:
+        return text
+    words = text.split(" ")
+    out = []
+    hide_next = False
+    for w in words:
+        if not w:
+            out.append(w)
+            continue
+        if hide_next:
+            out.append(MASK)
+            hide_next = False
+            continue
+        low = w.lower().strip("'\"")
+        if low in _SECRET_FLAGS or (low.startswith("-") and _secret_name(low) and "=" not in low):
+            out.append(w)
+            hide_next = True
+            continue
+        if low in ("-u", "--user") and len(out) and out[0].lower() in ("curl", "wget"):
+            out.append(w)
+            hide_next = True
+            continue
+        out.append(_masked_word(w))
+    return " ".join(out)
+
+
+def record(payload, failed=False):
+    """The action fields of a ``tool`` ledger line for one PostToolUse/PostToolUseFailure payload."""
+    tool = payload.get("tool_name")
+    tool = tool if isinstance(tool, str) else None
+    out = {"target": target(tool, payload.get("tool_input"))}
+    resp = payload.get("tool_response")
+    if failed or (isinstance(resp, dict) and (resp.get("interrupted") is True or resp.get("is_error") is True)):
+        out["failed"] = True
+    return out
+

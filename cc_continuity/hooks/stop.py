@@ -53,7 +53,23 @@ def handle(call):
         return _ask_for_clear(rec)
     if state in session.CLAIMABLE or state in (session.ROTATED, session.ENDED):
         return None
-    return decide(ctx, n, sdir, rec, reading, caught, waited)
+    out = decide(ctx, n, sdir, rec, reading, caught, waited)
+    if out is None and ctx.cfg["turn_snapshots"]:
+        _turn_snapshot(ctx, n, sdir, rec)
+    return out
+
+
+def _turn_snapshot(ctx, n, sdir, rec):
+    """The rolling turn-end snapshot (a crash before any checkpoint then loses at most this turn's tree)."""
+    from .. import snapjob
+
+    try:
+        proc = snapjob.start_turn(ctx.project.root, sdir, ctx.project.key, n, rec.get("name"), ctx.cfg)
+    except (OSError, ValueError) as e:
+        ctx.log(sdir, {"ev": "turn_snapshot_failed", "error": str(e)[:200]})
+        return
+    if proc is not None:
+        ctx.outcome += "; turn snapshot started"
 
 
 def decide(ctx, n, sdir, rec, reading, caught, waited):
