@@ -137,13 +137,13 @@ def test_old_markers_are_swept_and_a_broken_folder_never_drops_a_call():
     import shutil
     import time
 
-    assert once.first("UserPromptSubmit", S1, {"prompt_id": "p1"}, b"")
+    assert once.first("PreToolUse", S1, {"tool_use_id": "t1"}, b"")
     assert once.sweep(now=time.time() + once.KEEP_S + 1) == 1
     shutil.rmtree(once.once_dir())
     with open(once.once_dir(), "w") as f:  # not a folder: nothing can be marked
         f.write("x")
-    assert once.first("UserPromptSubmit", S1, {"prompt_id": "p2"}, b"")
-    assert once.first("UserPromptSubmit", S1, {"prompt_id": "p2"}, b"")  # cannot tell: it runs
+    assert once.first("PreToolUse", S1, {"tool_use_id": "t2"}, b"")
+    assert once.first("PreToolUse", S1, {"tool_use_id": "t2"}, b"")  # cannot tell: it runs
 
 
 def test_startup_sweeps_old_markers_and_hand_overs(tmp_path):
@@ -151,15 +151,26 @@ def test_startup_sweeps_old_markers_and_hand_overs(tmp_path):
 
     from cc_continuity import rotation
 
-    assert once.first("UserPromptSubmit", S1, {"prompt_id": "old"}, b"")
+    assert once.first("PreToolUse", S1, {"tool_use_id": "old"}, b"")
     rotation.offer_handover(S1, {"n": 1})
     old = time.time() - 7 * 24 * 3600
     for path in (os.path.join(once.once_dir(), os.listdir(once.once_dir())[0]), rotation.handover_file(S1)):
         os.utime(path, (old, old))
-    assert once.first("UserPromptSubmit", S1, {"prompt_id": "new"}, b"")
+    assert once.first("PreToolUse", S1, {"tool_use_id": "new"}, b"")
     drv = HookDriver(tmp_path / "proj")
     drv.transcript(S2).assistant(tokens_at(5))
     drv.hook("SessionStart", S2, source="startup")
     left = os.listdir(once.once_dir())
     assert not any(".old" in n for n in left) and any(".new" in n for n in left)
     assert not rotation.handover_offered(S1)
+
+
+def test_a_prompt_typed_during_a_turn_is_not_taken_for_a_twin():
+    """2.1.332 gives a prompt submitted while a turn runs that turn's prompt_id: two prompts, one id."""
+    first = {"prompt_id": "p-running", "prompt": "Continuing from cp-001 ..."}
+    typed = {"prompt_id": "p-running", "prompt": "also add a changelog entry"}
+    raw = lambda p: json.dumps(p).encode()
+    assert once.first("UserPromptSubmit", S1, first, raw(first))
+    assert once.first("UserPromptSubmit", S1, typed, raw(typed))  # a prompt of its own: handled
+    # Its twin through the other wiring still stands down.
+    assert not once.first("UserPromptSubmit", S1, typed, raw(typed), wiring="/plugin/root")

@@ -439,3 +439,18 @@ def test_rotation_in_a_non_git_project(tmp_path):
     text = bootstrap_of(drv.hook("SessionStart", S2, source="clear"))
     assert text.startswith("Continuing from cp-001 (plain-002).") and "not a git repository" in text
     assert drv.state(S1)["state"] == session.ROTATED
+
+
+def test_the_gate_holds_when_the_card_goes_stale_while_it_is_rebuilt(drv, monkeypatch):
+    """A file the card depends on may change right after it was rebuilt (the status line noting
+    the window): the gate must use the card it built, not skip the check (2.1.328, 1 run in 10)."""
+    from cc_continuity import card
+    from cc_continuity import hooks
+
+    start_session(drv, S1)
+    drv.transcript(S1).assistant(tokens_at(76), tool_uses=[("Bash", {"command": "touch burst-1.txt"})])
+    monkeypatch.setattr(card, "load", lambda session_id: None)  # stale at every read
+    payload = drv.payload("PreToolUse", S1, tool_name="Bash", tool_input={"command": "touch burst-1.txt"})
+    out, outcome, _sid, _ = hooks.dispatch("PreToolUse", json.dumps(payload).encode(), drv.env(S1))
+    assert outcome == "denied at hard ceiling", outcome
+    assert json.loads(out)["hookSpecificOutput"]["permissionDecision"] == "deny"

@@ -136,14 +136,16 @@ def register(ctx, source):
 
 
 def refresh_card(ctx, n, sdir, rec):
-    """Rebuild this session's card (the hot path's cache of project + config)."""
+    """Rebuild this session's card (the hot path's cache of project + config); the card built."""
     proj = ctx.project
     sl = sdir + "/statusline.json"
     deps = card.snapshot(config.layer_files(proj.root) + [sl])
     cfg = config.load(proj.root, ctx.env)
     slw = meter.reported_window(sdir)
     window, wsrc = meter.resolve_window(cfg["window"], slw, rec.get("model"), ctx.env)
-    card.save(ctx.session_id, card.build(ctx.session_id, sdir, rec, cfg, window, wsrc, deps, slw))
+    built = card.build(ctx.session_id, sdir, rec, cfg, window, wsrc, deps, slw)
+    card.save(ctx.session_id, built)
+    return built
 
 
 def _live_fields(ctx, sock, pane):

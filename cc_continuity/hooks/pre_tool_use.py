@@ -51,6 +51,8 @@ def handle(call):
         if meter.level(tokens, c["window"], c) == "hard":
             hard = True
             rec = _record_hard(call, tokens) or rec
+        elif call.outcome == "card refreshed":
+            call.outcome = "card refreshed, below hard (%s tokens)" % tokens  # why it let the tool through
     requested = rec["state"] == session.HANDOFF_REQUESTED
     if not hard and not requested:
         return None
@@ -111,9 +113,11 @@ def _fresh_card(call):
     if not ctx.cfg["enabled"]:
         return None
     n, sdir, rec = ctx.load_session()
-    common.refresh_card(ctx, n, sdir, rec)
     call.outcome = "card refreshed"
-    return card.load(call.session_id)
+    # The card just built, not a re-read: a file it depends on may change in between (the
+    # status line noting the window), and a re-read would then say "stale" and skip the gate
+    # (seen on 2.1.328: the crossing response's first tool let through, 1 run in 10).
+    return common.refresh_card(ctx, n, sdir, rec)
 
 
 def _is_our_cli(command, env_get):
