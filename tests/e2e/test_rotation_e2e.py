@@ -31,6 +31,7 @@ from cc_continuity.rehearse import HANDOFF_REQUEST, handoff_text, rotation_scena
 from . import scenarios
 from .common import (SLUG, Continuity, assert_clean_successor, bootstrap_of, first_request, git, git_state,
                      installed_sandbox, prompt, report_metrics)
+from .harness import REPO_ROOT
 
 pytestmark = pytest.mark.e2e
 
@@ -116,7 +117,8 @@ TASK_MANUAL = "Manual task: keep a work log"
 
 def test_manual_clear_when_tmux_is_disabled(sandbox_factory):
     sb = installed_sandbox(sandbox_factory, lambda p: rotation_scenario(p, task=TASK_MANUAL))
-    cfg = sb.run([sys.executable, "-c", "from cc_continuity import config; config.update_global({'tmux': False})"])
+    cfg = sb.run([sys.executable, "-c", "from cc_continuity import config; config.update_global({'tmux': False})"],
+                 env={"PYTHONPATH": REPO_ROOT})
     assert cfg.returncode == 0, cfg.stderr
     cont = Continuity(sb)
     sb.start_claude()

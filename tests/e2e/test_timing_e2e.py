@@ -28,6 +28,7 @@ from cc_continuity.tmux import Pane
 from . import scenarios
 from .common import (SLUG, Continuity, assert_clean_successor, bootstrap_of, first_request, installed_sandbox,
                      prompt, report_metrics)
+from .harness import REPO_ROOT
 
 pytestmark = pytest.mark.e2e
 
@@ -144,7 +145,8 @@ def test_a_draft_left_in_the_box_moves_to_the_successor_box(sandbox_factory):
     draft = "remember to rerun the slow tests"
     sb = installed_sandbox(sandbox_factory, lambda p: rotation_scenario(p, task=TASK_TYPING))
     cfg = sb.run([sys.executable, "-c", "from cc_continuity import config; "
-                                        "config.update_global({'rotator_draft_wait_s': 3})"])
+                                        "config.update_global({'rotator_draft_wait_s': 3})"],
+                 env={"PYTHONPATH": REPO_ROOT})
     assert cfg.returncode == 0, cfg.stderr
     cont = Continuity(sb)
     sb.start_claude()
