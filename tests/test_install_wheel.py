@@ -79,7 +79,7 @@ def test_wheel_install_survives_deleting_the_venv(tmp_path, git_repo):
     with open(os.path.join(claude, "settings.json")) as f:
         doc = json.load(f)
     hooks = {e: g[0]["hooks"][0] for e, g in doc["hooks"].items()}
-    assert len(hooks) == 9
+    assert len(hooks) == 10  # PostToolUseFailure records a failed tool call (resume)
     python = hooks["Stop"]["command"]
     assert os.path.isabs(python) and not python.startswith(str(venv)), "hooks must not depend on the venv"
     assert "cc-continuity wrapper" in open(os.path.join(home, ".bashrc")).read()

@@ -237,7 +237,8 @@ class HookDriver:
         raw = compact(self.payload(event, session_id, **fields)).encode()
         out, outcome, _ = dispatch.run(event, raw, env=env or self.env(session_id))
         assert not outcome.startswith(FAILED_OPEN), "%s failed: %s" % (event, outcome)
-        return json.loads(out) if out else None
+        obj = json.loads(out) if out else None
+        return self._stop_request(obj) if event == "Stop" and obj else obj
 
     def cli(self, *args, session_id=None, check=True):
         """``cc-continuity <args>`` in the project, as the agent's Bash tool would run it."""
