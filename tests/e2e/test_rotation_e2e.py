@@ -85,8 +85,11 @@ def test_chain_of_three_rotations(sandbox_factory):
     refs = git(sb, "for-each-ref", "--format=%(refname)", "refs/continuity").split()
     key = os.path.basename(cont.project_dir())  # refs are named by the project key (slug + hash)
     assert key.startswith(SLUG + "-")
-    assert refs == ["refs/continuity/%s/cp-%03d" % (key, n) for n in (1, 2, 3)]
-    trees = [set(git(sb, "ls-tree", "-r", "--name-only", ref).split()) for ref in refs]
+    cps = [r for r in refs if "/cp-" in r]
+    assert cps == ["refs/continuity/%s/cp-%03d" % (key, n) for n in (1, 2, 3)]
+    # Besides the checkpoints, at most one rolling turn-end snapshot per session (issue 14).
+    assert all(re.fullmatch(r"refs/continuity/%s/(cp|turn)-\d{3}" % re.escape(key), r) for r in refs), refs
+    trees = [set(git(sb, "ls-tree", "-r", "--name-only", ref).split()) for ref in cps]
     for n, tree in enumerate(trees, 1):
         work = sorted(f for f in tree if f.startswith("work-"))
         assert len(work) == n and "README.md" in tree, tree  # each snapshot holds the work so far
