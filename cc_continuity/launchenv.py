@@ -7,7 +7,6 @@ it.  Files a trampoline never picked up are swept after :data:`MAX_AGE_S`.
 
 import json
 import os
-import time
 
 from . import atomic, paths
 
@@ -31,30 +30,8 @@ def write(path: str, saved: dict[str, str]) -> None:
 
 def stale(max_age: float = MAX_AGE_S, now: float | None = None) -> list[str]:
     """Environment files no trampoline picked up within ``max_age`` seconds."""
-    now = time.time() if now is None else now
-    d = files_dir()
-    try:
-        names = os.listdir(d)
-    except OSError:
-        return []
-    out: list[str] = []
-    for n in names:
-        p = os.path.join(d, n)
-        try:
-            if n.startswith("env-") and now - os.lstat(p).st_mtime > max_age:
-                out.append(p)
-        except OSError:
-            continue
-    return out
+    return paths.older_than(files_dir(), max_age, now, prefix="env-")
 
 
 def sweep() -> None:
-    for p in stale():
-        _unlink(p)
-
-
-def _unlink(path: str) -> None:
-    try:
-        os.unlink(path)
-    except OSError:
-        pass
+    paths.remove_older(files_dir(), MAX_AGE_S, prefix="env-")

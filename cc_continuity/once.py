@@ -25,7 +25,6 @@ Standard library and one syscall on the per-tool-call path; markers older than
 """
 
 import posix
-import time
 
 from . import fastjson, paths
 from .digest import sha256
@@ -116,18 +115,4 @@ def _claim(name):
 
 def sweep(now=None, keep_s=KEEP_S):
     """Remove markers older than ``keep_s``; returns how many."""
-    now = time.time() if now is None else now
-    removed = 0
-    try:
-        names = posix.listdir(once_dir())
-    except OSError:
-        return 0
-    for name in names:
-        path = once_dir() + "/" + name
-        try:
-            if now - posix.stat(path).st_mtime > keep_s:
-                posix.unlink(path)
-                removed += 1
-        except OSError:
-            continue
-    return removed
+    return paths.remove_older(once_dir(), keep_s, now)

@@ -8,6 +8,7 @@ start-up).  Paths are plain strings joined with "/": POSIX only.
 """
 
 import posix
+import time
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600
@@ -152,6 +153,36 @@ def read_regular(path: str, limit: int = 1 << 22, chmod: int | None = None) -> b
         return b"".join(chunks)
     finally:
         posix.close(fd)
+
+
+def older_than(directory: str, age_s: float, now: float | None = None, prefix: str = "") -> list[str]:
+    """Paths of the entries of ``directory`` (named ``prefix…``) last changed more than ``age_s`` ago."""
+    now = time.time() if now is None else now
+    try:
+        names = posix.listdir(directory)
+    except OSError:
+        return []
+    out = []
+    for name in names:
+        path = directory + "/" + name
+        try:
+            if name.startswith(prefix) and now - posix.lstat(path).st_mtime > age_s:
+                out.append(path)
+        except OSError:
+            continue
+    return out
+
+
+def remove_older(directory: str, age_s: float, now: float | None = None, prefix: str = "") -> int:
+    """Remove what :func:`older_than` finds; how many went."""
+    removed = 0
+    for path in older_than(directory, age_s, now, prefix):
+        try:
+            posix.unlink(path)
+            removed += 1
+        except OSError:
+            continue
+    return removed
 
 
 def config_file() -> str:

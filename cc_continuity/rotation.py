@@ -130,21 +130,7 @@ def give_back(session_id, who):
 
 def sweep_handovers(now=None, keep_s=24 * 3600):
     """Remove hand-over files (offered or taken) older than ``keep_s``; returns how many."""
-    now = time.time() if now is None else now
-    removed = 0
-    try:
-        names = os.listdir(handover_dir())
-    except OSError:
-        return 0
-    for name in names:
-        path = os.path.join(handover_dir(), name)
-        try:
-            if now - os.stat(path).st_mtime > keep_s:
-                os.unlink(path)
-                removed += 1
-        except OSError:
-            continue
-    return removed
+    return paths.remove_older(handover_dir(), keep_s, now)
 
 
 def choose_driver(rec, cfg, tmux_usable):
