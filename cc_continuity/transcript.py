@@ -12,20 +12,26 @@ TODO_SCAN = 16 * 1024 * 1024
 _TODO = b'"TodoWrite"'
 
 
+def _assistant_contents(path, scan, *needles):
+    """The content lists of main-thread assistant rows, newest first, among lines holding every
+    one of ``needles`` (a byte test before any parse).  OSError from reading propagates."""
+    for line, _ in lines_backwards(path, scan):
+        if b'"isSidechain":true' in line or not all(n in line for n in needles):
+            continue
+        try:
+            row = fastjson.loads(line)
+        except (ValueError, UnicodeDecodeError):
+            continue
+        msg = row.get("message") if isinstance(row, dict) else None
+        content = msg.get("content") if isinstance(msg, dict) else None
+        if row.get("type") == "assistant" and isinstance(content, list):
+            yield content
+
+
 def open_todos(path, max_items=30, max_chars=200):
     """Items of the latest TodoWrite call that are not completed, or None if there is none."""
     try:
-        for line, _ in lines_backwards(path, TODO_SCAN):
-            if _TODO not in line or b'"isSidechain":true' in line:
-                continue
-            try:
-                row = fastjson.loads(line)
-            except (ValueError, UnicodeDecodeError):
-                continue
-            msg = row.get("message") if isinstance(row, dict) else None
-            content = msg.get("content") if isinstance(msg, dict) else None
-            if row.get("type") != "assistant" or not isinstance(content, list):
-                continue
+        for content in _assistant_contents(path, TODO_SCAN, _TODO):
             for block in reversed(content):
                 if isinstance(block, dict) and block.get("type") == "tool_use" and block.get("name") == "TodoWrite":
                     todos = (block.get("input") or {}).get("todos")
@@ -52,17 +58,7 @@ def _open_items(todos, max_items, max_chars):
 def last_assistant_text(path, max_chars=1500, scan=TODO_SCAN):
     """The text of the newest main-thread assistant reply, or None."""
     try:
-        for line, _ in lines_backwards(path, scan):
-            if b'"assistant"' not in line or b'"isSidechain":true' in line or b'"text"' not in line:
-                continue
-            try:
-                row = fastjson.loads(line)
-            except (ValueError, UnicodeDecodeError):
-                continue
-            msg = row.get("message") if isinstance(row, dict) else None
-            content = msg.get("content") if isinstance(msg, dict) else None
-            if row.get("type") != "assistant" or not isinstance(content, list):
-                continue
+        for content in _assistant_contents(path, scan, b'"assistant"', b'"text"'):
             texts = [b.get("text") for b in content if isinstance(b, dict) and b.get("type") == "text"
                      and isinstance(b.get("text"), str) and b["text"].strip()]
             if texts:
