@@ -45,16 +45,20 @@ def paint(text, code, color):
     return "\x1b[%sm%s\x1b[0m" % (code, text) if color else text
 
 
-def render(payload, env=None):
-    """Our segment for one status-line payload (never raises for bad input)."""
+def facts(payload, env=None):
+    """The card for this payload's session (or card-shaped facts without one); a str is an error line."""
     if not isinstance(payload, dict):
         return "ctx ? · cc-continuity: bad status input"
+    c = card.load(payload.get("session_id")) if env is None else None
+    return _slow_card(payload, env) if c is None else c
+
+
+def render(payload, env=None, c=None):
+    """Our segment for one status-line payload (never raises for bad input); ``c``: its :func:`facts`."""
+    c = facts(payload, env) if c is None else c
+    if isinstance(c, str):
+        return c
     sid = payload.get("session_id")
-    c = card.load(sid) if env is None else None
-    if c is None:
-        c = _slow_card(payload, env)
-        if isinstance(c, str):
-            return c
     no_color = (env.get("NO_COLOR") if env is not None else paths.getenv("NO_COLOR"))
     color = c["color"] and not no_color
     rec = None
@@ -136,18 +140,55 @@ def _remember_window(sdir, window):
 
 
 def chained_command():
-    """The user's previous status line command, remembered by install."""
+    """The user's previous status line (its statusLine object), remembered by install."""
     try:
         chain = fastjson.loads(session.read_file(paths.home() + "/install.json")).get("statusline_chain")
     except (OSError, ValueError, AttributeError):
         return None
+    return _usable_chain(chain)
+
+
+def _usable_chain(chain):
+    """``chain`` if it is a statusLine object with a command to run, else None."""
     if isinstance(chain, dict) and isinstance(chain.get("command"), str) and chain["command"].strip():
-        return chain["command"]
+        return chain
     return None
+
+
+def chained_output(chain, raw, c, timeout_ms):
+    """The user's status line output for this stdin.
+
+    Ours re-runs every :data:`REFRESH_S` seconds (install sets ``refreshInterval``)
+    so that a state change with no new message (a verified checkpoint waiting for
+    ``/clear``) shows.  A user's status line that asked for no timer of its own is
+    not made to run on ours: when the stdin is byte-identical to the last run's,
+    its last output is shown again.
+    """
+    sdir = c.get("sdir") if isinstance(c, dict) else None
+    cache = sdir + "/" + CHAIN_CACHE if sdir and not chain.get("refreshInterval") else None
+    text = raw.decode("utf-8", "replace")
+    if cache:
+        try:
+            last = fastjson.loads(session.read_file(cache))
+            if last.get("stdin") == text and isinstance(last.get("out"), str):
+                return last["out"]
+        except (OSError, ValueError, AttributeError):
+            pass
+    out = run_chained(chain["command"], raw, timeout_ms)
+    if cache and out:
+        try:
+            from . import atomic
+
+            atomic.write_text(cache, fastjson.dumps({"stdin": text, "out": out}), fsync=False)
+        except OSError:
+            pass
+    return out
 
 
 OWN_BUDGET_S = 1.5  # our part of a status line run: stdin, card, state, transcript tail, output
 CHAIN_FLAG = "--chain"
+REFRESH_S = 10  # our statusLine's refreshInterval: a state change shows within this, messages or not
+CHAIN_CACHE = "statusline.chain.json"  # the user's status line output and the stdin it was for
 
 
 class Deadline(BaseException):
@@ -164,15 +205,13 @@ def _arm(deadline):
 
 
 def _chain_from_argv(argv):
-    """The user's status line command carried in ours (``--chain '<statusLine JSON>'``), or None."""
+    """The user's statusLine object carried in ours (``--chain '<statusLine JSON>'``), or None."""
     if CHAIN_FLAG not in argv[:-1]:
         return None
     try:
-        chain = fastjson.loads(argv[argv.index(CHAIN_FLAG) + 1])
+        return _usable_chain(fastjson.loads(argv[argv.index(CHAIN_FLAG) + 1]))
     except (ValueError, UnicodeDecodeError):
         return None
-    command = chain.get("command") if isinstance(chain, dict) else None
-    return command if isinstance(command, str) and command.strip() else None
 
 
 def run_chained(command, raw, timeout_ms):
@@ -239,12 +278,13 @@ def main():
             payload = fastjson.loads(raw)
         except (ValueError, UnicodeDecodeError):
             payload = None
+        c = facts(payload)
         if chain:
             left_ms = (deadline - time.monotonic() - 0.2) * 1000
-            theirs = run_chained(chain, raw, max(1, min(timeout, left_ms)))
+            theirs = chained_output(chain, raw, c, max(1, min(timeout, left_ms)))
             if theirs:
                 out.append(theirs)
-        out.append(render(payload))
+        out.append(render(payload, c=c))
     except BaseException:
         out.append("ctx ?")
     try:

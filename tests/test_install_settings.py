@@ -214,7 +214,7 @@ def test_fragment_matches_the_contract():
     assert late["args"] == ["-S", "-c", S.boot_code(APP), "StopLate"]
     assert late["async"] is True and late["asyncRewake"] is True and late["timeout"] == 60
     assert r["statusLine"] == {"type": "command", "command": PY + " -S " + APP + "/cc_continuity/statusmain.py",
-                               "padding": 0}
+                               "padding": 0, "refreshInterval": 10}
 
 
 def test_status_line_with_awkward_paths_is_quoted_for_the_shell():
@@ -264,6 +264,18 @@ def test_status_line_is_chained_and_restored():
     reformatted = S.dumps(S.parse(new.decode()), indent=4).encode()
     back = S.parse(S.plan_uninstall(reformatted, record).decode())
     assert list(back) == ["statusLine", "model"] and back["statusLine"] == theirs
+
+
+def test_ours_refreshes_on_a_timer_and_a_faster_timer_of_theirs_is_kept():
+    assert S.plan_install(b"{}", rendered())[0] and S.parse(S.plan_install(b"{}", rendered())[0].decode())[
+        "statusLine"]["refreshInterval"] == 10
+    for theirs, expected in ((None, 10), (3, 3), (30, 10), ("2", 10), (0, 10)):
+        mine = {"type": "command", "command": "~/bin/sl.sh"}
+        if theirs is not None:
+            mine["refreshInterval"] = theirs
+        new, _ = S.plan_install(S.dumps({"statusLine": mine}).encode(), rendered())
+        assert S.parse(new.decode())["statusLine"]["refreshInterval"] == expected, theirs
+        assert S.embedded_chain(S.parse(new.decode())["statusLine"]) == mine  # carried exactly, for uninstall
 
 
 def test_uninstall_keeps_a_status_line_the_user_set_after_install():

@@ -84,10 +84,10 @@ def sess(git_repo, isolated_home):
     return Session(git_repo, isolated_home)
 
 
-def write_chain(command):
+def write_chain(command, **extra):
     paths.ensure_dir(paths.home())
     with open(os.path.join(paths.home(), "install.json"), "w") as f:
-        json.dump({"statusline_chain": {"type": "command", "command": command, "padding": 0}}, f)
+        json.dump({"statusline_chain": {"type": "command", "command": command, "padding": 0, **extra}}, f)
 
 
 def script(tmp_path, name, body):
@@ -206,6 +206,25 @@ def test_chained_command_runs_first_with_the_same_stdin(sess, tmp_path):
     res = statusline(raw)
     assert res.lines == ["THEIRS sid=%s" % sess.sid, "ctx 56% ▮▮▮▯▯ warn · repo-001"]
     assert seen.read_bytes() == raw
+
+
+def test_our_timer_does_not_rerun_a_chained_command_that_asked_for_no_timer(sess, tmp_path):
+    """Ours refreshes every REFRESH_S s; theirs (say, a costly usage report) runs only when its stdin changed."""
+    runs = tmp_path / "runs"
+    chain = script(tmp_path, "count.sh", 'cat >/dev/null\necho x >> %s\necho "THEIRS $(wc -l < %s)"\n'
+                   % (shlex.quote(str(runs)), shlex.quote(str(runs))))
+    write_chain(shlex.quote(chain))
+    tick = sess.payload(560_000)
+    assert statusline(tick).lines[0] == "THEIRS 1"
+    assert statusline(tick).lines == ["THEIRS 1", "ctx 56% ▮▮▮▯▯ warn · repo-001"]  # a timer tick: shown again
+    assert runs.read_text().count("x") == 1
+    assert statusline(sess.payload(650_000)).lines[0] == "THEIRS 2"  # a new reading: theirs runs
+    sess.transition("HANDOFF_REQUESTED")
+    assert statusline(sess.payload(650_000)).lines == ["THEIRS 2", "ctx 65% ▮▮▮▯▯ rotate · repo-001 · ✎ writing handoff"]
+    # a status line with a timer of its own runs on every tick, as it asked
+    write_chain(shlex.quote(chain), refreshInterval=3)
+    assert statusline(tick).lines[0] == "THEIRS 3"
+    assert statusline(tick).lines[0] == "THEIRS 4"
 
 
 def test_slow_chained_command_is_cut_off(sess, tmp_path):

@@ -45,7 +45,7 @@ import json
 import os
 import shlex
 
-from .. import errors
+from .. import errors, statusline
 
 HOOK_MARK = "from cc_continuity.hooks import main"
 BOOT = (
@@ -66,7 +66,8 @@ PLUGIN_HOOKS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__fi
                             "data", "hooks", "hooks.json")
 PLUGIN_PYTHON = "python3"           # the plugin cannot know the interpreter: PATH's
 PLUGIN_ROOT = "${CLAUDE_PLUGIN_ROOT}"  # substituted by Claude Code into each exec-form arg
-STATUS_LINE = {"type": "command", "command": "@PYTHON@ -S @APP@" + STATUS_MARK, "padding": 0}
+STATUS_LINE = {"type": "command", "command": "@PYTHON@ -S @APP@" + STATUS_MARK, "padding": 0,
+               "refreshInterval": statusline.REFRESH_S}
 
 _MISSING = object()
 
@@ -345,9 +346,6 @@ def is_our_statusline(value):
     return isinstance(value, dict) and isinstance(value.get("command"), str) and STATUS_MARK in value["command"]
 
 
-CHAIN_FLAG = "--chain"
-
-
 def embedded_chain(value):
     """The user's own statusLine our status line command carries (``--chain JSON``), or None."""
     if not is_our_statusline(value):
@@ -356,10 +354,10 @@ def embedded_chain(value):
         words = shlex.split(value["command"])
     except ValueError:
         return None
-    if CHAIN_FLAG not in words[:-1]:
+    if statusline.CHAIN_FLAG not in words[:-1]:
         return None
     try:
-        chain = parse(words[words.index(CHAIN_FLAG) + 1], "the --chain of our status line")
+        chain = parse(words[words.index(statusline.CHAIN_FLAG) + 1], "the --chain of our status line")
     except SettingsError:
         return None
     return None if is_our_statusline(chain) or not chain else chain
@@ -370,7 +368,11 @@ def with_chain(status, chain):
     if chain is None:
         return status
     out = dict(status)
-    out["command"] = status["command"] + " " + shlex.join([CHAIN_FLAG, dumps_compact(chain)])
+    out["command"] = status["command"] + " " + shlex.join([statusline.CHAIN_FLAG, dumps_compact(chain)])
+    theirs = chain.get("refreshInterval") if isinstance(chain, dict) else None
+    theirs = theirs.value() if isinstance(theirs, Number) else theirs
+    if type(theirs) is int and 1 <= theirs < out.get("refreshInterval", theirs + 1):
+        out["refreshInterval"] = theirs  # their timer, if faster: theirs re-runs as often as it asked
     return out
 
 
