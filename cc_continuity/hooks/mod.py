@@ -23,16 +23,15 @@ Every call also leaves the mod's heartbeat (:func:`rotation.mod_heartbeat`), whi
 is how the Stop hook knows it may choose the mod.
 """
 
-from .. import meter, paths, rotation, session
-from . import common
+from .. import checkpoint, meter, paths, protocol, rotation, session
+from .common import HookContext
 
 MOD_EVENTS = ("ModHello", "ModTurnEnd", "ModCompact", "ModDone")
-SKIP_REASON = "cc-continuity: rotating to a fresh session instead of compacting"
-PREPARE = (session.ACTIVE, session.WARNED, session.ROTATION_PENDING, session.BOOTSTRAPPING)
+SKIP_REASON = protocol.COMPACT_SKIP
 
 
 def handle(call):
-    ctx = common.HookContext(call)
+    ctx = HookContext(call)
     mod = ctx.payload.get("mod")
     rotation.mod_heartbeat(ctx.claude_pid(), mod.get("version") if isinstance(mod, dict) else None)
     if call.event == "ModHello":
@@ -76,9 +75,6 @@ def _hand_over(ctx, n, sdir, last_request=None):
 
 
 def compact(ctx, n, sdir):
-    from .. import checkpoint, handoff
-    from . import stop
-
     if not (ctx.cfg["mod"] and ctx.cfg["compact_to_rotation"]) or ctx.payload.get("trigger") != "auto":
         return None
     if ctx.payload.get("agent_id"):
@@ -88,40 +84,15 @@ def compact(ctx, n, sdir):
     if rec["state"] in session.CLAIMABLE:
         out = _hand_over(ctx, n, sdir, last) if rec.get("driver") == "mod" else None
         return dict(out or {}, skip=SKIP_REASON)
-    if rec["state"] not in PREPARE + (session.HANDOFF_REQUESTED,):
+    handoff = protocol.rotate_instead_of_compacting(ctx, n, sdir, rec)
+    if handoff is None:
         return None
-    proj = ctx.project
-    reading = common.measure(ctx, sdir, rec)
-    with proj.lock():
-        rec = session.load(sdir)
-        if rec["state"] in PREPARE:
-            snap = checkpoint.collect(proj.root, sdir, rec, reading, ctx.payload, ctx.cfg)
-            session.transition(sdir, rec, session.HANDOFF_REQUESTED, "auto-compaction: rotating instead",
-                               handoff_tries=0, handoff_requested_at=snap["requested_at"])
-        elif rec["state"] != session.HANDOFF_REQUESTED:
-            return None
-    path = checkpoint.handoff_path(sdir)
-    check = handoff.validate(path, proj.root, ctx.cfg)
-    if check.ok:
-        stop._verified(ctx, n, sdir, check, degraded=False, tries=int(rec.get("handoff_tries") or 0) or 1,
-                       driver="mod")
-    else:
-        try:
-            snap = checkpoint.read_json(checkpoint.cp_dir(sdir) + "/snapshot.json")
-        except (OSError, ValueError):
-            snap = {}
-        problems = ["the context filled up (auto-compaction) before a valid handoff was written"]
-        machine = checkpoint.write_machine_handoff(sdir, snap, ctx.cfg, problems)
-        machine.problems = problems
-        stop._verified(ctx, n, sdir, machine, degraded=True, tries=0, driver="mod")
-    ctx.log(sdir, {"ev": "mod", "step": "compaction_skipped", "trigger": "auto", "degraded": not check.ok})
+    ctx.log(sdir, {"ev": "mod", "step": "compaction_skipped", "trigger": "auto", "degraded": handoff == "degraded"})
     out = _hand_over(ctx, n, sdir, last)
     return dict(out or {}, skip=SKIP_REASON)
 
 
 def _last_request(sdir):
-    from .. import checkpoint
-
     asked = checkpoint.prompts(sdir, limit=1, chars=600)
     return asked[-1]["text"] if asked else None
 
@@ -141,16 +112,14 @@ def done(ctx, n, sdir):
         ctx.outcome = "mod %s" % record["step"]
         return None
     # Give the hand-over back: a tmux rotator standing by takes it, else the user types /clear.
-    from .. import tmux  # here: every mod call of a turn end would load it otherwise
-
     proj = ctx.project
     rotation.give_back(ctx.session_id, "mod")
     rec = session.load(sdir)
-    if not (rec.get("rotator_pid") and tmux.can_drive(rec, ctx.cfg)):
+    if not (rec.get("rotator_pid") and ctx.can_drive(rec)):
         with proj.lock():
             rec = session.load(sdir)
             if rec["state"] == session.ROTATING:
                 session.transition(sdir, rec, session.AWAITING_MANUAL_CLEAR, "the mod's hand-over failed")
-        common.notify(ctx, rec, "lifecycle-failed", "the mod could not hand over: type /clear")
+        ctx.push(rec, "lifecycle-failed", "the mod could not hand over: type /clear")
     ctx.outcome = "mod failed: %s" % record["error"][:80]
     return None

@@ -38,21 +38,22 @@ def handle(call):
 
 def slow(call, logged=False):
     """Register or refresh the session, then record a level change if there is one."""
-    from . import common
+    from .. import protocol
+    from .common import HookContext
 
-    ctx = common.HookContext(call)
-    if not ctx.cfg["enabled"]:
-        ctx.outcome = "project disabled"
+    ctx = HookContext(call)
+    started = protocol.begin(ctx)
+    if started is None:
         return None
-    n, sdir, rec = ctx.load_session()
-    common.refresh_card(ctx, n, sdir, rec)
-    reading = common.measure(ctx, sdir, rec)
+    n, sdir, rec = started
+    protocol.refresh_card(ctx, n, sdir, rec)
+    reading = protocol.measure(ctx, sdir, rec)
     if not logged:
         ctx.log(sdir, _line(call, reading["tokens"], reading["percent"]))
-    if not common.needs_level_change(rec, reading):
+    if not protocol.needs_level_change(rec, reading):
         ctx.outcome = "card refreshed"
         return None
-    note, rec = common.apply_level(ctx, n, sdir, reading)
+    note, rec = protocol.tool_used(ctx, n, sdir, rec, reading)
     ctx.outcome = "level %s" % reading["level"]
     if not note:
         return None

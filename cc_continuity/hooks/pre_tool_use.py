@@ -107,9 +107,10 @@ def _fresh_card(call):
     through whenever the card happened to be stale (seen on the real binary:
     the status line's first render invalidates the card SessionStart made).
     """
-    from . import common
+    from .. import protocol
+    from .common import HookContext
 
-    ctx = common.HookContext(call)
+    ctx = HookContext(call)
     if not ctx.cfg["enabled"]:
         return None
     n, sdir, rec = ctx.load_session()
@@ -117,7 +118,7 @@ def _fresh_card(call):
     # The card just built, not a re-read: a file it depends on may change in between (the
     # status line noting the window), and a re-read would then say "stale" and skip the gate
     # (seen on 2.1.328: the crossing response's first tool let through, 1 run in 10).
-    return common.refresh_card(ctx, n, sdir, rec)
+    return protocol.refresh_card(ctx, n, sdir, rec)
 
 
 def _is_our_cli(command, env_get):
@@ -150,13 +151,12 @@ def _handoff_target_ok(sdir, path):
 
 def _record_hard(call, tokens):
     """First sight of the hard level: record it (state, note, push) through the slow path."""
-    from . import common
+    from .. import protocol
+    from .common import HookContext
 
-    ctx = common.HookContext(call)
+    ctx = HookContext(call)
     n, sdir, rec = ctx.load_session()
-    reading = common.reading_of(ctx, sdir, rec, tokens, "transcript")
-    if common.needs_level_change(rec, reading):
-        _, rec = common.apply_level(ctx, n, sdir, reading)
+    _, rec = protocol.tool_used(ctx, n, sdir, rec, protocol.reading_of(ctx, sdir, rec, tokens, "transcript"))
     return rec
 
 
@@ -236,11 +236,11 @@ def _alive(pid):
 def _forget_wait(call, event, waited_ms, result=None):
     """The snapshot is there (or never will be): stop checking, once, on the slow path."""
     from ..snapjob import read_result
-    from . import common
+    from .common import HookContext
 
     got = read_result(result) if result else None
 
-    ctx = common.HookContext(call)
+    ctx = HookContext(call)
     n, sdir, rec = ctx.load_session()
     with ctx.project.lock():
         rec = session.load(sdir)

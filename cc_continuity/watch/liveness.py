@@ -27,7 +27,7 @@ import threading
 import time
 from dataclasses import dataclass
 
-from .. import fastjson, log, session
+from .. import fastjson, log, protocol, session
 from . import LOG
 
 ACTIVE = "active"
@@ -47,7 +47,6 @@ LIMIT_ERRORS = frozenset(("rate_limit", "billing_error"))
 # server; "unknown" is how a dropped connection can surface).  Anything else (a rejected
 # request, a login, a missing model, max_output_tokens) is pushed, never typed at.
 RETRY_ERRORS = frozenset(("server_error", "overloaded", "unknown"))
-PROMPT_TEXT_KEEP = 4000   # what the session ledger keeps of a prompt (user_prompt_submit.PROMPT_KEEP)
 
 # Process start times are compared with wall-clock registration times; after the Linux
 # correction below they agree to a few clock ticks.
@@ -171,7 +170,7 @@ class LedgerFollower:
         if ev == "prompt":
             self.prompt = ts
             text = rec.get("text")
-            self.prompt_text = text[:PROMPT_TEXT_KEEP] if isinstance(text, str) else None
+            self.prompt_text = text[:protocol.PROMPT_KEEP] if isinstance(text, str) else None
             chars = rec.get("chars")
             self.prompt_chars = chars if isinstance(chars, int) and not isinstance(chars, bool) else None
         elif ev == "stop":

@@ -1,0 +1,1000 @@
+"""The rotation protocol (DESIGN §4–5), one function per step, in-process.
+
+Each hook adapter turns a Claude Code call into a :class:`Context` and calls
+one step here; the step reads and writes the session's state (under the
+project lock where it changes it) and returns what the hook prints.  The
+steps, in the order a rotation meets them:
+
+* :func:`session_started`  - register (or refresh) the session, claim a waiting
+  checkpoint (or a crashed predecessor's machine handoff) for its bootstrap;
+* :func:`prompt_submitted` - record the prompt; a successor's first prompt
+  makes it ACTIVE; parked level notes and a claim cut short are delivered;
+* :func:`tool_used`        - a level change seen after a tool call;
+* :func:`turn_ended`       - the gate at Stop: record the level, request the
+  handoff at *rotate*, check it on the following Stops, fall back to a
+  machine handoff, verify (snapshot + manifest) and start the hand-over;
+* :func:`late_turn_end`    - a second look at a turn's end whose reading lagged;
+* :func:`before_compact`   - an unwanted auto-compaction: rotate instead;
+* :func:`session_ended`    - ENDED, or the /clear that starts a successor.
+
+Effects outside the state directory go through three methods an adapter
+overrides (:meth:`Context.deliver`, :meth:`Context.can_drive`,
+:meth:`Context.start_rotator`); the plain :class:`Context` collects pushes
+in ``pushes`` and has no tmux, so the whole protocol runs in a test process.
+"""
+
+import os
+import time
+
+from . import (atomic, card, checkpoint, claim, config, fastjson, handoff, ledger, meter, once, paths,
+               resume, rotation, session, snapjob)
+from .procs import pid_alive
+from .project import Project, launch_dir
+
+STOP_WAIT_S = 3.0  # Stop waits this long for the transcript to hold the turn's last reply
+LATE_WAIT_S = 30.0  # the late Stop (async: nobody waits for it) waits this long for a reading
+LATE_SYNC_WAIT_S = 10.0  # and this long for the Stop hook's ledger line of the same turn end
+PROMPT_KEEP = 4000  # characters of each prompt kept in the ledger (carried over by a rotation)
+CLAIM_SOURCES = ("clear", "startup", "resume")  # SessionStart sources that claim a checkpoint
+ACTIVE_STATES = (session.ACTIVE, session.WARNED, session.ROTATION_PENDING, session.BOOTSTRAPPING)
+STATE_FOR_LEVEL = {"warn": session.WARNED, "rotate": session.ROTATION_PENDING, "hard": session.ROTATION_PENDING}
+COMPACT_SKIP = "cc-continuity: rotating to a fresh session instead of compacting"
+
+
+class Context:
+    """What the protocol knows of the call it is run for, and the ports it acts through.
+
+    Plain facts: the event, its payload, the environment (the Claude process, its
+    tmux pane, a window override) and the session id.  The project and config are
+    resolved on first use, so a step pays only for what it reads.
+    """
+
+    def __init__(self, event, payload, env=None):
+        self.event = event
+        self.payload = payload if isinstance(payload, dict) else {}
+        self.env = os.environ if env is None else env
+        sid = self.payload.get("session_id")
+        self.session_id = sid if card.valid_session_id(sid) else None
+        self.outcome = "ok"  # one line for the hook log: what this call did
+        self.claude_version = None  # Claude Code's version, when a transcript row named it
+        self.pushes = []  # every push this call asked for, in order
+        self._project = None
+        self._cfg = None
+
+    # -- ports: an adapter overrides these ---------------------------------------------------
+    def deliver(self, push):
+        """Send one push (``notify.emit`` keywords); the plain context only collects them."""
+
+    def can_drive(self, rec):
+        """Can a tmux rotator drive this session?  (The plain context has no tmux.)"""
+        return False
+
+    def start_rotator(self, rec, sdir, successor_name, project_lock, standby_s):
+        """Spawn the tmux rotator for a verified checkpoint; its pid."""
+        raise RuntimeError("no tmux rotator in this context")
+
+    # -- lazily resolved facts ------------------------------------------------------------------
+    @property
+    def project(self):
+        if self._project is None:
+            self._project = Project.discover(launch_dir(self.payload, self.env))
+        return self._project
+
+    @property
+    def cfg(self):
+        if self._cfg is None:
+            self._cfg = config.load(self.project.root, self.env)
+        return self._cfg
+
+    def claude_pid(self):
+        raw = self.env.get("CLAUDE_PID", "")
+        return int(raw) if raw.isdigit() else None
+
+    def tmux(self):
+        """(socket, pane) when Claude Code runs inside tmux, else (None, None)."""
+        tmux, pane = self.env.get("TMUX", ""), self.env.get("TMUX_PANE", "")
+        if tmux and pane:
+            return tmux.split(",", 1)[0], pane
+        return None, None
+
+    def number(self):
+        return self.project.lookup(self.session_id) if self.session_id else None
+
+    def session_dir(self, number):
+        return self.project.session_dir(number)
+
+    def load_session(self):
+        """(number, dir, record) for this session, registering it if unknown."""
+        n = self.number()
+        if n is not None:
+            sdir = self.session_dir(n)
+            try:
+                return n, sdir, session.load(sdir)
+            except (OSError, ValueError):
+                pass  # missing or corrupt: re-register below (never lose the hook)
+        return register(self, source=None)
+
+    def log(self, sdir, record):
+        return ledger.append(session.ledger_path(sdir), record)
+
+    def push(self, rec, event, text="", reading=None):
+        """Ask for a push about ``rec`` (never raises, never waits: the adapter spools it)."""
+        ratio = None
+        r = reading or rec.get("last_reading") or {}
+        if r.get("tokens") is not None and r.get("window"):
+            ratio = r["tokens"] / float(r["window"])
+        item = {"event": event, "slug": rec.get("slug"), "session": rec.get("number"), "ratio": ratio,
+                "text": text, "project_root": self.project.root}
+        self.pushes.append(item)
+        try:
+            self.deliver(item)
+        except Exception as e:  # a push is never worth a failed hook
+            self.outcome += " (notify failed: %s)" % type(e).__name__
+
+
+def begin(ctx):
+    """(n, sdir, rec) for this session of an enabled project (registered if new), or None when disabled."""
+    if not ctx.cfg["enabled"]:
+        ctx.outcome = "project disabled"
+        return None
+    return ctx.load_session()
+
+
+def known(ctx):
+    """(n, sdir) of an already registered session of an enabled project, else None (with the outcome set)."""
+    if not ctx.cfg["enabled"]:
+        ctx.outcome = "project disabled"
+        return None
+    n = ctx.number()
+    if n is None:
+        ctx.outcome = "unknown session"
+        return None
+    return n, ctx.session_dir(n)
+
+
+# -- registration -----------------------------------------------------------------------------
+def register(ctx, source):
+    """Create (or refresh) the record for ``ctx.session_id``.  Returns (n, dir, rec)."""
+    if not ctx.session_id:
+        raise ValueError("hook payload has no usable session_id")
+    proj = ctx.project
+    cfg = ctx.cfg  # a broken config stops here, before a session number is spent
+    proj.ensure()
+    sock, pane = ctx.tmux()
+    with proj.lock():
+        proj.ensure_open_index()
+        n = proj.lookup(ctx.session_id)
+        if n is not None:
+            sdir = proj.session_dir(n)
+            try:
+                rec = session.load(sdir)
+                rec.update(_live_fields(ctx, sock, pane))
+                if source == "resume" and rec["state"] == session.ENDED:
+                    rec.pop("ended", None)
+                    session.transition(sdir, rec, session.ACTIVE, "resumed")
+                else:
+                    session.save(sdir, rec)
+                ctx.log(sdir, {"ev": "session_start", "source": source, "again": True})
+                refresh_card(ctx, n, sdir, rec)
+                return n, sdir, rec
+            except (OSError, ValueError):
+                pass  # corrupt record: fall through and start a fresh one
+        n = proj.allocate_number()
+        sdir = proj.session_dir(n)
+        rec = session.new_record(
+            n, proj.session_name(n), ctx.session_id,
+            project_root=proj.root, project_key=proj.key, slug=proj.slug,
+            launch_dir=launch_dir(ctx.payload, ctx.env), source=source,
+            unattended=bool(cfg["unattended"]),
+            **_live_fields(ctx, sock, pane),
+        )
+        pred = _predecessor_by_pid(proj, ctx.claude_pid()) if source == "clear" else None
+        if pred is not None:
+            rec["predecessor"] = pred
+        session.save(sdir, rec)
+        proj.link(ctx.session_id, n)
+        _remember_pid(proj, ctx.claude_pid(), n, None)
+        ctx.log(sdir, {"ev": "session_start", "source": source, "session_id": ctx.session_id,
+                       "name": rec["name"], "predecessor": pred, "pid": rec.get("pid"), "pane": pane})
+        refresh_card(ctx, n, sdir, rec)
+        return n, sdir, rec
+
+
+def refresh_card(ctx, n, sdir, rec):
+    """Rebuild this session's card (the hot path's cache of project + config); the card built."""
+    proj = ctx.project
+    sl = sdir + "/statusline.json"
+    deps = card.snapshot(config.layer_files(proj.root) + [sl])
+    cfg = config.load(proj.root, ctx.env)
+    slw = meter.reported_window(sdir)
+    window, wsrc = meter.resolve_window(cfg["window"], slw, rec.get("model"), ctx.env)
+    built = card.build(ctx.session_id, sdir, rec, cfg, window, wsrc, deps, slw)
+    card.save(ctx.session_id, built)
+    return built
+
+
+def _live_fields(ctx, sock, pane):
+    p = ctx.payload
+    out = {"pid": ctx.claude_pid(), "tmux_socket": sock, "tmux_pane": pane}
+    if isinstance(p.get("transcript_path"), str):
+        out["transcript"] = p["transcript_path"]
+    if isinstance(p.get("model"), str):
+        out["model"] = p["model"]
+    return out
+
+
+def _pid_file(proj, pid):
+    return os.path.join(proj.dir, "pids", str(pid))
+
+
+def _remember_pid(proj, pid, number, cleared):
+    """Which session a Claude process runs now (for /clear pairing)."""
+    if not pid:
+        return
+    paths.ensure_dir(os.path.join(proj.dir, "pids"))
+    atomic.write_text(_pid_file(proj, pid), fastjson.dumps({"number": number, "cleared": cleared}), fsync=False)
+
+
+def _predecessor_by_pid(proj, pid):
+    """The session this Claude process just cleared, if its SessionEnd(clear) was seen."""
+    if not pid:
+        return None
+    try:
+        with open(_pid_file(proj, pid), "rb") as f:
+            info = fastjson.loads(f.read())
+    except (OSError, ValueError):
+        return None
+    if isinstance(info, dict) and info.get("cleared"):
+        return info.get("number")
+    return None
+
+
+def remember_clear(ctx, number):
+    _remember_pid(ctx.project, ctx.claude_pid(), number, round(time.time(), 3))
+
+
+def measure(ctx, sdir, rec):
+    """The current meter reading for this session (from the transcript tail)."""
+    path = ctx.payload.get("transcript_path") or rec.get("transcript")
+    got = {"tokens": None, "model": None, "source": "none"}
+    if isinstance(path, str) and path:
+        try:
+            got = meter.read_transcript(path)
+        except OSError:
+            got = {"tokens": None, "model": None, "source": "transcript missing"}
+    return reading_of(ctx, sdir, rec, got["tokens"], got["source"], got.get("model"))
+
+
+def reading_of(ctx, sdir, rec, tokens, source, model=None):
+    """A full reading (window, ratio, level) for ``tokens`` in this session."""
+    model = rec.get("model") or model
+    window, wsrc = meter.resolve_window(ctx.cfg["window"], meter.reported_window(sdir), model, ctx.env)
+    return meter.reading(tokens, window, wsrc, ctx.cfg, source)
+
+
+def measure_turn_end(ctx, sdir, rec, bound_s, since):
+    """``(reading, caught_up, waited_ms)`` for the reply that ended the turn.
+
+    The transcript can lag the turn's last reply (seen on 2.1.328: the Stop
+    hook read 20 % while the reply had taken the context to 63 %), so this
+    waits, up to ``bound_s``, until either the transcript holds the reply the
+    payload names (``last_assistant_message``) or the status line has left a
+    reading of this session taken after ``since`` (Claude Code computes that
+    one itself).  When neither comes in time, ``caught_up`` is False and the
+    reading is the stale one - not to be acted on.
+    """
+    path = ctx.payload.get("transcript_path") or rec.get("transcript")
+    last = ctx.payload.get("last_assistant_message")
+    t0 = time.monotonic()
+    deadline = t0 + bound_s
+    version = None
+    while True:
+        ok, got = False, None
+        if isinstance(path, str) and path:
+            try:
+                ok, got = meter.reply_reading(path, last)
+            except OSError:
+                ok, got = False, None
+        version = (got or {}).get("cc_version") or version  # a stale row still names the Claude Code
+        if not ok:
+            st = meter.load_status_reading(sdir)
+            if (st and st.get("session_id") == ctx.session_id and isinstance(st.get("at"), (int, float))
+                    and st["at"] >= since and isinstance(st.get("tokens"), int)):
+                ok, got = True, {"tokens": st["tokens"], "model": None, "source": "statusline"}
+                version = version or (st.get("version") if isinstance(st.get("version"), str) else None)
+        now = time.monotonic()
+        if ok or now >= deadline:
+            break
+        time.sleep(0.02)
+    got = got or {"tokens": None, "model": None, "source": "none"}
+    ctx.claude_version = version  # how a Stop asks for more (hooks.stop_wire)
+    reading = reading_of(ctx, sdir, rec, got.get("tokens"), got.get("source"), got.get("model"))
+    return reading, ok, int((now - t0) * 1000)
+
+
+def tool_used(ctx, n, sdir, rec, reading):
+    """A reading taken around a tool call: a level change is recorded once.  (note to show or None, rec)."""
+    if not needs_level_change(rec, reading):
+        return None, rec
+    return apply_level(ctx, n, sdir, reading)
+
+
+def needs_level_change(rec, reading):
+    return meter.level_index(reading["level"]) != session.notified_index(rec)
+
+
+def level_note(reading, cfg):
+    pct = reading["percent"]
+    win = reading["window"]
+    lvl = reading["level"]
+    size = "%dk" % (win // 1000) if win else "unknown"
+    if lvl == "warn":
+        return ("cc-continuity: context is at %.0f%% of the %s-token window. At %g%% this session will be asked "
+                "to write a handoff and continue in a fresh context; plan to reach a clean stopping point."
+                % (pct, size, cfg["rotate"]))
+    if lvl == "rotate":
+        return ("cc-continuity: context is at %.0f%% of the %s-token window (rotate level %g%%). When this turn "
+                "ends, a handoff will be requested so the work continues in a fresh session. Finish the current "
+                "step; avoid starting large new reads." % (pct, size, cfg["rotate"]))
+    if lvl == "hard":
+        return ("cc-continuity: context is at %.0f%% of the %s-token window, past the hard ceiling of %g%%. Tool "
+                "calls other than writing the handoff are now denied; end the turn so the handoff can be written."
+                % (pct, size, cfg["hard"]))
+    return None
+
+
+def apply_level(ctx, n, sdir, reading):
+    """Record a level change (under the project lock).  Returns the note to show, once."""
+    with ctx.project.lock():
+        rec = session.load(sdir)
+        lvl = reading["level"]
+        idx = meter.level_index(lvl)
+        have = session.notified_index(rec)
+        if idx == have:
+            return None, rec
+        state = rec["state"]
+        if idx < have:
+            # Context shrank (compaction): step back down, and allow notes again.
+            rec["levels_notified"] = [x for x in rec.get("levels_notified") or () if meter.level_index(x) <= idx]
+            target = {0: session.ACTIVE, 1: session.WARNED}.get(idx, state)
+            if state in (session.WARNED, session.ROTATION_PENDING) and target != state and session.is_allowed(state, target):
+                session.transition(sdir, rec, target, "context shrank to %s" % lvl)
+            else:
+                session.save(sdir, rec)
+            return None, rec
+        rec["levels_notified"] = [x for x in meter.LEVELS[1:idx + 1]]
+        rec["last_reading"] = {k: reading[k] for k in ("tokens", "window", "percent", "level")}
+        target = STATE_FOR_LEVEL.get(lvl)
+        if target and target != state and session.is_allowed(state, target):
+            session.transition(sdir, rec, target, "context %s%% >= %s" % (reading["percent"], lvl))
+        else:
+            session.save(sdir, rec)
+        ctx.log(sdir, {"ev": "level", "level": lvl, "tokens": reading["tokens"], "window": reading["window"],
+                       "percent": reading["percent"]})
+    if lvl == "warn":
+        ctx.push(rec, "context-warning", "context at warn level", reading)
+    return level_note(reading, ctx.cfg), rec
+
+
+
+
+# -- the turn's end: request, check, fall back, verify, hand over ----------------------------------
+def turn_ended(ctx, wait_s=None):
+    """Stop: the rotation gate at the end of each turn; the hook's output (a block continues the turn).
+
+    Below *rotate* the level is recorded (a warn note is parked for the next
+    prompt: Stop output would make the turn go on); at *rotate* the handoff is
+    requested, on the following Stops checked, and once valid (or replaced by
+    a machine handoff) verified and handed over.  A reading that is not caught
+    up with the turn's last reply is never acted on (:func:`measure_turn_end`).
+    """
+    since = time.time()
+    started = begin(ctx)
+    if started is None:
+        return None
+    n, sdir, rec = started
+    reading, caught, waited = measure_turn_end(ctx, sdir, rec, STOP_WAIT_S if wait_s is None else wait_s, since)
+    ctx.log(sdir, {"ev": "stop", "tokens": reading["tokens"], "percent": reading["percent"],
+                   "level": reading["level"], "stop_hook_active": bool(ctx.payload.get("stop_hook_active")),
+                   "caught_up": caught, "waited_ms": waited, "source": reading["source"],
+                   "prompt_id": ctx.payload.get("prompt_id")})
+    state = rec["state"]
+    if state == session.HANDOFF_REQUESTED:
+        return check_handoff(ctx, n, sdir)
+    if state == session.AWAITING_MANUAL_CLEAR:
+        return _ask_for_clear(rec)
+    if state == session.ROTATING and not _rotator_alive(rec):
+        with ctx.project.lock():
+            rec = session.load(sdir)
+            if rec["state"] != session.ROTATING:
+                return None
+            session.transition(sdir, rec, session.AWAITING_MANUAL_CLEAR, "rotator %s is gone" % rec.get("rotator_pid"))
+        ctx.push(rec, "lifecycle-failed", "rotator stopped; /clear needed")
+        return _ask_for_clear(rec)
+    if state in session.CLAIMABLE or state in (session.ROTATED, session.ENDED):
+        return None
+    out = decide(ctx, n, sdir, rec, reading, caught, waited)
+    if out is None and ctx.cfg["turn_snapshots"]:
+        _turn_snapshot(ctx, n, sdir, rec)
+    return out
+
+
+def _turn_snapshot(ctx, n, sdir, rec):
+    """The rolling turn-end snapshot (a crash before any checkpoint then loses at most this turn's tree)."""
+    try:
+        proc = snapjob.start_turn(ctx.project.root, sdir, ctx.project.key, n, rec.get("name"), ctx.cfg)
+    except (OSError, ValueError) as e:
+        ctx.log(sdir, {"ev": "turn_snapshot_failed", "error": str(e)[:200]})
+        return
+    if proc is not None:
+        ctx.outcome += "; turn snapshot started"
+
+
+def decide(ctx, n, sdir, rec, reading, caught, waited):
+    """Act on a turn-end reading: record its level, request the handoff at *rotate*.
+
+    A reading that is not ``caught`` up is never acted on (it could undo a
+    level, or miss one); only what is already known from earlier (a level
+    recorded after a tool, a manual ``rotate``) still requests the handoff.
+    """
+    if caught and needs_level_change(rec, reading):
+        note, rec = apply_level(ctx, n, sdir, reading)
+        if note and reading["level"] in ("warn",):
+            _park_note(ctx, sdir, note)
+    if ((caught and reading["level"] in ("rotate", "hard")) or rec.get("rotate_requested")
+            or rec["state"] == session.ROTATION_PENDING):
+        if not caught and rec.get("last_reading"):
+            reading = dict(reading, **rec["last_reading"])  # what was known, not the stale tail
+        return request_handoff(ctx, n, sdir, reading)
+    if not caught:
+        ctx.outcome = "transcript behind after %d ms; left to the late Stop" % waited
+    return None
+
+
+def _park_note(ctx, sdir, note):
+    with ctx.project.lock():
+        rec = session.load(sdir)
+        rec["pending_note"] = note
+        session.save(sdir, rec)
+
+
+def request_handoff(ctx, n, sdir, reading):
+    with ctx.project.lock():
+        rec = session.load(sdir)
+        if rec["state"] not in ACTIVE_STATES:
+            return None
+        snap = checkpoint.collect(ctx.project.root, sdir, rec, reading, ctx.payload, ctx.cfg)
+        rec.pop("pending_note", None)
+        session.transition(sdir, rec, session.HANDOFF_REQUESTED,
+                           "manual rotate" if rec.get("rotate_requested") else "context %s%%" % reading["percent"],
+                           handoff_tries=0, handoff_requested_at=snap["requested_at"], rotate_requested=False)
+    ctx.push(rec, "rotation-pending", "handoff requested", reading)
+    path = checkpoint.handoff_path(sdir)
+    if os.path.exists(path):
+        # Written already (e.g. during the hard-ceiling gate): accept it now if it is valid.
+        check = handoff.validate(path, ctx.project.root, ctx.cfg)
+        if check.ok:
+            return verified(ctx, n, sdir, check, degraded=False, tries=1)
+    ctx.outcome = "handoff requested"
+    return {"decision": "block", "reason": request_text(reading, path, ctx.cfg)}
+
+
+def request_text(reading, path, cfg):
+    win = reading.get("window")
+    return (
+        "cc-continuity: this session's context is at %s%% of its %s-token window (rotate level %g%%). The work "
+        "continues in a fresh session that starts from a handoff file, so the handoff needs to be written before "
+        "this turn can end.\n\n"
+        "Handoff file (absolute path): %s\n\n"
+        "Write it with the Write tool using the template below. Every section must be present and non-empty "
+        "(write \"none\" where there is nothing), %d-%d characters, no secrets or tokens, and every file path it names "
+        "must exist (relative to the project root, in backticks). Git state, the recent user prompts and the todo "
+        "list are recorded automatically. Once the file is written, ending the turn completes the hand-over; "
+        "the next session continues from it without the user having to re-explain anything.\n\n%s"
+        % (reading.get("percent"), "{:,}".format(win) if win else "?", cfg["rotate"], path,
+           cfg["handoff_min_chars"], cfg["handoff_max_chars"], handoff.template(cfg["handoff_sections"]))
+    )
+
+
+def check_handoff(ctx, n, sdir):
+    path = checkpoint.handoff_path(sdir)
+    if not os.path.exists(path):
+        # Nothing written yet (or the request never reached the model): ask again, in full.
+        try:
+            reading = checkpoint.read_json(checkpoint.cp_dir(sdir) + "/snapshot.json").get("reading") or {}
+        except (OSError, ValueError):
+            reading = {}
+        with ctx.project.lock():
+            rec = session.load(sdir)
+            tries = int(rec.get("handoff_tries") or 0) + 1
+            rec["handoff_tries"] = tries
+            session.save(sdir, rec)
+        if tries < ctx.cfg["handoff_max_tries"]:
+            ctx.log(sdir, {"ev": "handoff_check", "try": tries, "ok": False, "problems": ["missing"]})
+            ctx.outcome = "handoff missing (try %d)" % tries
+            return {"decision": "block", "reason": "The handoff file does not exist yet (check %d of %d).\n\n%s" % (
+                tries, ctx.cfg["handoff_max_tries"], request_text(reading, path, ctx.cfg))}
+        return fall_back(ctx, n, sdir, handoff.validate(path, ctx.project.root, ctx.cfg).problems, tries)
+    check = handoff.validate(path, ctx.project.root, ctx.cfg)
+    with ctx.project.lock():
+        rec = session.load(sdir)
+        tries = int(rec.get("handoff_tries") or 0) + 1
+        rec["handoff_tries"] = tries
+        session.save(sdir, rec)
+    ctx.log(sdir, {"ev": "handoff_check", "try": tries, "ok": check.ok, "problems": check.problems[:10],
+                   "chars": check.chars, "sha256": check.sha256})
+    if check.ok:
+        return verified(ctx, n, sdir, check, degraded=False, tries=tries)
+    if tries < ctx.cfg["handoff_max_tries"]:
+        ctx.outcome = "handoff invalid (try %d)" % tries
+        return {"decision": "block", "reason": (
+            "cc-continuity: the handoff at %s is not complete yet (check %d of %d). What is wrong:\n%s\n\n"
+            "Fix these in the file, then end the turn." % (
+                path, tries, ctx.cfg["handoff_max_tries"], "\n".join("- " + p for p in check.problems)))}
+    return fall_back(ctx, n, sdir, check.problems, tries)
+
+
+def fall_back(ctx, n, sdir, problems, tries, driver=None):
+    """No valid handoff from the model in time: write one from machine facts (degraded) and verify it."""
+    try:
+        snap = checkpoint.read_json(checkpoint.cp_dir(sdir) + "/snapshot.json")
+    except (OSError, ValueError):
+        snap = {}
+    machine = checkpoint.write_machine_handoff(sdir, snap, ctx.cfg, problems)
+    machine.problems = problems  # kept in the manifest: why it is degraded
+    return verified(ctx, n, sdir, machine, degraded=True, tries=tries, driver=driver)
+
+
+def verified(ctx, n, sdir, check, degraded, tries, driver=None):
+    """Snapshot + manifest, CHECKPOINT_VERIFIED, then start the hand-over by one driver.
+
+    ``driver`` (mod, tmux or manual) is chosen here unless given: the plugin's
+    mod when this Claude process's mod is alive (it hands over at the turn's end,
+    in-process; a tmux rotator stands by in case it does not), else the tmux
+    rotator, else the user's own /clear.  The ledger and the record say which.
+    """
+    try:
+        snap = checkpoint.read_json(checkpoint.cp_dir(sdir) + "/snapshot.json")
+    except (OSError, ValueError):
+        snap = {}
+    proj = ctx.project
+    with proj.lock():
+        rec = session.load(sdir)
+        summary = checkpoint.finalize(proj.root, proj.slug, sdir, rec, check, ctx.cfg, degraded, tries, snap)
+        session.transition(sdir, rec, session.CHECKPOINT_VERIFIED,
+                           "handoff %s after %d tries" % ("degraded" if degraded else "valid", tries),
+                           checkpoint=summary)
+        try:
+            claim.prepare(proj, n, rec, ctx.cfg["bootstrap_max_tokens"])  # the claim then only adds what is new
+        except (OSError, ValueError) as e:
+            ctx.log(sdir, {"ev": "bootstrap_prepare_failed", "error": str(e)[:200]})
+        successor_name = proj.session_name(proj.peek_next_number())
+        tmux_ok = ctx.can_drive(rec)
+        driver = driver or rotation.choose_driver(rec, ctx.cfg, tmux_ok)
+        use_tmux = driver != "manual" and tmux_ok
+        why = {"mod": "the mod hands over in-process", "tmux": "tmux pane %s" % rec.get("tmux_pane"),
+               "manual": "no tmux: manual /clear"}[driver]
+        session.transition(sdir, rec, session.AWAITING_MANUAL_CLEAR if driver == "manual" else session.ROTATING,
+                           why, driver=driver)
+        if driver == "mod":  # left where the mod reads it at the turn's end, without starting a process
+            rotation.offer_handover(ctx.session_id, rotation.handover(rec, sdir, successor_name, proj.root))
+        ctx.log(sdir, {"ev": "driver", "driver": driver, "checkpoint": summary["id"]})
+    ctx.push(rec, "checkpoint-verified", "%s %s" % (summary["id"], "degraded" if degraded else "valid"))
+    ctx.outcome = "checkpoint %s verified%s, driver %s" % (summary["id"], " (degraded)" if degraded else "", driver)
+    if use_tmux:
+        try:
+            standby = ctx.cfg["mod_standby_s"] if driver == "mod" else None
+            pid = ctx.start_rotator(rec, sdir, successor_name, proj.lock_path, standby)
+            with proj.lock():
+                rec = session.load(sdir)
+                rec["rotator_pid"] = pid
+                session.save(sdir, rec)
+            ctx.log(sdir, {"ev": "rotator_spawned", "pid": pid, "successor": successor_name,
+                           "standby": bool(standby)})
+            return None
+        except Exception as e:  # the rotator could not start: fall back to a manual /clear
+            ctx.log(sdir, {"ev": "rotator_failed", "error": str(e)[:300]})
+            if driver == "mod":
+                return None  # the mod still hands over; it just has no tmux behind it
+            with proj.lock():
+                rec = session.load(sdir)
+                session.transition(sdir, rec, session.AWAITING_MANUAL_CLEAR, "rotator failed to start")
+            ctx.push(rec, "lifecycle-failed", "rotator did not start: %s" % type(e).__name__)
+    if driver == "mod":
+        return None
+    return _ask_for_clear(rec)
+
+
+def _ask_for_clear(rec):
+    cid = (rec.get("checkpoint") or {}).get("id", "the checkpoint")
+    return {"systemMessage": "cc-continuity: handoff %s is verified. Type /clear to continue in a fresh session; "
+                             "it picks up the handoff automatically." % cid}
+
+
+def _rotator_alive(rec):
+    """Is the rotator spawned for this checkpoint still running?  (Unknown counts as alive.)"""
+    pid = rec.get("rotator_pid")
+    if not isinstance(pid, int):
+        return True
+    if not pid_alive(pid):
+        return False
+    try:  # a recycled pid is not our rotator
+        with open("/proc/%d/cmdline" % pid, "rb") as f:
+            return rotation.ROTATOR_MODULE.encode() in f.read()
+    except OSError:
+        return True
+
+
+# -- a session starts: register, claim, recover ----------------------------------------------------
+def session_started(ctx):
+    """SessionStart: register the session, then claim what waits for it; the hook's output.
+
+    After ``/clear`` the same Claude process starts a new session id; the
+    SessionEnd(clear) seen just before names the predecessor.  On clear, startup
+    and resume the best claimable checkpoint is claimed (exactly once, under the
+    project lock) and its bootstrap returned as ``additionalContext``; at startup
+    with none, a crashed predecessor's machine handoff.
+    """
+    if not ctx.cfg["enabled"]:
+        ctx.outcome = "project disabled"
+        return None
+    source = ctx.payload.get("source")
+    source = source if isinstance(source, str) else None
+    n, sdir, rec = register(ctx, source)
+    ctx.outcome = "registered %s (%s)" % (rec["name"], source)
+    if source == "startup":
+        ctx.push(rec, "session-started", source)
+        _sweep()
+    warning = _boundary_warning(ctx) if source == "startup" else None
+    text = None
+    if source in CLAIM_SOURCES:
+        text = claim_for(ctx, n, sdir, rec, cleared=source == "clear")
+        if text is None and source == "startup":
+            text = crash_notice(ctx, n)
+    out = {}
+    if text is not None:
+        out["hookSpecificOutput"] = {"hookEventName": "SessionStart", "additionalContext": text}
+    if warning:
+        out["systemMessage"] = warning
+    return out or None
+
+
+def _sweep():
+    """Markers of calls long handled and hand-overs long done (at startup, never on a rotation's path)."""
+    once.sweep()
+    rotation.sweep_handovers()
+
+
+def _boundary_warning(ctx):
+    """The user sees it when a repository tried to set a key only their own config may set."""
+    ignored = ctx.cfg.ignored
+    if not ignored:
+        return None
+    return "cc-continuity: %s tries to set %s; only your own config may set %s, so it is ignored " \
+           "(`cc-continuity config show` explains)." % (
+               ignored[0][0], ", ".join(sorted({k for _, k, _ in ignored})),
+               "it" if len(ignored) == 1 else "them")
+
+
+def claim_for(ctx, n, sdir, rec, cleared=False):
+    """Claim the best checkpoint for session ``n``; the bootstrap text, or None.
+
+    ``cleared``: this session follows a ``/clear`` of the same Claude process.
+    """
+    proj = ctx.project
+    with proj.lock():
+        rec = session.load(sdir)
+        if rec.get("predecessor_claimed"):
+            return None
+        cands = claim.candidates(proj, ctx.claude_pid(), rec.get("predecessor"), me=n, cleared=cleared,
+                                 intent=rec.get("claiming"))
+        pred_n, prec = claim.claim(proj, n, sdir, cands)
+        if pred_n is None:
+            claim.drop_intent(sdir)  # a claim cut short whose checkpoint went elsewhere: rolled back
+            return None
+        rec = claim.finish(proj, n, sdir, pred_n, prec)
+    pdir = proj.session_dir(pred_n)
+    try:
+        atomic.write_text(rotation.started_marker(pdir), "%s %s\n" % (ctx.session_id, time.time()), fsync=False)
+    except OSError:
+        pass
+    since, reval = _revalidate(ctx, n, sdir, pdir, prec)
+    text = claim.bootstrap_text(proj, pred_n, prec, rec["name"], ctx.cfg["bootstrap_max_tokens"], since=since)
+    ctx.log(sdir, {"ev": "bootstrap", "checkpoint": rec["checkpoint_from"], "chars": len(text),
+                   "tokens_est": len(text) // 4, "verdict": reval.get("verdict")})
+    ctx.outcome = "claimed %s for %s" % (rec["checkpoint_from"], rec["name"])
+    ctx.push(rec, "rotation-complete", "%s -> %s" % (prec.get("name"), rec.get("name")))
+    return text
+
+
+def _revalidate(ctx, n, sdir, pdir, prec):
+    """Compare the claimed checkpoint with the world now: (bootstrap section, summary); recorded in the
+    successor's record and ledger.  A failure costs only the section (logged), never the claim."""
+    try:
+        res, since = resume.since_text(ctx.project.root, pdir, prec, ctx.cfg, ctx.claude_pid())
+    except Exception as e:  # noqa: BLE001 - the handoff still goes through
+        ctx.log(sdir, {"ev": "revalidation_failed", "error": "%s: %s" % (type(e).__name__, str(e)[:200])})
+        return "", {}
+    summ = resume.summary(res)
+    summ.update(actions=res.get("actions"), actions_outside=res.get("actions_outside"))
+    with ctx.project.lock():
+        rec = session.load(sdir)
+        rec["revalidation"] = summ
+        session.save(sdir, rec)
+    ctx.log(sdir, dict(summ, ev="revalidation"))
+    return since, summ
+
+
+def crash_notice(ctx, n):
+    """A previous session died mid-work with no checkpoint: its machine handoff, claimed exactly once.
+
+    The dead session is marked (``recovered_by``) and ENDED under the project lock, so a
+    third session gets nothing.  Older notice (no recovery possible): what is known."""
+    proj = ctx.project
+    with proj.lock():
+        found = _dead_without_checkpoint(proj, n)
+        if found is None:
+            return None
+        m, prev = found
+        mdir = proj.session_dir(m)
+        prev["recovered_by"] = n
+        prev["ended"] = {"reason": "crashed (process gone, no checkpoint); recovered by %s" % proj.session_name(n),
+                         "at": round(time.time(), 3)}
+        session.transition(mdir, prev, session.ENDED, "crashed; recovered by %s" % proj.session_name(n))
+        sdir = proj.session_dir(n)
+        rec = session.load(sdir)
+        rec["recovered_from"] = m
+        rec["recovery"] = {"from": prev.get("name"), "session_id": prev.get("session_id"),
+                           "resume": "claude --resume %s" % prev.get("session_id"), "at": round(time.time(), 3)}
+        session.save(sdir, rec)
+    budget = min(ctx.cfg["bootstrap_max_tokens"] * 4, claim.SPILL_LIMIT)
+    try:
+        text, facts = resume.crash_handoff(proj.root, mdir, prev, ctx.cfg, budget)
+    except Exception as e:  # noqa: BLE001 - the short notice still tells the user what happened
+        facts = {"error": "%s: %s" % (type(e).__name__, str(e)[:200])}
+        text = ("cc-continuity: the previous session %s in this project died mid-work before any checkpoint. "
+                "Its conversation can be reopened with `claude --resume %s`." % (prev.get("name"),
+                                                                                prev.get("session_id")))
+    ctx.log(sdir, dict(facts, ev="crash_recovery", predecessor=m, chars=len(text), tokens_est=len(text) // 4,
+                       degraded=True))
+    ctx.log(mdir, {"ev": "recovered", "by": n})
+    ctx.outcome = "recovered %s after a crash (machine handoff, degraded)" % prev.get("name")
+    return text
+
+
+def _dead_without_checkpoint(proj, n):
+    """(number, record) of the newest session that died live (process gone) and was never recovered."""
+    for m in _newest_first(proj, n):
+        try:
+            prev = session.load(proj.session_dir(m))
+        except (OSError, ValueError):
+            continue
+        if prev["state"] in session.LIVE and not pid_alive(prev.get("pid")) and not prev.get("ended") \
+                and not prev.get("recovered_by") and _worked(proj.session_dir(m)):
+            return m, prev
+        return None
+    return None
+
+
+def _worked(sdir):
+    """Did the session get a prompt (one opened and closed unused leaves nothing to recover)?"""
+    return any(r.get("ev") == "prompt" for r in ledger.read(session.ledger_path(sdir)))
+
+
+def _newest_first(proj, skip, below=None):
+    """Existing session numbers, newest first, without listing the history (a stat per number)."""
+    m = proj.newest_number() if below is None else below - 1
+    while m > 0:
+        if m != skip and os.path.isdir(proj.session_dir(m)):
+            yield m
+        m -= 1
+
+
+# -- a prompt -------------------------------------------------------------------------------------
+def prompt_submitted(ctx):
+    """UserPromptSubmit: record the prompt; a successor's first prompt; flags and parked notes.
+
+    Prompts are kept in the ledger so a rotation carries over anything typed after
+    the handoff was requested.  The first prompt of a successor makes it ACTIVE,
+    tells the rotator the continuation arrived and names the session
+    (``sessionTitle``).  If SessionStart could not claim (it timed out, say), the
+    continuation prompt claims here instead.
+    """
+    started = begin(ctx)
+    if started is None:
+        return None
+    n, sdir, rec = started
+    prompt = ctx.payload.get("prompt")
+    prompt = prompt if isinstance(prompt, str) else ""
+    ctx.log(sdir, {"ev": "prompt", "text": prompt[:PROMPT_KEEP], "chars": len(prompt),
+                   "prompt_id": ctx.payload.get("prompt_id")})
+    out = {}
+    context = []
+    continuation = prompt.startswith("Continuing from cp-") and rec["state"] == session.ACTIVE
+    cut_short = rec.get("claiming") is not None  # a SessionStart killed mid-claim: complete or roll back now
+    if (continuation or cut_short) and not rec.get("predecessor_claimed"):
+        text = claim_for(ctx, n, sdir, rec, cleared=True)  # fallback: the rotator's prompt follows a /clear
+        if text:
+            context.append(text)
+    with ctx.project.lock():
+        rec = session.load(sdir)
+        changed = False
+        if rec.get("flags"):
+            ctx.log(sdir, {"ev": "flags_cleared", "flags": sorted(rec["flags"])})
+            rec["flags"] = {}
+            changed = True
+        note = rec.pop("pending_note", None)
+        if note:
+            context.append(note)
+            changed = True
+        first = rec["state"] == session.BOOTSTRAPPING
+        if first:
+            session.transition(sdir, rec, session.ACTIVE, "first prompt")
+            out["sessionTitle"] = rec["name"]
+        elif changed:
+            session.save(sdir, rec)
+    if first:
+        ctx.push(rec, "successor-resumed", "continuing from %s" % rec.get("checkpoint_from"))
+    if first and rec.get("predecessor") is not None:
+        pdir = ctx.project.session_dir(rec["predecessor"])
+        try:
+            atomic.write_text(rotation.delivered_marker(pdir), "%s %s\n" % (ctx.session_id, time.time()), fsync=False)
+        except OSError:
+            pass
+    if context:
+        out["additionalContext"] = "\n\n".join(context)
+    if not out:
+        return None
+    out["hookEventName"] = "UserPromptSubmit"
+    return {"hookSpecificOutput": out}
+
+
+# -- a session ends -------------------------------------------------------------------------------
+def session_ended(ctx):
+    """SessionEnd: ENDED, or only the process's leaving for a session holding a verified checkpoint.
+
+    On ``/clear`` the Claude process is remembered as having cleared this session,
+    so the successor it starts next is paired with it.
+    """
+    n = ctx.number()
+    if n is None:
+        ctx.outcome = "unknown session"
+        return None
+    sdir = ctx.session_dir(n)
+    reason = ctx.payload.get("reason")
+    reason = reason if isinstance(reason, str) else "other"
+    with ctx.project.lock():
+        rec = session.load(sdir)
+        ctx.log(sdir, {"ev": "session_end", "reason": reason})
+        rec["ended"] = {"reason": reason, "at": round(time.time(), 3)}
+        if rec["state"] in session.LIVE:
+            session.transition(sdir, rec, session.ENDED, "session_end:%s" % reason)
+        else:
+            session.save(sdir, rec)
+    if reason == "clear":
+        remember_clear(ctx, n)
+    else:
+        ctx.push(rec, "session-ended", reason)
+    return None
+
+
+# -- compaction ------------------------------------------------------------------------------------
+def before_compact(ctx):
+    """PreCompact: at or past *rotate* an automatic compaction is blocked (configurable) and the handoff
+    requested at this turn's end instead; otherwise an emergency machine checkpoint (facts only, not
+    claimable) is written and compaction proceeds."""
+    started = begin(ctx)
+    if started is None:
+        return None
+    n, sdir, rec = started
+    trigger = ctx.payload.get("trigger")
+    trigger = trigger if isinstance(trigger, str) else None
+    level = session.notified_index(rec)
+    ctx.log(sdir, {"ev": "precompact", "trigger": trigger, "level_index": level})
+    if trigger == "auto" and level >= 2 and ctx.cfg["precompact_block"] and rec["state"] in session.LIVE:
+        with ctx.project.lock():
+            rec = session.load(sdir)
+            rec["rotate_requested"] = True
+            session.save(sdir, rec)
+        ctx.outcome = "auto-compaction blocked; rotation requested"
+        return {"decision": "block",
+                "reason": "cc-continuity: the session is past its rotate level; it hands off to a fresh session "
+                          "at the end of this turn instead of compacting."}
+    reading = measure(ctx, sdir, rec)
+    out = sdir + "/emergency"
+    checkpoint.collect(ctx.project.root, sdir, rec, reading, ctx.payload, ctx.cfg, out_dir=out)
+    ctx.log(sdir, {"ev": "emergency_checkpoint", "trigger": trigger, "path": out + "/snapshot.json"})
+    ctx.outcome = "emergency checkpoint"
+    return None
+
+
+# -- the late Stop ---------------------------------------------------------------------------------
+def late_turn_end(ctx, wait_s=None, sync_wait_s=None):
+    """A second look at a turn's end whose reading the Stop hook could not trust; the text to wake
+    the model with (a handoff request), or None.
+
+    It does nothing when the Stop hook saw a caught-up reading (the common case: one
+    ledger read), when the session moved on (a new prompt or tool call), or when the
+    reading never arrives.
+    """
+    since = time.time()
+    found = known(ctx)
+    if found is None:
+        return None
+    n, sdir = found
+    seen = _sync_stop(sdir, ctx.payload.get("prompt_id"), since,
+                      LATE_SYNC_WAIT_S if sync_wait_s is None else sync_wait_s)
+    if seen is not None and seen.get("caught_up") is not False:
+        ctx.outcome = "the Stop hook saw the turn's end"
+        return None
+    rec = session.load(sdir)
+    if rec["state"] not in ACTIVE_STATES:
+        ctx.outcome = "nothing to do in %s" % rec["state"]
+        return None
+    reading, caught, waited = measure_turn_end(ctx, sdir, rec, LATE_WAIT_S if wait_s is None else wait_s, since)
+    if not caught:
+        ctx.outcome = "transcript still behind after %d ms" % waited
+        ctx.log(sdir, {"ev": "late_stop", "caught_up": False, "waited_ms": waited})
+        return None
+    if seen is not None and _moved_on(sdir, seen):
+        ctx.outcome = "the session moved on"
+        return None
+    rec = session.load(sdir)
+    if rec["state"] not in ACTIVE_STATES:
+        return None
+    ctx.log(sdir, {"ev": "late_stop", "caught_up": True, "waited_ms": waited, "tokens": reading["tokens"],
+                   "percent": reading["percent"], "level": reading["level"], "source": reading["source"]})
+    out = decide(ctx, n, sdir, rec, reading, True, waited)
+    if isinstance(out, dict) and out.get("decision") == "block":
+        ctx.outcome = "handoff requested late (after %d ms)" % waited
+        return out["reason"]
+    return None
+
+
+def _sync_stop(sdir, prompt_id, since, timeout):
+    """The Stop hook's ledger line for this turn end, waiting for it (None if it never comes)."""
+    deadline = time.monotonic() + timeout
+    path = session.ledger_path(sdir)
+    while True:
+        for rec in reversed(ledger.tail(path, 40)):
+            if rec.get("ev") != "stop" or rec.get("ts", 0) < since - 5:
+                continue
+            if prompt_id is None or rec.get("prompt_id") == prompt_id:
+                return rec
+        if time.monotonic() >= deadline:
+            return None
+        time.sleep(0.05)
+
+
+_NEWER = ("prompt", "tool", "stop")  # ledger lines that say the session went on after a turn's end
+
+
+def _moved_on(sdir, seen):
+    """A prompt, tool call or another turn end after the Stop line ``seen``."""
+    return any(r.get("n", 0) > seen.get("n", 0) and r.get("ev") in _NEWER
+               for r in ledger.tail(session.ledger_path(sdir), 40))
+
+
+def rotate_instead_of_compacting(ctx, n, sdir, rec):
+    """An auto-compaction the mod skips: the window is full, so no turn is left for the model to write a
+    handoff - the one it wrote, if valid, else a machine handoff (degraded), verified with the mod as
+    driver.  ``"valid"`` or ``"degraded"``; None when the session is in no state to rotate."""
+    if rec["state"] not in ACTIVE_STATES + (session.HANDOFF_REQUESTED,):
+        return None
+    proj = ctx.project
+    reading = measure(ctx, sdir, rec)
+    with proj.lock():
+        rec = session.load(sdir)
+        if rec["state"] in ACTIVE_STATES:
+            snap = checkpoint.collect(proj.root, sdir, rec, reading, ctx.payload, ctx.cfg)
+            session.transition(sdir, rec, session.HANDOFF_REQUESTED, "auto-compaction: rotating instead",
+                               handoff_tries=0, handoff_requested_at=snap["requested_at"])
+        elif rec["state"] != session.HANDOFF_REQUESTED:
+            return None
+    check = handoff.validate(checkpoint.handoff_path(sdir), proj.root, ctx.cfg)
+    if check.ok:
+        verified(ctx, n, sdir, check, degraded=False, tries=int(rec.get("handoff_tries") or 0) or 1, driver="mod")
+        return "valid"
+    fall_back(ctx, n, sdir, ["the context filled up (auto-compaction) before a valid handoff was written"], 0,
+              driver="mod")
+    return "degraded"
