@@ -253,23 +253,37 @@ def remember_clear(ctx, number):
     _remember_pid(ctx.project, ctx.claude_pid(), number, round(time.time(), 3))
 
 
-def measure(ctx, sdir, rec):
-    """The current meter reading for this session (from the transcript tail)."""
-    path = ctx.payload.get("transcript_path") or rec.get("transcript")
+def session_reading(sdir, rec, cfg, transcript=None, env=None):
+    """A session's meter reading now, from its transcript's tail; the one way to take one.
+
+    The window is the one that applies to this session (config, else the window
+    the status line reported, else the model's, else CLAUDE_CODE_MAX_CONTEXT_TOKENS):
+    the hooks, ``status`` and ``checkpoint`` agree on a session's percent.
+    """
+    path = transcript or rec.get("transcript")
     got = {"tokens": None, "model": None, "source": "none"}
     if isinstance(path, str) and path:
         try:
             got = meter.read_transcript(path)
         except OSError:
             got = {"tokens": None, "model": None, "source": "transcript missing"}
-    return reading_of(ctx, sdir, rec, got["tokens"], got["source"], got.get("model"))
+    return reading_for(sdir, rec, cfg, got["tokens"], got["source"], got.get("model"), env)
+
+
+def reading_for(sdir, rec, cfg, tokens, source, model=None, env=None):
+    """A full reading (window, ratio, level) for ``tokens`` in this session."""
+    window, wsrc = meter.resolve_window(cfg["window"], meter.reported_window(sdir), rec.get("model") or model, env)
+    return meter.reading(tokens, window, wsrc, cfg, source)
+
+
+def measure(ctx, sdir, rec):
+    """This call's session reading (the payload's transcript first)."""
+    return session_reading(sdir, rec, ctx.cfg, ctx.payload.get("transcript_path"), ctx.env)
 
 
 def reading_of(ctx, sdir, rec, tokens, source, model=None):
-    """A full reading (window, ratio, level) for ``tokens`` in this session."""
-    model = rec.get("model") or model
-    window, wsrc = meter.resolve_window(ctx.cfg["window"], meter.reported_window(sdir), model, ctx.env)
-    return meter.reading(tokens, window, wsrc, ctx.cfg, source)
+    """A full reading for ``tokens`` in this call's session."""
+    return reading_for(sdir, rec, ctx.cfg, tokens, source, model, ctx.env)
 
 
 def measure_turn_end(ctx, sdir, rec, bound_s, since):

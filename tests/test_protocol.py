@@ -175,3 +175,20 @@ def test_level_notes_after_a_tool_are_given_once(drv):
         assert (note is not None) == (expected is not None), note
     assert rec["state"] == session.WARNED
     assert [r["level"] for r in ledger.read(session.ledger_path(sdir)) if r["ev"] == "level"] == ["warn"]
+
+
+def test_hooks_status_and_a_manual_checkpoint_read_a_session_in_the_same_window(drv):
+    """The status line reported a 1M window for a model id we would guess at 200k: all three use 1M."""
+    import json
+
+    drv.transcript(S1).assistant(130_000)  # 65 % of 200k, 13 % of 1M
+    _, ctx = step(drv, protocol.session_started, "SessionStart", S1, source="startup")
+    n, sdir, rec = ctx.load_session()
+    with open(os.path.join(sdir, "statusline.json"), "w") as f:
+        json.dump({"window": 1_000_000}, f)
+    assert protocol.measure(ctx, sdir, rec)["percent"] == 13.0
+    made = json.loads(drv.cli("checkpoint", "--json", session_id=S1).stdout)
+    assert made["reading"]["window"] == 1_000_000 and made["reading"]["percent"] == 13.0, made["reading"]
+    status = json.loads(drv.cli("status", "--json", session_id=S1).stdout)
+    row = [s for s in status["sessions"] if s["session_id"] == S1][0]
+    assert (row["percent"], row["window"]) == (13.0, 1_000_000), row

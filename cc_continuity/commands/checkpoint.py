@@ -6,7 +6,7 @@ the session keeps going.  Useful before a risky step.
 
 import time
 
-from .. import checkpoint, gitsnap, ledger, meter, redact, retention, session, snapjob
+from .. import checkpoint, gitsnap, ledger, protocol, redact, retention, session, snapjob
 from ._util import current_project, load_config, print_json
 from .signal import find_session
 
@@ -28,12 +28,7 @@ def run(args):
     out_dir = "%s/manual/%s" % (sdir, stamp)
     reading = {"tokens": None, "window": None, "percent": None, "level": None}
     if rec.get("transcript"):
-        try:
-            got = meter.read_transcript(rec["transcript"])
-            window, wsrc = meter.resolve_window(cfg["window"], None, rec.get("model") or got["model"])
-            reading = meter.reading(got["tokens"], window, wsrc, cfg, got["source"])
-        except OSError:
-            pass
+        reading = protocol.session_reading(sdir, rec, cfg)
     snap = checkpoint.collect(proj.root, sdir, rec, reading, {}, cfg, out_dir=out_dir)
     ref = "%smanual/%03d-%s" % (gitsnap.ref_name(proj.key, n).rsplit("cp-", 1)[0], n, stamp.lower())
     try:

@@ -3,7 +3,7 @@ and state; ``--all-projects``: the fleet view of every live and recent session o
 (:mod:`cc_continuity.watch.fleet`, the same view as ``watchdog status``)."""
 
 
-from .. import meter, session
+from .. import protocol, session
 from ._util import ago, current_project, load_config, print_json
 from ..procs import pid_alive
 
@@ -27,14 +27,9 @@ def describe(proj, cfg, n):
         return {"number": n, "name": proj.session_name(n), "state": "UNREADABLE", "error": str(e)}
     reading = None
     if rec["state"] not in (session.ROTATED, session.ENDED) and rec.get("transcript"):
-        try:
-            got = meter.read_transcript(rec["transcript"])
-            window, wsrc = meter.resolve_window(cfg["window"], meter.reported_window(sdir), rec.get("model") or got["model"])
-            reading = meter.reading(got["tokens"], window, wsrc, cfg, got["source"])
-        except OSError:
-            reading = None
-    if reading is None:
-        reading = rec.get("last_reading")
+        reading = protocol.session_reading(sdir, rec, cfg)
+    if reading is None or reading["tokens"] is None:
+        reading = rec.get("last_reading") or reading
     return {
         "number": n,
         "name": rec.get("name"),
