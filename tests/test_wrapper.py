@@ -20,7 +20,7 @@ import time
 import pytest
 
 from cc_continuity import launchenv, realclaude
-from cc_continuity.commands import launch
+from cc_continuity.tmux import launch
 from cc_continuity.install import blocks, wrapper
 
 pytestmark = pytest.mark.skipif(not shutil.which("tmux"), reason="needs tmux")

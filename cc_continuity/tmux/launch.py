@@ -1,0 +1,302 @@
+"""How ``claude`` runs for rotation: inside a tmux session of its own when it can.
+
+``cc-continuity launch`` (what the shell's ``claude()`` wrapper calls) asks
+:func:`plan` how to exec the real ``claude``:
+
+* disabled (project ``enabled: false``) or a one-shot use (``-p``, ``--version``,
+  ``claude mcp …``, stdin/stdout not a terminal) → the real claude, directly;
+* already inside tmux → the real claude, directly, with ``CC_CONTINUITY_NAME``;
+* no tmux binary, or config ``tmux: false`` → directly (rotation will then ask
+  the user to type ``/clear``);
+* a plain ``claude`` (no arguments) while a session of this project still runs in a
+  detached tmux session (the terminal was closed) → ``tmux attach-session`` to it, with one
+  line saying so (``CC_CONTINUITY_NEW=1`` starts another instead); one that is attached
+  elsewhere, or a ``claude`` with arguments, starts a new session and names the running one
+  and how to reach it;
+* otherwise → ``tmux new-session -A -s <slug>-<NNN> -c <cwd> -- …`` running claude, or
+  ``tmux attach-session`` when that session already exists.
+
+``--unattended`` (given to ``launch`` or among the claude arguments) or the
+``unattended`` setting adds ``--dangerously-skip-permissions`` and sets
+``CC_CONTINUITY_UNATTENDED=1``; ``/clear`` keeps the process, so it holds for the
+whole rotation chain.
+
+A tmux server that is already running would give the new session *its* old
+environment, not the shell's (a freshly exported ``ANTHROPIC_BASE_URL`` would be
+lost).  So the shell's environment is written to a 0600 file under
+``runtime/launch/`` and the pane runs this very file as a tiny stdlib-only
+trampoline (``python -I launch.py --exec-env FILE -- claude …``) that loads it,
+deletes it and execs claude.  Secrets never appear in an argv.
+
+Environment knobs: ``CC_CONTINUITY_TMUX_SOCKET`` (tmux ``-S`` socket path, used
+by the tests to stay off the user's tmux server) and ``CC_CONTINUITY_CLAUDE``
+(absolute path of the real claude, when it is not on PATH).
+
+This module's top level imports only the standard library: it is also run as a
+plain script (the trampoline) with ``python -I``.
+"""
+
+import json
+import os
+import shlex
+import shutil
+import sys
+import time
+
+ENV_TMUX_SOCKET = "CC_CONTINUITY_TMUX_SOCKET"
+ENV_CLAUDE = "CC_CONTINUITY_CLAUDE"  # realclaude.ENV_CLAUDE (this file's top level is stdlib only)
+ENV_NEW = "CC_CONTINUITY_NEW"  # =1: start another session even when one of this project is detached
+UNATTENDED = "--unattended"
+SKIP_PERMISSIONS = "--dangerously-skip-permissions"
+
+# Invocations that print something and exit: inside a tmux session that closes
+# when they finish, their output would vanish.
+_ONE_SHOT_FLAGS = frozenset(("-p", "--print", "-v", "--version", "-h", "--help"))
+_ONE_SHOT_COMMANDS = frozenset((
+    "mcp", "plugin", "plugins", "config", "doctor", "update", "upgrade", "install",
+    "migrate-installer", "setup-token", "auth", "gateway",
+))
+# Variables that describe the terminal the pane runs in: the pane's own values win
+# over the ones saved from the launching shell.
+_PANE_VARS = ("TMUX", "TMUX_PANE", "TERM", "TERM_PROGRAM", "TERM_PROGRAM_VERSION")
+_NOT_SAVED = frozenset(_PANE_VARS + ("COLUMNS", "LINES", "SHLVL", "_", "OLDPWD"))
+
+
+class Plan:
+    """What to exec: ``argv`` with environment ``env``; ``env_file`` is written first."""
+
+    def __init__(self, mode, argv, env, name=None, unattended=False, notes=(), env_file=None):
+        self.mode = mode
+        self.argv = argv
+        self.env = env
+        self.name = name
+        self.unattended = unattended
+        self.notes = list(notes)
+        self.env_file = env_file  # (path, saved environment) or None
+
+    def describe(self):
+        return {
+            "mode": self.mode,
+            "argv": self.argv,
+            "name": self.name,
+            "unattended": self.unattended,
+            "env": {k: self.env[k] for k in ("CC_CONTINUITY_NAME", "CC_CONTINUITY_UNATTENDED") if k in self.env},
+            "notes": self.notes,
+        }
+
+
+def plan(claude_args, *, unattended=False, env, cwd, interactive=True):
+    """Decide how to run claude; pure apart from reading config and asking tmux about a session."""
+    from .. import config, project
+
+    from ..realclaude import find_real_claude
+
+    args, asked = _strip_unattended(claude_args)
+    explicit = unattended or asked
+    real = find_real_claude(env)
+    if real is None:
+        raise RuntimeError("no claude executable found on PATH (set %s to its path)" % ENV_CLAUDE)
+    proj = project.Project.discover(cwd)
+    cfg = config.load(proj.root, env)
+    p = _plan(args, explicit, real, proj, cfg, env, cwd, interactive)
+    # A repository that tried to set a user-only key (unattended, ntfy, ...) is named right here.
+    p.notes[:0] = ["warning: %s" % message for _path, _key, message in cfg.ignored]
+    return p
+
+
+def _plan(args, explicit, real, proj, cfg, env, cwd, interactive):
+    env = dict(env)
+    # Opted out: claude as is, and only an explicit --unattended is still honoured
+    # (claude itself would reject the unknown option).
+    unattended = explicit or (cfg["enabled"] and bool(cfg["unattended"]))
+    if unattended:
+        env["CC_CONTINUITY_UNATTENDED"] = "1"
+    argv = [real] + _with_skip(args, unattended)
+    if not cfg["enabled"]:
+        return Plan("disabled", argv, env, unattended=unattended)
+    if _one_shot(args) or not interactive:
+        return Plan("direct", argv, env, unattended=unattended)
+
+    name = proj.session_name(proj.peek_next_number())
+    env["CC_CONTINUITY_NAME"] = name
+    tmux = shutil.which("tmux", path=env.get("PATH"))
+    try:
+        running = running_sessions(proj, tmux, env) if tmux else []
+    except Exception:  # a damaged record must not keep claude from starting
+        running = []
+    if env.get("TMUX"):
+        return Plan("inside-tmux", argv, env, name, unattended, notes=_running_notes(running, name))
+    if not cfg["tmux"]:
+        return Plan("direct", argv, env, name, unattended)
+    if tmux is None:
+        note = "tmux is not installed, so rotation cannot type /clear for you: you will be asked to type it"
+        return Plan("direct", argv, env, name, unattended, notes=[note])
+    detached = [r for r in running if not r.attached]
+    if detached and not args and env.get(ENV_NEW) != "1":
+        # A terminal closed on a running session: take it back, do not start a second beside it.
+        r = detached[-1]
+        note = ("attaching to %s, still running in this project (detached); "
+                "%s=1 claude starts another beside it" % (r.name, ENV_NEW))
+        return Plan("attach", [tmux, "-S", r.socket, "attach-session", "-t", "=" + r.tmux_session],
+                    env, r.name, unattended, notes=[note])
+
+    from .pane import tmux_name
+
+    base = [tmux] + (["-S", env[ENV_TMUX_SOCKET]] if env.get(ENV_TMUX_SOCKET) else [])
+    target = tmux_name(name)
+    where = _session_path(base, target, env)
+    if where is not None and os.path.realpath(where) == os.path.realpath(cwd):
+        return Plan("attach", base + ["attach-session", "-t", "=" + target], env, name, unattended)
+    if where is not None:
+        # Another project with the same slug owns that name: never attach to it.
+        name = "%s-%s" % (name, proj.key.rsplit("-", 1)[-1][:4])
+        env["CC_CONTINUITY_NAME"] = name
+        target = tmux_name(name)
+    from .. import launchenv
+
+    env_path = launchenv.new_path(name)
+    saved = {k: v for k, v in env.items() if k not in _NOT_SAVED}
+    # CC_CONTINUITY_NAME/_UNATTENDED travel in the saved environment, not as
+    # tmux -e options (tmux < 3.0 would reject those and claude would not start).
+    cmd = base + ["new-session", "-A", "-s", target, "-c", cwd,
+                  "--", _python(), "-I", os.path.abspath(__file__), "--exec-env", env_path, "--"] + argv
+    return Plan("tmux", cmd, env, name, unattended, env_file=(env_path, saved),
+                notes=_running_notes(running, name))
+
+
+class Running:
+    """A session of this project whose claude still runs in a tmux pane."""
+
+    def __init__(self, name, socket, pane, tmux_session, attached):
+        self.name, self.socket, self.pane = name, socket, pane
+        self.tmux_session, self.attached = tmux_session, attached
+
+    def reach(self):
+        return "tmux -S %s attach -t %s" % (shlex.quote(self.socket), shlex.quote("=" + self.tmux_session))
+
+
+def running_sessions(proj, tmux, env):
+    """This project's open sessions whose recorded claude is still the process of their pane.
+
+    A record alone is not enough: a crashed claude leaves its record ACTIVE, and a pane
+    id is reused by a new server.  So the pane must exist and its process must be the
+    recorded pid.  Bounded: only the open-session index is read, one tmux call each.
+    """
+    from .. import session
+    from ..procs import pid_alive
+
+    out = []
+    for n in proj.open_numbers()[-8:]:
+        try:
+            rec = session.load(proj.session_dir(n))
+        except (OSError, ValueError):
+            continue
+        sock, pane, pid = rec.get("tmux_socket"), rec.get("tmux_pane"), rec.get("pid")
+        if rec.get("state") in session.TERMINAL or not (isinstance(sock, str) and isinstance(pane, str)
+                                                          and pid_alive(pid)):
+            continue
+        fields = _tmux_query([tmux, "-S", sock], pane, "#{pane_pid}\t#{session_name}\t#{session_attached}", env)
+        if fields is None or len(fields) != 3 or fields[0] != str(pid):
+            continue
+        out.append(Running(rec.get("name") or "?", sock, pane, fields[1], fields[2] not in ("", "0")))
+    return out
+
+
+def _running_notes(running, name):
+    if not running:
+        return []
+    return ["%s is already running in this project (%s): %s to reach it; starting %s beside it"
+            % (r.name, "attached in another terminal" if r.attached else "detached", r.reach(), name)
+            for r in running]
+
+
+def _tmux_query(base, target, fmt, env):
+    """``display-message -p`` for ``target``: the tab-separated fields, or None."""
+    import subprocess
+
+    try:
+        r = subprocess.run(base + ["display-message", "-p", "-t", target, fmt], env=env,
+                           stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, timeout=5)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    text = r.stdout.decode("utf-8", "replace").rstrip("\n")
+    return text.split("\t") if r.returncode == 0 and text else None
+
+
+def _strip_unattended(args):
+    """Remove our ``--unattended`` from claude's options (not after a ``--``)."""
+    out, asked = [], False
+    for i, a in enumerate(args):
+        if a == "--":
+            return out + args[i:], asked
+        if a == UNATTENDED:
+            asked = True
+        else:
+            out.append(a)
+    return out, asked
+
+
+def _with_skip(args, unattended):
+    if not unattended or SKIP_PERMISSIONS in _options(args) or (args and args[0] in _ONE_SHOT_COMMANDS):
+        return list(args)
+    return [SKIP_PERMISSIONS] + list(args)
+
+
+def _options(args):
+    return args[: args.index("--")] if "--" in args else args
+
+
+def _one_shot(args):
+    return bool(args) and (args[0] in _ONE_SHOT_COMMANDS or any(a in _ONE_SHOT_FLAGS for a in _options(args)))
+
+
+def _session_path(base, target, env):
+    """The start directory of tmux session ``target``, or None when there is no such session."""
+    fields = _tmux_query(base, "=" + target + ":", "#{session_path}", env)
+    return fields[0] if fields and fields[0] else None  # tmux prints nothing for a missing session
+
+
+def _python():
+    """An interpreter for the trampoline (stdlib only, so the base one does)."""
+    return os.path.realpath(sys.executable) if sys.executable else getattr(sys, "_base_executable", "python3")
+
+
+def discard(path):
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def one_line(e):
+    return (str(e) or type(e).__name__).splitlines()[0]
+
+
+# -- trampoline: runs inside the new tmux pane --------------------------------
+
+def _trampoline(argv):
+    """``--exec-env FILE -- claude args…``: restore the launching shell's environment, exec claude."""
+    if len(argv) < 4 or argv[0] != "--exec-env" or argv[2] != "--":
+        sys.stderr.write("cc-continuity launch trampoline: bad arguments\n")
+        return 2
+    env_path, cmd = argv[1], argv[3:]
+    env = dict(os.environ)
+    try:
+        with open(env_path, "rb") as f:
+            saved = json.loads(f.read())["env"]
+        os.unlink(env_path)
+        pane = {k: env[k] for k in _PANE_VARS if k in env}
+        env = dict(saved)
+        env.update(pane)
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        sys.stderr.write("cc-continuity: could not restore the shell environment (%s); using tmux's\n" % e)
+    try:
+        os.execve(cmd[0], cmd, env)
+    except OSError as e:
+        sys.stderr.write("cc-continuity: cannot run %s: %s\n" % (cmd[0], e))
+        time.sleep(5)  # the pane closes when we exit: leave the message readable
+        return 127
+
+
+if __name__ == "__main__":
+    sys.exit(_trampoline(sys.argv[1:]))
