@@ -16,10 +16,14 @@ import posix
 
 from . import fastjson, paths
 
+TYPE_CHECKING = False  # mypy takes this name as true; at run time nothing is imported (hot path)
+if TYPE_CHECKING:
+    from typing import Any, TypeGuard
+
 VERSION = 1
 
 
-def valid_session_id(sid):
+def valid_session_id(sid: object) -> "TypeGuard[str]":
     """Session ids come from stdin: accept only safe file-name characters."""
     if not isinstance(sid, str) or not (0 < len(sid) <= 128):
         return False
@@ -29,11 +33,11 @@ def valid_session_id(sid):
     return True
 
 
-def card_path(session_id):
+def card_path(session_id: str) -> str:
     return paths.cards_dir() + "/" + session_id + ".json"
 
 
-def mtime(path):
+def mtime(path: str) -> str | int:
     """A change signature (mtime ns, size, inode), or -1 when the file does not exist.
 
     mtime alone can miss two writes within one coarse clock tick; an atomic
@@ -46,7 +50,7 @@ def mtime(path):
     return "%d:%d:%d" % (st.st_mtime_ns, st.st_size, st.st_ino)
 
 
-def load(session_id):
+def load(session_id: object) -> "dict[str, Any] | None":
     """The card for ``session_id`` if it exists and is fresh, else None."""
     if not valid_session_id(session_id):
         return None
@@ -73,12 +77,13 @@ def load(session_id):
     return c
 
 
-def snapshot(files):
+def snapshot(files: list[str]) -> list[list[str | int]]:
     """[[path, mtime]] for ``files`` — take it *before* reading them."""
     return [[p, mtime(p)] for p in files]
 
 
-def build(session_id, sdir, rec, cfg, window, window_source, deps, sl_window=None):
+def build(session_id: str, sdir: str, rec: "dict[str, Any]", cfg: "dict[str, Any]", window: int, window_source: str,
+          deps: list[list[str | int]], sl_window: int | None = None) -> "dict[str, Any]":
     """The card's content.  ``deps``: a :func:`snapshot` taken before reading the sources."""
     return {
         "v": VERSION,
@@ -100,7 +105,7 @@ def build(session_id, sdir, rec, cfg, window, window_source, deps, sl_window=Non
     }
 
 
-def save(session_id, content):
+def save(session_id: str, content: "dict[str, Any]") -> None:
     """Write the card (no fsync: it is a cache, rebuilt whenever in doubt)."""
     from . import atomic
 
@@ -108,7 +113,7 @@ def save(session_id, content):
     atomic.write_text(card_path(session_id), fastjson.dumps(content), fsync=False)
 
 
-def drop(session_id):
+def drop(session_id: str) -> None:
     try:
         posix.unlink(card_path(session_id))
     except OSError:

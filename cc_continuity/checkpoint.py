@@ -16,16 +16,24 @@ import time
 from . import atomic, fastjson, ledger, paths, session
 from .session import ledger_path
 
+TYPE_CHECKING = False  # mypy takes this name as true; at run time typing is not imported (hooks import this)
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+    from typing import Any
+
+    from .config import Config
+    from .handoff import Validation
+
 PROMPT_CHARS = 500
 PROMPTS_KEPT = 5
 
 
-cp_dir = session.checkpoint_dir
-handoff_path = session.handoff_path
-checkpoint_id = session.checkpoint_id
+cp_dir: "Callable[[str], str]" = session.checkpoint_dir
+handoff_path: "Callable[[str], str]" = session.handoff_path
+checkpoint_id: "Callable[[int], str]" = session.checkpoint_id
 
 
-def handoff_problem(sdir, path=None):
+def handoff_problem(sdir: str, path: str | None = None) -> str | None:
     """Why ``path`` (default: the handoff path) is no safe place for this session's handoff; None if it is.
 
     Safe means: exactly this session's handoff path, in a checkpoint directory that is a
@@ -41,12 +49,12 @@ def handoff_problem(sdir, path=None):
     return paths.private_dir_problem(cp_dir(sdir)) or paths.regular_file_problem(want, missing_ok=True)
 
 
-def handoff_target_ok(sdir, path):
+def handoff_target_ok(sdir: str, path: str) -> bool:
     """May the PreToolUse hook let the agent write ``path`` without a permission prompt?"""
     return handoff_problem(sdir, path) is None
 
 
-def read_handoff(sdir, limit=1 << 21, chmod=None):
+def read_handoff(sdir: str, limit: int = 1 << 21, chmod: int | None = None) -> bytes:
     """The handoff's bytes, read without following a link (FileNotFoundError, paths.NotRegular)."""
     problem = handoff_problem(sdir)
     if problem:
@@ -54,20 +62,20 @@ def read_handoff(sdir, limit=1 << 21, chmod=None):
     return paths.read_regular(handoff_path(sdir), limit, chmod=chmod)
 
 
-def _write_json(path, obj):
+def _write_json(path: str, obj: object) -> None:
     import json
 
     atomic.write_text(path, json.dumps(obj, indent=2) + "\n")
 
 
-def read_json(path):
+def read_json(path: str) -> "Any":
     with open(path, "rb") as f:
         return fastjson.loads(f.read())
 
 
-def facts_and_manifest(sdir):
+def facts_and_manifest(sdir: str) -> "tuple[Any, Any]":
     """(snapshot.json, manifest.json) of the session's checkpoint; {} for one that cannot be read."""
-    out = []
+    out: "list[Any]" = []
     for name in ("snapshot.json", "manifest.json"):
         try:
             out.append(read_json(cp_dir(sdir) + "/" + name))
@@ -76,7 +84,8 @@ def facts_and_manifest(sdir):
     return out[0], out[1]
 
 
-def prompts(sdir, since=None, limit=PROMPTS_KEPT, chars=PROMPT_CHARS):
+def prompts(sdir: str, since: float | None = None, limit: int = PROMPTS_KEPT,
+            chars: int = PROMPT_CHARS) -> "list[dict[str, Any]]":
     """The session's user prompts from its ledger (newest last), redacted, then cut to ``chars``.
 
     Everything that quotes a prompt (the snapshot, the machine handoff, the successor's
@@ -84,7 +93,7 @@ def prompts(sdir, since=None, limit=PROMPTS_KEPT, chars=PROMPT_CHARS):
     never leaves the session's own ledger (redacted before the cut: a cut cannot
     leave half a secret behind).
     """
-    out = []
+    out: "list[dict[str, Any]]" = []
     for rec in ledger.read(ledger_path(sdir)):
         if rec.get("ev") != "prompt" or not isinstance(rec.get("text"), str):
             continue
@@ -100,7 +109,8 @@ def prompts(sdir, since=None, limit=PROMPTS_KEPT, chars=PROMPT_CHARS):
     return out[-limit:] if limit else out
 
 
-def collect(root, sdir, rec, reading, payload, cfg, out_dir=None):
+def collect(root: str, sdir: str, rec: "dict[str, Any]", reading: "dict[str, Any]", payload: "dict[str, Any]",
+            cfg: "Config | Mapping[str, Any]", out_dir: str | None = None) -> "dict[str, Any]":
     """Machine facts for the snapshot; written to ``<out_dir>/snapshot.json`` and returned."""
     from . import gitsnap, transcript  # here: the claim reads checkpoints and must stay light
 
@@ -126,7 +136,8 @@ def collect(root, sdir, rec, reading, payload, cfg, out_dir=None):
     return snap
 
 
-def finalize(root, slug, sdir, rec, check, cfg, degraded, tries, snap):
+def finalize(root: str, slug: str, sdir: str, rec: "dict[str, Any]", check: "Validation",
+             cfg: "Config | Mapping[str, Any]", degraded: bool, tries: int, snap: "dict[str, Any]") -> "dict[str, Any]":
     """Snapshot the work tree and write the manifest.  Returns the summary for the record.
 
     The ref lives under the project *key* (``slug`` only names the session in the
@@ -147,13 +158,13 @@ def finalize(root, slug, sdir, rec, check, cfg, degraded, tries, snap):
     try:
         ref = gitsnap.ref_name(paths.project_key(root), number)
     except ValueError as e:
-        git = {"git": None, "error": str(e)[:500]}
+        git: "dict[str, Any]" = {"git": None, "error": str(e)[:500]}
     else:
         from . import snapjob
 
         git = snapjob.run_for_checkpoint(root, sdir, ref, message, cfg)  # or pending: its job finishes it
     reading = snap.get("reading") or {}
-    manifest = {
+    manifest: "dict[str, Any]" = {
         "id": cid,
         "session": rec.get("name"),
         "number": number,
@@ -172,7 +183,7 @@ def finalize(root, slug, sdir, rec, check, cfg, degraded, tries, snap):
                                       "git": git.get("git"), "git_error": git.get("error"),
                                       "snapshot_pending": bool(git.get("pending")),
                                       "snapshot_ms": git.get("elapsed_ms")})
-    summary = {
+    summary: "dict[str, Any]" = {
         "id": cid,
         "percent": reading.get("percent"),
         "tokens": reading.get("tokens"),
@@ -190,12 +201,12 @@ def finalize(root, slug, sdir, rec, check, cfg, degraded, tries, snap):
     return summary
 
 
-def snapshot_wait(git):
+def snapshot_wait(git: "dict[str, Any]") -> "dict[str, Any]":
     """What PreToolUse needs to hold tools back until a pending snapshot is there (hot path: plain data)."""
     return {"result": git["result"], "pid": git.get("pid"), "until": git.get("until"), "ref": git.get("ref")}
 
 
-def git_entry(sdir):
+def git_entry(sdir: str) -> "dict[str, Any]":
     """The checkpoint's git entry now (a pending snapshot's result once its job wrote it), or {}."""
     from . import snapjob
 
@@ -206,7 +217,8 @@ def git_entry(sdir):
     return snapjob.current(manifest.get("git"))
 
 
-def write_machine_handoff(sdir, snap, cfg, problems):
+def write_machine_handoff(sdir: str, snap: "dict[str, Any]", cfg: "Config | Mapping[str, Any]",
+                          problems: list[str] | None) -> "Validation":
     """Replace the (invalid or missing) handoff with one written from facts; return its validation.
 
     Whatever is at the path (a symlink, a hard link, a FIFO) is replaced as a directory
