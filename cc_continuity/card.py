@@ -18,7 +18,10 @@ from . import fastjson, paths
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time nothing is imported (hot path)
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from typing import Any, TypeGuard
+
+    from .config import Config
 
 VERSION = 1
 
@@ -82,7 +85,7 @@ def snapshot(files: list[str]) -> list[list[str | int]]:
     return [[p, mtime(p)] for p in files]
 
 
-def build(session_id: str, sdir: str, rec: "dict[str, Any]", cfg: "dict[str, Any]", window: int, window_source: str,
+def build(session_id: str, sdir: str, rec: "dict[str, Any]", cfg: "Config | Mapping[str, Any]", window: int, window_source: str,
           deps: list[list[str | int]], sl_window: int | None = None) -> "dict[str, Any]":
     """The card's content.  ``deps``: a :func:`snapshot` taken before reading the sources."""
     return {

@@ -223,8 +223,11 @@ def refresh_card(ctx: Context, n: int, sdir: str, rec: Record) -> dict[str, Any]
     cfg = config.load(proj.root, ctx.env)
     slw = meter.reported_window(sdir)
     window, wsrc = meter.resolve_window(cfg["window"], slw, rec.get("model"), ctx.env)
-    built = card.build(ctx.session_id, sdir, rec, cfg, window, wsrc, deps, slw)
-    card.save(ctx.session_id, built)
+    sid = ctx.session_id
+    if sid is None:
+        raise ValueError("hook payload has no usable session_id")
+    built = card.build(sid, sdir, rec, cfg, window, wsrc, deps, slw)
+    card.save(sid, built)
     return built
 
 
@@ -290,7 +293,8 @@ def reading_for(sdir: str, rec: Record, cfg: config.Config, tokens: int | None, 
                 model: str | None = None, env: Env | None = None) -> Reading:
     """A full reading (window, ratio, level) for ``tokens`` in this session."""
     window, wsrc = meter.resolve_window(cfg["window"], meter.reported_window(sdir), rec.get("model") or model, env)
-    return meter.reading(tokens, window, wsrc, cfg, source)
+    reading: Reading = meter.reading(tokens, window, wsrc, cfg, source)
+    return reading
 
 
 def measure(ctx: Context, sdir: str, rec: Record) -> Reading:
@@ -354,7 +358,7 @@ def tool_used(ctx: Context, n: int, sdir: str, rec: Record,
 
 
 def needs_level_change(rec: Record, reading: Reading) -> bool:
-    return meter.level_index(reading["level"]) != session.notified_index(rec)
+    return bool(meter.level_index(reading["level"]) != session.notified_index(rec))
 
 
 def level_note(reading: Reading, cfg: config.Config) -> str | None:
@@ -726,7 +730,7 @@ def claim_for(ctx: Context, n: int, sdir: str, rec: Record, cleared: bool = Fals
         cands = claim.candidates(proj, ctx.claude_pid(), rec.get("predecessor"), me=n, cleared=cleared,
                                  intent=rec.get("claiming"))
         pred_n, prec = claim.claim(proj, n, sdir, cands)
-        if pred_n is None:
+        if pred_n is None or prec is None:
             claim.drop_intent(sdir)  # a claim cut short whose checkpoint went elsewhere: rolled back
             return None
         rec = claim.finish(proj, n, sdir, pred_n, prec)
@@ -984,7 +988,7 @@ def late_turn_end(ctx: Context, wait_s: float | None = None, sync_wait_s: float 
     out = decide(ctx, n, sdir, rec, reading, True, waited)
     if isinstance(out, dict) and out.get("decision") == "block":
         ctx.outcome = "handoff requested late (after %d ms)" % waited
-        return out["reason"]
+        return str(out["reason"])
     return None
 
 
@@ -997,7 +1001,8 @@ def _sync_stop(sdir: str, prompt_id: object, since: float, timeout: float) -> di
             if rec.get("ev") != "stop" or rec.get("ts", 0) < since - 5:
                 continue
             if prompt_id is None or rec.get("prompt_id") == prompt_id:
-                return rec
+                line: dict[str, Any] = rec
+                return line
         if time.monotonic() >= deadline:
             return None
         time.sleep(0.05)

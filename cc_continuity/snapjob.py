@@ -120,7 +120,7 @@ def turn_result_path(sdir: str) -> str:
     return sdir + "/turn-snapshot.json"
 
 
-def start_turn(root: str, sdir: str, key: str, number: int, name: str,
+def start_turn(root: str, sdir: str, key: str, number: int, name: str | None,
                cfg: "Config | Mapping[str, Any]") -> "subprocess.Popen[bytes] | None":
     """Start the turn-end snapshot of session ``number`` in the background; the Popen, or None when skipped.
 
