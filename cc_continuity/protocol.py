@@ -28,8 +28,7 @@ from __future__ import annotations
 import os
 import time
 
-from . import (atomic, card, checkpoint, claim, config, fastjson, handoff, ledger, meter, once, paths,
-               resume, rotation, session, snapjob)
+from . import atomic, card, checkpoint, claim, config, fastjson, ledger, meter, once, paths, resume, rotation, session
 from .procs import pid_alive
 from .project import Project, launch_dir
 
@@ -37,6 +36,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # names only the type checker needs (the hooks do not pay for importing typing)
     from collections.abc import Iterator, Mapping
     from typing import Any
+
+    from .handoff import Validation
 
     Env = Mapping[str, str]
     Record = dict[str, Any]  # a session record (session.py)
@@ -459,6 +460,8 @@ def turn_ended(ctx: Context, wait_s: float | None = None) -> Output | None:
 
 def _turn_snapshot(ctx: Context, n: int, sdir: str, rec: Record) -> None:
     """The rolling turn-end snapshot (a crash before any checkpoint then loses at most this turn's tree)."""
+    from . import snapjob  # subprocess and git: loaded by the steps that snapshot, not by every hook (the mod)
+
     try:
         proc = snapjob.start_turn(ctx.project.root, sdir, ctx.project.key, n, rec.get("name"), ctx.cfg)
     except (OSError, ValueError) as e:
@@ -498,6 +501,8 @@ def _park_note(ctx: Context, sdir: str, note: str) -> None:
 
 
 def request_handoff(ctx: Context, n: int, sdir: str, reading: Reading) -> Output | None:
+    from . import handoff  # its patterns load re: only the steps that read a handoff pay for it
+
     with ctx.project.lock():
         rec = session.load(sdir)
         if rec["state"] not in ACTIVE_STATES:
@@ -519,6 +524,8 @@ def request_handoff(ctx: Context, n: int, sdir: str, reading: Reading) -> Output
 
 
 def request_text(reading: Reading, path: str, cfg: config.Config) -> str:
+    from . import handoff  # its patterns load re: only the steps that read a handoff pay for it
+
     win = reading.get("window")
     return (
         "cc-continuity: this session's context is at %s%% of its %s-token window (rotate level %g%%). The work "
@@ -536,6 +543,8 @@ def request_text(reading: Reading, path: str, cfg: config.Config) -> str:
 
 
 def check_handoff(ctx: Context, n: int, sdir: str) -> Output | None:
+    from . import handoff  # its patterns load re: only the steps that read a handoff pay for it
+
     path = checkpoint.handoff_path(sdir)
     if not os.path.exists(path):
         # Nothing written yet (or the request never reached the model): ask again, in full.
@@ -585,7 +594,7 @@ def fall_back(ctx: Context, n: int, sdir: str, problems: list[str], tries: int,
     return verified(ctx, n, sdir, machine, degraded=True, tries=tries, driver=driver)
 
 
-def verified(ctx: Context, n: int, sdir: str, check: handoff.Validation, degraded: bool, tries: int,
+def verified(ctx: Context, n: int, sdir: str, check: Validation, degraded: bool, tries: int,
              driver: str | None = None) -> Output | None:
     """Snapshot + manifest, CHECKPOINT_VERIFIED, then start the hand-over by one driver.
 
@@ -1021,6 +1030,8 @@ def rotate_instead_of_compacting(ctx: Context, n: int, sdir: str, rec: Record) -
     """An auto-compaction the mod skips: the window is full, so no turn is left for the model to write a
     handoff - the one it wrote, if valid, else a machine handoff (degraded), verified with the mod as
     driver.  ``"valid"`` or ``"degraded"``; None when the session is in no state to rotate."""
+    from . import handoff  # its patterns load re: only the steps that read a handoff pay for it
+
     if rec["state"] not in ACTIVE_STATES + (session.HANDOFF_REQUESTED,):
         return None
     proj = ctx.project
