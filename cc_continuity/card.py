@@ -80,12 +80,14 @@ def snapshot(files):
 
 def build(session_id, sdir, rec, cfg, window, window_source, deps, sl_window=None):
     """The card's content.  ``deps``: a :func:`snapshot` taken before reading the sources."""
+    from . import session  # the layout's owner; here, not at the top: a card hit on StopFailure's path never loads it
+
     return {
         "v": VERSION,
         "session_id": session_id,
         "sdir": sdir,
-        "ledger": sdir + "/ledger.jsonl",
-        "state_file": sdir + "/state.json",
+        "ledger": session.ledger_path(sdir),
+        "state_file": session.state_path(sdir),
         "transcript": rec.get("transcript"),
         "window": window,
         "window_source": window_source,

@@ -1,10 +1,9 @@
 """A checkpoint: machine facts, the validated handoff, a git snapshot, a manifest.
 
-Layout, in the session dir::
-
-    checkpoint/handoff.md      what the successor starts from (model- or machine-written)
-    checkpoint/snapshot.json   facts taken by code when the handoff was requested
-    checkpoint/manifest.json   id, handoff sha256 + validation, git ref, trigger reading
+Its files, in the session dir's ``checkpoint/`` (their names and what each holds:
+session.py, "the session dir's layout"): the handoff, the snapshot of facts taken
+when it was requested, and the manifest (id, handoff sha256 + validation, git ref,
+trigger reading).
 
 The facts come from code, not from the model's memory at its fullest moment:
 git state, the last user prompts, the open todo list, the meter reading.
@@ -68,9 +67,9 @@ def read_json(path):
 def facts_and_manifest(sdir):
     """(snapshot.json, manifest.json) of the session's checkpoint; {} for one that cannot be read."""
     out = []
-    for name in ("snapshot.json", "manifest.json"):
+    for path in (session.snapshot_path(sdir), session.manifest_path(sdir)):
         try:
-            out.append(read_json(cp_dir(sdir) + "/" + name))
+            out.append(read_json(path))
         except (OSError, ValueError):
             out.append({})
     return out[0], out[1]
@@ -101,7 +100,7 @@ def prompts(sdir, since=None, limit=PROMPTS_KEPT, chars=PROMPT_CHARS):
 
 
 def collect(root, sdir, rec, reading, payload, cfg, out_dir=None):
-    """Machine facts for the snapshot; written to ``<out_dir>/snapshot.json`` and returned."""
+    """Machine facts for the snapshot; written to ``<out_dir>/`` :data:`session.SNAPSHOT` and returned."""
     from . import gitsnap, transcript  # here: the claim reads checkpoints and must stay light
 
     out_dir = out_dir or cp_dir(sdir)
@@ -122,7 +121,7 @@ def collect(root, sdir, rec, reading, payload, cfg, out_dir=None):
         "todos": transcript.open_todos(tpath) if isinstance(tpath, str) else None,
         "last_assistant_message": last[:1000] if isinstance(last, str) else None,
     }
-    _write_json(out_dir + "/snapshot.json", snap)
+    _write_json(out_dir + "/" + session.SNAPSHOT, snap)
     return snap
 
 
@@ -165,7 +164,7 @@ def finalize(root, slug, sdir, rec, check, cfg, degraded, tries, snap):
         "trigger": reading,
         "git": git,
     }
-    _write_json(cp_dir(sdir) + "/manifest.json", manifest)
+    _write_json(session.manifest_path(sdir), manifest)
     ledger.append(ledger_path(sdir), {"ev": "checkpoint", "id": cid, "sha256": check.sha256,
                                       "degraded": degraded, "tries": tries,
                                       "ref": git.get("ref"), "commit": git.get("commit"),
@@ -200,7 +199,7 @@ def git_entry(sdir):
     from . import snapjob
 
     try:
-        manifest = read_json(cp_dir(sdir) + "/manifest.json")
+        manifest = read_json(session.manifest_path(sdir))
     except (OSError, ValueError):
         return {}
     return snapjob.current(manifest.get("git"))

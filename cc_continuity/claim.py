@@ -162,7 +162,7 @@ def prepare(proj, pred_n, prec, max_tokens):
 
 
 def _prepared_path(pdir):
-    return checkpoint.cp_dir(pdir) + "/bootstrap.json"
+    return session.bootstrap_path(pdir)
 
 
 def bootstrap_text(proj, pred_n, prec, succ_name, max_tokens, since=""):
@@ -212,7 +212,7 @@ def _late(proj, pred_n):
     """What the user typed after the handoff was requested: prompts sent, and a draft the rotator kept."""
     pdir = proj.session_dir(pred_n)
     try:
-        requested = checkpoint.read_json(checkpoint.cp_dir(pdir) + "/snapshot.json").get("requested_at")
+        requested = checkpoint.read_json(session.snapshot_path(pdir)).get("requested_at")
     except (OSError, ValueError, AttributeError):
         requested = None
     late = checkpoint.prompts(pdir, since=requested, limit=10, chars=500)
@@ -262,7 +262,7 @@ def _parts(proj, pred_n, prec, succ_name, max_tokens, late=True, reserve=0):
 def _draft(pdir, limit=1500):
     """What the rotator cut from the predecessor's input box (``rotation.draft_file``), or ""."""
     try:
-        with open(checkpoint.cp_dir(pdir) + "/draft.txt", encoding="utf-8", errors="replace") as f:
+        with open(session.draft_file(pdir), encoding="utf-8", errors="replace") as f:
             text = f.read(limit + 1).strip()
     except OSError:
         return ""

@@ -146,17 +146,10 @@ def choose_driver(rec, cfg, tmux_usable):
     return "manual"
 
 
-def started_marker(sdir):
-    return session.checkpoint_dir(sdir) + "/successor.started"
-
-
-def delivered_marker(sdir):
-    return session.checkpoint_dir(sdir) + "/continuation.delivered"
-
-
-def draft_file(sdir):
-    """Text the user had left in the input box when the rotator cleared it (the bootstrap quotes it)."""
-    return session.checkpoint_dir(sdir) + "/draft.txt"
+# The rotation's markers and the kept draft, in the checkpoint dir (their names: session's layout).
+started_marker = session.started_marker
+delivered_marker = session.delivered_marker
+draft_file = session.draft_file
 
 
 def plan(rec, sdir, cfg, successor_name, project_lock=None, standby_s=None):

@@ -55,29 +55,107 @@ def is_allowed(src, dst):
     return dst in TRANSITIONS.get(src, ())
 
 
-LEVEL_ORDER = ("ok", "warn", "rotate", "hard")
+# -- the session dir's layout ------------------------------------------------------------
+#
+# Every name inside a session dir (``<project>/sessions/<NNN>/``) is spelled here and only
+# here, with what the file holds; a module that needs only a path does not pull in the
+# module that writes it (nor checkpoint's git machinery).
+STATE = "state.json"                 # the record (:func:`load`, :func:`save`)
+LEDGER = "ledger.jsonl"              # the session's append-only event log (:mod:`ledger`)
+STATUS_READING = "context.json"      # the status line's last context reading (meter.save_status_reading)
+STATUSLINE = "statusline.json"       # the window the status line last reported (meter.reported_window)
+CHAIN_CACHE = "statusline.chain.json"  # the user's chained status line: its last output and the stdin it was for
+TURN_SNAPSHOT = "turn-snapshot.json"  # the rolling turn-end snapshot's result (snapjob.start_turn)
+EMERGENCY = "emergency"              # PreCompact's facts when the context compacts before a checkpoint
+MANUAL = "manual"                    # ``cc-continuity checkpoint``: one dir of facts per manual checkpoint
+CHECKPOINT = "checkpoint"            # the rotation's checkpoint dir, holding:
+HANDOFF = "handoff.md"               # - what the successor starts from (model- or machine-written)
+SNAPSHOT = "snapshot.json"           # - facts taken by code when the handoff was requested (also in emergency/, manual/*)
+MANIFEST = "manifest.json"           # - id, handoff sha256 + validation, git ref, trigger reading
+SNAPSHOT_RESULT = "snapshot-%s.json"  # - a snapshot job's result, by job id (snapjob.result_path)
+BOOTSTRAP = "bootstrap.json"         # - the successor's bootstrap text, prepared at the verified turn's end
+ROTATOR_PLAN = "rotator-plan.json"   # - the tmux rotator's plan (the watchdog re-spawns a rotator from it)
+DRAFT = "draft.txt"                  # - what the user had typed when the rotator cleared the input box
+SUCCESSOR_STARTED = "successor.started"  # - the successor's SessionStart claimed the checkpoint
+CONTINUATION_DELIVERED = "continuation.delivered"  # - the continuation reached the successor's first prompt
+CHECKPOINT_PREFIX = "cp-"            # a checkpoint's id: cp-<NNN> (:func:`checkpoint_id`)
 
 
 def state_path(sdir):
-    return sdir + "/state.json"
+    return sdir + "/" + STATE
 
 
 def ledger_path(sdir):
-    return sdir + "/ledger.jsonl"
+    return sdir + "/" + LEDGER
 
 
-# The checkpoint's files (their owner is here, with the rest of the session dir's layout,
-# so a module that only needs a path does not pull in checkpoint's git machinery).
+def status_reading_path(sdir):
+    return sdir + "/" + STATUS_READING
+
+
+def statusline_path(sdir):
+    return sdir + "/" + STATUSLINE
+
+
+def chain_cache_path(sdir):
+    return sdir + "/" + CHAIN_CACHE
+
+
+def turn_snapshot_path(sdir):
+    return sdir + "/" + TURN_SNAPSHOT
+
+
+def emergency_dir(sdir):
+    return sdir + "/" + EMERGENCY
+
+
+def manual_dir(sdir, stamp):
+    return sdir + "/" + MANUAL + "/" + stamp
+
+
 def checkpoint_dir(sdir):
-    return sdir + "/checkpoint"
+    return sdir + "/" + CHECKPOINT
 
 
 def handoff_path(sdir):
-    return sdir + "/checkpoint/handoff.md"
+    return checkpoint_dir(sdir) + "/" + HANDOFF
+
+
+def snapshot_path(sdir):
+    return checkpoint_dir(sdir) + "/" + SNAPSHOT
+
+
+def manifest_path(sdir):
+    return checkpoint_dir(sdir) + "/" + MANIFEST
+
+
+def snapshot_result_path(sdir, job):
+    return checkpoint_dir(sdir) + "/" + SNAPSHOT_RESULT % job
+
+
+def bootstrap_path(sdir):
+    return checkpoint_dir(sdir) + "/" + BOOTSTRAP
+
+
+def rotator_plan_path(sdir):
+    return checkpoint_dir(sdir) + "/" + ROTATOR_PLAN
+
+
+def draft_file(sdir):
+    """Text the user had left in the input box when the rotator cleared it (the bootstrap quotes it)."""
+    return checkpoint_dir(sdir) + "/" + DRAFT
+
+
+def started_marker(sdir):
+    return checkpoint_dir(sdir) + "/" + SUCCESSOR_STARTED
+
+
+def delivered_marker(sdir):
+    return checkpoint_dir(sdir) + "/" + CONTINUATION_DELIVERED
 
 
 def checkpoint_id(number):
-    return "cp-%03d" % number
+    return CHECKPOINT_PREFIX + "%03d" % number
 
 
 def read_file(path, limit=1 << 22):
@@ -142,10 +220,11 @@ def save(sdir, rec):
 
 def notified_index(rec):
     """The highest context level this session has already been told about (0 = ok)."""
-    best = 0
+    from . import meter  # the level scale's owner (already loaded wherever a record's level is asked)
+
+    best = meter.OK
     for name in rec.get("levels_notified") or ():
-        if name in LEVEL_ORDER:
-            best = max(best, LEVEL_ORDER.index(name))
+        best = max(best, meter.level_index(name))
     return best
 
 

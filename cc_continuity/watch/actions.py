@@ -958,7 +958,7 @@ class Executor:
 
         if not action.sdir:
             return None, "no session directory"
-        plan_path = os.path.join(action.sdir, "checkpoint", "rotator-plan.json")
+        plan_path = session.rotator_plan_path(action.sdir)
         try:
             with open(plan_path, encoding="utf-8") as f:
                 plan = json.load(f)
