@@ -26,12 +26,15 @@ ENDED = "ENDED"
 STATES = (ACTIVE, WARNED, ROTATION_PENDING, HANDOFF_REQUESTED, CHECKPOINT_VERIFIED,
           ROTATING, AWAITING_MANUAL_CLEAR, ROTATED, BOOTSTRAPPING, ENDED)
 
+# The sets of states, named once (every other module asks these):
 # Live states a process can simply end in (-> ENDED).
-LIVE = (ACTIVE, WARNED, ROTATION_PENDING, HANDOFF_REQUESTED, BOOTSTRAPPING)
+LIVE = frozenset((ACTIVE, WARNED, ROTATION_PENDING, HANDOFF_REQUESTED, BOOTSTRAPPING))
+# Live and no handoff asked for yet: a rotation (a handoff request) may start from these.
+WORKING = LIVE - {HANDOFF_REQUESTED}
 # A verified checkpoint waiting for a successor survives the process.
-CLAIMABLE = (CHECKPOINT_VERIFIED, ROTATING, AWAITING_MANUAL_CLEAR)
-# Done for good (ENDED only comes back through `claude --resume`, under the project lock).
-TERMINAL = (ROTATED, ENDED)
+CLAIMABLE = frozenset((CHECKPOINT_VERIFIED, ROTATING, AWAITING_MANUAL_CLEAR))
+# Done for good, "finished" (ENDED only comes back through `claude --resume`, under the project lock).
+TERMINAL = frozenset((ROTATED, ENDED))
 
 TRANSITIONS = {
     ACTIVE: {WARNED, ROTATION_PENDING, HANDOFF_REQUESTED, ENDED, BOOTSTRAPPING},  # -> BOOTSTRAPPING: a new session adopts a checkpoint
