@@ -12,7 +12,7 @@ git state, the last user prompts, the open todo list, the meter reading.
 import os
 import time
 
-from . import atomic, fastjson, ledger, paths, session
+from . import atomic, fastjson, ledger, paths, rotation, session
 from .session import ledger_path
 
 PROMPT_CHARS = 500
@@ -90,7 +90,7 @@ def prompts(sdir, since=None, limit=PROMPTS_KEPT, chars=PROMPT_CHARS):
         if since is not None and rec.get("ts", 0) < since:
             continue
         text = rec["text"].strip()
-        if text.startswith("Continuing from cp-"):
+        if rotation.is_continuation(text):
             continue  # our own continuation prompt is not the user's
         from . import redact  # only with a prompt to quote: compiling its rules costs ~50 ms
 

@@ -16,7 +16,7 @@ reached meanwhile — it never tries a transition its state does not allow.
 import os
 import time
 
-from . import checkpoint, fastjson, ledger, session
+from . import checkpoint, fastjson, ledger, rotation, session
 from .procs import pid_alive
 
 SPILL_LIMIT = 9500  # Claude Code spills hook text over 10 000 chars to a file
@@ -242,7 +242,7 @@ def _parts(proj, pred_n, prec, succ_name, max_tokens, late=True, reserve=0):
         handoff_text = ""
     status = "valid" if not cp.get("degraded") else "degraded (machine-written after %s invalid tries)" % cp.get("tries")
     reading = snap.get("reading") or {}
-    head = ["Continuing from %s (%s)." % (cid, succ_name),
+    head = [rotation.continuation_head(cid, succ_name),
             "This session continues the work of %s, which handed off at %s%% of its context window. "
             "Its handoff is %s; it follows below%s." % (
                 prec.get("name"), reading.get("percent", "?"), status,
