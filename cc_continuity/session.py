@@ -12,6 +12,63 @@ import time
 
 from . import fastjson, ledger
 
+# ``typing`` is not imported at run time (this module is on the per-tool-call path): the
+# record's type exists for the type checker and the reader only.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, TypedDict
+
+    class Record(TypedDict, total=False):
+        """A session record (``state.json``): every key, its type and what it holds.
+
+        The one place a key is declared: a key the package reads or writes that is
+        not here fails tests/test_session_record.py, so a new key is a decision.
+        """
+
+        # identity (new_record)
+        number: int                      # the session's number in its project (sessions/<NNN>)
+        name: str                        # "<slug>-<NNN>", what the user and the ledgers see
+        session_id: str                  # Claude Code's session id (the card and the hooks' payloads name it)
+        session_ids: list[str]           # the Claude Code session ids this record has had
+        state: str                       # one of STATES; changed only through transition()
+        created: float                   # epoch seconds, when the record was made
+        updated: float                   # epoch seconds, set by every save()
+        project_root: str                # the project's root directory
+        project_key: str                 # paths.project_key(project_root): its dir under projects/
+        slug: str                        # the project's readable name (paths.slugify)
+        launch_dir: str | None           # where Claude Code was started (project.launch_dir)
+        source: str                      # SessionStart's source when the record was made (startup/clear/resume/...)
+        unattended: bool                 # started unattended (no one at the keyboard: the pushes say so)
+        levels_notified: list[str]       # the levels above ok this session has been told about (meter.LEVELS)
+        flags: dict[str, dict[str, Any]]  # raised by `cc-continuity signal` (needs_human, ...): {"text", "at"}
+        # the live process (refreshed at every SessionStart)
+        pid: int | None                  # the Claude Code process
+        tmux_socket: str | None          # the tmux server and pane it runs in (None outside tmux)
+        tmux_pane: str | None
+        transcript: str                  # Claude Code's transcript of the session
+        model: str                       # the model id Claude Code reported
+        # the chain of sessions
+        predecessor: int | None          # the number of the session this one continues
+        successor: int | None            # the number of the session that claimed this one's checkpoint
+        claiming: int                    # the predecessor being claimed (the intent, written first; popped when done)
+        predecessor_claimed: bool        # the claim completed (claim.finish)
+        checkpoint_from: str | None      # the predecessor's checkpoint id this session started from
+        revalidation: dict[str, Any]     # resume.summary of the predecessor's checkpoint against the work tree
+        recovered_from: int              # the crashed session (no checkpoint) this one got the notice of
+        recovery: dict[str, Any]         # that crashed session: name, session_id, resume command, at
+        recovered_by: int                # set on the crashed session: who got its notice
+        ended: dict[str, Any]            # why and when the process ended: {"reason", "at"} (popped on --resume)
+        # the rotation
+        last_reading: dict[str, Any]     # the last level change's reading: tokens, window, percent, level
+        rotate_requested: bool           # `cc-continuity rotate` (or a blocked compaction) asked for a rotation
+        pending_note: str                # a note for the next prompt (UserPromptSubmit adds and pops it)
+        handoff_tries: int               # handoff validations so far for the current request
+        handoff_requested_at: float      # when the handoff was requested (the snapshot's requested_at)
+        checkpoint: dict[str, Any]       # the verified checkpoint's summary (checkpoint.finalize): id, ref, ...
+        driver: str                      # who drives the /clear: one of rotation.DRIVERS
+        rotator_pid: int                 # the detached tmux rotator
+        snapshot_wait: dict[str, Any]    # a claimed checkpoint's snapshot still being taken (PreToolUse waits)
+
 ACTIVE = "ACTIVE"
 WARNED = "WARNED"
 ROTATION_PENDING = "ROTATION_PENDING"
@@ -178,12 +235,12 @@ def read_file(path, limit=1 << 22):
         posix.close(fd)
 
 
-def load(sdir):
+def load(sdir) -> "Record":
     """The record in ``sdir``; raises OSError/ValueError when missing or corrupt."""
     rec = fastjson.loads(read_file(state_path(sdir)))
     if not isinstance(rec, dict) or rec.get("state") not in STATES:
         raise ValueError("corrupt session state in %s" % sdir)
-    return rec
+    return rec  # type: ignore[return-value]  # a dict with a known state: its keys are Record's (tests/test_session_record.py)
 
 
 def open_marker(sdir):
@@ -208,7 +265,7 @@ def _mark_open(marker, is_open):
         pass  # no index yet (built on the next registration), or no marker to remove
 
 
-def save(sdir, rec):
+def save(sdir, rec: "Record"):
     from . import atomic
 
     rec["updated"] = round(time.time(), 3)
@@ -221,7 +278,7 @@ def save(sdir, rec):
         _mark_open(marker, False)
 
 
-def notified_index(rec):
+def notified_index(rec: "Record"):
     """The highest context level this session has already been told about (0 = ok)."""
     from . import meter  # the level scale's owner (already loaded wherever a record's level is asked)
 
@@ -231,9 +288,9 @@ def notified_index(rec):
     return best
 
 
-def new_record(number, name, session_id, state=ACTIVE, **fields):
+def new_record(number, name, session_id, state=ACTIVE, **fields) -> "Record":
     now = round(time.time(), 3)
-    rec = {
+    rec: Record = {
         "number": number,
         "name": name,
         "session_id": session_id,
@@ -246,7 +303,7 @@ def new_record(number, name, session_id, state=ACTIVE, **fields):
         "levels_notified": [],
         "flags": {},
     }
-    rec.update(fields)
+    rec.update(fields)  # type: ignore[typeddict-item]  # keyword fields: Record's keys (tests/test_session_record.py)
     return rec
 
 
@@ -255,14 +312,14 @@ def log(sdir, record):
     return ledger.append(ledger_path(sdir), record)
 
 
-def transition(sdir, rec, dst, why, **fields):
+def transition(sdir, rec: "Record", dst, why, **fields) -> "Record":
     """Move ``rec`` to ``dst`` (checked), persist it, and log it to the ledger."""
     src = rec.get("state")
     if not is_allowed(src, dst):
         ledger.append(ledger_path(sdir), {"ev": "illegal_transition", "from": src, "to": dst, "why": why})
         raise IllegalTransition("%s -> %s is not allowed (%s)" % (src, dst, why))
     rec["state"] = dst
-    rec.update(fields)
+    rec.update(fields)  # type: ignore[typeddict-item]  # keyword fields: Record's keys (tests/test_session_record.py)
     save(sdir, rec)
     ledger.append(ledger_path(sdir), {"ev": "transition", "from": src, "to": dst, "why": why})
     return rec
