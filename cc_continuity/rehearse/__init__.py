@@ -28,7 +28,7 @@ import subprocess
 import tempfile
 import time
 
-from .. import config, errors, ledger, rotation, session
+from .. import config, errors, ledger, meter, rotation, session
 from ..procs import pid_alive, reap
 
 WINDOW = 200_000
@@ -500,7 +500,7 @@ class Rehearsal:
         pred, succ = led.get(1, []), led.get(2, [])
         first = lambda recs, test: next((r["ts"] for r in recs if test(r)), None)
         t = {
-            "rotate_level": first(pred, lambda r: r.get("ev") == "level" and r.get("level") in ("rotate", "hard")),
+            "rotate_level": first(pred, lambda r: r.get("ev") == "level" and meter.at_least(r.get("level"), "rotate")),
             "handoff_requested": first(pred, lambda r: r.get("ev") == "transition"
                                        and r.get("to") == session.HANDOFF_REQUESTED),
             "checkpoint": first(pred, lambda r: r.get("ev") == "checkpoint"),
