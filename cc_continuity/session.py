@@ -290,7 +290,7 @@ def notified_index(rec: "Record"):
 
 def new_record(number, name, session_id, state=ACTIVE, **fields) -> "Record":
     now = round(time.time(), 3)
-    rec: Record = {
+    rec: "Record" = {
         "number": number,
         "name": name,
         "session_id": session_id,
