@@ -141,80 +141,80 @@ CONTINUATION_DELIVERED = "continuation.delivered"  # - the continuation reached 
 CHECKPOINT_PREFIX = "cp-"            # a checkpoint's id: cp-<NNN> (:func:`checkpoint_id`)
 
 
-def state_path(sdir):
+def state_path(sdir: str) -> str:
     return sdir + "/" + STATE
 
 
-def ledger_path(sdir):
+def ledger_path(sdir: str) -> str:
     return sdir + "/" + LEDGER
 
 
-def status_reading_path(sdir):
+def status_reading_path(sdir: str) -> str:
     return sdir + "/" + STATUS_READING
 
 
-def statusline_path(sdir):
+def statusline_path(sdir: str) -> str:
     return sdir + "/" + STATUSLINE
 
 
-def chain_cache_path(sdir):
+def chain_cache_path(sdir: str) -> str:
     return sdir + "/" + CHAIN_CACHE
 
 
-def turn_snapshot_path(sdir):
+def turn_snapshot_path(sdir: str) -> str:
     return sdir + "/" + TURN_SNAPSHOT
 
 
-def emergency_dir(sdir):
+def emergency_dir(sdir: str) -> str:
     return sdir + "/" + EMERGENCY
 
 
-def manual_dir(sdir, stamp):
+def manual_dir(sdir: str, stamp: str) -> str:
     return sdir + "/" + MANUAL + "/" + stamp
 
 
-def checkpoint_dir(sdir):
+def checkpoint_dir(sdir: str) -> str:
     return sdir + "/" + CHECKPOINT
 
 
-def handoff_path(sdir):
+def handoff_path(sdir: str) -> str:
     return checkpoint_dir(sdir) + "/" + HANDOFF
 
 
-def snapshot_path(sdir):
+def snapshot_path(sdir: str) -> str:
     return checkpoint_dir(sdir) + "/" + SNAPSHOT
 
 
-def manifest_path(sdir):
+def manifest_path(sdir: str) -> str:
     return checkpoint_dir(sdir) + "/" + MANIFEST
 
 
-def snapshot_result_path(sdir, job):
+def snapshot_result_path(sdir: str, job: str) -> str:
     return checkpoint_dir(sdir) + "/" + SNAPSHOT_RESULT % job
 
 
-def bootstrap_path(sdir):
+def bootstrap_path(sdir: str) -> str:
     return checkpoint_dir(sdir) + "/" + BOOTSTRAP
 
 
-def rotator_plan_path(sdir):
+def rotator_plan_path(sdir: str) -> str:
     return checkpoint_dir(sdir) + "/" + ROTATOR_PLAN
 
 
-def draft_file(sdir):
+def draft_file(sdir: str) -> str:
     """Text the user had left in the input box when the rotator cleared it (the bootstrap quotes it)."""
     return checkpoint_dir(sdir) + "/" + DRAFT
 
 
-def started_marker(sdir):
+def started_marker(sdir: str) -> str:
     return checkpoint_dir(sdir) + "/" + SUCCESSOR_STARTED
 
 
-def delivered_marker(sdir):
+def delivered_marker(sdir: str) -> str:
     return checkpoint_dir(sdir) + "/" + CONTINUATION_DELIVERED
 
 
-def checkpoint_id(number):
+def checkpoint_id(number: int) -> str:
     return CHECKPOINT_PREFIX + "%03d" % number
 
 
@@ -235,7 +235,7 @@ def read_file(path, limit=1 << 22):
         posix.close(fd)
 
 
-def load(sdir) -> "Record":
+def load(sdir: str) -> "Record":
     """The record in ``sdir``; raises OSError/ValueError when missing or corrupt."""
     rec = fastjson.loads(read_file(state_path(sdir)))
     if not isinstance(rec, dict) or rec.get("state") not in STATES:
@@ -243,7 +243,7 @@ def load(sdir) -> "Record":
     return rec  # type: ignore[return-value]  # a dict with a known state: its keys are Record's (tests/test_session_record.py)
 
 
-def open_marker(sdir):
+def open_marker(sdir: str) -> "str | None":
     """``<project>/open/<NNN>`` for the session dir ``<project>/sessions/<NNN>`` (None for other dirs).
 
     The ``open/`` directory indexes the sessions that are not in a TERMINAL state, so the
@@ -265,7 +265,7 @@ def _mark_open(marker, is_open):
         pass  # no index yet (built on the next registration), or no marker to remove
 
 
-def save(sdir, rec: "Record"):
+def save(sdir: str, rec: "Record") -> None:
     from . import atomic
 
     rec["updated"] = round(time.time(), 3)
@@ -278,7 +278,7 @@ def save(sdir, rec: "Record"):
         _mark_open(marker, False)
 
 
-def notified_index(rec: "Record"):
+def notified_index(rec: "Record") -> int:
     """The highest context level this session has already been told about (0 = ok)."""
     from . import meter  # the level scale's owner (already loaded wherever a record's level is asked)
 
@@ -288,7 +288,7 @@ def notified_index(rec: "Record"):
     return best
 
 
-def new_record(number, name, session_id, state=ACTIVE, **fields) -> "Record":
+def new_record(number: int, name: str, session_id: str, state: str = ACTIVE, **fields: "Any") -> "Record":
     now = round(time.time(), 3)
     rec: "Record" = {
         "number": number,
@@ -312,7 +312,7 @@ def log(sdir, record):
     return ledger.append(ledger_path(sdir), record)
 
 
-def transition(sdir, rec: "Record", dst, why, **fields) -> "Record":
+def transition(sdir: str, rec: "Record", dst: str, why: str, **fields: "Any") -> "Record":
     """Move ``rec`` to ``dst`` (checked), persist it, and log it to the ledger."""
     src = rec.get("state")
     if not is_allowed(src, dst):
