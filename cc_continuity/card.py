@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from typing import Any, TypeGuard
 
     from .config import Config
+    from .session import Record
 
 VERSION = 1
 
@@ -85,15 +86,17 @@ def snapshot(files: list[str]) -> list[list[str | int]]:
     return [[p, mtime(p)] for p in files]
 
 
-def build(session_id: str, sdir: str, rec: "dict[str, Any]", cfg: "Config | Mapping[str, Any]", window: int, window_source: str,
+def build(session_id: str, sdir: str, rec: "Record", cfg: "Config | Mapping[str, Any]", window: int, window_source: str,
           deps: list[list[str | int]], sl_window: int | None = None) -> "dict[str, Any]":
     """The card's content.  ``deps``: a :func:`snapshot` taken before reading the sources."""
+    from . import session  # the layout's owner; here, not at the top: a card hit on StopFailure's path never loads it
+
     return {
         "v": VERSION,
         "session_id": session_id,
         "sdir": sdir,
-        "ledger": sdir + "/ledger.jsonl",
-        "state_file": sdir + "/state.json",
+        "ledger": session.ledger_path(sdir),
+        "state_file": session.state_path(sdir),
         "transcript": rec.get("transcript"),
         "window": window,
         "window_source": window_source,

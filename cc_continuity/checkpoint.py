@@ -1,10 +1,9 @@
 """A checkpoint: machine facts, the validated handoff, a git snapshot, a manifest.
 
-Layout, in the session dir::
-
-    checkpoint/handoff.md      what the successor starts from (model- or machine-written)
-    checkpoint/snapshot.json   facts taken by code when the handoff was requested
-    checkpoint/manifest.json   id, handoff sha256 + validation, git ref, trigger reading
+Its files, in the session dir's ``checkpoint/`` (their names and what each holds:
+session.py, "the session dir's layout"): the handoff, the snapshot of facts taken
+when it was requested, and the manifest (id, handoff sha256 + validation, git ref,
+trigger reading).
 
 The facts come from code, not from the model's memory at its fullest moment:
 git state, the last user prompts, the open todo list, the meter reading.
@@ -13,7 +12,7 @@ git state, the last user prompts, the open todo list, the meter reading.
 import os
 import time
 
-from . import atomic, fastjson, ledger, paths, session
+from . import atomic, fastjson, ledger, paths, rotation, session
 from .session import ledger_path
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time typing is not imported (hooks import this)
@@ -23,6 +22,7 @@ if TYPE_CHECKING:
 
     from .config import Config
     from .handoff import Validation
+    from .session import Record
 
 PROMPT_CHARS = 500
 PROMPTS_KEPT = 5
@@ -76,9 +76,9 @@ def read_json(path: str) -> "Any":
 def facts_and_manifest(sdir: str) -> "tuple[Any, Any]":
     """(snapshot.json, manifest.json) of the session's checkpoint; {} for one that cannot be read."""
     out: "list[Any]" = []
-    for name in ("snapshot.json", "manifest.json"):
+    for path in (session.snapshot_path(sdir), session.manifest_path(sdir)):
         try:
-            out.append(read_json(cp_dir(sdir) + "/" + name))
+            out.append(read_json(path))
         except (OSError, ValueError):
             out.append({})
     return out[0], out[1]
@@ -100,7 +100,7 @@ def prompts(sdir: str, since: float | None = None, limit: int = PROMPTS_KEPT,
         if since is not None and rec.get("ts", 0) < since:
             continue
         text = rec["text"].strip()
-        if text.startswith("Continuing from cp-"):
+        if rotation.is_continuation(text):
             continue  # our own continuation prompt is not the user's
         from . import redact  # only with a prompt to quote: compiling its rules costs ~50 ms
 
@@ -109,9 +109,9 @@ def prompts(sdir: str, since: float | None = None, limit: int = PROMPTS_KEPT,
     return out[-limit:] if limit else out
 
 
-def collect(root: str, sdir: str, rec: "dict[str, Any]", reading: "dict[str, Any]", payload: "dict[str, Any]",
+def collect(root: str, sdir: str, rec: "Record", reading: "dict[str, Any]", payload: "dict[str, Any]",
             cfg: "Config | Mapping[str, Any]", out_dir: str | None = None) -> "dict[str, Any]":
-    """Machine facts for the snapshot; written to ``<out_dir>/snapshot.json`` and returned."""
+    """Machine facts for the snapshot; written to ``<out_dir>/`` :data:`session.SNAPSHOT` and returned."""
     from . import gitsnap, transcript  # here: the claim reads checkpoints and must stay light
 
     out_dir = out_dir or cp_dir(sdir)
@@ -132,11 +132,11 @@ def collect(root: str, sdir: str, rec: "dict[str, Any]", reading: "dict[str, Any
         "todos": transcript.open_todos(tpath) if isinstance(tpath, str) else None,
         "last_assistant_message": last[:1000] if isinstance(last, str) else None,
     }
-    _write_json(out_dir + "/snapshot.json", snap)
+    _write_json(out_dir + "/" + session.SNAPSHOT, snap)
     return snap
 
 
-def finalize(root: str, slug: str, sdir: str, rec: "dict[str, Any]", check: "Validation",
+def finalize(root: str, slug: str, sdir: str, rec: "Record", check: "Validation",
              cfg: "Config | Mapping[str, Any]", degraded: bool, tries: int, snap: "dict[str, Any]") -> "dict[str, Any]":
     """Snapshot the work tree and write the manifest.  Returns the summary for the record.
 
@@ -176,7 +176,7 @@ def finalize(root: str, slug: str, sdir: str, rec: "dict[str, Any]", check: "Val
         "trigger": reading,
         "git": git,
     }
-    _write_json(cp_dir(sdir) + "/manifest.json", manifest)
+    _write_json(session.manifest_path(sdir), manifest)
     ledger.append(ledger_path(sdir), {"ev": "checkpoint", "id": cid, "sha256": check.sha256,
                                       "degraded": degraded, "tries": tries,
                                       "ref": git.get("ref"), "commit": git.get("commit"),
@@ -211,7 +211,7 @@ def git_entry(sdir: str) -> "dict[str, Any]":
     from . import snapjob
 
     try:
-        manifest = read_json(cp_dir(sdir) + "/manifest.json")
+        manifest = read_json(session.manifest_path(sdir))
     except (OSError, ValueError):
         return {}
     return snapjob.current(manifest.get("git"))

@@ -16,7 +16,7 @@ reached meanwhile — it never tries a transition its state does not allow.
 import os
 import time
 
-from . import checkpoint, fastjson, ledger, session
+from . import checkpoint, fastjson, ledger, rotation, session
 from .procs import pid_alive
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time typing is not imported (SessionStart runs this)
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from .project import Project
+    from .session import Record
 
 SPILL_LIMIT = 9500  # Claude Code spills hook text over 10 000 chars to a file
 
@@ -85,7 +86,7 @@ def candidates(proj: "Project", claude_pid: int | None = None, predecessor: int 
 
 
 def claim(proj: "Project", successor_n: int, successor_dir: str,
-          candidates_: "Iterable[int]") -> "tuple[int, dict[str, Any]] | tuple[None, None]":
+          candidates_: "Iterable[int]") -> "tuple[int, Record] | tuple[None, None]":
     """Claim the first still-claimable candidate for ``successor_n``.  Call under the project lock.
 
     Returns (predecessor_number, predecessor_record) or (None, None).
@@ -93,7 +94,7 @@ def claim(proj: "Project", successor_n: int, successor_dir: str,
     for n in candidates_:
         pdir = proj.session_dir(n)
         try:
-            prec: "dict[str, Any]" = session.load(pdir)
+            prec: "Record" = session.load(pdir)
         except (OSError, ValueError):
             continue
         if prec.get("successor") == successor_n and prec["state"] == session.ROTATED:
@@ -116,17 +117,17 @@ def claim(proj: "Project", successor_n: int, successor_dir: str,
     return None, None
 
 
-def finish(proj: "Project", n: int, sdir: str, pred_n: int, prec: "dict[str, Any]") -> "dict[str, Any]":
+def finish(proj: "Project", n: int, sdir: str, pred_n: int, prec: "Record") -> "Record":
     """Record the claimed predecessor in successor ``n`` (under the project lock); returns its record.
 
     Also completes a claim cut short: BOOTSTRAPPING only when the successor's state
     allows it (it may have worked on, say to WARNED, since); otherwise the claim is
     recorded as completed in the ledger and the state left as it is.
     """
-    rec: "dict[str, Any]" = session.load(sdir)
+    rec: "Record" = session.load(sdir)
     cp = prec.get("checkpoint") or {}
     cid = cp.get("id")
-    rec.update(predecessor=pred_n, predecessor_claimed=True, checkpoint_from=cid)
+    rec["predecessor"], rec["predecessor_claimed"], rec["checkpoint_from"] = pred_n, True, cid
     rec.pop("claiming", None)
     wait = cp.get("snapshot_wait")
     if isinstance(wait, dict) and isinstance(wait.get("result"), str) and not os.path.exists(wait["result"]):
@@ -154,7 +155,7 @@ def drop_intent(sdir: str) -> bool:
 SUCCESSOR = "@@cc-continuity-successor@@"  # stands for the successor's name in a prepared bootstrap
 
 
-def prepare(proj: "Project", pred_n: int, prec: "dict[str, Any]", max_tokens: int) -> None:
+def prepare(proj: "Project", pred_n: int, prec: "Record", max_tokens: int) -> None:
     """Build the checkpoint's part of the bootstrap now, redacted, for the claim to use as is.
 
     Called when the checkpoint is verified (the Stop hook, which has the redactor
@@ -171,10 +172,10 @@ def prepare(proj: "Project", pred_n: int, prec: "dict[str, Any]", max_tokens: in
 
 
 def _prepared_path(pdir: str) -> str:
-    return checkpoint.cp_dir(pdir) + "/bootstrap.json"
+    return session.bootstrap_path(pdir)
 
 
-def bootstrap_text(proj: "Project", pred_n: int, prec: "dict[str, Any]", succ_name: str, max_tokens: int,
+def bootstrap_text(proj: "Project", pred_n: int, prec: "Record", succ_name: str, max_tokens: int,
                    since: str = "") -> str:
     """The successor's first context: who it continues, the handoff, facts, late prompts.
 
@@ -222,7 +223,7 @@ def _late(proj: "Project", pred_n: int) -> str:
     """What the user typed after the handoff was requested: prompts sent, and a draft the rotator kept."""
     pdir = proj.session_dir(pred_n)
     try:
-        requested = checkpoint.read_json(checkpoint.cp_dir(pdir) + "/snapshot.json").get("requested_at")
+        requested = checkpoint.read_json(session.snapshot_path(pdir)).get("requested_at")
     except (OSError, ValueError, AttributeError):
         requested = None
     late = checkpoint.prompts(pdir, since=requested, limit=10, chars=500)
@@ -238,7 +239,7 @@ def _late(proj: "Project", pred_n: int) -> str:
     return late_txt
 
 
-def _parts(proj: "Project", pred_n: int, prec: "dict[str, Any]", succ_name: str, max_tokens: int, late: bool = True,
+def _parts(proj: "Project", pred_n: int, prec: "Record", succ_name: str, max_tokens: int, late: bool = True,
            reserve: int = 0) -> tuple[str, str]:
     """(the checkpoint's part, the late part) of the bootstrap, not yet redacted."""
     pdir = proj.session_dir(pred_n)
@@ -253,7 +254,7 @@ def _parts(proj: "Project", pred_n: int, prec: "dict[str, Any]", succ_name: str,
         handoff_text = ""
     status = "valid" if not cp.get("degraded") else "degraded (machine-written after %s invalid tries)" % cp.get("tries")
     reading = snap.get("reading") or {}
-    head = ["Continuing from %s (%s)." % (cid, succ_name),
+    head = [rotation.continuation_head(cid, succ_name),
             "This session continues the work of %s, which handed off at %s%% of its context window. "
             "Its handoff is %s; it follows below%s." % (
                 prec.get("name"), reading.get("percent", "?"), status,
@@ -273,7 +274,7 @@ def _parts(proj: "Project", pred_n: int, prec: "dict[str, Any]", succ_name: str,
 def _draft(pdir: str, limit: int = 1500) -> str:
     """What the rotator cut from the predecessor's input box (``rotation.draft_file``), or ""."""
     try:
-        with open(checkpoint.cp_dir(pdir) + "/draft.txt", encoding="utf-8", errors="replace") as f:
+        with open(session.draft_file(pdir), encoding="utf-8", errors="replace") as f:
             text = f.read(limit + 1).strip()
     except OSError:
         return ""

@@ -19,6 +19,8 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any
 
+    from .session import Record
+
 
 def find_root(start: str) -> str:
     """The git top level containing ``start`` (resolved), else ``start`` itself."""
@@ -185,10 +187,10 @@ class Project:
         except OSError:
             return []
 
-    def _scan_open(self) -> "list[tuple[int, dict[str, Any]]]":
+    def _scan_open(self) -> "list[tuple[int, Record]]":
         from . import session
 
-        found: "list[tuple[int, dict[str, Any]]]" = []
+        found: "list[tuple[int, Record]]" = []
         for n in self.numbers():
             try:
                 rec = session.load(self.session_dir(n))

@@ -40,7 +40,7 @@ if TYPE_CHECKING:  # names only the type checker needs (the hooks do not pay for
     from .handoff import Validation
 
     Env = Mapping[str, str]
-    Record = dict[str, Any]  # a session record (session.py)
+    from .session import Record  # a session record: every key declared there
     Reading = dict[str, Any]  # a meter reading (meter.reading)
     Output = dict[str, Any]  # what a hook prints (JSON)
     Push = dict[str, Any]  # the keywords of one notify.emit
@@ -184,7 +184,7 @@ def register(ctx: Context, source: str | None) -> Started:
             sdir = proj.session_dir(n)
             try:
                 rec = session.load(sdir)
-                rec.update(_live_fields(ctx, sock, pane))
+                rec.update(_live_fields(ctx, sock, pane))  # type: ignore[typeddict-item]  # Record keys
                 if source == "resume" and rec["state"] == session.ENDED:
                     rec.pop("ended", None)
                     session.transition(sdir, rec, session.ACTIVE, "resumed")
@@ -403,7 +403,7 @@ def apply_level(ctx: Context, n: int, sdir: str, reading: Reading) -> tuple[str 
             return None, rec
         rec["levels_notified"] = [x for x in meter.LEVELS[1:idx + 1]]
         rec["last_reading"] = {k: reading[k] for k in ("tokens", "window", "percent", "level")}
-        target = STATE_FOR_LEVEL.get(lvl)
+        target = STATE_FOR_LEVEL.get(lvl, state)  # no state of its own: stays
         if target and target != state and session.is_allowed(state, target):
             session.transition(sdir, rec, target, "context %s%% >= %s" % (reading["percent"], lvl))
         else:
@@ -885,8 +885,9 @@ def prompt_submitted(ctx: Context) -> Output | None:
             session.save(sdir, rec)
     if first:
         ctx.push(rec, "successor-resumed", "continuing from %s" % rec.get("checkpoint_from"))
-    if first and rec.get("predecessor") is not None:
-        pdir = ctx.project.session_dir(rec["predecessor"])
+    pred_n = rec.get("predecessor")
+    if first and pred_n is not None:
+        pdir = ctx.project.session_dir(pred_n)
         try:
             atomic.write_text(rotation.delivered_marker(pdir), "%s %s\n" % (ctx.session_id, time.time()), fsync=False)
         except OSError:

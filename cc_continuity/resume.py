@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from .config import Config
+    from .session import Record
 
 VERDICTS = ("fresh", "drifted", "stale")
 MAX_FILES_SHOWN = 25
@@ -55,7 +56,7 @@ def _age(seconds: float | None) -> str:
     return "%d days" % (s // 86400)
 
 
-def revalidate(root: str, pdir: str, prec: "dict[str, Any]", cfg: "Config | Mapping[str, Any]",
+def revalidate(root: str, pdir: str, prec: "Record", cfg: "Config | Mapping[str, Any]",
                claimer_pid: int | None = None, now: float | None = None) -> "dict[str, Any]":
     """Compare predecessor ``prec``'s checkpoint with the world now; a JSON-able result with ``verdict``."""
     from . import gitsnap, snapjob
@@ -334,7 +335,7 @@ def actions_text(acts: "list[dict[str, Any]]", heading: str = "Actions after the
     return "\n".join(out)
 
 
-def since_text(root: str, pdir: str, prec: "dict[str, Any]", cfg: "Config | Mapping[str, Any]",
+def since_text(root: str, pdir: str, prec: "Record", cfg: "Config | Mapping[str, Any]",
                claimer_pid: int | None = None) -> "tuple[dict[str, Any], str]":
     """(the revalidation result, the dynamic bootstrap text: revalidation + actions, redacted and bounded)."""
     from . import redact
@@ -355,7 +356,7 @@ def since_text(root: str, pdir: str, prec: "dict[str, Any]", cfg: "Config | Mapp
 
 # -- a crash before any checkpoint -------------------------------------------------------------------
 
-def crash_handoff(root: str, dsdir: str, drec: "dict[str, Any]", cfg: "Config | Mapping[str, Any]",
+def crash_handoff(root: str, dsdir: str, drec: "Record", cfg: "Config | Mapping[str, Any]",
                   budget_chars: int) -> "tuple[str, dict[str, Any]]":
     """The machine handoff for session ``drec`` that died with no checkpoint (degraded; redacted; bounded)."""
     from . import gitsnap, paths, redact, transcript

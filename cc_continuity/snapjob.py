@@ -7,7 +7,7 @@ own session (it outlives the hook, whatever then drives the ``/clear``: the tmux
 an in-process driver, or the user) and waits for it at most ``snapshot_hook_wait_s``.
 What it has not seen finish by then, the job finishes alone.
 
-The job's result file (``<sdir>/checkpoint/snapshot-<job>.json``, the snapshot's result
+The job's result file (:func:`session.snapshot_result_path`, the snapshot's result
 or its error) is the marker.  Until it exists the checkpoint's git entry is *pending*:
 the successor's claim says so in its bootstrap text, and PreToolUse holds back the tools
 that can change files (``hooks/pre_tool_use.py``), so nothing changes the work tree before
@@ -23,7 +23,7 @@ import subprocess
 import sys
 import time
 
-from . import atomic, gitsnap, paths
+from . import atomic, gitsnap, paths, session
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time typing is not imported (the Stop hook runs this)
 if TYPE_CHECKING:
@@ -42,7 +42,7 @@ def index_path(root: str) -> str:
 
 
 def result_path(sdir: str, job: str) -> str:
-    return "%s/checkpoint/snapshot-%s.json" % (sdir, job)
+    return session.snapshot_result_path(sdir, job)
 
 
 def plan(root: str, sdir: str, ref: str, message: str, cfg: "Config | Mapping[str, Any]",
@@ -117,7 +117,7 @@ def turn_ref(key: str, number: int) -> str:
 
 
 def turn_result_path(sdir: str) -> str:
-    return sdir + "/turn-snapshot.json"
+    return session.turn_snapshot_path(sdir)
 
 
 def start_turn(root: str, sdir: str, key: str, number: int, name: str | None,

@@ -27,11 +27,12 @@ import shutil
 import subprocess
 import time
 
+from .. import session
 from .liveness import ACTIVE, DEAD, DONE, EXIT_HUNG, FAILED, LIMITED, STALLED, WAITING
 
 BLOCKED = (STALLED, FAILED, DEAD, EXIT_HUNG)
-ROTATION_STATES = ("ROTATION_PENDING", "HANDOFF_REQUESTED", "CHECKPOINT_VERIFIED", "ROTATING")
-BLOCKED_STATES = ("AWAITING_MANUAL_CLEAR",)
+ROTATION_STATES = frozenset((session.ROTATION_PENDING, session.HANDOFF_REQUESTED, session.CHECKPOINT_VERIFIED, session.ROTATING))
+BLOCKED_STATES = frozenset((session.AWAITING_MANUAL_CLEAR,))
 BLOCKED_FLAGS = ("needs_human",)
 RECENT_S = 86400.0     # an ended session is "recent" this long
 RECENT_MAX = 10        # recent ended sessions shown at most (all projects)
@@ -166,7 +167,6 @@ def render(rows, now, write, detail=None):
 def session_dirs(now, recent_s=RECENT_S, recent_max=RECENT_MAX):
     """``[(project, number, dir)]``: every open session, then up to ``recent_max`` that ended within
     ``recent_s`` (newest first; only the newest ``recent_max`` closed records of a project are looked at)."""
-    from .. import session
     from ..project import all_projects
 
     out, ended = [], []
