@@ -51,7 +51,6 @@ LATE_WAIT_S = 30.0  # the late Stop (async: nobody waits for it) waits this long
 LATE_SYNC_WAIT_S = 10.0  # and this long for the Stop hook's ledger line of the same turn end
 PROMPT_KEEP = 4000  # characters of each prompt kept in the ledger (carried over by a rotation)
 CLAIM_SOURCES = ("clear", "startup", "resume")  # SessionStart sources that claim a checkpoint
-ACTIVE_STATES = (session.ACTIVE, session.WARNED, session.ROTATION_PENDING, session.BOOTSTRAPPING)
 STATE_FOR_LEVEL = {"warn": session.WARNED, "rotate": session.ROTATION_PENDING, "hard": session.ROTATION_PENDING}
 COMPACT_SKIP = "cc-continuity: rotating to a fresh session instead of compacting"
 
@@ -219,7 +218,7 @@ def register(ctx: Context, source: str | None) -> Started:
 def refresh_card(ctx: Context, n: int, sdir: str, rec: Record) -> dict[str, Any]:
     """Rebuild this session's card (the hot path's cache of project + config); the card built."""
     proj = ctx.project
-    sl = sdir + "/statusline.json"
+    sl = session.statusline_path(sdir)
     deps = card.snapshot(config.layer_files(proj.root) + [sl])
     cfg = config.load(proj.root, ctx.env)
     slw = meter.reported_window(sdir)
@@ -395,13 +394,13 @@ def apply_level(ctx: Context, n: int, sdir: str, reading: Reading) -> tuple[str 
         if idx < have:
             # Context shrank (compaction): step back down, and allow notes again.
             rec["levels_notified"] = [x for x in rec.get("levels_notified") or () if meter.level_index(x) <= idx]
-            target = {0: session.ACTIVE, 1: session.WARNED}.get(idx, state)
+            target = {meter.OK: session.ACTIVE, meter.WARN: session.WARNED}.get(idx, state)
             if state in (session.WARNED, session.ROTATION_PENDING) and target != state and session.is_allowed(state, target):
                 session.transition(sdir, rec, target, "context shrank to %s" % lvl)
             else:
                 session.save(sdir, rec)
             return None, rec
-        rec["levels_notified"] = [x for x in meter.LEVELS[1:idx + 1]]
+        rec["levels_notified"] = meter.notified_through(idx)
         rec["last_reading"] = {k: reading[k] for k in ("tokens", "window", "percent", "level")}
         target = STATE_FOR_LEVEL.get(lvl, state)  # no state of its own: stays
         if target and target != state and session.is_allowed(state, target):
@@ -450,7 +449,7 @@ def turn_ended(ctx: Context, wait_s: float | None = None) -> Output | None:
             session.transition(sdir, rec, session.AWAITING_MANUAL_CLEAR, "rotator %s is gone" % rec.get("rotator_pid"))
         ctx.push(rec, "lifecycle-failed", "rotator stopped; /clear needed")
         return _ask_for_clear(rec)
-    if state in session.CLAIMABLE or state in (session.ROTATED, session.ENDED):
+    if state in session.CLAIMABLE or state in session.TERMINAL:
         return None
     out = decide(ctx, n, sdir, rec, reading, caught, waited)
     if out is None and ctx.cfg["turn_snapshots"]:
@@ -483,7 +482,7 @@ def decide(ctx: Context, n: int, sdir: str, rec: Record, reading: Reading, caugh
         note, rec = apply_level(ctx, n, sdir, reading)
         if note and reading["level"] in ("warn",):
             _park_note(ctx, sdir, note)
-    if ((caught and reading["level"] in ("rotate", "hard")) or rec.get("rotate_requested")
+    if ((caught and meter.at_least(reading["level"], "rotate")) or rec.get("rotate_requested")
             or rec["state"] == session.ROTATION_PENDING):
         if not caught and rec.get("last_reading"):
             reading = dict(reading, **rec["last_reading"])  # what was known, not the stale tail
@@ -505,7 +504,7 @@ def request_handoff(ctx: Context, n: int, sdir: str, reading: Reading) -> Output
 
     with ctx.project.lock():
         rec = session.load(sdir)
-        if rec["state"] not in ACTIVE_STATES:
+        if rec["state"] not in session.WORKING:
             return None
         snap = checkpoint.collect(ctx.project.root, sdir, rec, reading, ctx.payload, ctx.cfg)
         rec.pop("pending_note", None)
@@ -549,7 +548,7 @@ def check_handoff(ctx: Context, n: int, sdir: str) -> Output | None:
     if not os.path.exists(path):
         # Nothing written yet (or the request never reached the model): ask again, in full.
         try:
-            reading = checkpoint.read_json(checkpoint.cp_dir(sdir) + "/snapshot.json").get("reading") or {}
+            reading = checkpoint.read_json(session.snapshot_path(sdir)).get("reading") or {}
         except (OSError, ValueError):
             reading = {}
         with ctx.project.lock():
@@ -586,7 +585,7 @@ def fall_back(ctx: Context, n: int, sdir: str, problems: list[str], tries: int,
               driver: str | None = None) -> Output | None:
     """No valid handoff from the model in time: write one from machine facts (degraded) and verify it."""
     try:
-        snap = checkpoint.read_json(checkpoint.cp_dir(sdir) + "/snapshot.json")
+        snap = checkpoint.read_json(session.snapshot_path(sdir))
     except (OSError, ValueError):
         snap = {}
     machine = checkpoint.write_machine_handoff(sdir, snap, ctx.cfg, problems)
@@ -604,7 +603,7 @@ def verified(ctx: Context, n: int, sdir: str, check: Validation, degraded: bool,
     rotator, else the user's own /clear.  The ledger and the record say which.
     """
     try:
-        snap = checkpoint.read_json(checkpoint.cp_dir(sdir) + "/snapshot.json")
+        snap = checkpoint.read_json(session.snapshot_path(sdir))
     except (OSError, ValueError):
         snap = {}
     proj = ctx.project
@@ -745,7 +744,7 @@ def claim_for(ctx: Context, n: int, sdir: str, rec: Record, cleared: bool = Fals
         rec = claim.finish(proj, n, sdir, pred_n, prec)
     pdir = proj.session_dir(pred_n)
     try:
-        atomic.write_text(rotation.started_marker(pdir), "%s %s\n" % (ctx.session_id, time.time()), fsync=False)
+        atomic.write_text(session.started_marker(pdir), "%s %s\n" % (ctx.session_id, time.time()), fsync=False)
     except OSError:
         pass
     since, reval = _revalidate(ctx, n, sdir, pdir, prec)
@@ -860,7 +859,7 @@ def prompt_submitted(ctx: Context) -> Output | None:
                    "prompt_id": ctx.payload.get("prompt_id")})
     out = {}
     context = []
-    continuation = prompt.startswith("Continuing from cp-") and rec["state"] == session.ACTIVE
+    continuation = rotation.is_continuation(prompt) and rec["state"] == session.ACTIVE
     cut_short = rec.get("claiming") is not None  # a SessionStart killed mid-claim: complete or roll back now
     if (continuation or cut_short) and not rec.get("predecessor_claimed"):
         text = claim_for(ctx, n, sdir, rec, cleared=True)  # fallback: the rotator's prompt follows a /clear
@@ -889,7 +888,7 @@ def prompt_submitted(ctx: Context) -> Output | None:
     if first and pred_n is not None:
         pdir = ctx.project.session_dir(pred_n)
         try:
-            atomic.write_text(rotation.delivered_marker(pdir), "%s %s\n" % (ctx.session_id, time.time()), fsync=False)
+            atomic.write_text(session.delivered_marker(pdir), "%s %s\n" % (ctx.session_id, time.time()), fsync=False)
         except OSError:
             pass
     if context:
@@ -942,7 +941,7 @@ def before_compact(ctx: Context) -> Output | None:
     trigger = trigger if isinstance(trigger, str) else None
     level = session.notified_index(rec)
     ctx.log(sdir, {"ev": "precompact", "trigger": trigger, "level_index": level})
-    if trigger == "auto" and level >= 2 and ctx.cfg["precompact_block"] and rec["state"] in session.LIVE:
+    if trigger == "auto" and level >= meter.ROTATE and ctx.cfg["precompact_block"] and rec["state"] in session.LIVE:
         with ctx.project.lock():
             rec = session.load(sdir)
             rec["rotate_requested"] = True
@@ -952,9 +951,9 @@ def before_compact(ctx: Context) -> Output | None:
                 "reason": "cc-continuity: the session is past its rotate level; it hands off to a fresh session "
                           "at the end of this turn instead of compacting."}
     reading = measure(ctx, sdir, rec)
-    out = sdir + "/emergency"
+    out = session.emergency_dir(sdir)
     checkpoint.collect(ctx.project.root, sdir, rec, reading, ctx.payload, ctx.cfg, out_dir=out)
-    ctx.log(sdir, {"ev": "emergency_checkpoint", "trigger": trigger, "path": out + "/snapshot.json"})
+    ctx.log(sdir, {"ev": "emergency_checkpoint", "trigger": trigger, "path": out + "/" + session.SNAPSHOT})
     ctx.outcome = "emergency checkpoint"
     return None
 
@@ -979,7 +978,7 @@ def late_turn_end(ctx: Context, wait_s: float | None = None, sync_wait_s: float 
         ctx.outcome = "the Stop hook saw the turn's end"
         return None
     rec = session.load(sdir)
-    if rec["state"] not in ACTIVE_STATES:
+    if rec["state"] not in session.WORKING:
         ctx.outcome = "nothing to do in %s" % rec["state"]
         return None
     reading, caught, waited = measure_turn_end(ctx, sdir, rec, LATE_WAIT_S if wait_s is None else wait_s, since)
@@ -991,7 +990,7 @@ def late_turn_end(ctx: Context, wait_s: float | None = None, sync_wait_s: float 
         ctx.outcome = "the session moved on"
         return None
     rec = session.load(sdir)
-    if rec["state"] not in ACTIVE_STATES:
+    if rec["state"] not in session.WORKING:
         return None
     ctx.log(sdir, {"ev": "late_stop", "caught_up": True, "waited_ms": waited, "tokens": reading["tokens"],
                    "percent": reading["percent"], "level": reading["level"], "source": reading["source"]})
@@ -1033,13 +1032,13 @@ def rotate_instead_of_compacting(ctx: Context, n: int, sdir: str, rec: Record) -
     driver.  ``"valid"`` or ``"degraded"``; None when the session is in no state to rotate."""
     from . import handoff  # its patterns load re: only the steps that read a handoff pay for it
 
-    if rec["state"] not in ACTIVE_STATES + (session.HANDOFF_REQUESTED,):
+    if rec["state"] not in session.LIVE:
         return None
     proj = ctx.project
     reading = measure(ctx, sdir, rec)
     with proj.lock():
         rec = session.load(sdir)
-        if rec["state"] in ACTIVE_STATES:
+        if rec["state"] in session.WORKING:
             snap = checkpoint.collect(proj.root, sdir, rec, reading, ctx.payload, ctx.cfg)
             session.transition(sdir, rec, session.HANDOFF_REQUESTED, "auto-compaction: rotating instead",
                                handoff_tries=0, handoff_requested_at=snap["requested_at"])
