@@ -111,8 +111,8 @@ class IllegalTransition(RuntimeError):
     """A state change the table does not allow."""
 
 
-def is_allowed(src, dst):
-    return dst in TRANSITIONS.get(src, ())
+def is_allowed(src: str | None, dst: str) -> bool:
+    return src is not None and dst in TRANSITIONS.get(src, ())  # no state (None) allows nothing
 
 
 # -- the session dir's layout ------------------------------------------------------------
@@ -218,7 +218,7 @@ def checkpoint_id(number: int) -> str:
     return CHECKPOINT_PREFIX + "%03d" % number
 
 
-def read_file(path, limit=1 << 22):
+def read_file(path: str, limit: int = 1 << 22) -> bytes:
     fd = posix.open(path, posix.O_RDONLY | posix.O_CLOEXEC)
     try:
         chunks = []
@@ -255,7 +255,7 @@ def open_marker(sdir: str) -> "str | None":
     return head + "/open/" + num if sep and num.isdigit() else None
 
 
-def _mark_open(marker, is_open):
+def _mark_open(marker: str, is_open: bool) -> None:
     try:
         if is_open:
             posix.close(posix.open(marker, posix.O_WRONLY | posix.O_CREAT | posix.O_CLOEXEC, 0o600))
@@ -307,7 +307,7 @@ def new_record(number: int, name: str, session_id: str, state: str = ACTIVE, **f
     return rec
 
 
-def log(sdir, record):
+def log(sdir: str, record: "dict[str, Any]") -> "dict[str, Any]":
     """Append ``record`` to the session's ledger."""
     return ledger.append(ledger_path(sdir), record)
 
