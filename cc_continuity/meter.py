@@ -13,6 +13,16 @@ import time
 
 from . import fastjson, session
 
+TYPE_CHECKING = False  # mypy takes this name as true; at run time nothing is imported (hot path)
+if TYPE_CHECKING:
+    from collections.abc import Iterator, Mapping
+    from typing import Any
+
+    from .config import Config
+
+    Reading = dict[str, Any]  # a context reading: tokens, model, source, ... (see each function)
+    Thresholds = Config | Mapping[str, Any]  # the config, or the card's copy of its thresholds
+
 CHUNK = 256 * 1024
 MAX_SCAN = 64 * 1024 * 1024  # give up (unknown) after this much history without a reading
 # A line longer than this is not read to its start: the reading is unknown until a newer
@@ -48,7 +58,7 @@ MODEL_WINDOWS = (
 )
 
 
-def usage_tokens(usage):
+def usage_tokens(usage: object) -> int | None:
     """input + cache_creation + cache_read (output excluded, like the status line)."""
     if not isinstance(usage, dict):
         return None
@@ -61,7 +71,7 @@ def usage_tokens(usage):
     return total
 
 
-def _assistant_reading(line):
+def _assistant_reading(line: bytes) -> "tuple[int, Any] | None":
     """(tokens, model) from one transcript line, or None if it doesn't count."""
     try:
         row = fastjson.loads(line)
@@ -80,7 +90,7 @@ def _assistant_reading(line):
     return tokens, msg.get("model")
 
 
-def _boundary_reading(line):
+def _boundary_reading(line: bytes) -> int | None:
     try:
         row = fastjson.loads(line)
     except (ValueError, UnicodeDecodeError):
@@ -92,7 +102,8 @@ def _boundary_reading(line):
     return post if isinstance(post, int) and not isinstance(post, bool) else -1
 
 
-def lines_backwards(path, max_scan=MAX_SCAN, chunk=CHUNK, line_max=LINE_MAX):
+def lines_backwards(path: str, max_scan: int = MAX_SCAN, chunk: int = CHUNK,
+                    line_max: int = LINE_MAX) -> "Iterator[tuple[bytes, int]]":
     """Yield ``(line, bytes_scanned)`` for the complete lines of ``path``, newest first.
 
     Reads ``chunk`` bytes at a time from the end, so a caller that stops at
@@ -133,7 +144,7 @@ def lines_backwards(path, max_scan=MAX_SCAN, chunk=CHUNK, line_max=LINE_MAX):
         posix.close(fd)
 
 
-def read_transcript(path, max_scan=MAX_SCAN, chunk=None):
+def read_transcript(path: str, max_scan: int = MAX_SCAN, chunk: int | None = None) -> "Reading":
     """Latest context reading from a transcript.
 
     Returns ``{"tokens", "model", "source", "scanned"}``; ``tokens`` is None when
@@ -202,7 +213,7 @@ def read_transcript(path, max_scan=MAX_SCAN, chunk=None):
         posix.close(fd)
 
 
-def _line_reading(line):
+def _line_reading(line: bytes) -> "Reading | None":
     """A reading from one candidate line (compact boundary or assistant row), or None."""
     if _BOUNDARY in line:
         post = _boundary_reading(line)
@@ -227,11 +238,11 @@ def _line_reading(line):
 POLL_S = 0.01
 
 
-def _squash(text):
+def _squash(text: object) -> str:
     return "".join(text.split()) if isinstance(text, str) else ""
 
 
-def _row_reading(row):
+def _row_reading(row: "dict[str, Any]") -> "Reading | None":
     """The reading of one parsed main-thread assistant row (None if it has no usable usage)."""
     msg = row.get("message") if isinstance(row, dict) else None
     if not isinstance(msg, dict) or msg.get("model") == "<synthetic>" or row.get("isApiErrorMessage"):
@@ -244,13 +255,13 @@ def _row_reading(row):
             "cc_version": version if isinstance(version, str) else None}
 
 
-def _blocks(row):
+def _blocks(row: "dict[str, Any]") -> "list[dict[str, Any]]":
     msg = row.get("message")
     content = msg.get("content") if isinstance(msg, dict) else None
     return [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
 
 
-def tool_reading(path, tool_use_id, max_scan=MAX_SCAN, chunk=CHUNK):
+def tool_reading(path: str, tool_use_id: str, max_scan: int = MAX_SCAN, chunk: int = CHUNK) -> "Reading | None":
     """The reading of the assistant row holding ``tool_use_id``, or None while it is not written.
 
     Searches backwards for the id's bytes and parses only the lines holding
@@ -311,7 +322,7 @@ def tool_reading(path, tool_use_id, max_scan=MAX_SCAN, chunk=CHUNK):
 _ROW_MARKS = (b'"type":"assistant"', b'"type": "assistant"', b'"type":"user"', b'"type": "user"', _BOUNDARY)
 
 
-def reply_reading(path, last_message, max_scan=MAX_SCAN):
+def reply_reading(path: str, last_message: object, max_scan: int = MAX_SCAN) -> "tuple[bool, Reading | None]":
     """(caught_up, reading) at a turn's end.
 
     Caught up means the newest main-thread row is the turn's final reply: an
@@ -357,12 +368,13 @@ def reply_reading(path, last_message, max_scan=MAX_SCAN):
     return False, stale
 
 
-def _newest_assistant(path, max_scan):
+def _newest_assistant(path: str, max_scan: int) -> "Reading | None":
     got = read_transcript(path, max_scan)
     return got if got.get("tokens") is not None else None
 
 
-def await_tool_reading(path, tool_use_id, bound_s, quiet_s=0.3):
+def await_tool_reading(path: str, tool_use_id: str, bound_s: float,
+                       quiet_s: float = 0.3) -> "tuple[Reading | None, int]":
     """Poll :func:`tool_reading` until the row is there; ``(reading_or_None, waited_ms)``.
 
     Gives up after ``bound_s``, or earlier once the transcript has not grown
@@ -387,7 +399,7 @@ def await_tool_reading(path, tool_use_id, bound_s, quiet_s=0.3):
         time.sleep(POLL_S)
 
 
-def await_reply_reading(path, last_message, bound_s):
+def await_reply_reading(path: str, last_message: object, bound_s: float) -> "tuple[bool, Reading | None, int]":
     """Poll :func:`reply_reading` until caught up or ``bound_s``; ``(caught_up, reading, waited_ms)``."""
     t0 = time.monotonic()
     deadline = t0 + bound_s
@@ -409,7 +421,8 @@ def await_reply_reading(path, last_message, bound_s):
 # It leaves its reading in the session dir; a hook that cannot trust the
 # transcript yet (Stop, right after the turn's last reply) can use it.
 
-def save_status_reading(sdir, session_id, tokens, window, now=None, version=None):
+def save_status_reading(sdir: str, session_id: str, tokens: int | None, window: int | None,
+                        now: float | None = None, version: str | None = None) -> bool:
     """Remember the status line's reading for ``session_id`` (only when it changed).  Never raises."""
     path = session.status_reading_path(sdir)
     try:
@@ -434,7 +447,7 @@ def save_status_reading(sdir, session_id, tokens, window, now=None, version=None
         return False
 
 
-def load_status_reading(sdir):
+def load_status_reading(sdir: str) -> "dict[str, Any] | None":
     """``{"session_id", "tokens", "window", "at"[, "version"]}`` the status line left, or None."""
     try:
         fd = posix.open(session.status_reading_path(sdir), posix.O_RDONLY | posix.O_CLOEXEC)
@@ -451,7 +464,7 @@ def load_status_reading(sdir):
     return got if isinstance(got, dict) else None
 
 
-def model_window(model):
+def model_window(model: object) -> int | None:
     """Window for a model id, or None when the id is not one we know."""
     if not isinstance(model, str) or not model:
         return None
@@ -464,7 +477,7 @@ def model_window(model):
     return None
 
 
-def reported_window(sdir):
+def reported_window(sdir: str) -> int | None:
     """The window the status line last reported for this session (``statusline.json``), or None.
 
     Claude Code computes it itself (``context_window.context_window_size``), so it beats a guess."""
@@ -476,7 +489,8 @@ def reported_window(sdir):
         return None
 
 
-def resolve_window(cfg_window=None, statusline_window=None, model=None, env=None):
+def resolve_window(cfg_window: int | None = None, statusline_window: int | None = None, model: object = None,
+                   env: "Mapping[str, str] | None" = None) -> tuple[int, str]:
     """(window, source): config > status line > model id > CLAUDE_CODE_MAX_CONTEXT_TOKENS > guess."""
     if cfg_window:
         return int(cfg_window), "config"
@@ -497,7 +511,7 @@ def resolve_window(cfg_window=None, statusline_window=None, model=None, env=None
     return 200_000, "guess"
 
 
-def level(tokens, window, cfg):
+def level(tokens: int | None, window: int | None, cfg: "Thresholds") -> str:
     """ok / warn / rotate / hard for ``tokens`` of ``window`` under ``cfg``."""
     if tokens is None or not window:
         return "ok"
@@ -513,22 +527,23 @@ def level(tokens, window, cfg):
     return "ok"
 
 
-def level_index(name):
+def level_index(name: object) -> int:
     """The index of the level ``name`` in :data:`LEVELS` (:data:`OK` for a name that is none)."""
     return LEVELS.index(name) if name in LEVELS else OK
 
 
-def at_least(level, name):
+def at_least(level: int | str, name: str) -> bool:
     """Is ``level`` (a level's name or index) at or past the level ``name``?"""
     return (level if isinstance(level, int) else level_index(level)) >= level_index(name)
 
 
-def notified_through(index):
+def notified_through(index: int) -> list[str]:
     """The levels above ok up to ``index``: what a session at that level has been told about."""
     return list(LEVELS[WARN:index + 1])
 
 
-def reading(tokens, window, window_source, cfg, source):
+def reading(tokens: int | None, window: int | None, window_source: str | None, cfg: "Thresholds",
+            source: str | None) -> "Reading":
     ratio = (tokens / window) if (tokens is not None and window) else None
     return {
         "tokens": tokens,
@@ -541,7 +556,7 @@ def reading(tokens, window, window_source, cfg, source):
     }
 
 
-def from_statusline(payload):
+def from_statusline(payload: object) -> tuple[int | None, int | None]:
     """(tokens, window) from the status line's ``context_window``, or (None, None)."""
     cw = payload.get("context_window") if isinstance(payload, dict) else None
     if not isinstance(cw, dict):
