@@ -625,7 +625,7 @@ def verified(ctx: Context, n: int, sdir: str, check: Validation, degraded: bool,
                "manual": "no tmux: manual /clear"}[driver]
         session.transition(sdir, rec, session.AWAITING_MANUAL_CLEAR if driver == "manual" else session.ROTATING,
                            why, driver=driver)
-        if driver == "mod":  # left where the mod reads it at the turn's end, without starting a process
+        if driver == "mod" and ctx.session_id:  # left where the mod reads it at the turn's end, without starting a process
             rotation.offer_handover(ctx.session_id, rotation.handover(rec, sdir, successor_name, proj.root))
         ctx.log(sdir, {"ev": "driver", "driver": driver, "checkpoint": summary["id"]})
     ctx.push(rec, "checkpoint-verified", "%s %s" % (summary["id"], "degraded" if degraded else "valid"))

@@ -16,6 +16,13 @@ import time
 
 from . import atomic, fastjson, paths, session
 
+TYPE_CHECKING = False  # mypy takes this name as true; at run time nothing is imported (the Stop hook loads this)
+if TYPE_CHECKING:
+    from typing import Any
+
+    from .config import Config
+    from .session import Record
+
 DRIVERS = ("mod", "tmux", "manual")
 # The rotator's identity: how it is started (``python -m``) and recognised among processes.
 ROTATOR_MODULE = "cc_continuity.tmux.rotator"
@@ -26,17 +33,18 @@ _CONTINUING = "Continuing from "
 CONTINUATION_PREFIX = _CONTINUING + session.CHECKPOINT_PREFIX
 
 
-def continuation_head(cid, successor_name):
+def continuation_head(cid: str, successor_name: str) -> str:
     """The continuation's first sentence: which checkpoint, which session it starts."""
     return "%s%s (%s)." % (_CONTINUING, cid, successor_name)
 
 
-def is_continuation(prompt):
+def is_continuation(prompt: object) -> bool:
     """Is ``prompt`` one of our continuations (not something the user typed)?"""
     return isinstance(prompt, str) and prompt.startswith(CONTINUATION_PREFIX)
 
 
-def continuation_prompt(cid, successor_name, driver="tmux", root=None, handoff=None, last_request=None):
+def continuation_prompt(cid: str, successor_name: str, driver: str = "tmux", root: str | None = None,
+                        handoff: str | None = None, last_request: str | None = None) -> str:
     """What the successor is asked first.
 
     Submitted by the mod, the first turn arrives without Claude Code's own
@@ -58,15 +66,17 @@ def continuation_prompt(cid, successor_name, driver="tmux", root=None, handoff=N
 
 # -- the mod's heartbeat: which Claude processes have a working mod -------------
 
-def _heartbeat_path(pid):
+def _heartbeat_path(pid: int) -> str:
     return paths.runtime_dir() + "/mod/%d.json" % pid
 
 
-def mod_heartbeat(pid, version=None, now=None):
+def mod_heartbeat(pid: int | None, version: object = None, now: float | None = None) -> None:
     """The mod of Claude process ``pid`` is loaded and reached us (written by the mod's calls)."""
     from .procs import start_time
 
-    started = start_time(pid) if isinstance(pid, int) and not isinstance(pid, bool) and pid > 0 else None
+    if not (isinstance(pid, int) and not isinstance(pid, bool) and pid > 0):
+        return
+    started = start_time(pid)
     if started is None:
         return
     paths.ensure_dir(paths.runtime_dir() + "/mod")
@@ -75,11 +85,13 @@ def mod_heartbeat(pid, version=None, now=None):
          "at": round(time.time() if now is None else now, 3)}), fsync=False)
 
 
-def mod_alive(pid, now=None):
+def mod_alive(pid: int | None, now: float | None = None) -> bool:
     """Has the mod of Claude process ``pid`` (this very process, still running) spoken to us lately?"""
     from .procs import start_time
 
-    started = start_time(pid) if isinstance(pid, int) and not isinstance(pid, bool) and pid > 0 else None
+    if not (isinstance(pid, int) and not isinstance(pid, bool) and pid > 0):
+        return False
+    started = start_time(pid)
     if started is None:
         return False
     try:
@@ -99,25 +111,25 @@ def mod_alive(pid, now=None):
 # rotator stands by.  Whoever *renames* the file first does the /clear: rename(2) is
 # atomic, and both sides have it (the mod runs ``mv``; the rotator ``os.rename``).
 
-def handover_dir():
+def handover_dir() -> str:
     return paths.runtime_dir() + "/handover"
 
 
-def handover_file(session_id, taken_by=None):
+def handover_file(session_id: str, taken_by: str | None = None) -> str:
     return "%s/%s.%s" % (handover_dir(), session_id, taken_by or "json")
 
 
-def offer_handover(session_id, plan):
+def offer_handover(session_id: str, plan: "dict[str, Any]") -> None:
     """Leave the hand-over for whichever driver takes it first."""
     paths.ensure_dir(handover_dir())
     atomic.write_text(handover_file(session_id), fastjson.dumps(plan), fsync=False)
 
 
-def handover_offered(session_id):
+def handover_offered(session_id: str) -> bool:
     return os.path.exists(handover_file(session_id))
 
 
-def take_handover(session_id, who):
+def take_handover(session_id: str, who: str) -> bool:
     """Take the offered hand-over for ``who`` (``mod`` or ``tmux``): True for the one rename that won."""
     try:
         os.rename(handover_file(session_id), handover_file(session_id, who))
@@ -126,7 +138,7 @@ def take_handover(session_id, who):
         return False
 
 
-def handover_holder(session_id):
+def handover_holder(session_id: str) -> str | None:
     """``mod`` / ``tmux`` once taken, None while offered or when there is none."""
     for who in ("mod", "tmux"):
         if os.path.exists(handover_file(session_id, who)):
@@ -134,7 +146,7 @@ def handover_holder(session_id):
     return None
 
 
-def give_back(session_id, who):
+def give_back(session_id: str, who: str) -> None:
     """A driver that failed gives the hand-over back (the other one may take it)."""
     try:
         os.rename(handover_file(session_id, who), handover_file(session_id))
@@ -142,12 +154,12 @@ def give_back(session_id, who):
         pass
 
 
-def sweep_handovers(now=None, keep_s=24 * 3600):
+def sweep_handovers(now: float | None = None, keep_s: float = 24 * 3600) -> int:
     """Remove hand-over files (offered or taken) older than ``keep_s``; returns how many."""
     return paths.remove_older(handover_dir(), keep_s, now)
 
 
-def choose_driver(rec, cfg, tmux_usable):
+def choose_driver(rec: "Record", cfg: "Config", tmux_usable: bool) -> str:
     """``mod`` when this process's mod is alive and allowed, else ``tmux`` when usable, else ``manual``.
 
     ``tmux_usable``: whether a tmux rotator can drive this session (the caller asks
@@ -166,9 +178,10 @@ delivered_marker = session.delivered_marker
 draft_file = session.draft_file
 
 
-def plan(rec, sdir, cfg, successor_name, project_lock=None, standby_s=None):
+def plan(rec: "Record", sdir: str, cfg: "Config", successor_name: str, project_lock: str | None = None,
+         standby_s: float | None = None) -> "dict[str, Any]":
     cid = (rec.get("checkpoint") or {}).get("id") or session.checkpoint_id(rec["number"])
-    out = {
+    out: "dict[str, Any]" = {
         "session_id": rec.get("session_id"),
         "socket": rec["tmux_socket"],
         "pane": rec["tmux_pane"],
@@ -187,12 +200,14 @@ def plan(rec, sdir, cfg, successor_name, project_lock=None, standby_s=None):
         out["project_lock"] = project_lock
     if standby_s:
         out["timeouts"]["standby_s"] = standby_s
-    if isinstance(rec.get("pid"), int) and not isinstance(rec.get("pid"), bool) and rec["pid"] > 0:
-        out["claude_pid"] = rec["pid"]
+    pid = rec.get("pid")
+    if isinstance(pid, int) and not isinstance(pid, bool) and pid > 0:
+        out["claude_pid"] = pid
     return out
 
 
-def handover(rec, sdir, successor_name, root, last_request=None):
+def handover(rec: "Record", sdir: str, successor_name: str, root: str,
+             last_request: str | None = None) -> "dict[str, Any]":
     """What the mod is told to do for a verified checkpoint: clear, then submit this."""
     cid = (rec.get("checkpoint") or {}).get("id") or session.checkpoint_id(rec["number"])
     return {"checkpoint": cid, "successor": successor_name, "delivered_marker": delivered_marker(sdir),
