@@ -19,9 +19,19 @@ there by install, so it survives a lost install record), else from the record.
 import posix
 import time
 
-import _signal
-
 from . import card, fastjson, meter, paths, session
+
+TYPE_CHECKING = False  # mypy takes this name as true; at run time only the else branch runs (hot path)
+if TYPE_CHECKING:
+    import signal as _signal  # the builtin _signal has no stubs: its public face has them
+    from collections.abc import Mapping
+    from subprocess import Popen
+    from types import FrameType
+    from typing import Any, NoReturn
+
+    Facts = dict[str, Any]  # a card (card.load) or card-shaped facts (_slow_card)
+else:
+    import _signal
 
 BAR = 5
 COLORS = {"ok": "32", "warn": "33", "rotate": "35", "hard": "31"}
@@ -36,16 +46,16 @@ MARKS = {
 }
 
 
-def bar(ratio):
+def bar(ratio: float | None) -> str:
     filled = 0 if ratio is None else max(0, min(BAR, int(round(ratio * BAR))))
     return "▮" * filled + "▯" * (BAR - filled)
 
 
-def paint(text, code, color):
+def paint(text: str, code: str, color: bool) -> str:
     return "\x1b[%sm%s\x1b[0m" % (code, text) if color else text
 
 
-def facts(payload, env=None):
+def facts(payload: object, env: "Mapping[str, str] | None" = None) -> "Facts | str":
     """The card for this payload's session (or card-shaped facts without one); a str is an error line."""
     if not isinstance(payload, dict):
         return "ctx ? · cc-continuity: bad status input"
@@ -53,8 +63,11 @@ def facts(payload, env=None):
     return _slow_card(payload, env) if c is None else c
 
 
-def render(payload, env=None, c=None):
-    """Our segment for one status-line payload (never raises for bad input); ``c``: its :func:`facts`."""
+def render(payload: "Any", env: "Mapping[str, str] | None" = None, c: "Facts | str | None" = None) -> str:
+    """Our segment for one status-line payload (never raises for bad input); ``c``: its :func:`facts`.
+
+    ``payload`` is any parsed JSON: when it is not an object, :func:`facts` gives the error line.
+    """
     c = facts(payload, env) if c is None else c
     if isinstance(c, str):
         return c
@@ -88,7 +101,7 @@ def render(payload, env=None, c=None):
         parts.append("continuity off")
     if rec:
         parts.append(rec.get("name") or "")
-        mark = MARKS.get(rec.get("state"))
+        mark = MARKS.get(rec["state"])  # (load checked the state)
         if mark:
             parts.append(paint(mark, "35" if "clear" not in mark else "33;1", color))
         flags = rec.get("flags") or {}
@@ -99,7 +112,7 @@ def render(payload, env=None, c=None):
     return " · ".join(p for p in parts if p)
 
 
-def _slow_card(payload, env):
+def _slow_card(payload: "dict[str, Any]", env: "Mapping[str, str] | None") -> "Facts | str":
     """Card-shaped facts without a card: unknown session, stale card, or tests with ``env``."""
     import os
 
@@ -123,7 +136,7 @@ def _slow_card(payload, env):
             "hard": cfg["hard"], "rotate_tokens": cfg["rotate_tokens"]}
 
 
-def _remember_window(sdir, window):
+def _remember_window(sdir: str, window: int) -> None:
     """Hooks don't see the window; leave it where they can read it (only on change)."""
     path = session.statusline_path(sdir)
     try:
@@ -139,7 +152,7 @@ def _remember_window(sdir, window):
         pass
 
 
-def chained_command():
+def chained_command() -> "dict[str, Any] | None":
     """The user's previous status line (its statusLine object), remembered by install."""
     try:
         chain = fastjson.loads(session.read_file(paths.home() + "/install.json")).get("statusline_chain")
@@ -148,14 +161,14 @@ def chained_command():
     return _usable_chain(chain)
 
 
-def _usable_chain(chain):
+def _usable_chain(chain: object) -> "dict[str, Any] | None":
     """``chain`` if it is a statusLine object with a command to run, else None."""
     if isinstance(chain, dict) and isinstance(chain.get("command"), str) and chain["command"].strip():
         return chain
     return None
 
 
-def chained_output(chain, raw, c, timeout_ms):
+def chained_output(chain: "dict[str, Any]", raw: bytes, c: object, timeout_ms: float) -> str:
     """The user's status line output for this stdin.
 
     Ours re-runs every :data:`REFRESH_S` seconds (install sets ``refreshInterval``)
@@ -170,8 +183,8 @@ def chained_output(chain, raw, c, timeout_ms):
     if cache:
         try:
             last = fastjson.loads(session.read_file(cache))
-            if last.get("stdin") == text and isinstance(last.get("out"), str):
-                return last["out"]
+            if last.get("stdin") == text and isinstance(cached := last.get("out"), str):
+                return cached
         except (OSError, ValueError, AttributeError):
             pass
     out = run_chained(chain["command"], raw, timeout_ms)
@@ -194,16 +207,16 @@ class Deadline(BaseException):
     """The status line's overall deadline passed (raised by SIGALRM wherever it blocks)."""
 
 
-def _on_alarm(signum, frame):
+def _on_alarm(signum: int, frame: "FrameType | None") -> "NoReturn":
     raise Deadline()
 
 
-def _arm(deadline):
+def _arm(deadline: float) -> None:
     """Let SIGALRM fire at ``deadline`` (monotonic); at once when it has passed."""
     _signal.setitimer(_signal.ITIMER_REAL, max(0.001, deadline - time.monotonic()))
 
 
-def _chain_from_argv(argv):
+def _chain_from_argv(argv: list[str]) -> "dict[str, Any] | None":
     """The user's statusLine object carried in ours (``--chain '<statusLine JSON>'``), or None."""
     if CHAIN_FLAG not in argv[:-1]:
         return None
@@ -213,7 +226,7 @@ def _chain_from_argv(argv):
         return None
 
 
-def run_chained(command, raw, timeout_ms):
+def run_chained(command: str, raw: bytes, timeout_ms: float) -> str:
     """Run the user's status line with our stdin; its output, or '' if it fails or is slow.
 
     It runs in a session (process group) of its own; when it is too slow — or the
@@ -227,6 +240,7 @@ def run_chained(command, raw, timeout_ms):
                              stderr=subprocess.DEVNULL, start_new_session=True)
     except OSError:
         return ""
+    out: bytes  # (communicate's result is typed Any)
     try:
         out, _ = p.communicate(raw, timeout=timeout_ms / 1000.0)
     except subprocess.TimeoutExpired:
@@ -240,7 +254,7 @@ def run_chained(command, raw, timeout_ms):
     return out.decode("utf-8", "replace").strip("\n")
 
 
-def _kill_group(p):
+def _kill_group(p: "Popen[bytes]") -> None:
     try:
         posix.killpg(p.pid, _signal.SIGKILL)
     except OSError:
@@ -251,7 +265,7 @@ def _kill_group(p):
         pass
 
 
-def main():
+def main() -> "NoReturn":
     import sys  # (a builtin module: already loaded)
 
     started = time.monotonic()
@@ -297,7 +311,7 @@ def main():
     posix._exit(0)
 
 
-def _read_stdin(limit=1 << 22):
+def _read_stdin(limit: int = 1 << 22) -> bytes:
     """All of stdin (at most ``limit`` bytes); a stdin that never closes ends at the deadline."""
     chunks = []
     while limit > 0:
