@@ -15,8 +15,6 @@ process (e.g. a pre-commit hook running us) cannot redirect us,
 and hooks disabled. Standard library only.
 """
 
-from __future__ import annotations
-
 import json
 import os
 import shutil
@@ -26,6 +24,21 @@ import tempfile
 import time
 
 from . import errors
+
+TYPE_CHECKING = False  # mypy takes this name as true; at run time nothing is imported (the Stop hook loads this)
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping, Sequence
+    from typing import Any
+
+    from .lock import Lock
+
+    StrPath = str | os.PathLike[str]
+    Done = subprocess.CompletedProcess[bytes]  # a git call's result (bytes out and err)
+    # _locate_repo: (toplevel, index, common git dir, object id length, HEAD, None), or five Nones and why
+    Located = tuple[str, str, str, int, str | None, None] | tuple[None, None, None, None, None, str]
+    Entry = tuple[bytes, bytes]  # an index entry: (mode, object id)
+    Big = list[tuple[bytes, int, bool]]  # files left out for their size: (path, size, tracked)
+    State = dict[str, Any]  # a private index's state file (see _Build)
 
 REF_PREFIX = "refs/continuity/"
 DEFAULT_MAX_FILE_BYTES = 10 * 1024 * 1024
@@ -56,7 +69,8 @@ _SAFE_CONFIG = (
 class SnapshotError(errors.RotationError, RuntimeError):
     """git is present but a command needed for the snapshot failed."""
 
-    def __init__(self, message, cmd=None, returncode=None, stderr="", timed_out=False):
+    def __init__(self, message: str, cmd: "Sequence[str] | None" = None, returncode: int | None = None,
+                 stderr: str = "", timed_out: bool = False) -> None:
         super().__init__(message)
         self.timed_out = timed_out
         self.cmd = cmd
@@ -67,7 +81,7 @@ class SnapshotError(errors.RotationError, RuntimeError):
 # ----------------------------------------------------------------- plumbing
 
 
-def _env(extra=None):
+def _env(extra: "Mapping[str, str] | None" = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in _LOCAL_ENV}
     env.update(GIT_OPTIONAL_LOCKS="0", GIT_TERMINAL_PROMPT="0", LC_ALL="C")
     if extra:
@@ -75,7 +89,8 @@ def _env(extra=None):
     return env
 
 
-def _git(args, cwd, *, env=None, input=None, timeout=30.0):
+def _git(args: "Sequence[str]", cwd: str, *, env: "Mapping[str, str] | None" = None, input: bytes | None = None,
+         timeout: float = 30.0) -> "Done":
     """Run git; return CompletedProcess with bytes stdout/stderr (never raises on rc)."""
     return subprocess.run(
         ["git", *_SAFE_CONFIG, *args], cwd=cwd, env=env or _env(), input=input,
@@ -84,12 +99,12 @@ def _git(args, cwd, *, env=None, input=None, timeout=30.0):
     )
 
 
-def _text(data):
+def _text(data: bytes) -> str:
     """Bytes from git -> str for reports; undecodable bytes stay visible as escapes."""
     return data.decode("utf-8", "backslashreplace")
 
 
-def _last_line(data):
+def _last_line(data: bytes) -> str:
     """git's stderr ends with its one-line verdict (``fatal: ...``)."""
     lines = _text(data).strip().splitlines()
     return lines[-1] if lines else ""
@@ -98,11 +113,12 @@ def _last_line(data):
 class _Runner:
     """git calls for one snapshot: a shared deadline, failures become SnapshotError."""
 
-    def __init__(self, top, env, timeout):
+    def __init__(self, top: str, env: dict[str, str], timeout: float) -> None:
         self.top, self.env = top, env
         self.deadline = time.monotonic() + timeout
 
-    def run(self, args, *, input=None, ok=(0,), env=None):
+    def run(self, args: list[str], *, input: bytes | None = None, ok: tuple[int, ...] = (0,),
+            env: "Mapping[str, str] | None" = None) -> "Done":
         remaining = self.deadline - time.monotonic()
         if remaining <= 0:
             raise SnapshotError("snapshot timed out before git %s" % args[0], cmd=args, timed_out=True)
@@ -119,16 +135,18 @@ class _Runner:
         return proc
 
 
-def _locate(path, timeout=10.0):
+def _locate(path: "StrPath", timeout: float = 10.0) -> "tuple[str, str, None] | tuple[None, None, str]":
     """(toplevel, index path, None) for a work tree, else (None, None, reason)."""
     found = _locate_repo(path, timeout)
-    return found[0], found[1], found[5]
+    if found[0] is None:
+        return None, None, found[5]
+    return found[0], found[1], None
 
 
-def _locate_repo(path, timeout=10.0, head=False):
+def _locate_repo(path: "StrPath", timeout: float = 10.0, head: bool = False) -> "Located":
     """(toplevel, index path, common git dir, object id length, HEAD or None, None) for a work tree,
     else five Nones and the reason.  ``head``: resolve HEAD too (one git call for all of it)."""
-    none = (None, None, None, None, None)
+    none: "tuple[None, None, None, None, None]" = (None, None, None, None, None)
     args = ["rev-parse", "--show-toplevel", "--git-path", "index", "--git-common-dir", "--show-object-format"]
     try:
         proc = _git(args + (["-q", "--verify", "HEAD^{commit}"] if head else []), os.fspath(path), timeout=timeout)
@@ -152,7 +170,7 @@ def _locate_repo(path, timeout=10.0, head=False):
     return top, index, common, oid_len, parent, None
 
 
-def find_git_root(path):
+def find_git_root(path: "StrPath") -> str | None:
     """The work tree's top directory containing ``path``; None if not a repo or no git."""
     return _locate(path)[0]
 
@@ -162,7 +180,7 @@ def find_git_root(path):
 _BAD_REF_CHARS = frozenset(" ~^:?*[\\\x7f") | frozenset(chr(c) for c in range(32))
 
 
-def check_ref_component(part):
+def check_ref_component(part: object) -> None:
     """Raise ValueError unless ``part`` is a safe refname component.
 
     git check-ref-format's rules, applied to every component; a lone "@" and a
@@ -187,7 +205,7 @@ def check_ref_component(part):
         raise ValueError("invalid ref component %r: %s" % (part, "; ".join(problems)))
 
 
-def check_ref(ref):
+def check_ref(ref: object) -> None:
     """Raise ValueError unless ``ref`` is a full refname under refs/."""
     if not isinstance(ref, str) or not ref.startswith("refs/"):
         raise ValueError("invalid ref %r: must start with 'refs/'" % (ref,))
@@ -195,7 +213,7 @@ def check_ref(ref):
         check_ref_component(part)
 
 
-def ref_name(namespace, number):
+def ref_name(namespace: str, number: int) -> str:
     """``refs/continuity/<namespace>/cp-<NNN>``; ValueError for a name git would reject.
 
     The namespace is the project *key* (slug plus a hash of the root), not the slug:
@@ -210,13 +228,13 @@ def ref_name(namespace, number):
 # ----------------------------------------------------------------- snapshot
 
 
-def _identity_env(runner):
+def _identity_env(runner: _Runner) -> dict[str, str]:
     """Fallback author/committer only where neither env nor git config names one."""
     proc = runner.run(["config", "--get-regexp", r"^(user|author|committer)\.(name|email)$"],
                       ok=(0, 1))
     keys = {line.split(b" ", 1)[0].decode("ascii", "replace").lower()
             for line in proc.stdout.splitlines() if line}
-    extra = {}
+    extra: dict[str, str] = {}
     for role in ("author", "committer"):
         for field, fallback in (("name", _FALLBACK_NAME), ("email", _FALLBACK_EMAIL)):
             var = "GIT_%s_%s" % (role.upper(), field.upper())
@@ -226,7 +244,7 @@ def _identity_env(runner):
     return extra
 
 
-def _commit_message(message, files, size, skipped):
+def _commit_message(message: str | None, files: int, size: int, skipped: "Big") -> bytes:
     body = (message or "").strip("\n") or "cc-continuity snapshot"
     trailers = "%s: %d\n%s: %d\n" % (_TRAILER_FILES, files, _TRAILER_BYTES, size)
     if skipped:
@@ -276,7 +294,7 @@ class _Rebuild(Exception):
     """The private index cannot be updated incrementally: seed it afresh from the user's."""
 
 
-def _stat_key(path):
+def _stat_key(path: str) -> list[int] | None:
     """What identifies one version of a file without reading it (None when it is missing)."""
     try:
         st = os.stat(path)
@@ -285,7 +303,7 @@ def _stat_key(path):
     return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
 
 
-def _read_state(path):
+def _read_state(path: str) -> "State | None":
     try:
         with open(path, "rb") as f:
             doc = json.loads(f.read())
@@ -294,7 +312,7 @@ def _read_state(path):
     return doc if isinstance(doc, dict) and doc.get("format") == STATE_FORMAT else None
 
 
-def _write_state(path, doc):
+def _write_state(path: str, doc: "Mapping[str, Any]") -> None:
     tmp = "%s.tmp%d" % (path, os.getpid())
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
     try:
@@ -307,11 +325,11 @@ def _write_state(path, doc):
 class _PrivateIndex:
     """The index a snapshot is built in: the persistent one (locked) or a temp one."""
 
-    def __init__(self, path, runner):
+    def __init__(self, path: str | None, runner: _Runner) -> None:
         self.runner = runner
         self.persistent = False
-        self._lock = None
-        self._tmpdir = None
+        self._lock: "Lock | None" = None
+        self._tmpdir: str | None = None
         if path:
             d = os.path.dirname(os.path.abspath(path))
             os.makedirs(d, mode=0o700, exist_ok=True)
@@ -323,7 +341,7 @@ class _PrivateIndex:
                 self.persistent = True
             except (LockTimeout, OSError):
                 self._lock = None  # another snapshot holds it: build this one in a temp index
-        if self.persistent:
+        if self.persistent and path:  # (persistent: a path was given)
             self.path = os.path.abspath(path)
             for stale in (self.path + ".lock", self.path + ".user", self.path + ".user.lock"):
                 try:
@@ -335,7 +353,7 @@ class _PrivateIndex:
             self.path = os.path.join(self._tmpdir, "index")
         self.state_path = self.path + _STATE_SUFFIX
 
-    def close(self):
+    def close(self) -> None:
         if self.persistent:
             for p in (self.path, self.state_path):
                 try:
@@ -352,17 +370,19 @@ class _PrivateIndex:
             self._lock.release()
 
 
-def _z(out):
+def _z(out: bytes) -> list[bytes]:
     return [rec for rec in out.split(b"\0") if rec]
 
 
-def _literal(paths):
+def _literal(paths: "Iterable[bytes]") -> bytes:
     return b"".join(b":(literal)" + p + b"\0" for p in paths)
 
 
-def _worktree_changes(out):
+def _worktree_changes(out: bytes) -> tuple[list[bytes], list[bytes]]:
     """(paths whose work-tree state differs from the index, untracked paths) from
     ``git status --porcelain=v2 -z --no-renames``."""
+    changed: "list[bytes]"
+    new: "list[bytes]"
     changed, new = [], []
     for rec in _z(out):
         kind = rec[:1]
@@ -394,7 +414,12 @@ class _Build:
     died midway leaves ``clean`` false, and the next one recomputes both from the trees.
     """
 
-    def __init__(self, runner, priv, real_index, parent, settings):
+    ours: "set[bytes]"
+    gone: "set[bytes]"
+    touched: "set[bytes]"
+
+    def __init__(self, runner: _Runner, priv: _PrivateIndex, real_index: str, parent: str | None,
+                 settings: "dict[str, Any]") -> None:
         self.runner, self.priv, self.real_index, self.parent = runner, priv, real_index, parent
         self.settings = settings
         self.cap, self.ucap, self.untracked = settings["cap"], settings["ucap"], settings["untracked"]
@@ -405,21 +430,22 @@ class _Build:
         self.was_clean = False
 
     # -- git with GIT_INDEX_FILE set ------------------------------------------------
-    def git(self, args, index=None, ok=(0,), input=None, optional_locks=False):
+    def git(self, args: list[str], index: str | None = None, ok: tuple[int, ...] = (0,), input: bytes | None = None,
+            optional_locks: bool = False) -> "Done":
         env = dict(self.runner.env, GIT_INDEX_FILE=index or self.priv.path)
         if optional_locks:
             env["GIT_OPTIONAL_LOCKS"] = "1"
         return self.runner.run([*_PRIVATE_CONFIG, *args], input=input, ok=ok, env=env)
 
-    def _index_info(self, entries):
+    def _index_info(self, entries: "Mapping[bytes, Entry | None]") -> None:
         """Set private-index entries: {path: (mode, oid)}, or None to drop the path."""
-        lines = [(mode + b" " + oid if entry else b"0 " + self.null) + b"\t" + path + b"\0"
-                 for path, entry in entries.items() for mode, oid in [entry or (None, None)]]
+        lines = [(entry[0] + b" " + entry[1] if entry else b"0 " + self.null) + b"\t" + path + b"\0"
+                 for path, entry in entries.items()]
         if lines:
             self.git(["update-index", "-z", "--index-info"], input=b"".join(lines))
 
     # -- seeding --------------------------------------------------------------------
-    def seed(self):
+    def seed(self) -> "State":
         """A fresh private index: a byte copy of the user's, or HEAD's tree when there is none.
 
         The copy keeps the user index's mtime: git detects "racily clean" entries (a
@@ -432,6 +458,7 @@ class _Build:
                 os.unlink(p)  # (a lock file here is a crashed git's: we hold the flock)
             except FileNotFoundError:
                 pass
+        seen: "os.stat_result | None"
         u_key = _stat_key(self.real_index)  # before the copy: a later rewrite only adds racy checks
         try:
             seen = os.stat(self.real_index)
@@ -456,7 +483,7 @@ class _Build:
         state["ignore_key"] = self._ignore_key(state)
         return state
 
-    def load(self, state):
+    def load(self, state: "State") -> None:
         """Take the path sets from the state; recompute them after a build that died midway."""
         self.was_clean = bool(state.get("clean"))
         if state.get("clean"):
@@ -472,7 +499,7 @@ class _Build:
         self.gone = {p for s, p in zip(recs[0::2], recs[1::2]) if s == b"D"}
 
     # -- step 1: follow the user's index ----------------------------------------------
-    def sync_user_index(self, state):
+    def sync_user_index(self, state: "State") -> list[bytes]:
         key = _stat_key(self.real_index)
         if key == state.get("u_key"):
             return []
@@ -489,7 +516,7 @@ class _Build:
         if proc.returncode != 0:
             raise _Rebuild("the user's index has no tree (unmerged entries)")
         u_tree = proc.stdout.strip().decode("ascii")
-        changed = {}
+        changed: "dict[bytes, Entry | None]" = {}
         if u_tree != state["u_tree"]:
             out = self.git(["diff-tree", "-r", "-z", "--no-renames", state["u_tree"], u_tree]).stdout
             recs = out.split(b"\0")
@@ -506,7 +533,7 @@ class _Build:
         return list(changed)
 
     # -- steps 2 and 3: the work tree ---------------------------------------------------
-    def listing(self):
+    def listing(self) -> tuple[list[bytes], list[bytes]]:
         """(paths whose work-tree state differs from the private index, untracked files)."""
         args = ["status", "--porcelain=v2", "-z", "--no-renames", "--ignore-submodules=dirty",
                 "--untracked-files=all" if self.untracked else "--untracked-files=no"]
@@ -517,14 +544,14 @@ class _Build:
         changed += sorted(p for p in self.gone if p not in seen and os.path.lexists(os.path.join(self.top_b, p)))
         return changed, new
 
-    def _size(self, rel):
+    def _size(self, rel: bytes) -> int | None:
         try:
             st = os.lstat(os.path.join(self.top_b, rel))
         except OSError:
             return None
         return st.st_size if stat.S_ISREG(st.st_mode) else None
 
-    def _user_entries(self, paths):
+    def _user_entries(self, paths: list[bytes]) -> "dict[bytes, Entry]":
         """{path: (mode, oid)} of ``paths`` in the user's index (stage 0)."""
         if not paths or not os.path.exists(self.real_index):
             return {}
@@ -532,7 +559,7 @@ class _Build:
         for i in range(0, len(paths), 500):  # (ls-files takes no pathspec file)
             specs = [os.fsdecode(b":(literal)" + p) for p in paths[i:i + 500]]
             out += self.git(["ls-files", "-s", "-z", "--", *specs], index=self.real_index).stdout
-        found = {}
+        found: "dict[bytes, Entry]" = {}
         for rec in _z(out):
             meta, _, path = rec.partition(b"\t")
             mode, oid, stage = meta.split(b" ")
@@ -540,12 +567,16 @@ class _Build:
                 found[path] = (mode, oid)
         return found
 
-    def update(self, changed, new):
+    def update(self, changed: list[bytes], new: list[bytes]) -> "tuple[Big, list[str]]":
         """Bring the listed paths into the private index; returns (files left out for their size, warnings).
 
         A tracked file (the user's) over ``cap`` keeps the user's entry; an untracked one over
         ``ucap`` is left out (and dropped if an earlier snapshot had it).
         """
+        big: "Big"
+        plain: "list[bytes]"
+        dirs: "list[bytes]"
+        reset: "list[bytes]"
         big, plain, dirs, reset = [], [], [], []
         in_index = set(changed)
         for rel in changed + new:
@@ -560,7 +591,7 @@ class _Build:
                     reset.append(rel)
                 continue
             plain.append(rel)
-        warnings = []
+        warnings: "list[str]" = []
         if plain:
             proc = self.git(["update-index", "--add", "--remove", "--replace", "-z", "--stdin"],
                             input=b"".join(p + b"\0" for p in plain), ok=(0, 1, 128))
@@ -596,7 +627,7 @@ class _Build:
         return big, warnings
 
     # -- step 4: the ignore rules ----------------------------------------------------------
-    def _ignore_key(self, state):
+    def _ignore_key(self, state: "State") -> list[list[int] | None]:
         common = self.settings["common_dir"]
         home = os.path.expanduser("~")
         xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
@@ -607,11 +638,11 @@ class _Build:
             files.append(state["excludes_file"])
         return [_stat_key(f) for f in files]
 
-    def _excludes_file(self, state):
+    def _excludes_file(self, state: "State") -> None:
         excludes = self.git(["config", "--path", "--get", "core.excludesFile"], ok=(0, 1)).stdout.strip()
         state["excludes_file"] = os.fsdecode(excludes) if excludes else None
 
-    def forget_ignored(self, state, touched):
+    def forget_ignored(self, state: "State", touched: list[bytes]) -> None:
         """Drop entries only the private index has (untracked files) that the ignore rules now exclude."""
         key = self._ignore_key(state)
         gitignore = any(p == b".gitignore" or p.endswith(b"/.gitignore") for p in touched)
@@ -629,7 +660,7 @@ class _Build:
         state["ignore_key"] = self._ignore_key(state)
 
     # -- all of it ----------------------------------------------------------------------------
-    def build(self, state):
+    def build(self, state: "State") -> "tuple[str, Big, list[str]]":
         self.load(state)
         if self.priv.persistent:
             _write_state(self.priv.state_path, dict(state, clean=False))  # until the sets match the index again
@@ -645,7 +676,7 @@ class _Build:
         return proc.stdout.strip().decode("ascii"), big, warnings
 
 
-def _tree_stats(runner, tree):
+def _tree_stats(runner: _Runner, tree: str) -> tuple[int, int]:
     """(entries, total blob bytes) of a tree; gitlinks count as entries with no bytes."""
     out = runner.run(["ls-tree", "-r", "-l", "-z", tree]).stdout
     files = size = 0
@@ -659,10 +690,12 @@ def _tree_stats(runner, tree):
     return files, size
 
 
-def _tree_stats_since(runner, old, old_files, old_bytes, tree):
+def _tree_stats_since(runner: _Runner, old: str, old_files: int, old_bytes: int, tree: str) -> tuple[int, int]:
     """(entries, bytes) of ``tree`` from those of ``old`` plus the entries that differ (cheap: a tree diff)."""
     out = runner.run(["diff-tree", "-r", "-z", "--no-renames", old, tree]).stdout
     recs = out.split(b"\0")
+    sizes: "dict[bytes, int | None]"
+    delta: "list[tuple[bytes, int]]"
     files, sizes, delta = old_files, {}, []
     for meta, _ in zip(recs[0::2], recs[1::2]):
         parts = meta.lstrip(b":").split(b" ")
@@ -690,11 +723,11 @@ def _tree_stats_since(runner, old, old_files, old_bytes, tree):
     return files, size
 
 
-def _entries(runner, tree, paths):
+def _entries(runner: _Runner, tree: str, paths: "Iterable[bytes]") -> dict[bytes, int]:
     """{path: blob bytes (0 for a gitlink)} of the entries at or under ``paths`` in ``tree``."""
     env = dict(runner.env, GIT_LITERAL_PATHSPECS="1")
     out = runner.run(["ls-tree", "-r", "-l", "-z", tree, "--", *(os.fsdecode(p) for p in paths)], env=env).stdout
-    found = {}
+    found: dict[bytes, int] = {}
     for rec in _z(out):
         meta, _, path = rec.partition(b"\t")
         size = meta.split()[3] if len(meta.split()) == 4 else b"-"
@@ -702,14 +735,15 @@ def _entries(runner, tree, paths):
     return found
 
 
-def _tree_stats_touched(runner, old, old_files, old_bytes, tree, touched):
+def _tree_stats_touched(runner: _Runner, old: str, old_files: int, old_bytes: int, tree: str,
+                        touched: list[bytes]) -> tuple[int, int]:
     """(entries, bytes) of ``tree`` from ``old``'s and the entries at the touched paths in each."""
     before, after = _entries(runner, old, touched), _entries(runner, tree, touched)
     return (old_files - len(before) + len(after),
             old_bytes - sum(before.values()) + sum(after.values()))
 
 
-def _totals(runner, state, tree, build=None):
+def _totals(runner: _Runner, state: "State", tree: str, build: "_Build | None" = None) -> tuple[int, int]:
     """(entries, bytes) of ``tree``: from the last tree's totals and the difference when known."""
     if state.get("tree") and isinstance(state.get("files"), int) and isinstance(state.get("bytes"), int):
         try:
@@ -725,8 +759,10 @@ def _totals(runner, state, tree, build=None):
     return _tree_stats(runner, tree)
 
 
-def snapshot(root, ref, message, *, max_file_bytes=DEFAULT_MAX_FILE_BYTES, timeout=30, unique=False,
-             untracked=True, max_untracked_bytes=None, index=None, move=False):
+def snapshot(root: "StrPath", ref: str, message: str | None, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+             timeout: float = 30, unique: bool = False, untracked: bool = True,
+             max_untracked_bytes: int | None = None, index: str | None = None,
+             move: bool = False) -> "dict[str, Any]":
     """Record the whole work tree as a commit under ``ref`` without touching user state.
 
     ``unique``: when ``ref`` is taken, publish under the next free ``<ref>-2``, ``-3`` …
@@ -745,9 +781,10 @@ def snapshot(root, ref, message, *, max_file_bytes=DEFAULT_MAX_FILE_BYTES, timeo
     """
     check_ref(ref)
     started = time.monotonic()
-    top, real_index, common_dir, oid_len, parent, reason = _locate_repo(root, timeout=min(timeout, 10), head=True)
-    if top is None:
-        return {"git": False, "reason": reason}
+    found = _locate_repo(root, timeout=min(timeout, 10), head=True)
+    if found[0] is None:
+        return {"git": False, "reason": found[5]}
+    top, real_index, common_dir, oid_len, parent, _ = found
     runner = _Runner(top, _env(), timeout)
     runner.env = _env(_identity_env(runner))
     ucap = max_file_bytes if max_untracked_bytes is None else min(max_file_bytes, max_untracked_bytes)
@@ -802,7 +839,7 @@ def snapshot(root, ref, message, *, max_file_bytes=DEFAULT_MAX_FILE_BYTES, timeo
 UNIQUE_TRIES = 50
 
 
-def _publish(runner, ref, commit, unique=False):
+def _publish(runner: _Runner, ref: str, commit: str, unique: bool = False) -> str:
     """Create ``ref`` atomically and return the name used; an existing ref is never moved.
 
     ``update-ref <ref> <new> ""`` only creates.  A taken name is accepted only if it
@@ -833,7 +870,7 @@ def _publish(runner, ref, commit, unique=False):
 # ----------------------------------------------------------------- listing
 
 
-def _trailer(message, key):
+def _trailer(message: str, key: str) -> int | None:
     prefix = key + ":"
     for line in reversed(message.splitlines()):
         if line.startswith(prefix):
@@ -842,7 +879,7 @@ def _trailer(message, key):
     return None
 
 
-def list_snapshots(root, prefix=REF_PREFIX):
+def list_snapshots(root: "StrPath", prefix: str = REF_PREFIX) -> "list[dict[str, Any]]":
     """Snapshot refs under ``prefix``, newest first.
 
     ``size`` is read from the Continuity-Bytes trailer snapshot() writes into the
@@ -857,7 +894,7 @@ def list_snapshots(root, prefix=REF_PREFIX):
                  "--format=" + fmt, prefix], top)
     if proc.returncode != 0:
         return []
-    rows = []
+    rows: "list[dict[str, Any]]" = []
     for rec in proc.stdout.split(b"\0\0\n"):
         fields = rec.split(b"\0")
         if len(fields) < 4:
@@ -880,7 +917,7 @@ def list_snapshots(root, prefix=REF_PREFIX):
     return rows
 
 
-def list_refs(root, prefix):
+def list_refs(root: "StrPath", prefix: str) -> list[tuple[str, str, int]]:
     """[(ref, commit, committer time)] under ``prefix``, newest first (one for-each-ref call)."""
     top, _, _ = _locate(root)
     if top is None:
@@ -896,7 +933,7 @@ def list_refs(root, prefix):
     return rows
 
 
-def delete_refs(root, refs):
+def delete_refs(root: "StrPath", refs: "Sequence[tuple[str, str]]") -> list[str]:
     """Delete ``refs`` [(ref, commit)], each only if it still points at that commit; the names deleted.
 
     The one place a snapshot ref is ever deleted (the retention policy decides which).
@@ -922,8 +959,9 @@ def delete_refs(root, refs):
 # ----------------------------------------------------------------- facts
 
 
-def _status_facts(out, facts, max_files):
+def _status_facts(out: bytes, facts: "dict[str, Any]", max_files: int) -> None:
     """Parse `git status --porcelain=v2 --branch -z` into branch + bounded dirty list."""
+    dirty: "list[dict[str, str]]"
     dirty, count = [], 0
     records = iter(out.split(b"\0"))
     for rec in records:
@@ -963,7 +1001,8 @@ def _status_facts(out, facts, max_files):
     facts["dirty_truncated"] = count > len(dirty)
 
 
-def _diffstat(out, max_files):
+def _diffstat(out: bytes, max_files: int) -> "dict[str, Any]":
+    per_file: "list[dict[str, Any]]"
     per_file, added, deleted, files = [], 0, 0, 0
     for rec in out.split(b"\0"):
         if not rec:
@@ -982,8 +1021,8 @@ def _diffstat(out, max_files):
             "per_file": per_file, "truncated": files > len(per_file)}
 
 
-def _commits(out):
-    commits = []
+def _commits(out: bytes) -> "list[dict[str, Any]]":
+    commits: "list[dict[str, Any]]" = []
     for rec in out.split(b"\0"):
         fields = rec.strip(b"\n").split(b"\x1f")
         if len(fields) != 4:
@@ -994,7 +1033,7 @@ def _commits(out):
     return commits
 
 
-def _facts_index(path, real_index):
+def _facts_index(path: str, real_index: str) -> "tuple[str, Lock] | tuple[None, None]":
     """A byte copy of the user's index that keeps git's refreshed stat data: (path, lock) or (None, None).
 
     ``git status`` must not write the user's index, so a stale stat cache there (every file
@@ -1030,17 +1069,18 @@ def _facts_index(path, real_index):
         return None, None
 
 
-def git_facts(root, max_commits=10, max_files=200, timeout=10, index=None):
+def git_facts(root: "StrPath", max_commits: int = 10, max_files: int = 200, timeout: float = 10,
+              index: str | None = None) -> "dict[str, Any]":
     """Branch, HEAD, dirty files, diff stat and recent commits as a JSON-able dict.
 
     Never raises: each failing step adds a line to ``errors`` and the rest is still
     returned. {"git": False} for a non-git directory. The user's index is never written;
     with ``index`` (a path in our state dir) a refreshed copy of it is kept there.
     """
-    lock = None
+    lock: "Lock | None" = None
     try:
         top, real_index, reason = _locate(root, timeout=timeout)
-        if top is not None and index:
+        if top is not None and real_index is not None and index:  # (the two are set together)
             index, lock = _facts_index(index, real_index)
         return _git_facts(top, reason, max_commits, max_files, timeout, index)
     except Exception as exc:  # noqa: BLE001 - facts must never break a hook
@@ -1055,16 +1095,17 @@ def git_facts(root, max_commits=10, max_files=200, timeout=10, index=None):
             lock.release()
 
 
-def _git_facts(top, reason, max_commits, max_files, timeout, index):
+def _git_facts(top: str | None, reason: str | None, max_commits: int, max_files: int, timeout: float,
+               index: str | None) -> "dict[str, Any]":
     if top is None:
         return {"git": False, "reason": reason}
-    facts = {"git": True, "root": top, "branch": None, "detached": False, "head": None,
+    facts: "dict[str, Any]" = {"git": True, "root": top, "branch": None, "detached": False, "head": None,
              "dirty": [], "dirty_count": 0, "dirty_truncated": False,
              "diffstat": None, "recent_commits": [], "errors": []}
 
     env = _env(dict(GIT_INDEX_FILE=index, GIT_OPTIONAL_LOCKS="1")) if index else None
 
-    def step(name, args, ok=(0,)):
+    def step(name: str, args: list[str], ok: tuple[int, ...] = (0,)) -> bytes | None:
         try:
             proc = _git(args, top, timeout=timeout, env=env)
         except (OSError, subprocess.SubprocessError) as exc:
@@ -1112,7 +1153,7 @@ def _git_facts(top, reason, max_commits, max_files, timeout, index):
 # ----------------------------------------------------------------- drift since a snapshot
 
 
-def _blob_oid(data, oid_len):
+def _blob_oid(data: bytes, oid_len: int) -> str:
     import hashlib
 
     h = hashlib.sha256() if oid_len == 64 else hashlib.sha1()
@@ -1121,8 +1162,9 @@ def _blob_oid(data, oid_len):
     return h.hexdigest()
 
 
-def changed_since(root, commit, *, index=None, facts_index=None, untracked=True, skip=(), limit=2000,
-                  timeout=10):
+def changed_since(root: "StrPath", commit: str, *, index: str | None = None, facts_index: str | None = None,
+                  untracked: bool = True, skip: "Iterable[str]" = (), limit: int = 2000,
+                  timeout: float = 10) -> "dict[str, Any]":
     """The files whose content now differs from snapshot ``commit``'s tree: {"changed": [(path, kind)], …}.
 
     ``kind`` is modified, added or deleted.  Never touches the user's index: the listing runs
@@ -1139,14 +1181,20 @@ def changed_since(root, commit, *, index=None, facts_index=None, untracked=True,
     from .lock import Lock, LockTimeout
 
     started = time.monotonic()
-    top, real_index, _common, oid_len, _head, reason = _locate_repo(root, timeout=min(timeout, 10), head=True)
-    if top is None:
-        return {"git": False, "reason": reason}
+    found = _locate_repo(root, timeout=min(timeout, 10), head=True)
+    if found[0] is None:
+        return {"git": False, "reason": found[5]}
+    top, real_index, _common, oid_len, _head, _ = found
     runner = _Runner(top, _env(), timeout)
     proc = runner.run(["rev-parse", "-q", "--verify", "%s^{tree}" % commit], ok=(0, 1, 128))
     if proc.returncode != 0:
         return {"git": True, "error": "the snapshot commit %s is not in the repository (pruned?)" % commit[:12]}
     tree = proc.stdout.strip().decode("ascii")
+    locks: "list[Lock]"
+    used: str | None
+    idx: str | None
+    tmpdir: str | None
+    lock: "Lock | None"
     locks, used, idx, tmpdir = [], None, None, None
     try:
         if index and os.path.exists(index):
@@ -1162,10 +1210,10 @@ def changed_since(root, commit, *, index=None, facts_index=None, untracked=True,
                 else:
                     lock.release()
         if idx is None and facts_index:
-            got, lock = _facts_index(facts_index, real_index)
-            if got:
-                locks.append(lock)
-                idx, used = got, "facts index"
+            got = _facts_index(facts_index, real_index)
+            if got[0]:
+                locks.append(got[1])
+                idx, used = got[0], "facts index"
         if idx is None:
             tmpdir = tempfile.mkdtemp(prefix="cc-continuity-drift-")
             idx, used = os.path.join(tmpdir, "index"), "temporary index"
@@ -1174,12 +1222,12 @@ def changed_since(root, commit, *, index=None, facts_index=None, untracked=True,
             except OSError:
                 runner.run(["read-tree", tree], env=dict(runner.env, GIT_INDEX_FILE=idx))
         env = dict(runner.env, GIT_INDEX_FILE=idx, GIT_OPTIONAL_LOCKS="1")  # our own index: its stat refresh is kept
-        cands = set(_z(runner.run(["diff-index", "--cached", "--no-renames", "--name-only", "-z", tree, "--"],
-                                  env=env).stdout))
+        listed = set(_z(runner.run(["diff-index", "--cached", "--no-renames", "--name-only", "-z", tree, "--"],
+                                   env=env).stdout))
         out = runner.run(["status", "--porcelain=v2", "-z", "--no-renames", "--ignore-submodules=dirty",
                           "--untracked-files=all" if untracked else "--untracked-files=no"], env=env).stdout
-        changed, new = _worktree_changes(out)
-        cands.update(changed, new)
+        dirty, new = _worktree_changes(out)
+        listed.update(dirty, new)
         if idx == index:
             try:
                 os.chmod(idx, 0o600)
@@ -1191,13 +1239,13 @@ def changed_since(root, commit, *, index=None, facts_index=None, untracked=True,
         if tmpdir:
             shutil.rmtree(tmpdir, ignore_errors=True)
     skip_b = {os.fsencode(p) for p in skip}
-    cands = sorted(c for c in cands if c not in skip_b)
-    result = {"git": True, "tree": tree, "via": used, "checked": True, "candidates": len(cands)}
+    cands = sorted(c for c in listed if c not in skip_b)
+    result: "dict[str, Any]" = {"git": True, "tree": tree, "via": used, "checked": True, "candidates": len(cands)}
     if len(cands) > limit:
         result.update(changed=[(_text(c), "changed") for c in cands[:limit]], checked=False, truncated=True)
         result["elapsed_ms"] = int((time.monotonic() - started) * 1000)
         return result
-    entries = {}
+    entries: "dict[bytes, tuple[bytes, str]]" = {}
     for i in range(0, len(cands), 500):
         out = runner.run(["--literal-pathspecs", "ls-tree", "-r", "-z", "--full-tree", tree, "--",
                           *(os.fsdecode(c) for c in cands[i:i + 500])]).stdout
@@ -1206,6 +1254,8 @@ def changed_since(root, commit, *, index=None, facts_index=None, untracked=True,
             mode, _kind, oid = meta.split(b" ")
             entries[path] = (mode, oid.decode("ascii"))
     top_b = os.fsencode(top)
+    changed: "list[tuple[bytes, str]]"
+    to_hash: "list[bytes]"
     changed, to_hash = [], []
     for c in cands:
         full = os.path.join(top_b, c)
@@ -1231,8 +1281,8 @@ def changed_since(root, commit, *, index=None, facts_index=None, untracked=True,
     if to_hash:
         out = runner.run(["hash-object", "--stdin-paths"], input=b"".join(p + b"\n" for p in to_hash)).stdout
         oids = out.decode("ascii", "replace").split()
-        for c, oid in zip(to_hash, oids):
-            if oid != entries[c][1]:
+        for c, hashed in zip(to_hash, oids):
+            if hashed != entries[c][1]:
                 changed.append((c, "modified"))
     changed.sort()
     result["changed"] = [(_text(c), k) for c, k in changed]
@@ -1241,12 +1291,13 @@ def changed_since(root, commit, *, index=None, facts_index=None, untracked=True,
     return result
 
 
-def history_since(root, old, timeout=10, limit=10):
+def history_since(root: "StrPath", old: str | None, timeout: float = 10, limit: int = 10) -> "dict[str, Any]":
     """Branch and HEAD now, and the commits from ``old`` to HEAD: {"branch", "head", "ancestor", "count", "commits"}."""
-    top, _i, _c, _o, head, reason = _locate_repo(root, timeout=timeout, head=True)
-    if top is None:
-        return {"git": False, "reason": reason}
-    out = {"git": True, "head": head, "branch": None, "ancestor": None, "count": 0, "commits": []}
+    found = _locate_repo(root, timeout=timeout, head=True)
+    if found[0] is None:
+        return {"git": False, "reason": found[5]}
+    top, _i, _c, _o, head, _ = found
+    out: "dict[str, Any]" = {"git": True, "head": head, "branch": None, "ancestor": None, "count": 0, "commits": []}
     proc = _git(["symbolic-ref", "-q", "--short", "HEAD"], top, timeout=timeout)
     out["branch"] = _text(proc.stdout).strip() or None if proc.returncode == 0 else None
     if not old or not head or old == head:

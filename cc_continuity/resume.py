@@ -103,7 +103,8 @@ def revalidate(root: str, pdir: str, prec: "Record", cfg: "Config | Mapping[str,
                 root, git["commit"], index=snapjob.index_path(root),
                 facts_index=os.path.dirname(snapjob.index_path(root)) + "/facts.index",
                 untracked=cfg.get("snapshot_untracked", True),
-                skip=[s.get("path") for s in git.get("skipped_large") or () if isinstance(s, dict)])
+                skip=[s["path"] for s in git.get("skipped_large") or ()
+                      if isinstance(s, dict) and isinstance(s.get("path"), str)])
         except (gitsnap.SnapshotError, OSError, ValueError) as e:
             got = {"error": str(e)[:200]}
         if got.get("error") or not got.get("git"):

@@ -16,7 +16,7 @@ from . import gitsnap, session
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time typing is not imported
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping
+    from collections.abc import Iterable, Mapping, Sequence
     from typing import Any
 
     from .config import Config
@@ -51,7 +51,7 @@ def claimable_refs(proj: "Project") -> set[str]:
     return refs
 
 
-def choose(rows: list[tuple[str, str, float]], prefix: str, keep: int | None, max_age_s: float | None,
+def choose(rows: "Sequence[tuple[str, str, float]]", prefix: str, keep: int | None, max_age_s: float | None,
            protected: "Iterable[str]", now: float) -> tuple[list[tuple[str, str]], list[str]]:
     """(to delete [(ref, commit)], protected refs kept) for ``rows`` [(ref, commit, time)], newest first."""
     newest: dict[str | int, str] = {}
