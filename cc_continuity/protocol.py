@@ -70,7 +70,7 @@ class Context:
         sid = self.payload.get("session_id")
         self.session_id = sid if card.valid_session_id(sid) else None
         self.outcome = "ok"  # one line for the hook log: what this call did
-        self.claude_version = None  # Claude Code's version, when a transcript row named it
+        self.claude_version: str | None = None  # Claude Code's version, when a transcript row named it
         self.pushes: list[Push] = []  # every push this call asked for, in order
         self._project: Project | None = None
         self._cfg: config.Config | None = None

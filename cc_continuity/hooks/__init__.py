@@ -22,10 +22,17 @@ plugin's mod (``Mod*``, see ``hooks/mod.py``).
 import posix
 import time
 
-import _signal
-
 from .. import fastjson, once
 from ..card import valid_session_id
+
+TYPE_CHECKING = False  # mypy takes this name as true; at run time only the else branch runs (hot path)
+if TYPE_CHECKING:
+    import signal as _signal  # the builtin _signal has no stubs: its public face has them
+    from collections.abc import Mapping
+    from types import FrameType
+    from typing import Any, NoReturn
+else:
+    import _signal
 
 # Claude Code event -> handler module (cc_continuity.hooks.<module>).
 HANDLERS = {
@@ -77,31 +84,31 @@ class BudgetExceeded(BaseException):
     """Raised by SIGALRM when a handler runs past its event's budget."""
 
 
-def _on_alarm(signum, frame):
+def _on_alarm(signum: int, frame: "FrameType | None") -> "NoReturn":
     raise BudgetExceeded()
 
 
 class Call:
     """One hook invocation: the event, its payload, and where the answer goes."""
 
-    def __init__(self, event, payload, env=None):
+    def __init__(self, event: str, payload: "dict[str, Any]", env: "Mapping[str, str] | None" = None) -> None:
         self.event = event
         self.payload = payload
         self.env = env  # None: the process environment
         sid = payload.get("session_id")
         self.session_id = sid if valid_session_id(sid) else None
         self.outcome = "ok"
-        self.rewake = None  # text that wakes the model (REWAKE handlers only)
-        self.claude_version = None  # "2.1.332", when a handler learned it (the transcript row's)
+        self.rewake: "str | None" = None  # text that wakes the model (REWAKE handlers only)
+        self.claude_version: "str | None" = None  # "2.1.332", when a handler learned it (the transcript row's)
 
-    def getenv(self, name):
+    def getenv(self, name: str) -> str | None:
         if self.env is not None:
             return self.env.get(name)
         v = posix.environ.get(name.encode())
         return None if v is None else v.decode("utf-8", "surrogateescape")
 
 
-def _read_stdin():
+def _read_stdin() -> bytes:
     chunks = []
     total = 0
     while True:
@@ -118,13 +125,14 @@ def _read_stdin():
     return b"".join(chunks)
 
 
-def run(event, raw, env=None):
+def run(event: str | None, raw: bytes, env: "Mapping[str, str] | None" = None) -> tuple[str | None, str, object]:
     """Route one hook call.  Returns (stdout_text_or_None, outcome, session_id)."""
     out, outcome, sid, _ = dispatch(event, raw, env)
     return out, outcome, sid
 
 
-def dispatch(event, raw, env=None):
+def dispatch(event: str | None, raw: bytes,
+             env: "Mapping[str, str] | None" = None) -> tuple[str | None, str, object, str | None]:
     """Route one hook call.  Returns (stdout_text_or_None, outcome, session_id, rewake_text_or_None)."""
     try:
         payload = fastjson.loads(raw)
@@ -166,10 +174,12 @@ def dispatch(event, raw, env=None):
 STOP_CONTEXT_SINCE = (2, 1, 328)
 
 
-def stop_wire(result, claude_version):
+def stop_wire(result: object, claude_version: str | None) -> object:
     """The Stop handler's ``{"decision": "block", "reason": ...}`` as this Claude Code takes it best."""
     if not (isinstance(result, dict) and result.get("decision") == "block" and isinstance(result.get("reason"), str)):
         return result
+    if claude_version is None:
+        return result  # (a version we cannot tell)
     try:
         version = tuple(int(x) for x in claude_version.split("-")[0].split("."))
     except (AttributeError, ValueError):
@@ -179,13 +189,16 @@ def stop_wire(result, claude_version):
     return {"hookSpecificOutput": {"hookEventName": "Stop", "additionalContext": result["reason"]}}
 
 
-def main(argv):
+def main(argv: list[str]) -> "NoReturn":
     """Entry for the installed bootstrap (``install.settings.BOOT``) and ``cc-continuity hook``; always exits 0."""
     t0 = time.monotonic()
     event = argv[0] if argv else None
+    sid: object
+    out: str | None
+    rewake: str | None
     outcome, sid, out, rewake = "error", None, None, None
     try:
-        budget = BUDGET.get(event, 5.0)
+        budget = BUDGET.get(event or "", 5.0)  # ("" is no event's)
         _signal.signal(_signal.SIGALRM, _on_alarm)
         _signal.setitimer(_signal.ITIMER_REAL, budget)
         try:
@@ -218,7 +231,7 @@ def main(argv):
     posix._exit(status)
 
 
-def _describe(e):
+def _describe(e: BaseException) -> str:
     """One line: exception type, message, and where it was raised."""
     tb = e.__traceback__
     where = ""

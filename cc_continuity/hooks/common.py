@@ -8,48 +8,58 @@ calls in at every turn's end and should not pay for loading tmux.
 
 from .. import protocol
 
+TYPE_CHECKING = False  # mypy takes this name as true; at run time nothing is imported
+if TYPE_CHECKING:
+    from typing import Any
+
+    from ..session import Record
+    from . import Call
+
 
 class HookContext(protocol.Context):
     """The protocol's context for one :class:`~cc_continuity.hooks.Call`; the outcome goes back to the call."""
 
-    def __init__(self, call):
+    def __init__(self, call: "Call") -> None:
         self.call = call
         super().__init__(call.event, call.payload, call.env)
 
     @property
-    def outcome(self):
+    def outcome(self) -> str:
         return self.call.outcome
 
     @outcome.setter
-    def outcome(self, value):
+    def outcome(self, value: str) -> None:
         self.call.outcome = value
 
     @property
-    def claude_version(self):
+    def claude_version(self) -> str | None:
         return self.call.claude_version
 
     @claude_version.setter
-    def claude_version(self, value):
+    def claude_version(self, value: str | None) -> None:
         self.call.claude_version = value
 
-    def deliver(self, push):
+    def deliver(self, push: "dict[str, Any]") -> None:
         from .. import notify
 
         notify.emit(push["event"], slug=push["slug"], session=push["session"], ratio=push["ratio"],
                     text=push["text"], project_root=push["project_root"])
 
-    def can_drive(self, rec):
+    def can_drive(self, rec: "Record") -> bool:
         from .. import tmux
 
-        return tmux.can_drive(rec, self.cfg)
+        usable: bool = tmux.can_drive(rec, self.cfg)  # (tmux/ is not typed yet)
+        return usable
 
-    def start_rotator(self, rec, sdir, successor_name, project_lock, standby_s):
+    def start_rotator(self, rec: "Record", sdir: str, successor_name: str, project_lock: str | None,
+                      standby_s: float | None) -> int:
         from ..tmux import rotator
 
-        return rotator.start(rec, sdir, self.cfg, successor_name, project_lock, standby_s)
+        pid: int = rotator.start(rec, sdir, self.cfg, successor_name, project_lock, standby_s)  # (tmux/ is not typed yet)
+        return pid
 
 
-def begin(call):
+def begin(call: "Call") -> "tuple[HookContext, int, str, Record] | None":
     """(ctx, n, sdir, rec) for this call's session of an enabled project, or None (:func:`protocol.begin`)."""
     ctx = HookContext(call)
     started = protocol.begin(ctx)
