@@ -14,17 +14,23 @@ Same discipline as the per-tool-call path: the card and one ledger append.
 
 from .. import card, ledger
 
+TYPE_CHECKING = False  # mypy takes this name as true; at run time nothing is imported
+if TYPE_CHECKING:
+    from typing import Any
+
+    from . import Call
+
 FORWARDED = ("quota_auto_resume_fired", "quota_auto_resume_stale", "quota_auto_resume_disabled")
 MESSAGE_KEEP = 200
 
 
-def record(call):
+def record(call: "Call") -> "dict[str, Any]":
     msg = call.payload.get("message")
     return {"ev": "notification", "type": call.payload.get("notification_type"),
             "message": msg[:MESSAGE_KEEP] if isinstance(msg, str) else None}
 
 
-def handle(call):
+def handle(call: "Call") -> None:
     if call.payload.get("notification_type") not in FORWARDED:
         call.outcome = "ignored"
         return None

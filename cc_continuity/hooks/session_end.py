@@ -7,6 +7,10 @@ its process left is recorded.  Kept tiny — SessionEnd hooks share a short budg
 from .. import protocol
 from .common import HookContext
 
+TYPE_CHECKING = False  # mypy takes this name as true; at run time nothing is imported
+if TYPE_CHECKING:
+    from . import Call
 
-def handle(call):
+
+def handle(call: "Call") -> None:
     return protocol.session_ended(HookContext(call))

@@ -16,10 +16,16 @@ of the prompt or the reply is recorded.
 
 from .. import card, ledger
 
+TYPE_CHECKING = False  # mypy takes this name as true; at run time nothing is imported
+if TYPE_CHECKING:
+    from typing import Any
+
+    from . import Call
+
 DETAILS_KEEP = 200
 
 
-def error_kind(value):
+def error_kind(value: object) -> str:
     """Claude Code's error kind (``server_error``, ``rate_limit`` …) or ``unknown``."""
     if isinstance(value, str) and 0 < len(value) <= 40 and all(c.isascii() and (c.islower() or c.isdigit()
                                                                                    or c == "_") for c in value):
@@ -27,14 +33,14 @@ def error_kind(value):
     return "unknown"
 
 
-def record(call):
+def record(call: "Call") -> "dict[str, Any]":
     details = call.payload.get("error_details")
     return {"ev": "stop_failure", "error": error_kind(call.payload.get("error")),
             "details": details[:DETAILS_KEEP] if isinstance(details, str) else None,
             "prompt_id": call.payload.get("prompt_id")}
 
 
-def handle(call):
+def handle(call: "Call") -> None:
     c = card.load(call.session_id)
     if c is None:
         return slow(call)
@@ -47,7 +53,7 @@ def handle(call):
     return None
 
 
-def slow(call):
+def slow(call: "Call") -> None:
     from . import common
 
     started = common.begin(call)

@@ -21,7 +21,11 @@ when the reading never arrives.
 from .. import protocol
 from .common import HookContext
 
+TYPE_CHECKING = False  # mypy takes this name as true; at run time nothing is imported
+if TYPE_CHECKING:
+    from . import Call
 
-def handle(call):
+
+def handle(call: "Call") -> None:
     call.rewake = protocol.late_turn_end(HookContext(call))
     return None
