@@ -85,9 +85,10 @@ def _rows(nodes):
         got = _access(node)
         if got and got[1] == "ev":
             rows.add(got[0])
-        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Dict) \
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, ast.Dict) \
                 and any(_str(k) == "ev" for k in node.value.keys if k is not None):
-            rows.update(t.id for t in node.targets if isinstance(t, ast.Name) and t.id in NAMES)
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]  # (row: "dict[...]" = {...})
+            rows.update(t.id for t in targets if isinstance(t, ast.Name) and t.id in NAMES)
     return rows
 
 

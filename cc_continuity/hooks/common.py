@@ -19,6 +19,8 @@ if TYPE_CHECKING:
 class HookContext(protocol.Context):
     """The protocol's context for one :class:`~cc_continuity.hooks.Call`; the outcome goes back to the call."""
 
+    session_id: str  # hooks.dispatch runs no handler without a usable session id (the same check as here)
+
     def __init__(self, call: "Call") -> None:
         self.call = call
         super().__init__(call.event, call.payload, call.env)

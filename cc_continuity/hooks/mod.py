@@ -26,11 +26,17 @@ is how the Stop hook knows it may choose the mod.
 from .. import checkpoint, meter, paths, protocol, rotation, session
 from .common import HookContext
 
+TYPE_CHECKING = False  # mypy takes this name as true; at run time nothing is imported (hot path)
+if TYPE_CHECKING:
+    from typing import Any
+
+    from . import Call
+
 MOD_EVENTS = ("ModHello", "ModTurnEnd", "ModCompact", "ModDone")
 SKIP_REASON = protocol.COMPACT_SKIP
 
 
-def handle(call):
+def handle(call: "Call") -> "dict[str, Any] | None":
     ctx = HookContext(call)
     mod = ctx.payload.get("mod")
     rotation.mod_heartbeat(ctx.claude_pid(), mod.get("version") if isinstance(mod, dict) else None)
@@ -47,7 +53,7 @@ def handle(call):
     return {"ModTurnEnd": turn_end, "ModCompact": compact, "ModDone": done}[call.event](ctx, n, sdir)
 
 
-def turn_end(ctx, n, sdir):
+def turn_end(ctx: HookContext, n: int, sdir: str) -> "dict[str, Any] | None":
     usage = ctx.payload.get("usage")
     if isinstance(usage, dict) and isinstance(usage.get("tokens"), int) and not isinstance(usage["tokens"], bool):
         window = usage.get("window") if isinstance(usage.get("window"), int) else None
@@ -58,7 +64,7 @@ def turn_end(ctx, n, sdir):
     return _hand_over(ctx, n, sdir)
 
 
-def _hand_over(ctx, n, sdir, last_request=None):
+def _hand_over(ctx: HookContext, n: int, sdir: str, last_request: str | None = None) -> "dict[str, Any] | None":
     """The hand-over for the mod, once (whoever takes it first: the mod or the tmux rotator)."""
     proj = ctx.project
     rec = session.load(sdir)
@@ -74,7 +80,7 @@ def _hand_over(ctx, n, sdir, last_request=None):
     return {"handover": plan}
 
 
-def compact(ctx, n, sdir):
+def compact(ctx: HookContext, n: int, sdir: str) -> "dict[str, Any] | None":
     if not (ctx.cfg["mod"] and ctx.cfg["compact_to_rotation"]) or ctx.payload.get("trigger") != "auto":
         return None
     if ctx.payload.get("agent_id"):
@@ -92,15 +98,16 @@ def compact(ctx, n, sdir):
     return dict(out or {}, skip=SKIP_REASON)
 
 
-def _last_request(sdir):
+def _last_request(sdir: str) -> str | None:
     asked = checkpoint.prompts(sdir, limit=1, chars=600)
-    return asked[-1]["text"] if asked else None
+    text: str | None = asked[-1]["text"] if asked else None
+    return text
 
 
-def done(ctx, n, sdir):
+def done(ctx: HookContext, n: int, sdir: str) -> None:
     p = ctx.payload
     ok = p.get("ok") is True
-    record = {"ev": "mod", "step": p.get("step") if isinstance(p.get("step"), str) else ("done" if ok else "failed"),
+    record: "dict[str, Any]" = {"ev": "mod", "step": p.get("step") if isinstance(p.get("step"), str) else ("done" if ok else "failed"),
               "ok": ok}
     for key in ("via", "cleared_ms", "submitted_ms", "new_session_id"):
         if isinstance(p.get(key), (int, str)) and not isinstance(p.get(key), bool):

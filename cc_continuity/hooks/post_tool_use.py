@@ -10,10 +10,16 @@ learns what was done after the checkpoint it resumes.  Anything else
 
 from .. import card, ledger, meter, session
 
+TYPE_CHECKING = False  # mypy takes this name as true; at run time nothing is imported (hot path)
+if TYPE_CHECKING:
+    from typing import Any
+
+    from . import Call
+
 FAILURE = "PostToolUseFailure"
 
 
-def handle(call):
+def handle(call: "Call") -> "dict[str, Any] | None":
     c = card.load(call.session_id)
     if c is None:
         return slow(call)
@@ -36,7 +42,7 @@ def handle(call):
     return slow(call, logged=True)
 
 
-def slow(call, logged=False):
+def slow(call: "Call", logged: bool = False) -> "dict[str, Any] | None":
     """Register or refresh the session, then record a level change if there is one."""
     from .. import protocol
     from .common import HookContext
@@ -60,7 +66,7 @@ def slow(call, logged=False):
     return {"hookSpecificOutput": {"hookEventName": call.event, "additionalContext": note}}
 
 
-def _line(call, tokens, percent):
+def _line(call: "Call", tokens: int | None, percent: float | None) -> "dict[str, Any]":
     """The ``tool`` ledger line: the meter reading and the action (tool, target, failed)."""
     tool = call.payload.get("tool_name")
     rec = {"ev": "tool", "tool": tool if isinstance(tool, str) else None, "tokens": tokens, "percent": percent}
@@ -94,7 +100,7 @@ _TOKEN_PREFIXES = ("sk-", "sk_", "pk_", "rk_", "ghp_", "gho_", "ghu_", "ghs_", "
                    "sq0", "shpat_", "eyj")
 
 
-def target(tool, tool_input):
+def target(tool: str | None, tool_input: object) -> str | None:
     """The action's target, masked and cut to ``TARGET_MAX`` (None when the call names none)."""
     if not isinstance(tool_input, dict):
         return None
@@ -111,11 +117,11 @@ def target(tool, tool_input):
     return None
 
 
-def _cut(text):
+def _cut(text: str) -> str:
     return text if len(text) <= TARGET_MAX else text[:TARGET_MAX - 1] + "…"
 
 
-def _secret_name(name):
+def _secret_name(name: str) -> bool:
     low = name.lower().lstrip("-$").rstrip(":")
     if not low or low.endswith(("_file", "_path", "file", "_len", "_count", "_url", "_id", "_name", "tokens")) \
             or low.startswith(("max", "min", "num")):
@@ -123,7 +129,7 @@ def _secret_name(name):
     return any(w in low for w in _SECRET_WORDS)
 
 
-def _random_looking(word):
+def _random_looking(word: str) -> bool:
     w = word.strip("'\"`,;()[]{}")
     if len(w) < 24 or "/" in w or "." in w[:-1] and w.count(".") != 2:  # paths, hosts, dotted names (a JWT: 2 dots)
         return False
@@ -135,7 +141,7 @@ def _random_looking(word):
     return digits >= 2 and (upper >= 2 and lower >= 2 or digits >= 6 and upper + lower >= 6)
 
 
-def _masked_word(word):
+def _masked_word(word: str) -> str:
     low = word.lower().strip("'\"")
     if "://" in word and "@" in word.split("://", 1)[1].split("/", 1)[0]:
         scheme, rest = word.split("://", 1)
@@ -154,12 +160,12 @@ def _masked_word(word):
     return word
 
 
-def mask(text):
+def mask(text: str) -> str:
     """``text`` with what plainly carries a secret masked (a first pass; the full redactor follows on output)."""
     if not text:
         return text
     words = text.split(" ")
-    out = []
+    out: list[str] = []
     hide_next = False
     for w in words:
         if not w:
@@ -182,11 +188,11 @@ def mask(text):
     return " ".join(out)
 
 
-def record(payload, failed=False):
+def record(payload: "dict[str, Any]", failed: bool = False) -> "dict[str, Any]":
     """The action fields of a ``tool`` ledger line for one PostToolUse/PostToolUseFailure payload."""
     tool = payload.get("tool_name")
     tool = tool if isinstance(tool, str) else None
-    out = {"target": target(tool, payload.get("tool_input"))}
+    out: "dict[str, Any]" = {"target": target(tool, payload.get("tool_input"))}
     resp = payload.get("tool_response")
     if failed or (isinstance(resp, dict) and (resp.get("interrupted") is True or resp.get("is_error") is True)):
         out["failed"] = True

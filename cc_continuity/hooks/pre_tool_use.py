@@ -21,6 +21,14 @@ import time
 
 from .. import card, meter, paths, session
 
+TYPE_CHECKING = False  # mypy takes this name as true; at run time nothing is imported (hot path)
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    from ..session import Record
+    from . import Call
+
 WRITE_TOOLS = ("Write", "Edit", "MultiEdit")
 WAIT_S = 2.0
 # While a checkpoint's snapshot is still being taken (hooks/stop.py left it to its job):
@@ -30,7 +38,7 @@ READ_ONLY_TOOLS = frozenset(("Read", "Glob", "Grep", "LS", "NotebookRead", "WebF
                              "Task", "AskUserQuestion", "ExitPlanMode"))
 
 
-def handle(call):
+def handle(call: "Call") -> "dict[str, Any] | None":
     c = card.load(call.session_id) or _fresh_card(call)
     if c is None or not c["enabled"]:
         return None
@@ -81,7 +89,7 @@ def handle(call):
     }}
 
 
-def this_response_tokens(call, c):
+def this_response_tokens(call: "Call", c: "dict[str, Any]") -> int | None:
     """Context tokens of the response that asked for this tool call (None when unknown)."""
     path = call.payload.get("transcript_path") or c["transcript"]
     if not isinstance(path, str) or not path:
@@ -93,14 +101,16 @@ def this_response_tokens(call, c):
             if got is not None:
                 if waited:
                     call.outcome = "waited %d ms for the transcript" % waited
-                return got["tokens"]
+                tokens: int | None = got["tokens"]
+                return tokens
             call.outcome = "row of %s not in the transcript after %d ms" % (tid[:16], waited)
-        return meter.read_transcript(path)["tokens"]
+        tokens = meter.read_transcript(path)["tokens"]
+        return tokens
     except OSError:
         return None
 
 
-def _fresh_card(call):
+def _fresh_card(call: "Call") -> "dict[str, Any] | None":
     """No card, or a stale one (the status line noted a new window): rebuild it on the slow path.
 
     Skipping the gate instead would let the first tool of a crossing response
@@ -121,7 +131,7 @@ def _fresh_card(call):
     return protocol.refresh_card(ctx, n, sdir, rec)
 
 
-def _is_our_cli(command, env_get):
+def _is_our_cli(command: object, env_get: "Callable[[str], str | None]") -> bool:
     """A plain ``cc-continuity ...``: the name on PATH, our launcher, or the plugin's ``bin/`` one.
 
     Any other file called ``cc-continuity`` (``./cc-continuity`` in a repository)
@@ -139,7 +149,7 @@ def _is_our_cli(command, env_get):
     return first in ours
 
 
-def _handoff_target_ok(sdir, path):
+def _handoff_target_ok(sdir: str, path: str) -> bool:
     """Only a plain file (or nothing yet) in our own 0700 checkpoint dir: a link there would redirect the write."""
     import os
 
@@ -149,7 +159,7 @@ def _handoff_target_ok(sdir, path):
     return handoff_target_ok(sdir, path)
 
 
-def _record_hard(call, tokens):
+def _record_hard(call: "Call", tokens: int | None) -> "Record":
     """First sight of the hard level: record it (state, note, push) through the slow path."""
     from .. import protocol
     from .common import HookContext
@@ -160,7 +170,7 @@ def _record_hard(call, tokens):
     return rec
 
 
-def _snapshot_gate(call, c, wait):
+def _snapshot_gate(call: "Call", c: "dict[str, Any]", wait: "dict[str, Any]") -> "dict[str, Any] | None":
     """None to go on; a deny while the checkpoint's work-tree snapshot is still being taken.
 
     The snapshot must record the work tree as the handoff describes it, so nothing may
@@ -202,7 +212,7 @@ def _snapshot_gate(call, c, wait):
     }}
 
 
-def _exists(path):
+def _exists(path: str) -> bool:
     try:
         posix.stat(path)
         return True
@@ -210,7 +220,7 @@ def _exists(path):
         return False
 
 
-def _alive(pid):
+def _alive(pid: object) -> bool:
     """Is job ``pid`` still running (a zombie is not)?  Unknown counts as running.
 
     ``procs.pid_alive`` without ``os``: this module is on the per-tool-call path."""
@@ -233,7 +243,7 @@ def _alive(pid):
         return True
 
 
-def _forget_wait(call, event, waited_ms, result=None):
+def _forget_wait(call: "Call", event: str, waited_ms: int, result: str | None = None) -> None:
     """The snapshot is there (or never will be): stop checking, once, on the slow path."""
     from ..snapjob import read_result
     from .common import HookContext
@@ -245,7 +255,7 @@ def _forget_wait(call, event, waited_ms, result=None):
     with ctx.project.lock():
         rec = session.load(sdir)
         cp = rec.get("checkpoint")
-        gone = rec.pop("snapshot_wait", None)
+        gone: object = rec.pop("snapshot_wait", None)
         if isinstance(cp, dict) and cp.pop("snapshot_wait", None) is not None:
             gone = True
             if got and got.get("ref"):
