@@ -58,7 +58,7 @@ MODEL_WINDOWS = (
 )
 
 
-def usage_tokens(usage: object) -> int | None:
+def usage_tokens(usage: "object") -> "int | None":
     """input + cache_creation + cache_read (output excluded, like the status line)."""
     if not isinstance(usage, dict):
         return None
@@ -71,7 +71,7 @@ def usage_tokens(usage: object) -> int | None:
     return total
 
 
-def _assistant_reading(line: bytes) -> "tuple[int, Any] | None":
+def _assistant_reading(line: "bytes") -> "tuple[int, Any] | None":
     """(tokens, model) from one transcript line, or None if it doesn't count."""
     try:
         row = fastjson.loads(line)
@@ -90,7 +90,7 @@ def _assistant_reading(line: bytes) -> "tuple[int, Any] | None":
     return tokens, msg.get("model")
 
 
-def _boundary_reading(line: bytes) -> int | None:
+def _boundary_reading(line: "bytes") -> "int | None":
     try:
         row = fastjson.loads(line)
     except (ValueError, UnicodeDecodeError):
@@ -102,8 +102,8 @@ def _boundary_reading(line: bytes) -> int | None:
     return post if isinstance(post, int) and not isinstance(post, bool) else -1
 
 
-def lines_backwards(path: str, max_scan: int = MAX_SCAN, chunk: int = CHUNK,
-                    line_max: int = LINE_MAX) -> "Iterator[tuple[bytes, int]]":
+def lines_backwards(path: "str", max_scan: "int" = MAX_SCAN, chunk: "int" = CHUNK,
+                    line_max: "int" = LINE_MAX) -> "Iterator[tuple[bytes, int]]":
     """Yield ``(line, bytes_scanned)`` for the complete lines of ``path``, newest first.
 
     Reads ``chunk`` bytes at a time from the end, so a caller that stops at
@@ -144,7 +144,7 @@ def lines_backwards(path: str, max_scan: int = MAX_SCAN, chunk: int = CHUNK,
         posix.close(fd)
 
 
-def read_transcript(path: str, max_scan: int = MAX_SCAN, chunk: int | None = None) -> "Reading":
+def read_transcript(path: "str", max_scan: "int" = MAX_SCAN, chunk: "int | None" = None) -> "Reading":
     """Latest context reading from a transcript.
 
     Returns ``{"tokens", "model", "source", "scanned"}``; ``tokens`` is None when
@@ -213,7 +213,7 @@ def read_transcript(path: str, max_scan: int = MAX_SCAN, chunk: int | None = Non
         posix.close(fd)
 
 
-def _line_reading(line: bytes) -> "Reading | None":
+def _line_reading(line: "bytes") -> "Reading | None":
     """A reading from one candidate line (compact boundary or assistant row), or None."""
     if _BOUNDARY in line:
         post = _boundary_reading(line)
@@ -238,7 +238,7 @@ def _line_reading(line: bytes) -> "Reading | None":
 POLL_S = 0.01
 
 
-def _squash(text: object) -> str:
+def _squash(text: "object") -> "str":
     return "".join(text.split()) if isinstance(text, str) else ""
 
 
@@ -261,7 +261,7 @@ def _blocks(row: "dict[str, Any]") -> "list[dict[str, Any]]":
     return [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
 
 
-def tool_reading(path: str, tool_use_id: str, max_scan: int = MAX_SCAN, chunk: int = CHUNK) -> "Reading | None":
+def tool_reading(path: "str", tool_use_id: "str", max_scan: "int" = MAX_SCAN, chunk: "int" = CHUNK) -> "Reading | None":
     """The reading of the assistant row holding ``tool_use_id``, or None while it is not written.
 
     Searches backwards for the id's bytes and parses only the lines holding
@@ -322,7 +322,7 @@ def tool_reading(path: str, tool_use_id: str, max_scan: int = MAX_SCAN, chunk: i
 _ROW_MARKS = (b'"type":"assistant"', b'"type": "assistant"', b'"type":"user"', b'"type": "user"', _BOUNDARY)
 
 
-def reply_reading(path: str, last_message: object, max_scan: int = MAX_SCAN) -> "tuple[bool, Reading | None]":
+def reply_reading(path: "str", last_message: "object", max_scan: "int" = MAX_SCAN) -> "tuple[bool, Reading | None]":
     """(caught_up, reading) at a turn's end.
 
     Caught up means the newest main-thread row is the turn's final reply: an
@@ -368,13 +368,13 @@ def reply_reading(path: str, last_message: object, max_scan: int = MAX_SCAN) -> 
     return False, stale
 
 
-def _newest_assistant(path: str, max_scan: int) -> "Reading | None":
+def _newest_assistant(path: "str", max_scan: "int") -> "Reading | None":
     got = read_transcript(path, max_scan)
     return got if got.get("tokens") is not None else None
 
 
-def await_tool_reading(path: str, tool_use_id: str, bound_s: float,
-                       quiet_s: float = 0.3) -> "tuple[Reading | None, int]":
+def await_tool_reading(path: "str", tool_use_id: "str", bound_s: "float",
+                       quiet_s: "float" = 0.3) -> "tuple[Reading | None, int]":
     """Poll :func:`tool_reading` until the row is there; ``(reading_or_None, waited_ms)``.
 
     Gives up after ``bound_s``, or earlier once the transcript has not grown
@@ -399,7 +399,7 @@ def await_tool_reading(path: str, tool_use_id: str, bound_s: float,
         time.sleep(POLL_S)
 
 
-def await_reply_reading(path: str, last_message: object, bound_s: float) -> "tuple[bool, Reading | None, int]":
+def await_reply_reading(path: "str", last_message: "object", bound_s: "float") -> "tuple[bool, Reading | None, int]":
     """Poll :func:`reply_reading` until caught up or ``bound_s``; ``(caught_up, reading, waited_ms)``."""
     t0 = time.monotonic()
     deadline = t0 + bound_s
@@ -421,8 +421,8 @@ def await_reply_reading(path: str, last_message: object, bound_s: float) -> "tup
 # It leaves its reading in the session dir; a hook that cannot trust the
 # transcript yet (Stop, right after the turn's last reply) can use it.
 
-def save_status_reading(sdir: str, session_id: str, tokens: int | None, window: int | None,
-                        now: float | None = None, version: str | None = None) -> bool:
+def save_status_reading(sdir: "str", session_id: "str", tokens: "int | None", window: "int | None",
+                        now: "float | None" = None, version: "str | None" = None) -> "bool":
     """Remember the status line's reading for ``session_id`` (only when it changed).  Never raises."""
     path = session.status_reading_path(sdir)
     try:
@@ -447,7 +447,7 @@ def save_status_reading(sdir: str, session_id: str, tokens: int | None, window: 
         return False
 
 
-def load_status_reading(sdir: str) -> "dict[str, Any] | None":
+def load_status_reading(sdir: "str") -> "dict[str, Any] | None":
     """``{"session_id", "tokens", "window", "at"[, "version"]}`` the status line left, or None."""
     try:
         fd = posix.open(session.status_reading_path(sdir), posix.O_RDONLY | posix.O_CLOEXEC)
@@ -464,7 +464,7 @@ def load_status_reading(sdir: str) -> "dict[str, Any] | None":
     return got if isinstance(got, dict) else None
 
 
-def model_window(model: object) -> int | None:
+def model_window(model: "object") -> "int | None":
     """Window for a model id, or None when the id is not one we know."""
     if not isinstance(model, str) or not model:
         return None
@@ -477,7 +477,7 @@ def model_window(model: object) -> int | None:
     return None
 
 
-def reported_window(sdir: str) -> int | None:
+def reported_window(sdir: "str") -> "int | None":
     """The window the status line last reported for this session (``statusline.json``), or None.
 
     Claude Code computes it itself (``context_window.context_window_size``), so it beats a guess."""
@@ -489,8 +489,8 @@ def reported_window(sdir: str) -> int | None:
         return None
 
 
-def resolve_window(cfg_window: int | None = None, statusline_window: int | None = None, model: object = None,
-                   env: "Mapping[str, str] | None" = None) -> tuple[int, str]:
+def resolve_window(cfg_window: "int | None" = None, statusline_window: "int | None" = None, model: "object" = None,
+                   env: "Mapping[str, str] | None" = None) -> "tuple[int, str]":
     """(window, source): config > status line > model id > CLAUDE_CODE_MAX_CONTEXT_TOKENS > guess."""
     if cfg_window:
         return int(cfg_window), "config"
@@ -511,7 +511,7 @@ def resolve_window(cfg_window: int | None = None, statusline_window: int | None 
     return 200_000, "guess"
 
 
-def level(tokens: int | None, window: int | None, cfg: "Thresholds") -> str:
+def level(tokens: "int | None", window: "int | None", cfg: "Thresholds") -> "str":
     """ok / warn / rotate / hard for ``tokens`` of ``window`` under ``cfg``."""
     if tokens is None or not window:
         return "ok"
@@ -527,23 +527,23 @@ def level(tokens: int | None, window: int | None, cfg: "Thresholds") -> str:
     return "ok"
 
 
-def level_index(name: object) -> int:
+def level_index(name: "object") -> "int":
     """The index of the level ``name`` in :data:`LEVELS` (:data:`OK` for a name that is none)."""
     return LEVELS.index(name) if name in LEVELS else OK
 
 
-def at_least(level: int | str, name: str) -> bool:
+def at_least(level: "int | str", name: "str") -> "bool":
     """Is ``level`` (a level's name or index) at or past the level ``name``?"""
     return (level if isinstance(level, int) else level_index(level)) >= level_index(name)
 
 
-def notified_through(index: int) -> list[str]:
+def notified_through(index: "int") -> "list[str]":
     """The levels above ok up to ``index``: what a session at that level has been told about."""
     return list(LEVELS[WARN:index + 1])
 
 
-def reading(tokens: int | None, window: int | None, window_source: str | None, cfg: "Thresholds",
-            source: str | None) -> "Reading":
+def reading(tokens: "int | None", window: "int | None", window_source: "str | None", cfg: "Thresholds",
+            source: "str | None") -> "Reading":
     ratio = (tokens / window) if (tokens is not None and window) else None
     return {
         "tokens": tokens,
@@ -556,7 +556,7 @@ def reading(tokens: int | None, window: int | None, window_source: str | None, c
     }
 
 
-def from_statusline(payload: object) -> tuple[int | None, int | None]:
+def from_statusline(payload: "object") -> "tuple[int | None, int | None]":
     """(tokens, window) from the status line's ``context_window``, or (None, None)."""
     cw = payload.get("context_window") if isinstance(payload, dict) else None
     if not isinstance(cw, dict):

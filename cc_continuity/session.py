@@ -111,7 +111,7 @@ class IllegalTransition(RuntimeError):
     """A state change the table does not allow."""
 
 
-def is_allowed(src: str | None, dst: str) -> bool:
+def is_allowed(src: "str | None", dst: "str") -> "bool":
     return src is not None and dst in TRANSITIONS.get(src, ())  # no state (None) allows nothing
 
 
@@ -141,84 +141,84 @@ CONTINUATION_DELIVERED = "continuation.delivered"  # - the continuation reached 
 CHECKPOINT_PREFIX = "cp-"            # a checkpoint's id: cp-<NNN> (:func:`checkpoint_id`)
 
 
-def state_path(sdir: str) -> str:
+def state_path(sdir: "str") -> "str":
     return sdir + "/" + STATE
 
 
-def ledger_path(sdir: str) -> str:
+def ledger_path(sdir: "str") -> "str":
     return sdir + "/" + LEDGER
 
 
-def status_reading_path(sdir: str) -> str:
+def status_reading_path(sdir: "str") -> "str":
     return sdir + "/" + STATUS_READING
 
 
-def statusline_path(sdir: str) -> str:
+def statusline_path(sdir: "str") -> "str":
     return sdir + "/" + STATUSLINE
 
 
-def chain_cache_path(sdir: str) -> str:
+def chain_cache_path(sdir: "str") -> "str":
     return sdir + "/" + CHAIN_CACHE
 
 
-def turn_snapshot_path(sdir: str) -> str:
+def turn_snapshot_path(sdir: "str") -> "str":
     return sdir + "/" + TURN_SNAPSHOT
 
 
-def emergency_dir(sdir: str) -> str:
+def emergency_dir(sdir: "str") -> "str":
     return sdir + "/" + EMERGENCY
 
 
-def manual_dir(sdir: str, stamp: str) -> str:
+def manual_dir(sdir: "str", stamp: "str") -> "str":
     return sdir + "/" + MANUAL + "/" + stamp
 
 
-def checkpoint_dir(sdir: str) -> str:
+def checkpoint_dir(sdir: "str") -> "str":
     return sdir + "/" + CHECKPOINT
 
 
-def handoff_path(sdir: str) -> str:
+def handoff_path(sdir: "str") -> "str":
     return checkpoint_dir(sdir) + "/" + HANDOFF
 
 
-def snapshot_path(sdir: str) -> str:
+def snapshot_path(sdir: "str") -> "str":
     return checkpoint_dir(sdir) + "/" + SNAPSHOT
 
 
-def manifest_path(sdir: str) -> str:
+def manifest_path(sdir: "str") -> "str":
     return checkpoint_dir(sdir) + "/" + MANIFEST
 
 
-def snapshot_result_path(sdir: str, job: str) -> str:
+def snapshot_result_path(sdir: "str", job: "str") -> "str":
     return checkpoint_dir(sdir) + "/" + SNAPSHOT_RESULT % job
 
 
-def bootstrap_path(sdir: str) -> str:
+def bootstrap_path(sdir: "str") -> "str":
     return checkpoint_dir(sdir) + "/" + BOOTSTRAP
 
 
-def rotator_plan_path(sdir: str) -> str:
+def rotator_plan_path(sdir: "str") -> "str":
     return checkpoint_dir(sdir) + "/" + ROTATOR_PLAN
 
 
-def draft_file(sdir: str) -> str:
+def draft_file(sdir: "str") -> "str":
     """Text the user had left in the input box when the rotator cleared it (the bootstrap quotes it)."""
     return checkpoint_dir(sdir) + "/" + DRAFT
 
 
-def started_marker(sdir: str) -> str:
+def started_marker(sdir: "str") -> "str":
     return checkpoint_dir(sdir) + "/" + SUCCESSOR_STARTED
 
 
-def delivered_marker(sdir: str) -> str:
+def delivered_marker(sdir: "str") -> "str":
     return checkpoint_dir(sdir) + "/" + CONTINUATION_DELIVERED
 
 
-def checkpoint_id(number: int) -> str:
+def checkpoint_id(number: "int") -> "str":
     return CHECKPOINT_PREFIX + "%03d" % number
 
 
-def read_file(path: str, limit: int = 1 << 22) -> bytes:
+def read_file(path: "str", limit: "int" = 1 << 22) -> "bytes":
     fd = posix.open(path, posix.O_RDONLY | posix.O_CLOEXEC)
     try:
         chunks = []
@@ -235,7 +235,7 @@ def read_file(path: str, limit: int = 1 << 22) -> bytes:
         posix.close(fd)
 
 
-def load(sdir: str) -> "Record":
+def load(sdir: "str") -> "Record":
     """The record in ``sdir``; raises OSError/ValueError when missing or corrupt."""
     rec = fastjson.loads(read_file(state_path(sdir)))
     if not isinstance(rec, dict) or rec.get("state") not in STATES:
@@ -243,7 +243,7 @@ def load(sdir: str) -> "Record":
     return rec  # type: ignore[return-value]  # a dict with a known state: its keys are Record's (tests/test_session_record.py)
 
 
-def open_marker(sdir: str) -> "str | None":
+def open_marker(sdir: "str") -> "str | None":
     """``<project>/open/<NNN>`` for the session dir ``<project>/sessions/<NNN>`` (None for other dirs).
 
     The ``open/`` directory indexes the sessions that are not in a TERMINAL state, so the
@@ -255,7 +255,7 @@ def open_marker(sdir: str) -> "str | None":
     return head + "/open/" + num if sep and num.isdigit() else None
 
 
-def _mark_open(marker: str, is_open: bool) -> None:
+def _mark_open(marker: "str", is_open: "bool") -> None:
     try:
         if is_open:
             posix.close(posix.open(marker, posix.O_WRONLY | posix.O_CREAT | posix.O_CLOEXEC, 0o600))
@@ -265,7 +265,7 @@ def _mark_open(marker: str, is_open: bool) -> None:
         pass  # no index yet (built on the next registration), or no marker to remove
 
 
-def save(sdir: str, rec: "Record") -> None:
+def save(sdir: "str", rec: "Record") -> None:
     from . import atomic
 
     rec["updated"] = round(time.time(), 3)
@@ -278,7 +278,7 @@ def save(sdir: str, rec: "Record") -> None:
         _mark_open(marker, False)
 
 
-def notified_index(rec: "Record") -> int:
+def notified_index(rec: "Record") -> "int":
     """The highest context level this session has already been told about (0 = ok)."""
     from . import meter  # the level scale's owner (already loaded wherever a record's level is asked)
 
@@ -288,7 +288,7 @@ def notified_index(rec: "Record") -> int:
     return best
 
 
-def new_record(number: int, name: str, session_id: str, state: str = ACTIVE, **fields: "Any") -> "Record":
+def new_record(number: "int", name: "str", session_id: "str", state: "str" = ACTIVE, **fields: "Any") -> "Record":
     now = round(time.time(), 3)
     rec: "Record" = {
         "number": number,
@@ -307,12 +307,12 @@ def new_record(number: int, name: str, session_id: str, state: str = ACTIVE, **f
     return rec
 
 
-def log(sdir: str, record: "dict[str, Any]") -> "dict[str, Any]":
+def log(sdir: "str", record: "dict[str, Any]") -> "dict[str, Any]":
     """Append ``record`` to the session's ledger."""
     return ledger.append(ledger_path(sdir), record)
 
 
-def transition(sdir: str, rec: "Record", dst: str, why: str, **fields: "Any") -> "Record":
+def transition(sdir: "str", rec: "Record", dst: "str", why: "str", **fields: "Any") -> "Record":
     """Move ``rec`` to ``dst`` (checked), persist it, and log it to the ledger."""
     src = rec.get("state")
     if not is_allowed(src, dst):

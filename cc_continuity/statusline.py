@@ -46,16 +46,16 @@ MARKS = {
 }
 
 
-def bar(ratio: float | None) -> str:
+def bar(ratio: "float | None") -> "str":
     filled = 0 if ratio is None else max(0, min(BAR, int(round(ratio * BAR))))
     return "▮" * filled + "▯" * (BAR - filled)
 
 
-def paint(text: str, code: str, color: bool) -> str:
+def paint(text: "str", code: "str", color: "bool") -> "str":
     return "\x1b[%sm%s\x1b[0m" % (code, text) if color else text
 
 
-def facts(payload: object, env: "Mapping[str, str] | None" = None) -> "Facts | str":
+def facts(payload: "object", env: "Mapping[str, str] | None" = None) -> "Facts | str":
     """The card for this payload's session (or card-shaped facts without one); a str is an error line."""
     if not isinstance(payload, dict):
         return "ctx ? · cc-continuity: bad status input"
@@ -63,7 +63,7 @@ def facts(payload: object, env: "Mapping[str, str] | None" = None) -> "Facts | s
     return _slow_card(payload, env) if c is None else c
 
 
-def render(payload: "Any", env: "Mapping[str, str] | None" = None, c: "Facts | str | None" = None) -> str:
+def render(payload: "Any", env: "Mapping[str, str] | None" = None, c: "Facts | str | None" = None) -> "str":
     """Our segment for one status-line payload (never raises for bad input); ``c``: its :func:`facts`.
 
     ``payload`` is any parsed JSON: when it is not an object, :func:`facts` gives the error line.
@@ -136,7 +136,7 @@ def _slow_card(payload: "dict[str, Any]", env: "Mapping[str, str] | None") -> "F
             "hard": cfg["hard"], "rotate_tokens": cfg["rotate_tokens"]}
 
 
-def _remember_window(sdir: str, window: int) -> None:
+def _remember_window(sdir: "str", window: "int") -> None:
     """Hooks don't see the window; leave it where they can read it (only on change)."""
     path = session.statusline_path(sdir)
     try:
@@ -161,14 +161,14 @@ def chained_command() -> "dict[str, Any] | None":
     return _usable_chain(chain)
 
 
-def _usable_chain(chain: object) -> "dict[str, Any] | None":
+def _usable_chain(chain: "object") -> "dict[str, Any] | None":
     """``chain`` if it is a statusLine object with a command to run, else None."""
     if isinstance(chain, dict) and isinstance(chain.get("command"), str) and chain["command"].strip():
         return chain
     return None
 
 
-def chained_output(chain: "dict[str, Any]", raw: bytes, c: object, timeout_ms: float) -> str:
+def chained_output(chain: "dict[str, Any]", raw: "bytes", c: "object", timeout_ms: "float") -> "str":
     """The user's status line output for this stdin.
 
     Ours re-runs every :data:`REFRESH_S` seconds (install sets ``refreshInterval``)
@@ -207,16 +207,16 @@ class Deadline(BaseException):
     """The status line's overall deadline passed (raised by SIGALRM wherever it blocks)."""
 
 
-def _on_alarm(signum: int, frame: "FrameType | None") -> "NoReturn":
+def _on_alarm(signum: "int", frame: "FrameType | None") -> "NoReturn":
     raise Deadline()
 
 
-def _arm(deadline: float) -> None:
+def _arm(deadline: "float") -> None:
     """Let SIGALRM fire at ``deadline`` (monotonic); at once when it has passed."""
     _signal.setitimer(_signal.ITIMER_REAL, max(0.001, deadline - time.monotonic()))
 
 
-def _chain_from_argv(argv: list[str]) -> "dict[str, Any] | None":
+def _chain_from_argv(argv: "list[str]") -> "dict[str, Any] | None":
     """The user's statusLine object carried in ours (``--chain '<statusLine JSON>'``), or None."""
     if CHAIN_FLAG not in argv[:-1]:
         return None
@@ -226,7 +226,7 @@ def _chain_from_argv(argv: list[str]) -> "dict[str, Any] | None":
         return None
 
 
-def run_chained(command: str, raw: bytes, timeout_ms: float) -> str:
+def run_chained(command: "str", raw: "bytes", timeout_ms: "float") -> "str":
     """Run the user's status line with our stdin; its output, or '' if it fails or is slow.
 
     It runs in a session (process group) of its own; when it is too slow — or the
@@ -311,7 +311,7 @@ def main() -> "NoReturn":
     posix._exit(0)
 
 
-def _read_stdin(limit: int = 1 << 22) -> bytes:
+def _read_stdin(limit: "int" = 1 << 22) -> "bytes":
     """All of stdin (at most ``limit`` bytes); a stdin that never closes ends at the deadline."""
     chunks = []
     while limit > 0:

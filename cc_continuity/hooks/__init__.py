@@ -84,14 +84,14 @@ class BudgetExceeded(BaseException):
     """Raised by SIGALRM when a handler runs past its event's budget."""
 
 
-def _on_alarm(signum: int, frame: "FrameType | None") -> "NoReturn":
+def _on_alarm(signum: "int", frame: "FrameType | None") -> "NoReturn":
     raise BudgetExceeded()
 
 
 class Call:
     """One hook invocation: the event, its payload, and where the answer goes."""
 
-    def __init__(self, event: str, payload: "dict[str, Any]", env: "Mapping[str, str] | None" = None) -> None:
+    def __init__(self, event: "str", payload: "dict[str, Any]", env: "Mapping[str, str] | None" = None) -> None:
         self.event = event
         self.payload = payload
         self.env = env  # None: the process environment
@@ -101,14 +101,14 @@ class Call:
         self.rewake: "str | None" = None  # text that wakes the model (REWAKE handlers only)
         self.claude_version: "str | None" = None  # "2.1.332", when a handler learned it (the transcript row's)
 
-    def getenv(self, name: str) -> str | None:
+    def getenv(self, name: "str") -> "str | None":
         if self.env is not None:
             return self.env.get(name)
         v = posix.environ.get(name.encode())
         return None if v is None else v.decode("utf-8", "surrogateescape")
 
 
-def _read_stdin() -> bytes:
+def _read_stdin() -> "bytes":
     chunks = []
     total = 0
     while True:
@@ -125,14 +125,14 @@ def _read_stdin() -> bytes:
     return b"".join(chunks)
 
 
-def run(event: str | None, raw: bytes, env: "Mapping[str, str] | None" = None) -> tuple[str | None, str, object]:
+def run(event: "str | None", raw: "bytes", env: "Mapping[str, str] | None" = None) -> "tuple[str | None, str, object]":
     """Route one hook call.  Returns (stdout_text_or_None, outcome, session_id)."""
     out, outcome, sid, _ = dispatch(event, raw, env)
     return out, outcome, sid
 
 
-def dispatch(event: str | None, raw: bytes,
-             env: "Mapping[str, str] | None" = None) -> tuple[str | None, str, object, str | None]:
+def dispatch(event: "str | None", raw: "bytes",
+             env: "Mapping[str, str] | None" = None) -> "tuple[str | None, str, object, str | None]":
     """Route one hook call.  Returns (stdout_text_or_None, outcome, session_id, rewake_text_or_None)."""
     try:
         payload = fastjson.loads(raw)
@@ -174,7 +174,7 @@ def dispatch(event: str | None, raw: bytes,
 STOP_CONTEXT_SINCE = (2, 1, 328)
 
 
-def stop_wire(result: object, claude_version: str | None) -> object:
+def stop_wire(result: "object", claude_version: "str | None") -> "object":
     """The Stop handler's ``{"decision": "block", "reason": ...}`` as this Claude Code takes it best."""
     if not (isinstance(result, dict) and result.get("decision") == "block" and isinstance(result.get("reason"), str)):
         return result
@@ -189,7 +189,7 @@ def stop_wire(result: object, claude_version: str | None) -> object:
     return {"hookSpecificOutput": {"hookEventName": "Stop", "additionalContext": result["reason"]}}
 
 
-def main(argv: list[str]) -> "NoReturn":
+def main(argv: "list[str]") -> "NoReturn":
     """Entry for the installed bootstrap (``install.settings.BOOT``) and ``cc-continuity hook``; always exits 0."""
     t0 = time.monotonic()
     event = argv[0] if argv else None
@@ -231,7 +231,7 @@ def main(argv: list[str]) -> "NoReturn":
     posix._exit(status)
 
 
-def _describe(e: BaseException) -> str:
+def _describe(e: "BaseException") -> "str":
     """One line: exception type, message, and where it was raised."""
     tb = e.__traceback__
     where = ""

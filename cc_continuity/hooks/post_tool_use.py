@@ -42,7 +42,7 @@ def handle(call: "Call") -> "dict[str, Any] | None":
     return slow(call, logged=True)
 
 
-def slow(call: "Call", logged: bool = False) -> "dict[str, Any] | None":
+def slow(call: "Call", logged: "bool" = False) -> "dict[str, Any] | None":
     """Register or refresh the session, then record a level change if there is one."""
     from .. import protocol
     from .common import HookContext
@@ -66,7 +66,7 @@ def slow(call: "Call", logged: bool = False) -> "dict[str, Any] | None":
     return {"hookSpecificOutput": {"hookEventName": call.event, "additionalContext": note}}
 
 
-def _line(call: "Call", tokens: int | None, percent: float | None) -> "dict[str, Any]":
+def _line(call: "Call", tokens: "int | None", percent: "float | None") -> "dict[str, Any]":
     """The ``tool`` ledger line: the meter reading and the action (tool, target, failed)."""
     tool = call.payload.get("tool_name")
     rec = {"ev": "tool", "tool": tool if isinstance(tool, str) else None, "tokens": tokens, "percent": percent}
@@ -100,7 +100,7 @@ _TOKEN_PREFIXES = ("sk-", "sk_", "pk_", "rk_", "ghp_", "gho_", "ghu_", "ghs_", "
                    "sq0", "shpat_", "eyj")
 
 
-def target(tool: str | None, tool_input: object) -> str | None:
+def target(tool: "str | None", tool_input: "object") -> "str | None":
     """The action's target, masked and cut to ``TARGET_MAX`` (None when the call names none)."""
     if not isinstance(tool_input, dict):
         return None
@@ -117,11 +117,11 @@ def target(tool: str | None, tool_input: object) -> str | None:
     return None
 
 
-def _cut(text: str) -> str:
+def _cut(text: "str") -> "str":
     return text if len(text) <= TARGET_MAX else text[:TARGET_MAX - 1] + "…"
 
 
-def _secret_name(name: str) -> bool:
+def _secret_name(name: "str") -> "bool":
     low = name.lower().lstrip("-$").rstrip(":")
     if not low or low.endswith(("_file", "_path", "file", "_len", "_count", "_url", "_id", "_name", "tokens")) \
             or low.startswith(("max", "min", "num")):
@@ -129,7 +129,7 @@ def _secret_name(name: str) -> bool:
     return any(w in low for w in _SECRET_WORDS)
 
 
-def _random_looking(word: str) -> bool:
+def _random_looking(word: "str") -> "bool":
     w = word.strip("'\"`,;()[]{}")
     if len(w) < 24 or "/" in w or "." in w[:-1] and w.count(".") != 2:  # paths, hosts, dotted names (a JWT: 2 dots)
         return False
@@ -141,7 +141,7 @@ def _random_looking(word: str) -> bool:
     return digits >= 2 and (upper >= 2 and lower >= 2 or digits >= 6 and upper + lower >= 6)
 
 
-def _masked_word(word: str) -> str:
+def _masked_word(word: "str") -> "str":
     low = word.lower().strip("'\"")
     if "://" in word and "@" in word.split("://", 1)[1].split("/", 1)[0]:
         scheme, rest = word.split("://", 1)
@@ -160,7 +160,7 @@ def _masked_word(word: str) -> str:
     return word
 
 
-def mask(text: str) -> str:
+def mask(text: "str") -> "str":
     """``text`` with what plainly carries a secret masked (a first pass; the full redactor follows on output)."""
     if not text:
         return text
@@ -188,7 +188,7 @@ def mask(text: str) -> str:
     return " ".join(out)
 
 
-def record(payload: "dict[str, Any]", failed: bool = False) -> "dict[str, Any]":
+def record(payload: "dict[str, Any]", failed: "bool" = False) -> "dict[str, Any]":
     """The action fields of a ``tool`` ledger line for one PostToolUse/PostToolUseFailure payload."""
     tool = payload.get("tool_name")
     tool = tool if isinstance(tool, str) else None

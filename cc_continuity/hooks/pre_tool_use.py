@@ -89,7 +89,7 @@ def handle(call: "Call") -> "dict[str, Any] | None":
     }}
 
 
-def this_response_tokens(call: "Call", c: "dict[str, Any]") -> int | None:
+def this_response_tokens(call: "Call", c: "dict[str, Any]") -> "int | None":
     """Context tokens of the response that asked for this tool call (None when unknown)."""
     path = call.payload.get("transcript_path") or c["transcript"]
     if not isinstance(path, str) or not path:
@@ -131,7 +131,7 @@ def _fresh_card(call: "Call") -> "dict[str, Any] | None":
     return protocol.refresh_card(ctx, n, sdir, rec)
 
 
-def _is_our_cli(command: object, env_get: "Callable[[str], str | None]") -> bool:
+def _is_our_cli(command: "object", env_get: "Callable[[str], str | None]") -> "bool":
     """A plain ``cc-continuity ...``: the name on PATH, our launcher, or the plugin's ``bin/`` one.
 
     Any other file called ``cc-continuity`` (``./cc-continuity`` in a repository)
@@ -149,7 +149,7 @@ def _is_our_cli(command: object, env_get: "Callable[[str], str | None]") -> bool
     return first in ours
 
 
-def _handoff_target_ok(sdir: str, path: str) -> bool:
+def _handoff_target_ok(sdir: "str", path: "str") -> "bool":
     """Only a plain file (or nothing yet) in our own 0700 checkpoint dir: a link there would redirect the write."""
     import os
 
@@ -159,7 +159,7 @@ def _handoff_target_ok(sdir: str, path: str) -> bool:
     return handoff_target_ok(sdir, path)
 
 
-def _record_hard(call: "Call", tokens: int | None) -> "Record":
+def _record_hard(call: "Call", tokens: "int | None") -> "Record":
     """First sight of the hard level: record it (state, note, push) through the slow path."""
     from .. import protocol
     from .common import HookContext
@@ -212,7 +212,7 @@ def _snapshot_gate(call: "Call", c: "dict[str, Any]", wait: "dict[str, Any]") ->
     }}
 
 
-def _exists(path: str) -> bool:
+def _exists(path: "str") -> "bool":
     try:
         posix.stat(path)
         return True
@@ -220,7 +220,7 @@ def _exists(path: str) -> bool:
         return False
 
 
-def _alive(pid: object) -> bool:
+def _alive(pid: "object") -> "bool":
     """Is job ``pid`` still running (a zombie is not)?  Unknown counts as running.
 
     ``procs.pid_alive`` without ``os``: this module is on the per-tool-call path."""
@@ -243,7 +243,7 @@ def _alive(pid: object) -> bool:
         return True
 
 
-def _forget_wait(call: "Call", event: str, waited_ms: int, result: str | None = None) -> None:
+def _forget_wait(call: "Call", event: "str", waited_ms: "int", result: "str | None" = None) -> None:
     """The snapshot is there (or never will be): stop checking, once, on the slow path."""
     from ..snapjob import read_result
     from .common import HookContext
