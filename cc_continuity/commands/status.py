@@ -3,9 +3,13 @@ and state; ``--all-projects``: the fleet view of every live and recent session o
 (:mod:`cc_continuity.watch.fleet`, the same view as ``watchdog status``)."""
 
 
+import sys
+import time
+
 from .. import protocol, session
 from ._util import ago, current_project, load_config, print_json
 from ..procs import pid_alive
+from ..watch import fleet
 
 
 def register(sub):
@@ -65,8 +69,6 @@ def _resume_command(rec):
 
 def _panes(rows):
     """Add ``pane`` and ``tmux`` (attached, detached, gone: :func:`fleet.pane_states`) to the open rows."""
-    from ..watch import fleet
-
     open_rows = []
     for r in rows:
         if r["state"] not in session.TERMINAL and r.get("alive") and r.get("tmux_socket") and r.get("tmux_pane"):
@@ -78,8 +80,6 @@ def _panes(rows):
 def run(args):
     if args.all_projects:
         return run_fleet(args)
-    from ..watch import fleet
-
     proj = current_project()
     cfg = load_config(proj.root)
     if args.all:
@@ -130,11 +130,6 @@ def run(args):
 
 def run_fleet(args):
     """The fleet view: open sessions of every project, then those ended in the last day."""
-    import sys
-    import time
-
-    from ..watch import fleet
-
     now = time.time()
     rows = fleet.collect(now)
     done = sum(1 for r in rows if r.get("class") == "done")

@@ -15,6 +15,9 @@ import argparse
 import sys
 import time
 
+from .. import config
+from ..lock import holder_pid, is_held
+from ..watch import Settings, fleet, pid_path, service, state_path
 from ._util import ago, die, print_json
 
 
@@ -47,9 +50,7 @@ def run(args):
 
 
 def _run(args):
-    from .. import config
-    from ..watch import Settings
-    from ..watch.daemon import Daemon
+    from ..watch.daemon import Daemon  # lazy: every verb's start loads this module (cli.build_parser): +~30 ms
 
     try:
         settings = Settings.load()
@@ -59,8 +60,6 @@ def _run(args):
 
 
 def _service(cmd, args):
-    from ..watch import service
-
     try:
         fn = service.install if cmd == "install" else service.uninstall
         fn(platform=args.platform, dry_run=args.dry_run)
@@ -75,10 +74,7 @@ def _service(cmd, args):
 
 def collect(now=None):
     """Everything ``status`` shows, as one dict."""
-    from ..lock import holder_pid, is_held
-    from ..watch import pid_path, state_path
-    from ..watch import fleet
-    from ..watch.daemon import load_state
+    from ..watch.daemon import load_state  # lazy: see _run
 
     now = time.time() if now is None else now
     doc = load_state() or {}
@@ -86,8 +82,6 @@ def collect(now=None):
     daemon = dict(doc.get("daemon") or {})
     daemon.update({"running": running, "pid": holder_pid(pid_path()) if running else None,
                    "state_file": state_path(), "state_saved": doc.get("at")})
-    from ..watch import service
-
     daemon["service"] = service.installed_service()
     status = doc.get("status") or {"server": {"state": "UNKNOWN", "probing": None}, "sessions": []}
     return {"daemon": daemon, "server": status.get("server"), "power_cycles": status.get("power_cycles") or [],
@@ -154,8 +148,6 @@ def _status(args):
         last_s = "%s %s %s" % (last["kind"], last["outcome"], ago(last["at"], now)) if last else "no action yet"
         nxt = ", ".join("%s %s" % (k, _when(v, now)) for k, v in (r.get("next") or {}).items()) or "-"
         return "last: %s; next: %s" % (last_s, nxt)
-
-    from ..watch import fleet
 
     fleet.render(info["sessions"], now, w, detail)
     return 0
