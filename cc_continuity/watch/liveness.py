@@ -243,8 +243,8 @@ def create_time_skew():
     original.  The true boot time is ``time() - CLOCK_BOOTTIME``.  Elsewhere
     (macOS reports start times directly) there is nothing to correct.
     """
-    # lazy: `status` loads this module (via fleet) and must run without psutil (a plugin's bin/ runs
-    # PATH's python3); ~18 ms
+    # lazy: every verb loads this module (commands/status -> fleet) and must run without psutil (a
+    # plugin's bin/ runs PATH's python3); ~18 ms
     import psutil
 
     if not hasattr(time, "CLOCK_BOOTTIME"):
