@@ -5,11 +5,12 @@ goes and nowhere else.  A module may import inside a function only for one of th
 reasons, and only where this file says so:
 
 * START-UP: the import would cost a measured start-up path more than ~5 ms
-  (``python3 -X importtime`` before and after): the per-tool-call hooks and the
-  status line, ``cc-continuity launch`` (every ``claude`` start), the tmux pane's
-  trampoline, the rotator's start, the hooks' slow path (the mod calls in at every
-  turn's end), and every ``cc-continuity <verb>`` start (``cli.build_parser`` imports
-  every verb module, so a verb's top-level imports are paid by all verbs);
+  (``python3 -X importtime`` before and after, with the ``.pyc`` files written: a
+  module compiled from source on each run costs several times more): the
+  per-tool-call hooks and the status line, ``cc-continuity launch`` (every ``claude``
+  start), the tmux pane's trampoline, the rotator's start, the hooks' slow path (the
+  mod calls in at every turn's end), and every ``cc-continuity <verb>`` start
+  (``cli.build_parser`` imports every verb module: all verbs pay each one's imports);
 * CYCLE: at the top the import fails (proven when it was listed);
 * OPTIONAL: a dependency that may be missing where the module runs (a plugin's hooks
   and its ``bin/cc-continuity`` run PATH's ``python3``, without the app copy's
@@ -43,29 +44,34 @@ WHOLE_MODULES = {m: TO_REVISIT for m in (
     "cc_continuity.hooks.post_tool_use", "cc_continuity.hooks.pre_tool_use", "cc_continuity.hooks.stop_failure",
 )}
 
+# watch/ at the top of a verb module: its package, fleet, liveness and service together.
+WATCH_ON_EVERY_VERB = (START_UP, "every verb's start: watch/ (fleet, liveness, service) +~5 ms")
+
 # module -> {(function, what it imports): (reason, why)}
 KEPT = {
-    "cc_continuity.commands.rehearse": {
-        ("run", "cc_continuity.rehearse"): (START_UP, "every verb's start: +~11 ms"),
-        ("Progress.__init__", "cc_continuity.rehearse"): (START_UP, "every verb's start: +~11 ms"),
+    "cc_continuity.commands.status": {
+        (fn, "cc_continuity.watch.fleet"): WATCH_ON_EVERY_VERB for fn in ("_panes", "run", "run_fleet")
     },
     "cc_continuity.commands.watchdog": {
-        ("_run", "cc_continuity.watch.daemon.Daemon"): (START_UP, "every verb's start: +~20-30 ms"),
-        ("collect", "cc_continuity.watch.daemon.load_state"): (START_UP, "every verb's start: +~20-30 ms"),
+        **{(fn, "cc_continuity.watch." + what): WATCH_ON_EVERY_VERB for fn, what in (
+            ("_run", "Settings"), ("_service", "service"), ("collect", "fleet"), ("collect", "pid_path"),
+            ("collect", "service"), ("collect", "state_path"), ("_status", "fleet"))},
+        ("_run", "cc_continuity.watch.daemon.Daemon"): (START_UP, "every verb's start: +~22 ms"),
+        ("collect", "cc_continuity.watch.daemon.load_state"): (START_UP, "every verb's start: +~22 ms"),
     },
     "cc_continuity.doctor.checks": {
-        ("package_version", "importlib.metadata"): (START_UP, "every verb's start (commands/doctor): +~20 ms"),
+        ("package_version", "importlib.metadata"): (START_UP, "every verb's start (commands/doctor): +~15 ms"),
     },
     "cc_continuity.install.app": {
-        ("dependency_dists", "importlib.metadata"): (START_UP, "launch and every verb load install/: +~20 ms"),
+        ("dependency_dists", "importlib.metadata"): (START_UP, "launch and every verb load install/: +~15 ms"),
     },
     "cc_continuity.install.bootstrap": {
         ("requirements", "tomllib"): (START_UP, "launch and every verb load install/: +~5 ms; install.py's only"),
-        ("make_venv", "urllib.request"): (START_UP, "launch and every verb load install/: +~30 ms; no-pip case"),
+        ("make_venv", "urllib.request"): (START_UP, "launch and every verb load install/: +~20 ms; no-pip case"),
     },
     "cc_continuity.notify": {
         ("format_message", "cc_continuity.redact.redact"): (
-            START_UP, "the hooks' push port imports notify even with pushes off: +~20-50 ms (its rules compile)"),
+            START_UP, "the hooks' push port imports notify even with pushes off: +~20 ms (its rules compile)"),
         ("post", "requests"): (OPTIONAL, "flusher side only; emit must not import it (tests/test_notify.py)"),
     },
     "cc_continuity.rehearse": {
@@ -80,29 +86,25 @@ KEPT = {
                             ("_plan", "cc_continuity.tmux.pane.tmux_name"), ("_plan", "cc_continuity.launchenv"),
                             ("running_sessions", "cc_continuity.session"),
                             ("running_sessions", "cc_continuity.procs.pid_alive"))},
-        ("_tmux_query", "subprocess"): (START_UP, "the trampoline (every tmux pane's start): +~5 ms"),
     },
     "cc_continuity.tmux.pane": {
-        (fn, what): (OPTIONAL, "can_drive runs in the plugin's hooks, maybe without libtmux; ~100 ms")
+        (fn, what): (OPTIONAL, "can_drive runs in the plugin's hooks, maybe without libtmux; ~70 ms")
         for fn, what in (("Pane._libtmux_server", "libtmux"), ("Pane._run", "libtmux.exc"),
                          ("Pane._libtmux_pane", "libtmux.exc"), ("Pane._libtmux_pane", "libtmux.pane.Pane"),
                          ("Pane.rename_session", "libtmux.exc"), ("Pane.rename_window", "libtmux.exc"))
-    },
-    "cc_continuity.tmux.rotator": {
-        ("Rotator._give_up", "cc_continuity.notify"): (START_UP, "the rotator's start: +~10 ms; failures only"),
     },
     "cc_continuity.watch.fleet": {
         ("collect", "cc_continuity.watch.actions.Brain"): (CYCLE, "actions imports fleet at its top"),
     },
     "cc_continuity.watch.liveness": {
-        **{(fn, "psutil"): (OPTIONAL, "every verb loads this module (commands/status -> fleet); ~18 ms")
+        **{(fn, "psutil"): (OPTIONAL, "`status` loads this module (via fleet) and runs without psutil; ~11 ms")
            for fn in ("create_time_skew", "ProcessTable._entry", "ProcessTable.tool_running")},
-        ("TranscriptWatch.start", "watchdog.observers.Observer"): (OPTIONAL, "the daemon's only; ~30 ms"),
+        ("TranscriptWatch.start", "watchdog.observers.Observer"): (OPTIONAL, "the daemon's only; ~14 ms"),
         ("TranscriptWatch._handler", "watchdog.events.FileSystemEventHandler"): (OPTIONAL, "the daemon's only"),
     },
     "cc_continuity.watch.probe": {
-        ("Prober._call", "requests"): (START_UP, "status --all-projects loads the probe: +~120 ms; daemon only"),
-        ("Prober._read", "requests"): (START_UP, "status --all-projects loads the probe: +~120 ms; daemon only"),
+        ("Prober._call", "requests"): (START_UP, "status --all-projects loads the probe: +~90 ms; daemon only"),
+        ("Prober._read", "requests"): (START_UP, "status --all-projects loads the probe: +~90 ms; daemon only"),
     },
 }
 
@@ -181,8 +183,8 @@ def test_the_walk_sees_nested_and_relative_imports(tmp_path):
     src.write_text("import os\n\n"
                    "def f():\n    from .. import config\n    from .sub import thing as t\n\n"
                    "class C:\n    import json\n\n    def m(self):\n        def inner():\n            import psutil\n")
-    assert local_imports(str(src), root=str(tmp_path)) == [("f", "cc_continuity.config", 4), ("f", "cc_continuity.demo.sub.thing", 5),
-                   ("C.m.inner", "psutil", 12)]
+    assert local_imports(str(src), root=str(tmp_path)) == [
+        ("f", "cc_continuity.config", 4), ("f", "cc_continuity.demo.sub.thing", 5), ("C.m.inner", "psutil", 12)]
 
 
 def test_no_function_local_import_outside_the_allow_list():

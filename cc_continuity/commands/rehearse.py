@@ -16,6 +16,7 @@ import sys
 import threading
 import time
 
+from .. import rehearse
 from ._util import print_json
 
 
@@ -43,8 +44,6 @@ def _seconds(text):
 
 
 def run(args):
-    from .. import rehearse  # lazy: every verb's start loads this module (cli.build_parser): +~11 ms
-
     # The steps as they happen: on stdout for the human report, on stderr (a terminal only) with --json.
     out = sys.stderr if args.json else sys.stdout
     progress = Progress(out, spinner=out.isatty()) if (not args.json or out.isatty()) else None
@@ -74,8 +73,6 @@ class Progress:
     FRAMES = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 
     def __init__(self, out, spinner=False, interval=0.1):
-        from .. import rehearse  # lazy: see run
-
         self.out = out
         self.lock = threading.Lock()
         self.t0 = time.monotonic()

@@ -9,7 +9,6 @@ import time
 from .. import protocol, session
 from ._util import ago, current_project, load_config, print_json
 from ..procs import pid_alive
-from ..watch import fleet
 
 
 def register(sub):
@@ -69,6 +68,9 @@ def _resume_command(rec):
 
 def _panes(rows):
     """Add ``pane`` and ``tmux`` (attached, detached, gone: :func:`fleet.pane_states`) to the open rows."""
+    # lazy: watch/ (fleet, liveness, service) adds ~5 ms to every verb's start (cli.build_parser loads them all)
+    from ..watch import fleet
+
     open_rows = []
     for r in rows:
         if r["state"] not in session.TERMINAL and r.get("alive") and r.get("tmux_socket") and r.get("tmux_pane"):
@@ -78,6 +80,8 @@ def _panes(rows):
 
 
 def run(args):
+    from ..watch import fleet  # lazy: see _panes
+
     if args.all_projects:
         return run_fleet(args)
     proj = current_project()
@@ -130,6 +134,8 @@ def run(args):
 
 def run_fleet(args):
     """The fleet view: open sessions of every project, then those ended in the last day."""
+    from ..watch import fleet  # lazy: see _panes
+
     now = time.time()
     rows = fleet.collect(now)
     done = sum(1 for r in rows if r.get("class") == "done")

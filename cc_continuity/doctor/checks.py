@@ -695,7 +695,7 @@ def _declared_version(init_path):
 
 def package_version():
     """The version pip installed (falls back to the running code's)."""
-    # lazy: every verb's start imports this module (cli.build_parser loads all verbs), metadata costs ~20 ms
+    # lazy: every verb's start imports this module (cli.build_parser loads all verbs), metadata costs ~15 ms
     from importlib import metadata
 
     try:

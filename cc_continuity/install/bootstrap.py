@@ -124,7 +124,7 @@ def make_venv(venv, python=sys.executable):
     pyz = os.path.join(venv, "pip.pyz")
     say("fetching pip from %s" % PIP_ZIPAPP_URL)
     try:
-        import urllib.request  # lazy: only without pip; +~30 ms to launch and every verb (they load install/)
+        import urllib.request  # lazy: only without pip; +~20 ms to launch and every verb (they load install/)
 
         with urllib.request.urlopen(PIP_ZIPAPP_URL, timeout=60) as r, open(pyz, "wb") as f:
             shutil.copyfileobj(r, f)

@@ -111,7 +111,7 @@ def format_message(event, *, slug=None, session=None, ratio=None, text="", host=
     a short reason or summary; only its first line is used.  Everything is
     redacted before it is cut to size, so a cut can never expose half a secret.
     """
-    # lazy: compiling its rules costs ~20-50 ms, and the hooks (the mod's per-turn calls) import this
+    # lazy: compiling its rules costs ~20 ms, and the hooks (the mod's per-turn calls) import this
     # module to push even when pushes are off
     from ..redact import redact
 

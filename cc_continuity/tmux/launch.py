@@ -40,6 +40,7 @@ import json
 import os
 import shlex
 import shutil
+import subprocess
 import sys
 import time
 
@@ -215,8 +216,6 @@ def _running_notes(running, name):
 
 def _tmux_query(base, target, fmt, env):
     """``display-message -p`` for ``target``: the tab-separated fields, or None."""
-    import subprocess  # lazy: +~5 ms to the trampoline, which starts every tmux pane (only launch asks tmux)
-
     try:
         r = subprocess.run(base + ["display-message", "-p", "-t", target, fmt], env=env,
                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, timeout=5)

@@ -237,7 +237,7 @@ class Pane:
             tmux_bin = self.tmux_bin or shutil.which("tmux")
             if tmux_bin is None:
                 raise TmuxError("tmux binary not found on PATH")
-            import libtmux  # lazy: may be missing (a plugin's hooks run PATH's python3); ~100 ms
+            import libtmux  # lazy: may be missing (a plugin's hooks run PATH's python3); ~70 ms
 
             self._server = libtmux.Server(socket_path=self.socket_path, tmux_bin=tmux_bin)
         return self._server

@@ -59,7 +59,7 @@ import subprocess
 import sys
 import time
 
-from .. import atomic, errors, ledger, paths, procs, rotation, session
+from .. import atomic, errors, ledger, notify, paths, procs, rotation, session
 from ..lock import Lock
 from .pane import KEYS_PER_CALL, Pane, TmuxError
 
@@ -593,9 +593,6 @@ class Rotator:
                 if rec["state"] != session.ROTATING:
                     return
                 session.transition(sdir, rec, session.AWAITING_MANUAL_CLEAR, "rotator failed: %s" % reason[:200])
-            # lazy: only a failed rotation pushes; at the top it adds ~10 ms to every rotator's start
-            from .. import notify
-
             cid = (rec.get("checkpoint") or {}).get("id") or "the checkpoint"
             notify.emit("lifecycle-failed", slug=rec.get("slug"), session=rec.get("number"),
                         text="%s waits: type /clear (the rotation stopped: %s)" % (cid, reason),

@@ -243,8 +243,8 @@ def create_time_skew():
     original.  The true boot time is ``time() - CLOCK_BOOTTIME``.  Elsewhere
     (macOS reports start times directly) there is nothing to correct.
     """
-    # lazy: every verb loads this module (commands/status -> fleet) and must run without psutil (a
-    # plugin's bin/ runs PATH's python3); ~18 ms
+    # lazy: `status` loads this module (via fleet) and must run without psutil (a plugin's bin/
+    # runs PATH's python3); ~11 ms
     import psutil
 
     if not hasattr(time, "CLOCK_BOOTTIME"):
@@ -344,7 +344,7 @@ class TranscriptWatch:
         self._lock = threading.Lock()
 
     def start(self):
-        from watchdog.observers import Observer  # lazy: optional, the daemon's only; ~30 ms
+        from watchdog.observers import Observer  # lazy: optional, the daemon's only; ~14 ms
 
         if self._observer is None:
             self._observer = Observer()

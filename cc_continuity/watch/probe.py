@@ -232,7 +232,7 @@ class Prober:
 
     def _call(self, method, url, **kw):
         """``(response or None, failure text)``."""
-        # lazy: ~120 ms, and only the daemon's prober needs it: `status --all-projects` loads this module too
+        # lazy: ~90 ms, and only the daemon's prober needs it: `status --all-projects` loads this module too
         import requests
 
         t = self.settings.probe_timeout
