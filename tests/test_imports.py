@@ -61,6 +61,7 @@ KEPT = {
     },
     "cc_continuity.doctor.checks": {
         ("package_version", "importlib.metadata"): (START_UP, "every verb's start (commands/doctor): +~15 ms"),
+        ("check_ntfy", "socket"): (START_UP, "every verb's start (commands/doctor): +~5 ms"),
     },
     "cc_continuity.install.app": {
         ("dependency_dists", "importlib.metadata"): (START_UP, "launch and every verb load install/: +~15 ms"),

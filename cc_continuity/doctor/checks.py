@@ -14,7 +14,6 @@ import os
 import re
 import shlex
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -1078,6 +1077,8 @@ def check_ntfy(ctx):
         if not ok:
             return Result("ntfy", False, "test message not delivered: %s" % detail, fix)
         return Result("ntfy", True, "test message %s: check your phone" % detail)
+    import socket  # lazy: every verb's start imports this module (cli.build_parser loads all verbs): ~5 ms
+
     parts = urllib.parse.urlsplit(url)
     try:
         port = parts.port or (443 if parts.scheme == "https" else 80)
