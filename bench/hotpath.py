@@ -17,17 +17,16 @@ import argparse
 import json
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 sys.path.insert(0, REPO)
 
+import pairs  # noqa: E402
 import synth  # noqa: E402
 
 BASE_PY = os.path.realpath(sys.executable)
@@ -36,25 +35,11 @@ BASE_PY = os.path.realpath(sys.executable)
 def wall(cmd, stdin_bytes, env):
     if callable(stdin_bytes):  # a fresh payload per call (a repeated tool_use_id is a twin: once.py)
         stdin_bytes = stdin_bytes()
-    t0 = time.perf_counter()
     subprocess.run(cmd, input=stdin_bytes, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, check=False)
-    return time.perf_counter() - t0
 
 
 def paired(a, b, stdin_a, stdin_b, env, runs, warmup=3):
-    for _ in range(warmup):
-        wall(a, stdin_a, env)
-        wall(b, stdin_b, env)
-    ta, tb, ratios = [], [], []
-    for _ in range(runs):
-        x = wall(a, stdin_a, env)
-        y = wall(b, stdin_b, env)
-        ta.append(x)
-        tb.append(y)
-        ratios.append(x / y)
-    return {"a_median_ms": round(statistics.median(ta) * 1000, 2), "b_median_ms": round(statistics.median(tb) * 1000, 2),
-            "ratio_median": round(statistics.median(ratios), 3), "ratio_min": round(min(ratios), 3),
-            "ratio_max": round(max(ratios), 3), "runs": runs}
+    return pairs.alternate(lambda: wall(a, stdin_a, env), lambda: wall(b, stdin_b, env), runs, warmup)
 
 
 def plugin_command(env):
@@ -155,7 +140,7 @@ def main():
         for name, goal in (("P1", 1.15), ("P2", 1.05), ("P3", 1.15), ("P1p", 1.05)):
             r = results[name]
             print("%s  A %.2f ms  B %.2f ms  ratio median %.3f (min %.3f, max %.3f)  goal <= %.2f" % (
-                name, r["a_median_ms"], r["b_median_ms"], r["ratio_median"], r["ratio_min"], r["ratio_max"], goal))
+                name, r["a_ms"], r["b_ms"], r["ratio"], r["min"], r["max"], goal))
         if "instructions" in results:
             print("instructions: %s" % results["instructions"])
         if args.json:

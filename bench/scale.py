@@ -33,23 +33,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, REPO)
 sys.path.insert(0, os.path.join(REPO, "tests"))
+sys.path.insert(0, HERE)
 
-
-def load():
-    return "%.2f" % os.getloadavg()[0]
-
-
-def ratio_row(a, b):
-    r = [x / y for x, y in zip(a, b)]
-    return {"a_ms": round(statistics.median(a) * 1000, 1), "b_ms": round(statistics.median(b) * 1000, 1),
-            "ratio": round(statistics.median(r), 3), "min": round(min(r), 3), "max": round(max(r), 3),
-            "runs": len(r), "load": load()}
-
-
-def timed(fn):
-    t0 = time.perf_counter()
-    out = fn()
-    return time.perf_counter() - t0, out
+import pairs  # noqa: E402
 
 
 def run(cmd, **kw):
@@ -100,7 +86,7 @@ def p6(work, files, runs):
     first, empty, copy = [], [], []
     for i in range(runs):
         idx = os.path.join(work, "p6state%d" % i, "snapshot.index")
-        t, _ = timed(lambda: gitsnap.snapshot(repo, "refs/continuity/bench/cp-%03d" % i, "m", unique=True, index=idx))
+        t, _ = pairs.timed(lambda: gitsnap.snapshot(repo, "refs/continuity/bench/cp-%03d" % i, "m", unique=True, index=idx))
         first.append(t)
         tmp = os.path.join(work, "throwaway")
         for target, fill in ((empty, False), (copy, True)):
@@ -109,21 +95,21 @@ def p6(work, files, runs):
             if fill:
                 shutil.copyfile(os.path.join(repo, ".git", "index"), tmp)
             env = dict(os.environ, GIT_INDEX_FILE=tmp)
-            t, _ = timed(lambda: run(["git", "add", "-A"], cwd=repo, env=env))
+            t, _ = pairs.timed(lambda: run(["git", "add", "-A"], cwd=repo, env=env))
             target.append(t)
-    out["first_vs_add_empty_index"] = ratio_row(first, empty)
-    out["first_vs_add_copied_index"] = ratio_row(first, copy)
+    out["first_vs_add_empty_index"] = pairs.summary(first, empty)
+    out["first_vs_add_copied_index"] = pairs.summary(first, copy)
     idx = os.path.join(work, "p6state0", "snapshot.index")
     snap, stat_ = [], []
     for i in range(runs + 1):
         touch10(repo, i)
-        t, res = timed(lambda: gitsnap.snapshot(repo, "refs/continuity/bench/inc-%03d" % i, "m", unique=True, index=idx))
+        t, res = pairs.timed(lambda: gitsnap.snapshot(repo, "refs/continuity/bench/inc-%03d" % i, "m", unique=True, index=idx))
         assert res["index"] == "incremental", res["index"]
-        t2, _ = timed(lambda: run(status, cwd=repo))
+        t2, _ = pairs.timed(lambda: run(status, cwd=repo))
         if i:  # the first pair warms the page cache for both
             snap.append(t)
             stat_.append(t2)
-    out["incremental_vs_status"] = ratio_row(snap, stat_)
+    out["incremental_vs_status"] = pairs.summary(snap, stat_)
     shutil.rmtree(repo)
     return out
 
@@ -163,11 +149,11 @@ def p7(work, sizes):
             drv.hook("UserPromptSubmit", sid, prompt="work")
             touch10(repo, k)
             drv.transcript(sid).assistant(tokens_at(65))
-            t_request, _ = timed(lambda: drv.hook("Stop", sid, timeout=120))
+            t_request, _ = pairs.timed(lambda: drv.hook("Stop", sid, timeout=120))
             with open(drv.handoff_path(sid), "w") as f:
                 f.write(handoff_text(config.HANDOFF_SECTIONS, body="Details: the module `pkg000/mod00/f00.py` "
                                      "is being reworked.", extra={"Files touched": "- `pkg000/mod00/f00.py`"}))
-            t, _ = timed(lambda: drv.hook("Stop", sid, stop_hook_active=True, timeout=120))
+            t, _ = pairs.timed(lambda: drv.hook("Stop", sid, stop_hook_active=True, timeout=120))
             git_ = drv.checkpoint_file("manifest.json", sid)["git"]
             deadline = time.monotonic() + 900
             while git_.get("pending") and not os.path.exists(git_["result"]) and time.monotonic() < deadline:
@@ -175,7 +161,7 @@ def p7(work, sizes):
             done = json.load(open(git_["result"])) if git_.get("pending") else git_
             rows.append({"rotation": k + 1, "request_stop_ms": round(t_request * 1000), "verify_stop_ms": round(t * 1000),
                          "snapshot_in_hook": not git_.get("pending"),
-                         "snapshot_ms": done.get("elapsed_ms"), "index": done.get("index"), "load": load()})
+                         "snapshot_ms": done.get("elapsed_ms"), "index": done.get("index"), "load": pairs.load()})
         out["%d%s" % (n, " files touched first" if cold else "")] = rows
         shutil.rmtree(repo)
     return out
@@ -216,17 +202,17 @@ def p11(work, files, runs):
     cfg = config.load(repo)
     reval, status = [], []
     for i in range(runs + 1):
-        t, (res, text) = timed(lambda: resume.since_text(repo, pdir, prec, cfg))
+        t, (res, text) = pairs.timed(lambda: resume.since_text(repo, pdir, prec, cfg))
         assert res["changed_count"] == 10, res
-        t2, _ = timed(lambda: run(["git", "status", "--porcelain"], cwd=repo))
+        t2, _ = pairs.timed(lambda: run(["git", "status", "--porcelain"], cwd=repo))
         if i:
             reval.append(t)
             status.append(t2)
-    out = {"files": files, "revalidation_vs_status": ratio_row(reval, status), "verdict": res["verdict"],
+    out = {"files": files, "revalidation_vs_status": pairs.summary(reval, status), "verdict": res["verdict"],
            "section_chars": len(text), "via": "see ledger"}
     drv.hook("SessionEnd", s1, reason="clear")
     drv.transcript(s2).assistant(tokens_at(5))
-    t, boot = timed(lambda: drv.hook("SessionStart", s2, source="clear", timeout=120))
+    t, boot = pairs.timed(lambda: drv.hook("SessionStart", s2, source="clear", timeout=120))
     rv = drv.ledger(s2, ev="revalidation")[-1]
     text = boot["hookSpecificOutput"]["additionalContext"]
     out["claim"] = {"session_start_ms": round(t * 1000), "revalidation_ms": rv["ms"], "verdict": rv["verdict"],
@@ -240,7 +226,7 @@ def p11(work, files, runs):
             touch10(repo, 20 + i)
             drv.transcript(s2).assistant(tokens_at(20))
             wait_for_snapshot_jobs(drv.cc_home, timeout=900)
-            t, _ = timed(lambda: drv.hook("Stop", s2, timeout=120))
+            t, _ = pairs.timed(lambda: drv.hook("Stop", s2, timeout=120))
             if i:
                 target.append(t)
             if flag:
@@ -248,7 +234,7 @@ def p11(work, files, runs):
                 got = json.load(open(os.path.join(drv.sdir(s2), "turn-snapshot.json")))
                 if i:
                     job.append(got.get("elapsed_ms"))
-    out["turn_end_stop_on_vs_off"] = ratio_row(on, off)
+    out["turn_end_stop_on_vs_off"] = pairs.summary(on, off)
     out["turn_snapshot_job_ms"] = {"median": statistics.median(job), "max": max(job), "runs": len(job)}
     shutil.rmtree(repo)
     return out
@@ -282,7 +268,7 @@ def p8(work, count=100):
             git(repo, "-c", "gc.pruneExpire=now", "-c", "gc.reflogExpireUnreachable=now", "gc", "-q", "--prune=now")
         grown = du(os.path.join(repo, ".git")) - before
         out[name] = {"checkpoints": count, "git_growth_mb": round(grown / 1e6, 1),
-                     "refs": len(gitsnap.list_refs(repo, pre)), "load": load()}
+                     "refs": len(gitsnap.list_refs(repo, pre)), "load": pairs.load()}
         shutil.rmtree(repo)
     return out
 
@@ -303,10 +289,10 @@ def p9(work, runs):
         paths[mb] = p
     big, small = [], []
     for _ in range(runs * 2 + 1):
-        big.append(timed(lambda: meter.read_transcript(paths[64]))[0])
-        small.append(timed(lambda: meter.read_transcript(paths[1]))[0])
+        big.append(pairs.timed(lambda: meter.read_transcript(paths[64]))[0])
+        small.append(pairs.timed(lambda: meter.read_transcript(paths[1]))[0])
     got = meter.read_transcript(paths[64])
-    return {"64MB_vs_1MB": ratio_row(big, small), "64MB_reading": {k: got.get(k) for k in ("tokens", "long_line")},
+    return {"64MB_vs_1MB": pairs.summary(big, small), "64MB_reading": {k: got.get(k) for k in ("tokens", "long_line")},
             "1MB_reading": meter.read_transcript(paths[1])["tokens"]}
 
 
@@ -353,19 +339,19 @@ def p10(work, runs):
         sid = "%08x-2222-4000-8000-%012x" % (past, k[0])
         payload = json.dumps({"session_id": sid, "hook_event_name": "SessionStart", "source": "startup",
                               "cwd": root, "transcript_path": reply, "model": "claude-sonnet-4-5"}).encode()
-        return timed(lambda: subprocess.run(hook + ["SessionStart"], input=payload, env=env,
+        return pairs.timed(lambda: subprocess.run(hook + ["SessionStart"], input=payload, env=env,
                                             stdout=subprocess.DEVNULL, check=True))[0], sid
 
     def stop(past, sid):
         root, env = projects[past]
         payload = json.dumps({"session_id": sid, "hook_event_name": "Stop", "cwd": root, "stop_hook_active": False,
                               "transcript_path": reply, "last_assistant_message": "ok"}).encode()
-        return timed(lambda: subprocess.run(hook + ["Stop"], input=payload, env=env, stdout=subprocess.DEVNULL,
+        return pairs.timed(lambda: subprocess.run(hook + ["Stop"], input=payload, env=env, stdout=subprocess.DEVNULL,
                                             check=True))[0]
 
     def status(past):
         root, env = projects[past]
-        return timed(lambda: subprocess.run([sys.executable, "-m", "cc_continuity", "status"], cwd=root, env=env,
+        return pairs.timed(lambda: subprocess.run([sys.executable, "-m", "cc_continuity", "status"], cwd=root, env=env,
                                             stdout=subprocess.DEVNULL, check=True))[0]
 
     a = {"SessionStart": [], "Stop": [], "status": []}
@@ -380,7 +366,7 @@ def p10(work, runs):
                 for name, t in zip(("SessionStart", "Stop", "status"), row[past]):
                     target[name].append(t)
     for name in a:
-        res[name + " 1000 vs 10"] = ratio_row(a[name], b[name])
+        res[name + " 1000 vs 10"] = pairs.summary(a[name], b[name])
     return res
 
 
@@ -396,7 +382,7 @@ def p1(work):
         got = json.load(open(j))["P1"]
         version = subprocess.run([py, "-c", "import sys; print(sys.version.split()[0])"], capture_output=True,
                                  text=True).stdout.strip()
-        out["%s (%s)" % (py, version)] = dict(got, load=load())
+        out["%s (%s)" % (py, version)] = dict(got, load=pairs.load())
     return out
 
 
@@ -422,7 +408,7 @@ def main():
                          ("P11", lambda: p11(work, args.files, args.runs)),
                          ("P1", lambda: p1(work))):
             if name in only:
-                print("%s … (load %s)" % (name, load()), flush=True)
+                print("%s … (load %s)" % (name, pairs.load()), flush=True)
                 results[name] = fn()
                 print(json.dumps(results[name], indent=1), flush=True)
         if args.json:

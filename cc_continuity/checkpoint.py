@@ -1,10 +1,9 @@
 """A checkpoint: machine facts, the validated handoff, a git snapshot, a manifest.
 
-Layout, in the session dir::
-
-    checkpoint/handoff.md      what the successor starts from (model- or machine-written)
-    checkpoint/snapshot.json   facts taken by code when the handoff was requested
-    checkpoint/manifest.json   id, handoff sha256 + validation, git ref, trigger reading
+Its files, in the session dir's ``checkpoint/`` (their names and what each holds:
+session.py, "the session dir's layout"): the handoff, the snapshot of facts taken
+when it was requested, and the manifest (id, handoff sha256 + validation, git ref,
+trigger reading).
 
 The facts come from code, not from the model's memory at its fullest moment:
 git state, the last user prompts, the open todo list, the meter reading.
@@ -13,19 +12,28 @@ git state, the last user prompts, the open todo list, the meter reading.
 import os
 import time
 
-from . import atomic, fastjson, ledger, paths, session
+from . import atomic, fastjson, ledger, paths, rotation, session
 from .session import ledger_path
+
+TYPE_CHECKING = False  # mypy takes this name as true; at run time typing is not imported (hooks import this)
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+    from typing import Any
+
+    from .config import Config
+    from .handoff import Validation
+    from .session import Record
 
 PROMPT_CHARS = 500
 PROMPTS_KEPT = 5
 
 
-cp_dir = session.checkpoint_dir
-handoff_path = session.handoff_path
-checkpoint_id = session.checkpoint_id
+cp_dir: "Callable[[str], str]" = session.checkpoint_dir
+handoff_path: "Callable[[str], str]" = session.handoff_path
+checkpoint_id: "Callable[[int], str]" = session.checkpoint_id
 
 
-def handoff_problem(sdir, path=None):
+def handoff_problem(sdir: str, path: str | None = None) -> str | None:
     """Why ``path`` (default: the handoff path) is no safe place for this session's handoff; None if it is.
 
     Safe means: exactly this session's handoff path, in a checkpoint directory that is a
@@ -41,12 +49,12 @@ def handoff_problem(sdir, path=None):
     return paths.private_dir_problem(cp_dir(sdir)) or paths.regular_file_problem(want, missing_ok=True)
 
 
-def handoff_target_ok(sdir, path):
+def handoff_target_ok(sdir: str, path: str) -> bool:
     """May the PreToolUse hook let the agent write ``path`` without a permission prompt?"""
     return handoff_problem(sdir, path) is None
 
 
-def read_handoff(sdir, limit=1 << 21, chmod=None):
+def read_handoff(sdir: str, limit: int = 1 << 21, chmod: int | None = None) -> bytes:
     """The handoff's bytes, read without following a link (FileNotFoundError, paths.NotRegular)."""
     problem = handoff_problem(sdir)
     if problem:
@@ -54,29 +62,30 @@ def read_handoff(sdir, limit=1 << 21, chmod=None):
     return paths.read_regular(handoff_path(sdir), limit, chmod=chmod)
 
 
-def _write_json(path, obj):
+def _write_json(path: str, obj: object) -> None:
     import json
 
     atomic.write_text(path, json.dumps(obj, indent=2) + "\n")
 
 
-def read_json(path):
+def read_json(path: str) -> "Any":
     with open(path, "rb") as f:
         return fastjson.loads(f.read())
 
 
-def facts_and_manifest(sdir):
+def facts_and_manifest(sdir: str) -> "tuple[Any, Any]":
     """(snapshot.json, manifest.json) of the session's checkpoint; {} for one that cannot be read."""
-    out = []
-    for name in ("snapshot.json", "manifest.json"):
+    out: "list[Any]" = []
+    for path in (session.snapshot_path(sdir), session.manifest_path(sdir)):
         try:
-            out.append(read_json(cp_dir(sdir) + "/" + name))
+            out.append(read_json(path))
         except (OSError, ValueError):
             out.append({})
     return out[0], out[1]
 
 
-def prompts(sdir, since=None, limit=PROMPTS_KEPT, chars=PROMPT_CHARS):
+def prompts(sdir: str, since: float | None = None, limit: int = PROMPTS_KEPT,
+            chars: int = PROMPT_CHARS) -> "list[dict[str, Any]]":
     """The session's user prompts from its ledger (newest last), redacted, then cut to ``chars``.
 
     Everything that quotes a prompt (the snapshot, the machine handoff, the successor's
@@ -84,14 +93,14 @@ def prompts(sdir, since=None, limit=PROMPTS_KEPT, chars=PROMPT_CHARS):
     never leaves the session's own ledger (redacted before the cut: a cut cannot
     leave half a secret behind).
     """
-    out = []
+    out: "list[dict[str, Any]]" = []
     for rec in ledger.read(ledger_path(sdir)):
         if rec.get("ev") != "prompt" or not isinstance(rec.get("text"), str):
             continue
         if since is not None and rec.get("ts", 0) < since:
             continue
         text = rec["text"].strip()
-        if text.startswith("Continuing from cp-"):
+        if rotation.is_continuation(text):
             continue  # our own continuation prompt is not the user's
         from . import redact  # only with a prompt to quote: compiling its rules costs ~50 ms
 
@@ -100,8 +109,9 @@ def prompts(sdir, since=None, limit=PROMPTS_KEPT, chars=PROMPT_CHARS):
     return out[-limit:] if limit else out
 
 
-def collect(root, sdir, rec, reading, payload, cfg, out_dir=None):
-    """Machine facts for the snapshot; written to ``<out_dir>/snapshot.json`` and returned."""
+def collect(root: str, sdir: str, rec: "Record", reading: "dict[str, Any]", payload: "dict[str, Any]",
+            cfg: "Config | Mapping[str, Any]", out_dir: str | None = None) -> "dict[str, Any]":
+    """Machine facts for the snapshot; written to ``<out_dir>/`` :data:`session.SNAPSHOT` and returned."""
     from . import gitsnap, transcript  # here: the claim reads checkpoints and must stay light
 
     out_dir = out_dir or cp_dir(sdir)
@@ -122,11 +132,12 @@ def collect(root, sdir, rec, reading, payload, cfg, out_dir=None):
         "todos": transcript.open_todos(tpath) if isinstance(tpath, str) else None,
         "last_assistant_message": last[:1000] if isinstance(last, str) else None,
     }
-    _write_json(out_dir + "/snapshot.json", snap)
+    _write_json(out_dir + "/" + session.SNAPSHOT, snap)
     return snap
 
 
-def finalize(root, slug, sdir, rec, check, cfg, degraded, tries, snap):
+def finalize(root: str, slug: str, sdir: str, rec: "Record", check: "Validation",
+             cfg: "Config | Mapping[str, Any]", degraded: bool, tries: int, snap: "dict[str, Any]") -> "dict[str, Any]":
     """Snapshot the work tree and write the manifest.  Returns the summary for the record.
 
     The ref lives under the project *key* (``slug`` only names the session in the
@@ -147,13 +158,13 @@ def finalize(root, slug, sdir, rec, check, cfg, degraded, tries, snap):
     try:
         ref = gitsnap.ref_name(paths.project_key(root), number)
     except ValueError as e:
-        git = {"git": None, "error": str(e)[:500]}
+        git: "dict[str, Any]" = {"git": None, "error": str(e)[:500]}
     else:
         from . import snapjob
 
         git = snapjob.run_for_checkpoint(root, sdir, ref, message, cfg)  # or pending: its job finishes it
     reading = snap.get("reading") or {}
-    manifest = {
+    manifest: "dict[str, Any]" = {
         "id": cid,
         "session": rec.get("name"),
         "number": number,
@@ -165,14 +176,14 @@ def finalize(root, slug, sdir, rec, check, cfg, degraded, tries, snap):
         "trigger": reading,
         "git": git,
     }
-    _write_json(cp_dir(sdir) + "/manifest.json", manifest)
+    _write_json(session.manifest_path(sdir), manifest)
     ledger.append(ledger_path(sdir), {"ev": "checkpoint", "id": cid, "sha256": check.sha256,
                                       "degraded": degraded, "tries": tries,
                                       "ref": git.get("ref"), "commit": git.get("commit"),
                                       "git": git.get("git"), "git_error": git.get("error"),
                                       "snapshot_pending": bool(git.get("pending")),
                                       "snapshot_ms": git.get("elapsed_ms")})
-    summary = {
+    summary: "dict[str, Any]" = {
         "id": cid,
         "percent": reading.get("percent"),
         "tokens": reading.get("tokens"),
@@ -190,23 +201,24 @@ def finalize(root, slug, sdir, rec, check, cfg, degraded, tries, snap):
     return summary
 
 
-def snapshot_wait(git):
+def snapshot_wait(git: "dict[str, Any]") -> "dict[str, Any]":
     """What PreToolUse needs to hold tools back until a pending snapshot is there (hot path: plain data)."""
     return {"result": git["result"], "pid": git.get("pid"), "until": git.get("until"), "ref": git.get("ref")}
 
 
-def git_entry(sdir):
+def git_entry(sdir: str) -> "dict[str, Any]":
     """The checkpoint's git entry now (a pending snapshot's result once its job wrote it), or {}."""
     from . import snapjob
 
     try:
-        manifest = read_json(cp_dir(sdir) + "/manifest.json")
+        manifest = read_json(session.manifest_path(sdir))
     except (OSError, ValueError):
         return {}
     return snapjob.current(manifest.get("git"))
 
 
-def write_machine_handoff(sdir, snap, cfg, problems):
+def write_machine_handoff(sdir: str, snap: "dict[str, Any]", cfg: "Config | Mapping[str, Any]",
+                          problems: list[str] | None) -> "Validation":
     """Replace the (invalid or missing) handoff with one written from facts; return its validation.
 
     Whatever is at the path (a symlink, a hard link, a FIFO) is replaced as a directory

@@ -16,13 +16,22 @@ reached meanwhile — it never tries a transition its state does not allow.
 import os
 import time
 
-from . import checkpoint, fastjson, ledger, session
+from . import checkpoint, fastjson, ledger, rotation, session
 from .procs import pid_alive
+
+TYPE_CHECKING = False  # mypy takes this name as true; at run time typing is not imported (SessionStart runs this)
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from typing import Any
+
+    from .project import Project
+    from .session import Record
 
 SPILL_LIMIT = 9500  # Claude Code spills hook text over 10 000 chars to a file
 
 
-def candidates(proj, claude_pid=None, predecessor=None, me=None, cleared=False, intent=None):
+def candidates(proj: "Project", claude_pid: int | None = None, predecessor: int | None = None, me: int | None = None,
+               cleared: bool = False, intent: int | None = None) -> list[int]:
     """Claimable sessions for session ``me``, best first.
 
     First, a checkpoint already claimed for ``me`` by a claim that was cut
@@ -37,8 +46,8 @@ def candidates(proj, claude_pid=None, predecessor=None, me=None, cleared=False, 
     not grow with the history.  A claim cut short is found through ``intent``, which
     the claimer records before the predecessor moves.
     """
-    out = []
-    mine = []
+    out: list[int] = []
+    mine: list[int] = []
     for n in reversed(proj.open_numbers()):
         if n == predecessor or n == me:
             continue
@@ -76,7 +85,8 @@ def candidates(proj, claude_pid=None, predecessor=None, me=None, cleared=False, 
     return mine + out
 
 
-def claim(proj, successor_n, successor_dir, candidates_):
+def claim(proj: "Project", successor_n: int, successor_dir: str,
+          candidates_: "Iterable[int]") -> "tuple[int, Record] | tuple[None, None]":
     """Claim the first still-claimable candidate for ``successor_n``.  Call under the project lock.
 
     Returns (predecessor_number, predecessor_record) or (None, None).
@@ -84,7 +94,7 @@ def claim(proj, successor_n, successor_dir, candidates_):
     for n in candidates_:
         pdir = proj.session_dir(n)
         try:
-            prec = session.load(pdir)
+            prec: "Record" = session.load(pdir)
         except (OSError, ValueError):
             continue
         if prec.get("successor") == successor_n and prec["state"] == session.ROTATED:
@@ -107,17 +117,17 @@ def claim(proj, successor_n, successor_dir, candidates_):
     return None, None
 
 
-def finish(proj, n, sdir, pred_n, prec):
+def finish(proj: "Project", n: int, sdir: str, pred_n: int, prec: "Record") -> "Record":
     """Record the claimed predecessor in successor ``n`` (under the project lock); returns its record.
 
     Also completes a claim cut short: BOOTSTRAPPING only when the successor's state
     allows it (it may have worked on, say to WARNED, since); otherwise the claim is
     recorded as completed in the ledger and the state left as it is.
     """
-    rec = session.load(sdir)
+    rec: "Record" = session.load(sdir)
     cp = prec.get("checkpoint") or {}
     cid = cp.get("id")
-    rec.update(predecessor=pred_n, predecessor_claimed=True, checkpoint_from=cid)
+    rec["predecessor"], rec["predecessor_claimed"], rec["checkpoint_from"] = pred_n, True, cid
     rec.pop("claiming", None)
     wait = cp.get("snapshot_wait")
     if isinstance(wait, dict) and isinstance(wait.get("result"), str) and not os.path.exists(wait["result"]):
@@ -131,7 +141,7 @@ def finish(proj, n, sdir, pred_n, prec):
     return rec
 
 
-def drop_intent(sdir):
+def drop_intent(sdir: str) -> bool:
     """Roll back a claim cut short before its predecessor moved, now that it went elsewhere."""
     rec = session.load(sdir)
     pred = rec.pop("claiming", None)
@@ -145,7 +155,7 @@ def drop_intent(sdir):
 SUCCESSOR = "@@cc-continuity-successor@@"  # stands for the successor's name in a prepared bootstrap
 
 
-def prepare(proj, pred_n, prec, max_tokens):
+def prepare(proj: "Project", pred_n: int, prec: "Record", max_tokens: int) -> None:
     """Build the checkpoint's part of the bootstrap now, redacted, for the claim to use as is.
 
     Called when the checkpoint is verified (the Stop hook, which has the redactor
@@ -161,11 +171,12 @@ def prepare(proj, pred_n, prec, max_tokens):
         {"text": redact.redact(static), "budget": min(max_tokens * 4, SPILL_LIMIT)}), fsync=False)
 
 
-def _prepared_path(pdir):
-    return checkpoint.cp_dir(pdir) + "/bootstrap.json"
+def _prepared_path(pdir: str) -> str:
+    return session.bootstrap_path(pdir)
 
 
-def bootstrap_text(proj, pred_n, prec, succ_name, max_tokens, since=""):
+def bootstrap_text(proj: "Project", pred_n: int, prec: "Record", succ_name: str, max_tokens: int,
+                   since: str = "") -> str:
     """The successor's first context: who it continues, the handoff, facts, late prompts.
 
     ``since`` (redacted already): what changed since the checkpoint and the actions after
@@ -177,7 +188,7 @@ def bootstrap_text(proj, pred_n, prec, succ_name, max_tokens, since=""):
     try:
         with open(_prepared_path(pdir), "rb") as f:
             prepared = fastjson.loads(f.read())
-        static = prepared["text"] if prepared.get("budget") == budget else None
+        static: str | None = prepared["text"] if prepared.get("budget") == budget else None
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         static = None
     if static is not None and SUCCESSOR in static:
@@ -198,7 +209,7 @@ def bootstrap_text(proj, pred_n, prec, succ_name, max_tokens, since=""):
 SINCE_AFTER = "\n\n## Handoff ("
 
 
-def _insert(static, since):
+def _insert(static: str, since: str) -> str:
     """``since`` between the first lines and the handoff (at the end when the text has no handoff heading)."""
     if not since:
         return static
@@ -208,11 +219,11 @@ def _insert(static, since):
     return static[:i] + "\n\n" + since + static[i:]
 
 
-def _late(proj, pred_n):
+def _late(proj: "Project", pred_n: int) -> str:
     """What the user typed after the handoff was requested: prompts sent, and a draft the rotator kept."""
     pdir = proj.session_dir(pred_n)
     try:
-        requested = checkpoint.read_json(checkpoint.cp_dir(pdir) + "/snapshot.json").get("requested_at")
+        requested = checkpoint.read_json(session.snapshot_path(pdir)).get("requested_at")
     except (OSError, ValueError, AttributeError):
         requested = None
     late = checkpoint.prompts(pdir, since=requested, limit=10, chars=500)
@@ -228,7 +239,8 @@ def _late(proj, pred_n):
     return late_txt
 
 
-def _parts(proj, pred_n, prec, succ_name, max_tokens, late=True, reserve=0):
+def _parts(proj: "Project", pred_n: int, prec: "Record", succ_name: str, max_tokens: int, late: bool = True,
+           reserve: int = 0) -> tuple[str, str]:
     """(the checkpoint's part, the late part) of the bootstrap, not yet redacted."""
     pdir = proj.session_dir(pred_n)
     cp = prec.get("checkpoint") or {}
@@ -242,7 +254,7 @@ def _parts(proj, pred_n, prec, succ_name, max_tokens, late=True, reserve=0):
         handoff_text = ""
     status = "valid" if not cp.get("degraded") else "degraded (machine-written after %s invalid tries)" % cp.get("tries")
     reading = snap.get("reading") or {}
-    head = ["Continuing from %s (%s)." % (cid, succ_name),
+    head = [rotation.continuation_head(cid, succ_name),
             "This session continues the work of %s, which handed off at %s%% of its context window. "
             "Its handoff is %s; it follows below%s." % (
                 prec.get("name"), reading.get("percent", "?"), status,
@@ -259,28 +271,28 @@ def _parts(proj, pred_n, prec, succ_name, max_tokens, late=True, reserve=0):
     return "\n".join(head) + body + "\n\n" + facts, late_txt
 
 
-def _draft(pdir, limit=1500):
+def _draft(pdir: str, limit: int = 1500) -> str:
     """What the rotator cut from the predecessor's input box (``rotation.draft_file``), or ""."""
     try:
-        with open(checkpoint.cp_dir(pdir) + "/draft.txt", encoding="utf-8", errors="replace") as f:
+        with open(session.draft_file(pdir), encoding="utf-8", errors="replace") as f:
             text = f.read(limit + 1).strip()
     except OSError:
         return ""
     return text[:limit] + ("…" if len(text) > limit else "")
 
 
-def _summary(text, limit):
+def _summary(text: str, limit: int) -> str:
     from .handoff import sections_of
 
     secs = sections_of(text)
-    parts = []
+    parts: list[str] = []
     for key in ("goal", "next steps", "current state"):
         if secs.get(key):
             parts.append("### %s\n%s" % (key.capitalize(), secs[key].strip()[:limit // 3]))
     return "\n".join(parts)[:limit]
 
 
-def _facts(snap, manifest):
+def _facts(snap: "dict[str, Any]", manifest: "dict[str, Any]") -> str:
     g = snap.get("git") or {}
     lines = ["## Machine facts at the checkpoint"]
     if g.get("git"):

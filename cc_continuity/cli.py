@@ -13,7 +13,7 @@ import sys
 from . import __version__, commands, errors
 
 
-def build_parser():
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="cc-continuity",
         description="Zero-touch session rotation for Claude Code.",
@@ -33,7 +33,7 @@ def build_parser():
     return parser
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     # The hook path must stay lean: route it before building the full parser
     # (only asking for help goes to the parser: a hook call must always exit 0).
@@ -78,7 +78,7 @@ def main(argv=None):
         return 0
 
 
-def report(verb, error):
+def report(verb: str, error: errors.Error) -> int:
     """One line on stderr, the traceback in ``logs/cli.log``; the error's exit status."""
     import traceback
 
@@ -90,7 +90,7 @@ def report(verb, error):
     return error.exit_code
 
 
-def launch_fallthrough_status():
+def launch_fallthrough_status() -> int:
     try:
         from .install.wrapper import FALLTHROUGH_STATUS
 

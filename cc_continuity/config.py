@@ -19,6 +19,13 @@ import os
 
 from . import atomic, errors, fastjson, paths
 
+TYPE_CHECKING = False  # mypy takes this name as true; at run time typing is not imported (read on every hook)
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+    from typing import Any
+
+    Check = Callable[[object], str | None]  # a validator: None when the value is fine, else the problem
+
 HANDOFF_SECTIONS = [
     "Goal",
     "Done so far",
@@ -31,8 +38,8 @@ HANDOFF_SECTIONS = [
 ]
 
 
-def _int(lo=None, hi=None, null=False):
-    def check(v):
+def _int(lo: int | None = None, hi: int | None = None, null: bool = False) -> "Check":
+    def check(v: object) -> str | None:
         if v is None and null:
             return None
         if isinstance(v, bool) or not isinstance(v, int):
@@ -45,8 +52,8 @@ def _int(lo=None, hi=None, null=False):
     return check
 
 
-def _num(lo, hi, null=False):
-    def check(v):
+def _num(lo: float, hi: float, null: bool = False) -> "Check":
+    def check(v: object) -> str | None:
         if v is None and null:
             return None
         if isinstance(v, bool) or not isinstance(v, (int, float)):
@@ -57,8 +64,8 @@ def _num(lo, hi, null=False):
     return check
 
 
-def _num_from_zero(hi):
-    def check(v):
+def _num_from_zero(hi: float) -> "Check":
+    def check(v: object) -> str | None:
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             return "must be a number"
         if not (0 <= v <= hi):
@@ -67,11 +74,11 @@ def _num_from_zero(hi):
     return check
 
 
-def _bool(v):
+def _bool(v: object) -> str | None:
     return None if isinstance(v, bool) else "must be true or false"
 
 
-def _url(v):
+def _url(v: object) -> str | None:
     if v is None:
         return None
     if not isinstance(v, str) or not (v.startswith("http://") or v.startswith("https://")):
@@ -79,22 +86,22 @@ def _url(v):
     return None
 
 
-def _str_or_null(v):
+def _str_or_null(v: object) -> str | None:
     return None if v is None or isinstance(v, str) else "must be a string or null"
 
 
-def _str_list(v):
+def _str_list(v: object) -> str | None:
     if not isinstance(v, list) or not all(isinstance(x, str) and x for x in v):
         return "must be a list of non-empty strings"
     return None
 
 
-def _nonempty_str_list(v):
+def _nonempty_str_list(v: object) -> str | None:
     return _str_list(v) or (None if v else "must not be empty")
 
 
 # key: (default, validator, one-line meaning)
-SCHEMA = {
+SCHEMA: "dict[str, tuple[Any, Check, str]]" = {
     "enabled": (True, _bool, "rotation on/off (per project: .claude/continuity.json)"),
     "window": (None, _int(1000, 100_000_000, null=True), "context window in tokens; null = detect"),
     "warn": (55, _num(0, 100), "percent of the window: note to wrap up soon"),
@@ -157,7 +164,7 @@ SCHEMA = {
                                                 "into a pane"),
 }
 
-DEFAULTS = {k: v[0] for k, v in SCHEMA.items()}
+DEFAULTS: "dict[str, Any]" = {k: v[0] for k, v in SCHEMA.items()}
 
 # -- the trust boundary ----------------------------------------------------------
 # What a repository's .claude/continuity.json may set.  An allow-list: a key not
@@ -173,7 +180,7 @@ REPO_ANY = frozenset((
 ))
 # Only towards "cc-continuity does less": the one value a repo may choose (a bool),
 # or "lower" (a cap it may only reduce).
-REPO_NARROW = {
+REPO_NARROW: dict[str, bool | str] = {
     "enabled": False,            # opt the project out, never back in
     "tmux": False,               # never start typing into the user's terminal
     "precompact_block": False,   # let Claude Code's own compaction run
@@ -200,7 +207,7 @@ REPO_NARROW = {
 class ConfigError(errors.ConfigError, ValueError):
     """A config file or value is wrong.  ``file`` and ``key`` say where."""
 
-    def __init__(self, file, key, msg):
+    def __init__(self, file: str, key: str | None, msg: str) -> None:
         self.file = file
         self.key = key
         self.msg = msg
@@ -211,37 +218,38 @@ class ConfigError(errors.ConfigError, ValueError):
 class Config:
     """The effective values plus where each came from."""
 
-    def __init__(self):
-        self.values = {k: (list(v) if isinstance(v, list) else v) for k, v in DEFAULTS.items()}
-        self.sources = {k: "default" for k in DEFAULTS}
-        self.warnings = []
-        self.ignored = []  # (repository file, key, warning) for each key the trust boundary dropped
-        self.user_project_file = None
+    def __init__(self) -> None:
+        self.values: "dict[str, Any]" = {k: (list(v) if isinstance(v, list) else v) for k, v in DEFAULTS.items()}
+        self.sources: "dict[str, str]" = {k: "default" for k in DEFAULTS}
+        self.warnings: "list[str]" = []
+        # (repository file, key, warning) for each key the trust boundary dropped
+        self.ignored: "list[tuple[str, str, str]]" = []
+        self.user_project_file: "str | None" = None
 
-    def __getitem__(self, key):
+    def __getitem__(self, key: str) -> "Any":
         return self.values[key]
 
-    def get(self, key, default=None):
+    def get(self, key: str, default: object = None) -> "Any":
         return self.values.get(key, default)
 
-    def source(self, key):
+    def source(self, key: str) -> str:
         return self.sources[key]
 
-    def thresholds(self):
+    def thresholds(self) -> tuple[float, float, float]:
         return self.values["warn"], self.values["rotate"], self.values["hard"]
 
 
-def project_file(root):
+def project_file(root: str) -> str:
     """The repository's file (untrusted: it may only narrow)."""
     return os.path.join(root, ".claude", "continuity.json")
 
 
-def user_project_file(root):
+def user_project_file(root: str) -> str:
     """The user's own per-project settings, in the state dir (trusted)."""
     return paths.project_config_file(root)
 
 
-def layer_files(root=None):
+def layer_files(root: str | None = None) -> list[str]:
     """Every file ``load(root)`` reads, in precedence order (for cache invalidation)."""
     files = [paths.config_file()]
     if root:
@@ -249,7 +257,7 @@ def layer_files(root=None):
     return files
 
 
-def repo_may_set(key, value, current):
+def repo_may_set(key: str, value: object, current: "Any") -> bool:
     """Would ``key: value`` in a repository file only narrow ``current``?  (The rule, in one place.)"""
     if key in REPO_ANY:
         return True
@@ -261,7 +269,7 @@ def repo_may_set(key, value, current):
     return value == rule or value == current
 
 
-def _read(path):
+def _read(path: str) -> "dict[str, Any] | None":
     """The parsed object in ``path``, or None when the file does not exist."""
     try:
         with open(path, "rb") as f:
@@ -281,7 +289,7 @@ def _read(path):
     return doc
 
 
-def validate(doc, path, warnings=None):
+def validate(doc: "dict[str, Any]", path: str, warnings: list[str] | None = None) -> None:
     """Raise ConfigError for the first bad value; collect unknown keys as warnings."""
     for key, value in doc.items():
         if key.startswith("$") or key.startswith("//"):
@@ -296,7 +304,7 @@ def validate(doc, path, warnings=None):
             raise ConfigError(path, key, problem)
 
 
-def _check_order(cfg, layers):
+def _check_order(cfg: Config, layers: list[str]) -> None:
     w, r, h = cfg.thresholds()
     if w <= r <= h:
         return
@@ -309,12 +317,12 @@ def _check_order(cfg, layers):
                       "thresholds must satisfy warn <= rotate <= hard (got %g, %g, %g)" % (w, r, h))
 
 
-def _repo_layer(cfg, path, doc):
+def _repo_layer(cfg: Config, path: str, doc: "dict[str, Any]") -> "dict[str, Any]":
     """The part of a repository file that may apply; every other key is ignored with a warning.
 
     An ignored key is not validated either: it can neither take effect nor break the load.
     """
-    allowed = {}
+    allowed: "dict[str, Any]" = {}
     for key, value in doc.items():
         if key not in SCHEMA or key in REPO_ANY:
             allowed[key] = value  # unknown and comment keys: validate() warns as for any file
@@ -331,11 +339,11 @@ def _repo_layer(cfg, path, doc):
     return allowed
 
 
-def _valid(key, value):
+def _valid(key: str, value: object) -> bool:
     return SCHEMA[key][1](value) is None
 
 
-def load(project_root=None, env=None):
+def load(project_root: str | None = None, env: "Mapping[str, str] | None" = None) -> Config:
     """The effective config for ``project_root`` (None: global only)."""
     env = os.environ if env is None else env
     cfg = Config()
@@ -363,7 +371,7 @@ def load(project_root=None, env=None):
     return cfg
 
 
-def _update(path, changes):
+def _update(path: str, changes: "dict[str, Any]") -> "dict[str, Any]":
     """Validate ``changes`` merged over ``path`` and write atomically; None deletes a key."""
     doc = _read(path) or {}
     new = dict(doc)
@@ -388,12 +396,12 @@ def _update(path, changes):
     return new
 
 
-def update_global(changes):
+def update_global(changes: "dict[str, Any]") -> "dict[str, Any]":
     paths.ensure_dir(paths.home())
     return _update(paths.config_file(), changes)
 
 
-def update_project(root, changes):
+def update_project(root: str, changes: "dict[str, Any]") -> "dict[str, Any]":
     """The user's per-project settings: in the state dir, never in the repository."""
     path = user_project_file(root)
     paths.ensure_dir(os.path.dirname(path))

@@ -6,10 +6,14 @@ talks to ``_json`` itself and only falls back to ``json`` when the
 accelerator is missing (other Pythons).
 """
 
+TYPE_CHECKING = False  # mypy takes this name as true; at run time nothing is imported (hot path)
+if TYPE_CHECKING:
+    from typing import Any
+
 try:
     import _json
 except ImportError:  # pragma: no cover - CPython always has it
-    _json = None
+    _json = None  # type: ignore[assignment]
 
 
 class _Ctx:
@@ -18,10 +22,10 @@ class _Ctx:
     object_pairs_hook = None
     parse_float = float
     parse_int = int
-    memo = None
+    memo: "dict[str, object] | None" = None
 
     @staticmethod
-    def parse_constant(name):
+    def parse_constant(name: str) -> float:
         return {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}[name]
 
 
@@ -33,14 +37,15 @@ _WS = " \t\n\r"
 
 if _json is not None:
     _ctx = _Ctx()
-    _ctx.memo = {}
-    _scan = _json.make_scanner(_ctx)
+    _memo: "dict[str, object]" = {}
+    _ctx.memo = _memo
+    _scan = _json.make_scanner(_ctx)  # type: ignore[arg-type]  # the stub wants a scanner; any context quacks
     _encode = _json.make_encoder(
-        None, None, _json.encode_basestring_ascii, None, ":", ",", False, False, True
+        None, None, _json.encode_basestring_ascii, None, ":", ",", False, False, True  # type: ignore[arg-type]
     )
     _encode_pretty = None
 
-    def loads(s):
+    def loads(s: str | bytes | bytearray) -> "Any":
         """Parse one JSON document; trailing garbage is an error."""
         if isinstance(s, (bytes, bytearray)):
             s = s.decode("utf-8")
@@ -58,14 +63,14 @@ if _json is not None:
             # Ask the real parser for the precise message (error path only).
             raise DecodeError(_describe_error(s)) from None
         finally:
-            _ctx.memo.clear()
+            _memo.clear()
         while end < n and s[end] in _WS:
             end += 1
         if end != n:
             raise DecodeError("extra data at offset %d" % end)
         return obj
 
-    def _describe_error(s):
+    def _describe_error(s: str) -> str:
         import json
 
         try:
@@ -74,18 +79,18 @@ if _json is not None:
             return str(e)
         return "invalid JSON"
 
-    def dumps(obj):
+    def dumps(obj: object) -> str:
         """Compact, ASCII-only JSON on one line (safe for JSONL)."""
         return "".join(_encode(obj, 0))
 
 else:  # pragma: no cover
     import json as _stdjson
 
-    def loads(s):
+    def loads(s: str | bytes | bytearray) -> "Any":
         try:
             return _stdjson.loads(s)
         except ValueError as e:
             raise DecodeError(str(e)) from None
 
-    def dumps(obj):
+    def dumps(obj: object) -> str:
         return _stdjson.dumps(obj, separators=(",", ":"))

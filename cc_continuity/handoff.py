@@ -11,6 +11,13 @@ import re
 
 from .digest import sha256
 
+TYPE_CHECKING = False  # mypy takes this name as true; at run time typing is not imported (the Stop hook runs this)
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+
+    from .config import Config
+
 HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
 # Path-like tokens worth checking: in backticks, or list items in "Files touched".
 BACKTICK = re.compile(r"`([^`\n]{1,300})`")
@@ -26,7 +33,7 @@ NOT_A_PATH = frozenset(("n/a", "na", "none", "-", "--", "tbd", "todo", "nothing"
 GONE_WORDS = ("deleted", "removed", "renamed from", "(gone)", "will create", "to create", "new file", "(planned)")
 
 
-def template(sections):
+def template(sections: list[str]) -> str:
     """The skeleton the model fills in."""
     lines = ["# Handoff", ""]
     for name in sections:
@@ -34,11 +41,11 @@ def template(sections):
     return "\n".join(lines)
 
 
-def sections_of(text):
+def sections_of(text: str) -> dict[str, str]:
     """{normalised heading: body text} for every markdown heading in ``text``."""
-    out = {}
-    current = None
-    body = []
+    out: dict[str, str] = {}
+    current: str | None = None
+    body: list[str] = []
     in_fence = False
     for line in text.splitlines():
         if line.lstrip().startswith(("```", "~~~")):
@@ -56,13 +63,13 @@ def sections_of(text):
     return out
 
 
-def normalise(heading):
+def normalise(heading: str) -> str:
     return re.sub(r"[^a-z0-9]+", " ", heading.lower()).strip()
 
 
-def named_paths(text, sections):
+def named_paths(text: str, sections: dict[str, str]) -> list[str]:
     """Tokens in the handoff that look like file paths (backticked, or listed under Files touched)."""
-    found = []
+    found: list[tuple[str, str]] = []
     for m in BACKTICK.finditer(text):
         tok = m.group(1).strip()
         line = text[text.rfind("\n", 0, m.start()) + 1:text.find("\n", m.end()) if text.find("\n", m.end()) != -1 else len(text)]
@@ -73,8 +80,8 @@ def named_paths(text, sections):
         tok = item.split()[0].strip("`,;:") if item.split() else ""
         if tok:
             found.append((tok, line))
-    out = []
-    seen = set()
+    out: list[str] = []
+    seen: set[str] = set()
     for tok, line in found:
         tok = tok.split(":")[0] if re.search(r":\d+$", tok) else tok  # file.py:42
         if tok in seen or "://" in tok or " " in tok or tok.lower() in NOT_A_PATH or not PATHISH.match(tok):
@@ -89,22 +96,22 @@ def named_paths(text, sections):
 
 
 class Validation:
-    def __init__(self):
-        self.problems = []
-        self.missing_paths = []
-        self.sha256 = None
+    def __init__(self) -> None:
+        self.problems: list[str] = []
+        self.missing_paths: list[str] = []
+        self.sha256: str | None = None
         self.chars = 0
 
     @property
-    def ok(self):
+    def ok(self) -> bool:
         return not self.problems
 
-    def as_dict(self):
+    def as_dict(self) -> "dict[str, Any]":
         return {"ok": self.ok, "problems": self.problems, "missing_paths": self.missing_paths,
                 "sha256": self.sha256, "chars": self.chars}
 
 
-def validate(path, root, cfg, max_read=1 << 21):
+def validate(path: str, root: str, cfg: "Config | Mapping[str, Any]", max_read: int = 1 << 21) -> Validation:
     """Check the handoff at ``path`` against ``cfg``; paths resolve against ``root``."""
     from . import paths
 
@@ -149,12 +156,12 @@ def validate(path, root, cfg, max_read=1 << 21):
     return v
 
 
-def _has_content(body):
+def _has_content(body: str) -> bool:
     stripped = re.sub(r"<!--.*?-->", "", body, flags=re.S).strip()
     return bool(stripped) and stripped not in ("<text>", "...", "…", "TODO", "TBD")
 
 
-def machine_handoff(snap, sections, draft_problems=None):
+def machine_handoff(snap: "dict[str, Any]", sections: list[str], draft_problems: list[str] | None = None) -> str:
     """A handoff written from snapshot facts when the model could not produce a valid one."""
     g = snap.get("git") or {}
     prompts = snap.get("prompts") or []
@@ -183,7 +190,7 @@ def machine_handoff(snap, sections, draft_problems=None):
     return redact.redact("\n".join(lines) + "\n")
 
 
-def _git_state(g):
+def _git_state(g: "dict[str, Any]") -> str:
     if not g.get("git"):
         return "not a git repository"
     parts = ["branch %s at %s" % (g.get("branch") or "(detached)", (g.get("head") or "no commits")[:12])]

@@ -22,15 +22,21 @@ import time
 
 from . import fastjson
 
+TYPE_CHECKING = False  # mypy takes this name as true; at run time nothing is imported (hot path)
+if TYPE_CHECKING:
+    from typing import Any
 
-def sha256(data):  # noqa: F811 - replaced by the real one on first use
+    from _hashlib import HASH
+
+
+def sha256(data: bytes) -> "HASH":  # noqa: F811 - replaced by the real one on first use
     """The builtin SHA-256 (digest.py), loaded on first use: the per-tool-call path imports this module
     (through session) but writes no ledger line, and on some builds ``_sha256`` is a shared
     object whose loading costs a few percent of the interpreter's start."""
     global sha256
     from .digest import sha256 as real
 
-    sha256 = real
+    sha256 = real  # type: ignore[assignment]  # same positional use; only the parameter name differs
     return real(data)
 
 GENESIS = "0" * 64
@@ -38,7 +44,7 @@ REPAIRED = "ledger_repaired"
 _CHUNK = 8192
 
 
-def _last_line(fd, size):
+def _last_line(fd: int, size: int) -> tuple[bytes, bool]:
     """(bytes of the last complete line, ends_with_newline) read backwards."""
     if size == 0:
         return b"", True
@@ -59,7 +65,7 @@ def _last_line(fd, size):
     return buf, clean
 
 
-def append(path, record):
+def append(path: str, record: "dict[str, Any]") -> "dict[str, Any]":
     """Append ``record`` (a dict) and return what was written (with n/prev/ts)."""
     fd = posix.open(path, posix.O_RDWR | posix.O_CREAT | posix.O_APPEND | posix.O_CLOEXEC, 0o600)
     try:
@@ -73,7 +79,7 @@ def append(path, record):
         else:
             n = 1
         prev = sha256(last).hexdigest() if last else GENESIS
-        rec = {"n": n, "ts": round(time.time(), 3)}
+        rec: "dict[str, Any]" = {"n": n, "ts": round(time.time(), 3)}
         rec.update(record)
         rec["n"] = n
         rec["prev"] = prev
@@ -85,7 +91,7 @@ def append(path, record):
         posix.close(fd)
 
 
-def _write_line(path, fd, line):
+def _write_line(path: str, fd: int, line: bytes) -> None:
     """One ``write(2)`` per record (a kill cannot tear it); a short write (disk full) is an error."""
     data = line + b"\n"
     done = posix.write(fd, data)
@@ -93,7 +99,7 @@ def _write_line(path, fd, line):
         raise OSError(28, "short write to %s (%d of %d bytes): disk full?" % (path, done, len(data)))
 
 
-def _repair(path, fd, size, torn):
+def _repair(path: str, fd: int, size: int, torn: bytes) -> tuple[bytes, int]:
     """Cut a torn final line off (lock held); returns (last complete line, the next record's n).
 
     Head first, then truncate, then the repair record: a process killed between any two
@@ -113,14 +119,14 @@ def _repair(path, fd, size, torn):
     return line, n + 2
 
 
-def _line_number(line):
+def _line_number(line: bytes) -> int:
     try:
         return int(fastjson.loads(line)["n"])
     except Exception:
         return 0
 
 
-def _write_head(path, n, digest):
+def _write_head(path: str, n: int, digest: str) -> None:
     try:
         hfd = posix.open(path + ".head", posix.O_WRONLY | posix.O_CREAT | posix.O_CLOEXEC, 0o600)
     except OSError:
@@ -131,7 +137,7 @@ def _write_head(path, n, digest):
         posix.close(hfd)
 
 
-def read(path):
+def read(path: str) -> "list[Any]":
     """All records, in order; unparsable lines are skipped (use verify to see them)."""
     out = []
     try:
@@ -149,12 +155,12 @@ def read(path):
     return out
 
 
-def tail(path, n=20):
+def tail(path: str, n: int = 20) -> "list[Any]":
     """The last ``n`` records (reads the whole file; ledgers are small)."""
     return read(path)[-n:]
 
 
-def verify(path):
+def verify(path: str) -> tuple[bool, int | None, str]:
     """Check the chain.  Returns (ok, bad_line_number_or_None, reason)."""
     prev = GENESIS
     count = 0
@@ -202,7 +208,7 @@ def verify(path):
     return True, None, "%d lines ok" % count
 
 
-def _read_head(path):
+def _read_head(path: str) -> tuple[int, str] | None:
     try:
         with open(path + ".head", "rb") as f:
             parts = f.read(200).split()
@@ -211,7 +217,7 @@ def _read_head(path):
         return None
 
 
-def _digest_of_line(path, n):
+def _digest_of_line(path: str, n: int) -> str | None:
     with open(path, "rb") as f:
         for lineno, raw in enumerate(f, 1):
             if lineno == n:

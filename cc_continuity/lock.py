@@ -11,19 +11,23 @@ import time
 
 from .procs import pid_alive
 
+TYPE_CHECKING = False  # mypy takes this name as true; at run time typing is not imported (hooks import this)
+if TYPE_CHECKING:
+    from typing import Literal, Self
+
 
 class LockTimeout(TimeoutError):
     """The lock stayed held by another live process for the whole timeout."""
 
 
 class Lock:
-    def __init__(self, path, timeout=10.0, poll=0.005):
+    def __init__(self, path: str, timeout: float = 10.0, poll: float = 0.005) -> None:
         self.path = path
         self.timeout = timeout
         self.poll = poll
-        self._fd = None
+        self._fd: int | None = None
 
-    def acquire(self):
+    def acquire(self) -> "Self":
         deadline = time.monotonic() + self.timeout
         delay = self.poll
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
@@ -51,13 +55,13 @@ class Lock:
         self._fd = fd
         return self
 
-    def _still_linked(self, fd):
+    def _still_linked(self, fd: int) -> bool:
         try:
             return os.fstat(fd).st_ino == os.stat(self.path).st_ino
         except FileNotFoundError:
             return False
 
-    def release(self):
+    def release(self) -> None:
         fd, self._fd = self._fd, None
         if fd is not None:
             try:
@@ -67,12 +71,12 @@ class Lock:
 
     __enter__ = acquire
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> "Literal[False]":
         self.release()
         return False
 
 
-def holder_pid(path):
+def holder_pid(path: str) -> int | None:
     """The pid recorded by the last holder, or None (diagnostics only)."""
     try:
         with open(path, "rb") as f:
@@ -81,7 +85,7 @@ def holder_pid(path):
         return None
 
 
-def is_held(path):
+def is_held(path: str) -> bool:
     """True when some live process holds the lock right now."""
     try:
         fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
@@ -96,13 +100,13 @@ def is_held(path):
     return False
 
 
-def is_stale(path):
+def is_stale(path: str) -> bool:
     """A lock file whose recorded holder is dead and that nobody holds now (doctor's leftovers)."""
     pid = holder_pid(path)
     return pid is not None and not pid_alive(pid) and not is_held(path)
 
 
-def remove_if_stale(path):
+def remove_if_stale(path: str) -> bool:
     """Delete a stale lock file while holding it ourselves, and only if its holder is still dead.
 
     (Acquirers re-check the inode after locking, so one waiting on the removed file

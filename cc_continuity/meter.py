@@ -11,7 +11,7 @@ every tool call.
 import posix
 import time
 
-from . import fastjson
+from . import fastjson, session
 
 CHUNK = 256 * 1024
 MAX_SCAN = 64 * 1024 * 1024  # give up (unknown) after this much history without a reading
@@ -22,6 +22,9 @@ MAX_SCAN = 64 * 1024 * 1024  # give up (unknown) after this much history without
 LINE_MAX = 16 * 1024 * 1024
 
 LEVELS = ("ok", "warn", "rotate", "hard")
+# Their indices (the scale's order: a fuller context has a higher index).  Compare levels
+# with these or :func:`at_least`, never with bare numbers.
+OK, WARN, ROTATE, HARD = range(len(LEVELS))
 
 # Byte prefilters: only lines that can be rows of these kinds are parsed.  The
 # transcript is compact JSON; the spaced form is accepted for robustness.
@@ -406,12 +409,9 @@ def await_reply_reading(path, last_message, bound_s):
 # It leaves its reading in the session dir; a hook that cannot trust the
 # transcript yet (Stop, right after the turn's last reply) can use it.
 
-STATUS_READING = "context.json"
-
-
 def save_status_reading(sdir, session_id, tokens, window, now=None, version=None):
     """Remember the status line's reading for ``session_id`` (only when it changed).  Never raises."""
-    path = sdir + "/" + STATUS_READING
+    path = session.status_reading_path(sdir)
     try:
         old = load_status_reading(sdir)
         if old and old.get("session_id") == session_id and old.get("tokens") == tokens and old.get("window") == window \
@@ -437,7 +437,7 @@ def save_status_reading(sdir, session_id, tokens, window, now=None, version=None
 def load_status_reading(sdir):
     """``{"session_id", "tokens", "window", "at"[, "version"]}`` the status line left, or None."""
     try:
-        fd = posix.open(sdir + "/" + STATUS_READING, posix.O_RDONLY | posix.O_CLOEXEC)
+        fd = posix.open(session.status_reading_path(sdir), posix.O_RDONLY | posix.O_CLOEXEC)
     except OSError:
         return None
     try:
@@ -469,7 +469,7 @@ def reported_window(sdir):
 
     Claude Code computes it itself (``context_window.context_window_size``), so it beats a guess."""
     try:
-        with open(sdir + "/statusline.json", "rb") as f:
+        with open(session.statusline_path(sdir), "rb") as f:
             w = fastjson.loads(f.read()).get("window")
         return w if isinstance(w, int) else None
     except (OSError, ValueError, AttributeError):
@@ -514,7 +514,18 @@ def level(tokens, window, cfg):
 
 
 def level_index(name):
-    return LEVELS.index(name) if name in LEVELS else 0
+    """The index of the level ``name`` in :data:`LEVELS` (:data:`OK` for a name that is none)."""
+    return LEVELS.index(name) if name in LEVELS else OK
+
+
+def at_least(level, name):
+    """Is ``level`` (a level's name or index) at or past the level ``name``?"""
+    return (level if isinstance(level, int) else level_index(level)) >= level_index(name)
+
+
+def notified_through(index):
+    """The levels above ok up to ``index``: what a session at that level has been told about."""
+    return list(LEVELS[WARN:index + 1])
 
 
 def reading(tokens, window, window_source, cfg, source):

@@ -35,15 +35,15 @@ KEEP_S = 6 * 3600
 _SAFE = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
 
 
-def once_dir():
+def once_dir() -> str:
     return paths.runtime_dir() + "/once"
 
 
-def _safe(text):
+def _safe(text: object) -> bool:
     return isinstance(text, str) and 0 < len(text) <= 128 and all(c in _SAFE for c in text.encode("ascii", "replace"))
 
 
-def first(event, session_id, payload, raw, wiring="settings"):
+def first(event: str, session_id: str, payload: dict[str, object], raw: bytes, wiring: str = "settings") -> bool:
     """True when this call is the first of its twins (or cannot be told apart: then it runs)."""
     if event in ONLY_ONE_WIRING:
         return True
@@ -54,7 +54,7 @@ def first(event, session_id, payload, raw, wiring="settings"):
     return _counted("%s.%s.%s" % (event, session_id, sha256(raw).hexdigest()[:24]), wiring)
 
 
-def _counted(name, wiring):
+def _counted(name: str, wiring: str) -> bool:
     import fcntl
 
     path = once_dir() + "/" + name
@@ -74,7 +74,8 @@ def _counted(name, wiring):
             counts = {}
         if not isinstance(counts, dict):
             counts = {}
-        mine = (counts.get(wiring) if isinstance(counts.get(wiring), int) else 0) + 1
+        prior = counts.get(wiring)
+        mine = (prior if isinstance(prior, int) else 0) + 1
         counts[wiring] = mine
         data = fastjson.dumps(counts).encode("utf-8")
         posix.lseek(fd, 0, 0)
@@ -88,7 +89,7 @@ def _counted(name, wiring):
         posix.close(fd)
 
 
-def _claim(name):
+def _claim(name: str) -> bool:
     path = once_dir() + "/" + name
     flags = posix.O_WRONLY | posix.O_CREAT | posix.O_EXCL | posix.O_CLOEXEC
     try:
@@ -113,6 +114,6 @@ def _claim(name):
         return True  # cannot tell: handling twice beats handling never
 
 
-def sweep(now=None, keep_s=KEEP_S):
+def sweep(now: float | None = None, keep_s: float = KEEP_S) -> int:
     """Remove markers older than ``keep_s``; returns how many."""
     return paths.remove_older(once_dir(), keep_s, now)

@@ -14,8 +14,15 @@ from .card import valid_session_id
 from .lock import Lock
 from .paths import project_key, slugify  # noqa: F401 (their home is paths: config needs the key too)
 
+TYPE_CHECKING = False  # mypy takes this name as true; at run time typing is not imported (hooks import this)
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
 
-def find_root(start):
+    from .session import Record
+
+
+def find_root(start: str) -> str:
     """The git top level containing ``start`` (resolved), else ``start`` itself."""
     start = os.path.realpath(start)
     d = start
@@ -28,7 +35,7 @@ def find_root(start):
         d = parent
 
 
-def launch_dir(payload=None, env=None):
+def launch_dir(payload: "dict[str, Any] | None" = None, env: "Mapping[str, str] | None" = None) -> str:
     """Where Claude Code was started: CLAUDE_PROJECT_DIR wins over the hook's cwd."""
     env = os.environ if env is None else env
     d = env.get("CLAUDE_PROJECT_DIR")
@@ -36,8 +43,9 @@ def launch_dir(payload=None, env=None):
         return d
     if payload:
         ws = payload.get("workspace")  # status line payloads: the launch dir, unaffected by cd
-        if isinstance(ws, dict) and isinstance(ws.get("project_dir"), str) and ws["project_dir"]:
-            return ws["project_dir"]
+        project_dir = ws.get("project_dir") if isinstance(ws, dict) else None
+        if isinstance(project_dir, str) and project_dir:
+            return project_dir
         cwd = payload.get("cwd")
         if isinstance(cwd, str) and cwd:
             return cwd
@@ -45,44 +53,44 @@ def launch_dir(payload=None, env=None):
 
 
 class Project:
-    def __init__(self, root):
+    def __init__(self, root: str) -> None:
         self.root = root
         self.slug = slugify(root)
         self.key = project_key(root)
         self.dir = paths.project_dir(self.key)
 
     @classmethod
-    def discover(cls, start):
+    def discover(cls, start: str) -> "Project":
         return cls(find_root(start))
 
     # -- files ---------------------------------------------------------------
     @property
-    def meta_path(self):
+    def meta_path(self) -> str:
         return os.path.join(self.dir, "project.json")
 
     @property
-    def lock_path(self):
+    def lock_path(self) -> str:
         return os.path.join(self.dir, "lock")
 
-    def ids_path(self, session_id):
+    def ids_path(self, session_id: str) -> str:
         return os.path.join(self.dir, "ids", session_id)
 
-    def session_dir(self, number):
+    def session_dir(self, number: int) -> str:
         return os.path.join(self.dir, "sessions", "%03d" % number)
 
-    def session_name(self, number):
+    def session_name(self, number: int) -> str:
         return "%s-%03d" % (self.slug, number)
 
-    def lock(self, timeout=10.0):
+    def lock(self, timeout: float = 10.0) -> Lock:
         paths.ensure_dir(self.dir)
         return Lock(self.lock_path, timeout=timeout)
 
-    def ensure(self):
+    def ensure(self) -> None:
         """Create the project's directories (0700); idempotent."""
         for sub in ("sessions", "ids", "pids"):
             paths.ensure_dir(os.path.join(self.dir, sub))
 
-    def load_meta(self):
+    def load_meta(self) -> "dict[str, Any]":
         try:
             with open(self.meta_path, "rb") as f:
                 meta = fastjson.loads(f.read())
@@ -92,10 +100,10 @@ class Project:
             pass
         return {"root": self.root, "slug": self.slug, "key": self.key, "counter": self._counter_from_dirs()}
 
-    def save_meta(self, meta):
+    def save_meta(self, meta: "dict[str, Any]") -> None:
         atomic.write_text(self.meta_path, fastjson.dumps(meta))
 
-    def _counter_from_dirs(self):
+    def _counter_from_dirs(self) -> int:
         """Recover the counter from the session dirs when project.json is lost."""
         try:
             names = os.listdir(os.path.join(self.dir, "sessions"))
@@ -104,7 +112,7 @@ class Project:
         nums = [int(n) for n in names if n.isdigit()]
         return max(nums) if nums else 0
 
-    def _counter(self, meta):
+    def _counter(self, meta: "dict[str, Any]") -> int:
         """The highest session number: the counter, moved past any session dir above it.
 
         Probing upwards costs one stat (a listing would grow with the history); a lost
@@ -115,14 +123,14 @@ class Project:
             n += 1
         return n
 
-    def peek_next_number(self):
+    def peek_next_number(self) -> int:
         return self._counter(self.load_meta()) + 1
 
-    def newest_number(self):
+    def newest_number(self) -> int:
         """The highest session number in use (0 for none)."""
         return self._counter(self.load_meta())
 
-    def allocate_number(self):
+    def allocate_number(self) -> int:
         """Reserve the next session number.  Call with the project lock held."""
         self.ensure()
         meta = self.load_meta()
@@ -133,7 +141,7 @@ class Project:
         return n
 
     # -- session id -> number ------------------------------------------------
-    def lookup(self, session_id):
+    def lookup(self, session_id: object) -> int | None:
         """The session number registered for ``session_id``, or None."""
         if not valid_session_id(session_id):
             return None
@@ -144,7 +152,7 @@ class Project:
         tail = target.rstrip("/").rsplit("/", 1)[-1]
         return int(tail) if tail.isdigit() else None
 
-    def link(self, session_id, number):
+    def link(self, session_id: str, number: int) -> None:
         """Map ``session_id`` to session ``number`` (replacing any old mapping)."""
         link = self.ids_path(session_id)
         tmp = link + ".tmp%d" % os.getpid()
@@ -155,7 +163,7 @@ class Project:
         os.symlink("../sessions/%03d" % number, tmp)
         os.replace(tmp, link)
 
-    def numbers(self):
+    def numbers(self) -> list[int]:
         try:
             return sorted(int(n) for n in os.listdir(os.path.join(self.dir, "sessions")) if n.isdigit())
         except OSError:
@@ -163,10 +171,10 @@ class Project:
 
     # -- the open-session index (session.open_marker) -------------------------
     @property
-    def open_dir(self):
+    def open_dir(self) -> str:
         return os.path.join(self.dir, "open")
 
-    def open_numbers(self):
+    def open_numbers(self) -> list[int]:
         """Numbers of the sessions that may be open (not ROTATED/ENDED), ascending.
 
         From the index when it exists; before the first registration built it (a project
@@ -179,10 +187,10 @@ class Project:
         except OSError:
             return []
 
-    def _scan_open(self):
+    def _scan_open(self) -> "list[tuple[int, Record]]":
         from . import session
 
-        found = []
+        found: "list[tuple[int, Record]]" = []
         for n in self.numbers():
             try:
                 rec = session.load(self.session_dir(n))
@@ -192,7 +200,7 @@ class Project:
                 found.append((n, rec))
         return found
 
-    def ensure_open_index(self):
+    def ensure_open_index(self) -> None:
         """Build the index once (a project from before it existed).  Call with the project lock held:
         every move of a record into an open state (a new session, a resume) happens under it."""
         if os.path.isdir(self.open_dir):
@@ -206,7 +214,7 @@ class Project:
         os.rename(tmp, self.open_dir)
 
 
-def is_enabled(project_root, env=None):
+def is_enabled(project_root: str, env: "Mapping[str, str] | None" = None) -> bool:
     """Rotation is on for this project (config ``enabled`` and not CC_CONTINUITY=0)."""
     from . import config
 
@@ -216,9 +224,9 @@ def is_enabled(project_root, env=None):
     return bool(config.load(project_root, env)["enabled"])
 
 
-def all_projects():
+def all_projects() -> list[Project]:
     """Every project we have state for (for status/verify/watchdog)."""
-    out = []
+    out: list[Project] = []
     try:
         keys = sorted(os.listdir(paths.projects_dir()))
     except OSError:

@@ -23,20 +23,34 @@ overrides (:meth:`Context.deliver`, :meth:`Context.can_drive`,
 in ``pushes`` and has no tmux, so the whole protocol runs in a test process.
 """
 
+from __future__ import annotations
+
 import os
 import time
 
-from . import (atomic, card, checkpoint, claim, config, fastjson, handoff, ledger, meter, once, paths,
-               resume, rotation, session, snapjob)
+from . import atomic, card, checkpoint, claim, config, fastjson, ledger, meter, once, paths, resume, rotation, session
 from .procs import pid_alive
 from .project import Project, launch_dir
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # names only the type checker needs (the hooks do not pay for importing typing)
+    from collections.abc import Iterator, Mapping
+    from typing import Any
+
+    from .handoff import Validation
+
+    Env = Mapping[str, str]
+    from .session import Record  # a session record: every key declared there
+    Reading = dict[str, Any]  # a meter reading (meter.reading)
+    Output = dict[str, Any]  # what a hook prints (JSON)
+    Push = dict[str, Any]  # the keywords of one notify.emit
+    Started = tuple[int, str, Record]  # (session number, session dir, record)
 
 STOP_WAIT_S = 3.0  # Stop waits this long for the transcript to hold the turn's last reply
 LATE_WAIT_S = 30.0  # the late Stop (async: nobody waits for it) waits this long for a reading
 LATE_SYNC_WAIT_S = 10.0  # and this long for the Stop hook's ledger line of the same turn end
 PROMPT_KEEP = 4000  # characters of each prompt kept in the ledger (carried over by a rotation)
 CLAIM_SOURCES = ("clear", "startup", "resume")  # SessionStart sources that claim a checkpoint
-ACTIVE_STATES = (session.ACTIVE, session.WARNED, session.ROTATION_PENDING, session.BOOTSTRAPPING)
 STATE_FOR_LEVEL = {"warn": session.WARNED, "rotate": session.ROTATION_PENDING, "hard": session.ROTATION_PENDING}
 COMPACT_SKIP = "cc-continuity: rotating to a fresh session instead of compacting"
 
@@ -49,7 +63,7 @@ class Context:
     resolved on first use, so a step pays only for what it reads.
     """
 
-    def __init__(self, event, payload, env=None):
+    def __init__(self, event: str, payload: object, env: Env | None = None) -> None:
         self.event = event
         self.payload = payload if isinstance(payload, dict) else {}
         self.env = os.environ if env is None else env
@@ -57,53 +71,54 @@ class Context:
         self.session_id = sid if card.valid_session_id(sid) else None
         self.outcome = "ok"  # one line for the hook log: what this call did
         self.claude_version = None  # Claude Code's version, when a transcript row named it
-        self.pushes = []  # every push this call asked for, in order
-        self._project = None
-        self._cfg = None
+        self.pushes: list[Push] = []  # every push this call asked for, in order
+        self._project: Project | None = None
+        self._cfg: config.Config | None = None
 
     # -- ports: an adapter overrides these ---------------------------------------------------
-    def deliver(self, push):
+    def deliver(self, push: Push) -> None:
         """Send one push (``notify.emit`` keywords); the plain context only collects them."""
 
-    def can_drive(self, rec):
+    def can_drive(self, rec: Record) -> bool:
         """Can a tmux rotator drive this session?  (The plain context has no tmux.)"""
         return False
 
-    def start_rotator(self, rec, sdir, successor_name, project_lock, standby_s):
+    def start_rotator(self, rec: Record, sdir: str, successor_name: str, project_lock: str | None,
+                      standby_s: float | None) -> int:
         """Spawn the tmux rotator for a verified checkpoint; its pid."""
         raise RuntimeError("no tmux rotator in this context")
 
     # -- lazily resolved facts ------------------------------------------------------------------
     @property
-    def project(self):
+    def project(self) -> Project:
         if self._project is None:
             self._project = Project.discover(launch_dir(self.payload, self.env))
         return self._project
 
     @property
-    def cfg(self):
+    def cfg(self) -> config.Config:
         if self._cfg is None:
             self._cfg = config.load(self.project.root, self.env)
         return self._cfg
 
-    def claude_pid(self):
+    def claude_pid(self) -> int | None:
         raw = self.env.get("CLAUDE_PID", "")
         return int(raw) if raw.isdigit() else None
 
-    def tmux(self):
+    def tmux(self) -> tuple[str | None, str | None]:
         """(socket, pane) when Claude Code runs inside tmux, else (None, None)."""
         tmux, pane = self.env.get("TMUX", ""), self.env.get("TMUX_PANE", "")
         if tmux and pane:
             return tmux.split(",", 1)[0], pane
         return None, None
 
-    def number(self):
+    def number(self) -> int | None:
         return self.project.lookup(self.session_id) if self.session_id else None
 
-    def session_dir(self, number):
+    def session_dir(self, number: int) -> str:
         return self.project.session_dir(number)
 
-    def load_session(self):
+    def load_session(self) -> Started:
         """(number, dir, record) for this session, registering it if unknown."""
         n = self.number()
         if n is not None:
@@ -114,10 +129,10 @@ class Context:
                 pass  # missing or corrupt: re-register below (never lose the hook)
         return register(self, source=None)
 
-    def log(self, sdir, record):
+    def log(self, sdir: str, record: dict[str, Any]) -> Any:
         return ledger.append(session.ledger_path(sdir), record)
 
-    def push(self, rec, event, text="", reading=None):
+    def push(self, rec: Record, event: str, text: str = "", reading: Reading | None = None) -> None:
         """Ask for a push about ``rec`` (never raises, never waits: the adapter spools it)."""
         ratio = None
         r = reading or rec.get("last_reading") or {}
@@ -132,7 +147,7 @@ class Context:
             self.outcome += " (notify failed: %s)" % type(e).__name__
 
 
-def begin(ctx):
+def begin(ctx: Context) -> Started | None:
     """(n, sdir, rec) for this session of an enabled project (registered if new), or None when disabled."""
     if not ctx.cfg["enabled"]:
         ctx.outcome = "project disabled"
@@ -140,7 +155,7 @@ def begin(ctx):
     return ctx.load_session()
 
 
-def known(ctx):
+def known(ctx: Context) -> tuple[int, str] | None:
     """(n, sdir) of an already registered session of an enabled project, else None (with the outcome set)."""
     if not ctx.cfg["enabled"]:
         ctx.outcome = "project disabled"
@@ -153,7 +168,7 @@ def known(ctx):
 
 
 # -- registration -----------------------------------------------------------------------------
-def register(ctx, source):
+def register(ctx: Context, source: str | None) -> Started:
     """Create (or refresh) the record for ``ctx.session_id``.  Returns (n, dir, rec)."""
     if not ctx.session_id:
         raise ValueError("hook payload has no usable session_id")
@@ -168,7 +183,7 @@ def register(ctx, source):
             sdir = proj.session_dir(n)
             try:
                 rec = session.load(sdir)
-                rec.update(_live_fields(ctx, sock, pane))
+                rec.update(_live_fields(ctx, sock, pane))  # type: ignore[typeddict-item]  # Record keys
                 if source == "resume" and rec["state"] == session.ENDED:
                     rec.pop("ended", None)
                     session.transition(sdir, rec, session.ACTIVE, "resumed")
@@ -200,20 +215,23 @@ def register(ctx, source):
         return n, sdir, rec
 
 
-def refresh_card(ctx, n, sdir, rec):
+def refresh_card(ctx: Context, n: int, sdir: str, rec: Record) -> dict[str, Any]:
     """Rebuild this session's card (the hot path's cache of project + config); the card built."""
     proj = ctx.project
-    sl = sdir + "/statusline.json"
+    sl = session.statusline_path(sdir)
     deps = card.snapshot(config.layer_files(proj.root) + [sl])
     cfg = config.load(proj.root, ctx.env)
     slw = meter.reported_window(sdir)
     window, wsrc = meter.resolve_window(cfg["window"], slw, rec.get("model"), ctx.env)
-    built = card.build(ctx.session_id, sdir, rec, cfg, window, wsrc, deps, slw)
-    card.save(ctx.session_id, built)
+    sid = ctx.session_id
+    if sid is None:
+        raise ValueError("hook payload has no usable session_id")
+    built = card.build(sid, sdir, rec, cfg, window, wsrc, deps, slw)
+    card.save(sid, built)
     return built
 
 
-def _live_fields(ctx, sock, pane):
+def _live_fields(ctx: Context, sock: str | None, pane: str | None) -> dict[str, Any]:
     p = ctx.payload
     out = {"pid": ctx.claude_pid(), "tmux_socket": sock, "tmux_pane": pane}
     if isinstance(p.get("transcript_path"), str):
@@ -223,11 +241,11 @@ def _live_fields(ctx, sock, pane):
     return out
 
 
-def _pid_file(proj, pid):
+def _pid_file(proj: Project, pid: int) -> str:
     return os.path.join(proj.dir, "pids", str(pid))
 
 
-def _remember_pid(proj, pid, number, cleared):
+def _remember_pid(proj: Project, pid: int | None, number: int, cleared: float | None) -> None:
     """Which session a Claude process runs now (for /clear pairing)."""
     if not pid:
         return
@@ -235,7 +253,7 @@ def _remember_pid(proj, pid, number, cleared):
     atomic.write_text(_pid_file(proj, pid), fastjson.dumps({"number": number, "cleared": cleared}), fsync=False)
 
 
-def _predecessor_by_pid(proj, pid):
+def _predecessor_by_pid(proj: Project, pid: int | None) -> int | None:
     """The session this Claude process just cleared, if its SessionEnd(clear) was seen."""
     if not pid:
         return None
@@ -249,11 +267,12 @@ def _predecessor_by_pid(proj, pid):
     return None
 
 
-def remember_clear(ctx, number):
+def remember_clear(ctx: Context, number: int) -> None:
     _remember_pid(ctx.project, ctx.claude_pid(), number, round(time.time(), 3))
 
 
-def session_reading(sdir, rec, cfg, transcript=None, env=None):
+def session_reading(sdir: str, rec: Record, cfg: config.Config, transcript: str | None = None,
+                    env: Env | None = None) -> Reading:
     """A session's meter reading now, from its transcript's tail; the one way to take one.
 
     The window is the one that applies to this session (config, else the window
@@ -261,7 +280,7 @@ def session_reading(sdir, rec, cfg, transcript=None, env=None):
     the hooks, ``status`` and ``checkpoint`` agree on a session's percent.
     """
     path = transcript or rec.get("transcript")
-    got = {"tokens": None, "model": None, "source": "none"}
+    got: dict[str, Any] = {"tokens": None, "model": None, "source": "none"}
     if isinstance(path, str) and path:
         try:
             got = meter.read_transcript(path)
@@ -270,23 +289,27 @@ def session_reading(sdir, rec, cfg, transcript=None, env=None):
     return reading_for(sdir, rec, cfg, got["tokens"], got["source"], got.get("model"), env)
 
 
-def reading_for(sdir, rec, cfg, tokens, source, model=None, env=None):
+def reading_for(sdir: str, rec: Record, cfg: config.Config, tokens: int | None, source: str | None,
+                model: str | None = None, env: Env | None = None) -> Reading:
     """A full reading (window, ratio, level) for ``tokens`` in this session."""
     window, wsrc = meter.resolve_window(cfg["window"], meter.reported_window(sdir), rec.get("model") or model, env)
-    return meter.reading(tokens, window, wsrc, cfg, source)
+    reading: Reading = meter.reading(tokens, window, wsrc, cfg, source)
+    return reading
 
 
-def measure(ctx, sdir, rec):
+def measure(ctx: Context, sdir: str, rec: Record) -> Reading:
     """This call's session reading (the payload's transcript first)."""
     return session_reading(sdir, rec, ctx.cfg, ctx.payload.get("transcript_path"), ctx.env)
 
 
-def reading_of(ctx, sdir, rec, tokens, source, model=None):
+def reading_of(ctx: Context, sdir: str, rec: Record, tokens: int | None, source: str | None,
+               model: str | None = None) -> Reading:
     """A full reading for ``tokens`` in this call's session."""
     return reading_for(sdir, rec, ctx.cfg, tokens, source, model, ctx.env)
 
 
-def measure_turn_end(ctx, sdir, rec, bound_s, since):
+def measure_turn_end(ctx: Context, sdir: str, rec: Record, bound_s: float,
+                     since: float) -> tuple[Reading, bool, int]:
     """``(reading, caught_up, waited_ms)`` for the reply that ended the turn.
 
     The transcript can lag the turn's last reply (seen on 2.1.328: the Stop
@@ -326,18 +349,19 @@ def measure_turn_end(ctx, sdir, rec, bound_s, since):
     return reading, ok, int((now - t0) * 1000)
 
 
-def tool_used(ctx, n, sdir, rec, reading):
+def tool_used(ctx: Context, n: int, sdir: str, rec: Record,
+              reading: Reading) -> tuple[str | None, Record]:
     """A reading taken around a tool call: a level change is recorded once.  (note to show or None, rec)."""
     if not needs_level_change(rec, reading):
         return None, rec
     return apply_level(ctx, n, sdir, reading)
 
 
-def needs_level_change(rec, reading):
-    return meter.level_index(reading["level"]) != session.notified_index(rec)
+def needs_level_change(rec: Record, reading: Reading) -> bool:
+    return bool(meter.level_index(reading["level"]) != session.notified_index(rec))
 
 
-def level_note(reading, cfg):
+def level_note(reading: Reading, cfg: config.Config) -> str | None:
     pct = reading["percent"]
     win = reading["window"]
     lvl = reading["level"]
@@ -357,7 +381,7 @@ def level_note(reading, cfg):
     return None
 
 
-def apply_level(ctx, n, sdir, reading):
+def apply_level(ctx: Context, n: int, sdir: str, reading: Reading) -> tuple[str | None, Record]:
     """Record a level change (under the project lock).  Returns the note to show, once."""
     with ctx.project.lock():
         rec = session.load(sdir)
@@ -370,15 +394,15 @@ def apply_level(ctx, n, sdir, reading):
         if idx < have:
             # Context shrank (compaction): step back down, and allow notes again.
             rec["levels_notified"] = [x for x in rec.get("levels_notified") or () if meter.level_index(x) <= idx]
-            target = {0: session.ACTIVE, 1: session.WARNED}.get(idx, state)
+            target = {meter.OK: session.ACTIVE, meter.WARN: session.WARNED}.get(idx, state)
             if state in (session.WARNED, session.ROTATION_PENDING) and target != state and session.is_allowed(state, target):
                 session.transition(sdir, rec, target, "context shrank to %s" % lvl)
             else:
                 session.save(sdir, rec)
             return None, rec
-        rec["levels_notified"] = [x for x in meter.LEVELS[1:idx + 1]]
+        rec["levels_notified"] = meter.notified_through(idx)
         rec["last_reading"] = {k: reading[k] for k in ("tokens", "window", "percent", "level")}
-        target = STATE_FOR_LEVEL.get(lvl)
+        target = STATE_FOR_LEVEL.get(lvl, state)  # no state of its own: stays
         if target and target != state and session.is_allowed(state, target):
             session.transition(sdir, rec, target, "context %s%% >= %s" % (reading["percent"], lvl))
         else:
@@ -393,7 +417,7 @@ def apply_level(ctx, n, sdir, reading):
 
 
 # -- the turn's end: request, check, fall back, verify, hand over ----------------------------------
-def turn_ended(ctx, wait_s=None):
+def turn_ended(ctx: Context, wait_s: float | None = None) -> Output | None:
     """Stop: the rotation gate at the end of each turn; the hook's output (a block continues the turn).
 
     Below *rotate* the level is recorded (a warn note is parked for the next
@@ -425,7 +449,7 @@ def turn_ended(ctx, wait_s=None):
             session.transition(sdir, rec, session.AWAITING_MANUAL_CLEAR, "rotator %s is gone" % rec.get("rotator_pid"))
         ctx.push(rec, "lifecycle-failed", "rotator stopped; /clear needed")
         return _ask_for_clear(rec)
-    if state in session.CLAIMABLE or state in (session.ROTATED, session.ENDED):
+    if state in session.CLAIMABLE or state in session.TERMINAL:
         return None
     out = decide(ctx, n, sdir, rec, reading, caught, waited)
     if out is None and ctx.cfg["turn_snapshots"]:
@@ -433,8 +457,10 @@ def turn_ended(ctx, wait_s=None):
     return out
 
 
-def _turn_snapshot(ctx, n, sdir, rec):
+def _turn_snapshot(ctx: Context, n: int, sdir: str, rec: Record) -> None:
     """The rolling turn-end snapshot (a crash before any checkpoint then loses at most this turn's tree)."""
+    from . import snapjob  # subprocess and git: loaded by the steps that snapshot, not by every hook (the mod)
+
     try:
         proc = snapjob.start_turn(ctx.project.root, sdir, ctx.project.key, n, rec.get("name"), ctx.cfg)
     except (OSError, ValueError) as e:
@@ -444,7 +470,8 @@ def _turn_snapshot(ctx, n, sdir, rec):
         ctx.outcome += "; turn snapshot started"
 
 
-def decide(ctx, n, sdir, rec, reading, caught, waited):
+def decide(ctx: Context, n: int, sdir: str, rec: Record, reading: Reading, caught: bool,
+           waited: int) -> Output | None:
     """Act on a turn-end reading: record its level, request the handoff at *rotate*.
 
     A reading that is not ``caught`` up is never acted on (it could undo a
@@ -455,7 +482,7 @@ def decide(ctx, n, sdir, rec, reading, caught, waited):
         note, rec = apply_level(ctx, n, sdir, reading)
         if note and reading["level"] in ("warn",):
             _park_note(ctx, sdir, note)
-    if ((caught and reading["level"] in ("rotate", "hard")) or rec.get("rotate_requested")
+    if ((caught and meter.at_least(reading["level"], "rotate")) or rec.get("rotate_requested")
             or rec["state"] == session.ROTATION_PENDING):
         if not caught and rec.get("last_reading"):
             reading = dict(reading, **rec["last_reading"])  # what was known, not the stale tail
@@ -465,17 +492,19 @@ def decide(ctx, n, sdir, rec, reading, caught, waited):
     return None
 
 
-def _park_note(ctx, sdir, note):
+def _park_note(ctx: Context, sdir: str, note: str) -> None:
     with ctx.project.lock():
         rec = session.load(sdir)
         rec["pending_note"] = note
         session.save(sdir, rec)
 
 
-def request_handoff(ctx, n, sdir, reading):
+def request_handoff(ctx: Context, n: int, sdir: str, reading: Reading) -> Output | None:
+    from . import handoff  # its patterns load re: only the steps that read a handoff pay for it
+
     with ctx.project.lock():
         rec = session.load(sdir)
-        if rec["state"] not in ACTIVE_STATES:
+        if rec["state"] not in session.WORKING:
             return None
         snap = checkpoint.collect(ctx.project.root, sdir, rec, reading, ctx.payload, ctx.cfg)
         rec.pop("pending_note", None)
@@ -493,7 +522,9 @@ def request_handoff(ctx, n, sdir, reading):
     return {"decision": "block", "reason": request_text(reading, path, ctx.cfg)}
 
 
-def request_text(reading, path, cfg):
+def request_text(reading: Reading, path: str, cfg: config.Config) -> str:
+    from . import handoff  # its patterns load re: only the steps that read a handoff pay for it
+
     win = reading.get("window")
     return (
         "cc-continuity: this session's context is at %s%% of its %s-token window (rotate level %g%%). The work "
@@ -510,12 +541,14 @@ def request_text(reading, path, cfg):
     )
 
 
-def check_handoff(ctx, n, sdir):
+def check_handoff(ctx: Context, n: int, sdir: str) -> Output | None:
+    from . import handoff  # its patterns load re: only the steps that read a handoff pay for it
+
     path = checkpoint.handoff_path(sdir)
     if not os.path.exists(path):
         # Nothing written yet (or the request never reached the model): ask again, in full.
         try:
-            reading = checkpoint.read_json(checkpoint.cp_dir(sdir) + "/snapshot.json").get("reading") or {}
+            reading = checkpoint.read_json(session.snapshot_path(sdir)).get("reading") or {}
         except (OSError, ValueError):
             reading = {}
         with ctx.project.lock():
@@ -548,10 +581,11 @@ def check_handoff(ctx, n, sdir):
     return fall_back(ctx, n, sdir, check.problems, tries)
 
 
-def fall_back(ctx, n, sdir, problems, tries, driver=None):
+def fall_back(ctx: Context, n: int, sdir: str, problems: list[str], tries: int,
+              driver: str | None = None) -> Output | None:
     """No valid handoff from the model in time: write one from machine facts (degraded) and verify it."""
     try:
-        snap = checkpoint.read_json(checkpoint.cp_dir(sdir) + "/snapshot.json")
+        snap = checkpoint.read_json(session.snapshot_path(sdir))
     except (OSError, ValueError):
         snap = {}
     machine = checkpoint.write_machine_handoff(sdir, snap, ctx.cfg, problems)
@@ -559,7 +593,8 @@ def fall_back(ctx, n, sdir, problems, tries, driver=None):
     return verified(ctx, n, sdir, machine, degraded=True, tries=tries, driver=driver)
 
 
-def verified(ctx, n, sdir, check, degraded, tries, driver=None):
+def verified(ctx: Context, n: int, sdir: str, check: Validation, degraded: bool, tries: int,
+             driver: str | None = None) -> Output | None:
     """Snapshot + manifest, CHECKPOINT_VERIFIED, then start the hand-over by one driver.
 
     ``driver`` (mod, tmux or manual) is chosen here unless given: the plugin's
@@ -568,7 +603,7 @@ def verified(ctx, n, sdir, check, degraded, tries, driver=None):
     rotator, else the user's own /clear.  The ledger and the record say which.
     """
     try:
-        snap = checkpoint.read_json(checkpoint.cp_dir(sdir) + "/snapshot.json")
+        snap = checkpoint.read_json(session.snapshot_path(sdir))
     except (OSError, ValueError):
         snap = {}
     proj = ctx.project
@@ -619,13 +654,13 @@ def verified(ctx, n, sdir, check, degraded, tries, driver=None):
     return _ask_for_clear(rec)
 
 
-def _ask_for_clear(rec):
+def _ask_for_clear(rec: Record) -> Output:
     cid = (rec.get("checkpoint") or {}).get("id", "the checkpoint")
     return {"systemMessage": "cc-continuity: handoff %s is verified. Type /clear to continue in a fresh session; "
                              "it picks up the handoff automatically." % cid}
 
 
-def _rotator_alive(rec):
+def _rotator_alive(rec: Record) -> bool:
     """Is the rotator spawned for this checkpoint still running?  (Unknown counts as alive.)"""
     pid = rec.get("rotator_pid")
     if not isinstance(pid, int):
@@ -640,7 +675,7 @@ def _rotator_alive(rec):
 
 
 # -- a session starts: register, claim, recover ----------------------------------------------------
-def session_started(ctx):
+def session_started(ctx: Context) -> Output | None:
     """SessionStart: register the session, then claim what waits for it; the hook's output.
 
     After ``/clear`` the same Claude process starts a new session id; the
@@ -665,7 +700,7 @@ def session_started(ctx):
         text = claim_for(ctx, n, sdir, rec, cleared=source == "clear")
         if text is None and source == "startup":
             text = crash_notice(ctx, n)
-    out = {}
+    out: Output = {}
     if text is not None:
         out["hookSpecificOutput"] = {"hookEventName": "SessionStart", "additionalContext": text}
     if warning:
@@ -673,13 +708,13 @@ def session_started(ctx):
     return out or None
 
 
-def _sweep():
+def _sweep() -> None:
     """Markers of calls long handled and hand-overs long done (at startup, never on a rotation's path)."""
     once.sweep()
     rotation.sweep_handovers()
 
 
-def _boundary_warning(ctx):
+def _boundary_warning(ctx: Context) -> str | None:
     """The user sees it when a repository tried to set a key only their own config may set."""
     ignored = ctx.cfg.ignored
     if not ignored:
@@ -690,7 +725,7 @@ def _boundary_warning(ctx):
                "it" if len(ignored) == 1 else "them")
 
 
-def claim_for(ctx, n, sdir, rec, cleared=False):
+def claim_for(ctx: Context, n: int, sdir: str, rec: Record, cleared: bool = False) -> str | None:
     """Claim the best checkpoint for session ``n``; the bootstrap text, or None.
 
     ``cleared``: this session follows a ``/clear`` of the same Claude process.
@@ -703,13 +738,13 @@ def claim_for(ctx, n, sdir, rec, cleared=False):
         cands = claim.candidates(proj, ctx.claude_pid(), rec.get("predecessor"), me=n, cleared=cleared,
                                  intent=rec.get("claiming"))
         pred_n, prec = claim.claim(proj, n, sdir, cands)
-        if pred_n is None:
+        if pred_n is None or prec is None:
             claim.drop_intent(sdir)  # a claim cut short whose checkpoint went elsewhere: rolled back
             return None
         rec = claim.finish(proj, n, sdir, pred_n, prec)
     pdir = proj.session_dir(pred_n)
     try:
-        atomic.write_text(rotation.started_marker(pdir), "%s %s\n" % (ctx.session_id, time.time()), fsync=False)
+        atomic.write_text(session.started_marker(pdir), "%s %s\n" % (ctx.session_id, time.time()), fsync=False)
     except OSError:
         pass
     since, reval = _revalidate(ctx, n, sdir, pdir, prec)
@@ -721,7 +756,7 @@ def claim_for(ctx, n, sdir, rec, cleared=False):
     return text
 
 
-def _revalidate(ctx, n, sdir, pdir, prec):
+def _revalidate(ctx: Context, n: int, sdir: str, pdir: str, prec: Record) -> tuple[str, dict[str, Any]]:
     """Compare the claimed checkpoint with the world now: (bootstrap section, summary); recorded in the
     successor's record and ledger.  A failure costs only the section (logged), never the claim."""
     try:
@@ -739,7 +774,7 @@ def _revalidate(ctx, n, sdir, pdir, prec):
     return since, summ
 
 
-def crash_notice(ctx, n):
+def crash_notice(ctx: Context, n: int) -> str | None:
     """A previous session died mid-work with no checkpoint: its machine handoff, claimed exactly once.
 
     The dead session is marked (``recovered_by``) and ENDED under the project lock, so a
@@ -776,7 +811,7 @@ def crash_notice(ctx, n):
     return text
 
 
-def _dead_without_checkpoint(proj, n):
+def _dead_without_checkpoint(proj: Project, n: int) -> tuple[int, Record] | None:
     """(number, record) of the newest session that died live (process gone) and was never recovered."""
     for m in _newest_first(proj, n):
         try:
@@ -790,12 +825,12 @@ def _dead_without_checkpoint(proj, n):
     return None
 
 
-def _worked(sdir):
+def _worked(sdir: str) -> bool:
     """Did the session get a prompt (one opened and closed unused leaves nothing to recover)?"""
     return any(r.get("ev") == "prompt" for r in ledger.read(session.ledger_path(sdir)))
 
 
-def _newest_first(proj, skip, below=None):
+def _newest_first(proj: Project, skip: int, below: int | None = None) -> Iterator[int]:
     """Existing session numbers, newest first, without listing the history (a stat per number)."""
     m = proj.newest_number() if below is None else below - 1
     while m > 0:
@@ -805,7 +840,7 @@ def _newest_first(proj, skip, below=None):
 
 
 # -- a prompt -------------------------------------------------------------------------------------
-def prompt_submitted(ctx):
+def prompt_submitted(ctx: Context) -> Output | None:
     """UserPromptSubmit: record the prompt; a successor's first prompt; flags and parked notes.
 
     Prompts are kept in the ledger so a rotation carries over anything typed after
@@ -824,7 +859,7 @@ def prompt_submitted(ctx):
                    "prompt_id": ctx.payload.get("prompt_id")})
     out = {}
     context = []
-    continuation = prompt.startswith("Continuing from cp-") and rec["state"] == session.ACTIVE
+    continuation = rotation.is_continuation(prompt) and rec["state"] == session.ACTIVE
     cut_short = rec.get("claiming") is not None  # a SessionStart killed mid-claim: complete or roll back now
     if (continuation or cut_short) and not rec.get("predecessor_claimed"):
         text = claim_for(ctx, n, sdir, rec, cleared=True)  # fallback: the rotator's prompt follows a /clear
@@ -849,10 +884,11 @@ def prompt_submitted(ctx):
             session.save(sdir, rec)
     if first:
         ctx.push(rec, "successor-resumed", "continuing from %s" % rec.get("checkpoint_from"))
-    if first and rec.get("predecessor") is not None:
-        pdir = ctx.project.session_dir(rec["predecessor"])
+    pred_n = rec.get("predecessor")
+    if first and pred_n is not None:
+        pdir = ctx.project.session_dir(pred_n)
         try:
-            atomic.write_text(rotation.delivered_marker(pdir), "%s %s\n" % (ctx.session_id, time.time()), fsync=False)
+            atomic.write_text(session.delivered_marker(pdir), "%s %s\n" % (ctx.session_id, time.time()), fsync=False)
         except OSError:
             pass
     if context:
@@ -864,7 +900,7 @@ def prompt_submitted(ctx):
 
 
 # -- a session ends -------------------------------------------------------------------------------
-def session_ended(ctx):
+def session_ended(ctx: Context) -> None:
     """SessionEnd: ENDED, or only the process's leaving for a session holding a verified checkpoint.
 
     On ``/clear`` the Claude process is remembered as having cleared this session,
@@ -893,7 +929,7 @@ def session_ended(ctx):
 
 
 # -- compaction ------------------------------------------------------------------------------------
-def before_compact(ctx):
+def before_compact(ctx: Context) -> Output | None:
     """PreCompact: at or past *rotate* an automatic compaction is blocked (configurable) and the handoff
     requested at this turn's end instead; otherwise an emergency machine checkpoint (facts only, not
     claimable) is written and compaction proceeds."""
@@ -905,7 +941,7 @@ def before_compact(ctx):
     trigger = trigger if isinstance(trigger, str) else None
     level = session.notified_index(rec)
     ctx.log(sdir, {"ev": "precompact", "trigger": trigger, "level_index": level})
-    if trigger == "auto" and level >= 2 and ctx.cfg["precompact_block"] and rec["state"] in session.LIVE:
+    if trigger == "auto" and level >= meter.ROTATE and ctx.cfg["precompact_block"] and rec["state"] in session.LIVE:
         with ctx.project.lock():
             rec = session.load(sdir)
             rec["rotate_requested"] = True
@@ -915,15 +951,15 @@ def before_compact(ctx):
                 "reason": "cc-continuity: the session is past its rotate level; it hands off to a fresh session "
                           "at the end of this turn instead of compacting."}
     reading = measure(ctx, sdir, rec)
-    out = sdir + "/emergency"
+    out = session.emergency_dir(sdir)
     checkpoint.collect(ctx.project.root, sdir, rec, reading, ctx.payload, ctx.cfg, out_dir=out)
-    ctx.log(sdir, {"ev": "emergency_checkpoint", "trigger": trigger, "path": out + "/snapshot.json"})
+    ctx.log(sdir, {"ev": "emergency_checkpoint", "trigger": trigger, "path": out + "/" + session.SNAPSHOT})
     ctx.outcome = "emergency checkpoint"
     return None
 
 
 # -- the late Stop ---------------------------------------------------------------------------------
-def late_turn_end(ctx, wait_s=None, sync_wait_s=None):
+def late_turn_end(ctx: Context, wait_s: float | None = None, sync_wait_s: float | None = None) -> str | None:
     """A second look at a turn's end whose reading the Stop hook could not trust; the text to wake
     the model with (a handoff request), or None.
 
@@ -942,7 +978,7 @@ def late_turn_end(ctx, wait_s=None, sync_wait_s=None):
         ctx.outcome = "the Stop hook saw the turn's end"
         return None
     rec = session.load(sdir)
-    if rec["state"] not in ACTIVE_STATES:
+    if rec["state"] not in session.WORKING:
         ctx.outcome = "nothing to do in %s" % rec["state"]
         return None
     reading, caught, waited = measure_turn_end(ctx, sdir, rec, LATE_WAIT_S if wait_s is None else wait_s, since)
@@ -954,18 +990,18 @@ def late_turn_end(ctx, wait_s=None, sync_wait_s=None):
         ctx.outcome = "the session moved on"
         return None
     rec = session.load(sdir)
-    if rec["state"] not in ACTIVE_STATES:
+    if rec["state"] not in session.WORKING:
         return None
     ctx.log(sdir, {"ev": "late_stop", "caught_up": True, "waited_ms": waited, "tokens": reading["tokens"],
                    "percent": reading["percent"], "level": reading["level"], "source": reading["source"]})
     out = decide(ctx, n, sdir, rec, reading, True, waited)
     if isinstance(out, dict) and out.get("decision") == "block":
         ctx.outcome = "handoff requested late (after %d ms)" % waited
-        return out["reason"]
+        return str(out["reason"])
     return None
 
 
-def _sync_stop(sdir, prompt_id, since, timeout):
+def _sync_stop(sdir: str, prompt_id: object, since: float, timeout: float) -> dict[str, Any] | None:
     """The Stop hook's ledger line for this turn end, waiting for it (None if it never comes)."""
     deadline = time.monotonic() + timeout
     path = session.ledger_path(sdir)
@@ -974,7 +1010,8 @@ def _sync_stop(sdir, prompt_id, since, timeout):
             if rec.get("ev") != "stop" or rec.get("ts", 0) < since - 5:
                 continue
             if prompt_id is None or rec.get("prompt_id") == prompt_id:
-                return rec
+                line: dict[str, Any] = rec
+                return line
         if time.monotonic() >= deadline:
             return None
         time.sleep(0.05)
@@ -983,23 +1020,25 @@ def _sync_stop(sdir, prompt_id, since, timeout):
 _NEWER = ("prompt", "tool", "stop")  # ledger lines that say the session went on after a turn's end
 
 
-def _moved_on(sdir, seen):
+def _moved_on(sdir: str, seen: dict[str, Any]) -> bool:
     """A prompt, tool call or another turn end after the Stop line ``seen``."""
     return any(r.get("n", 0) > seen.get("n", 0) and r.get("ev") in _NEWER
                for r in ledger.tail(session.ledger_path(sdir), 40))
 
 
-def rotate_instead_of_compacting(ctx, n, sdir, rec):
+def rotate_instead_of_compacting(ctx: Context, n: int, sdir: str, rec: Record) -> str | None:
     """An auto-compaction the mod skips: the window is full, so no turn is left for the model to write a
     handoff - the one it wrote, if valid, else a machine handoff (degraded), verified with the mod as
     driver.  ``"valid"`` or ``"degraded"``; None when the session is in no state to rotate."""
-    if rec["state"] not in ACTIVE_STATES + (session.HANDOFF_REQUESTED,):
+    from . import handoff  # its patterns load re: only the steps that read a handoff pay for it
+
+    if rec["state"] not in session.LIVE:
         return None
     proj = ctx.project
     reading = measure(ctx, sdir, rec)
     with proj.lock():
         rec = session.load(sdir)
-        if rec["state"] in ACTIVE_STATES:
+        if rec["state"] in session.WORKING:
             snap = checkpoint.collect(proj.root, sdir, rec, reading, ctx.payload, ctx.cfg)
             session.transition(sdir, rec, session.HANDOFF_REQUESTED, "auto-compaction: rotating instead",
                                handoff_tries=0, handoff_requested_at=snap["requested_at"])

@@ -30,6 +30,15 @@ Standard library only.  Not on the per-tool-call hot path, so ``re`` is fine.
 import math
 import re
 
+TYPE_CHECKING = False  # mypy takes this name as true; at run time typing is not imported
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    Accept = Callable[[re.Match[str]], bool]  # does this match hold a secret?
+    # A rule's kind: a name, or (group, {lower-cased group value: name} or a function of the match).
+    Kind = str | tuple[str, dict[str, str] | Callable[[re.Match[str]], str]]
+
 MARK = "[REDACTED:%s]"
 _MARK_PREFIX = "[REDACTED:"
 
@@ -97,11 +106,11 @@ hide reset forgot validate check verify public
 _COUNTERS = frozenset("max min num total count limit".split())
 
 
-def _strong_word(w):
+def _strong_word(w: str) -> bool:
     return w in _STRONG or any(w.endswith(x) and len(w) > len(x) for x in _STRONG_SUFFIXES)
 
 
-def name_tier(name):
+def name_tier(name: str) -> str | None:
     """"strong" when ``name`` holds a secret, "weak" when only a random-looking value would be one, else None.
 
     Judged by its words (snake, kebab, dotted, camelCase): the last secret word
@@ -109,7 +118,8 @@ def name_tier(name):
     name start with a negator (``max_tokens``, ``public_key``).
     """
     words = [w.lower() for w in _NAME_WORDS.findall(name)]
-    last, tier = None, None
+    last: int | None = None
+    tier: str | None = None
     for i, w in enumerate(words):
         if _strong_word(w) or (w == "key" and i and words[i - 1] in _KEY_OWNERS):
             last, tier = i, "strong"
@@ -122,16 +132,16 @@ def name_tier(name):
     return tier
 
 
-def _password_family(name):
+def _password_family(name: str) -> bool:
     return any(w.startswith(("pass", "pw")) or "passw" in w for w in (x.lower() for x in _NAME_WORDS.findall(name)))
 
 
-def _code_reference(v):
+def _code_reference(v: str) -> bool:
     """``${X}``, ``$(cmd)``, ``$VAR``, ``f(x)``, ``a[b]``, ``<your key>``, ``{{ secret }}``."""
     return any(c in _CODE_CHARS for c in v)
 
 
-def _plausible_value(value, quoted, strict_words=True):
+def _plausible_value(value: str, quoted: bool, strict_words: bool = True) -> bool:
     """False for values that are clearly not a literal secret.
 
     Catches placeholders (``None``, ``${TOKEN}``, ``<your key>``), code
@@ -161,7 +171,7 @@ def _plausible_value(value, quoted, strict_words=True):
     return True
 
 
-def _assignment(m):
+def _assignment(m: re.Match[str]) -> bool:
     if m.string.endswith("://", 0, m.start()):
         return False  # "user:password@" of a URL: the url-password rule owns it
     name = m.group("name")
@@ -188,17 +198,17 @@ def _assignment(m):
 _CONCAT = re.compile(r"""[ \t]*[+*%][ \t]*["'\w(]""")
 
 
-def _rest_of_line_empty(text, pos):
+def _rest_of_line_empty(text: str, pos: int) -> bool:
     end = text.find("\n", pos)
     rest = text[pos:end if end != -1 else len(text)].strip()
     return not rest or rest.startswith("#")
 
 
-def _assignment_kind(m):
+def _assignment_kind(m: re.Match[str]) -> str:
     return "password-assignment" if _password_family(m.group("name")) else "secret-assignment"
 
 
-def _flag(m):
+def _flag(m: re.Match[str]) -> bool:
     tier = name_tier(m.group("name"))
     v = m.group("s")
     if tier == "weak":
@@ -206,14 +216,14 @@ def _flag(m):
     return tier == "strong" and _plausible_value(v, False, strict_words=False) and not v.startswith("-")
 
 
-def _looks_random(s):
+def _looks_random(s: str) -> bool:
     """A token, not a word: has a digit, an inner capital, or base64 punctuation."""
     return (any(c.isdigit() for c in s) or any(c.isupper() for c in s[1:])
             or any(c in "+/=_~" for c in s))
 
 
-def _entropy(s):
-    counts = {}
+def _entropy(s: str) -> float:
+    counts: dict[str, int] = {}
     for c in s:
         counts[c] = counts.get(c, 0) + 1
     n = float(len(s))
@@ -223,7 +233,7 @@ def _entropy(s):
 _WORD_RUNS = re.compile(r"[A-Z]?[a-z]{3,}")
 
 
-def _random_token(s):
+def _random_token(s: str) -> bool:
     """A machine-made secret, not a word, identifier, hash, UUID or version.
 
     Needs a digit and letters, both cases unless it is long, and a character
@@ -245,12 +255,12 @@ def _random_token(s):
     return _entropy(s) >= min(math.log2(n) - 1.0, 4.3)
 
 
-def _discord(m):
+def _discord(m: re.Match[str]) -> bool:
     first = m.group(0).split(".", 1)[0]
     return any(c.isdigit() for c in first)
 
 
-def _url_password(m):
+def _url_password(m: re.Match[str]) -> bool:
     """Skip templated URLs (``${PGPASSWORD}``, ``<password>``) and already-masked ones."""
     s = m.group("s")
     if re.match(r"\d+[?#][^@]*=", s):
@@ -262,7 +272,7 @@ _NOT_USERS = frozenset("mailto sip sips tel xmpp im news urn data cid mid http h
 _DIGESTS = frozenset("sha1 sha224 sha256 sha384 sha512 md5 blake2b blake3".split())
 
 
-def _userinfo(m):
+def _userinfo(m: re.Match[str]) -> bool:
     """``user:password@host`` with no scheme: a password-like middle, a host-like end."""
     user, pw, host = m.group("user"), m.group("s"), m.group("host")
     if user.lower() in _NOT_USERS or host.lower() in _DIGESTS or pw.startswith(_MARK_PREFIX):
@@ -272,7 +282,7 @@ def _userinfo(m):
     return _looks_random(pw) or any(not c.isalnum() for c in pw)
 
 
-def _context_token(m):
+def _context_token(m: re.Match[str]) -> bool:
     s = m.group("s")
     before = m.string[max(0, m.start("s") - 8):m.start("s")].lower()
     if before.endswith(("sha256:", "sha512:", "sha1:", "md5:", "sha256-", "sha512-")):
@@ -282,7 +292,7 @@ def _context_token(m):
 
 # (kind, pattern, accept) -- kind is a name, or (group, {group value: name}).
 # Order is priority: when matches overlap, the earlier rule names the span.
-_RULE_SPECS = [  # group values are looked up lower-cased
+_RULE_SPECS: "list[tuple[Kind, str, Accept | None]]" = [  # group values are looked up lower-cased
     # --- armoured key material: swallows everything inside it --------------
     ("gcp-service-account-key", r'"private_key"\s*:\s*"(?P<s>-----BEGIN[^"]*)"?', None),
     (("label", {"rsa ": "rsa-private-key", "ec ": "ec-private-key", "dsa ": "dsa-private-key",
@@ -446,13 +456,13 @@ _RULE_SPECS = [  # group values are looked up lower-cased
 class _Rule:
     __slots__ = ("kind", "regex", "accept", "priority")
 
-    def __init__(self, kind, pattern, accept, priority):
+    def __init__(self, kind: "Kind", pattern: str, accept: "Accept | None", priority: int) -> None:
         self.kind = kind
         self.regex = re.compile(pattern)
         self.accept = accept
         self.priority = priority
 
-    def name(self, m):
+    def name(self, m: re.Match[str]) -> str:
         if isinstance(self.kind, str):
             return self.kind
         group, names = self.kind
@@ -460,7 +470,7 @@ class _Rule:
             return names(m)
         return names.get(m.group(group).lower()) or names[""]
 
-    def span(self, m):
+    def span(self, m: re.Match[str]) -> tuple[int, int]:
         """The part to mask: the value group when the rule has one, else the whole match."""
         for g in ("s", "qv", "bv"):
             if g in self.regex.groupindex and m.group(g) is not None:
@@ -476,7 +486,7 @@ KINDS = frozenset(name for kind, _, _ in _RULE_SPECS
                                else kind[1].values()))
 
 
-def find_secrets(text):
+def find_secrets(text: str | None) -> list[tuple[str, int, int]]:
     """``[(kind, start, end), ...]`` of every secret in ``text``, in order.
 
     Overlapping hits are merged into one span named by the most specific rule.
@@ -484,7 +494,7 @@ def find_secrets(text):
     """
     if not text:
         return []
-    hits = []
+    hits: list[tuple[int, int, int, str]] = []
     for rule in _RULES:
         for m in rule.regex.finditer(text):
             if rule.accept is not None and not rule.accept(m):
@@ -493,7 +503,7 @@ def find_secrets(text):
             if end > start and not text.startswith(_MARK_PREFIX, start):
                 hits.append((start, end, rule.priority, rule.name(m)))
     hits.sort()
-    merged = []
+    merged: "list[list[Any]]" = []  # [start, end, priority, kind]
     for start, end, prio, kind in hits:
         if merged and start < merged[-1][1]:
             last = merged[-1]
@@ -503,11 +513,11 @@ def find_secrets(text):
     return [(kind, start, end) for start, end, _, kind in merged]
 
 
-def redact(text):
+def redact(text: str | None) -> str:
     """``text`` with every secret replaced by ``[REDACTED:<kind>]`` (idempotent)."""
     if not text:
         return "" if text is None else text
-    out = []
+    out: list[str] = []
     pos = 0
     for kind, start, end in find_secrets(text):
         out.append(text[pos:start])

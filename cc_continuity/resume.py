@@ -28,6 +28,14 @@ import time
 from . import checkpoint, ledger, session
 from .procs import pid_alive
 
+TYPE_CHECKING = False  # mypy takes this name as true; at run time typing is not imported (SessionStart runs this)
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+
+    from .config import Config
+    from .session import Record
+
 VERDICTS = ("fresh", "drifted", "stale")
 MAX_FILES_SHOWN = 25
 MAX_COMMITS_SHOWN = 5
@@ -35,7 +43,7 @@ MAX_ACTIONS_SHOWN = 40
 SECTION_MAX = 3000  # chars: the revalidation and actions sections together stay well inside the bootstrap budget
 
 
-def _age(seconds):
+def _age(seconds: float | None) -> str:
     if seconds is None:
         return "unknown"
     s = int(max(0, seconds))
@@ -48,7 +56,8 @@ def _age(seconds):
     return "%d days" % (s // 86400)
 
 
-def revalidate(root, pdir, prec, cfg, claimer_pid=None, now=None):
+def revalidate(root: str, pdir: str, prec: "Record", cfg: "Config | Mapping[str, Any]",
+               claimer_pid: int | None = None, now: float | None = None) -> "dict[str, Any]":
     """Compare predecessor ``prec``'s checkpoint with the world now; a JSON-able result with ``verdict``."""
     from . import gitsnap, snapjob
 
@@ -58,7 +67,7 @@ def revalidate(root, pdir, prec, cfg, claimer_pid=None, now=None):
     snap, manifest = checkpoint.facts_and_manifest(pdir)
     then = snap.get("git") or {}
     at = cp.get("verified_at") or manifest.get("verified_at") or snap.get("requested_at")
-    res = {"checkpoint": cp.get("id"), "age_s": None if at is None else round(now - at, 1), "problems": [],
+    res: "dict[str, Any]" = {"checkpoint": cp.get("id"), "age_s": None if at is None else round(now - at, 1), "problems": [],
            "stale": [], "branch_then": then.get("branch"), "head_then": then.get("head"),
            "branch_now": None, "head_now": None, "commits_since": 0, "commits": [], "changed": [],
            "changed_count": 0, "changed_checked": True, "missing_named": [], "snapshot": None}
@@ -112,7 +121,7 @@ def revalidate(root, pdir, prec, cfg, claimer_pid=None, now=None):
     limit_h = cfg.get("resume_stale_after_h")
     if limit_h is not None and res["age_s"] is not None and res["age_s"] > limit_h * 3600:
         res["stale"].append("the checkpoint is %s old (resume_stale_after_h %g)" % (_age(res["age_s"]), limit_h))
-    drift = []
+    drift: list[str] = []
     if res["commits_since"]:
         drift.append("%d commit%s since" % (res["commits_since"], "" if res["commits_since"] == 1 else "s"))
     if res["changed_count"]:
@@ -137,7 +146,7 @@ def revalidate(root, pdir, prec, cfg, claimer_pid=None, now=None):
     return res
 
 
-def _missing_named(root, pdir, cfg, commit):
+def _missing_named(root: str, pdir: str, cfg: "Config | Mapping[str, Any]", commit: str | None) -> list[str]:
     """Paths the handoff names that existed at the checkpoint (in its snapshot, or then on disk) and are gone now."""
     from .handoff import named_paths, sections_of
 
@@ -145,7 +154,7 @@ def _missing_named(root, pdir, cfg, commit):
         text = checkpoint.read_handoff(pdir).decode("utf-8", "replace")
     except OSError:
         return []
-    named = []
+    named: list[str] = []
     for tok in named_paths(text, sections_of(text)):
         full = tok if tok.startswith("/") else os.path.join(root, tok)
         if not os.path.lexists(full) and tok not in named:
@@ -158,7 +167,7 @@ def _missing_named(root, pdir, cfg, commit):
     try:
         proc = gitsnap._git(["--literal-pathspecs", "ls-tree", "-r", "--name-only", "-z", "--full-tree", commit,
                              "--", *rel], root)
-        known = {p.decode("utf-8", "replace") for p in proc.stdout.split(b"\0") if p} if proc.returncode == 0 else None
+        known: set[str] | None = {p.decode("utf-8", "replace") for p in proc.stdout.split(b"\0") if p} if proc.returncode == 0 else None
     except OSError:
         known = None
     if known is None:
@@ -169,7 +178,7 @@ def _missing_named(root, pdir, cfg, commit):
             or any(k.startswith(t.rstrip("/") + "/") for k in known)][:50]
 
 
-def text(res):
+def text(res: "dict[str, Any]") -> str:
     """The bootstrap's revalidation section (not yet redacted)."""
     lines = ["## Since the checkpoint: %s — %s" % (res["verdict"], res["reason"])]
     lines.append("- checkpoint age: %s; the predecessor's Claude process: %s" % (_age(res.get("age_s")),
@@ -205,7 +214,7 @@ def text(res):
     return "\n".join(lines)
 
 
-def summary(res):
+def summary(res: "dict[str, Any]") -> "dict[str, Any]":
     """What the state record, the ledger, ``status`` and ``history`` keep of a revalidation."""
     return {"verdict": res["verdict"], "reason": res["reason"][:300], "checkpoint": res.get("checkpoint"),
             "age_s": res.get("age_s"), "commits_since": res.get("commits_since"),
@@ -235,7 +244,7 @@ _WRAPPERS = frozenset(("sudo", "env", "time", "nohup", "exec", "command", "xargs
                        "python", "python3", "-m"))
 
 
-def side_effect(tool, target_text):
+def side_effect(tool: str | None, target_text: str | None) -> str | None:
     """Why this action reached outside the work tree ("git push", "network", …), or None."""
     if tool in ("WebFetch", "WebSearch"):
         return "network"
@@ -258,7 +267,7 @@ def side_effect(tool, target_text):
     return None
 
 
-def _commands(text):
+def _commands(text: str) -> list[str]:
     """The simple commands of a shell line, split at ``&&``, ``||``, ``;`` and ``|``."""
     for sep in ("&&", "||", ";", "|"):
         text = text.replace(sep, "\n")
@@ -267,7 +276,8 @@ def _commands(text):
 
 # -- the actions after a checkpoint ----------------------------------------------------------------
 
-def actions_after(sdir, checkpoint_id=None, since=None, limit=2000):
+def actions_after(sdir: str, checkpoint_id: str | None = None, since: float | None = None,
+                  limit: int = 2000) -> "list[dict[str, Any]]":
     """The ``tool`` records of session ``sdir`` after its checkpoint ``checkpoint_id`` (or after ``since``)."""
     recs = ledger.read(session.ledger_path(sdir))
     start = 0
@@ -275,7 +285,7 @@ def actions_after(sdir, checkpoint_id=None, since=None, limit=2000):
         for i, r in enumerate(recs):
             if r.get("ev") == "checkpoint" and r.get("id") == checkpoint_id:
                 start = i + 1
-    out = []
+    out: "list[dict[str, Any]]" = []
     for r in recs[start:]:
         if r.get("ev") != "tool" or (since is not None and (r.get("ts") or 0) < since):
             continue
@@ -286,7 +296,7 @@ def actions_after(sdir, checkpoint_id=None, since=None, limit=2000):
     return out[-limit:]
 
 
-def _action_line(a):
+def _action_line(a: "dict[str, Any]") -> str:
     desc = a["tool"] if not a["target"] else "%s `%s`" % (a["tool"], a["target"].replace("`", "'"))
     flags = []
     if a["failed"]:
@@ -296,7 +306,8 @@ def _action_line(a):
     return "- %s%s" % (desc, (" — " + "; ".join(flags)) if flags else "")
 
 
-def actions_text(acts, heading="Actions after the checkpoint", max_chars=SECTION_MAX):
+def actions_text(acts: "list[dict[str, Any]]", heading: str = "Actions after the checkpoint",
+                 max_chars: int = SECTION_MAX) -> str:
     """The bootstrap's actions section (not yet redacted), at most ``max_chars``.
 
     When not all fit, the ones reaching outside the work tree go first (newest first), then the
@@ -311,7 +322,7 @@ def actions_text(acts, heading="Actions after the checkpoint", max_chars=SECTION
     order = outside[::-1] + [i for i in range(len(acts) - 1, -1, -1) if not acts[i]["outside"]]
     lines = {i: _action_line(acts[i]) for i in order[:MAX_ACTIONS_SHOWN * 2]}
     room = max_chars - len(head) - 90
-    chosen = []
+    chosen: list[int] = []
     for i in order[:MAX_ACTIONS_SHOWN]:
         if room - len(lines[i]) - 1 < 0:
             break
@@ -324,7 +335,8 @@ def actions_text(acts, heading="Actions after the checkpoint", max_chars=SECTION
     return "\n".join(out)
 
 
-def since_text(root, pdir, prec, cfg, claimer_pid=None):
+def since_text(root: str, pdir: str, prec: "Record", cfg: "Config | Mapping[str, Any]",
+               claimer_pid: int | None = None) -> "tuple[dict[str, Any], str]":
     """(the revalidation result, the dynamic bootstrap text: revalidation + actions, redacted and bounded)."""
     from . import redact
 
@@ -344,7 +356,8 @@ def since_text(root, pdir, prec, cfg, claimer_pid=None):
 
 # -- a crash before any checkpoint -------------------------------------------------------------------
 
-def crash_handoff(root, dsdir, drec, cfg, budget_chars):
+def crash_handoff(root: str, dsdir: str, drec: "Record", cfg: "Config | Mapping[str, Any]",
+                  budget_chars: int) -> "tuple[str, dict[str, Any]]":
     """The machine handoff for session ``drec`` that died with no checkpoint (degraded; redacted; bounded)."""
     from . import gitsnap, paths, redact, transcript
 

@@ -14,8 +14,16 @@ import time
 
 from . import gitsnap, session
 
+TYPE_CHECKING = False  # mypy takes this name as true; at run time typing is not imported
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
+    from typing import Any
 
-def session_of(ref, prefix):
+    from .config import Config
+    from .project import Project
+
+
+def session_of(ref: str, prefix: str) -> int | None:
     """The session number a snapshot ref belongs to (``cp-NNN[-k]``, ``turn-NNN``, ``manual/NNN-…``), or None."""
     rest = ref[len(prefix):] if ref.startswith(prefix) else ""
     if rest.startswith("cp-"):
@@ -29,9 +37,9 @@ def session_of(ref, prefix):
     return int(num) if num.isdigit() else None
 
 
-def claimable_refs(proj):
+def claimable_refs(proj: "Project") -> set[str]:
     """Refs of checkpoints still waiting for a successor (read through the open-session index)."""
-    refs = set()
+    refs: set[str] = set()
     for n in proj.open_numbers():
         try:
             rec = session.load(proj.session_dir(n))
@@ -43,14 +51,15 @@ def claimable_refs(proj):
     return refs
 
 
-def choose(rows, prefix, keep, max_age_s, protected, now):
+def choose(rows: list[tuple[str, str, float]], prefix: str, keep: int | None, max_age_s: float | None,
+           protected: "Iterable[str]", now: float) -> tuple[list[tuple[str, str]], list[str]]:
     """(to delete [(ref, commit)], protected refs kept) for ``rows`` [(ref, commit, time)], newest first."""
-    newest = {}
+    newest: dict[str | int, str] = {}
     for ref, _, _ in rows:
         group = session_of(ref, prefix)
         newest.setdefault(group if group is not None else ref, ref)  # rows are newest first
     guard = set(protected) | set(newest.values())
-    doomed = []
+    doomed: list[tuple[str, str]] = []
     for rank, (ref, sha, created) in enumerate(rows):
         if ref in guard:
             continue
@@ -61,7 +70,8 @@ def choose(rows, prefix, keep, max_age_s, protected, now):
     return doomed, sorted(guard & {r for r, _, _ in rows})
 
 
-def prune(proj, cfg, dry_run=False, now=None):
+def prune(proj: "Project", cfg: "Config | Mapping[str, Any]", dry_run: bool = False,
+          now: float | None = None) -> "dict[str, Any]":
     """Apply ``snapshot_keep`` / ``snapshot_max_age_days`` to this project's snapshots."""
     prefix = "%s%s/" % (gitsnap.REF_PREFIX, proj.key)
     rows = gitsnap.list_refs(proj.root, prefix)

@@ -20,6 +20,20 @@ DRIVERS = ("mod", "tmux", "manual")
 # The rotator's identity: how it is started (``python -m``) and recognised among processes.
 ROTATOR_MODULE = "cc_continuity.tmux.rotator"
 MOD_FRESH_S = 24 * 3600  # a heartbeat older than this is not taken as a live mod
+# How every continuation opens (the successor's first prompt and its bootstrap text alike):
+# a prompt that starts with CONTINUATION_PREFIX is ours, never the user's.
+_CONTINUING = "Continuing from "
+CONTINUATION_PREFIX = _CONTINUING + session.CHECKPOINT_PREFIX
+
+
+def continuation_head(cid, successor_name):
+    """The continuation's first sentence: which checkpoint, which session it starts."""
+    return "%s%s (%s)." % (_CONTINUING, cid, successor_name)
+
+
+def is_continuation(prompt):
+    """Is ``prompt`` one of our continuations (not something the user typed)?"""
+    return isinstance(prompt, str) and prompt.startswith(CONTINUATION_PREFIX)
 
 
 def continuation_prompt(cid, successor_name, driver="tmux", root=None, handoff=None, last_request=None):
@@ -30,8 +44,8 @@ def continuation_prompt(cid, successor_name, driver="tmux", root=None, handoff=N
     the handoff itself, and restates the user's last request (a compaction the
     mod skipped ends its turn without retrying that prompt).
     """
-    text = ("Continuing from %s (%s). The handoff and machine facts are in this session's context; "
-            "carry on with its next steps." % (cid, successor_name))
+    text = continuation_head(cid, successor_name) + (" The handoff and machine facts are in this session's context; "
+                                                     "carry on with its next steps.")
     if driver == "mod":
         if root:
             text += " The project is %s." % root
@@ -146,17 +160,10 @@ def choose_driver(rec, cfg, tmux_usable):
     return "manual"
 
 
-def started_marker(sdir):
-    return session.checkpoint_dir(sdir) + "/successor.started"
-
-
-def delivered_marker(sdir):
-    return session.checkpoint_dir(sdir) + "/continuation.delivered"
-
-
-def draft_file(sdir):
-    """Text the user had left in the input box when the rotator cleared it (the bootstrap quotes it)."""
-    return session.checkpoint_dir(sdir) + "/draft.txt"
+# The rotation's markers and the kept draft, in the checkpoint dir (their names: session's layout).
+started_marker = session.started_marker
+delivered_marker = session.delivered_marker
+draft_file = session.draft_file
 
 
 def plan(rec, sdir, cfg, successor_name, project_lock=None, standby_s=None):

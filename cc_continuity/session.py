@@ -12,6 +12,63 @@ import time
 
 from . import fastjson, ledger
 
+# ``typing`` is not imported at run time (this module is on the per-tool-call path): the
+# record's type exists for the type checker and the reader only.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, TypedDict
+
+    class Record(TypedDict, total=False):
+        """A session record (``state.json``): every key, its type and what it holds.
+
+        The one place a key is declared: a key the package reads or writes that is
+        not here fails tests/test_session_record.py, so a new key is a decision.
+        """
+
+        # identity (new_record)
+        number: int                      # the session's number in its project (sessions/<NNN>)
+        name: str                        # "<slug>-<NNN>", what the user and the ledgers see
+        session_id: str                  # Claude Code's session id (the card and the hooks' payloads name it)
+        session_ids: list[str]           # the Claude Code session ids this record has had
+        state: str                       # one of STATES; changed only through transition()
+        created: float                   # epoch seconds, when the record was made
+        updated: float                   # epoch seconds, set by every save()
+        project_root: str                # the project's root directory
+        project_key: str                 # paths.project_key(project_root): its dir under projects/
+        slug: str                        # the project's readable name (paths.slugify)
+        launch_dir: str | None           # where Claude Code was started (project.launch_dir)
+        source: str                      # SessionStart's source when the record was made (startup/clear/resume/...)
+        unattended: bool                 # started unattended (no one at the keyboard: the pushes say so)
+        levels_notified: list[str]       # the levels above ok this session has been told about (meter.LEVELS)
+        flags: dict[str, dict[str, Any]]  # raised by `cc-continuity signal` (needs_human, ...): {"text", "at"}
+        # the live process (refreshed at every SessionStart)
+        pid: int | None                  # the Claude Code process
+        tmux_socket: str | None          # the tmux server and pane it runs in (None outside tmux)
+        tmux_pane: str | None
+        transcript: str                  # Claude Code's transcript of the session
+        model: str                       # the model id Claude Code reported
+        # the chain of sessions
+        predecessor: int | None          # the number of the session this one continues
+        successor: int | None            # the number of the session that claimed this one's checkpoint
+        claiming: int                    # the predecessor being claimed (the intent, written first; popped when done)
+        predecessor_claimed: bool        # the claim completed (claim.finish)
+        checkpoint_from: str | None      # the predecessor's checkpoint id this session started from
+        revalidation: dict[str, Any]     # resume.summary of the predecessor's checkpoint against the work tree
+        recovered_from: int              # the crashed session (no checkpoint) this one got the notice of
+        recovery: dict[str, Any]         # that crashed session: name, session_id, resume command, at
+        recovered_by: int                # set on the crashed session: who got its notice
+        ended: dict[str, Any]            # why and when the process ended: {"reason", "at"} (popped on --resume)
+        # the rotation
+        last_reading: dict[str, Any]     # the last level change's reading: tokens, window, percent, level
+        rotate_requested: bool           # `cc-continuity rotate` (or a blocked compaction) asked for a rotation
+        pending_note: str                # a note for the next prompt (UserPromptSubmit adds and pops it)
+        handoff_tries: int               # handoff validations so far for the current request
+        handoff_requested_at: float      # when the handoff was requested (the snapshot's requested_at)
+        checkpoint: dict[str, Any]       # the verified checkpoint's summary (checkpoint.finalize): id, ref, ...
+        driver: str                      # who drives the /clear: one of rotation.DRIVERS
+        rotator_pid: int                 # the detached tmux rotator
+        snapshot_wait: dict[str, Any]    # a claimed checkpoint's snapshot still being taken (PreToolUse waits)
+
 ACTIVE = "ACTIVE"
 WARNED = "WARNED"
 ROTATION_PENDING = "ROTATION_PENDING"
@@ -26,12 +83,15 @@ ENDED = "ENDED"
 STATES = (ACTIVE, WARNED, ROTATION_PENDING, HANDOFF_REQUESTED, CHECKPOINT_VERIFIED,
           ROTATING, AWAITING_MANUAL_CLEAR, ROTATED, BOOTSTRAPPING, ENDED)
 
+# The sets of states, named once (every other module asks these):
 # Live states a process can simply end in (-> ENDED).
-LIVE = (ACTIVE, WARNED, ROTATION_PENDING, HANDOFF_REQUESTED, BOOTSTRAPPING)
+LIVE = frozenset((ACTIVE, WARNED, ROTATION_PENDING, HANDOFF_REQUESTED, BOOTSTRAPPING))
+# Live and no handoff asked for yet: a rotation (a handoff request) may start from these.
+WORKING = LIVE - {HANDOFF_REQUESTED}
 # A verified checkpoint waiting for a successor survives the process.
-CLAIMABLE = (CHECKPOINT_VERIFIED, ROTATING, AWAITING_MANUAL_CLEAR)
-# Done for good (ENDED only comes back through `claude --resume`, under the project lock).
-TERMINAL = (ROTATED, ENDED)
+CLAIMABLE = frozenset((CHECKPOINT_VERIFIED, ROTATING, AWAITING_MANUAL_CLEAR))
+# Done for good, "finished" (ENDED only comes back through `claude --resume`, under the project lock).
+TERMINAL = frozenset((ROTATED, ENDED))
 
 TRANSITIONS = {
     ACTIVE: {WARNED, ROTATION_PENDING, HANDOFF_REQUESTED, ENDED, BOOTSTRAPPING},  # -> BOOTSTRAPPING: a new session adopts a checkpoint
@@ -55,29 +115,107 @@ def is_allowed(src, dst):
     return dst in TRANSITIONS.get(src, ())
 
 
-LEVEL_ORDER = ("ok", "warn", "rotate", "hard")
+# -- the session dir's layout ------------------------------------------------------------
+#
+# Every name inside a session dir (``<project>/sessions/<NNN>/``) is spelled here and only
+# here, with what the file holds; a module that needs only a path does not pull in the
+# module that writes it (nor checkpoint's git machinery).
+STATE = "state.json"                 # the record (:func:`load`, :func:`save`)
+LEDGER = "ledger.jsonl"              # the session's append-only event log (:mod:`ledger`)
+STATUS_READING = "context.json"      # the status line's last context reading (meter.save_status_reading)
+STATUSLINE = "statusline.json"       # the window the status line last reported (meter.reported_window)
+CHAIN_CACHE = "statusline.chain.json"  # the user's chained status line: its last output and the stdin it was for
+TURN_SNAPSHOT = "turn-snapshot.json"  # the rolling turn-end snapshot's result (snapjob.start_turn)
+EMERGENCY = "emergency"              # PreCompact's facts when the context compacts before a checkpoint
+MANUAL = "manual"                    # ``cc-continuity checkpoint``: one dir of facts per manual checkpoint
+CHECKPOINT = "checkpoint"            # the rotation's checkpoint dir, holding:
+HANDOFF = "handoff.md"               # - what the successor starts from (model- or machine-written)
+SNAPSHOT = "snapshot.json"           # - facts taken by code when the handoff was requested (also in emergency/, manual/*)
+MANIFEST = "manifest.json"           # - id, handoff sha256 + validation, git ref, trigger reading
+SNAPSHOT_RESULT = "snapshot-%s.json"  # - a snapshot job's result, by job id (snapjob.result_path)
+BOOTSTRAP = "bootstrap.json"         # - the successor's bootstrap text, prepared at the verified turn's end
+ROTATOR_PLAN = "rotator-plan.json"   # - the tmux rotator's plan (the watchdog re-spawns a rotator from it)
+DRAFT = "draft.txt"                  # - what the user had typed when the rotator cleared the input box
+SUCCESSOR_STARTED = "successor.started"  # - the successor's SessionStart claimed the checkpoint
+CONTINUATION_DELIVERED = "continuation.delivered"  # - the continuation reached the successor's first prompt
+CHECKPOINT_PREFIX = "cp-"            # a checkpoint's id: cp-<NNN> (:func:`checkpoint_id`)
 
 
-def state_path(sdir):
-    return sdir + "/state.json"
+def state_path(sdir: str) -> str:
+    return sdir + "/" + STATE
 
 
-def ledger_path(sdir):
-    return sdir + "/ledger.jsonl"
+def ledger_path(sdir: str) -> str:
+    return sdir + "/" + LEDGER
 
 
-# The checkpoint's files (their owner is here, with the rest of the session dir's layout,
-# so a module that only needs a path does not pull in checkpoint's git machinery).
-def checkpoint_dir(sdir):
-    return sdir + "/checkpoint"
+def status_reading_path(sdir: str) -> str:
+    return sdir + "/" + STATUS_READING
 
 
-def handoff_path(sdir):
-    return sdir + "/checkpoint/handoff.md"
+def statusline_path(sdir: str) -> str:
+    return sdir + "/" + STATUSLINE
 
 
-def checkpoint_id(number):
-    return "cp-%03d" % number
+def chain_cache_path(sdir: str) -> str:
+    return sdir + "/" + CHAIN_CACHE
+
+
+def turn_snapshot_path(sdir: str) -> str:
+    return sdir + "/" + TURN_SNAPSHOT
+
+
+def emergency_dir(sdir: str) -> str:
+    return sdir + "/" + EMERGENCY
+
+
+def manual_dir(sdir: str, stamp: str) -> str:
+    return sdir + "/" + MANUAL + "/" + stamp
+
+
+def checkpoint_dir(sdir: str) -> str:
+    return sdir + "/" + CHECKPOINT
+
+
+def handoff_path(sdir: str) -> str:
+    return checkpoint_dir(sdir) + "/" + HANDOFF
+
+
+def snapshot_path(sdir: str) -> str:
+    return checkpoint_dir(sdir) + "/" + SNAPSHOT
+
+
+def manifest_path(sdir: str) -> str:
+    return checkpoint_dir(sdir) + "/" + MANIFEST
+
+
+def snapshot_result_path(sdir: str, job: str) -> str:
+    return checkpoint_dir(sdir) + "/" + SNAPSHOT_RESULT % job
+
+
+def bootstrap_path(sdir: str) -> str:
+    return checkpoint_dir(sdir) + "/" + BOOTSTRAP
+
+
+def rotator_plan_path(sdir: str) -> str:
+    return checkpoint_dir(sdir) + "/" + ROTATOR_PLAN
+
+
+def draft_file(sdir: str) -> str:
+    """Text the user had left in the input box when the rotator cleared it (the bootstrap quotes it)."""
+    return checkpoint_dir(sdir) + "/" + DRAFT
+
+
+def started_marker(sdir: str) -> str:
+    return checkpoint_dir(sdir) + "/" + SUCCESSOR_STARTED
+
+
+def delivered_marker(sdir: str) -> str:
+    return checkpoint_dir(sdir) + "/" + CONTINUATION_DELIVERED
+
+
+def checkpoint_id(number: int) -> str:
+    return CHECKPOINT_PREFIX + "%03d" % number
 
 
 def read_file(path, limit=1 << 22):
@@ -97,15 +235,15 @@ def read_file(path, limit=1 << 22):
         posix.close(fd)
 
 
-def load(sdir):
+def load(sdir: str) -> "Record":
     """The record in ``sdir``; raises OSError/ValueError when missing or corrupt."""
     rec = fastjson.loads(read_file(state_path(sdir)))
     if not isinstance(rec, dict) or rec.get("state") not in STATES:
         raise ValueError("corrupt session state in %s" % sdir)
-    return rec
+    return rec  # type: ignore[return-value]  # a dict with a known state: its keys are Record's (tests/test_session_record.py)
 
 
-def open_marker(sdir):
+def open_marker(sdir: str) -> "str | None":
     """``<project>/open/<NNN>`` for the session dir ``<project>/sessions/<NNN>`` (None for other dirs).
 
     The ``open/`` directory indexes the sessions that are not in a TERMINAL state, so the
@@ -127,7 +265,7 @@ def _mark_open(marker, is_open):
         pass  # no index yet (built on the next registration), or no marker to remove
 
 
-def save(sdir, rec):
+def save(sdir: str, rec: "Record") -> None:
     from . import atomic
 
     rec["updated"] = round(time.time(), 3)
@@ -140,18 +278,19 @@ def save(sdir, rec):
         _mark_open(marker, False)
 
 
-def notified_index(rec):
+def notified_index(rec: "Record") -> int:
     """The highest context level this session has already been told about (0 = ok)."""
-    best = 0
+    from . import meter  # the level scale's owner (already loaded wherever a record's level is asked)
+
+    best = meter.OK
     for name in rec.get("levels_notified") or ():
-        if name in LEVEL_ORDER:
-            best = max(best, LEVEL_ORDER.index(name))
+        best = max(best, meter.level_index(name))
     return best
 
 
-def new_record(number, name, session_id, state=ACTIVE, **fields):
+def new_record(number: int, name: str, session_id: str, state: str = ACTIVE, **fields: "Any") -> "Record":
     now = round(time.time(), 3)
-    rec = {
+    rec: "Record" = {
         "number": number,
         "name": name,
         "session_id": session_id,
@@ -164,7 +303,7 @@ def new_record(number, name, session_id, state=ACTIVE, **fields):
         "levels_notified": [],
         "flags": {},
     }
-    rec.update(fields)
+    rec.update(fields)  # type: ignore[typeddict-item]  # keyword fields: Record's keys (tests/test_session_record.py)
     return rec
 
 
@@ -173,14 +312,14 @@ def log(sdir, record):
     return ledger.append(ledger_path(sdir), record)
 
 
-def transition(sdir, rec, dst, why, **fields):
+def transition(sdir: str, rec: "Record", dst: str, why: str, **fields: "Any") -> "Record":
     """Move ``rec`` to ``dst`` (checked), persist it, and log it to the ledger."""
     src = rec.get("state")
     if not is_allowed(src, dst):
         ledger.append(ledger_path(sdir), {"ev": "illegal_transition", "from": src, "to": dst, "why": why})
         raise IllegalTransition("%s -> %s is not allowed (%s)" % (src, dst, why))
     rec["state"] = dst
-    rec.update(fields)
+    rec.update(fields)  # type: ignore[typeddict-item]  # keyword fields: Record's keys (tests/test_session_record.py)
     save(sdir, rec)
     ledger.append(ledger_path(sdir), {"ev": "transition", "from": src, "to": dst, "why": why})
     return rec

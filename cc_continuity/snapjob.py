@@ -7,7 +7,7 @@ own session (it outlives the hook, whatever then drives the ``/clear``: the tmux
 an in-process driver, or the user) and waits for it at most ``snapshot_hook_wait_s``.
 What it has not seen finish by then, the job finishes alone.
 
-The job's result file (``<sdir>/checkpoint/snapshot-<job>.json``, the snapshot's result
+The job's result file (:func:`session.snapshot_result_path`, the snapshot's result
 or its error) is the marker.  Until it exists the checkpoint's git entry is *pending*:
 the successor's claim says so in its bootstrap text, and PreToolUse holds back the tools
 that can change files (``hooks/pre_tool_use.py``), so nothing changes the work tree before
@@ -23,22 +23,30 @@ import subprocess
 import sys
 import time
 
-from . import atomic, gitsnap, paths
+from . import atomic, gitsnap, paths, session
+
+TYPE_CHECKING = False  # mypy takes this name as true; at run time typing is not imported (the Stop hook runs this)
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+
+    from .config import Config
 
 PLAN_KEYS = ("root", "ref", "message", "result", "index", "max_file_bytes", "max_untracked_bytes",
              "untracked", "timeout")
 
 
-def index_path(root):
+def index_path(root: str) -> str:
     """The project's persistent private index (``gitsnap.snapshot(index=…)``), in our state dir."""
     return paths.project_dir(paths.project_key(root)) + "/snapshot.index"
 
 
-def result_path(sdir, job):
-    return "%s/checkpoint/snapshot-%s.json" % (sdir, job)
+def result_path(sdir: str, job: str) -> str:
+    return session.snapshot_result_path(sdir, job)
 
 
-def plan(root, sdir, ref, message, cfg, job=None):
+def plan(root: str, sdir: str, ref: str, message: str, cfg: "Config | Mapping[str, Any]",
+         job: str | None = None) -> "dict[str, Any]":
     job = job or "%x-%s" % (int(time.time()), os.urandom(3).hex())
     return {"job": job, "root": root, "ref": ref, "message": message, "result": result_path(sdir, job),
             "index": index_path(root), "max_file_bytes": cfg["snapshot_max_file_bytes"],
@@ -46,11 +54,11 @@ def plan(root, sdir, ref, message, cfg, job=None):
             "timeout": cfg["snapshot_timeout_s"], "started_at": round(time.time(), 3)}
 
 
-def take(p):
+def take(p: "dict[str, Any]") -> "dict[str, Any]":
     """The snapshot of plan ``p`` in this process: the git entry for the manifest (never raises)."""
     try:
         move = bool(p.get("move"))
-        git = gitsnap.snapshot(p["root"], p["ref"], p["message"], max_file_bytes=p["max_file_bytes"],
+        git: "dict[str, Any]" = gitsnap.snapshot(p["root"], p["ref"], p["message"], max_file_bytes=p["max_file_bytes"],
                                max_untracked_bytes=p["max_untracked_bytes"], untracked=p["untracked"],
                                unique=not move, timeout=p["timeout"], index=p["index"], move=move)
     except (gitsnap.SnapshotError, ValueError, OSError) as e:
@@ -59,7 +67,7 @@ def take(p):
     return git
 
 
-def start(p, log_path=None):
+def start(p: "dict[str, Any]", log_path: str | None = None) -> "subprocess.Popen[bytes]":
     """Start the job for plan ``p`` fully detached (own session, stdin from /dev/null); returns the Popen.
 
     The plan travels as the argument: nothing to write (or to leave behind) before the job runs.
@@ -80,7 +88,7 @@ def start(p, log_path=None):
             os.close(out)
 
 
-def read_result(path):
+def read_result(path: str) -> "dict[str, Any] | None":
     """The job's result (the manifest's git entry), or None while it has not finished."""
     try:
         with open(path, "rb") as f:
@@ -90,29 +98,30 @@ def read_result(path):
     return got if isinstance(got, dict) else None
 
 
-def pending(p, pid):
+def pending(p: "dict[str, Any]", pid: int) -> "dict[str, Any]":
     """The git entry of a checkpoint whose snapshot is still being taken by job ``pid``."""
     return {"git": None, "pending": True, "job": p["job"], "pid": pid, "result": p["result"], "ref": p["ref"],
             "started_at": p["started_at"], "until": round(p["started_at"] + p["timeout"] + 30, 3)}
 
 
-def current(git):
+def current(git: "dict[str, Any] | None") -> "dict[str, Any]":
     """A manifest's git entry as it is now: a pending one replaced by the job's result once there."""
     if isinstance(git, dict) and git.get("pending") and isinstance(git.get("result"), str):
         return read_result(git["result"]) or git
     return git or {}
 
 
-def turn_ref(key, number):
+def turn_ref(key: str, number: int) -> str:
     """A session's rolling turn-end snapshot ref (moved at every turn end; checkpoint refs never move)."""
     return "%s%s/turn-%03d" % (gitsnap.REF_PREFIX, key, number)
 
 
-def turn_result_path(sdir):
-    return sdir + "/turn-snapshot.json"
+def turn_result_path(sdir: str) -> str:
+    return session.turn_snapshot_path(sdir)
 
 
-def start_turn(root, sdir, key, number, name, cfg):
+def start_turn(root: str, sdir: str, key: str, number: int, name: str | None,
+               cfg: "Config | Mapping[str, Any]") -> "subprocess.Popen[bytes] | None":
     """Start the turn-end snapshot of session ``number`` in the background; the Popen, or None when skipped.
 
     Skipped while a snapshot holds the project's private index (the last turn's, or a
@@ -135,7 +144,8 @@ def start_turn(root, sdir, key, number, name, cfg):
     return start(p, paths.logs_dir() + "/snapshot.log")
 
 
-def run_for_checkpoint(root, sdir, ref, message, cfg):
+def run_for_checkpoint(root: str, sdir: str, ref: str, message: str,
+                       cfg: "Config | Mapping[str, Any]") -> "dict[str, Any]":
     """Snapshot for a checkpoint: in the job, waited for at most ``snapshot_hook_wait_s``.
 
     Returns the git entry: the result when the job finished in time, else a pending entry.
@@ -154,13 +164,13 @@ def run_for_checkpoint(root, sdir, ref, message, cfg):
     return got if got is not None else pending(p, proc.pid)
 
 
-def main(argv):
+def main(argv: list[str]) -> int:
     try:
         p = json.loads(argv[0]) if len(argv) == 1 else None
     except ValueError:
         p = None
     missing = [k for k in PLAN_KEYS if not isinstance(p, dict) or k not in p]
-    if missing:
+    if missing or not isinstance(p, dict):  # (a p that is no dict misses every key: the isinstance is for mypy)
         print("usage: python -m cc_continuity.snapjob '<plan JSON>' (missing: %s)" % ", ".join(missing),
               file=sys.stderr)
         return 2

@@ -125,7 +125,7 @@ def _slow_card(payload, env):
 
 def _remember_window(sdir, window):
     """Hooks don't see the window; leave it where they can read it (only on change)."""
-    path = sdir + "/statusline.json"
+    path = session.statusline_path(sdir)
     try:
         if fastjson.loads(session.read_file(path)).get("window") == window:
             return
@@ -165,7 +165,7 @@ def chained_output(chain, raw, c, timeout_ms):
     its last output is shown again.
     """
     sdir = c.get("sdir") if isinstance(c, dict) else None
-    cache = sdir + "/" + CHAIN_CACHE if sdir and not chain.get("refreshInterval") else None
+    cache = session.chain_cache_path(sdir) if sdir and not chain.get("refreshInterval") else None
     text = raw.decode("utf-8", "replace")
     if cache:
         try:
@@ -188,7 +188,6 @@ def chained_output(chain, raw, c, timeout_ms):
 OWN_BUDGET_S = 1.5  # our part of a status line run: stdin, card, state, transcript tail, output
 CHAIN_FLAG = "--chain"
 REFRESH_S = 10  # our statusLine's refreshInterval: a state change shows within this, messages or not
-CHAIN_CACHE = "statusline.chain.json"  # the user's status line output and the stdin it was for
 
 
 class Deadline(BaseException):

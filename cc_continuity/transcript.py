@@ -8,11 +8,16 @@ Bounded backwards scan, like the meter.
 from . import fastjson
 from .meter import lines_backwards
 
+TYPE_CHECKING = False  # mypy takes this name as true; at run time typing is not imported
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from typing import Any
+
 TODO_SCAN = 16 * 1024 * 1024
 _TODO = b'"TodoWrite"'
 
 
-def _assistant_contents(path, scan, *needles):
+def _assistant_contents(path: str, scan: int, *needles: bytes) -> "Iterator[list[Any]]":
     """The content lists of main-thread assistant rows, newest first, among lines holding every
     one of ``needles`` (a byte test before any parse).  OSError from reading propagates."""
     for line, _ in lines_backwards(path, scan):
@@ -28,7 +33,7 @@ def _assistant_contents(path, scan, *needles):
             yield content
 
 
-def open_todos(path, max_items=30, max_chars=200):
+def open_todos(path: str, max_items: int = 30, max_chars: int = 200) -> list[dict[str, str]] | None:
     """Items of the latest TodoWrite call that are not completed, or None if there is none."""
     try:
         for content in _assistant_contents(path, TODO_SCAN, _TODO):
@@ -42,8 +47,8 @@ def open_todos(path, max_items=30, max_chars=200):
     return None
 
 
-def _open_items(todos, max_items, max_chars):
-    out = []
+def _open_items(todos: "list[Any]", max_items: int, max_chars: int) -> list[dict[str, str]]:
+    out: list[dict[str, str]] = []
     for t in todos:
         if not isinstance(t, dict) or t.get("status") == "completed":
             continue
@@ -55,11 +60,11 @@ def _open_items(todos, max_items, max_chars):
     return out
 
 
-def last_assistant_text(path, max_chars=1500, scan=TODO_SCAN):
+def last_assistant_text(path: str, max_chars: int = 1500, scan: int = TODO_SCAN) -> str | None:
     """The text of the newest main-thread assistant reply, or None."""
     try:
         for content in _assistant_contents(path, scan, b'"assistant"', b'"text"'):
-            texts = [b.get("text") for b in content if isinstance(b, dict) and b.get("type") == "text"
+            texts = [b["text"] for b in content if isinstance(b, dict) and b.get("type") == "text"
                      and isinstance(b.get("text"), str) and b["text"].strip()]
             if texts:
                 text = "\n".join(texts).strip()

@@ -451,3 +451,11 @@ def test_cli_meter_uses_project_config_window(tmp_path, monkeypatch, capsys):
     assert cli.main(["meter", path, "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert (doc["window"], doc["window_source"], doc["percent"]) == (400_000, "config", 25.0)
+
+
+def test_levels_are_compared_by_their_named_order():
+    assert (meter.OK, meter.WARN, meter.ROTATE, meter.HARD) == tuple(map(meter.level_index, meter.LEVELS))
+    assert meter.at_least("hard", "rotate") and meter.at_least("rotate", "rotate") and not meter.at_least("warn", "rotate")
+    assert meter.at_least(meter.HARD, "hard") and not meter.at_least(meter.ROTATE, "hard")
+    assert not meter.at_least(None, "warn") and not meter.at_least("bogus", "warn")  # an unknown level is ok
+    assert meter.notified_through(meter.OK) == [] and meter.notified_through(meter.ROTATE) == ["warn", "rotate"]

@@ -9,7 +9,7 @@ row as if it were the one asked for.
 import threading
 import time
 
-from cc_continuity import meter
+from cc_continuity import meter, session
 from helpers.transcripts import Transcript
 
 
@@ -158,4 +158,4 @@ def test_status_reading_is_kept_per_session_and_written_only_on_change(tmp_path)
     got = meter.load_status_reading(sdir)
     assert got == {"session_id": "sid-1", "tokens": 126_000, "window": 200_000, "at": 100.0}
     assert meter.save_status_reading(sdir, "sid-2", 126_000, 200_000, now=102.0) is True
-    assert oct((tmp_path / meter.STATUS_READING).stat().st_mode & 0o777) == "0o600"
+    assert oct((tmp_path / session.STATUS_READING).stat().st_mode & 0o777) == "0o600"

@@ -25,7 +25,7 @@ def run(args):
     n, sdir = find_session(proj, args.session)
     rec = session.load(sdir)
     stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
-    out_dir = "%s/manual/%s" % (sdir, stamp)
+    out_dir = session.manual_dir(sdir, stamp)
     reading = {"tokens": None, "window": None, "percent": None, "level": None}
     if rec.get("transcript"):
         reading = protocol.session_reading(sdir, rec, cfg)

@@ -16,7 +16,7 @@ def run(args):
     n, sdir = find_session(proj, args.session)
     with proj.lock():
         rec = session.load(sdir)
-        if rec["state"] not in (session.ACTIVE, session.WARNED, session.ROTATION_PENDING, session.BOOTSTRAPPING):
+        if rec["state"] not in session.WORKING:
             die("%s is %s; nothing to rotate" % (rec.get("name"), rec["state"]), code=1)
         rec["rotate_requested"] = True
         session.save(sdir, rec)

@@ -37,7 +37,7 @@ def find_session(proj, session_id=None):
             rec = session.load(proj.session_dir(n))
         except (OSError, ValueError):
             continue
-        if rec["state"] in (session.ENDED, session.ROTATED):
+        if rec["state"] in session.TERMINAL:
             continue
         if best is None or rec.get("updated", 0) >= best[1]:
             best = (n, rec.get("updated", 0))

@@ -29,7 +29,7 @@ def describe(proj, cfg, n):
     except (OSError, ValueError) as e:
         return {"number": n, "name": proj.session_name(n), "state": "UNREADABLE", "error": str(e)}
     reading = None
-    if rec["state"] not in (session.ROTATED, session.ENDED) and rec.get("transcript"):
+    if rec["state"] not in session.TERMINAL and rec.get("transcript"):
         reading = protocol.session_reading(sdir, rec, cfg)
     if reading is None or reading["tokens"] is None:
         reading = rec.get("last_reading") or reading
@@ -90,7 +90,7 @@ def run(args):
         rows = [describe(proj, cfg, n) for n in proj.numbers()]
     else:  # the open sessions (an index: the history is not read), else the newest one
         rows = [r for r in (describe(proj, cfg, n) for n in proj.open_numbers())
-                if r["state"] not in (session.ROTATED, session.ENDED)]
+                if r["state"] not in session.TERMINAL]
         newest = proj.newest_number()
         if not rows and newest:
             rows = [describe(proj, cfg, newest)]

@@ -45,7 +45,7 @@ def handle(call):
         held = _snapshot_gate(call, c, wait)
         if held is not None:
             return held
-    hard = session.notified_index(rec) >= 3
+    hard = session.notified_index(rec) >= meter.HARD
     if not hard and rec["state"] not in session.CLAIMABLE:
         tokens = this_response_tokens(call, c)
         if meter.level(tokens, c["window"], c) == "hard":
@@ -59,7 +59,7 @@ def handle(call):
     tool = call.payload.get("tool_name")
     tin = call.payload.get("tool_input")
     tin = tin if isinstance(tin, dict) else {}
-    hpath = c["sdir"] + "/checkpoint/handoff.md"
+    hpath = session.handoff_path(c["sdir"])
     if tool in WRITE_TOOLS and tin.get("file_path") == hpath and _handoff_target_ok(c["sdir"], hpath):
         call.outcome = "handoff write allowed"
         return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow",
@@ -145,7 +145,7 @@ def _handoff_target_ok(sdir, path):
 
     from ..checkpoint import handoff_target_ok
 
-    os.makedirs(sdir + "/checkpoint", mode=0o700, exist_ok=True)
+    os.makedirs(session.checkpoint_dir(sdir), mode=0o700, exist_ok=True)
     return handoff_target_ok(sdir, path)
 
 

@@ -31,7 +31,7 @@ import tempfile
 import threading
 import time
 
-from .. import config, errors, ledger, paths, rotation
+from .. import config, errors, ledger, meter, paths, rotation, session
 from ..install import settings
 from ..procs import pid_alive, reap
 from ..tmux import Pane
@@ -41,7 +41,7 @@ MODEL = "claude-sonnet-4-5"  # Claude Code gives it a 200k window and no auto mo
 ROTATE_AT = 66.0  # percent the scripted work reports: past the default rotate level (62)
 START_AT = 10.0  # percent a fresh session reports
 HANDOFF_REQUEST = "Handoff file (absolute path):"
-CONTINUATION = "Continuing from cp-"
+CONTINUATION = rotation.CONTINUATION_PREFIX
 BOOTSTRAP_MARK = "SessionStart hook additional context: " + CONTINUATION  # how the successor's context arrives
 TASK = "Rehearsal task: keep a work log in this repository, one file per step."
 WORK_MARK = "Working on step"  # every work reply says it: the successor must not see it
@@ -478,7 +478,7 @@ class Rehearsal:
             sdir = "%s/%s/sessions" % (base, key)
             for num in sorted(os.listdir(sdir)) if os.path.isdir(sdir) else ():
                 if num.isdigit():
-                    out[int(num)] = ledger.read("%s/%s/ledger.jsonl" % (sdir, num))
+                    out[int(num)] = ledger.read(session.ledger_path("%s/%s" % (sdir, num)))
         return out
 
     def session_dir(self, number):
@@ -495,9 +495,9 @@ class Rehearsal:
         pred, succ = led.get(1, []), led.get(2, [])
         first = lambda recs, test: next((r["ts"] for r in recs if test(r)), None)
         t = {
-            "rotate_level": first(pred, lambda r: r.get("ev") == "level" and r.get("level") in ("rotate", "hard")),
+            "rotate_level": first(pred, lambda r: r.get("ev") == "level" and meter.at_least(r.get("level"), "rotate")),
             "handoff_requested": first(pred, lambda r: r.get("ev") == "transition"
-                                       and r.get("to") == "HANDOFF_REQUESTED"),
+                                       and r.get("to") == session.HANDOFF_REQUESTED),
             "checkpoint": first(pred, lambda r: r.get("ev") == "checkpoint"),
             "clear_typed": first(pred, lambda r: r.get("ev") == "rotator" and r.get("step") == "clear_sent"),
             "successor_started": first(succ, lambda r: r.get("ev") == "claim"),
@@ -508,7 +508,7 @@ class Rehearsal:
         manifest = self._manifest(sdir)
         if manifest and manifest.get("handoff", {}).get("validation") == "valid":
             try:
-                t["handoff_written"] = os.stat(sdir + "/checkpoint/handoff.md").st_mtime
+                t["handoff_written"] = os.stat(session.handoff_path(sdir)).st_mtime
             except OSError:
                 pass
         req = self.successor_request(first_sid)
@@ -518,7 +518,7 @@ class Rehearsal:
     @staticmethod
     def _manifest(sdir):
         try:
-            with open(sdir + "/checkpoint/manifest.json", encoding="utf-8") as f:
+            with open(session.manifest_path(sdir), encoding="utf-8") as f:
                 return json.load(f)
         except (OSError, ValueError, TypeError):
             return None
@@ -674,9 +674,9 @@ class Rehearsal:
         if not any(r.endswith("/cp-001") for r in refs):
             problems.append("no git snapshot ref refs/continuity/<project key>/cp-001")
         try:
-            with open(self.session_dir(1) + "/state.json", encoding="utf-8") as f:
+            with open(session.state_path(self.session_dir(1)), encoding="utf-8") as f:
                 state = json.load(f)
-            if state.get("state") != "ROTATED" or state.get("successor") != 2:
+            if state.get("state") != session.ROTATED or state.get("successor") != 2:
                 problems.append("the first session is %s (successor %s), not ROTATED to the second"
                                 % (state.get("state"), state.get("successor")))
         except (OSError, ValueError, TypeError):

@@ -660,7 +660,7 @@ def spawn(plan_path, log_path=None):
 def start(rec, sdir, cfg, successor_name, project_lock=None, standby_s=None):
     """Write the rotation's plan (:func:`rotation.plan`) for a verified checkpoint and spawn the rotator; its pid."""
     p = rotation.plan(rec, sdir, cfg, successor_name, project_lock, standby_s)
-    path = session.checkpoint_dir(sdir) + "/rotator-plan.json"
+    path = session.rotator_plan_path(sdir)
     atomic.write_text(path, json.dumps(p, indent=2) + "\n")
     paths.ensure_dir(paths.logs_dir())
     return spawn(path, log_path=paths.logs_dir() + "/rotator.log")

@@ -66,7 +66,7 @@ FOLLOW_UPS = {STALLED: (NUDGE, ESCALATE), FAILED: (NUDGE,), EXIT_HUNG: (TERMINAT
 # Pushes that go out once per episode, outside the caps and backoffs (they only inform;
 # watchdog_max_actions 0 still silences them).
 ONCE = frozenset((PUSH_FAILED, PUSH_NOTICE))
-ROTATION_STATES = ("ROTATING", "AWAITING_MANUAL_CLEAR")
+ROTATION_STATES = frozenset((session.ROTATING, session.AWAITING_MANUAL_CLEAR))  # a rotation under way, past its checkpoint
 
 PREFIX = "[cc-continuity watchdog]"
 INTERRUPT_KEY = "Escape"
@@ -933,7 +933,7 @@ class Executor:
             outcome, detail = "skipped", "not retried: %s" % why
         else:
             outcome, detail = "done", "rotation retried (rotator pid %d)" % retried
-        hint = "" if retried else "; type /clear in the session" if action.state == "AWAITING_MANUAL_CLEAR" else ""
+        hint = "" if retried else "; type /clear in the session" if action.state == session.AWAITING_MANUAL_CLEAR else ""
         self.push("session-stuck", text="stuck in %s; %s%s" % (action.why, detail, hint), slug=action.slug,
                   session=action.number)
         return outcome, detail
@@ -942,7 +942,7 @@ class Executor:
         """``(rotator pid, None)`` after a re-spawn, or ``(None, why not)``."""
         if not action.sdir:
             return None, "no session directory"
-        plan_path = os.path.join(action.sdir, "checkpoint", "rotator-plan.json")
+        plan_path = session.rotator_plan_path(action.sdir)
         try:
             with open(plan_path, encoding="utf-8") as f:
                 plan = json.load(f)
@@ -970,8 +970,8 @@ class Executor:
                 return None, "already retried once"
             if used:
                 return None, "the session was used after the rotation stopped"
-            if rec["state"] == "AWAITING_MANUAL_CLEAR":
-                session.transition(action.sdir, rec, "ROTATING", "watchdog: retrying the rotation once")
+            if rec["state"] == session.AWAITING_MANUAL_CLEAR:
+                session.transition(action.sdir, rec, session.ROTATING, "watchdog: retrying the rotation once")
             logf = os.path.join(paths.ensure_dir(paths.logs_dir()), "rotator.log")
             pid = rotator.spawn(plan_path, log_path=logf)
             rec["rotator_pid"] = pid

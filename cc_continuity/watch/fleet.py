@@ -34,8 +34,8 @@ from . import Settings
 from .liveness import ACTIVE, DEAD, DONE, EXIT_HUNG, FAILED, LIMITED, STALLED, WAITING, Scanner
 
 BLOCKED = (STALLED, FAILED, DEAD, EXIT_HUNG)
-ROTATION_STATES = ("ROTATION_PENDING", "HANDOFF_REQUESTED", "CHECKPOINT_VERIFIED", "ROTATING")
-BLOCKED_STATES = ("AWAITING_MANUAL_CLEAR",)
+ROTATION_STATES = frozenset((session.ROTATION_PENDING, session.HANDOFF_REQUESTED, session.CHECKPOINT_VERIFIED, session.ROTATING))
+BLOCKED_STATES = frozenset((session.AWAITING_MANUAL_CLEAR,))
 BLOCKED_FLAGS = ("needs_human",)
 RECENT_S = 86400.0     # an ended session is "recent" this long
 RECENT_MAX = 10        # recent ended sessions shown at most (all projects)

@@ -91,7 +91,7 @@ class SessionObs:
     @property
     def finished(self):
         """This record's process life is over (SessionEnd seen, or ended/rotated and not resumed since)."""
-        return self.ended_at is not None or (self.state in (session.ENDED, session.ROTATED) and not self.resumed)
+        return self.ended_at is not None or (self.state in session.TERMINAL and not self.resumed)
 
 
 def classify(obs, now, stall, exit_hang):
