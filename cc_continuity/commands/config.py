@@ -1,5 +1,7 @@
 """``cc-continuity config show [--json]``: the effective config and where each value came from."""
 
+import json
+
 from .. import config
 from ._util import current_project, die, print_json
 
@@ -35,7 +37,5 @@ def run(args):
 
 
 def _show(v):
-    import json
-
     s = json.dumps(v)
     return s if len(s) <= 28 else s[:25] + "..."

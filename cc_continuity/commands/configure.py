@@ -17,6 +17,7 @@ import os
 import sys
 
 from .. import atomic, config, paths
+from ._util import current_project
 
 # The keys this verb can change, in the order they are shown, with their option.
 SHOWN = (
@@ -135,8 +136,6 @@ def changes_from(args):
 
 
 def run(args):
-    from ._util import current_project
-
     root = current_project().root
     target = config.user_project_file(root) if args.project else paths.config_file()
     changes = changes_from(args)

@@ -1,5 +1,7 @@
 """``cc-continuity hook <EventName>``: run one hook (reads the event JSON on stdin)."""
 
+from .. import hooks
+
 
 def register(sub):
     p = sub.add_parser("hook", help="run a Claude Code hook (JSON on stdin; always exits 0)")
@@ -8,7 +10,5 @@ def register(sub):
 
 
 def run(args):
-    from ..hooks import main
-
-    main([args.event])
+    hooks.main([args.event])
     return 0

@@ -6,7 +6,7 @@ place).  ``--dry-run`` prints the diff of every file and writes nothing.
 
 import sys
 
-from .. import errors
+from .. import errors, install
 # The same value parsers as `configure` (one spelling of 200k, 55,62,72, a URL for both).
 from .configure import parse_thresholds, parse_tokens, parse_url_or_off
 
@@ -31,8 +31,6 @@ def register(sub):
 
 
 def run(args):
-    from .. import install
-
     opts = install.Options(window=args.window, thresholds=args.thresholds, ntfy=args.ntfy,
                            unattended=args.unattended, shell=args.shell, no_wrapper=args.no_wrapper,
                            dry_run=args.dry_run, plugin=args.plugin)

@@ -11,10 +11,12 @@ Exit 0 only when the rotation completed; 1 when it did not; 2 when it could
 not start (no claude, nothing installed, no tmux).
 """
 
+import argparse
 import sys
 import threading
 import time
 
+from .. import rehearse
 from ._util import print_json
 
 
@@ -32,8 +34,6 @@ def register(sub):
 
 
 def _seconds(text):
-    import argparse
-
     try:
         value = float(text)
     except ValueError:
@@ -44,8 +44,6 @@ def _seconds(text):
 
 
 def run(args):
-    from .. import rehearse
-
     # The steps as they happen: on stdout for the human report, on stderr (a terminal only) with --json.
     out = sys.stderr if args.json else sys.stdout
     progress = Progress(out, spinner=out.isatty()) if (not args.json or out.isatty()) else None
@@ -75,8 +73,6 @@ class Progress:
     FRAMES = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 
     def __init__(self, out, spinner=False, interval=0.1):
-        from .. import rehearse
-
         self.out = out
         self.lock = threading.Lock()
         self.t0 = time.monotonic()

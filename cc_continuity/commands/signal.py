@@ -7,7 +7,7 @@ line and in pushes, and the user's next prompt clears it.
 import os
 import time
 
-from .. import ledger, session
+from .. import ledger, notify, session
 from ._util import current_project, die
 
 
@@ -64,10 +64,6 @@ def run(args):
 
 
 def _notify(kind, rec, text):
-    try:
-        from .. import notify
-    except ImportError:
-        return
     try:
         notify.emit("blocked" if kind == "needs-human" else "done", slug=rec.get("slug"),
                     session=rec.get("number"), text=text, project_root=rec.get("project_root"))

@@ -1,6 +1,6 @@
 """``cc-continuity snapshots``: the git snapshots of this project, with age and size; ``--prune`` applies the retention policy."""
 
-from .. import gitsnap
+from .. import gitsnap, retention
 from ._util import ago, current_project, load_config, print_json
 
 
@@ -24,8 +24,6 @@ def human(n):
 
 
 def prune(proj, args):
-    from .. import retention
-
     cfg = load_config(proj.root)
     res = retention.prune(proj, cfg, dry_run=args.dry_run)
     if args.json:

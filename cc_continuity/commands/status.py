@@ -3,6 +3,9 @@ and state; ``--all-projects``: the fleet view of every live and recent session o
 (:mod:`cc_continuity.watch.fleet`, the same view as ``watchdog status``)."""
 
 
+import sys
+import time
+
 from .. import protocol, session
 from ._util import ago, current_project, load_config, print_json
 from ..procs import pid_alive
@@ -65,6 +68,7 @@ def _resume_command(rec):
 
 def _panes(rows):
     """Add ``pane`` and ``tmux`` (attached, detached, gone: :func:`fleet.pane_states`) to the open rows."""
+    # lazy: watch/ (fleet, liveness, service) adds ~5 ms to every verb's start (cli.build_parser loads them all)
     from ..watch import fleet
 
     open_rows = []
@@ -76,10 +80,10 @@ def _panes(rows):
 
 
 def run(args):
+    from ..watch import fleet  # lazy: see _panes
+
     if args.all_projects:
         return run_fleet(args)
-    from ..watch import fleet
-
     proj = current_project()
     cfg = load_config(proj.root)
     if args.all:
@@ -130,10 +134,7 @@ def run(args):
 
 def run_fleet(args):
     """The fleet view: open sessions of every project, then those ended in the last day."""
-    import sys
-    import time
-
-    from ..watch import fleet
+    from ..watch import fleet  # lazy: see _panes
 
     now = time.time()
     rows = fleet.collect(now)

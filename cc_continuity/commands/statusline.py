@@ -1,5 +1,7 @@
 """``cc-continuity statusline``: print the status line for the JSON on stdin."""
 
+from .. import statusline
+
 
 def register(sub):
     p = sub.add_parser("statusline", help="render the status line (Claude Code statusLine JSON on stdin)")
@@ -7,7 +9,5 @@ def register(sub):
 
 
 def run(args):
-    from ..statusline import main
-
-    main()
+    statusline.main()
     return 0

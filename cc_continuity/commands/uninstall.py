@@ -3,6 +3,8 @@
 Every other byte of the user's files stays.  Safe to run twice.
 """
 
+from .. import install
+
 
 def register(sub):
     p = sub.add_parser("uninstall", help="remove what install added (hooks, blocks, skills, launcher, app copy)")
@@ -12,6 +14,4 @@ def register(sub):
 
 
 def run(args):
-    from .. import install
-
     return install.uninstall(purge=args.purge)

@@ -8,6 +8,7 @@ no live process holds.  Silent failure is what users of similar tools hated most
 (field notes §4, item 10), so a red result always carries the exact fix.
 """
 
+import fnmatch
 import json
 import os
 import re
@@ -15,10 +16,15 @@ import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.parse
 
-from .. import atomic, lock, paths
+from .. import __version__, atomic, config, launchenv, lock, notify, paths
+from ..hooks import EVENT_OF
+from ..install import app, blocks, manifest, plugin, settings, wrapper
+from ..project import find_root
+from ..realclaude import find_real_claude
 
 MIN_PYTHON = (3, 11)
 MIN_CLAUDE = (2, 1, 209)
@@ -66,8 +72,6 @@ class Context:
 
     @property
     def root(self):
-        from ..project import find_root
-
         return self._once("root", lambda: find_root(self.cwd))
 
     @property
@@ -79,8 +83,6 @@ class Context:
         return self._once("settings", self._read_settings)
 
     def _read_settings(self):
-        from ..install import settings
-
         try:
             with open(self.settings_path, "rb") as f:
                 data = f.read()
@@ -100,8 +102,6 @@ class Context:
         checks then fall back to the default locations.
         """
         def read():
-            from ..install import manifest
-
             try:
                 return manifest.load()
             except (OSError, ValueError):
@@ -114,8 +114,6 @@ class Context:
         More than one enabled is reported by :func:`check_plugin`; the others use the first.
         """
         def find():
-            from ..install import plugin
-
             doc, _ = self.settings()
             ids = plugin.enabled(doc) if doc else []
             if not ids:
@@ -126,8 +124,6 @@ class Context:
     def config(self):
         """(Config or None, error text or None)."""
         def load():
-            from .. import config
-
             try:
                 return config.load(self.root, self.env), None
             except config.ConfigError as e:
@@ -213,8 +209,6 @@ def check_tmux(ctx):
 
 
 def check_claude(ctx):
-    from ..realclaude import find_real_claude
-
     fix = "install or update Claude Code to %s or newer (`claude update`)" % _dotted(MIN_CLAUDE)
     try:
         claude = find_real_claude(ctx.env)
@@ -256,8 +250,6 @@ def mirror_remotes(root, env=None):
     (``+refs/*:refs/*``, ``refs/continuity/*:...``) unless a negative one (``^refs/continuity/*``)
     takes them out again.  [(name, why)] in config order.
     """
-    import fnmatch
-
     rc, out, _ = _run(["git", "-C", root, "config", "--get-regexp", r"^remote\..*\.(mirror|push)$"], env=env)
     if rc not in (0,):
         return []
@@ -308,15 +300,11 @@ def check_mirror(ctx):
 
 def _expected_hooks():
     """{event: matcher or None} from the fragment the installer merges."""
-    from ..install import settings
-
     return {event: groups[0].get("matcher") for event, groups in settings.load_fragment()["hooks"].items()}
 
 
 def _our_handlers(doc, event):
     """[(group, handler)] of ours registered under ``event``."""
-    from ..install import settings
-
     hooks = doc.get("hooks")
     groups = hooks.get(event) if isinstance(hooks, dict) else None
     out = []
@@ -340,8 +328,6 @@ def _matcher_matches(matcher, value):
 
 
 def _handler_problems(event, group, handler, expected):
-    from ..install import settings
-
     problems = []
     python = handler.get("command")
     args = handler.get("args") if isinstance(handler.get("args"), list) else []
@@ -350,8 +336,6 @@ def _handler_problems(event, group, handler, expected):
         problems.append("%s: interpreter %r is missing or not executable" % (event, python))
     if app and not os.path.isfile(os.path.join(app, "cc_continuity", "hooks", "__init__.py")):
         problems.append("%s: the app copy %s is missing (the hook does nothing)" % (event, app))
-    from ..hooks import EVENT_OF
-
     if event not in args and not any(EVENT_OF.get(a) == event for a in args if isinstance(a, str)):
         problems.append("%s: handler is registered for another event (args %s)" % (event, args))
     matcher = expected.get(event)
@@ -503,8 +487,6 @@ def _logged(log, token):
 
 
 def check_statusline(ctx):
-    from ..install import settings
-
     doc, err = ctx.settings()
     if doc is None:
         return Result("statusline", False, err, "cc-continuity install")
@@ -543,8 +525,6 @@ def launcher_path(manifest=None):
 
 def _wrapper_target(ctx):
     """(shell, rc file) the installer used, falling back to what it would use now."""
-    from ..install import wrapper
-
     current = wrapper.detect_shell(ctx.env)
     entries = [e for e in (ctx.manifest() or {}).get("rc") or []
                if isinstance(e, dict) and isinstance(e.get("path"), str) and e.get("shell") in wrapper.SHELLS]
@@ -560,8 +540,6 @@ _ALIAS = {
 
 
 def check_wrapper(ctx):
-    from ..install import blocks, wrapper
-
     manifest = ctx.manifest()
     if manifest is not None and not manifest.get("rc"):
         return Result("wrapper", True, "not installed (--no-wrapper): start claude inside tmux yourself for "
@@ -716,20 +694,17 @@ def _declared_version(init_path):
 
 def package_version():
     """The version pip installed (falls back to the running code's)."""
+    # lazy: every verb's start imports this module (cli.build_parser loads all verbs), metadata costs ~15 ms
     from importlib import metadata
 
     try:
         return metadata.version("cc-continuity")
     except metadata.PackageNotFoundError:
-        from .. import __version__
-
         return __version__
 
 
 def check_app_copy(ctx):
     """The hooks run the copy under ``$CC_CONTINUITY_HOME/app``; it must be the version pip installed."""
-    from ..install import app
-
     init = os.path.join(app.app_link(paths.home()), "cc_continuity", "__init__.py")
     want = package_version()
     try:
@@ -751,9 +726,6 @@ MODS_OFF = "turned off"
 
 
 def check_plugin(ctx):
-    from ..install import plugin
-    from .. import __version__
-
     doc, _ = ctx.settings()
     ids = plugin.enabled(doc) if doc else []
     if not ids:
@@ -776,10 +748,6 @@ def check_plugin(ctx):
 
 def check_mods(ctx):
     """Can plugin mods load here?  ``claude plugin test`` on a folder without one says (tested on 2.1.328-332)."""
-    import tempfile
-
-    from ..realclaude import find_real_claude
-
     if not ctx.plugin():
         return Result("mod", True, "no plugin, no mod: the tmux rotator types /clear (or you do)")
     cfg, _ = ctx.config()
@@ -901,8 +869,6 @@ def check_permissions(ctx):
 
 def find_leftovers(now=None):
     """(temp files, stale launch env files, stale locks) that are ours and safe to remove."""
-    from .. import launchenv
-
     now = time.time() if now is None else now
     temps, locks = [], []
     home = paths.home()
@@ -1014,8 +980,6 @@ def claude_env(ctx, name):
 def claude_version(ctx):
     """The version tuple of the claude the wrapper would run, or None (not found, no answer)."""
     def ask():
-        from ..realclaude import find_real_claude
-
         try:
             claude = find_real_claude(ctx.env)
         except RuntimeError:
@@ -1107,17 +1071,13 @@ def check_ntfy(ctx):
     fix = "check the URL (`cc-continuity configure --ntfy URL`) and that the server is reachable"
     if ctx.notify_test:
         try:
-            from .. import notify
-        except ImportError:
-            return Result("ntfy", False, "notifications module not available", "reinstall cc-continuity")
-        try:
             ok, detail = notify.send_test(url, token=cfg["ntfy_token"])
         except Exception as e:
             return Result("ntfy", False, "test message to %s failed: %s: %s" % (shown, type(e).__name__, e), fix)
         if not ok:
             return Result("ntfy", False, "test message not delivered: %s" % detail, fix)
         return Result("ntfy", True, "test message %s: check your phone" % detail)
-    import socket
+    import socket  # lazy: every verb's start imports this module (cli.build_parser loads all verbs): ~5 ms
 
     parts = urllib.parse.urlsplit(url)
     try:

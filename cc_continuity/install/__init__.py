@@ -20,8 +20,10 @@ import os
 import shutil
 import time
 
-from .. import __version__, atomic, errors, paths
-from . import app, blocks, bootstrap, manifest, plugin, settings, skills
+from .. import __version__, atomic, config, errors, paths
+from ..lock import Lock
+from ..realclaude import find_real_claude
+from . import app, blocks, bootstrap, manifest, plugin, settings, skills, wrapper
 
 CLAUDE_MD_BLOCK = "claude-md"
 WRAPPER_BLOCK = "wrapper"
@@ -156,12 +158,6 @@ def claude_md_body(command=skills.COMMAND):
         return skills.render(f.read(), command)
 
 
-def _wrapper():
-    from . import wrapper  # the shell side is its own module (and owner)
-
-    return wrapper
-
-
 # -- install -------------------------------------------------------------------
 
 def config_changes(opts):
@@ -210,8 +206,6 @@ class _InstallLock:
     """
 
     def __enter__(self):
-        from ..lock import Lock
-
         for _ in range(5):
             home = paths.ensure_dir(paths.home())
             try:
@@ -250,8 +244,6 @@ def install(opts, out=print):
 
 def _install_plugin(out):
     """The app copy, the plugin beside it (``$CC_CONTINUITY_HOME/plugin``), registered with Claude Code."""
-    from ..realclaude import find_real_claude
-
     home = paths.home()
     claude = find_real_claude(os.environ)
     if claude is None:
@@ -269,8 +261,6 @@ def _install_plugin(out):
 
 
 def _install(opts, out, check_only=False):
-    from .. import config
-
     home = paths.home()
     cdir = paths.claude_config_dir()
     user_home = os.path.expanduser("~")
@@ -302,7 +292,6 @@ def _install(opts, out, check_only=False):
 
     rc_change, shell = None, None
     if not opts.no_wrapper:
-        wrapper = _wrapper()
         shell = wrapper.detect_shell(os.environ) if opts.shell == "auto" else opts.shell
         rc_change = block_change(wrapper.rc_path(shell, user_home, os.environ), WRAPPER_BLOCK, "hash",
                                  wrapper.render(shell, launcher))
@@ -535,7 +524,6 @@ def _uninstall(purge, out):
     block_targets.append((os.path.join(cdir, "CLAUDE.md"), False))
     problems += _remove_blocks(out, "CLAUDE.md", block_targets, CLAUDE_MD_BLOCK, "html")
     rc_targets = [(e["path"], e.get("created")) for e in (rec or {}).get("rc") or [] if e.get("path")]
-    wrapper = _wrapper()
     rc_targets += [(wrapper.rc_path(s, user_home, os.environ), False) for s in wrapper.SHELLS]
     rc_targets += [(os.path.join(user_home, name), False) for name in wrapper.BASH_LOGIN_FILES]
     problems += _remove_blocks(out, "shell", rc_targets, WRAPPER_BLOCK, "hash")
@@ -586,8 +574,6 @@ def _uninstall_plugin(out, recorded):
     """Take out the plugin ``install --plugin`` registered (Claude Code's own commands); problems count."""
     if not recorded:
         return 0
-    from ..realclaude import find_real_claude
-
     try:
         claude = find_real_claude(os.environ)
     except RuntimeError:

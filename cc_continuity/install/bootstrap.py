@@ -17,6 +17,7 @@ bootstrap.pypa.io (the dependencies come from the network anyway).
 Runs on the standard library only: the dependencies are what it installs.
 """
 
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -50,7 +51,7 @@ def say(msg):
 
 def requirements(source_root):
     """The runtime requirements, as pyproject.toml spells them (one place for them)."""
-    import tomllib
+    import tomllib  # lazy: only install.py needs it; +~5 ms to launch and every verb (they load install/)
 
     with open(os.path.join(source_root, "pyproject.toml"), "rb") as f:
         return list(tomllib.load(f)["project"]["dependencies"])
@@ -108,8 +109,6 @@ def _has_pip(python):
 
 def make_venv(venv, python=sys.executable):
     """A virtualenv at ``venv`` and the pip command that installs into it."""
-    import importlib.util
-
     vpy = _venv_python(venv)
     if os.path.isfile(vpy) and _has_pip(vpy):
         return [vpy, "-m", "pip"]
@@ -125,7 +124,7 @@ def make_venv(venv, python=sys.executable):
     pyz = os.path.join(venv, "pip.pyz")
     say("fetching pip from %s" % PIP_ZIPAPP_URL)
     try:
-        import urllib.request
+        import urllib.request  # lazy: only without pip; +~20 ms to launch and every verb (they load install/)
 
         with urllib.request.urlopen(PIP_ZIPAPP_URL, timeout=60) as r, open(pyz, "wb") as f:
             shutil.copyfileobj(r, f)

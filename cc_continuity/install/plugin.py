@@ -24,6 +24,7 @@ import shutil
 import subprocess
 
 from .. import __version__, atomic, errors, paths
+from . import settings
 
 MARKETPLACE = "cc-continuity-local"
 NAME = "cc-continuity"
@@ -57,8 +58,6 @@ def manifest():
 
 def files(python, app_dir, launcher_text):
     """``{relative path: bytes}`` of the plugin that runs the app copy at ``app_dir`` on ``python``."""
-    from . import settings
-
     rendered = settings.render_fragment(settings.load_fragment(), python, app_dir)
     with open(os.path.join(_DATA, "hooks", "hooks.json"), encoding="utf-8") as f:
         table = json.load(f)

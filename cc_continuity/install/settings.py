@@ -39,6 +39,7 @@ exits 0, so a broken install degrades to "no rotation", never to a blocked
 session.  It costs the same as a script (``__main__`` code is never cached).
 """
 
+import ast
 import copy
 import hashlib
 import json
@@ -321,8 +322,6 @@ def app_of_handler(handler):
         if isinstance(a, str) and HOOK_MARK in a:
             for line in a.splitlines():
                 if line.startswith("sys.path[0] = "):
-                    import ast
-
                     try:
                         return ast.literal_eval(line.split("=", 1)[1].strip())
                     except (ValueError, SyntaxError):

@@ -19,6 +19,8 @@ import os
 import re
 import sys
 
+from . import blocks
+
 # ``cc-continuity launch`` exits with this status when it failed *before* exec'ing
 # claude or tmux; the wrapper then runs the real claude itself.  126 and 127 (the
 # shell could not run the launcher, e.g. its interpreter was removed) fall through
@@ -84,8 +86,6 @@ def bash_login_file(home):
     ``~/.bashrc`` (``. ~/.bashrc``, ``source "$HOME/.bashrc"``...) counts,
     outside our own block.
     """
-    from . import blocks
-
     for name in BASH_LOGIN_FILES:
         path = os.path.join(home, name)
         try:

@@ -14,9 +14,13 @@ reason is used, and the body is capped at 200 characters.
 ``requests`` is imported only inside the delivery function (flusher side).
 """
 
+import base64
+import json
 import os
+import subprocess
 import sys
 import time
+from urllib.parse import urlsplit
 
 from .. import atomic, config, fastjson, log, paths
 from ..lock import Lock, LockTimeout
@@ -107,7 +111,9 @@ def format_message(event, *, slug=None, session=None, ratio=None, text="", host=
     a short reason or summary; only its first line is used.  Everything is
     redacted before it is cut to size, so a cut can never expose half a secret.
     """
-    from ..redact import redact  # here, not at import: compiling its rules costs ~50 ms
+    # lazy: compiling its rules costs ~20 ms, and the hooks (the mod's per-turn calls) import this
+    # module to push even when pushes are off
+    from ..redact import redact
 
     name = _event(event)
     label, priority, tag = EVENTS[name]
@@ -204,8 +210,6 @@ def spool(msg, url, token=None, now=None):
 
 def spawn_flusher():
     """``python -m cc_continuity.notify`` (``notify/__main__.py``: :func:`main`) in its own session, stdio on /dev/null; the Popen."""
-    import subprocess
-
     env = dict(os.environ)
     parent = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     extra = [parent] + ([parent + "/lib"] if os.path.isdir(parent + "/lib") else [])
@@ -223,15 +227,11 @@ def _header(value):
     """HTTP headers are latin-1 on the wire; ntfy decodes RFC 2047 words for the rest."""
     if value.isascii():
         return value
-    import base64
-
     return "=?utf-8?b?%s?=" % base64.b64encode(value.encode("utf-8")).decode("ascii")
 
 
 def _server(url):
     """Host (and port) of ``url`` for logs: never the topic path, user or token."""
-    from urllib.parse import urlsplit
-
     try:
         parts = urlsplit(url) if isinstance(url, str) else None
         if not parts or not parts.hostname:
@@ -248,7 +248,7 @@ def post(msg, timeout=TIMEOUT):
     (any other answer: a 4xx or a redirect will not get better by waiting).
     ``detail`` names the failure without the URL, token or message text.
     """
-    import requests
+    import requests  # optional dependency, flusher side only (emit must not import it)
 
     headers = {
         "Title": _header(msg["title"]),
@@ -297,8 +297,7 @@ def spooled():
 
 
 def _load(path):
-    import json  # flusher side; fastjson's C scanner misreports bad JSON when json was never imported
-
+    # json, not fastjson: fastjson's C scanner misreports bad JSON when json was never imported
     try:
         with open(path, "rb") as f:
             msg = json.loads(f.read())

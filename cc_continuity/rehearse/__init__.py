@@ -21,15 +21,20 @@ network traffic is to the scripted model on 127.0.0.1.
 The scenario builders here are shared with the end-to-end tests.
 """
 
+import codecs
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
 
-from .. import config, errors, ledger, meter, rotation, session
+from .. import config, errors, ledger, meter, paths, rotation, session
+from ..install import settings
 from ..procs import pid_alive, reap
+from ..tmux import Pane
 
 WINDOW = 200_000
 MODEL = "claude-sonnet-4-5"  # Claude Code gives it a 200k window and no auto mode
@@ -131,8 +136,6 @@ def our_settings(doc):
 
     Raises RehearsalError when ``doc`` holds no hook of ours.
     """
-    from ..install import settings
-
     hooks = {}
     for event, groups in (doc.get("hooks") or {}).items() if isinstance(doc.get("hooks"), dict) else ():
         for group in groups if isinstance(groups, list) else ():
@@ -153,8 +156,6 @@ def our_settings(doc):
 
 def installed_settings(path=None):
     """(path, our part of it) from the user's Claude Code settings.json."""
-    from .. import paths
-
     path = path or os.path.join(paths.claude_config_dir(), "settings.json")
     try:
         with open(path, encoding="utf-8") as f:
@@ -310,8 +311,6 @@ class CastRecorder:
 
     def start(self):
         """Start reading (call before ``pipe-pane`` opens the FIFO for writing)."""
-        import threading
-
         self.t0 = time.monotonic()
         self.started_at = time.time()
         self._thread = threading.Thread(target=self._read, name="cast-recorder", daemon=True)
@@ -319,13 +318,9 @@ class CastRecorder:
 
     def pipe_command(self):
         """The shell command ``tmux pipe-pane`` runs: copy the pane's output into the FIFO."""
-        import shlex
-
         return "exec cat > %s" % shlex.quote(self.fifo)
 
     def _read(self):
-        import codecs
-
         dec = codecs.getincrementaldecoder("utf-8")(errors="replace")
         fd = os.open(self.fifo, os.O_RDONLY)   # blocks until pipe-pane's cat opens it
         try:
@@ -539,6 +534,8 @@ class Rehearsal:
     # the run
     def run(self):
         """Set up, rotate once, report.  Always cleans up (unless ``keep``)."""
+        # lazy: python -m cc_continuity.rehearse.scripted_model imports this package first; at the top
+        # runpy finds the module already imported and it runs twice (a RuntimeWarning, two ScenarioErrors)
         from .scripted_model import ScriptedModel
 
         result = {"claude": self.claude, "settings": self.settings_path,
@@ -689,8 +686,6 @@ class Rehearsal:
     def _submit(self, text, deadline):
         """Type ``text``, wait until the input box shows it (a fast Enter can be taken as part
         of a paste and lost), then press Enter."""
-        from ..tmux import Pane
-
         squash = lambda s: "".join(s.split())
         self.tmux("send-keys", "-t", self.pane, "-l", "--", text)
         self._wait(lambda: squash(text) in squash(Pane.input_text(self.screen())), min(deadline, time.monotonic() + 5))
@@ -704,8 +699,6 @@ class Rehearsal:
             time.sleep(POLL_S)
 
     def _wait_idle(self, deadline, settle=0.3):
-        from ..tmux import Pane
-
         since = None
         while time.monotonic() < deadline:
             if Pane.is_idle(self.screen()):

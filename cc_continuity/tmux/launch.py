@@ -40,6 +40,7 @@ import json
 import os
 import shlex
 import shutil
+import subprocess
 import sys
 import time
 
@@ -87,8 +88,8 @@ class Plan:
 
 def plan(claude_args, *, unattended=False, env, cwd, interactive=True):
     """Decide how to run claude; pure apart from reading config and asking tmux about a session."""
+    # lazy: this file is also the trampoline (python -I, no package): its top level is stdlib only
     from .. import config, project
-
     from ..realclaude import find_real_claude
 
     args, asked = _strip_unattended(claude_args)
@@ -140,6 +141,7 @@ def _plan(args, explicit, real, proj, cfg, env, cwd, interactive):
         return Plan("attach", [tmux, "-S", r.socket, "attach-session", "-t", "=" + r.tmux_session],
                     env, r.name, unattended, notes=[note])
 
+    # lazy: this file is also the trampoline (python -I, no package): its top level is stdlib only
     from .pane import tmux_name
 
     base = [tmux] + (["-S", env[ENV_TMUX_SOCKET]] if env.get(ENV_TMUX_SOCKET) else [])
@@ -152,6 +154,7 @@ def _plan(args, explicit, real, proj, cfg, env, cwd, interactive):
         name = "%s-%s" % (name, proj.key.rsplit("-", 1)[-1][:4])
         env["CC_CONTINUITY_NAME"] = name
         target = tmux_name(name)
+    # lazy: this file is also the trampoline (python -I, no package): its top level is stdlib only
     from .. import launchenv
 
     env_path = launchenv.new_path(name)
@@ -182,6 +185,7 @@ def running_sessions(proj, tmux, env):
     id is reused by a new server.  So the pane must exist and its process must be the
     recorded pid.  Bounded: only the open-session index is read, one tmux call each.
     """
+    # lazy: this file is also the trampoline (python -I, no package): its top level is stdlib only
     from .. import session
     from ..procs import pid_alive
 
@@ -212,8 +216,6 @@ def _running_notes(running, name):
 
 def _tmux_query(base, target, fmt, env):
     """``display-message -p`` for ``target``: the tab-separated fields, or None."""
-    import subprocess
-
     try:
         r = subprocess.run(base + ["display-message", "-p", "-t", target, fmt], env=env,
                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, timeout=5)

@@ -237,14 +237,14 @@ class Pane:
             tmux_bin = self.tmux_bin or shutil.which("tmux")
             if tmux_bin is None:
                 raise TmuxError("tmux binary not found on PATH")
-            import libtmux
+            import libtmux  # lazy: may be missing (a plugin's hooks run PATH's python3); ~70 ms
 
             self._server = libtmux.Server(socket_path=self.socket_path, tmux_bin=tmux_bin)
         return self._server
 
     def _run(self, *args, target=True):
         """Run one tmux command (optionally ``-t <pane>``); raise TmuxError if it fails."""
-        from libtmux import exc
+        from libtmux import exc  # lazy: optional dependency (see _libtmux_server)
 
         server = self._libtmux_server()
         try:
@@ -260,8 +260,8 @@ class Pane:
         return res.stdout
 
     def _libtmux_pane(self):
-        from libtmux import exc
-        from libtmux.pane import Pane as LibPane
+        from libtmux import exc  # lazy: optional dependency (see _libtmux_server)
+        from libtmux.pane import Pane as LibPane  # lazy: optional dependency (see _libtmux_server)
 
         try:
             return LibPane.from_pane_id(server=self._libtmux_server(), pane_id=self.pane_id)
@@ -487,7 +487,7 @@ class Pane:
 
     def rename_session(self, name):
         """Rename the session holding this pane (``.`` and ``:`` become ``_``, as tmux requires)."""
-        from libtmux import exc
+        from libtmux import exc  # lazy: optional dependency (see _libtmux_server)
 
         try:
             self._libtmux_pane().session.rename_session(tmux_name(name))
@@ -496,7 +496,7 @@ class Pane:
 
     def rename_window(self, name):
         """Rename the window holding this pane (this also stops tmux's automatic renaming)."""
-        from libtmux import exc
+        from libtmux import exc  # lazy: optional dependency (see _libtmux_server)
 
         try:
             self._libtmux_pane().window.rename_window(tmux_name(name))

@@ -59,7 +59,8 @@ import subprocess
 import sys
 import time
 
-from .. import atomic, errors, ledger, paths, procs, rotation, session
+from .. import atomic, errors, ledger, notify, paths, procs, rotation, session
+from ..lock import Lock
 from .pane import KEYS_PER_CALL, Pane, TmuxError
 
 DEFAULT_TIMEOUTS = {"idle_s": 120.0, "marker_s": 60.0, "delivery_s": 20.0, "type_s": 5.0,
@@ -315,8 +316,6 @@ class Rotator:
     def _save_draft(self, text):
         path = self.plan.get("draft_file")
         if path:
-            from .. import atomic
-
             atomic.write_text(path, text, mode=0o600)
 
     def _take_back(self, sent):
@@ -436,8 +435,6 @@ class Rotator:
         sid = self.plan.get("session_id")
         if not wait or not sid:
             return False
-        from .. import rotation
-
         self.note("standby", s=wait)
         _wait_for(lambda: (self._check() or True) and (
             os.path.exists(self.plan["started_marker"]) or rotation.handover_holder(sid) == "mod"), wait)
@@ -451,15 +448,11 @@ class Rotator:
         sid = self.plan.get("session_id")
         if not sid:
             return False
-        from .. import rotation
-
         return rotation.handover_holder(sid) == "mod"
 
     def _await_mod(self, done, timeout, what):
         """Wait while the mod does a step: True when ``done``; False when it gave the hand-over
         back (its ModDone failed) and it is ours now, so we type the step ourselves."""
-        from .. import rotation
-
         sid = self.plan["session_id"]
         back = lambda: rotation.handover_holder(sid) is None
         if _wait_for(lambda: (self._check() or True) and (done() or back()), self.timeouts[timeout]) and done():
@@ -595,16 +588,11 @@ class Rotator:
         if not sdir or not lock_path:
             return
         try:
-            from .. import session
-            from ..lock import Lock
-
             with Lock(lock_path, timeout=10):
                 rec = session.load(sdir)
                 if rec["state"] != session.ROTATING:
                     return
                 session.transition(sdir, rec, session.AWAITING_MANUAL_CLEAR, "rotator failed: %s" % reason[:200])
-            from .. import notify
-
             cid = (rec.get("checkpoint") or {}).get("id") or "the checkpoint"
             notify.emit("lifecycle-failed", slug=rec.get("slug"), session=rec.get("number"),
                         text="%s waits: type /clear (the rotation stopped: %s)" % (cid, reason),

@@ -16,7 +16,7 @@ status`` shows, and the action counters that must survive a restart) and
 
 from dataclasses import dataclass, fields
 
-from .. import paths
+from .. import config, paths
 
 
 def state_dir():
@@ -110,8 +110,6 @@ class Settings:
     @classmethod
     def load(cls, **overrides):
         """From the global config (``config.json``); raises ``config.ConfigError``."""
-        from .. import config
-
         return cls.from_config(config.load(None), **overrides)
 
     @property

@@ -29,15 +29,22 @@ watchdog pressed it and the ledger holds the turn's prompt: Enter resubmits it.
 """
 
 import dataclasses
+import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import time
 from dataclasses import dataclass
 
-from .. import log, paths, session
+import psutil
+
+from .. import ledger, log, notify, paths, rotation, session
+from ..lock import Lock
+from ..procs import pid_alive
 from ..redact import redact
+from ..tmux import KEYS_PER_CALL, Pane, TmuxError, rotator
 from . import LOG, fleet
 from .liveness import (ACTIVE, DEAD, EXIT_HUNG, FAILED, LIMITED, RETRY_ERRORS, STALLED, ProcessTable,
                        classify)
@@ -576,8 +583,6 @@ def push_name(event, known):
 def push(event, text="", slug=None, session=None):
     """One phone push through :func:`notify.emit`; never raises (False when not sent)."""
     try:
-        from .. import notify
-
         name = push_name(event, notify.EVENTS)
         if name is None:
             log.write(LOG, "push %s skipped: the notifier knows no such event" % event)
@@ -640,8 +645,6 @@ def digest(settings, timeout=None):
 
 def pane_pid(socket, pane_id, timeout=5.0):
     """The pid of the program tmux started in the pane, or None."""
-    import shutil
-
     tmux = shutil.which("tmux")
     if tmux is None:
         return None
@@ -672,9 +675,6 @@ def _is_prompt(box, action):
 
 def _is_rotator(pid):
     """Is ``pid`` a live cc-continuity rotator process?"""
-    from .. import rotation
-    from ..procs import pid_alive
-
     if not isinstance(pid, int) or isinstance(pid, bool) or not pid_alive(pid):
         return False
     try:
@@ -682,8 +682,6 @@ def _is_rotator(pid):
             return rotation.ROTATOR_MODULE.encode() in f.read()
     except OSError:
         try:
-            import psutil
-
             return any(rotation.ROTATOR_MODULE in a for a in psutil.Process(pid).cmdline())
         except Exception:
             return True   # alive and unreadable: assume it is ours, never start a second one
@@ -692,8 +690,6 @@ def _is_rotator(pid):
 def _since_state(ledger_path):
     """``(used, retried)``: a prompt came after the session's latest state change; the watchdog
     already re-spawned its rotator once."""
-    from .. import ledger
-
     last_transition = last_prompt = None
     retried = False
     for rec in ledger.read(ledger_path):
@@ -745,8 +741,6 @@ class _Typer:
         batches of ``C-a DC×8 C-e`` removed the first 8 characters of 470 and nothing more;
         50 ms apart they removed exactly ours (``C-a`` goes to the start of the logical line,
         not of the wrapped row)."""
-        from ..tmux import KEYS_PER_CALL
-
         left = len(sent)
         while left > 0:
             n = min(KEYS_PER_CALL - 2, left)
@@ -837,8 +831,6 @@ class Executor:
 
     def _pane(self, action):
         """The session's tmux Pane, checked to really hold its Claude process; (pane, why-not)."""
-        from ..tmux import Pane
-
         if not action.pane:
             return None, "no tmux pane recorded"
         sock, pane_id = action.pane
@@ -893,8 +885,6 @@ class Executor:
           except when we were to interrupt a running turn and it is not running
           (``idle``: nothing typed, the turn counts as over).
         """
-        from ..tmux import Pane, TmuxError
-
         pane, why = self._pane(action)
         if pane is None:
             return "failed", why
@@ -950,11 +940,6 @@ class Executor:
 
     def _retry_rotation(self, action):
         """``(rotator pid, None)`` after a re-spawn, or ``(None, why not)``."""
-        import json
-
-        from ..tmux import rotator
-        from ..lock import Lock
-
         if not action.sdir:
             return None, "no session directory"
         plan_path = session.rotator_plan_path(action.sdir)
@@ -992,8 +977,6 @@ class Executor:
             rec["rotator_pid"] = pid
             session.save(action.sdir, rec)
         try:
-            from .. import ledger
-
             ledger.append(led, {"ev": "watchdog_retry_rotation", "rotator_pid": pid, "from": action.state})
         except OSError:
             pass
@@ -1002,8 +985,6 @@ class Executor:
     # -- processes ---------------------------------------------------------
 
     def _signal(self, action, signum, label):
-        import psutil
-
         proc = self.procs.find(action.pid, action.registered_at)
         if proc is None:
             return "gone", "pid %s is gone or no longer that Claude process" % action.pid

@@ -27,8 +27,11 @@ import shutil
 import subprocess
 import time
 
-from .. import session
-from .liveness import ACTIVE, DEAD, DONE, EXIT_HUNG, FAILED, LIMITED, STALLED, WAITING
+from .. import config, session
+from ..clock import ago
+from ..project import all_projects
+from . import Settings
+from .liveness import ACTIVE, DEAD, DONE, EXIT_HUNG, FAILED, LIMITED, STALLED, WAITING, Scanner
 
 BLOCKED = (STALLED, FAILED, DEAD, EXIT_HUNG)
 ROTATION_STATES = frozenset((session.ROTATION_PENDING, session.HANDOFF_REQUESTED, session.CHECKPOINT_VERIFIED, session.ROTATING))
@@ -128,8 +131,6 @@ def pane_states(rows, timeout=TMUX_TIMEOUT_S, max_sockets=MAX_SOCKETS):
 # -- the table ---------------------------------------------------------------------------
 
 def _ago(ts, now):
-    from ..clock import ago
-
     return ago(ts, now).replace(" ago", "")
 
 
@@ -167,8 +168,6 @@ def render(rows, now, write, detail=None):
 def session_dirs(now, recent_s=RECENT_S, recent_max=RECENT_MAX):
     """``[(project, number, dir)]``: every open session, then up to ``recent_max`` that ended within
     ``recent_s`` (newest first; only the newest ``recent_max`` closed records of a project are looked at)."""
-    from ..project import all_projects
-
     out, ended = [], []
     for proj in all_projects():
         open_ = proj.open_numbers()
@@ -188,14 +187,9 @@ def session_dirs(now, recent_s=RECENT_S, recent_max=RECENT_MAX):
 
 def collect(now=None, settings=None, recent_s=RECENT_S, recent_max=RECENT_MAX, tmux_timeout=TMUX_TIMEOUT_S):
     """The fleet rows, built from the records now (see the module's doc)."""
-    from .actions import Brain
-    from .liveness import Scanner
-
+    from .actions import Brain  # lazy: a cycle (actions imports this module at its top)
     now = time.time() if now is None else now
     if settings is None:
-        from .. import config
-        from . import Settings
-
         try:
             settings = Settings.load()
         except config.ConfigError:

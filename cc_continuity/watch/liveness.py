@@ -28,6 +28,7 @@ import time
 from dataclasses import dataclass
 
 from .. import fastjson, log, protocol, session
+from ..project import all_projects
 from . import LOG
 
 ACTIVE = "active"
@@ -242,6 +243,8 @@ def create_time_skew():
     original.  The true boot time is ``time() - CLOCK_BOOTTIME``.  Elsewhere
     (macOS reports start times directly) there is nothing to correct.
     """
+    # lazy: `status` loads this module (via fleet) and must run without psutil (a plugin's bin/
+    # runs PATH's python3); ~11 ms
     import psutil
 
     if not hasattr(time, "CLOCK_BOOTTIME"):
@@ -260,7 +263,7 @@ class ProcessTable:
         self.skew = create_time_skew()
 
     def _entry(self, pid):
-        import psutil
+        import psutil  # lazy: optional (see create_time_skew)
 
         ent = self._cache.get(pid)
         if ent is not None:
@@ -304,7 +307,7 @@ class ProcessTable:
 
     def tool_running(self, proc, since):
         """Does ``proc`` have a child that started at or after ``since`` (a tool of this turn)?"""
-        import psutil
+        import psutil  # lazy: optional (see create_time_skew)
 
         try:
             for child in proc.children():
@@ -341,7 +344,7 @@ class TranscriptWatch:
         self._lock = threading.Lock()
 
     def start(self):
-        from watchdog.observers import Observer
+        from watchdog.observers import Observer  # lazy: optional, the daemon's only; ~14 ms
 
         if self._observer is None:
             self._observer = Observer()
@@ -357,7 +360,7 @@ class TranscriptWatch:
         self._dirs.clear()
 
     def _handler(self):
-        from watchdog.events import FileSystemEventHandler
+        from watchdog.events import FileSystemEventHandler  # lazy: optional (see start)
 
         watch = self
 
@@ -433,8 +436,6 @@ class Scanner:
 
     def session_dirs(self):
         """``[(project, number, dir)]`` for every registered session (or what ``dirs`` gives)."""
-        from ..project import all_projects
-
         if self.dirs is not None:
             return self.dirs()
         out = []

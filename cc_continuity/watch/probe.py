@@ -20,6 +20,7 @@ results); only :class:`Prober` touches the network, through ``requests``
 imported lazily.
 """
 
+import json
 import time
 from dataclasses import asdict, dataclass
 
@@ -231,6 +232,7 @@ class Prober:
 
     def _call(self, method, url, **kw):
         """``(response or None, failure text)``."""
+        # lazy: ~90 ms, and only the daemon's prober needs it: `status --all-projects` loads this module too
         import requests
 
         t = self.settings.probe_timeout
@@ -247,7 +249,7 @@ class Prober:
         return r, None
 
     def _read(self, r):
-        import requests
+        import requests  # lazy: optional (see _call)
 
         try:
             body = r.raw.read(_BODY_LIMIT + 1, decode_content=True)
@@ -301,8 +303,6 @@ class Prober:
             return False, why
         if not 200 <= status < 300:
             return False, "HTTP %d" % status
-        import json
-
         try:
             doc = json.loads(raw)
         except ValueError:

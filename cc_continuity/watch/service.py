@@ -13,11 +13,14 @@ only when a user manager answers -- otherwise the exact commands are printed.
 """
 
 import os
+import pwd
+import shlex
 import shutil
 import subprocess
 import sys
 
 from .. import atomic, errors, paths
+from ..install import app as appmod
 
 LABEL = "com.cc-continuity.watchdog"
 UNIT = "cc-continuity-watchdog.service"
@@ -40,8 +43,6 @@ def template(kind):
 
 def runtime():
     """``(python, pythonpath)`` the service should run with."""
-    from ..install import app as appmod
-
     app = appmod.app_link(paths.home())
     if os.path.isdir(os.path.join(app, "cc_continuity")):
         try:
@@ -197,8 +198,6 @@ def installed_service(platform=None):
 
 
 def _show(argv):
-    import shlex
-
     return " ".join(shlex.quote(a) for a in argv)
 
 
@@ -298,8 +297,6 @@ def uninstall(platform=None, dry_run=False, runner=None, out=None, uid=None):
 
 
 def _user():
-    import pwd
-
     try:
         return pwd.getpwuid(os.getuid()).pw_name
     except KeyError:

@@ -1,0 +1,228 @@
+"""Imports go at the top of the file; a function-local one is a decision, listed here with why.
+
+The hot-path discipline (posix builtins, lazy imports) belongs where the fast path
+goes and nowhere else.  A module may import inside a function only for one of these
+reasons, and only where this file says so:
+
+* START-UP: the import would cost a measured start-up path more than ~5 ms
+  (``python3 -X importtime`` before and after, with the ``.pyc`` files written: a
+  module compiled from source on each run costs several times more): the
+  per-tool-call hooks and the status line, ``cc-continuity launch`` (every ``claude``
+  start), the tmux pane's trampoline, the rotator's start, the hooks' slow path (the
+  mod calls in at every turn's end), and every ``cc-continuity <verb>`` start
+  (``cli.build_parser`` imports every verb module: all verbs pay each one's imports);
+* CYCLE: at the top the import fails (proven when it was listed);
+* OPTIONAL: a dependency that may be missing where the module runs (a plugin's hooks
+  and its ``bin/cc-continuity`` run PATH's ``python3``, without the app copy's
+  libtmux, psutil, requests or watchdog), and the code degrades without it;
+* SCRIPT: the file, or a module run with ``-m`` below this package, runs as a
+  script, so its top level must stay as it is (stdlib only; not the ``-m`` module).
+
+Root modules and ``hooks/`` are listed as whole modules for now: the fast path and
+the domain, to be revisited.  In the other folders each kept import is listed as
+(function, what it imports) with its reason, carries a short comment in the source
+saying why, and an entry that no longer matches an import fails too.
+"""
+
+import ast
+import os
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PKG_DIR = os.path.join(REPO, "cc_continuity")
+
+START_UP, CYCLE, OPTIONAL, SCRIPT = "start-up", "cycle", "optional", "script"
+TO_REVISIT = "the fast path and the domain: to be revisited"
+
+# Modules whose function-local imports are not listed one by one (yet).
+WHOLE_MODULES = {m: TO_REVISIT for m in (
+    "cc_continuity.card", "cc_continuity.checkpoint", "cc_continuity.claim", "cc_continuity.cli",
+    "cc_continuity.config", "cc_continuity.fastjson", "cc_continuity.gitsnap", "cc_continuity.handoff",
+    "cc_continuity.ledger", "cc_continuity.meter", "cc_continuity.once", "cc_continuity.paths",
+    "cc_continuity.procs", "cc_continuity.project", "cc_continuity.protocol", "cc_continuity.realclaude",
+    "cc_continuity.resume",
+    "cc_continuity.rotation", "cc_continuity.session", "cc_continuity.snapjob", "cc_continuity.statusline",
+    "cc_continuity.hooks", "cc_continuity.hooks.common", "cc_continuity.hooks.notification",
+    "cc_continuity.hooks.post_tool_use", "cc_continuity.hooks.pre_tool_use", "cc_continuity.hooks.stop_failure",
+)}
+
+# watch/ at the top of a verb module: its package, fleet, liveness and service together.
+WATCH_ON_EVERY_VERB = (START_UP, "every verb's start: watch/ (fleet, liveness, service) +~5 ms")
+
+# module -> {(function, what it imports): (reason, why)}
+KEPT = {
+    "cc_continuity.commands.status": {
+        (fn, "cc_continuity.watch.fleet"): WATCH_ON_EVERY_VERB for fn in ("_panes", "run", "run_fleet")
+    },
+    "cc_continuity.commands.watchdog": {
+        **{(fn, "cc_continuity.watch." + what): WATCH_ON_EVERY_VERB for fn, what in (
+            ("_run", "Settings"), ("_service", "service"), ("collect", "fleet"), ("collect", "pid_path"),
+            ("collect", "service"), ("collect", "state_path"), ("_status", "fleet"))},
+        ("_run", "cc_continuity.watch.daemon.Daemon"): (START_UP, "every verb's start: +~22 ms"),
+        ("collect", "cc_continuity.watch.daemon.load_state"): (START_UP, "every verb's start: +~22 ms"),
+    },
+    "cc_continuity.doctor.checks": {
+        ("package_version", "importlib.metadata"): (START_UP, "every verb's start (commands/doctor): +~15 ms"),
+        ("check_ntfy", "socket"): (START_UP, "every verb's start (commands/doctor): +~5 ms"),
+    },
+    "cc_continuity.install.app": {
+        ("dependency_dists", "importlib.metadata"): (START_UP, "launch and every verb load install/: +~15 ms"),
+    },
+    "cc_continuity.install.bootstrap": {
+        ("requirements", "tomllib"): (START_UP, "launch and every verb load install/: +~5 ms; install.py's only"),
+        ("make_venv", "urllib.request"): (START_UP, "launch and every verb load install/: +~20 ms; no-pip case"),
+    },
+    "cc_continuity.notify": {
+        ("format_message", "cc_continuity.redact.redact"): (
+            START_UP, "the hooks' push port imports notify even with pushes off: +~20 ms (its rules compile)"),
+        ("post", "requests"): (OPTIONAL, "flusher side only; emit must not import it (tests/test_notify.py)"),
+    },
+    "cc_continuity.rehearse": {
+        ("Rehearsal.run", "cc_continuity.rehearse.scripted_model.ScriptedModel"): (
+            SCRIPT, "python -m cc_continuity.rehearse.scripted_model imports this package first: imported at "
+                    "the top, runpy warns and the module runs twice"),
+    },
+    "cc_continuity.tmux.launch": {
+        **{(fn, what): (SCRIPT, "the trampoline runs this file with python -I: no package, stdlib only")
+           for fn, what in (("plan", "cc_continuity.config"), ("plan", "cc_continuity.project"),
+                            ("plan", "cc_continuity.realclaude.find_real_claude"),
+                            ("_plan", "cc_continuity.tmux.pane.tmux_name"), ("_plan", "cc_continuity.launchenv"),
+                            ("running_sessions", "cc_continuity.session"),
+                            ("running_sessions", "cc_continuity.procs.pid_alive"))},
+    },
+    "cc_continuity.tmux.pane": {
+        (fn, what): (OPTIONAL, "can_drive runs in the plugin's hooks, maybe without libtmux; ~70 ms")
+        for fn, what in (("Pane._libtmux_server", "libtmux"), ("Pane._run", "libtmux.exc"),
+                         ("Pane._libtmux_pane", "libtmux.exc"), ("Pane._libtmux_pane", "libtmux.pane.Pane"),
+                         ("Pane.rename_session", "libtmux.exc"), ("Pane.rename_window", "libtmux.exc"))
+    },
+    "cc_continuity.watch.fleet": {
+        ("collect", "cc_continuity.watch.actions.Brain"): (CYCLE, "actions imports fleet at its top"),
+    },
+    "cc_continuity.watch.liveness": {
+        **{(fn, "psutil"): (OPTIONAL, "`status` loads this module (via fleet) and runs without psutil; ~11 ms")
+           for fn in ("create_time_skew", "ProcessTable._entry", "ProcessTable.tool_running")},
+        ("TranscriptWatch.start", "watchdog.observers.Observer"): (OPTIONAL, "the daemon's only; ~14 ms"),
+        ("TranscriptWatch._handler", "watchdog.events.FileSystemEventHandler"): (OPTIONAL, "the daemon's only"),
+    },
+    "cc_continuity.watch.probe": {
+        ("Prober._call", "requests"): (START_UP, "status --all-projects loads the probe: +~90 ms; daemon only"),
+        ("Prober._read", "requests"): (START_UP, "status --all-projects loads the probe: +~90 ms; daemon only"),
+    },
+}
+
+
+def _module_name(path, root=REPO):
+    rel = os.path.relpath(path, root)[:-3].replace(os.sep, ".")
+    return rel[: -len(".__init__")] if rel.endswith(".__init__") else rel
+
+
+def _absolute(node, module, is_package):
+    """The module an ``ImportFrom`` reads from, spelled absolutely."""
+    if not node.level:
+        return node.module
+    base = module.split(".")
+    if not is_package:
+        base = base[:-1]
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def local_imports(path, root=REPO):
+    """``[(function qualname, what it imports, line)]`` for every import inside a function of ``path``."""
+    module = _module_name(path, root)
+    is_package = path.endswith("__init__.py")
+    with open(path, encoding="utf-8") as f:
+        tree = ast.parse(f.read(), path)
+    out = []
+
+    def visit(node, scope, in_function):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                visit(child, scope + [child.name], in_function or not isinstance(child, ast.ClassDef))
+                continue
+            if in_function and isinstance(child, ast.Import):
+                out.extend((".".join(scope), a.name, child.lineno) for a in child.names)
+            elif in_function and isinstance(child, ast.ImportFrom):
+                source = _absolute(child, module, is_package)
+                out.extend((".".join(scope), source + "." + a.name, child.lineno) for a in child.names)
+            visit(child, scope, in_function)
+
+    visit(tree, [], False)
+    return out
+
+
+def _all_local_imports():
+    found = {}
+    for d, dirs, files in os.walk(PKG_DIR):
+        dirs[:] = sorted(x for x in dirs if x != "__pycache__")
+        for f in sorted(files):
+            if f.endswith(".py"):
+                path = os.path.join(d, f)
+                found[_module_name(path)] = (path, local_imports(path))
+    return found
+
+
+def _commented(lines, lineno):
+    """The import at ``lineno`` (1-based) has a comment on its line or in the comment/import lines just above."""
+    i = lineno - 1
+    if "#" in lines[i]:
+        return True
+    i -= 1
+    while i >= 0:
+        text = lines[i].strip()
+        if text.startswith("#"):
+            return True
+        if not (text.startswith("import ") or text.startswith("from ")):
+            return False
+        i -= 1
+    return False
+
+
+def test_the_walk_sees_nested_and_relative_imports(tmp_path):
+    pkg = tmp_path / "cc_continuity" / "demo"
+    pkg.mkdir(parents=True)
+    src = pkg / "mod.py"
+    src.write_text("import os\n\n"
+                   "def f():\n    from .. import config\n    from .sub import thing as t\n\n"
+                   "class C:\n    import json\n\n    def m(self):\n        def inner():\n            import psutil\n")
+    assert local_imports(str(src), root=str(tmp_path)) == [
+        ("f", "cc_continuity.config", 4), ("f", "cc_continuity.demo.sub.thing", 5), ("C.m.inner", "psutil", 12)]
+
+
+def test_no_function_local_import_outside_the_allow_list():
+    unlisted = []
+    for module, (path, found) in _all_local_imports().items():
+        if module in WHOLE_MODULES:
+            continue
+        kept = KEPT.get(module, {})
+        for fn, what, line in found:
+            if (fn, what) not in kept:
+                unlisted.append("%s:%d %s imports %s" % (os.path.relpath(path, REPO), line, fn, what))
+    assert not unlisted, (
+        "function-local imports that are not a listed decision; move them to the top of the file, or, when "
+        "one is needed (start-up cost > ~5 ms on a measured path, a proven cycle, an optional dependency, a "
+        "file run as a script), add it to KEPT in tests/test_imports.py with its reason:\n  " + "\n  ".join(unlisted))
+
+
+def test_every_kept_import_is_still_there_and_says_why_in_the_source():
+    found = _all_local_imports()
+    stale, silent = [], []
+    for module, kept in KEPT.items():
+        assert module not in WHOLE_MODULES, module
+        path, imports = found.get(module, (None, []))
+        at = {(fn, what): line for fn, what, line in imports}
+        lines = open(path, encoding="utf-8").read().splitlines() if path else []
+        for key, (reason, why) in kept.items():
+            assert reason in (START_UP, CYCLE, OPTIONAL, SCRIPT) and why, (module, key)
+            if key not in at:
+                stale.append("%s: %s imports %s" % (module, *key))
+            elif not _commented(lines, at[key]):
+                silent.append("%s:%d %s imports %s" % (os.path.relpath(path, REPO), at[key], *key))
+    assert not stale, "listed in KEPT but no longer imported there (take it off the list):\n  " + "\n  ".join(stale)
+    assert not silent, "a kept function-local import needs a short comment saying why:\n  " + "\n  ".join(silent)
+
+
+def test_whole_modules_are_the_root_and_hooks_only():
+    for module in WHOLE_MODULES:
+        parts = module.split(".")
+        assert len(parts) == 2 or parts[1] == "hooks", module
