@@ -541,8 +541,17 @@ class _Build:
         changed, new = _worktree_changes(out)
         # The user's files deleted earlier and back now: tracked, even where an ignore rule matches them.
         seen = set(changed) | set(new)
-        changed += sorted(p for p in self.gone if p not in seen and os.path.lexists(os.path.join(self.top_b, p)))
+        changed += sorted(p for p in self.gone if p not in seen and self._entry_there(p))
         return changed, new
+
+    def _entry_there(self, rel: bytes) -> bool:
+        """Is there a file (or a link) at ``rel``: what an index entry of that path can be?
+
+        A directory where the user's file was is not it: the file stays gone (and tracked),
+        so when a file comes back there, it is the user's again, whatever an ignore rule says.
+        """
+        p = os.path.join(self.top_b, rel)
+        return os.path.islink(p) or (os.path.lexists(p) and not os.path.isdir(p))
 
     def _size(self, rel: bytes) -> int | None:
         try:
@@ -613,7 +622,7 @@ class _Build:
         self.touched.update(plain, (d.rstrip(b"/") for d in dirs), reset)
         for rel in plain + [d.rstrip(b"/") for d in dirs] + reset:
             tracked = rel in self.gone or (rel not in self.ours and rel in in_index)
-            present = os.path.lexists(os.path.join(self.top_b, rel)) and rel not in reset
+            present = self._entry_there(rel) and rel not in reset
             if tracked:
                 self.ours.discard(rel)
                 if present or rel in reset:
