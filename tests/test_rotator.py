@@ -117,7 +117,12 @@ def test_a_user_typing_holds_the_rotation_and_their_prompt_goes_where_they_sent_
     # Their prompt went to the predecessor as its own prompt; ours whole, after it.  (Bounded
     # wait for the fake's log: in two full-suite runs on a loaded machine it read empty here.)
     s.run.wait_events(3, timeout=5.0)
-    assert s.run.submitted() == ["also add a changelog entry", "/clear", CONTINUATION]
+    # Still seen empty now and then in the full suite only (not reproduced alone, under load or
+    # as a file): what the fake saw and what the rotator did, for the next time it happens.
+    why = {"events": s.run.events(), "raw": s.run.raw_bytes()[-400:], "fake_err": s.run.stderr()[-800:],
+           "steps": s.steps(), "dir_there": os.path.isdir(str(tmp_path / "fake")),
+           "screen": s.run.pane.capture()[-600:]}
+    assert s.run.submitted() == ["also add a changelog entry", "/clear", CONTINUATION], why
     assert "held" in s.steps()
 
 
