@@ -142,12 +142,13 @@ def test_a_reading_that_has_not_caught_up_is_left_to_the_late_stop(drv):
     drv.transcript(S1).assistant(tokens_at(10))
     step(drv, protocol.session_started, "SessionStart", S1, source="startup")
     # the turn's last reply (what Stop names) is not in the transcript yet
-    out, ctx = step(drv, protocol.turn_ended, "Stop", S1, last_assistant_message="the reply still being written")
+    turn = {"last_assistant_message": "the reply still being written", "prompt_id": "p-late-1"}
+    out, ctx = step(drv, protocol.turn_ended, "Stop", S1, **turn)
     assert out is None and ctx.outcome.startswith("transcript behind after ")
     assert drv.state(S1)["state"] == session.ACTIVE
     # it lands; the late Stop sees it past rotate and asks for the handoff by waking the model
     drv.transcript(S1).assistant(tokens_at(70), "the reply still being written")
-    wake, ctx = step(drv, protocol.late_turn_end, "Stop", S1, last_assistant_message="the reply still being written")
+    wake, ctx = step(drv, protocol.late_turn_end, "Stop", S1, **turn)  # the same turn end: its Stop line is found
     assert wake and "Handoff file (absolute path): %s" % drv.handoff_path(S1) in wake
     assert drv.state(S1)["state"] == session.HANDOFF_REQUESTED
 
