@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 VERSION = 1
 
 
-def valid_session_id(sid: object) -> "TypeGuard[str]":
+def valid_session_id(sid: "object") -> "TypeGuard[str]":
     """Session ids come from stdin: accept only safe file-name characters."""
     if not isinstance(sid, str) or not (0 < len(sid) <= 128):
         return False
@@ -37,11 +37,11 @@ def valid_session_id(sid: object) -> "TypeGuard[str]":
     return True
 
 
-def card_path(session_id: str) -> str:
+def card_path(session_id: "str") -> "str":
     return paths.cards_dir() + "/" + session_id + ".json"
 
 
-def mtime(path: str) -> str | int:
+def mtime(path: "str") -> "str | int":
     """A change signature (mtime ns, size, inode), or -1 when the file does not exist.
 
     mtime alone can miss two writes within one coarse clock tick; an atomic
@@ -54,7 +54,7 @@ def mtime(path: str) -> str | int:
     return "%d:%d:%d" % (st.st_mtime_ns, st.st_size, st.st_ino)
 
 
-def load(session_id: object) -> "dict[str, Any] | None":
+def load(session_id: "object") -> "dict[str, Any] | None":
     """The card for ``session_id`` if it exists and is fresh, else None."""
     if not valid_session_id(session_id):
         return None
@@ -81,13 +81,13 @@ def load(session_id: object) -> "dict[str, Any] | None":
     return c
 
 
-def snapshot(files: list[str]) -> list[list[str | int]]:
+def snapshot(files: "list[str]") -> "list[list[str | int]]":
     """[[path, mtime]] for ``files`` — take it *before* reading them."""
     return [[p, mtime(p)] for p in files]
 
 
-def build(session_id: str, sdir: str, rec: "Record", cfg: "Config | Mapping[str, Any]", window: int, window_source: str,
-          deps: list[list[str | int]], sl_window: int | None = None) -> "dict[str, Any]":
+def build(session_id: "str", sdir: "str", rec: "Record", cfg: "Config | Mapping[str, Any]", window: "int", window_source: "str",
+          deps: "list[list[str | int]]", sl_window: "int | None" = None) -> "dict[str, Any]":
     """The card's content.  ``deps``: a :func:`snapshot` taken before reading the sources."""
     from . import session  # the layout's owner; here, not at the top: a card hit on StopFailure's path never loads it
 
@@ -111,7 +111,7 @@ def build(session_id: str, sdir: str, rec: "Record", cfg: "Config | Mapping[str,
     }
 
 
-def save(session_id: str, content: "dict[str, Any]") -> None:
+def save(session_id: "str", content: "dict[str, Any]") -> "None":
     """Write the card (no fsync: it is a cache, rebuilt whenever in doubt)."""
     from . import atomic
 
@@ -119,7 +119,7 @@ def save(session_id: str, content: "dict[str, Any]") -> None:
     atomic.write_text(card_path(session_id), fastjson.dumps(content), fsync=False)
 
 
-def drop(session_id: str) -> None:
+def drop(session_id: "str") -> "None":
     try:
         posix.unlink(card_path(session_id))
     except OSError:

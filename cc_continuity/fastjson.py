@@ -25,7 +25,7 @@ class _Ctx:
     memo: "dict[str, object] | None" = None
 
     @staticmethod
-    def parse_constant(name: str) -> float:
+    def parse_constant(name: "str") -> "float":
         return {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}[name]
 
 
@@ -45,7 +45,7 @@ if _json is not None:
     )
     _encode_pretty = None
 
-    def loads(s: str | bytes | bytearray) -> "Any":
+    def loads(s: "str | bytes | bytearray") -> "Any":
         """Parse one JSON document; trailing garbage is an error."""
         if isinstance(s, (bytes, bytearray)):
             s = s.decode("utf-8")
@@ -70,7 +70,7 @@ if _json is not None:
             raise DecodeError("extra data at offset %d" % end)
         return obj
 
-    def _describe_error(s: str) -> str:
+    def _describe_error(s: "str") -> "str":
         import json
 
         try:
@@ -79,18 +79,18 @@ if _json is not None:
             return str(e)
         return "invalid JSON"
 
-    def dumps(obj: object) -> str:
+    def dumps(obj: "object") -> "str":
         """Compact, ASCII-only JSON on one line (safe for JSONL)."""
         return "".join(_encode(obj, 0))
 
 else:  # pragma: no cover
     import json as _stdjson
 
-    def loads(s: str | bytes | bytearray) -> "Any":
+    def loads(s: "str | bytes | bytearray") -> "Any":
         try:
             return _stdjson.loads(s)
         except ValueError as e:
             raise DecodeError(str(e)) from None
 
-    def dumps(obj: object) -> str:
+    def dumps(obj: "object") -> "str":
         return _stdjson.dumps(obj, separators=(",", ":"))

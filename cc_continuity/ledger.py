@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from _hashlib import HASH
 
 
-def sha256(data: bytes) -> "HASH":  # noqa: F811 - replaced by the real one on first use
+def sha256(data: "bytes") -> "HASH":  # noqa: F811 - replaced by the real one on first use
     """The builtin SHA-256 (digest.py), loaded on first use: the per-tool-call path imports this module
     (through session) but writes no ledger line, and on some builds ``_sha256`` is a shared
     object whose loading costs a few percent of the interpreter's start."""
@@ -44,7 +44,7 @@ REPAIRED = "ledger_repaired"
 _CHUNK = 8192
 
 
-def _last_line(fd: int, size: int) -> tuple[bytes, bool]:
+def _last_line(fd: "int", size: "int") -> "tuple[bytes, bool]":
     """(bytes of the last complete line, ends_with_newline) read backwards."""
     if size == 0:
         return b"", True
@@ -65,7 +65,7 @@ def _last_line(fd: int, size: int) -> tuple[bytes, bool]:
     return buf, clean
 
 
-def append(path: str, record: "dict[str, Any]") -> "dict[str, Any]":
+def append(path: "str", record: "dict[str, Any]") -> "dict[str, Any]":
     """Append ``record`` (a dict) and return what was written (with n/prev/ts)."""
     fd = posix.open(path, posix.O_RDWR | posix.O_CREAT | posix.O_APPEND | posix.O_CLOEXEC, 0o600)
     try:
@@ -91,7 +91,7 @@ def append(path: str, record: "dict[str, Any]") -> "dict[str, Any]":
         posix.close(fd)
 
 
-def _write_line(path: str, fd: int, line: bytes) -> None:
+def _write_line(path: "str", fd: "int", line: "bytes") -> "None":
     """One ``write(2)`` per record (a kill cannot tear it); a short write (disk full) is an error."""
     data = line + b"\n"
     done = posix.write(fd, data)
@@ -99,7 +99,7 @@ def _write_line(path: str, fd: int, line: bytes) -> None:
         raise OSError(28, "short write to %s (%d of %d bytes): disk full?" % (path, done, len(data)))
 
 
-def _repair(path: str, fd: int, size: int, torn: bytes) -> tuple[bytes, int]:
+def _repair(path: "str", fd: "int", size: "int", torn: "bytes") -> "tuple[bytes, int]":
     """Cut a torn final line off (lock held); returns (last complete line, the next record's n).
 
     Head first, then truncate, then the repair record: a process killed between any two
@@ -119,14 +119,14 @@ def _repair(path: str, fd: int, size: int, torn: bytes) -> tuple[bytes, int]:
     return line, n + 2
 
 
-def _line_number(line: bytes) -> int:
+def _line_number(line: "bytes") -> "int":
     try:
         return int(fastjson.loads(line)["n"])
     except Exception:
         return 0
 
 
-def _write_head(path: str, n: int, digest: str) -> None:
+def _write_head(path: "str", n: "int", digest: "str") -> "None":
     try:
         hfd = posix.open(path + ".head", posix.O_WRONLY | posix.O_CREAT | posix.O_CLOEXEC, 0o600)
     except OSError:
@@ -137,7 +137,7 @@ def _write_head(path: str, n: int, digest: str) -> None:
         posix.close(hfd)
 
 
-def read(path: str) -> "list[Any]":
+def read(path: "str") -> "list[Any]":
     """All records, in order; unparsable lines are skipped (use verify to see them)."""
     out = []
     try:
@@ -155,12 +155,12 @@ def read(path: str) -> "list[Any]":
     return out
 
 
-def tail(path: str, n: int = 20) -> "list[Any]":
+def tail(path: "str", n: "int" = 20) -> "list[Any]":
     """The last ``n`` records (reads the whole file; ledgers are small)."""
     return read(path)[-n:]
 
 
-def verify(path: str) -> tuple[bool, int | None, str]:
+def verify(path: "str") -> "tuple[bool, int | None, str]":
     """Check the chain.  Returns (ok, bad_line_number_or_None, reason)."""
     prev = GENESIS
     count = 0
@@ -208,7 +208,7 @@ def verify(path: str) -> tuple[bool, int | None, str]:
     return True, None, "%d lines ok" % count
 
 
-def _read_head(path: str) -> tuple[int, str] | None:
+def _read_head(path: "str") -> "tuple[int, str] | None":
     try:
         with open(path + ".head", "rb") as f:
             parts = f.read(200).split()
@@ -217,7 +217,7 @@ def _read_head(path: str) -> tuple[int, str] | None:
         return None
 
 
-def _digest_of_line(path: str, n: int) -> str | None:
+def _digest_of_line(path: "str", n: "int") -> "str | None":
     with open(path, "rb") as f:
         for lineno, raw in enumerate(f, 1):
             if lineno == n:

@@ -27,7 +27,6 @@ Standard library and one syscall on the per-tool-call path; markers older than
 import posix
 
 from . import fastjson, paths
-from .digest import sha256
 
 KEYED = {"PreToolUse": "tool_use_id", "PostToolUse": "tool_use_id", "PostToolUseFailure": "tool_use_id"}
 ONLY_ONE_WIRING = frozenset(("ModHello", "ModTurnEnd", "ModCompact", "ModDone"))  # the mod calls once
@@ -35,15 +34,15 @@ KEEP_S = 6 * 3600
 _SAFE = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
 
 
-def once_dir() -> str:
+def once_dir() -> "str":
     return paths.runtime_dir() + "/once"
 
 
-def _safe(text: object) -> bool:
+def _safe(text: "object") -> "bool":
     return isinstance(text, str) and 0 < len(text) <= 128 and all(c in _SAFE for c in text.encode("ascii", "replace"))
 
 
-def first(event: str, session_id: str, payload: dict[str, object], raw: bytes, wiring: str = "settings") -> bool:
+def first(event: "str", session_id: "str", payload: "dict[str, object]", raw: "bytes", wiring: "str" = "settings") -> "bool":
     """True when this call is the first of its twins (or cannot be told apart: then it runs)."""
     if event in ONLY_ONE_WIRING:
         return True
@@ -51,10 +50,12 @@ def first(event: str, session_id: str, payload: dict[str, object], raw: bytes, w
     ident = payload.get(field) if field else None
     if _safe(ident):
         return _claim("%s.%s.%s" % (event, session_id, ident))
+    from .digest import sha256  # only unkeyed events count digests; a keyed PreToolUse has no use for SHA-256
+
     return _counted("%s.%s.%s" % (event, session_id, sha256(raw).hexdigest()[:24]), wiring)
 
 
-def _counted(name: str, wiring: str) -> bool:
+def _counted(name: "str", wiring: "str") -> "bool":
     import fcntl
 
     path = once_dir() + "/" + name
@@ -89,7 +90,7 @@ def _counted(name: str, wiring: str) -> bool:
         posix.close(fd)
 
 
-def _claim(name: str) -> bool:
+def _claim(name: "str") -> "bool":
     path = once_dir() + "/" + name
     flags = posix.O_WRONLY | posix.O_CREAT | posix.O_EXCL | posix.O_CLOEXEC
     try:
@@ -114,6 +115,6 @@ def _claim(name: str) -> bool:
         return True  # cannot tell: handling twice beats handling never
 
 
-def sweep(now: float | None = None, keep_s: float = KEEP_S) -> int:
+def sweep(now: "float | None" = None, keep_s: "float" = KEEP_S) -> "int":
     """Remove markers older than ``keep_s``; returns how many."""
     return paths.remove_older(once_dir(), keep_s, now)

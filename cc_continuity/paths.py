@@ -14,13 +14,13 @@ DIR_MODE = 0o700
 FILE_MODE = 0o600
 
 
-def getenv(name: str, default: str | None = None) -> str | None:
+def getenv(name: "str", default: "str | None" = None) -> "str | None":
     """An environment variable as str (``posix.environ`` is bytes-keyed)."""
     v = posix.environ.get(name.encode())
     return default if v is None else v.decode("utf-8", "surrogateescape")
 
 
-def normalize(path: str) -> str:
+def normalize(path: "str") -> "str":
     """An absolute, normalised version of ``path`` (``~`` expanded, no symlink resolution)."""
     if path == "~" or path.startswith("~/"):
         path = (getenv("HOME") or "/") + path[1:]
@@ -38,17 +38,17 @@ def normalize(path: str) -> str:
     return "/" + "/".join(out)
 
 
-def join(*parts: str) -> str:
+def join(*parts: "str") -> "str":
     return "/".join(p.rstrip("/") if i < len(parts) - 1 else p for i, p in enumerate(parts))
 
 
-def home() -> str:
+def home() -> "str":
     """The state root: ``$CC_CONTINUITY_HOME`` or ``~/.claude-continuity``."""
     h = getenv("CC_CONTINUITY_HOME")
     return normalize(h) if h else normalize("~/.claude-continuity")
 
 
-def ensure_dir(path: str) -> str:
+def ensure_dir(path: "str") -> "str":
     """Create ``path`` with mode 0700; return it.
 
     Inside ``$CC_CONTINUITY_HOME`` every directory we create is 0700, the
@@ -81,7 +81,7 @@ def ensure_dir(path: str) -> str:
 _S_IFMT, _S_IFDIR, _S_IFREG = 0o170000, 0o040000, 0o100000
 
 
-def private_dir_problem(path: str) -> str | None:
+def private_dir_problem(path: "str") -> "str | None":
     """Why ``path`` is not a real directory of ours that only we can enter; None when it is.
 
     ``lstat``: a symlink to a directory is *not* one (it could point anywhere).
@@ -99,7 +99,7 @@ def private_dir_problem(path: str) -> str | None:
     return None
 
 
-def _regular_problem(path: str, st: posix.stat_result) -> str | None:
+def _regular_problem(path: "str", st: "posix.stat_result") -> "str | None":
     if st.st_mode & _S_IFMT != _S_IFREG:
         return "%s is not a regular file (a symlink, directory, FIFO or device)" % path
     if st.st_uid != posix.geteuid():
@@ -109,7 +109,7 @@ def _regular_problem(path: str, st: posix.stat_result) -> str | None:
     return None
 
 
-def regular_file_problem(path: str, missing_ok: bool = False) -> str | None:
+def regular_file_problem(path: "str", missing_ok: "bool" = False) -> "str | None":
     """Why ``path`` is not a plain file of ours (no link of either kind); None when it is (or is absent)."""
     try:
         st = posix.lstat(path)
@@ -124,7 +124,7 @@ class NotRegular(OSError):
     """The path is a symlink, FIFO, device, directory, hard-linked or not ours: not read, not written."""
 
 
-def read_regular(path: str, limit: int = 1 << 22, chmod: int | None = None) -> bytes:
+def read_regular(path: "str", limit: "int" = 1 << 22, chmod: "int | None" = None) -> "bytes":
     """The bytes of the plain file ``path`` (at most ``limit``), never through a link or from a FIFO.
 
     ``O_NOFOLLOW | O_NONBLOCK`` then ``fstat`` on the open file, so what is checked is what is read;
@@ -155,7 +155,7 @@ def read_regular(path: str, limit: int = 1 << 22, chmod: int | None = None) -> b
         posix.close(fd)
 
 
-def older_than(directory: str, age_s: float, now: float | None = None, prefix: str = "") -> list[str]:
+def older_than(directory: "str", age_s: "float", now: "float | None" = None, prefix: "str" = "") -> "list[str]":
     """Paths of the entries of ``directory`` (named ``prefix…``) last changed more than ``age_s`` ago."""
     now = time.time() if now is None else now
     try:
@@ -173,7 +173,7 @@ def older_than(directory: str, age_s: float, now: float | None = None, prefix: s
     return out
 
 
-def remove_older(directory: str, age_s: float, now: float | None = None, prefix: str = "") -> int:
+def remove_older(directory: "str", age_s: "float", now: "float | None" = None, prefix: "str" = "") -> "int":
     """Remove what :func:`older_than` finds; how many went."""
     removed = 0
     for path in older_than(directory, age_s, now, prefix):
@@ -185,34 +185,34 @@ def remove_older(directory: str, age_s: float, now: float | None = None, prefix:
     return removed
 
 
-def config_file() -> str:
+def config_file() -> "str":
     return home() + "/config.json"
 
 
-def logs_dir() -> str:
+def logs_dir() -> "str":
     return home() + "/logs"
 
 
-def runtime_dir() -> str:
+def runtime_dir() -> "str":
     return home() + "/runtime"
 
 
-def cards_dir() -> str:
+def cards_dir() -> "str":
     return home() + "/runtime/cards"
 
 
-def projects_dir() -> str:
+def projects_dir() -> "str":
     return home() + "/projects"
 
 
-def project_dir(key: str) -> str:
+def project_dir(key: "str") -> "str":
     return home() + "/projects/" + key
 
 
 _SLUG_OK = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-_")
 
 
-def slugify(root: str) -> str:
+def slugify(root: "str") -> "str":
     """A readable, ref-safe name for the project: lower-case [a-z0-9_-], ≤ 40 chars."""
     name = root.rstrip("/").rpartition("/")[2].lower()
     out = []
@@ -225,28 +225,28 @@ def slugify(root: str) -> str:
     return slug or "project"
 
 
-def project_key(root: str) -> str:
+def project_key(root: "str") -> "str":
     """Stable per-root key: slug plus a hash of the resolved path."""
     from .digest import sha256  # here, not at the top: the per-tool-call path never needs it (a shared object on some builds)
 
     return "%s-%s" % (slugify(root), sha256(root.encode("utf-8", "surrogateescape")).hexdigest()[:10])
 
 
-def project_config_file(root: str) -> str:
+def project_config_file(root: "str") -> "str":
     """The user's own settings for one project (``configure --project``), kept here, never in the repo."""
     return project_dir(project_key(root)) + "/config.json"
 
 
-def session_dir(key: str, number: int) -> str:
+def session_dir(key: "str", number: "int") -> "str":
     return "%s/projects/%s/sessions/%03d" % (home(), key, number)
 
 
-def spool_dir() -> str:
+def spool_dir() -> "str":
     """Notifications waiting for delivery."""
     return home() + "/spool"
 
 
-def claude_config_dir() -> str:
+def claude_config_dir() -> "str":
     """``$CLAUDE_CONFIG_DIR`` or ``~/.claude`` (where settings.json lives)."""
     d = getenv("CLAUDE_CONFIG_DIR")
     return normalize(d) if d else normalize("~/.claude")

@@ -255,7 +255,7 @@ def open_marker(sdir: "str") -> "str | None":
     return head + "/open/" + num if sep and num.isdigit() else None
 
 
-def _mark_open(marker: "str", is_open: "bool") -> None:
+def _mark_open(marker: "str", is_open: "bool") -> "None":
     try:
         if is_open:
             posix.close(posix.open(marker, posix.O_WRONLY | posix.O_CREAT | posix.O_CLOEXEC, 0o600))
@@ -265,7 +265,7 @@ def _mark_open(marker: "str", is_open: "bool") -> None:
         pass  # no index yet (built on the next registration), or no marker to remove
 
 
-def save(sdir: "str", rec: "Record") -> None:
+def save(sdir: "str", rec: "Record") -> "None":
     from . import atomic
 
     rec["updated"] = round(time.time(), 3)

@@ -136,7 +136,7 @@ def _slow_card(payload: "dict[str, Any]", env: "Mapping[str, str] | None") -> "F
             "hard": cfg["hard"], "rotate_tokens": cfg["rotate_tokens"]}
 
 
-def _remember_window(sdir: "str", window: "int") -> None:
+def _remember_window(sdir: "str", window: "int") -> "None":
     """Hooks don't see the window; leave it where they can read it (only on change)."""
     path = session.statusline_path(sdir)
     try:
@@ -211,7 +211,7 @@ def _on_alarm(signum: "int", frame: "FrameType | None") -> "NoReturn":
     raise Deadline()
 
 
-def _arm(deadline: "float") -> None:
+def _arm(deadline: "float") -> "None":
     """Let SIGALRM fire at ``deadline`` (monotonic); at once when it has passed."""
     _signal.setitimer(_signal.ITIMER_REAL, max(0.001, deadline - time.monotonic()))
 
@@ -254,7 +254,7 @@ def run_chained(command: "str", raw: "bytes", timeout_ms: "float") -> "str":
     return out.decode("utf-8", "replace").strip("\n")
 
 
-def _kill_group(p: "Popen[bytes]") -> None:
+def _kill_group(p: "Popen[bytes]") -> "None":
     try:
         posix.killpg(p.pid, _signal.SIGKILL)
     except OSError:
