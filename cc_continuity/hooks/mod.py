@@ -43,13 +43,10 @@ def handle(call: "Call") -> "dict[str, Any] | None":
     if call.event == "ModHello":
         ctx.outcome = "mod heartbeat"
         return {"runtime": paths.runtime_dir()}  # where the mod finds an offered hand-over by itself
-    if not ctx.cfg["enabled"]:
+    found = protocol.known(ctx)
+    if found is None:
         return None
-    n = ctx.number()
-    if n is None:
-        ctx.outcome = "unknown session"
-        return None
-    sdir = ctx.session_dir(n)
+    n, sdir = found
     return {"ModTurnEnd": turn_end, "ModCompact": compact, "ModDone": done}[call.event](ctx, n, sdir)
 
 
