@@ -368,8 +368,7 @@ def with_chain(status, chain):
         return status
     out = dict(status)
     out["command"] = status["command"] + " " + shlex.join([statusline.CHAIN_FLAG, dumps_compact(chain)])
-    theirs = chain.get("refreshInterval") if isinstance(chain, dict) else None
-    theirs = theirs.value() if isinstance(theirs, Number) else theirs
+    theirs = plain(chain.get("refreshInterval")) if isinstance(chain, dict) else None
     if type(theirs) is int and 1 <= theirs < out.get("refreshInterval", theirs + 1):
         out["refreshInterval"] = theirs  # their timer, if faster: theirs re-runs as often as it asked
     return out
