@@ -667,11 +667,7 @@ def _rotator_alive(rec: Record) -> bool:
         return True
     if not pid_alive(pid):
         return False
-    try:  # a recycled pid is not our rotator
-        with open("/proc/%d/cmdline" % pid, "rb") as f:
-            return rotation.ROTATOR_MODULE.encode() in f.read()
-    except OSError:
-        return True
+    return rotation.runs_rotator(pid) is not False  # a recycled pid is not our rotator; unreadable: alive
 
 
 # -- a session starts: register, claim, recover ----------------------------------------------------

@@ -33,6 +33,19 @@ _CONTINUING = "Continuing from "
 CONTINUATION_PREFIX = _CONTINUING + session.CHECKPOINT_PREFIX
 
 
+def runs_rotator(pid: int) -> bool | None:
+    """Does process ``pid`` run the rotator (its command line names :data:`ROTATOR_MODULE`)?
+
+    None when that cannot be read (no ``/proc``, the process gone or not ours to
+    read): each caller says what unknown means for it.
+    """
+    try:
+        with open("/proc/%d/cmdline" % pid, "rb") as f:
+            return ROTATOR_MODULE.encode() in f.read()
+    except OSError:
+        return None
+
+
 def continuation_head(cid: str, successor_name: str) -> str:
     """The continuation's first sentence: which checkpoint, which session it starts."""
     return "%s%s (%s)." % (_CONTINUING, cid, successor_name)

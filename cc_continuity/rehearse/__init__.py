@@ -274,11 +274,7 @@ def _write_json(path, data):
 
 def _is_rotator(pid):
     """Is ``pid`` still a cc-continuity rotator (and not a recycled pid of something else)?"""
-    try:
-        with open("/proc/%d/cmdline" % pid, "rb") as f:
-            return rotation.ROTATOR_MODULE.encode() in f.read()
-    except OSError:
-        return False
+    return rotation.runs_rotator(pid) is True
 
 
 def _tail(path, lines=15):

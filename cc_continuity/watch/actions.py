@@ -677,14 +677,13 @@ def _is_rotator(pid):
     """Is ``pid`` a live cc-continuity rotator process?"""
     if not isinstance(pid, int) or isinstance(pid, bool) or not pid_alive(pid):
         return False
-    try:
-        with open("/proc/%d/cmdline" % pid, "rb") as f:
-            return rotation.ROTATOR_MODULE.encode() in f.read()
-    except OSError:
-        try:
-            return any(rotation.ROTATOR_MODULE in a for a in psutil.Process(pid).cmdline())
-        except Exception:
-            return True   # alive and unreadable: assume it is ours, never start a second one
+    seen = rotation.runs_rotator(pid)
+    if seen is not None:
+        return seen
+    try:  # no /proc (macOS)
+        return any(rotation.ROTATOR_MODULE in a for a in psutil.Process(pid).cmdline())
+    except Exception:
+        return True   # alive and unreadable: assume it is ours, never start a second one
 
 
 def _since_state(ledger_path):
