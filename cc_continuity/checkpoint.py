@@ -73,15 +73,23 @@ def read_json(path: str) -> "Any":
         return fastjson.loads(f.read())
 
 
-def facts_and_manifest(sdir: str) -> "tuple[Any, Any]":
+def _object_or_empty(path: str) -> "dict[str, Any]":
+    """The JSON object in ``path``; {} for a file that is missing, unreadable or not an object."""
+    try:
+        doc = read_json(path)
+    except (OSError, ValueError):
+        return {}
+    return doc if isinstance(doc, dict) else {}
+
+
+def snapshot_facts(sdir: str) -> "dict[str, Any]":
+    """The facts taken when the handoff was requested (the checkpoint's snapshot.json), or {}."""
+    return _object_or_empty(session.snapshot_path(sdir))
+
+
+def facts_and_manifest(sdir: str) -> "tuple[dict[str, Any], dict[str, Any]]":
     """(snapshot.json, manifest.json) of the session's checkpoint; {} for one that cannot be read."""
-    out: "list[Any]" = []
-    for path in (session.snapshot_path(sdir), session.manifest_path(sdir)):
-        try:
-            out.append(read_json(path))
-        except (OSError, ValueError):
-            out.append({})
-    return out[0], out[1]
+    return snapshot_facts(sdir), _object_or_empty(session.manifest_path(sdir))
 
 
 def prompts(sdir: str, since: float | None = None, limit: int = PROMPTS_KEPT,

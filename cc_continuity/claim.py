@@ -222,10 +222,7 @@ def _insert(static: str, since: str) -> str:
 def _late(proj: "Project", pred_n: int) -> str:
     """What the user typed after the handoff was requested: prompts sent, and a draft the rotator kept."""
     pdir = proj.session_dir(pred_n)
-    try:
-        requested = checkpoint.read_json(session.snapshot_path(pdir)).get("requested_at")
-    except (OSError, ValueError, AttributeError):
-        requested = None
+    requested = checkpoint.snapshot_facts(pdir).get("requested_at")
     late = checkpoint.prompts(pdir, since=requested, limit=10, chars=500)
     late_txt = ""
     if late:

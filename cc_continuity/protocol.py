@@ -547,10 +547,7 @@ def check_handoff(ctx: Context, n: int, sdir: str) -> Output | None:
     path = checkpoint.handoff_path(sdir)
     if not os.path.exists(path):
         # Nothing written yet (or the request never reached the model): ask again, in full.
-        try:
-            reading = checkpoint.read_json(session.snapshot_path(sdir)).get("reading") or {}
-        except (OSError, ValueError):
-            reading = {}
+        reading = checkpoint.snapshot_facts(sdir).get("reading") or {}
         with ctx.project.lock():
             rec = session.load(sdir)
             tries = int(rec.get("handoff_tries") or 0) + 1
@@ -584,10 +581,7 @@ def check_handoff(ctx: Context, n: int, sdir: str) -> Output | None:
 def fall_back(ctx: Context, n: int, sdir: str, problems: list[str], tries: int,
               driver: str | None = None) -> Output | None:
     """No valid handoff from the model in time: write one from machine facts (degraded) and verify it."""
-    try:
-        snap = checkpoint.read_json(session.snapshot_path(sdir))
-    except (OSError, ValueError):
-        snap = {}
+    snap = checkpoint.snapshot_facts(sdir)
     machine = checkpoint.write_machine_handoff(sdir, snap, ctx.cfg, problems)
     machine.problems = problems  # kept in the manifest: why it is degraded
     return verified(ctx, n, sdir, machine, degraded=True, tries=tries, driver=driver)
@@ -602,10 +596,7 @@ def verified(ctx: Context, n: int, sdir: str, check: Validation, degraded: bool,
     in-process; a tmux rotator stands by in case it does not), else the tmux
     rotator, else the user's own /clear.  The ledger and the record say which.
     """
-    try:
-        snap = checkpoint.read_json(session.snapshot_path(sdir))
-    except (OSError, ValueError):
-        snap = {}
+    snap = checkpoint.snapshot_facts(sdir)
     proj = ctx.project
     with proj.lock():
         rec = session.load(sdir)
