@@ -548,11 +548,7 @@ def check_handoff(ctx: Context, n: int, sdir: str) -> Output | None:
     if not os.path.exists(path):
         # Nothing written yet (or the request never reached the model): ask again, in full.
         reading = checkpoint.snapshot_facts(sdir).get("reading") or {}
-        with ctx.project.lock():
-            rec = session.load(sdir)
-            tries = int(rec.get("handoff_tries") or 0) + 1
-            rec["handoff_tries"] = tries
-            session.save(sdir, rec)
+        tries = _count_try(ctx, sdir)
         if tries < ctx.cfg["handoff_max_tries"]:
             ctx.log(sdir, {"ev": "handoff_check", "try": tries, "ok": False, "problems": ["missing"]})
             ctx.outcome = "handoff missing (try %d)" % tries
@@ -560,11 +556,7 @@ def check_handoff(ctx: Context, n: int, sdir: str) -> Output | None:
                 tries, ctx.cfg["handoff_max_tries"], request_text(reading, path, ctx.cfg))}
         return fall_back(ctx, n, sdir, handoff.validate(path, ctx.project.root, ctx.cfg).problems, tries)
     check = handoff.validate(path, ctx.project.root, ctx.cfg)
-    with ctx.project.lock():
-        rec = session.load(sdir)
-        tries = int(rec.get("handoff_tries") or 0) + 1
-        rec["handoff_tries"] = tries
-        session.save(sdir, rec)
+    tries = _count_try(ctx, sdir)
     ctx.log(sdir, {"ev": "handoff_check", "try": tries, "ok": check.ok, "problems": check.problems[:10],
                    "chars": check.chars, "sha256": check.sha256})
     if check.ok:
@@ -576,6 +568,16 @@ def check_handoff(ctx: Context, n: int, sdir: str) -> Output | None:
             "Fix these in the file, then end the turn." % (
                 path, tries, ctx.cfg["handoff_max_tries"], "\n".join("- " + p for p in check.problems)))}
     return fall_back(ctx, n, sdir, check.problems, tries)
+
+
+def _count_try(ctx: Context, sdir: str) -> int:
+    """One more check of the handoff, recorded under the project lock; its number."""
+    with ctx.project.lock():
+        rec = session.load(sdir)
+        tries = int(rec.get("handoff_tries") or 0) + 1
+        rec["handoff_tries"] = tries
+        session.save(sdir, rec)
+    return tries
 
 
 def fall_back(ctx: Context, n: int, sdir: str, problems: list[str], tries: int,
