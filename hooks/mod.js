@@ -13,24 +13,27 @@
 // The Python entry is the one hooks/hooks.json gives every hook, so there is one
 // implementation and one interpreter. Module variables survive /clear ($.state does not).
 
-let entry = null; // [python, "-S", "-c", boot], from hooks/hooks.json
+let entry = null; // [python, "-S", "-c", boot], from hooks/hooks.json (see pythonEntry)
 let runtime = null; // cc-continuity's runtime folder, from ModHello's answer
 let handing = false; // a hand-over is running in this process
 
-async function pythonEntry($) {
+// The Stop hook's command as Claude Code runs it: ${CLAUDE_PLUGIN_ROOT} and ${CLAUDE_PLUGIN_DATA}
+// (the Python SessionStart chose, a link: no shell starts) filled in from the hook environment.
+async function pythonEntry($, env) {
   if (entry === null) {
     const table = JSON.parse(await $.fs.read(`${$.plugin.root}/hooks/hooks.json`));
     const hook = table.hooks.Stop[0].hooks[0];
-    const root = (text) => text.split("${CLAUDE_PLUGIN_ROOT}").join($.plugin.root);
-    entry = [root(hook.command), ...hook.args.slice(0, -1).map(root)];
+    const fill = (text) => text.split("${CLAUDE_PLUGIN_ROOT}").join($.plugin.root)
+      .split("${CLAUDE_PLUGIN_DATA}").join(env.CLAUDE_PLUGIN_DATA);
+    entry = [fill(hook.command), ...hook.args.slice(0, -1).map(fill)];
   }
   return entry;
 }
 
 async function call($, handler, payload) {
   try {
-    const argv = [...(await pythonEntry($)), handler];
     const env = await $.process.hookEnv();
+    const argv = [...(await pythonEntry($, env)), handler];
     const body = JSON.stringify({ hook_event_name: handler, mod: { version: 1 }, ...payload });
     const run = await $.process.run(argv, { stdin: body, env, timeoutMs: 20000 });
     const out = (run.stdout || "").trim();

@@ -30,7 +30,7 @@ def test_manifest_and_marketplace_describe_this_plugin():
     assert plugin["license"] == "MIT" and len(plugin["description"]) > 40
     market = load(".claude-plugin/marketplace.json")
     (entry,) = market["plugins"]
-    assert entry["name"] == plugin["name"] and entry["source"] == "./"
+    assert entry["name"] == plugin["name"] and entry["source"] == "./plugin"
     assert market["description"] and market["owner"]["name"]
     assert not os.path.exists(os.path.join(REPO, "CLAUDE.md"))  # fails `claude plugin validate --strict`
 
@@ -43,9 +43,15 @@ def test_hooks_json_runs_the_same_entry_as_a_settings_install():
     for event, groups in table["hooks"].items():
         (group,) = groups
         for h in group["hooks"]:
-            assert h["type"] == "command" and h["command"] == "python3"
-            assert h["args"][:3] == ["-S", "-c", boot], h["args"]  # the one bootstrap, with the plugin root
-            name = h["args"][3]
+            assert h["type"] == "command"
+            args = h["args"]
+            if event == "SessionStart":  # the chooser (sh, once a session), then the same bootstrap
+                assert [h["command"], args[0]] == list(S.PLUGIN_CHOOSER)
+                args = args[1:]
+            else:
+                assert h["command"] == S.PLUGIN_PYTHON  # the link it keeps: no shell on a tool call
+            assert args[:3] == ["-S", "-c", boot], args  # the one bootstrap, with the plugin root
+            name = args[3]
             assert name in HANDLERS and name in BUDGET and BUDGET[name] < h["timeout"]
             assert bool(h.get("async")) == bool(h.get("asyncRewake")) == (name in REWAKE)
             seen.append(name)
@@ -60,30 +66,38 @@ def test_hooks_json_runs_the_same_entry_as_a_settings_install():
             assert a["command"] == "/opt/py/bin/python3" and a["args"][2] == S.boot_code("/opt/cc/app")
             assert {k: v for k, v in a.items() if k not in ("command", "args")} == \
                    {k: v for k, v in b.items() if k not in ("command", "args")}
-            assert a["args"][3] == b["args"][3]
+            assert a["args"][3] == b["args"][-1]
 
 
 def test_the_plugins_hook_command_runs_from_any_copy_of_the_plugin(tmp_path, git_repo):
-    """What Claude Code runs: python3 with the bootstrap, ${CLAUDE_PLUGIN_ROOT} replaced by the copy."""
+    """What Claude Code runs: the chooser, then the bootstrap, ${CLAUDE_PLUGIN_*} replaced by the copy's."""
     root = tmp_path / "plugin-copy"
     shutil.copytree(os.path.join(REPO, "cc_continuity"), root / "cc_continuity", symlinks=True,
                     ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(os.path.join(REPO, "hooks"), root / "hooks")
+    data = tmp_path / "plugin-data"
+    data.mkdir()
     table = load("hooks/hooks.json")
     (group,) = table["hooks"]["SessionStart"]
     h = group["hooks"][0]
-    args = [a.replace("${CLAUDE_PLUGIN_ROOT}", str(root)) for a in h["args"]]
+    fill = lambda a: a.replace("${CLAUDE_PLUGIN_ROOT}", str(root)).replace("${CLAUDE_PLUGIN_DATA}", str(data))
+    args = [fill(h["command"])] + [fill(a) for a in h["args"]]
     payload = {"session_id": "a1b2c3d4-0000-4000-8000-000000000001", "transcript_path": str(tmp_path / "t.jsonl"),
                "cwd": str(git_repo), "hook_event_name": "SessionStart", "source": "startup"}
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # only the bootstrap's sys.path
-    env["CLAUDE_PROJECT_DIR"] = str(git_repo)
-    p = subprocess.run([sys.executable] + args, input=json.dumps(payload).encode(), env=env,
-                       capture_output=True, timeout=60)
+    env.update(CLAUDE_PROJECT_DIR=str(git_repo), CLAUDE_PLUGIN_DATA=str(data),
+               PATH=os.path.dirname(sys.executable) + ":/usr/bin:/bin")
+    p = subprocess.run(args, input=json.dumps(payload).encode(), env=env, capture_output=True, timeout=60)
     assert p.returncode == 0 and p.stderr == b"", p.stderr
+    assert os.path.realpath(data / "python") == os.path.realpath(sys.executable)
     with open(os.path.join(os.environ["CC_CONTINUITY_HOME"], "logs", "hooks.log")) as f:
         assert "SessionStart" in f.read()
     # A copy that lost its package still exits 0 (a missing script would exit 2: a block).
     shutil.rmtree(root / "cc_continuity")
-    p = subprocess.run([sys.executable] + args, input=json.dumps(payload).encode(), env=env,
+    p = subprocess.run(args, input=json.dumps(payload).encode(), env=env, capture_output=True, timeout=60)
+    assert p.returncode == 0 and p.stdout == b""
+    (post,) = table["hooks"]["PostToolUse"][0]["hooks"]  # a tool call's hook: the kept link, exec'd
+    p = subprocess.run([fill(post["command"])] + [fill(a) for a in post["args"]], input=b"{}", env=env,
                        capture_output=True, timeout=60)
     assert p.returncode == 0 and p.stdout == b""
 
@@ -104,3 +118,22 @@ def test_bin_launcher_runs_the_plugins_own_package(tmp_path):
     p = subprocess.run([launcher, "--version"], env={"PATH": str(tmp_path / "empty")}, capture_output=True,
                        text=True, timeout=60)
     assert p.returncode == 127 and "needs Python 3.11" in p.stderr
+
+
+LEAN_LIMIT = 1_000_000  # bytes of files in the plugin copy (docs/ARCHITECTURE.md, "The plugin copy")
+
+
+def test_the_plugin_copy_is_what_the_plugin_runs_and_stays_lean():
+    """Claude Code copies the marketplace entry's source (``./plugin``), following its links."""
+    top = os.path.join(REPO, "plugin")
+    assert sorted(os.listdir(top)) == [".claude-plugin", "bin", "cc_continuity", "evals", "hooks", "skills"]
+    tracked = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, check=True).stdout
+    tracked = {os.path.realpath(os.path.join(REPO, p)) for p in tracked.decode().split("\0") if p}
+    size, count = 0, 0
+    for dirpath, dirnames, filenames in os.walk(top, followlinks=True):
+        for fn in filenames:
+            real = os.path.realpath(os.path.join(dirpath, fn))
+            if real in tracked:  # what a git marketplace's clone has
+                size += os.path.getsize(real)
+                count += 1
+    assert 100 < count and size <= LEAN_LIMIT, (count, size)

@@ -65,7 +65,10 @@ STATUS_MARK = "/cc_continuity/statusmain.py"
 # The hook table, as the plugin ships it (one fact, two ways to install it).
 PLUGIN_HOOKS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                             "data", "hooks", "hooks.json")
-PLUGIN_PYTHON = "python3"           # the plugin cannot know the interpreter: PATH's
+# The plugin cannot know the interpreter: its SessionStart chooses one (hooks/python.sh, run by sh)
+# and keeps it as a link in the plugin's data folder, which every other hook runs.
+PLUGIN_PYTHON = "${CLAUDE_PLUGIN_DATA}/python"
+PLUGIN_CHOOSER = ("/bin/sh", "${CLAUDE_PLUGIN_ROOT}/hooks/python.sh")
 PLUGIN_ROOT = "${CLAUDE_PLUGIN_ROOT}"  # substituted by Claude Code into each exec-form arg
 STATUS_LINE = {"type": "command", "command": "@PYTHON@ -S @APP@" + STATUS_MARK, "padding": 0,
                "refreshInterval": statusline.REFRESH_S}
@@ -274,6 +277,9 @@ def load_fragment(path=PLUGIN_HOOKS):
             g["hooks"] = []
             for h in group["hooks"]:
                 h = dict(h)
+                args = h.get("args", [])
+                if (h.get("command"), args[:1]) == (PLUGIN_CHOOSER[0], [PLUGIN_CHOOSER[1]]):
+                    h["command"], h["args"] = PLUGIN_PYTHON, args[1:]  # a settings install has its Python
                 if h.get("command") == PLUGIN_PYTHON:
                     h["command"] = "@PYTHON@"
                 h["args"] = ["@BOOT@" if a == boot_code(PLUGIN_ROOT) else a for a in h.get("args", [])]

@@ -1,0 +1,55 @@
+#!/bin/sh
+# cc-continuity's plugin, SessionStart only: choose the Python every other hook of the plugin
+# runs, keep it as the link $CLAUDE_PLUGIN_DATA/python (their command: exec follows a link in
+# the kernel, so no shell and no version-manager shim runs on a tool call), then run this
+# SessionStart on it.  The arguments are the hook's own (-S -c <bootstrap> SessionStart).
+#
+# The kept link is used while it still points at a Python this user may trust (it and its
+# folder owned by the user or root, writable by nobody else); a link whose Python is gone
+# (uninstalled, upgraded away) is chosen again.  With no Python 3.11 or newer the link points
+# at `true` (every hook exits 0 at once), the reason is kept in $CLAUDE_PLUGIN_DATA/off (doctor
+# repeats it) and this hook tells the user in one line.
+data=${CLAUDE_PLUGIN_DATA:-}
+case $data in /*) ;; *) exit 0 ;; esac  # not run by Claude Code as a plugin hook: nothing to keep
+link=$data/python
+uid=$(id -u)
+
+trusted() {  # $1 and its folder: owned by this user or root, writable by no one else
+    for f in "$1" "$(dirname -- "$1")"; do
+        [ -n "$(find -L "$f" -prune \( -user "$uid" -o -user 0 \) ! -perm -0020 ! -perm -0002 -print 2>/dev/null)" ] \
+            || return 1
+    done
+}
+
+trusted "$data" || exit 0  # not ours to write in (Claude Code makes it 0755 under ~/.claude)
+if [ -x "$link" ] && [ ! -e "$data/off" ] && trusted "$(readlink -- "$link")"; then
+    exec "$link" "$@"
+fi
+
+found=
+for py in ${CC_CONTINUITY_PYTHON:-} python3 python3.14 python3.13 python3.12 python3.11; do
+    command -v "$py" >/dev/null 2>&1 || continue
+    said=$("$py" -S -c 'import sys
+print(sys.executable if sys.version_info >= (3, 11) else "%d.%d.%d" % sys.version_info[:3])' 2>/dev/null) || continue
+    case $said in
+        /*) if trusted "$said"; then
+                ln -sfn "$said" "$link.new" && mv -f "$link.new" "$link" && rm -f "$data/off"
+                exec "$said" "$@"
+            fi
+            found="$found, $said (writable by others)" ;;
+        ?*) found="$found, $py $said ($(command -v "$py"))" ;;
+    esac
+done
+
+found=$(printf '%s' "${found#, }" | tr -d '"\\' | tr '\n' ' ')
+case $(uname -s) in
+    Darwin) fix='brew install python@3.12' ;;
+    *) fix='sudo apt-get install python3.11 (or your package manager'"'"'s Python 3.11+)' ;;
+esac
+line="cc-continuity is off: its hooks need Python 3.11 or newer and found ${found:-no python3 on PATH}. Fix: $fix, then start a new session."
+for t in /usr/bin/true /bin/true; do
+    [ -x "$t" ] && ln -sfn "$t" "$link.new" && mv -f "$link.new" "$link" && break
+done
+printf '%s\n' "$line" >"$data/off"
+printf '{"systemMessage": "%s"}\n' "$line"
+exit 0

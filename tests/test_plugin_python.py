@@ -1,0 +1,157 @@
+"""hooks/python.sh: the plugin's SessionStart chooses the Python every other hook runs.
+
+Run for real with sh, against real interpreters (pyenv's shims and versions where this
+machine has them, the system's): what it links as ``$CLAUDE_PLUGIN_DATA/python``, when it
+chooses again, what it refuses, and the one line it shows when nothing fits.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CHOOSER = os.path.join(REPO, "hooks", "python.sh")
+PYENV = os.path.expanduser("~/.pyenv")
+PROBE = ["-S", "-c", "import sys; print(sys.executable); print(sys.argv[1:])", "SessionStart"]
+
+
+def real(version):
+    exe = os.path.join(PYENV, "versions", version, "bin", "python%s" % version.rsplit(".", 1)[0])
+    if not os.access(exe, os.X_OK):
+        pytest.skip("pyenv has no Python %s here" % version)
+    return exe
+
+
+def choose(data, path, **env):
+    full = {"PATH": path, "HOME": os.environ.get("HOME", "/root"), "CLAUDE_PLUGIN_DATA": str(data), **env}
+    return subprocess.run(["/bin/sh", CHOOSER, *PROBE], env=full, capture_output=True, text=True, timeout=60)
+
+
+TOOLS = {"id": "/usr/bin/id", "find": "/usr/bin/find", "dirname": "/usr/bin/dirname", "ln": "/bin/ln",
+         "mv": "/bin/mv", "rm": "/bin/rm", "tr": "/usr/bin/tr", "uname": "/bin/uname", "readlink": "/bin/readlink"}
+
+
+def bindir(tmp_path, name, **links):
+    d = tmp_path / name
+    d.mkdir()
+    for link, target in links.items():
+        (d / link).symlink_to(target)
+    return str(d)
+
+
+def test_a_python_first_on_path_is_linked_and_run(tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    path = bindir(tmp_path, "bin", python3=sys.executable) + ":/usr/bin:/bin"
+    p = choose(data, path)
+    assert p.returncode == 0, p.stderr
+    exe, args = p.stdout.splitlines()
+    assert args == "['SessionStart']"  # the hook's own arguments, passed on
+    assert os.readlink(data / "python") == exe and os.path.samefile(exe, sys.executable)
+    assert not (data / "off").exists()
+
+
+def test_behind_pyenvs_shim_the_link_is_the_real_interpreter(tmp_path):
+    shims = os.path.join(PYENV, "shims")
+    if not os.access(os.path.join(shims, "python3"), os.X_OK):
+        pytest.skip("no pyenv here")
+    exe = real("3.12.1")
+    data = tmp_path / "data"
+    data.mkdir()
+    p = choose(data, shims + ":/usr/bin:/bin", PYENV_ROOT=PYENV, PYENV_VERSION="3.12.1")
+    assert p.returncode == 0, p.stderr
+    target = os.readlink(data / "python")
+    assert not target.startswith(shims) and os.path.realpath(target) == os.path.realpath(exe), target
+    with open(os.path.realpath(target), "rb") as f:
+        assert f.read(4) == b"\x7fELF"  # a binary: a tool call execs it with no shell in between
+
+
+def test_an_old_python3_first_on_path_is_passed_over_for_a_python312(tmp_path):
+    old, new = real("3.9.18"), real("3.12.1")
+    data = tmp_path / "data"
+    data.mkdir()
+    path = bindir(tmp_path, "old", python3=old) + ":" + bindir(tmp_path, "new", **{"python3.12": new}) + ":/bin"
+    p = choose(data, path)
+    assert p.returncode == 0, p.stderr
+    assert os.path.realpath(os.readlink(data / "python")) == os.path.realpath(new)
+
+
+def test_with_no_python_311_it_says_so_once_and_every_hook_exits_0(tmp_path):
+    old = real("3.9.18")
+    data = tmp_path / "data"
+    data.mkdir()
+    path = bindir(tmp_path, "tools", **TOOLS) + ":" + bindir(tmp_path, "old", python3=old)  # no other Python
+    p = choose(data, path)
+    assert p.returncode == 0, p.stderr
+    line = json.loads(p.stdout)["systemMessage"]
+    assert "cc-continuity is off" in line and "Python 3.11 or newer" in line and "3.9.18" in line, line
+    assert "Fix: sudo apt-get install python3.11" in line or "brew install" in line
+    assert (data / "off").read_text().strip() == line  # doctor repeats these words
+    link = str(data / "python")
+    assert os.path.basename(os.path.realpath(link)) == "true"
+    hook = subprocess.run([link, "-S", "-c", "raise SystemExit(3)", "PostToolUse"], capture_output=True, timeout=10)
+    assert (hook.returncode, hook.stdout) == (0, b"")  # fail-open, at exec speed
+    # A Python turning up later is chosen at the next session (the off state is not kept as a choice).
+    p = choose(data, bindir(tmp_path, "fixed", python3=sys.executable) + ":" + path)
+    assert p.returncode == 0 and p.stdout.splitlines()[0] == os.readlink(link) and not (data / "off").exists()
+
+
+def test_a_kept_link_is_used_and_a_dangling_one_chosen_again(tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "python").symlink_to(sys.executable)
+    p = choose(data, bindir(tmp_path, "tools", **TOOLS))  # no Python on PATH: the kept link alone runs it
+    assert p.returncode == 0 and os.path.samefile(p.stdout.splitlines()[0], sys.executable), p.stderr
+    gone = tmp_path / "gone" / "python3.12"
+    (data / "python").unlink()
+    (data / "python").symlink_to(gone)  # that Python was uninstalled (or upgraded away)
+    p = choose(data, bindir(tmp_path, "bin", python3=sys.executable) + ":/usr/bin:/bin")
+    assert p.returncode == 0, p.stderr
+    assert os.path.samefile(os.readlink(data / "python"), sys.executable)
+
+
+def test_a_python_others_can_write_is_refused(tmp_path):
+    fake = tmp_path / "writable" / "python3"
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\necho \"$0\"\n")  # answers the probe as a Python would, with its own path
+    fake.chmod(0o777)
+    data = tmp_path / "data"
+    data.mkdir()
+    p = choose(data, str(fake.parent) + ":/usr/bin:/bin", CC_CONTINUITY_PYTHON=str(fake))
+    assert p.returncode == 0, p.stderr
+    assert os.readlink(data / "python") != str(fake)
+    # ... and a kept link to such a Python is dropped for a new choice.
+    os.unlink(data / "python")
+    (data / "python").symlink_to(fake)
+    p = choose(data, bindir(tmp_path, "bin", python3=sys.executable) + ":/usr/bin:/bin")
+    assert os.path.samefile(os.readlink(data / "python"), sys.executable), p.stdout
+
+
+def test_a_data_folder_others_can_write_is_not_used(tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    data.chmod(0o777)
+    p = choose(data, bindir(tmp_path, "bin", python3=sys.executable) + ":/usr/bin:/bin")
+    assert (p.returncode, p.stdout) == (0, "") and not os.path.lexists(data / "python")
+
+
+def test_outside_claude_code_it_does_nothing(tmp_path):
+    p = subprocess.run(["/bin/sh", CHOOSER, *PROBE], env={"PATH": "/usr/bin:/bin"}, capture_output=True,
+                       text=True, timeout=30)
+    assert (p.returncode, p.stdout) == (0, "")
+
+
+@pytest.mark.skipif(not shutil.which("true"), reason="no true")
+def test_hooks_json_runs_the_link_everywhere_but_at_session_start():
+    with open(os.path.join(REPO, "hooks", "hooks.json"), encoding="utf-8") as f:
+        table = json.load(f)
+    for event, groups in table["hooks"].items():
+        for h in groups[0]["hooks"]:
+            if event == "SessionStart":
+                assert [h["command"], h["args"][0]] == ["/bin/sh", "${CLAUDE_PLUGIN_ROOT}/hooks/python.sh"]
+            else:
+                assert h["command"] == "${CLAUDE_PLUGIN_DATA}/python", (event, h["command"])
