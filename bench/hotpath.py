@@ -44,7 +44,7 @@ def paired(a, b, stdin_a, stdin_b, env, runs, warmup=3):
 
 def plugin_command(env):
     """The plugin's PostToolUse hook as Claude Code runs it: exec form, ``python3`` found on PATH."""
-    with open(os.path.join(REPO, "hooks", "hooks.json"), encoding="utf-8") as f:
+    with open(os.path.join(REPO, "plugin", "hooks", "hooks.json"), encoding="utf-8") as f:
         handler = json.load(f)["hooks"]["PostToolUse"][0]["hooks"][0]
     fill = lambda text: text.replace("${CLAUDE_PLUGIN_ROOT}", REPO)
     python = shutil.which(handler["command"], path=env.get("PATH")) or handler["command"]

@@ -435,13 +435,13 @@ def test_the_plugins_folders_are_real_and_the_package_data_links_to_them():
     """A plugin's hooks/ and skills/ must be real directories (a linked one is not read); the
     package ships the same files as data, through links in a checkout, as files in a wheel."""
     for name in ("skills", "hooks"):
-        top = os.path.join(REPO, name)
+        top = os.path.join(REPO, "plugin", name)
         assert os.path.isdir(top) and not os.path.islink(top)
         data = os.path.join(REPO, "cc_continuity", "data", name)
         assert os.path.islink(data) and os.path.realpath(data) == os.path.realpath(top)
     for name in ("launchd", "systemd"):
         assert os.readlink(os.path.join(REPO, name)) == "cc_continuity/data/" + name
-    assert os.path.isfile(os.path.join(REPO, "hooks", "hooks.json"))
+    assert os.path.isfile(os.path.join(REPO, "plugin", "hooks", "hooks.json"))
 
 
 def test_runtime_dependencies_match_pyproject():

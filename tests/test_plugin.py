@@ -25,7 +25,7 @@ def load(rel):
 
 
 def test_manifest_and_marketplace_describe_this_plugin():
-    plugin = load(".claude-plugin/plugin.json")
+    plugin = load("plugin/.claude-plugin/plugin.json")
     assert plugin["name"] == "cc-continuity" and plugin["version"] == __version__
     assert plugin["license"] == "MIT" and len(plugin["description"]) > 40
     market = load(".claude-plugin/marketplace.json")
@@ -36,8 +36,8 @@ def test_manifest_and_marketplace_describe_this_plugin():
 
 
 def test_hooks_json_runs_the_same_entry_as_a_settings_install():
-    table = load("hooks/hooks.json")
-    assert table["modules"] == ["./mod.js"] and os.path.isfile(os.path.join(REPO, "hooks", "mod.js"))
+    table = load("plugin/hooks/hooks.json")
+    assert table["modules"] == ["./mod.js"] and os.path.isfile(os.path.join(REPO, "plugin", "hooks", "mod.js"))
     boot = S.boot_code(S.PLUGIN_ROOT)
     seen = []
     for event, groups in table["hooks"].items():
@@ -74,10 +74,10 @@ def test_the_plugins_hook_command_runs_from_any_copy_of_the_plugin(tmp_path, git
     root = tmp_path / "plugin-copy"
     shutil.copytree(os.path.join(REPO, "cc_continuity"), root / "cc_continuity", symlinks=True,
                     ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copytree(os.path.join(REPO, "hooks"), root / "hooks")
+    shutil.copytree(os.path.join(REPO, "plugin", "hooks"), root / "hooks")
     data = tmp_path / "plugin-data"
     data.mkdir()
-    table = load("hooks/hooks.json")
+    table = load("plugin/hooks/hooks.json")
     (group,) = table["hooks"]["SessionStart"]
     h = group["hooks"][0]
     fill = lambda a: a.replace("${CLAUDE_PLUGIN_ROOT}", str(root)).replace("${CLAUDE_PLUGIN_DATA}", str(data))

@@ -1,4 +1,4 @@
-"""hooks/python.sh: the plugin's SessionStart chooses the Python every other hook runs.
+"""plugin/hooks/python.sh: the plugin's SessionStart chooses the Python every other hook runs.
 
 Run for real with sh, against real interpreters (pyenv's shims and versions where this
 machine has them, the system's): what it links as ``$CLAUDE_PLUGIN_DATA/python``, when it
@@ -14,7 +14,7 @@ import sys
 import pytest
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CHOOSER = os.path.join(REPO, "hooks", "python.sh")
+CHOOSER = os.path.join(REPO, "plugin", "hooks", "python.sh")
 PYENV = os.path.expanduser("~/.pyenv")
 PROBE = ["-S", "-c", "import sys; print(sys.executable); print(sys.argv[1:])", "SessionStart"]
 
@@ -147,7 +147,7 @@ def test_outside_claude_code_it_does_nothing(tmp_path):
 
 @pytest.mark.skipif(not shutil.which("true"), reason="no true")
 def test_hooks_json_runs_the_link_everywhere_but_at_session_start():
-    with open(os.path.join(REPO, "hooks", "hooks.json"), encoding="utf-8") as f:
+    with open(os.path.join(REPO, "plugin", "hooks", "hooks.json"), encoding="utf-8") as f:
         table = json.load(f)
     for event, groups in table["hooks"].items():
         for h in groups[0]["hooks"]:
