@@ -529,7 +529,7 @@ def _uninstall(purge, out):
     problems += _remove_blocks(out, "shell", rc_targets, WRAPPER_BLOCK, "hash")
 
     _remove_skills(out, cdir, (rec or {}).get("skills") or {})
-    problems += _uninstall_plugin(out, (rec or {}).get("plugin"))
+    problems += _uninstall_plugin(out, (rec or {}).get("plugin"), cdir, srec)
 
     launcher = app.launcher_path(home)
     if hooks_gone:
@@ -570,26 +570,62 @@ def _uninstall(purge, out):
     return 0
 
 
-def _uninstall_plugin(out, recorded):
-    """Take out the plugin ``install --plugin`` registered (Claude Code's own commands); problems count."""
-    if not recorded:
+def _uninstall_plugin(out, recorded, cdir, srec):
+    """Take out our plugins through Claude Code's own commands: the one ``install --plugin``
+    registered and any the user enabled (``/plugin install``); problems count.
+
+    A settings.json that only Claude Code's plugin bookkeeping left (it had none before, or we
+    created it) is deleted; project and local installs are named, not edited."""
+    path = os.path.join(cdir, "settings.json")
+    before = read(path)
+    try:
+        ids = plugin.enabled(settings.parse(settings.decode(before))) if before else []
+    except settings.SettingsError:
+        ids = []  # the settings step above said why it is unreadable
+    for pid, scope, where in plugin.other_scopes(ids + [plugin.PLUGIN_ID], cdir):
+        out("plugin: %s is installed for the %s scope of %s: left as it is (it lives in that repository's "
+            "files); `claude plugin uninstall %s --scope %s` there removes it" % (pid, scope, where, pid, scope))
+    if not recorded and not ids:
         return 0
     try:
         claude = find_real_claude(os.environ)
     except RuntimeError:
         claude = None
     if claude is None:
-        out("plugin: %s left registered: no claude to run `claude plugin uninstall %s`" % (
-            recorded.get("id"), recorded.get("id")))
+        for pid in ids or [recorded.get("id")]:
+            out("plugin: %s left registered: no claude to run `claude plugin uninstall %s`" % (pid, pid))
         return 1
     try:
-        removed = plugin.unregister(claude)
+        done = plugin.unregister(claude, ids)
     except plugin.PluginError as e:
         out("plugin: %s" % e)
         return 1
-    plugin.remove_dir()
-    out("plugin: %s" % (", ".join(removed) + " removed" if removed else "not registered"))
+    if recorded:
+        plugin.remove_dir()
+    out("plugin: %s" % ("; ".join(done) if done else "not registered"))
+    after = read(path)
+    if done and after is not None and _had_no_settings(srec):
+        try:
+            residue = plugin.only_plugin_tables(settings.parse(settings.decode(after)))
+        except settings.SettingsError:
+            residue = False
+        if residue:
+            os.unlink(path)
+            out("settings: %s deleted (only the empty plugin tables Claude Code left were in it)" % show(path))
     return 0
+
+
+def _had_no_settings(srec):
+    """Was there no settings.json before us (none, or only what registering our plugin wrote)?"""
+    if not srec:
+        return True  # no install of ours: Claude Code made it for the plugin (we cannot know more)
+    if not srec.get("original_known"):
+        return False
+    original = srec.get("original")
+    try:
+        return original is None or plugin.only_plugin_tables(settings.parse(original), ours_only=True)
+    except settings.SettingsError:
+        return False
 
 
 def _uninstall_settings(out, path, record, have_manifest):

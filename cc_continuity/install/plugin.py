@@ -160,16 +160,76 @@ def register(claude, target, env=None):
         _claude(claude, ["install", PLUGIN_ID, "--scope", "user"], env)
 
 
-def unregister(claude, env=None):
-    """Take the plugin and its marketplace out again (what :func:`register` added)."""
-    removed = []
-    if PLUGIN_ID in _claude(claude, ["list"], env):
-        _claude(claude, ["uninstall", PLUGIN_ID], env)
-        removed.append(PLUGIN_ID)
-    if MARKETPLACE in _claude(claude, ["marketplace", "list"], env):
-        _claude(claude, ["marketplace", "remove", MARKETPLACE], env)
-        removed.append("marketplace " + MARKETPLACE)
-    return removed
+def _listed(claude, args, env):
+    """``claude plugin <args> --json`` as a list of objects ([] when it gives none we can read)."""
+    try:
+        rows = json.loads(_claude(claude, [*args, "--json"], env))
+    except ValueError:
+        return []
+    return [r for r in rows if isinstance(r, dict)] if isinstance(rows, list) else []
+
+
+def unregister(claude, ids=(), env=None):
+    """Take our plugins out through Claude Code's own commands: ``PLUGIN_ID`` (what :func:`register`
+    added) and ``ids`` (the ones the user enabled, a marketplace route), each uninstalled from the
+    user scope, or disabled where Claude Code refuses; then each of their marketplaces that lists
+    nothing else still installed.  Returns what was done, one phrase each."""
+    done = []
+    wanted = list(dict.fromkeys([PLUGIN_ID, *ids]))
+    user = {r.get("id") for r in _listed(claude, ["list"], env) if r.get("scope") == "user"}
+    for pid in wanted:
+        if pid not in user:
+            continue
+        try:
+            _claude(claude, ["uninstall", pid, "--scope", "user"], env)
+            done.append("%s uninstalled" % pid)
+        except PluginError as e:
+            _claude(claude, ["disable", pid, "--scope", "user"], env)
+            done.append("%s disabled (uninstall refused: %s)" % (pid, str(e)[-160:]))
+    markets = {r.get("name") for r in _listed(claude, ["marketplace", "list"], env)}
+    left = {str(r.get("id")).split("@", 1)[-1] for r in _listed(claude, ["list"], env)}
+    for market in dict.fromkeys(pid.split("@", 1)[1] for pid in wanted if "@" in pid):
+        if market in markets and market not in left:
+            _claude(claude, ["marketplace", "remove", market], env)
+            done.append("marketplace %s removed" % market)
+    return done
+
+
+def other_scopes(ids, claude_dir):
+    """``[(id, scope, project path)]`` of our plugins installed for a project or locally: those live in
+    a repository's files, so uninstall names them and edits none."""
+    try:
+        with open(os.path.join(claude_dir, "plugins", "installed_plugins.json"), encoding="utf-8") as f:
+            entries = json.load(f)["plugins"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
+    out = []
+    for pid, rows in entries.items() if isinstance(entries, dict) else ():
+        if not (isinstance(pid, str) and pid.split("@")[0] == NAME and isinstance(rows, list)):
+            continue
+        for row in rows:
+            if isinstance(row, dict) and row.get("scope") in ("project", "local"):
+                out.append((pid, row["scope"], row.get("projectPath") or "?"))
+    return out
+
+
+RESIDUE_KEYS = ("enabledPlugins", "extraKnownMarketplaces")
+
+
+def only_plugin_tables(doc, ours_only=False):
+    """A settings document holding nothing but Claude Code's plugin tables: empty, as it leaves them
+    once a plugin and its marketplace are removed (``{"enabledPlugins": {}, "extraKnownMarketplaces": {}}``),
+    or, with ``ours_only``, naming only cc-continuity plugins and their marketplaces."""
+    if not isinstance(doc, dict) or not doc:
+        return False
+    for key, table in doc.items():
+        if key not in RESIDUE_KEYS or not isinstance(table, dict):
+            return False
+        if table and not ours_only:
+            return False
+    ids = list(doc.get("enabledPlugins") or {})
+    markets = {pid.split("@", 1)[-1] for pid in ids} | {MARKETPLACE}
+    return all(pid.split("@")[0] == NAME for pid in ids) and set(doc.get("extraKnownMarketplaces") or {}) <= markets
 
 
 def remove_dir(home=None):
