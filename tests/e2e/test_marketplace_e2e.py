@@ -1,0 +1,214 @@
+"""The plugin the way users install it (issue 20): ``claude plugin marketplace add <repo>`` +
+``claude plugin install``, with no install.py and no ``cc-continuity install``.
+
+The marketplace is this checkout's tracked files, served two ways: a bare git repository
+behind a real smart-HTTP git server on 127.0.0.1 (how Claude Code takes a git marketplace)
+and a plain directory.  Then: three rotations handed over by the mod; uninstall (plain and
+``--purge``, after either route and after ``install --plugin``), after which ``claude -p``
+runs none of our hooks; the HOME listed before the install and after ``uninstall --purge``.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from cc_continuity.rehearse import MODEL, rotation_scenario
+from tests.helpers.githttp import GitHTTP
+
+from .common import Continuity, assert_clean_successor, first_request, prompt, report_metrics
+from .harness import REPO_ROOT
+
+pytestmark = pytest.mark.e2e
+PLUGIN = "cc-continuity@cc-continuity"
+REPLY = {"default": {"reply": [{"type": "text", "text": "hello from the scripted model"}]}}
+# Claude Code's own bookkeeping under HOME (its business, issue 20): every other path must be as it was.
+# Under .claude/plugins only the data folder Claude Code keeps for our plugin is ours: assert_none_of_ours_runs.
+CLAUDE_CODE_OWN = (".claude.json", ".claude/plugins", ".claude/telemetry",
+                   ".claude/backups", ".claude/projects", ".claude/session-env", ".claude/shell-snapshots",
+                   ".claude/todos", ".claude/statsig", ".claude/debug", ".claude/ide", ".claude/file-history",
+                   ".claude/paste-cache", ".claude/cache", ".claude/history.jsonl", ".claude/tasks",
+                   ".claude/plans", ".claude/local", ".claude/.credentials.json", ".claude/sessions",
+                   ".local/share/applications/claude-code-url-handler.desktop")
+
+
+def snapshot(dest):
+    """This checkout's tracked files (as they are in the work tree) in ``dest``, install.py left out."""
+    files = subprocess.run(["git", "ls-files", "-z"], cwd=REPO_ROOT, capture_output=True, check=True).stdout
+    for rel in files.decode().split("\0"):
+        src = os.path.join(REPO_ROOT, rel)
+        if not rel or rel == "install.py" or not os.path.lexists(src):
+            continue
+        target = os.path.join(dest, rel)
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        if os.path.islink(src):
+            os.symlink(os.readlink(src), target)
+        else:
+            shutil.copy2(src, target)
+    return dest
+
+
+@pytest.fixture
+def market(tmp_path):
+    """``make(kind) -> source`` for ``claude plugin marketplace add``: "git" (bare repo over HTTP) or "dir"."""
+    servers = []
+
+    def make(kind):
+        src = snapshot(str(tmp_path / "cc-continuity"))
+        if kind == "dir":
+            return src
+        git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid"]
+        subprocess.run(git + ["init", "-q", "-b", "main", src], check=True)
+        subprocess.run(git + ["-C", src, "add", "-A"], check=True)
+        subprocess.run(git + ["-C", src, "commit", "-qm", "snapshot"], check=True)
+        subprocess.run(["git", "clone", "-q", "--bare", src, str(tmp_path / "srv" / "cc.git")], check=True)
+        server = GitHTTP(str(tmp_path / "srv")).__enter__()
+        servers.append(server)
+        return server.url("cc.git")
+
+    yield make
+    for server in servers:
+        server.__exit__(None, None, None)
+
+
+def claude_plugin(sb, *args):
+    p = sb.run([sb.claude_bin, "plugin", *args], timeout=180)
+    assert p.returncode == 0, (args, p.stdout + p.stderr)
+    return p.stdout
+
+
+def install_from(sb, source):
+    claude_plugin(sb, "marketplace", "add", source)
+    claude_plugin(sb, "install", PLUGIN)
+    doc = sb.settings()
+    assert doc["enabledPlugins"] == {PLUGIN: True}, doc
+
+
+def listing(home):
+    """Every path under ``home`` but Claude Code's own bookkeeping, with a digest of each file."""
+    out = {}
+    for dirpath, dirnames, filenames in os.walk(home):
+        rel_dir = os.path.relpath(dirpath, home)
+        dirnames[:] = [d for d in dirnames if not os.path.normpath(os.path.join(rel_dir, d)).startswith(CLAUDE_CODE_OWN)]
+        for name in dirnames + filenames:
+            rel = os.path.normpath(os.path.join(rel_dir, name))
+            if rel.startswith(CLAUDE_CODE_OWN):
+                continue
+            path = os.path.join(home, rel)
+            if os.path.isfile(path) and not os.path.islink(path):
+                with open(path, "rb") as f:
+                    out[rel] = f.read()
+            else:
+                out[rel] = "dir" if os.path.isdir(path) else "link"
+    # A folder that only held Claude Code's files (~/.local/share/applications) is not ours either.
+    held = {os.path.dirname(own) for own in CLAUDE_CODE_OWN}
+    for rel in sorted((r for r, v in out.items() if v == "dir"), key=len, reverse=True):
+        if not any(k.startswith(rel + "/") for k in out) and any(h == rel or h.startswith(rel + "/") for h in held):
+            del out[rel]
+    return out
+
+
+def ours_ran(sb):
+    """Did any hook of ours run: the hooks log, as (exists, size)."""
+    log = os.path.join(sb.cc_home, "logs", "hooks.log")
+    return os.path.exists(sb.cc_home), os.path.getsize(log) if os.path.exists(log) else 0
+
+
+def no_settings(sb):
+    """A HOME with no Claude Code settings (the harness seeds permissions; a -p reply needs none)."""
+    os.unlink(sb.settings_path)
+
+
+def assert_none_of_ours_runs(sb):
+    before = ours_ran(sb)
+    p = sb.run_print("hello")
+    assert p.returncode == 0 and "hello from the scripted model" in p.stdout, p.stdout + p.stderr
+    assert ours_ran(sb) == before, "a hook of ours ran after uninstall"
+    data = os.path.join(sb.home, ".claude", "plugins", "data")
+    assert not [d for d in os.listdir(data) if d.startswith("cc-continuity")] if os.path.isdir(data) else True
+
+
+# -- the marketplace route, then the mod's chain ----------------------------------------------------
+
+TASK_CHAIN = "Marketplace chain task: keep a work log"
+
+
+@pytest.mark.parametrize("kind", ["git", "dir"])
+def test_marketplace_route_three_rotations_through_the_mod_then_purge(sandbox_factory, market, kind,
+                                                                      claude_bin_version):
+    sb = sandbox_factory(model_name=MODEL)
+    sb.model.set_scenario(rotation_scenario(sb.project, rotations=3, task=TASK_CHAIN))
+    before = listing(sb.home)
+    install_from(sb, market(kind))
+    copy = [p for p in os.listdir(os.path.join(sb.home, ".claude", "plugins", "cache", "cc-continuity",
+                                                "cc-continuity"))]
+    (version,) = copy
+    root = os.path.join(sb.home, ".claude", "plugins", "cache", "cc-continuity", "cc-continuity", version)
+    size = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(root) for f in fs)
+    assert size <= 1_000_000 and not os.path.exists(os.path.join(root, "tests")), size
+    cont = Continuity(sb)
+    sb.start_claude()
+    prompt(sb, TASK_CHAIN)
+    done = sb.model.wait_for(lambda r: r.rule == "finish", timeout=180)
+    sb.wait_for(lambda: [r.get("step") for r in cont.events(3, "mod")][-1:] == ["submitted"], 30,
+                what="the third hand-over")
+    figures = []
+    for n in (1, 2, 3):
+        assert [e["driver"] for e in cont.events(n, "driver")] == ["mod"], n
+        assert cont.record(n)["state"] == "ROTATED"
+        req = first_request(sb, cont.record(n + 1)["session_id"])
+        assert_clean_successor(req, n, n + 1, TASK_CHAIN)
+        succ = sb.model.wait_for(lambda r: r.kind == "main" and r.session_id == cont.record(n + 1)["session_id"])
+        figures.append(round((succ.time - cont.events(n, "checkpoint")[0]["ts"]) * 1000))
+    assert done.session_id == cont.record(4)["session_id"]
+    # The hooks ran the Python the SessionStart chose, through its link, and said nothing to the user.
+    (data,) = [d for d in os.listdir(os.path.join(sb.home, ".claude", "plugins", "data"))]
+    link = os.path.join(sb.home, ".claude", "plugins", "data", data, "python")
+    assert os.path.islink(link) and os.path.basename(os.path.realpath(link)).startswith("python3"), link
+    with open(os.path.join(sb.cc_home, "logs", "hooks.log")) as f:
+        log = f.read()
+    assert "PostToolUse" in log and " error" not in log.lower(), log[-2000:]
+    report_metrics("marketplace_p4_ms", {"kind": kind, "version": claude_bin_version, "p4_ms": figures,
+                                         "copy_bytes": size})
+    sb.exit_claude()
+    # uninstall --purge: the plugin goes through Claude Code's commands, then nothing of ours runs.
+    p = sb.cli("uninstall", "--purge", timeout=240)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "%s uninstalled" % PLUGIN in p.stdout and "marketplace cc-continuity removed" in p.stdout, p.stdout
+    after = listing(sb.home)
+    # settings.json had the user's permissions: Claude Code rewrote it when it took its plugin tables out
+    # (its business); what is in it is theirs alone.
+    assert json.loads(after.pop(".claude/settings.json")) == dict(
+        json.loads(before.pop(".claude/settings.json")), enabledPlugins={}, extraKnownMarketplaces={})
+    assert sorted(set(after) ^ set(before)) == [] and after == before, sorted(set(after) ^ set(before))
+    sb.model.set_scenario(REPLY)
+    assert_none_of_ours_runs(sb)
+    assert not os.path.exists(sb.cc_home)
+
+
+# -- uninstall after each route, in a HOME with no settings -----------------------------------------
+
+@pytest.mark.parametrize("route,purge", [("git", False), ("dir", True), ("install-plugin", False),
+                                         ("install-plugin", True)])
+def test_uninstall_leaves_no_hook_of_ours_and_no_settings(sandbox_factory, market, route, purge):
+    sb = sandbox_factory(scenario=REPLY)
+    no_settings(sb)
+    before = listing(sb.home)
+    if route == "install-plugin":
+        p = sb.cli("install", "--plugin", "--no-wrapper", timeout=240)
+        assert p.returncode == 0, p.stdout + p.stderr
+    else:
+        install_from(sb, market(route))
+    p = sb.run_print("hello")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert ours_ran(sb)[1] > 0, "the plugin's hooks did not run"
+    args = ["uninstall", "--purge"] if purge else ["uninstall"]
+    p = sb.cli(*args, timeout=240)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "uninstalled" in p.stdout and "plugin: " in p.stdout, p.stdout
+    assert not os.path.exists(sb.settings_path), open(sb.settings_path).read()
+    assert_none_of_ours_runs(sb)
+    if purge:
+        assert listing(sb.home) == before
