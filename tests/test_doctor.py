@@ -689,3 +689,68 @@ def test_skills_that_name_a_command_the_bash_tool_cannot_find_are_red(inst):
     assert "found without your PATH" in inst.check("skills")["skills"].detail
     os.chmod(inst.launcher, 0o600)  # there, but it cannot run
     _red(inst.check("skills")["skills"], "--version` failed")
+
+
+# -- issue 20: the marketplace route's plugin (the repository's own plugin/) -------------------------
+
+MARKET_ID = "cc-continuity@cc-continuity"
+
+
+def market_copy(inst):
+    """The repository's plugin/ as Claude Code copies it from a marketplace (links followed)."""
+    root = plugin_copy(inst, pid=MARKET_ID)
+    shutil.rmtree(root)
+    shutil.copytree(os.path.join(REPO, "plugin"), root, ignore=shutil.ignore_patterns("__pycache__"))
+    return root
+
+
+def test_the_plugins_python_off_is_red_with_the_words_the_hook_showed(inst, tmp_path):
+    from cc_continuity.install import plugin
+
+    root = market_copy(inst)
+    data = plugin.data_dir(MARKET_ID, paths.claude_config_dir())
+    assert data.endswith("/plugins/data/cc-continuity-cc-continuity")
+    r = inst.check("plugin-python", "hook-probe")
+    assert r["plugin-python"].ok and "no session since the plugin was installed" in r["plugin-python"].detail
+    assert r["hook-probe"].ok and "nothing to probe yet" in r["hook-probe"].detail
+    # The SessionStart found no Python 3.11+ (run for real on a PATH with only an old one).
+    import pwd
+
+    old = os.path.join(pwd.getpwuid(os.getuid()).pw_dir, ".pyenv", "versions", "3.9.18", "bin", "python3")
+    if not os.access(old, os.X_OK):
+        pytest.skip("no Python 3.9 here")
+    only_old = tmp_path / "only-old"
+    only_old.mkdir()
+    (only_old / "python3").symlink_to(old)
+    for tool in ("id", "find", "dirname", "ln", "mv", "rm", "tr", "uname", "readlink"):
+        (only_old / tool).symlink_to(shutil.which(tool))
+    os.makedirs(data)
+    p = subprocess.run(["/bin/sh", os.path.join(root, "hooks", "python.sh"), "-S", "-c", "pass", "SessionStart"],
+                       env={"PATH": str(only_old), "CLAUDE_PLUGIN_DATA": data}, capture_output=True, text=True)
+    shown = json.loads(p.stdout)["systemMessage"]
+    r = inst.check("plugin-python", "hook-probe")
+    red = r["plugin-python"]
+    assert not red.ok and shown.startswith(red.detail) and "3.9.18" in red.detail, (red, shown)
+    assert red.fix in shown  # the one command the line named
+    assert not r["hook-probe"].ok and "silently doing nothing" in r["hook-probe"].detail  # the link is `true`
+    # A Python turning up: chosen at the next SessionStart, and doctor says which.
+    p = subprocess.run(["/bin/sh", os.path.join(root, "hooks", "python.sh"), "-S", "-c", "pass", "SessionStart"],
+                       env={"PATH": os.path.dirname(PYTHON) + ":" + str(only_old), "CLAUDE_PLUGIN_DATA": data})
+    r = inst.check("plugin-python", "hook-probe")
+    assert r["plugin-python"].ok and "the plugin's hooks run %s" % os.path.dirname(PYTHON) in r["plugin-python"].detail
+    assert r["hook-probe"].ok and "the hook ran" in r["hook-probe"].detail, r["hook-probe"]
+
+
+def test_after_an_uninstall_inside_claude_code_doctor_names_what_is_left(inst):
+    from cc_continuity.install import plugin
+
+    market_copy(inst)
+    s = inst.read_settings()
+    s["statusLine"] = settings.render_fragment(settings.load_fragment(), PYTHON, inst.cchome + "/app")["statusLine"]
+    inst.write_settings(s)
+    assert inst.check("plugin")["plugin"].ok
+    s["enabledPlugins"][MARKET_ID] = False  # `/plugin disable` (or uninstall) in Claude Code
+    inst.write_settings(s)
+    _red(inst.check("plugin")["plugin"], "no cc-continuity plugin is enabled", "the status line in settings.json",
+         "the state folder %s" % paths.home())
+    assert inst.check("plugin")["plugin"].fix == plugin.LEFTOVER_FIX == "cc-continuity uninstall --purge"

@@ -7,6 +7,7 @@ chooses again, what it refuses, and the one line it shows when nothing fits.
 
 import json
 import os
+import pwd
 import shutil
 import subprocess
 import sys
@@ -15,7 +16,7 @@ import pytest
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CHOOSER = os.path.join(REPO, "plugin", "hooks", "python.sh")
-PYENV = os.path.expanduser("~/.pyenv")
+PYENV = os.path.join(pwd.getpwuid(os.getuid()).pw_dir, ".pyenv")  # the real one (tests get a temp HOME)
 PROBE = ["-S", "-c", "import sys; print(sys.executable); print(sys.argv[1:])", "SessionStart"]
 
 

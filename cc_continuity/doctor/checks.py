@@ -428,7 +428,9 @@ def _plugin_handler(ctx):
         handler = dict(table["hooks"]["PostToolUse"][0]["hooks"][0])
     except (TypeError, KeyError, IndexError):
         return None, None
-    fill = lambda text: text.replace("${CLAUDE_PLUGIN_ROOT}", root) if isinstance(text, str) else text
+    data = plugin.data_dir(ctx.plugin()[0], paths.claude_config_dir())
+    fill = lambda text: (text.replace("${CLAUDE_PLUGIN_ROOT}", root).replace("${CLAUDE_PLUGIN_DATA}", data)
+                         if isinstance(text, str) else text)
     command = fill(handler.get("command"))
     if isinstance(command, str) and not os.path.isabs(command):
         command = shutil.which(command, path=ctx.env.get("PATH")) or command  # the plugin's python3
@@ -450,6 +452,9 @@ def check_hook_probe(ctx):
             break
     if handler is None:
         return Result("hook-probe", False, "no hook of ours to run", "cc-continuity install")
+    if ctx.plugin() and not os.path.lexists(handler.get("command") or ""):  # ${CLAUDE_PLUGIN_DATA}/python
+        return Result("hook-probe", True, "nothing to probe yet: the plugin's first session chooses the Python its "
+                      "hooks run (start one, then `cc-continuity doctor` again)")
     token = "%s-%s" % (PROBE_EVENT, os.urandom(4).hex())
     args = [token if a == on else a for a in handler.get("args") or []]
     argv = [handler.get("command")] + args
@@ -729,6 +734,10 @@ def check_plugin(ctx):
     doc, _ = ctx.settings()
     ids = plugin.enabled(doc) if doc else []
     if not ids:
+        left = plugin.leftovers(doc, ctx.manifest(), paths.home())
+        if left:  # the plugin was uninstalled or disabled inside Claude Code, which runs no code of ours
+            return Result("plugin", False, "no cc-continuity plugin is enabled and no hook of ours runs, but %s "
+                          "remain" % " and ".join(left), plugin.LEFTOVER_FIX)
         return Result("plugin", True, "not installed as a plugin: settings.json carries the hooks and the tmux "
                       "rotator hands over (`cc-continuity install --plugin` adds the in-process mod)")
     if len(ids) > 1:
@@ -744,6 +753,31 @@ def check_plugin(ctx):
                       "claude plugin marketplace update %s && claude plugin update %s (or cc-continuity install "
                       "--plugin)" % (pid.split("@")[1], pid))
     return Result("plugin", True, "%s %s enabled (%s)" % (pid, have, root))
+
+
+def check_plugin_python(ctx):
+    """The Python the plugin's hooks run: chosen once a session by its SessionStart (plugin/hooks/python.sh)."""
+    if not ctx.plugin():
+        return Result("plugin-python", True, "no plugin")
+    pid, root = ctx.plugin()
+    try:
+        command = (_plugin_table(root) or {})["hooks"]["PostToolUse"][0]["hooks"][0]["command"]
+    except (KeyError, IndexError, TypeError):
+        command = None
+    if command != settings.PLUGIN_PYTHON:
+        return Result("plugin-python", True, "the plugin's hooks run %s (written by install --plugin)" % command)
+    state, text = plugin.chosen_python(pid, paths.claude_config_dir())
+    if state == "off":  # the very line the hook showed the user
+        fix = text.split("Fix: ", 1)[-1].rstrip(".") if "Fix: " in text else "install Python 3.11 or newer"
+        return Result("plugin-python", False, text.split(" Fix: ", 1)[0], fix)
+    if state == "unchosen":
+        return Result("plugin-python", True, "no session since the plugin was installed: the first one's "
+                      "SessionStart chooses the Python its hooks run")
+    if state == "gone":
+        return Result("plugin-python", True, "the Python the plugin's hooks ran (%s) is gone: the next session's "
+                      "SessionStart chooses again (start one, or /clear)" % text)
+    return Result("plugin-python", True, "the plugin's hooks run %s (chosen at SessionStart, no shell on a tool "
+                  "call)" % text)
 
 
 def check_mods(ctx):
@@ -1100,8 +1134,8 @@ def _redact_url(url):
 
 CHECKS = [
     check_python, check_git, check_tmux, check_claude, check_config,
-    check_plugin, check_hooks, check_hook_probe, check_mods, check_statusline, check_wrapper, check_skills,
-    check_skill_shell, check_app_copy,
+    check_plugin, check_plugin_python, check_hooks, check_hook_probe, check_mods, check_statusline, check_wrapper,
+    check_skills, check_skill_shell, check_app_copy,
     check_permissions, check_leftovers, check_trust, check_context_window, check_system_prompt, check_ntfy,
     check_mirror,
 ]

@@ -238,3 +238,52 @@ def remove_dir(home=None):
         shutil.rmtree(d)
         return True
     return False
+
+
+# -- the Python the plugin's hooks run, and what an uninstall in Claude Code leaves -------------
+
+def data_dir(plugin_id, claude_dir):
+    """``${CLAUDE_PLUGIN_DATA}`` of an installed plugin: Claude Code names it after the id with every
+    character but ``[A-Za-z0-9_-]`` made ``-`` (2.1.328-2.1.332)."""
+    return os.path.join(claude_dir, "plugins", "data", "".join(
+        c if c.isascii() and (c.isalnum() or c in "-_") else "-" for c in plugin_id))
+
+
+def chosen_python(plugin_id, claude_dir):
+    """``(state, text)`` of the Python the plugin's SessionStart chose (``plugin/hooks/python.sh``).
+
+    state: "chosen" (text: the interpreter), "off" (text: the one line the hook showed the user),
+    "gone" (text: the interpreter the link names, which is not there: the next session chooses
+    again) or "unchosen" (no session since the plugin was installed)."""
+    data = data_dir(plugin_id, claude_dir)
+    link = os.path.join(data, "python")
+    try:
+        with open(os.path.join(data, "off"), encoding="utf-8") as f:
+            return "off", f.read().strip()
+    except OSError:
+        pass
+    try:
+        target = os.readlink(link)
+    except OSError:
+        return "unchosen", ""
+    return ("chosen" if os.access(link, os.X_OK) else "gone"), target
+
+
+def leftovers(doc, record, home):
+    """What of ours remains once no cc-continuity plugin is enabled and settings.json runs no hook of
+    ours, though the last install was a plugin or left the status line (an uninstall done inside
+    Claude Code runs no code of ours): phrases, or [] when nothing of that kind is left."""
+    if enabled(doc) or settings.has_ours({"hooks": (doc or {}).get("hooks") or {}}):
+        return []
+    status = settings.is_our_statusline((doc or {}).get("statusLine"))
+    if not (status or (record or {}).get("plugin")):
+        return []
+    out = []
+    if status:
+        out.append("the status line in settings.json")
+    if os.path.isdir(home):
+        out.append("the state folder %s" % home)
+    return out
+
+
+LEFTOVER_FIX = "cc-continuity uninstall --purge"
