@@ -68,6 +68,8 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    if args.verb not in ("install", "uninstall", "doctor"):
+        _leftovers()
     try:
         return int(args.func(args) or 0)
     except errors.Error as e:  # the one place a user-facing error becomes a message and a status
@@ -76,6 +78,18 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+
+
+def _leftovers() -> None:
+    """Name what of ours an uninstall done inside Claude Code left (it runs no code of ours)."""
+    try:
+        from .install import plugin
+
+        line = plugin.leftover_line()
+    except Exception:  # a notice must never keep a verb from running
+        return
+    if line:
+        sys.stderr.write(line + "\n")
 
 
 def report(verb: str, error: errors.Error) -> int:

@@ -8,6 +8,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 
 import pytest
 
@@ -532,3 +533,27 @@ def test_what_the_model_runs_is_the_launcher_itself_so_no_path_is_needed(capsys,
     assert '`%s signal needs-human "<reason>"`' % launcher in md and "`cc-continuity signal" not in md
     assert cli(capsys, "uninstall")[0] == 0
     assert not any(os.path.exists(skills.target(claude_dir(), n)) for n in skills.NAMES)
+
+
+def test_after_the_plugin_is_disabled_in_claude_code_the_next_command_names_what_is_left(tmp_path):
+    """Issue 20: an uninstall or disable done in Claude Code runs no code of ours; the next verb says so."""
+    from cc_continuity.install import plugin as install_plugin
+
+    cdir = paths.claude_config_dir()
+    os.makedirs(cdir, exist_ok=True)
+    paths.ensure_dir(paths.home())
+    status = settings.render_fragment(settings.load_fragment(), sys.executable, "/opt/cc/app")["statusLine"]
+    doc = {"enabledPlugins": {"cc-continuity@cc-continuity": True}, "statusLine": status}
+    with open(os.path.join(cdir, "settings.json"), "w") as f:
+        json.dump(doc, f)
+    env = dict(os.environ, PYTHONPATH=REPO)
+    run = lambda verb: subprocess.run([sys.executable, "-m", "cc_continuity", verb], env=env, capture_output=True,
+                                      text=True, timeout=60)
+    assert install_plugin.LEFTOVER_FIX not in run("history").stderr  # enabled: nothing to say
+    doc["enabledPlugins"]["cc-continuity@cc-continuity"] = False
+    with open(os.path.join(cdir, "settings.json"), "w") as f:
+        json.dump(doc, f)
+    err = run("history").stderr
+    assert "no longer enabled" in err and "the status line in settings.json" in err and paths.home() in err, err
+    assert "`cc-continuity uninstall --purge` removes them" in err
+    assert install_plugin.LEFTOVER_FIX not in run("uninstall").stdout.split("\n")[0]  # not on the verb that removes it

@@ -24,6 +24,7 @@ import shutil
 import subprocess
 
 from .. import __version__, atomic, errors, paths
+from . import manifest as install_record
 from . import settings
 
 MARKETPLACE = "cc-continuity-local"
@@ -287,3 +288,21 @@ def leftovers(doc, record, home):
 
 
 LEFTOVER_FIX = "cc-continuity uninstall --purge"
+
+
+def leftover_line(claude_dir=None):
+    """The one line every other verb prints when :func:`leftovers` finds something, else None."""
+    try:
+        with open(os.path.join(claude_dir or paths.claude_config_dir(), "settings.json"), encoding="utf-8") as f:
+            doc = settings.parse(f.read())
+    except (OSError, ValueError, errors.Error):
+        return None
+    try:
+        record = install_record.load()
+    except (OSError, ValueError, errors.Error):
+        record = None
+    left = leftovers(doc, record, paths.home())
+    if not left:
+        return None
+    return "cc-continuity: its plugin is no longer enabled in Claude Code and no hook of ours runs, but %s " \
+           "remain; `%s` removes them" % (" and ".join(left), LEFTOVER_FIX)
