@@ -116,7 +116,8 @@ def test_installed_settings_reads_the_claude_config_dir(tmp_path, monkeypatch):
         rehearse.installed_settings()
     doc, _ = _installed_doc()
     (tmp_path / "settings.json").write_text(json.dumps(doc))
-    path, ours = rehearse.installed_settings()
+    path, ours, plugin_copy = rehearse.installed_settings()
+    assert plugin_copy is None
     assert path == str(tmp_path / "settings.json") and "Stop" in ours["hooks"]
 
 

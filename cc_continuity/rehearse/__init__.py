@@ -32,7 +32,7 @@ import threading
 import time
 
 from .. import config, errors, ledger, meter, paths, rotation, session
-from ..install import settings
+from ..install import plugin, settings
 from ..procs import pid_alive, reap
 from ..tmux import Pane
 
@@ -48,6 +48,7 @@ WORK_MARK = "Working on step"  # every work reply says it: the successor must no
 FAKE_API_KEY = "sk-ant-api03-rehearsal-scripted-model-not-a-secret-0123456789"
 ALLOWED_TOOLS = ("Bash", "Write", "Edit", "Read", "Glob", "Grep", "TodoWrite")
 TMUX_SESSION = "rehearse"
+REHEARSAL_MARKET = "cc-continuity-rehearsal"  # the throwaway HOME's marketplace, naming the user's plugin copy
 SIZE = (200, 50)
 POLL_S = 0.05
 
@@ -155,7 +156,10 @@ def our_settings(doc):
 
 
 def installed_settings(path=None):
-    """(path, our part of it) from the user's Claude Code settings.json."""
+    """(path, our part of it, the plugin's copy or None) from the user's Claude Code settings.json.
+
+    With a cc-continuity plugin enabled, the plugin is the form installed: the rehearsal installs
+    that copy into its throwaway HOME (settings.json then carries only our status line, if any)."""
     path = path or os.path.join(paths.claude_config_dir(), "settings.json")
     try:
         with open(path, encoding="utf-8") as f:
@@ -166,7 +170,15 @@ def installed_settings(path=None):
         raise RehearsalError("cannot read %s: %s" % (path, e)) from None
     if not isinstance(doc, dict):
         raise RehearsalError("%s is not a JSON object" % path)
-    return path, our_settings(doc)
+    ids = plugin.enabled(doc)
+    if ids:
+        root = plugin.install_path(ids[0], os.path.dirname(path))
+        if not root or not os.path.isfile(os.path.join(root, "hooks", "hooks.json")):
+            raise RehearsalError("the plugin %s is enabled but Claude Code has no copy of it; run `claude plugin "
+                                 "install %s` first" % (ids[0], ids[0]))
+        ours = {"statusLine": doc["statusLine"]} if settings.is_our_statusline(doc.get("statusLine")) else {}
+        return path, ours, (ids[0], root)
+    return path, our_settings(doc), None
 
 
 def find_claude(explicit=None):
@@ -196,10 +208,14 @@ STEPS = (
 )
 
 
-def timeline(t0, times):
+MOD_LABELS = {"clear_typed": "/clear run by the mod, in-process"}  # the plugin form's hand-over
+
+
+def timeline(t0, times, labels=None):
     """[{step, what, at_ms, delta_ms}] for the steps reached, in order; None where missing."""
     rows, prev = [], t0
     for key, what in STEPS:
+        what = (labels or {}).get(key, what)
         at = times.get(key)
         if at is None:
             rows.append({"step": key, "what": what, "at_ms": None, "delta_ms": None})
@@ -222,8 +238,11 @@ def verdict(steps, problems):
 
 def format_report(result):
     """The human report: setup, one line per step with its milliseconds, figures, verdict."""
+    form = result.get("plugin")
+    hooks = ("hooks: the plugin %s, installed from %s into the throwaway HOME (its hooks and mod)" % tuple(form)
+             if form else "hooks: %s (%s)" % (result.get("settings"), ", ".join(result.get("events") or []) or "none"))
     out = ["cc-continuity rehearse: claude %s (%s)" % (result.get("version") or "?", result.get("claude")),
-           "hooks: %s (%s)" % (result.get("settings"), ", ".join(result.get("events") or []) or "none"),
+           hooks,
            "sandbox: %s" % (result.get("sandbox") if result.get("kept") else "throwaway (removed)"),
            ""]
     width = max(len(w) for _, w in STEPS)
@@ -234,6 +253,10 @@ def format_report(result):
         else:
             out.append("  %-*s  %8d  %7d" % (width, s["what"], s["at_ms"], s["delta_ms"]))
     out.append("")
+    if form and result.get("driver") == "mod":
+        out.append("handed over by the mod, in-process: /clear and the continuation with no tmux typing")
+    elif form and result.get("driver"):
+        out.append("handed over by the tmux rotator (the fallback), not the mod: %s" % result.get("why_tmux"))
     if result.get("rotation_overhead_ms") is not None:
         out.append("rotation overhead (checkpoint verified -> successor's first request): %d ms"
                    % result["rotation_overhead_ms"])
@@ -361,9 +384,11 @@ class CastRecorder:
 class Rehearsal:
     """One throwaway installation: HOME, CC_CONTINUITY_HOME, git project, tmux server, scripted model."""
 
-    def __init__(self, claude, hooks, settings_path=None, keep=False, timeout=120.0, progress=None, record=None):
+    def __init__(self, claude, hooks, settings_path=None, keep=False, timeout=120.0, progress=None, record=None,
+                 plugin_copy=None):
         self.claude = claude
         self.hooks = hooks
+        self.plugin_copy = plugin_copy  # (id, Claude Code's copy): installed into the throwaway HOME
         self.settings_path = settings_path
         self.keep = keep
         self.timeout = timeout
@@ -440,6 +465,8 @@ class Rehearsal:
         settings.update(self.hooks)
         _write_json(self.home + "/.claude/settings.json", settings)
         _write_json(self.cc_home + "/config.json", {"window": WINDOW, "tmux": True})
+        if self.plugin_copy:
+            self._install_plugin()
         with open(self.project + "/README.md", "w") as f:
             f.write("# rehearsal\n\nA throwaway project for `cc-continuity rehearse`.\n")
         for cmd in (["git", "init", "-q", "-b", "main"], ["git", "add", "README.md"],
@@ -448,6 +475,31 @@ class Rehearsal:
             if out.returncode != 0:
                 raise RehearsalError("%s failed: %s" % (" ".join(cmd), out.stderr.strip()[:300]))
         return version
+
+    def _install_plugin(self):
+        """The user's plugin copy, installed the ecosystem's way: a local marketplace holding a copy of
+        it (a link out of a directory marketplace is refused for the mod: "Path escapes plugin
+        directory"), then ``claude plugin install``."""
+        pid, root = self.plugin_copy
+        market = self.root + "/market"
+        os.makedirs(market + "/.claude-plugin")
+        shutil.copytree(root, market + "/" + plugin.NAME, ignore=shutil.ignore_patterns("__pycache__", ".in_use"))
+        _write_json(market + "/.claude-plugin/marketplace.json", {
+            "name": REHEARSAL_MARKET, "owner": {"name": "cc-continuity rehearse"},
+            "plugins": [{"name": plugin.NAME, "source": "./" + plugin.NAME, "description": "the installed copy"}]})
+        for cmd in (["marketplace", "add", market], ["install", "%s@%s" % (plugin.NAME, REHEARSAL_MARKET)]):
+            out = self._run([self.claude, "plugin", *cmd], cwd=self.root, timeout=120)
+            if out.returncode != 0:
+                raise RehearsalError("claude plugin %s failed: %s" % (" ".join(cmd), (out.stderr or out.stdout)
+                                                                      .strip()[:300]))
+
+    def why_no_mod(self):
+        """What ``claude plugin test`` says of mods in the throwaway HOME (one line)."""
+        empty = self.root + "/empty"
+        os.makedirs(empty, exist_ok=True)
+        out = self._run([self.claude, "plugin", "test", empty], cwd=self.root)
+        lines = (out.stderr or out.stdout).strip().splitlines()
+        return lines[0] if lines else "claude plugin test said nothing"
 
     def tmux(self, *args, check=True):
         proc = subprocess.run(["tmux", "-u", "-f", "/dev/null", "-S", self.socket, *args], env=self.env(),
@@ -495,7 +547,9 @@ class Rehearsal:
             "handoff_requested": first(pred, lambda r: r.get("ev") == "transition"
                                        and r.get("to") == session.HANDOFF_REQUESTED),
             "checkpoint": first(pred, lambda r: r.get("ev") == "checkpoint"),
-            "clear_typed": first(pred, lambda r: r.get("ev") == "rotator" and r.get("step") == "clear_sent"),
+            "clear_typed": first(pred, lambda r: r.get("ev") == "rotator" and r.get("step") == "clear_sent")
+            or first(pred, lambda r: r.get("ev") == "driver" and r.get("driver") == "mod")
+            and first(pred, lambda r: r.get("ev") == "session_end" and r.get("reason") == "clear"),
             "successor_started": first(succ, lambda r: r.get("ev") == "claim"),
             "continuation": first(succ, lambda r: r.get("ev") == "prompt"
                                   and str(r.get("text", "")).startswith(CONTINUATION)),
@@ -534,7 +588,7 @@ class Rehearsal:
         # runpy finds the module already imported and it runs twice (a RuntimeWarning, two ScenarioErrors)
         from .scripted_model import ScriptedModel
 
-        result = {"claude": self.claude, "settings": self.settings_path,
+        result = {"claude": self.claude, "settings": self.settings_path, "plugin": self.plugin_copy,
                   "events": sorted(self.hooks.get("hooks", {})), "kept": self.keep}
         self._t0 = time.time()
         try:
@@ -564,7 +618,12 @@ class Rehearsal:
         if key in self._reported or at is None:
             return
         self._reported.add(key)
-        self._say(key, dict(STEPS).get(key, key), at)
+        self._say(key, dict(STEPS, **self._labels()).get(key, key), at)
+
+    def _labels(self):
+        """The mod's words for its steps, once the ledger shows the mod drives."""
+        drivers = [r.get("driver") for r in self.ledgers().get(1, []) if r.get("ev") == "driver"] if self.root else []
+        return MOD_LABELS if drivers[-1:] == ["mod"] else {}
 
     def _poll_steps(self, first_sid, every=0.25):
         """Report the steps the ledgers show by now (at most every ``every`` seconds)."""
@@ -632,7 +691,7 @@ class Rehearsal:
                 problems.append("the first prompt never reached the model")
         else:
             problems.append("claude did not show an idle input box within %gs" % self.timeout)
-        steps = timeline(t0, times)
+        steps = timeline(t0, times, self._labels())
         ok, line = verdict(steps, problems)
         reqs = self.model.requests()
         result.update(ok=ok, verdict=line, steps=steps, problems=problems, model_requests=len(reqs))
@@ -640,6 +699,10 @@ class Rehearsal:
             result["rotation_overhead_ms"] = int(round((times["successor_request"] - times["checkpoint"]) * 1000))
         boot = next((r.get("chars") for r in self.ledgers().get(2, []) if r.get("ev") == "bootstrap"), None)
         result["bootstrap_chars"] = boot
+        drivers = [r.get("driver") for r in self.ledgers().get(1, []) if r.get("ev") == "driver"]
+        result["driver"] = drivers[-1] if drivers else None
+        if self.plugin_copy and result["driver"] not in (None, "mod"):
+            result["why_tmux"] = self.why_no_mod()
         if not ok:
             result["diagnostics"] = {"hooks_log": _tail(self.cc_home + "/logs/hooks.log"),
                                      "rotator_log": _tail(self.cc_home + "/logs/rotator.log"),
@@ -745,11 +808,11 @@ def rehearse(claude=None, settings_path=None, keep=False, timeout=120.0, progres
 
     ``progress(step key or None, what, seconds)`` is called as each step happens; ``record``: the path
     of an asciinema v2 cast of the Claude Code pane to write."""
-    path, hooks = installed_settings(settings_path)
+    path, hooks, plugin_copy = installed_settings(settings_path)
     exe = find_claude(claude)
     if record:
         record = os.path.abspath(record)
         if not os.path.isdir(os.path.dirname(record)):
             raise RehearsalError("cannot record to %s: no such directory" % record)
     return Rehearsal(exe, hooks, settings_path=path, keep=keep, timeout=timeout, progress=progress,
-                     record=record).run()
+                     record=record, plugin_copy=plugin_copy).run()

@@ -212,3 +212,26 @@ def test_uninstall_leaves_no_hook_of_ours_and_no_settings(sandbox_factory, marke
     assert_none_of_ours_runs(sb)
     if purge:
         assert listing(sb.home) == before
+
+
+# -- rehearse rehearses the form that is installed ---------------------------------------------------
+
+@pytest.mark.parametrize("route", ["git", "install-plugin"])
+def test_rehearse_in_the_plugin_form_drives_the_mod(sandbox_factory, market, route, claude_bin_version):
+    sb = sandbox_factory(scenario=REPLY)
+    if route == "install-plugin":
+        p = sb.cli("install", "--plugin", "--no-wrapper", timeout=240)
+        assert p.returncode == 0, p.stdout + p.stderr
+        pid = "cc-continuity@cc-continuity-local"
+    else:
+        install_from(sb, market(route))
+        pid = PLUGIN
+    p = sb.cli("rehearse", "--json", "--claude", sb.claude_bin, timeout=300)
+    assert p.returncode == 0, p.stdout + p.stderr
+    result = json.loads(p.stdout)
+    assert result["ok"], result
+    assert result["plugin"][0] == pid and result["driver"] == "mod", {k: result.get(k) for k in ("why_tmux", "sandbox", "steps")}
+    report_metrics("rehearse_plugin_p4_ms", {"route": route, "version": claude_bin_version,
+                                             "p4_ms": result["rotation_overhead_ms"]})
+    human = sb.cli("rehearse", "--claude", sb.claude_bin, timeout=300).stdout
+    assert "hooks: the plugin %s" % pid in human and "handed over by the mod, in-process" in human, human
