@@ -7,8 +7,8 @@ machine's speed cancels; the median of the ratios is reported.
       200 MB transcript                       vs  python3 -S -c pass
   P2  cc-continuity meter, 500 MB transcript  vs  the same on a 1 MB one
   P3  the status line command                 vs  python3 -S -c pass
-  P1p the same PostToolUse, as the plugin's hooks/hooks.json runs it (python3 from
-      PATH, ${CLAUDE_PLUGIN_ROOT} = this checkout) vs  the settings.json command
+  P1p the same PostToolUse, as the plugin's hooks.json runs it (the Python its SessionStart
+      linked as ${CLAUDE_PLUGIN_DATA}/python) vs  the settings.json command
 
 Usage: python bench/hotpath.py [--runs 30] [--big-mb 500] [--p1-mb 200]
 """
@@ -42,13 +42,14 @@ def paired(a, b, stdin_a, stdin_b, env, runs, warmup=3):
     return pairs.alternate(lambda: wall(a, stdin_a, env), lambda: wall(b, stdin_b, env), runs, warmup)
 
 
-def plugin_command(env):
-    """The plugin's PostToolUse hook as Claude Code runs it: exec form, ``python3`` found on PATH."""
-    with open(os.path.join(REPO, "plugin", "hooks", "hooks.json"), encoding="utf-8") as f:
-        handler = json.load(f)["hooks"]["PostToolUse"][0]["hooks"][0]
-    fill = lambda text: text.replace("${CLAUDE_PLUGIN_ROOT}", REPO)
-    python = shutil.which(handler["command"], path=env.get("PATH")) or handler["command"]
-    return [python] + [fill(a) for a in handler["args"]]
+def plugin_command(env, work, start):
+    """The plugin's PostToolUse hook as Claude Code runs it, after its SessionStart chose the Python
+    (bench/plugin_python.py measures it on other PATHs: a pyenv shim, an old python3, a venv)."""
+    import plugin_python
+
+    data = os.path.join(work, "plugin-data")
+    os.makedirs(data, exist_ok=True)
+    return plugin_python.plugin_command(env, data, start)
 
 
 def instructions(cmd, stdin_bytes, env):
@@ -127,7 +128,7 @@ def main():
         print("P3 statusline vs python3 -S -c pass …", flush=True)
         results["P3"] = paired(status, bare, sl, sl, env, args.runs)
         print("P1p the plugin's PostToolUse command vs the settings one …", flush=True)
-        results["P1p"] = paired(plugin_command(env), hook + ["PostToolUse"], post, post, env, args.runs)
+        results["P1p"] = paired(plugin_command(env, work, start), hook + ["PostToolUse"], post, post, env, args.runs)
         results["P1p"]["python3"] = shutil.which("python3", path=env.get("PATH"))
         if args.instructions:
             results["instructions"] = {

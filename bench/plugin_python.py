@@ -70,6 +70,18 @@ def old_command(env):
     return [shutil.which("python3", path=env["PATH"]), "-S", "-c", install_settings.boot_code(PLUGIN), "PostToolUse"]
 
 
+def instructions(cmd, payload, env):
+    """User-space instructions of ``cmd`` and every process it execs (valgrind), or None: a noise-free
+    second opinion beside the paired wall clock on a loaded machine."""
+    if not shutil.which("valgrind"):
+        return None
+    p = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", "--trace-children=yes"]
+                       + cmd, input=payload, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                       env=dict(env, PYTHONHASHSEED="0"))
+    counts = [int(line.split()[-1]) for line in p.stderr.decode().splitlines() if "Collected" in line]
+    return sum(counts) if counts else None
+
+
 def run(cmd, data, env):
     subprocess.run(cmd, input=data() if callable(data) else data, stdout=subprocess.DEVNULL,
                    stderr=subprocess.DEVNULL, env=env, check=False)
@@ -132,12 +144,20 @@ def main():
             row["before"] = pairs.alternate(lambda: run(old_command(env), post, env),
                                             lambda: run(settings, post, env), args.runs, 3)
             row["chosen"] = chosen
+            counts = {k: instructions(c, post(), env) for k, c in (("plugin", plugin), ("settings", settings),
+                                                                    ("before", old_command(env)))}
+            if None not in counts.values():
+                row["instructions"] = dict(counts, ratio=round(counts["plugin"] / counts["settings"], 4),
+                                           before_ratio=round(counts["before"] / counts["settings"], 4))
             row["python3_on_path"] = shutil.which("python3", path=path)
             results[name] = row
             print("P1p %-5s plugin %.2f ms  settings %.2f ms  ratio %.3f (min %.3f, max %.3f, load %s)  goal <= %.2f"
                   "   [python3 from PATH, before: %.3f]   chose %s" % (
                       name, row["a_ms"], row["b_ms"], row["ratio"], row["min"], row["max"], row["load"], GOAL,
                       row["before"]["ratio"], chosen), flush=True)
+            if "instructions" in row:
+                print("          instructions: plugin/settings %.4f, python3-from-PATH/settings %.4f" % (
+                    row["instructions"]["ratio"], row["instructions"]["before_ratio"]), flush=True)
         if args.json:
             with open(args.json, "w") as f:
                 json.dump(results, f, indent=2)

@@ -290,7 +290,7 @@ def leftovers(doc, record, home):
 LEFTOVER_FIX = "cc-continuity uninstall --purge"
 
 
-def leftover_line(claude_dir=None):
+def leftover_line(claude_dir: "str | None" = None) -> "str | None":
     """The one line every other verb prints when :func:`leftovers` finds something, else None."""
     try:
         with open(os.path.join(claude_dir or paths.claude_config_dir(), "settings.json"), encoding="utf-8") as f:

@@ -30,7 +30,7 @@ found=
 for py in ${CC_CONTINUITY_PYTHON:-} python3 python3.14 python3.13 python3.12 python3.11; do
     command -v "$py" >/dev/null 2>&1 || continue
     said=$("$py" -S -c 'import sys
-print(sys.executable if sys.version_info >= (3, 11) else "%d.%d.%d" % sys.version_info[:3])' 2>/dev/null) || continue
+print(getattr(sys, "_base_executable", sys.executable) if sys.version_info >= (3, 11) else "%d.%d.%d" % sys.version_info[:3])' 2>/dev/null) || continue
     case $said in
         /*) if trusted "$said"; then
                 ln -sfn "$said" "$link.new" && mv -f "$link.new" "$link" && rm -f "$data/off"
