@@ -8,6 +8,7 @@ and a plain directory.  Then: three rotations handed over by the mod; uninstall 
 runs none of our hooks; the HOME listed before the install and after ``uninstall --purge``.
 """
 
+import glob
 import json
 import os
 import shutil
@@ -235,3 +236,44 @@ def test_rehearse_in_the_plugin_form_drives_the_mod(sandbox_factory, market, rou
                                              "p4_ms": result["rotation_overhead_ms"]})
     human = sb.cli("rehearse", "--claude", sb.claude_bin, timeout=300).stdout
     assert "hooks: the plugin %s" % pid in human and "handed over by the mod, in-process" in human, human
+
+
+# -- updates keep the state -------------------------------------------------------------------------
+
+def test_an_update_over_the_git_marketplace_keeps_state_and_stays_quiet(sandbox_factory, tmp_path, market):
+    sb = sandbox_factory(scenario=REPLY)
+    url = market("git")
+    install_from(sb, url)
+    assert sb.run_print("hello").returncode == 0
+    sessions = lambda: sorted(os.path.relpath(p, sb.cc_home) for p in
+                              glob.glob(os.path.join(sb.cc_home, "projects", "*", "sessions", "*")))
+    first = sessions()
+    assert len(first) == 1
+    # A newer version lands in the marketplace's repository (what a git marketplace auto-updates to).
+    src, bare = str(tmp_path / "cc-continuity"), str(tmp_path / "srv" / "cc.git")
+    for rel in ("plugin/.claude-plugin/plugin.json", "cc_continuity/__init__.py"):
+        path = os.path.join(src, rel)
+        with open(path) as f:
+            text = f.read()
+        with open(path, "w") as f:
+            f.write(text.replace('"0.1.0"', '"0.1.1"'))  # plugin.json's version, __version__ in the package
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", "-C", src]
+    subprocess.run(git + ["commit", "-qam", "0.1.1"], check=True)
+    subprocess.run(git + ["push", "-q", bare, "main"], check=True)
+    claude_plugin(sb, "marketplace", "update", "cc-continuity")
+    claude_plugin(sb, "update", PLUGIN)
+    index = json.load(open(os.path.join(sb.home, ".claude", "plugins", "installed_plugins.json")))
+    assert [e["version"] for e in index["plugins"][PLUGIN]] == ["0.1.1"], index
+    p = sb.run_print("hello")
+    assert p.returncode == 0 and "cc-continuity is off" not in p.stdout + p.stderr, p.stdout + p.stderr
+    assert sessions()[:1] == first and len(sessions()) == 2  # the first session's state is still there
+    with open(os.path.join(sb.cc_home, "logs", "hooks.log")) as f:
+        log = f.read()
+    assert " error" not in log.lower() and log.count("SessionStart") == 2, log
+    # doctor as a marketplace-only user has it: the plugin's own bin/, from the new copy.
+    root = index["plugins"][PLUGIN][0]["installPath"]
+    d = sb.run([os.path.join(root, "bin", "cc-continuity"), "doctor", "--json"], timeout=180)
+    rows = {r["name"]: r for r in json.loads(d.stdout)}
+    for name in ("plugin", "plugin-python", "hooks", "hook-probe", "skills"):
+        assert rows[name]["ok"], rows[name]
+    assert "0.1.1" in rows["plugin"]["detail"]
