@@ -156,3 +156,27 @@ def test_hooks_json_runs_the_link_everywhere_but_at_session_start():
                 assert [h["command"], h["args"][0]] == ["/bin/sh", "${CLAUDE_PLUGIN_ROOT}/hooks/python.sh"]
             else:
                 assert h["command"] == "${CLAUDE_PLUGIN_DATA}/python", (event, h["command"])
+
+
+@pytest.mark.parametrize("shape", ["asdf", "mise"])
+def test_behind_stand_in_shims_of_asdf_and_mise_the_link_is_the_real_interpreter(tmp_path, shape):
+    """asdf's shim is a bash script that execs the tool; mise's is a link to one dispatcher binary
+    that picks the tool by the name it was called as.  Stand-ins of both shapes, over this Python."""
+    shims = tmp_path / "shims"
+    shims.mkdir()
+    if shape == "asdf":
+        shim = shims / "python3"
+        shim.write_text("#!/usr/bin/env bash\n# asdf-plugin: python 3.11\nexec %s \"$@\"\n" % sys.executable)
+        shim.chmod(0o755)
+    else:
+        dispatcher = tmp_path / "mise"
+        dispatcher.write_text("#!/bin/sh\ncase ${0##*/} in python3) exec %s \"$@\" ;; esac\nexit 127\n"
+                              % sys.executable)
+        dispatcher.chmod(0o755)
+        (shims / "python3").symlink_to(dispatcher)
+    data = tmp_path / "data"
+    data.mkdir()
+    p = choose(data, str(shims) + ":/usr/bin:/bin")
+    assert p.returncode == 0, p.stderr
+    target = os.readlink(data / "python")
+    assert not target.startswith(str(tmp_path)) and os.path.samefile(target, sys.executable), target
