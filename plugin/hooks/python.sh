@@ -13,6 +13,7 @@ data=${CLAUDE_PLUGIN_DATA:-}
 case $data in /*) ;; *) exit 0 ;; esac  # not run by Claude Code as a plugin hook: nothing to keep
 link=$data/python
 uid=$(id -u)
+umask 077  # what we write here (the off line) is the user's alone
 
 trusted() {  # $1 and its folder: owned by this user or root, writable by no one else
     for f in "$1" "$(dirname -- "$1")"; do
