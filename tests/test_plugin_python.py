@@ -92,6 +92,7 @@ def test_with_no_python_311_it_says_so_once_and_every_hook_exits_0(tmp_path):
     assert "cc-continuity is off" in line and "Python 3.11 or newer" in line and "3.9.18" in line, line
     assert "Fix: sudo apt-get install python3.11" in line or "brew install" in line
     assert (data / "off").read_text().strip() == line  # doctor repeats these words
+    assert (data / "off").stat().st_mode & 0o777 == 0o600
     link = str(data / "python")
     assert os.path.basename(os.path.realpath(link)) == "true"
     hook = subprocess.run([link, "-S", "-c", "raise SystemExit(3)", "PostToolUse"], capture_output=True, timeout=10)
