@@ -1,0 +1,461 @@
+"""Sharing checkpoints through the repository's own git remote (opt-in, the user's config only).
+
+With ``share_remote`` set (a remote name of the user's own config; a repository's
+config can never set it), every verified checkpoint is published to that remote in a
+detached job (``python -m cc_continuity.share '<plan>'``): the rotation never waits on
+the network.  One ref per checkpoint::
+
+    refs/continuity/shared/<machine id>/<project key>/cp-NNN  ->  the publish commit
+        tree: handoff.md, manifest.json, facts.json, publisher.json (redacted)
+        parent: the work-tree snapshot commit (tracked files only unless share_untracked)
+                whose parent is the machine's HEAD
+
+The machine id is random, made once per state directory (the project key is built from
+a checkout's path and checkpoint numbers count per key: two machines would collide).
+
+Another machine claims one with a lease: a push that must *create*
+``refs/continuity/<project key>/claims/cp-NNN`` (``--force-with-lease=<ref>:``, checked by
+the remote under its ref lock): of N machines claiming at once exactly one wins.  When
+this machine's own successor has claimed the checkpoint by the time it is published (the
+usual case), the same atomic push creates that lease for it, so another machine may take
+it only as a fork (``claims/cp-NNN-fork-<machine id>``).
+
+Every call that talks to the remote runs here with the user's own environment (their
+credentials, ssh agent and credential helpers), never a prompt (``GIT_TERMINAL_PROMPT=0``,
+ssh in batch mode, no askpass, stdin from /dev/null, a session of its own), each try
+bounded (``TRY_TIMEOUT_S``), with no hook of the repository run (``--no-verify``) and
+never a ref outside ``refs/continuity/`` named.  Standard library only.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from . import atomic, checkpoint, errors, paths, session
+
+TYPE_CHECKING = False  # mypy takes this name as true; at run time typing is not imported
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+    from typing import Any
+
+    from .config import Config
+    from .project import Project
+
+SHARED_PREFIX = "refs/continuity/shared/"
+FETCHED_PREFIX = "refs/continuity/fetched/"  # what a claim fetched, in the claimer's own repository
+MACHINE_ID = "machine-id"
+TRY_TIMEOUT_S = 60
+RETRY_DELAYS_S = (2, 5, 15, 30, 60, 120, 300, 600)  # after each failed try; then the publish gives up
+LOCAL_CLAIM_WAIT_S = 10  # how long the job waits for this machine's own successor to claim before pushing
+LEASE_STEAL_AFTER_S = 24 * 3600
+FILES = ("handoff.md", "manifest.json", "facts.json", "publisher.json")
+# Variables that point git at another repository/index; removed for every call made here.
+_LOCAL_ENV = ("GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_COMMON_DIR", "GIT_DIR", "GIT_INDEX_FILE",
+              "GIT_OBJECT_DIRECTORY", "GIT_WORK_TREE", "GIT_NAMESPACE", "GIT_PREFIX", "GIT_ASKPASS",
+              "SSH_ASKPASS")
+_NO_HOOKS = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false")
+
+
+class ShareError(errors.ShareError, RuntimeError):
+    """Publishing to or claiming from a remote failed (the message says what git said)."""
+
+
+class LeaseHeld(ShareError):
+    """The checkpoint is claimed already; ``holder`` is the lease's claim.json (machine, author, at)."""
+
+    exit_code = 3
+
+    def __init__(self, message: str, holder: "dict[str, Any]") -> None:
+        super().__init__(message)
+        self.holder = holder
+
+
+# -- identity -------------------------------------------------------------------------------------
+
+def machine_id() -> str:
+    """This state directory's machine id: 12 random hex digits, made once (O_EXCL), then read."""
+    path = paths.home() + "/" + MACHINE_ID
+    try:
+        got = paths.read_regular(path, 100).decode("ascii", "replace").strip()
+        if len(got) == 12 and all(c in "0123456789abcdef" for c in got):
+            return got
+    except FileNotFoundError:
+        pass
+    paths.ensure_dir(paths.home())
+    new = os.urandom(6).hex()
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, paths.FILE_MODE)
+    except FileExistsError:  # another process made it first: theirs is the id
+        time.sleep(0.05)
+        return paths.read_regular(path, 100).decode("ascii", "replace").strip()
+    with os.fdopen(fd, "w") as f:
+        f.write(new + "\n")
+    return new
+
+
+def shared_ref(mid: str, key: str, cid: str) -> str:
+    return "%s%s/%s/%s" % (SHARED_PREFIX, mid, key, cid)
+
+
+def claim_ref(key: str, cid: str) -> str:
+    return "refs/continuity/%s/claims/%s" % (key, cid)
+
+
+def parse_shared(ref: str) -> "tuple[str, str, str] | None":
+    """(machine id, project key, checkpoint id) of a published ref, or None."""
+    if not ref.startswith(SHARED_PREFIX):
+        return None
+    parts = ref[len(SHARED_PREFIX):].split("/")
+    if len(parts) != 3 or not parts[2].startswith(session.CHECKPOINT_PREFIX):
+        return None
+    return parts[0], parts[1], parts[2]
+
+
+# -- git, as the user, never prompting ------------------------------------------------------------
+
+def remote_env(base: "Mapping[str, str] | None" = None) -> dict[str, str]:
+    """The user's environment (credentials kept) with every way of prompting switched off."""
+    env = {k: v for k, v in (os.environ if base is None else base).items() if k not in _LOCAL_ENV}
+    env["GIT_TERMINAL_PROMPT"] = "0"
+    env["GCM_INTERACTIVE"] = "never"
+    env["SSH_ASKPASS_REQUIRE"] = "never"
+    ssh = env.get("GIT_SSH_COMMAND") or "ssh"
+    env["GIT_SSH_COMMAND"] = ssh + " -o BatchMode=yes -o ConnectTimeout=30"
+    env.setdefault("LC_ALL", "C")
+    return env
+
+
+def git(args: "Sequence[str]", cwd: str, *, input: bytes | None = None, timeout: float = TRY_TIMEOUT_S,
+        ok: "tuple[int, ...]" = (0,), env: "Mapping[str, str] | None" = None) -> "subprocess.CompletedProcess[bytes]":
+    """Run git in ``cwd`` (its own session: a timeout kills git and its ssh); ShareError unless rc in ``ok``."""
+    cmd = ["git", *_NO_HOOKS, *args]
+    try:
+        proc = subprocess.Popen(cmd, cwd=cwd, env=remote_env() if env is None else dict(env),
+                                stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    except OSError as e:
+        raise ShareError("cannot run git: %s" % e) from None
+    try:
+        out, err = proc.communicate(input, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        proc.communicate()
+        raise ShareError("git %s: no answer within %d s" % (args[0], timeout)) from None
+    if proc.returncode not in ok:
+        lines = [x for x in err.decode("utf-8", "replace").strip().splitlines() if x.strip()]
+        raise ShareError("git %s failed (%d): %s" % (args[0], proc.returncode, " / ".join(lines[-3:])[:400]))
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
+
+def _out(args: "Sequence[str]", cwd: str, **kw: "Any") -> str:
+    return git(args, cwd, **kw).stdout.decode("utf-8", "replace").strip()
+
+
+def ls_remote(root: str, remote: str, pattern: str = "refs/continuity/*") -> dict[str, str]:
+    """{ref: object id} on ``remote`` matching ``pattern`` (one bounded call)."""
+    out = _out(["ls-remote", remote, pattern], root)
+    refs = {}
+    for line in out.splitlines():
+        sha, _, ref = line.partition("\t")
+        if ref.startswith("refs/continuity/"):
+            refs[ref] = sha
+    return refs
+
+
+def push(root: str, remote: str, updates: "Sequence[tuple[str, str, str | None]]") -> str:
+    """One ``git push --atomic`` of [(object, ref, expected)]: expected "" = must not exist, a sha = must be
+    it, None = create or fast-forward.  Every ref must be under refs/continuity/.  The porcelain output."""
+    args = ["push", "--atomic", "--porcelain", "--no-verify", "--no-follow-tags"]
+    specs = []
+    for sha, ref, expect in updates:
+        if not ref.startswith("refs/continuity/") or ".." in ref:
+            raise ValueError("refusing to push outside refs/continuity/: %r" % ref)
+        if expect is not None:
+            args.append("--force-with-lease=%s:%s" % (ref, expect))
+        specs.append("%s:%s" % (sha, ref))
+    proc = git([*args, remote, *specs], root, ok=(0, 1, 128))
+    out = proc.stdout.decode("utf-8", "replace")
+    if proc.returncode:
+        refused = [line.split("\t", 2)[-1] for line in out.splitlines() if line.startswith("!")]
+        said = [x for x in proc.stderr.decode("utf-8", "replace").splitlines() if x.startswith("remote:") or
+                x.startswith("fatal:")]
+        raise ShareError("git push to %s refused: %s" % (remote, " / ".join(refused + said[-2:])[:400] or
+                                                          "exit %d" % proc.returncode))
+    return out
+
+
+def author(root: str) -> str:
+    """``Name <email>`` of the user's git identity (``git var``: their config and environment), or "unknown"."""
+    ident = _out(["var", "GIT_AUTHOR_IDENT"], root, ok=(0, 128), timeout=10)
+    return ident.rsplit(" ", 2)[0] if ident.count(" ") >= 2 else "unknown"
+
+
+def _commit(root: str, files: "Mapping[str, bytes]", parents: "Sequence[str]", message: str) -> str:
+    """A commit holding ``files`` (blobs at the tree's top) with ``parents``; written into ``root``'s objects."""
+    rows = []
+    for name in sorted(files):
+        blob = _out(["hash-object", "-w", "--stdin"], root, input=files[name], timeout=30)
+        rows.append("100644 blob %s\t%s\n" % (blob, name))
+    tree = _out(["mktree"], root, input="".join(rows).encode(), timeout=30)
+    return _commit_tree(root, tree, parents, message)
+
+
+# -- publishing (machine A) -----------------------------------------------------------------------
+
+def status_path(sdir: str) -> str:
+    return session.share_status_path(sdir)
+
+
+def read_status(sdir: str) -> "dict[str, Any]":
+    try:
+        with open(status_path(sdir), "rb") as f:
+            doc = json.loads(f.read())
+    except (OSError, ValueError):
+        return {}
+    return doc if isinstance(doc, dict) else {}
+
+
+def _write_status(path: str, doc: "dict[str, Any]") -> None:
+    atomic.write_text(path, json.dumps(doc) + "\n", mode=paths.FILE_MODE, fsync=False)
+
+
+def plan(proj: "Project", number: int, cfg: "Config | Mapping[str, Any]") -> "dict[str, Any]":
+    sdir = proj.session_dir(number)
+    return {"root": proj.root, "key": proj.key, "sdir": sdir, "number": number,
+            "cid": session.checkpoint_id(number), "remote": cfg["share_remote"],
+            "untracked": bool(cfg["share_untracked"]), "machine": machine_id(), "status": status_path(sdir),
+            "delays": list(RETRY_DELAYS_S), "local_wait_s": LOCAL_CLAIM_WAIT_S, "queued_at": round(time.time(), 3)}
+
+
+def after_verified(proj: "Project", number: int, cfg: "Config | Mapping[str, Any]") -> "int | None":
+    """The rotation's one call: with ``share_remote`` set, start the publish job (never waited for).
+
+    Returns its pid, or None (sharing off, or the job could not start: recorded, never raised).
+    """
+    if not cfg["share_remote"]:
+        return None
+    try:
+        p = plan(proj, number, cfg)
+        _write_status(p["status"], {"state": "queued", "remote": p["remote"], "machine": p["machine"],
+                                    "tries": 0, "queued_at": p["queued_at"]})
+        return start(p)
+    except Exception as e:  # noqa: BLE001 - sharing is an extra; the rotation goes on
+        try:
+            _write_status(status_path(proj.session_dir(number)), {"state": "failed", "error": str(e)[:300]})
+        except OSError:
+            pass
+        return None
+
+
+def start(p: "dict[str, Any]") -> int:
+    """Start the publish job fully detached (own session, stdin from /dev/null, output to the share log)."""
+    env = dict(os.environ)
+    package_parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env["PYTHONPATH"] = os.pathsep.join(x for x in (package_parent, env.get("PYTHONPATH", "")) if x)
+    log = paths.logs_dir() + "/share.log"
+    paths.ensure_dir(os.path.dirname(log))
+    out = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, paths.FILE_MODE)
+    try:
+        proc = subprocess.Popen([sys.executable, "-S", "-m", "cc_continuity.share", json.dumps(p)],
+                                stdin=subprocess.DEVNULL, stdout=out, stderr=out, cwd="/", env=env,
+                                start_new_session=True, close_fds=True)
+    finally:
+        os.close(out)
+    return proc.pid
+
+
+def _snapshot_entry(sdir: str, deadline: float) -> "dict[str, Any]":
+    """The checkpoint's git entry, waiting (until ``deadline``) for a snapshot still being taken."""
+    while True:
+        git_ = checkpoint.git_entry(sdir)
+        if not git_.get("pending") or time.time() > min(deadline, git_.get("until") or 0):
+            return git_
+        time.sleep(0.2)
+
+
+def _redacted(obj: "Any") -> "Any":
+    from . import redact  # here: compiling its rules costs every verb's start ~50 ms
+
+    if isinstance(obj, str):
+        return redact.redact(obj)
+    if isinstance(obj, list):
+        return [_redacted(x) for x in obj]
+    if isinstance(obj, dict):
+        return {k: _redacted(v) for k, v in obj.items()}
+    return obj
+
+
+def tracked_only(root: str, commit: str) -> str:
+    """``commit`` without the files that were untracked (in neither its parent nor the user's index).
+
+    The user's index is read now (seconds after the snapshot): a file added to it in between
+    counts as tracked.  Returns ``commit`` itself when nothing was untracked.
+    """
+    parent = _out(["rev-parse", "-q", "--verify", commit + "^1"], root, ok=(0, 1), timeout=30)
+    base = parent or "4b825dc642cb6eb9a060e54bf8d69288fbee4904"  # (the empty tree: no HEAD yet)
+    added = git(["diff-tree", "-r", "-z", "--no-renames", "--name-only", "--diff-filter=A", base, commit],
+                root, timeout=120).stdout.split(b"\0")
+    added = [a for a in added if a]
+    if not added:
+        return commit
+    cached = set(git(["ls-files", "-z", "--cached", "--", *[":(literal)" + a.decode("utf-8", "surrogateescape")
+                                                            for a in added]], root, timeout=120).stdout.split(b"\0"))
+    drop = [a for a in added if a not in cached]
+    if not drop:
+        return commit
+    tmp = "%s/share-%d.index" % (paths.runtime_dir(), os.getpid())
+    paths.ensure_dir(paths.runtime_dir())
+    env = dict(remote_env(), GIT_INDEX_FILE=tmp)
+    try:
+        git(["read-tree", commit + "^{tree}"], root, env=env, timeout=120)
+        git(["update-index", "--force-remove", "-z", "--stdin"], root, env=env, input=b"\0".join(drop) + b"\0",
+            timeout=120)
+        tree = git(["write-tree"], root, env=env, timeout=120).stdout.decode().strip()
+    finally:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+    msg = git(["log", "-1", "--format=%B", commit], root, timeout=30).stdout.decode("utf-8", "replace")
+    msg = msg.rstrip("\n") + "\n\n(published without %d untracked file(s); share_untracked is off)\n" % len(drop)
+    return _commit_tree(root, tree, [parent] if parent else [], msg)
+
+
+def _commit_tree(root: str, tree: str, parents: "Sequence[str]", message: str) -> str:
+    """commit-tree as the user (their git identity), or as cc-continuity where they have none."""
+    args = ["commit-tree", tree, "-F", "-"]
+    for p in parents:
+        args += ["-p", p]
+    env = remote_env()
+    if author(root) == "unknown":
+        for who in ("AUTHOR", "COMMITTER"):
+            env["GIT_%s_NAME" % who], env["GIT_%s_EMAIL" % who] = "cc-continuity", "cc-continuity@localhost"
+    return _out(args, root, input=message.encode(), env=env, timeout=30)
+
+
+def publish_commit(p: "dict[str, Any]", git_: "dict[str, Any]") -> "tuple[str, dict[str, Any]]":
+    """(the publish commit, its publisher.json) for plan ``p`` whose snapshot is ``git_``."""
+    from . import redact  # here: compiling its rules costs every verb's start ~50 ms
+
+    root, sdir = p["root"], p["sdir"]
+    snap = git_["commit"] if p["untracked"] else tracked_only(root, git_["commit"])
+    facts, manifest = checkpoint.facts_and_manifest(sdir)
+
+    handoff = redact.redact(checkpoint.read_handoff(sdir).decode("utf-8", "replace"))
+    publisher = {"machine": p["machine"], "author": author(root), "project_key": p["key"], "checkpoint": p["cid"],
+                 "session": manifest.get("session"), "published_at": round(time.time(), 3),
+                 "verified_at": manifest.get("verified_at"), "snapshot": snap, "head": git_.get("parent"),
+                 "branch": (facts.get("git") or {}).get("branch"), "untracked": p["untracked"],
+                 "format": 1}
+    files = {"handoff.md": handoff.encode(),
+             "manifest.json": json.dumps(_redacted(manifest), indent=1).encode(),
+             "facts.json": json.dumps(_redacted(facts), indent=1).encode(),
+             "publisher.json": json.dumps(publisher, indent=1).encode()}
+    msg = "cc-continuity: %s/%s published by %s\n" % (p["key"], p["cid"], p["machine"])
+    return _commit(root, files, [snap], msg), publisher
+
+
+def lease_commit(root: str, claim: "dict[str, Any]") -> str:
+    """A lease: a parentless commit holding claim.json (who holds it, since when)."""
+    msg = "cc-continuity: claim %s/%s by %s (%s)\n" % (claim.get("project_key"), claim.get("checkpoint"),
+                                                       claim.get("machine"), claim.get("author"))
+    return _commit(root, {"claim.json": json.dumps(claim, indent=1).encode()}, [], msg)
+
+
+def _local_successor(sdir: str, wait_s: float) -> "dict[str, Any] | None":
+    """This machine's own successor, if it claims the checkpoint within ``wait_s``: its name, or None."""
+    deadline = time.time() + wait_s
+    while True:
+        try:
+            rec = session.load(sdir)
+        except (OSError, ValueError):
+            return None
+        if rec.get("successor") is not None:
+            return {"successor": rec["successor"], "name": rec.get("name")}
+        if time.time() >= deadline:
+            return None
+        time.sleep(0.2)
+
+
+def publish(p: "dict[str, Any]", sleep: "Any" = time.sleep) -> "dict[str, Any]":
+    """Publish the checkpoint of plan ``p`` (the job's body): the final status, also written to ``p["status"]``."""
+    started = time.time()
+    st: "dict[str, Any]" = {"state": "waiting", "remote": p["remote"], "machine": p["machine"], "tries": 0,
+                            "queued_at": p.get("queued_at"), "pid": os.getpid()}
+    _write_status(p["status"], st)
+    git_ = _snapshot_entry(p["sdir"], started + 3600)
+    if not git_.get("commit"):
+        st.update(state="failed", error="no work-tree snapshot to publish (%s)" % (git_.get("error") or
+                                                                                  git_.get("reason") or "pending"))
+        _write_status(p["status"], st)
+        return st
+    try:
+        commit, publisher = publish_commit(p, git_)
+    except (ShareError, OSError, ValueError) as e:
+        st.update(state="failed", error=str(e)[:400])
+        _write_status(p["status"], st)
+        return st
+    ref = shared_ref(p["machine"], p["key"], p["cid"])
+    succ = _local_successor(p["sdir"], p.get("local_wait_s", LOCAL_CLAIM_WAIT_S))
+    updates: "list[tuple[str, str, str | None]]" = [(commit, ref, "")]
+    lease = None
+    if succ:
+        lease = lease_commit(p["root"], {"machine": p["machine"], "author": publisher["author"],
+                                         "project_key": p["key"], "checkpoint": p["cid"], "at": round(time.time(), 3),
+                                         "local_successor": succ["name"] or succ["successor"]})
+        updates.append((lease, claim_ref(p["key"], p["cid"]), ""))
+    st.update(ref=ref, commit=commit, snapshot=publisher["snapshot"], local_claim=bool(lease))
+    delays = list(p.get("delays") or RETRY_DELAYS_S)
+    while True:
+        st["tries"] += 1
+        t0 = time.time()
+        try:
+            push(p["root"], p["remote"], updates)
+            st.update(state="published", published_at=round(time.time(), 3), error=None,
+                      push_ms=int((time.time() - t0) * 1000), elapsed_ms=int((time.time() - started) * 1000))
+            _write_status(p["status"], st)
+            return st
+        except ShareError as e:
+            err = str(e)
+        try:  # pushed before (a lost answer, a second job): the remote already holds exactly ours
+            there = ls_remote(p["root"], p["remote"], ref)
+            if there.get(ref) == commit:
+                st.update(state="published", published_at=round(time.time(), 3), error=None,
+                          elapsed_ms=int((time.time() - started) * 1000))
+                _write_status(p["status"], st)
+                return st
+        except ShareError:
+            pass
+        if not delays:
+            st.update(state="failed", error=err[:400], failed_at=round(time.time(), 3))
+            _write_status(p["status"], st)
+            return st
+        wait = delays.pop(0)
+        st.update(state="retrying", error=err[:400], next_try_at=round(time.time() + wait, 3))
+        _write_status(p["status"], st)
+        sleep(wait)
+
+
+def main(argv: "list[str]") -> int:
+    try:
+        p = json.loads(argv[0]) if len(argv) == 1 else None
+    except ValueError:
+        p = None
+    need = ("root", "key", "sdir", "cid", "remote", "machine", "status")
+    if not isinstance(p, dict) or any(k not in p for k in need):
+        print("usage: python -m cc_continuity.share '<plan JSON>' (keys: %s)" % ", ".join(need), file=sys.stderr)
+        return 2
+    st = publish(p)
+    print("%s share %s/%s -> %s: %s%s" % (time.strftime("%Y-%m-%dT%H:%M:%S"), p["key"], p["cid"], p["remote"],
+                                          st["state"], (" (%s)" % st["error"]) if st.get("error") else ""))
+    return 0 if st["state"] == "published" else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

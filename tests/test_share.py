@@ -1,0 +1,220 @@
+"""Publishing checkpoints to the repository's git remote (share.py), in-process rotations, real remotes.
+
+The remote is a bare repository on this machine, over file:// and through ``git daemon`` on
+127.0.0.1 (the network protocol is real); a rejecting one has a pre-receive hook that says no,
+a down one is a port nobody listens on.
+"""
+
+import json
+import os
+import socket
+import stat
+import subprocess
+import time
+
+import pytest
+
+from cc_continuity import config, paths, protocol, session, share
+from helpers.hookdriver import HookDriver, handoff_text, tokens_at
+
+S1 = "a1a1a1a1-0000-4000-8000-0000000000a1"
+S2 = "b2b2b2b2-0000-4000-8000-0000000000b2"
+GOOD = handoff_text(config.HANDOFF_SECTIONS, extra={"Files touched": "- `src/app.py` (modified)"})
+
+
+def git(cwd, *args, check=True):
+    return subprocess.run(["git", *args], cwd=cwd, check=check, capture_output=True, text=True).stdout
+
+
+def bare(tmp_path, name="remote.git", reject=False):
+    path = str(tmp_path / name)
+    git(str(tmp_path), "init", "-q", "--bare", path)
+    if reject:
+        hook = os.path.join(path, "hooks", "pre-receive")
+        with open(hook, "w") as f:
+            f.write("#!/bin/sh\necho 'refs/continuity/* is protected here' >&2\nexit 1\n")
+        os.chmod(hook, 0o755)
+    return path
+
+
+def user_refs(remote):
+    """Every ref outside refs/continuity/ with its object, and the bytes of each ref file and packed-refs."""
+    out = git(remote, "for-each-ref", "--format=%(refname) %(objectname)")
+    return sorted(line for line in out.splitlines() if not line.startswith("refs/continuity/"))
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+@pytest.fixture
+def daemon(tmp_path):
+    """``git daemon`` on 127.0.0.1 serving tmp_path (receive-pack on); yields its base URL."""
+    port = free_port()
+    proc = subprocess.Popen(["git", "daemon", "--export-all", "--enable=receive-pack", "--reuseaddr",
+                             "--listen=127.0.0.1", "--port=%d" % port, "--base-path=%s" % tmp_path, str(tmp_path)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            break
+        except OSError:
+            time.sleep(0.05)
+    yield "git://127.0.0.1:%d" % port
+    proc.kill()
+    proc.wait()
+
+
+@pytest.fixture(autouse=True)
+def quick(monkeypatch):
+    monkeypatch.setattr(protocol, "STOP_WAIT_S", 0.3)
+    monkeypatch.setattr(share, "LOCAL_CLAIM_WAIT_S", 3)
+    monkeypatch.setattr(share, "RETRY_DELAYS_S", (1, 1))
+
+
+def machine_a(tmp_path, url, **cfg):
+    """Machine A's project: a clone-like repo whose `origin` is ``url``, with the user's branch and a tag there."""
+    drv = HookDriver(tmp_path / "a", files={"README.md": "hello\n", "src/app.py": "print(1)\n"})
+    drv.git("remote", "add", "origin", url)
+    drv.git("tag", "v1")
+    drv.git("push", "-q", "origin", "main", "v1")
+    drv.config(share_remote="origin", **cfg)
+    return drv
+
+
+def step(drv, fn, event, sid, **fields):
+    ctx = protocol.Context(event, drv.payload(event, sid, **fields), drv.env(sid))
+    return fn(ctx), ctx
+
+
+def rotate(drv, claim_locally=True):
+    """One in-process rotation of S1 to a verified checkpoint (and S2 claiming it); the Stop's seconds."""
+    drv.transcript(S1).assistant(tokens_at(10))
+    step(drv, protocol.session_started, "SessionStart", S1, source="startup")
+    step(drv, protocol.prompt_submitted, "UserPromptSubmit", S1, prompt="build the parser")
+    with open(os.path.join(drv.root, "src/app.py"), "w") as f:
+        f.write("print(2)\n")
+    with open(os.path.join(drv.root, "notes.txt"), "w") as f:
+        f.write("untracked scratch\n")
+    drv.transcript(S1).assistant(tokens_at(65), "Step finished.")
+    step(drv, protocol.turn_ended, "Stop", S1)
+    with open(drv.handoff_path(S1), "w") as f:
+        f.write(GOOD)
+    t0 = time.monotonic()
+    out, ctx = step(drv, protocol.turn_ended, "Stop", S1)
+    took = time.monotonic() - t0
+    assert ctx.outcome.startswith("checkpoint cp-001 verified"), ctx.outcome
+    if claim_locally:
+        step(drv, protocol.session_ended, "SessionEnd", S1, reason="clear")
+        drv.transcript(S2)
+        out, _ = step(drv, protocol.session_started, "SessionStart", S2, source="clear")
+        assert out["hookSpecificOutput"]["additionalContext"].startswith("Continuing from cp-001")
+    return took
+
+
+def wait_status(drv, want, timeout=30):
+    deadline = time.time() + timeout
+    st = {}
+    while time.time() < deadline:
+        st = share.read_status(drv.sdir(S1))
+        if st.get("state") in want:
+            return st
+        time.sleep(0.1)
+    raise AssertionError("share status stayed %r" % st)
+
+
+def test_the_machine_id_is_made_once_private_and_differs_per_state_dir(tmp_path, monkeypatch):
+    a = share.machine_id()
+    assert len(a) == 12 and share.machine_id() == a
+    st = os.stat(os.path.join(paths.home(), share.MACHINE_ID))
+    assert stat.S_IMODE(st.st_mode) == 0o600
+    monkeypatch.setenv("CC_CONTINUITY_HOME", str(tmp_path / "other"))
+    assert share.machine_id() != a
+
+
+@pytest.mark.parametrize("transport", ["file", "daemon"])
+def test_a_verified_checkpoint_is_published_with_its_handoff_and_the_users_refs_untouched(
+        tmp_path, transport, request):
+    remote = bare(tmp_path)
+    url = "file://" + remote if transport == "file" else request.getfixturevalue("daemon") + "/remote.git"
+    drv = machine_a(tmp_path, url)
+    before = user_refs(remote)
+    rotate(drv)
+    st = wait_status(drv, ("published", "failed"))
+    assert st["state"] == "published" and st["tries"] == 1, st
+    mid = share.machine_id()
+    key = paths.project_key(drv.root)
+    ref = "refs/continuity/shared/%s/%s/cp-001" % (mid, key)
+    assert st["ref"] == ref and st["local_claim"] is True
+    refs = dict(reversed(line.split()) for line in git(remote, "for-each-ref", "--format=%(objectname) %(refname)")
+                .splitlines())
+    assert refs[ref] == st["commit"]
+    assert set(git(remote, "ls-tree", "--name-only", ref).split()) == set(share.FILES)
+    assert git(remote, "show", ref + ":handoff.md").strip() == GOOD.strip()
+    pub = json.loads(git(remote, "show", ref + ":publisher.json"))
+    assert pub["machine"] == mid and pub["checkpoint"] == "cp-001" and pub["author"] == "Test <test@example.invalid>"
+    # the parent is the work-tree snapshot at A's HEAD, without the untracked file (share_untracked is off)
+    snap = git(remote, "rev-parse", ref + "^1").strip()
+    assert git(remote, "rev-parse", snap + "^1").strip() == git(drv.root, "rev-parse", "HEAD").strip()
+    assert git(remote, "show", snap + ":src/app.py") == "print(2)\n"
+    assert "notes.txt" not in git(remote, "ls-tree", "-r", "--name-only", snap).split()
+    # A's own successor claimed it within the wait: the same push made that lease
+    claim = json.loads(git(remote, "show", "refs/continuity/%s/claims/cp-001:claim.json" % key))
+    assert claim["machine"] == mid and claim["local_successor"]
+    assert user_refs(remote) == before  # the user's branches and tags: the same names, the same objects
+    assert sorted(r for r in refs if not r.startswith("refs/continuity/")) == ["refs/heads/main", "refs/tags/v1"]
+
+
+def test_untracked_files_go_only_with_the_second_opt_in(tmp_path):
+    remote = bare(tmp_path)
+    drv = machine_a(tmp_path, "file://" + remote, share_untracked=True)
+    rotate(drv, claim_locally=False)
+    st = wait_status(drv, ("published", "failed"))
+    assert st["state"] == "published" and st["local_claim"] is False, st
+    assert git(remote, "show", st["ref"] + "^1:notes.txt") == "untracked scratch\n"
+    assert not git(remote, "for-each-ref", "refs/continuity/*/claims/")
+
+
+@pytest.mark.parametrize("kind", ["rejecting", "down"])
+def test_a_rejecting_or_down_remote_never_delays_or_breaks_the_rotation(tmp_path, kind):
+    url = "file://" + bare(tmp_path, reject=True) if kind == "rejecting" else \
+        "git://127.0.0.1:%d/remote.git" % free_port()
+    drv = machine_a(tmp_path, "file://" + bare(tmp_path, "seed.git"))
+    drv.git("remote", "set-url", "origin", url)
+    took = rotate(drv)
+    assert took < 3, took  # the hook did not wait for the network (the snapshot itself is in here)
+    assert drv.state(S1)["state"] == session.ROTATED and drv.state(S2)["state"] == session.BOOTSTRAPPING
+    st = wait_status(drv, ("retrying",))
+    assert st["tries"] == 1 and st["error"]
+    if kind == "rejecting":
+        assert "pre-receive hook declined" in st["error"] or "rejected" in st["error"], st
+    st = wait_status(drv, ("failed",), timeout=60)
+    assert st["tries"] == 3 and st["error"], st
+
+
+def test_sharing_off_starts_nothing_and_writes_no_status(tmp_path):
+    remote = bare(tmp_path)
+    drv = machine_a(tmp_path, "file://" + remote)
+    drv.config(share_remote=None)
+    rotate(drv)
+    assert not os.path.exists(session.share_status_path(drv.sdir(S1)))
+    assert not git(remote, "for-each-ref", "refs/continuity/")
+
+
+def test_push_never_names_a_ref_outside_refs_continuity(tmp_path):
+    for ref in ("refs/heads/main", "refs/tags/v1", "refs/continuity/../heads/main"):
+        with pytest.raises(ValueError):
+            share.push(str(tmp_path), "origin", [("0" * 40, ref, "")])
+
+
+def test_the_remote_env_never_prompts_and_keeps_the_users_credentials():
+    env = share.remote_env({"HOME": "/h", "SSH_AUTH_SOCK": "/s", "GIT_ASKPASS": "/x", "GIT_DIR": "/y",
+                            "GIT_SSH_COMMAND": "ssh -i key"})
+    assert env["GIT_TERMINAL_PROMPT"] == "0" and "BatchMode=yes" in env["GIT_SSH_COMMAND"]
+    assert env["GIT_SSH_COMMAND"].startswith("ssh -i key") and env["SSH_AUTH_SOCK"] == "/s"
+    assert "GIT_ASKPASS" not in env and "GIT_DIR" not in env
