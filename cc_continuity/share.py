@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 
     from .config import Config
     from .project import Project
+    from .session import Record
 
 SHARED_PREFIX = "refs/continuity/shared/"
 FETCHED_PREFIX = "refs/continuity/fetched/"  # what a claim fetched, in the claimer's own repository
@@ -440,6 +441,242 @@ def publish(p: "dict[str, Any]", sleep: "Any" = time.sleep) -> "dict[str, Any]":
         st.update(state="retrying", error=err[:400], next_try_at=round(time.time() + wait, 3))
         _write_status(p["status"], st)
         sleep(wait)
+
+
+# -- claiming (machine B) ------------------------------------------------------------------------
+
+def remote_view(root: str, remote: str) -> "tuple[list[dict[str, Any]], dict[str, str]]":
+    """([published {machine, key, cid, ref, commit}], {lease ref: object}) on ``remote``: one ls-remote."""
+    refs = ls_remote(root, remote)
+    pubs = []
+    for ref, sha in refs.items():
+        got = parse_shared(ref)
+        if got:
+            pubs.append({"machine": got[0], "key": got[1], "cid": got[2], "ref": ref, "commit": sha})
+    leases = {ref: sha for ref, sha in refs.items() if "/claims/" in ref and not ref.startswith(SHARED_PREFIX)}
+    return pubs, leases
+
+
+def fetched_ref(machine: str, key: str, cid: str) -> str:
+    return "%s%s/%s/%s" % (FETCHED_PREFIX, machine, key, cid)
+
+
+def fetch(root: str, remote: str, refspecs: "Sequence[str]") -> None:
+    """Fetch ``refspecs`` (into refs/continuity/fetched/ only): no tags, no FETCH_HEAD, nothing else moved."""
+    for spec in refspecs:
+        dst = spec.rsplit(":", 1)[-1]
+        if not dst.startswith(FETCHED_PREFIX):
+            raise ValueError("refusing to fetch into %r" % dst)
+    git(["fetch", "--no-tags", "--no-write-fetch-head", "--quiet", remote, *refspecs], root, timeout=TRY_TIMEOUT_S * 5)
+
+
+def show_json(root: str, rev: str, name: str) -> "dict[str, Any]":
+    try:
+        doc = json.loads(git(["cat-file", "blob", "%s:%s" % (rev, name)], root, timeout=30).stdout)
+    except (ShareError, ValueError):
+        return {}
+    return doc if isinstance(doc, dict) else {}
+
+
+def commit_time(root: str, rev: str) -> int:
+    out = _out(["log", "-1", "--format=%ct", rev], root, ok=(0, 128), timeout=30)
+    return int(out) if out.isdigit() else 0
+
+
+def choose(pubs: "list[dict[str, Any]]", leases: "Mapping[str, str]", spec: str | None) -> "dict[str, Any]":
+    """The published checkpoint ``spec`` names (``[<machine>/]<key>/cp-NNN``), or the newest unclaimed one."""
+    if spec:
+        parts = spec.strip("/").split("/")
+        hits = [p for p in pubs if (len(parts) == 2 and [p["key"], p["cid"]] == parts) or
+                (len(parts) == 3 and [p["machine"], p["key"], p["cid"]] == parts)]
+        if not hits:
+            raise ShareError("%s is not published there (%d checkpoint(s) are: `cc-continuity status --remote`)"
+                             % (spec, len(pubs)))
+        if len(hits) > 1:
+            raise ShareError("%s was published by %d machines (%s): name one as <machine>/%s" % (
+                spec, len(hits), ", ".join(h["machine"] for h in hits), spec))
+        return hits[0]
+    free = [p for p in pubs if claim_ref(p["key"], p["cid"]) not in leases]
+    if not free:
+        raise ShareError("nothing unclaimed there (%d published; `cc-continuity status --remote` lists them)"
+                         % len(pubs))
+    return max(free, key=lambda p: p.get("time") or 0)
+
+
+def holder(root: str, remote: str, ref: str) -> "dict[str, Any]":
+    """The claim.json of the lease at ``ref`` on ``remote`` (fetched into refs/continuity/fetched/claims/)."""
+    local = FETCHED_PREFIX + "claims/" + ref[len("refs/continuity/"):]
+    fetch(root, remote, ["+%s:%s" % (ref, local)])
+    doc = show_json(root, local, "claim.json")
+    doc.setdefault("at", commit_time(root, local))
+    return doc
+
+
+def describe(h: "Mapping[str, Any]") -> str:
+    who = "machine %s (%s)" % (h.get("machine", "?"), h.get("author", "?"))
+    if h.get("local_successor"):
+        who += ", its own successor %s" % h["local_successor"]
+    at = h.get("at")
+    if isinstance(at, (int, float)) and at:
+        who += ", since %s" % time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(at))
+    return who
+
+
+def take_lease(root: str, remote: str, pub: "dict[str, Any]", leases: "Mapping[str, str]", *, fork: bool = False,
+               steal: bool = False, now: float | None = None) -> "dict[str, Any]":
+    """Create this machine's lease on ``pub`` on the remote (an atomic ref creation); its claim.json.
+
+    LeaseHeld names the holder when another machine has it (``--fork`` only past a lease of the
+    publisher's own successor, ``--steal`` only past one older than LEASE_STEAL_AFTER_S)."""
+    now = time.time() if now is None else now
+    me = machine_id()
+    main = claim_ref(pub["key"], pub["cid"])
+    claim: "dict[str, Any]" = {"machine": me, "author": author(root), "project_key": pub["key"],
+                               "checkpoint": pub["cid"], "published_by": pub["machine"], "at": round(now, 3),
+                               "fork": False, "stolen_from": None}
+    ref, expect = main, ""
+    if main in leases:
+        held = holder(root, remote, main)
+        if held.get("machine") == me and not held.get("local_successor") and not fork:
+            return dict(held, again=True)  # ours already (a claim repeated on this machine)
+        if fork:
+            if not held.get("local_successor"):
+                raise LeaseHeld("%s/%s is claimed by %s; --fork is only for a checkpoint its own machine's "
+                                "successor continues" % (pub["key"], pub["cid"], describe(held)), held)
+            ref = claim_ref(pub["key"], "%s-fork-%s" % (pub["cid"], me))
+            claim.update(fork=True, forked_from=held)
+            if ref in leases:
+                return dict(holder(root, remote, ref), again=True)
+        elif steal:
+            age = now - float(held.get("at") or 0)
+            if age < LEASE_STEAL_AFTER_S:
+                raise LeaseHeld("%s/%s is claimed by %s, %.1f h ago; --steal takes a lease only after %d h" % (
+                    pub["key"], pub["cid"], describe(held), age / 3600, LEASE_STEAL_AFTER_S // 3600), held)
+            expect = leases[main]
+            claim["stolen_from"] = held
+        else:
+            hint = " (--fork continues it here as a fork)" if held.get("local_successor") else \
+                " (--steal takes it once the lease is %d h old)" % (LEASE_STEAL_AFTER_S // 3600)
+            raise LeaseHeld("%s/%s is claimed by %s%s" % (pub["key"], pub["cid"], describe(held), hint), held)
+    sha = lease_commit(root, claim)
+    try:
+        push(root, remote, [(sha, ref, expect)])
+    except ShareError as e:
+        try:  # lost a race: say who won
+            held = holder(root, remote, ref)
+        except ShareError:
+            raise e from None
+        if held.get("machine"):
+            raise LeaseHeld("%s/%s was just claimed by %s" % (pub["key"], pub["cid"], describe(held)), held) from None
+        raise
+    claim["lease"] = ref
+    return claim
+
+
+def restore(root: str, snap: str, head: str, cid: str, dest: str | None = None) -> "tuple[str, str]":
+    """A new worktree on a new branch ``continuity/<cid>`` at ``head`` with ``snap``'s changes uncommitted.
+
+    The work tree is the snapshot's, the index and HEAD are ``head``'s: the user's next commit lands on
+    the branch, on top of the machine's HEAD, never on the synthetic snapshot commit.  (worktree, branch)
+    """
+    dest = dest or "%s-%s" % (root.rstrip("/"), cid)
+    if os.path.exists(dest):
+        raise ShareError("%s exists; pass --dir for the new worktree" % dest)
+    branch = "continuity/" + cid
+    k = 1
+    while _out(["rev-parse", "-q", "--verify", "refs/heads/" + branch], root, ok=(0, 1), timeout=30):
+        k += 1
+        branch = "continuity/%s-%d" % (cid, k)
+    git(["worktree", "add", "--quiet", "-b", branch, dest, head], root, timeout=600)
+    gone = git(["diff-tree", "-r", "-z", "--no-renames", "--name-only", "--diff-filter=D", head, snap], dest,
+               timeout=120).stdout.split(b"\0")
+    git(["checkout", snap, "--", "."], dest, timeout=600)
+    for rel in (g for g in gone if g):
+        try:
+            os.unlink(os.path.join(dest.encode(), rel))
+        except FileNotFoundError:
+            pass
+    git(["reset", "--quiet"], dest, timeout=600)  # the index back to HEAD: the changes are uncommitted
+    return dest, branch
+
+
+def import_checkpoint(dest: str, branch: str, remote: str, pub: "dict[str, Any]", local: str, snap: str,
+                      claim: "dict[str, Any]") -> "tuple[Project, int, Record]":
+    """Make the fetched checkpoint a claimable one of the new worktree's project (the successor claims it)."""
+    from .project import Project
+
+    proj = Project(dest)
+    meta = show_json(dest, local, "manifest.json")
+    facts = show_json(dest, local, "facts.json")
+    publisher = show_json(dest, local, "publisher.json")
+    handoff = git(["cat-file", "blob", local + ":handoff.md"], dest, timeout=30).stdout
+    snap_ref = local + "-snapshot"
+    git(["update-ref", snap_ref, snap], dest, timeout=30)
+    g = facts.get("git") if isinstance(facts.get("git"), dict) else {}
+    g = dict(g, branch=branch, branch_on_publisher=g.get("branch"))
+    facts = dict(facts, git=g, project_root=dest)
+    with proj.lock():
+        proj.ensure()
+        proj.ensure_open_index()
+        n = proj.allocate_number()
+        sdir = proj.session_dir(n)
+        cdir = session.checkpoint_dir(sdir)
+        paths.ensure_dir(cdir)
+        atomic.write_bytes(session.handoff_path(sdir), handoff, mode=paths.FILE_MODE)
+        atomic.write_text(session.snapshot_path(sdir), json.dumps(facts), mode=paths.FILE_MODE)
+        manifest = dict(meta, git={"git": True, "ref": snap_ref, "commit": snap, "parent": publisher.get("head")})
+        atomic.write_text(session.manifest_path(sdir), json.dumps(manifest), mode=paths.FILE_MODE)
+        hs = meta.get("handoff") if isinstance(meta.get("handoff"), dict) else {}
+        imported = {"remote": remote, "machine": pub["machine"], "author": publisher.get("author"),
+                    "published_at": publisher.get("published_at"), "ref": pub["ref"], "lease": claim.get("lease"),
+                    "fork": bool(claim.get("fork")), "stolen_from": claim.get("stolen_from"),
+                    "forked_from": claim.get("forked_from")}
+        rec = session.new_record(n, proj.session_name(n), "remote-%s-%s" % (pub["machine"], pub["cid"]),
+                                 state=session.CHECKPOINT_VERIFIED, project_root=dest, project_key=proj.key,
+                                 slug=proj.slug, pid=None, imported=imported,
+                                 checkpoint={"id": pub["cid"], "ref": snap_ref, "verified_at": meta.get("verified_at"),
+                                             "validation": hs.get("validation"), "degraded": bool(meta.get("degraded")),
+                                             "tries": hs.get("tries"), "percent": (facts.get("reading") or {})
+                                             .get("percent")})
+        session.save(sdir, rec)
+        session.log(sdir, {"ev": "imported", **imported})
+    return proj, n, rec
+
+
+def claim_from(root: str, remote: str, spec: str | None = None, *, fork: bool = False, steal: bool = False,
+               dest: str | None = None) -> "dict[str, Any]":
+    """``cc-continuity claim --from``: lease, fetch, restore, import; what the verb prints and starts."""
+    pubs, leases = remote_view(root, remote)
+    if not spec:
+        if pubs:
+            fetch(root, remote, ["+%s*:%s*" % (SHARED_PREFIX, FETCHED_PREFIX)])
+        for p in pubs:
+            p["time"] = commit_time(root, fetched_ref(p["machine"], p["key"], p["cid"]))
+    pub = choose(pubs, leases, spec)
+    local = fetched_ref(pub["machine"], pub["key"], pub["cid"])
+    fetch(root, remote, ["+%s:%s" % (pub["ref"], local)])
+    snap = _out(["rev-parse", "--verify", local + "^1"], root, timeout=30)
+    head = _out(["rev-parse", "-q", "--verify", snap + "^1"], root, ok=(0, 1), timeout=30)
+    if not head:
+        raise ShareError("%s/%s has no commit under its snapshot (the publisher had no HEAD)" % (pub["key"], pub["cid"]))
+    claim = take_lease(root, remote, pub, leases, fork=fork, steal=steal)
+    wt, branch = restore(root, snap, head, pub["cid"], dest)
+    proj, n, rec = import_checkpoint(wt, branch, remote, pub, local, snap, claim)
+    publisher = show_json(root, local, "publisher.json")
+    return {"worktree": wt, "branch": branch, "head": head, "snapshot": snap, "checkpoint": pub, "claim": claim,
+            "publisher": publisher, "project": proj, "number": n, "record": rec}
+
+
+def bootstrap(proj: "Project", n: int, rec: "Record", cfg: "Config | Mapping[str, Any]") -> str:
+    """The text the successor in the new worktree gets (revalidated against its tree), without claiming it."""
+    from . import claim, resume
+
+    try:
+        _, since = resume.since_text(proj.root, proj.session_dir(n), rec, cfg)
+    except Exception:  # noqa: BLE001 - the handoff still goes through, as at a local claim
+        since = ""
+    return claim.bootstrap_text(proj, n, rec, proj.session_name(proj.peek_next_number()), cfg["bootstrap_max_tokens"],
+                                since=since)
 
 
 def main(argv: "list[str]") -> int:

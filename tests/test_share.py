@@ -10,6 +10,7 @@ import os
 import socket
 import stat
 import subprocess
+import sys
 import time
 
 import pytest
@@ -218,3 +219,115 @@ def test_the_remote_env_never_prompts_and_keeps_the_users_credentials():
     assert env["GIT_TERMINAL_PROMPT"] == "0" and "BatchMode=yes" in env["GIT_SSH_COMMAND"]
     assert env["GIT_SSH_COMMAND"].startswith("ssh -i key") and env["SSH_AUTH_SOCK"] == "/s"
     assert "GIT_ASKPASS" not in env and "GIT_DIR" not in env
+
+
+# -- claiming on another machine ------------------------------------------------------------------
+
+def machine(tmp_path, name, remote):
+    """Another machine: its own HOME and state dir, a clone of the remote; (env, clone path)."""
+    home, state, clone = tmp_path / (name + "-home"), tmp_path / (name + "-state"), str(tmp_path / name)
+    home.mkdir()
+    env = dict(os.environ, HOME=str(home), CC_CONTINUITY_HOME=str(state))
+    subprocess.run(["git", "clone", "-q", remote, clone], check=True, env=env, capture_output=True)
+    return env, clone
+
+
+def claim_cli(env, clone, *args):
+    return subprocess.run([sys.executable, "-m", "cc_continuity", "claim", *args], cwd=clone, env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def mid_of(env):
+    with open(os.path.join(env["CC_CONTINUITY_HOME"], share.MACHINE_ID)) as f:
+        return f.read().strip()
+
+
+def published(tmp_path, claim_locally=False):
+    remote = bare(tmp_path)
+    drv = machine_a(tmp_path, "file://" + remote)
+    rotate(drv, claim_locally=claim_locally)
+    assert wait_status(drv, ("published", "failed"))["state"] == "published"
+    return remote, drv, "%s/cp-001" % paths.project_key(drv.root)
+
+
+def test_another_machine_claims_it_into_a_new_worktree_and_a_second_one_is_told_who_has_it(tmp_path):
+    remote, drv, spec = published(tmp_path)
+    env_b, clone_b = machine(tmp_path, "b", "file://" + remote)
+    head_b = git(clone_b, "symbolic-ref", "HEAD")
+    res = claim_cli(env_b, clone_b, "--from", "origin", spec, "--print")
+    assert res.returncode == 0, res.stderr
+    wt = clone_b + "-cp-001"
+    assert "published by machine %s (Test <test@example.invalid>)" % share.machine_id() in res.stderr
+    assert "## Handoff (cp-001)" in res.stdout and "Details of the work" in res.stdout
+    assert "written on another machine (machine %s" % share.machine_id() in res.stdout
+    assert "never as the user's words" in res.stdout
+    # a new branch at A's HEAD, the snapshot's changes uncommitted, the untracked file not shared
+    assert git(wt, "symbolic-ref", "HEAD").strip() == "refs/heads/continuity/cp-001"
+    assert git(wt, "rev-parse", "HEAD") == git(drv.root, "rev-parse", "HEAD")
+    assert git(wt, "status", "--porcelain").splitlines() == [" M src/app.py"]
+    assert open(os.path.join(wt, "src/app.py")).read() == "print(2)\n"
+    assert git(clone_b, "symbolic-ref", "HEAD") == head_b and not git(clone_b, "status", "--porcelain")
+    lease = json.loads(git(remote, "show", "refs/continuity/%s:claim.json" % spec.replace("/cp-", "/claims/cp-")))
+    assert lease["machine"] == mid_of(env_b) and lease["published_by"] == share.machine_id()
+    # machine C: refused, non-zero, told who holds it; nothing made
+    env_c, clone_c = machine(tmp_path, "c", "file://" + remote)
+    res = claim_cli(env_c, clone_c, "--from", "origin", spec, "--print")
+    assert res.returncode == 3 and "is claimed by machine %s" % mid_of(env_b) in res.stderr, res.stderr
+    assert not os.path.exists(clone_c + "-cp-001")
+    # the imported checkpoint is what the successor in the worktree claims
+    rec = json.load(open(os.path.join(env_b["CC_CONTINUITY_HOME"], "projects", paths.project_key(wt),
+                                      "sessions", "001", "state.json")))
+    assert rec["state"] == session.CHECKPOINT_VERIFIED and rec["imported"]["machine"] == share.machine_id()
+
+
+def test_a_checkpoint_its_own_successor_claimed_is_taken_elsewhere_only_as_a_fork(tmp_path):
+    remote, drv, spec = published(tmp_path, claim_locally=True)
+    env_b, clone_b = machine(tmp_path, "b", "file://" + remote)
+    res = claim_cli(env_b, clone_b, "--from", "origin", spec, "--print")
+    assert res.returncode == 3 and "its own successor" in res.stderr and "--fork" in res.stderr, res.stderr
+    res = claim_cli(env_b, clone_b, "--from", "origin", spec, "--print", "--fork")
+    assert res.returncode == 0, res.stderr
+    assert "This is a fork" in res.stdout
+    # A's own successor was told, in its bootstrap, that the checkpoint is published and may be forked
+    text = [r for r in drv.ledger(S2) if r.get("ev") == "bootstrap"]
+    assert text
+    assert "also published to the git remote origin" in open(session.bootstrap_path(drv.sdir(S1))).read()
+
+
+def test_a_lease_is_stolen_only_after_24_hours_naming_the_old_holder(tmp_path, monkeypatch):
+    remote, drv, spec = published(tmp_path)
+    env_b, clone_b = machine(tmp_path, "b", "file://" + remote)
+    assert claim_cli(env_b, clone_b, "--from", "origin", spec, "--print").returncode == 0
+    env_c, clone_c = machine(tmp_path, "c", "file://" + remote)
+    res = claim_cli(env_c, clone_c, "--from", "origin", spec, "--print", "--steal")
+    assert res.returncode == 3 and "only after 24 h" in res.stderr, res.stderr
+    pubs, leases = share.remote_view(clone_c, "origin")
+    monkeypatch.setenv("CC_CONTINUITY_HOME", env_c["CC_CONTINUITY_HOME"])
+    got = share.take_lease(clone_c, "origin", pubs[0], leases, steal=True, now=time.time() + 25 * 3600)
+    assert got["stolen_from"]["machine"] == mid_of(env_b) and got["machine"] == mid_of(env_c)
+
+
+def race(tmp_path, remote, spec, n, rounds):
+    """``n`` machines claim ``spec`` at once, ``rounds`` times (the lease deleted between rounds): winners per round."""
+    machines = [machine(tmp_path, "m%d" % i, "file://" + remote) for i in range(n)]
+    lease = "refs/continuity/%s" % spec.replace("/cp-", "/claims/cp-")
+    winners = []
+    for r in range(rounds):
+        procs = [subprocess.Popen([sys.executable, "-m", "cc_continuity", "claim", "--from", "origin", spec,
+                                   "--print", "--dir", "%s-r%d" % (clone, r)], cwd=clone, env=env,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                 for env, clone in machines]
+        codes = [(p.wait(timeout=120), p.stderr.read()) for p in procs]
+        won = [i for i, (rc, _) in enumerate(codes) if rc == 0]
+        assert all(rc in (0, 3) for rc, _ in codes), codes
+        assert all("claimed by machine" in err for rc, err in codes if rc == 3), codes
+        winners.append(won)
+        git(remote, "update-ref", "-d", lease)
+    return winners
+
+
+def test_of_eight_machines_claiming_at_once_exactly_one_wins(tmp_path):
+    remote, drv, spec = published(tmp_path)
+    rounds = int(os.environ.get("CC_CONTINUITY_RACE_ROUNDS", "2"))
+    winners = race(tmp_path, remote, spec, 8, rounds)
+    assert [len(w) for w in winners] == [1] * rounds, winners
