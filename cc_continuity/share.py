@@ -679,6 +679,56 @@ def bootstrap(proj: "Project", n: int, rec: "Record", cfg: "Config | Mapping[str
                                 since=since)
 
 
+# -- what is where ---------------------------------------------------------------------------------
+
+def latest_status(proj: "Project", look: int = 5) -> "tuple[str, dict[str, Any]] | None":
+    """(checkpoint id, its share.json) of the newest of the last ``look`` sessions that has one, or None."""
+    newest = proj.newest_number()
+    for n in range(newest, max(0, newest - look), -1):
+        st = read_status(proj.session_dir(n))
+        if st:
+            return session.checkpoint_id(n), st
+    return None
+
+
+def fleet(root: str, remote: str, now: float | None = None) -> "list[dict[str, Any]]":
+    """The remote's published checkpoints with their leases, stale leases and unclaimed ones first.
+
+    One ls-remote, then one fetch of what it lists (into refs/continuity/fetched/)."""
+    now = time.time() if now is None else now
+    pubs, leases = remote_view(root, remote)
+    specs = ["+%s*:%s*" % (SHARED_PREFIX, FETCHED_PREFIX)] if pubs else []
+    specs += ["+%s:%sclaims/%s" % (ref, FETCHED_PREFIX, ref[len("refs/continuity/"):]) for ref in sorted(leases)]
+    if specs:
+        fetch(root, remote, specs)
+    rows = []
+    for p in pubs:
+        local = fetched_ref(p["machine"], p["key"], p["cid"])
+        pub = show_json(root, local, "publisher.json")
+        row = dict(p, author=pub.get("author"), published_at=pub.get("published_at") or commit_time(root, local),
+                   session=pub.get("session"), holder=None, forks=[], lease_age_s=None)
+        for ref in sorted(leases):
+            base = claim_ref(p["key"], p["cid"])
+            if ref != base and not ref.startswith(base + "-fork-"):
+                continue
+            got = show_json(root, FETCHED_PREFIX + "claims/" + ref[len("refs/continuity/"):], "claim.json")
+            if ref == base:
+                row["holder"] = got
+                row["lease_age_s"] = now - float(got.get("at") or now)
+            else:
+                row["forks"].append(got.get("machine"))
+        if row["holder"] is None:
+            row["class"] = "unclaimed"
+        elif (row["lease_age_s"] or 0) > LEASE_STEAL_AFTER_S:
+            row["class"] = "stale lease"
+        else:
+            row["class"] = "claimed"
+        rows.append(row)
+    order = {"stale lease": 0, "unclaimed": 1, "claimed": 2}
+    rows.sort(key=lambda r: (order[r["class"]], -(r["published_at"] or 0)))
+    return rows
+
+
 def main(argv: "list[str]") -> int:
     try:
         p = json.loads(argv[0]) if len(argv) == 1 else None

@@ -331,3 +331,26 @@ def test_of_eight_machines_claiming_at_once_exactly_one_wins(tmp_path):
     rounds = int(os.environ.get("CC_CONTINUITY_RACE_ROUNDS", "2"))
     winners = race(tmp_path, remote, spec, 8, rounds)
     assert [len(w) for w in winners] == [1] * rounds, winners
+
+
+def test_status_reports_the_publishing_and_the_remote_fleet_view_lists_unclaimed_first(tmp_path):
+    remote, drv, spec = published(tmp_path)
+    out = drv.cli("status").stdout
+    assert "shared cp-001 to origin: published" in out, out
+    # a second project (another checkout on A) publishes a checkpoint that stays unclaimed; the first is claimed
+    env_b, clone_b = machine(tmp_path, "b", "file://" + remote)
+    assert claim_cli(env_b, clone_b, "--from", "origin", spec, "--print").returncode == 0
+    drv2 = HookDriver(tmp_path / "a2", files={"README.md": "hello\n", "src/app.py": "print(1)\n"})
+    drv2.git("remote", "add", "origin", "file://" + remote)
+    rotate(drv2, claim_locally=False)
+    assert wait_status(drv2, ("published", "failed"))["state"] == "published"
+    res = subprocess.run([sys.executable, "-m", "cc_continuity", "status", "--remote", "origin", "--json"],
+                         cwd=clone_b, env=env_b, capture_output=True, text=True, timeout=60)
+    rows = json.loads(res.stdout)["checkpoints"]
+    assert [(r["class"], r["key"]) for r in rows] == [("unclaimed", paths.project_key(drv2.root)),
+                                                      ("claimed", paths.project_key(drv.root))], rows
+    assert rows[1]["holder"]["machine"] == mid_of(env_b)
+    res = subprocess.run([sys.executable, "-m", "cc_continuity", "status", "--remote", "origin"],
+                         cwd=clone_b, env=env_b, capture_output=True, text=True, timeout=60)
+    assert res.stdout.splitlines()[0] == "origin: 2 published checkpoint(s), 1 unclaimed or with a stale lease"
+    assert "claim one: cc-continuity claim --from origin" in res.stdout
