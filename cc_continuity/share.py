@@ -29,12 +29,15 @@ never a ref outside ``refs/continuity/`` named.  Standard library only.
 
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
 import time
 
-from . import atomic, checkpoint, errors, paths, session
+from . import atomic, checkpoint, errors, paths, resume, session
+from .claim import bootstrap_text
+from .project import Project, all_projects
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time typing is not imported
 if TYPE_CHECKING:
@@ -42,7 +45,6 @@ if TYPE_CHECKING:
     from typing import Any
 
     from .config import Config
-    from .project import Project
     from .session import Record
 
 SHARED_PREFIX = "refs/continuity/shared/"
@@ -603,8 +605,6 @@ def restore(root: str, snap: str, head: str, cid: str, dest: str | None = None) 
 def import_checkpoint(dest: str, branch: str, remote: str, pub: "dict[str, Any]", local: str, snap: str,
                       claim: "dict[str, Any]") -> "tuple[Project, int, Record]":
     """Make the fetched checkpoint a claimable one of the new worktree's project (the successor claims it)."""
-    from .project import Project
-
     proj = Project(dest)
     meta = show_json(dest, local, "manifest.json")
     facts = show_json(dest, local, "facts.json")
@@ -669,13 +669,11 @@ def claim_from(root: str, remote: str, spec: str | None = None, *, fork: bool = 
 
 def bootstrap(proj: "Project", n: int, rec: "Record", cfg: "Config | Mapping[str, Any]") -> str:
     """The text the successor in the new worktree gets (revalidated against its tree), without claiming it."""
-    from . import claim, resume
-
     try:
         _, since = resume.since_text(proj.root, proj.session_dir(n), rec, cfg)
     except Exception:  # noqa: BLE001 - the handoff still goes through, as at a local claim
         since = ""
-    return claim.bootstrap_text(proj, n, rec, proj.session_name(proj.peek_next_number()), cfg["bootstrap_max_tokens"],
+    return bootstrap_text(proj, n, rec, proj.session_name(proj.peek_next_number()), cfg["bootstrap_max_tokens"],
                                 since=since)
 
 
@@ -689,6 +687,31 @@ def latest_status(proj: "Project", look: int = 5) -> "tuple[str, dict[str, Any]]
         if st:
             return session.checkpoint_id(n), st
     return None
+
+
+def left_on_remotes() -> "list[tuple[str, str, str]]":
+    """[(remote, repository root, what removes it)] for every remote this machine published to (uninstall --purge).
+
+    Read from the checkpoints' share.json files (no network): what was published stays there
+    until it is deleted on the remote."""
+    mid_path = paths.home() + "/" + MACHINE_ID
+    if not os.path.exists(mid_path):
+        return []
+    mid = machine_id()
+    seen: "dict[tuple[str, str], str]" = {}
+    for proj in all_projects():
+        for n in proj.numbers():
+            st = read_status(proj.session_dir(n))
+            if st.get("state") == "published" and isinstance(st.get("remote"), str):
+                seen[(st["remote"], proj.root)] = proj.key
+    out = []
+    for (remote, root), key in sorted(seen.items()):
+        pattern = "%s%s/*" % (SHARED_PREFIX, mid)
+        cmd = "git -C %s ls-remote %s %s %s | cut -f2 | xargs -r git -C %s push %s --delete" % (
+            shlex.quote(root), shlex.quote(remote), shlex.quote(pattern),
+            shlex.quote("refs/continuity/%s/claims/*" % key), shlex.quote(root), shlex.quote(remote))
+        out.append((remote, root, cmd))
+    return out
 
 
 def fleet(root: str, remote: str, now: float | None = None) -> "list[dict[str, Any]]":

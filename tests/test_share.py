@@ -354,3 +354,20 @@ def test_status_reports_the_publishing_and_the_remote_fleet_view_lists_unclaimed
                          cwd=clone_b, env=env_b, capture_output=True, text=True, timeout=60)
     assert res.stdout.splitlines()[0] == "origin: 2 published checkpoint(s), 1 unclaimed or with a stale lease"
     assert "claim one: cc-continuity claim --from origin" in res.stdout
+
+
+def test_uninstall_purge_says_what_stays_on_the_remote_and_the_command_removes_it(tmp_path):
+    from cc_continuity import install
+
+    remote, drv, spec = published(tmp_path, claim_locally=True)
+    lines = []
+    assert install.uninstall(purge=True, out=lines.append) == 0, lines
+    said = [x for x in lines if x.startswith("remote: origin")]
+    assert len(said) == 1 and "keeps the checkpoints published from here" in said[0], lines
+    assert not os.path.exists(paths.home())
+    cmd = said[0].split("remove them with: ", 1)[1]
+    assert git(remote, "for-each-ref", "refs/continuity/")
+    subprocess.run(cmd, shell=True, check=True, capture_output=True)
+    assert not git(remote, "for-each-ref", "refs/continuity/")  # ours and the lease gone
+    assert user_refs(remote) == ["refs/heads/main " + git(drv.root, "rev-parse", "main").strip(),
+                                 "refs/tags/v1 " + git(drv.root, "rev-parse", "v1").strip()]
