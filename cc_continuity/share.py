@@ -14,11 +14,13 @@ The machine id is random, made once per state directory (the project key is buil
 a checkout's path and checkpoint numbers count per key: two machines would collide).
 
 Another machine claims one with a lease: a push that must *create*
-``refs/continuity/<project key>/claims/cp-NNN`` (``--force-with-lease=<ref>:``, checked by
+``refs/continuity/<project key>/claims/<machine id>/cp-NNN`` (``--force-with-lease=<ref>:``, checked by
 the remote under its ref lock): of N machines claiming at once exactly one wins.  When
 this machine's own successor has claimed the checkpoint by the time it is published (the
 usual case), the same atomic push creates that lease for it, so another machine may take
-it only as a fork (``claims/cp-NNN-fork-<machine id>``).
+it only as a fork (``claims/<machine id>/cp-NNN-fork-<its machine id>``).  The publisher's machine id is
+in the lease's name because two machines' project keys are equal when their checkouts have the
+same path.
 
 Every call that talks to the remote runs here with the user's own environment (their
 credentials, ssh agent and credential helpers), never a prompt (``GIT_TERMINAL_PROMPT=0``,
@@ -35,7 +37,7 @@ import subprocess
 import sys
 import time
 
-from . import atomic, checkpoint, errors, paths, resume, session
+from . import atomic, checkpoint, config, errors, paths, resume, session
 from .claim import bootstrap_text
 from .project import Project, all_projects
 
@@ -103,8 +105,10 @@ def shared_ref(mid: str, key: str, cid: str) -> str:
     return "%s%s/%s/%s" % (SHARED_PREFIX, mid, key, cid)
 
 
-def claim_ref(key: str, cid: str) -> str:
-    return "refs/continuity/%s/claims/%s" % (key, cid)
+def claim_ref(mid: str, key: str, cid: str) -> str:
+    """The lease on publisher ``mid``'s checkpoint ``cid`` of project ``key`` (two machines' keys can be equal:
+    a key is built from the checkout's path)."""
+    return "refs/continuity/%s/claims/%s/%s" % (key, mid, cid)
 
 
 def parse_shared(ref: str) -> "tuple[str, str, str] | None":
@@ -172,8 +176,8 @@ def ls_remote(root: str, remote: str, pattern: str = "refs/continuity/*") -> dic
 
 
 def push(root: str, remote: str, updates: "Sequence[tuple[str, str, str | None]]") -> str:
-    """One ``git push --atomic`` of [(object, ref, expected)]: expected "" = must not exist, a sha = must be
-    it, None = create or fast-forward.  Every ref must be under refs/continuity/.  The porcelain output."""
+    """One ``git push --atomic`` of [(object, ref, expected)]: object "" deletes; expected "" = must not
+    exist, a sha = must be it, None = create or fast-forward.  Every ref must be under refs/continuity/.  The porcelain output."""
     args = ["push", "--atomic", "--porcelain", "--no-verify", "--no-follow-tags"]
     specs = []
     for sha, ref, expect in updates:
@@ -181,7 +185,7 @@ def push(root: str, remote: str, updates: "Sequence[tuple[str, str, str | None]]
             raise ValueError("refusing to push outside refs/continuity/: %r" % ref)
         if expect is not None:
             args.append("--force-with-lease=%s:%s" % (ref, expect))
-        specs.append("%s:%s" % (sha, ref))
+        specs.append("%s:%s" % (sha, ref))  # an empty sha deletes the ref
     proc = git([*args, remote, *specs], root, ok=(0, 1, 128))
     out = proc.stdout.decode("utf-8", "replace")
     if proc.returncode:
@@ -412,7 +416,7 @@ def publish(p: "dict[str, Any]", sleep: "Any" = time.sleep) -> "dict[str, Any]":
         lease = lease_commit(p["root"], {"machine": p["machine"], "author": publisher["author"],
                                          "project_key": p["key"], "checkpoint": p["cid"], "at": round(time.time(), 3),
                                          "local_successor": succ["name"] or succ["successor"]})
-        updates.append((lease, claim_ref(p["key"], p["cid"]), ""))
+        updates.append((lease, claim_ref(p["machine"], p["key"], p["cid"]), ""))
     st.update(ref=ref, commit=commit, snapshot=publisher["snapshot"], local_claim=bool(lease))
     delays = list(p.get("delays") or RETRY_DELAYS_S)
     while True:
@@ -498,7 +502,7 @@ def choose(pubs: "list[dict[str, Any]]", leases: "Mapping[str, str]", spec: str 
             raise ShareError("%s was published by %d machines (%s): name one as <machine>/%s" % (
                 spec, len(hits), ", ".join(h["machine"] for h in hits), spec))
         return hits[0]
-    free = [p for p in pubs if claim_ref(p["key"], p["cid"]) not in leases]
+    free = [p for p in pubs if claim_ref(p["machine"], p["key"], p["cid"]) not in leases]
     if not free:
         raise ShareError("nothing unclaimed there (%d published; `cc-continuity status --remote` lists them)"
                          % len(pubs))
@@ -532,7 +536,7 @@ def take_lease(root: str, remote: str, pub: "dict[str, Any]", leases: "Mapping[s
     publisher's own successor, ``--steal`` only past one older than LEASE_STEAL_AFTER_S)."""
     now = time.time() if now is None else now
     me = machine_id()
-    main = claim_ref(pub["key"], pub["cid"])
+    main = claim_ref(pub["machine"], pub["key"], pub["cid"])
     claim: "dict[str, Any]" = {"machine": me, "author": author(root), "project_key": pub["key"],
                                "checkpoint": pub["cid"], "published_by": pub["machine"], "at": round(now, 3),
                                "fork": False, "stolen_from": None}
@@ -545,7 +549,7 @@ def take_lease(root: str, remote: str, pub: "dict[str, Any]", leases: "Mapping[s
             if not held.get("local_successor"):
                 raise LeaseHeld("%s/%s is claimed by %s; --fork is only for a checkpoint its own machine's "
                                 "successor continues" % (pub["key"], pub["cid"], describe(held)), held)
-            ref = claim_ref(pub["key"], "%s-fork-%s" % (pub["cid"], me))
+            ref = claim_ref(pub["machine"], pub["key"], "%s-fork-%s" % (pub["cid"], me))
             claim.update(fork=True, forked_from=held)
             if ref in leases:
                 return dict(holder(root, remote, ref), again=True)
@@ -709,7 +713,7 @@ def left_on_remotes() -> "list[tuple[str, str, str]]":
         pattern = "%s%s/*" % (SHARED_PREFIX, mid)
         cmd = "git -C %s ls-remote %s %s %s | cut -f2 | xargs -r git -C %s push %s --delete" % (
             shlex.quote(root), shlex.quote(remote), shlex.quote(pattern),
-            shlex.quote("refs/continuity/%s/claims/*" % key), shlex.quote(root), shlex.quote(remote))
+            shlex.quote("refs/continuity/%s/claims/%s/*" % (key, mid)), shlex.quote(root), shlex.quote(remote))
         out.append((remote, root, cmd))
     return out
 
@@ -731,7 +735,7 @@ def fleet(root: str, remote: str, now: float | None = None) -> "list[dict[str, A
         row = dict(p, author=pub.get("author"), published_at=pub.get("published_at") or commit_time(root, local),
                    session=pub.get("session"), holder=None, forks=[], lease_age_s=None)
         for ref in sorted(leases):
-            base = claim_ref(p["key"], p["cid"])
+            base = claim_ref(p["machine"], p["key"], p["cid"])
             if ref != base and not ref.startswith(base + "-fork-"):
                 continue
             got = show_json(root, FETCHED_PREFIX + "claims/" + ref[len("refs/continuity/"):], "claim.json")
@@ -752,6 +756,42 @@ def fleet(root: str, remote: str, now: float | None = None) -> "list[dict[str, A
     return rows
 
 
+def prune_remote(root: str, remote: str, key: str, cfg: "Config | Mapping[str, Any]", now: float | None = None,
+                 dry_run: bool = False) -> "dict[str, Any]":
+    """The local retention rules for this machine's published checkpoints of project ``key`` on ``remote``.
+
+    Beyond the newest ``snapshot_keep``, or older than ``snapshot_max_age_days``, a published
+    checkpoint goes with its leases, in one atomic push that deletes each ref only if it is still
+    what was listed; never one still claimable (no lease) or claimed and live (a lease younger
+    than LEASE_STEAL_AFTER_S).  Another machine's are its own to prune."""
+    now = time.time() if now is None else now
+    me = machine_id()
+    rows = [r for r in fleet(root, remote, now) if r["machine"] == me and r["key"] == key]
+    rows.sort(key=lambda r: -(r.get("published_at") or 0))
+    keep, age = cfg["snapshot_keep"], cfg["snapshot_max_age_days"]
+    doomed, protected = [], []
+    for rank, r in enumerate(rows):
+        too_many = keep is not None and rank >= keep
+        too_old = age is not None and now - (r.get("published_at") or now) > age * 86400
+        if not (too_many or too_old):
+            continue
+        if r["class"] != "stale lease":  # claimable, or claimed and live
+            protected.append(r["ref"])
+            continue
+        doomed.append(r)
+    _, leases = remote_view(root, remote) if doomed else ({}, {})
+    updates: "list[tuple[str, str, str | None]]" = []
+    for r in doomed:
+        updates.append(("", r["ref"], r["commit"]))
+        base = claim_ref(r["machine"], r["key"], r["cid"])
+        updates += [("", ref, sha) for ref, sha in sorted(leases.items()) if ref == base or
+                    ref.startswith(base + "-fork-")]
+    if updates and not dry_run:
+        push(root, remote, updates)
+    return {"published": len(rows), "deleted": [u[1] for u in updates], "protected": protected,
+            "dry_run": dry_run}
+
+
 def main(argv: "list[str]") -> int:
     try:
         p = json.loads(argv[0]) if len(argv) == 1 else None
@@ -762,6 +802,13 @@ def main(argv: "list[str]") -> int:
         print("usage: python -m cc_continuity.share '<plan JSON>' (keys: %s)" % ", ".join(need), file=sys.stderr)
         return 2
     st = publish(p)
+    if st["state"] == "published":
+        try:
+            res = prune_remote(p["root"], p["remote"], p["key"], config.load(p["root"]))
+            if res["deleted"]:
+                print("share: pruned %s" % ", ".join(res["deleted"]))
+        except Exception as e:  # noqa: BLE001 - pruning is housekeeping; the publish is done
+            print("share: prune on %s failed: %s: %s" % (p["remote"], type(e).__name__, e), file=sys.stderr)
     print("%s share %s/%s -> %s: %s%s" % (time.strftime("%Y-%m-%dT%H:%M:%S"), p["key"], p["cid"], p["remote"],
                                           st["state"], (" (%s)" % st["error"]) if st.get("error") else ""))
     return 0 if st["state"] == "published" else 1

@@ -165,7 +165,7 @@ def test_a_verified_checkpoint_is_published_with_its_handoff_and_the_users_refs_
     assert git(remote, "show", snap + ":src/app.py") == "print(2)\n"
     assert "notes.txt" not in git(remote, "ls-tree", "-r", "--name-only", snap).split()
     # A's own successor claimed it within the wait: the same push made that lease
-    claim = json.loads(git(remote, "show", "refs/continuity/%s/claims/cp-001:claim.json" % key))
+    claim = json.loads(git(remote, "show", share.claim_ref(mid, key, "cp-001") + ":claim.json"))
     assert claim["machine"] == mid and claim["local_successor"]
     assert user_refs(remote) == before  # the user's branches and tags: the same names, the same objects
     assert sorted(r for r in refs if not r.startswith("refs/continuity/")) == ["refs/heads/main", "refs/tags/v1"]
@@ -178,7 +178,7 @@ def test_untracked_files_go_only_with_the_second_opt_in(tmp_path):
     st = wait_status(drv, ("published", "failed"))
     assert st["state"] == "published" and st["local_claim"] is False, st
     assert git(remote, "show", st["ref"] + "^1:notes.txt") == "untracked scratch\n"
-    assert not git(remote, "for-each-ref", "refs/continuity/*/claims/")
+    assert "/claims/" not in git(remote, "for-each-ref", "refs/continuity/")
 
 
 @pytest.mark.parametrize("kind", ["rejecting", "down"])
@@ -267,7 +267,7 @@ def test_another_machine_claims_it_into_a_new_worktree_and_a_second_one_is_told_
     assert git(wt, "status", "--porcelain").splitlines() == [" M src/app.py"]
     assert open(os.path.join(wt, "src/app.py")).read() == "print(2)\n"
     assert git(clone_b, "symbolic-ref", "HEAD") == head_b and not git(clone_b, "status", "--porcelain")
-    lease = json.loads(git(remote, "show", "refs/continuity/%s:claim.json" % spec.replace("/cp-", "/claims/cp-")))
+    lease = json.loads(git(remote, "show", share.claim_ref(share.machine_id(), *spec.split("/")) + ":claim.json"))
     assert lease["machine"] == mid_of(env_b) and lease["published_by"] == share.machine_id()
     # machine C: refused, non-zero, told who holds it; nothing made
     env_c, clone_c = machine(tmp_path, "c", "file://" + remote)
@@ -310,19 +310,24 @@ def test_a_lease_is_stolen_only_after_24_hours_naming_the_old_holder(tmp_path, m
 def race(tmp_path, remote, spec, n, rounds):
     """``n`` machines claim ``spec`` at once, ``rounds`` times (the lease deleted between rounds): winners per round."""
     machines = [machine(tmp_path, "m%d" % i, "file://" + remote) for i in range(n)]
-    lease = "refs/continuity/%s" % spec.replace("/cp-", "/claims/cp-")
-    winners = []
+    lease = share.claim_ref(share.machine_id(), *spec.split("/"))
+    winners, took = [], []
     for r in range(rounds):
+        t0 = time.monotonic()
         procs = [subprocess.Popen([sys.executable, "-m", "cc_continuity", "claim", "--from", "origin", spec,
                                    "--print", "--dir", "%s-r%d" % (clone, r)], cwd=clone, env=env,
                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
                  for env, clone in machines]
         codes = [(p.wait(timeout=120), p.stderr.read()) for p in procs]
+        took.append(time.monotonic() - t0)
         won = [i for i, (rc, _) in enumerate(codes) if rc == 0]
         assert all(rc in (0, 3) for rc, _ in codes), codes
         assert all("claimed by machine" in err for rc, err in codes if rc == 3), codes
         winners.append(won)
         git(remote, "update-ref", "-d", lease)
+    took.sort()
+    print("race: %d rounds of %d claimers: winners per round %s; round (all %d done) median %.2f s, max %.2f s" % (
+        rounds, n, sorted({len(w) for w in winners}), n, took[len(took) // 2], took[-1]))
     return winners
 
 
@@ -371,3 +376,40 @@ def test_uninstall_purge_says_what_stays_on_the_remote_and_the_command_removes_i
     assert not git(remote, "for-each-ref", "refs/continuity/")  # ours and the lease gone
     assert user_refs(remote) == ["refs/heads/main " + git(drv.root, "rev-parse", "main").strip(),
                                  "refs/tags/v1 " + git(drv.root, "rev-parse", "v1").strip()]
+
+
+def test_remote_retention_keeps_what_is_claimable_or_claimed_and_live(tmp_path):
+    """Five published checkpoints of this machine, snapshot_keep 1: the newest stays, an unclaimed and a
+    freshly leased one stay whatever their rank; the two with leases past 24 h go, leases included;
+    another machine's checkpoint is not ours to prune."""
+    remote = bare(tmp_path)
+    drv = machine_a(tmp_path, "file://" + remote)
+    root, key, me, now = drv.root, paths.project_key(drv.root), share.machine_id(), time.time()
+    updates = []
+
+    def published_at(cid, at, machine=me, lease_at=None):
+        c = share._commit(root, {"publisher.json": json.dumps({"published_at": at}).encode()}, [], "p")
+        updates.append((c, share.shared_ref(machine, key, cid), ""))
+        if lease_at is not None:
+            lease = share.lease_commit(root, {"machine": "other00000001", "at": lease_at})
+            updates.append((lease, share.claim_ref(machine, key, cid), ""))
+
+    day = 86400
+    published_at("cp-005", now - 100, lease_at=now - 50)         # newest: kept
+    published_at("cp-004", now - 2 * day)                         # unclaimed: claimable, kept
+    published_at("cp-003", now - 3 * day, lease_at=now - 3600)    # claimed and live: kept
+    published_at("cp-002", now - 4 * day, lease_at=now - 2 * day)  # stale lease: goes
+    published_at("cp-001", now - 5 * day, lease_at=now - 3 * day)  # stale lease: goes
+    published_at("cp-001", now - 5 * day, machine="other00000001", lease_at=now - 3 * day)  # another machine's
+    share.push(root, "origin", updates)
+    cfg = dict(config.DEFAULTS, snapshot_keep=1)
+    dry = share.prune_remote(root, "origin", key, cfg, now=now, dry_run=True)
+    assert sorted(dry["protected"]) == [share.shared_ref(me, key, c) for c in ("cp-003", "cp-004")]
+    res = share.prune_remote(root, "origin", key, cfg, now=now)
+    assert sorted(res["deleted"]) == sorted([share.shared_ref(me, key, "cp-001"), share.shared_ref(me, key, "cp-002"),
+                                             share.claim_ref(me, key, "cp-001"), share.claim_ref(me, key, "cp-002")])
+    left = git(remote, "for-each-ref", "--format=%(refname)", "refs/continuity/").split()
+    assert sorted(left) == sorted([share.shared_ref(me, key, "cp-005"), share.shared_ref(me, key, "cp-004"),
+                                   share.shared_ref(me, key, "cp-003"), share.shared_ref("other00000001", key, "cp-001"),
+                                   share.claim_ref(me, key, "cp-005"), share.claim_ref(me, key, "cp-003"),
+                                   share.claim_ref("other00000001", key, "cp-001")])
