@@ -121,3 +121,49 @@ def test_machine_b_claims_a_checkpoint_machine_a_published_and_its_first_request
     report_metrics("share", {"publish_after_verify_s": round(st["published_at"] - verified, 2),
                              "push_ms": st.get("push_ms"), "claim_to_first_request_s": round(req.time - t0, 2),
                              "version": a.version})
+
+
+TASK_P4 = "Shared rotation task: keep a work log"
+
+
+@pytest.mark.parametrize("remote", ["off", "rejecting", "down"])
+def test_a_rejecting_or_down_remote_never_delays_or_breaks_the_tmux_rotation(sandbox_factory, tmp_path, remote):
+    """P4 (checkpoint verified -> the successor's first request) with share_remote pointing at a remote
+    whose pre-receive hook refuses, or at a port nobody listens on: the rotation is the same one."""
+    sb = installed_sandbox(sandbox_factory, lambda p: rotation_scenario(p, task=TASK_P4))
+    if remote != "off":
+        url = "git://127.0.0.1:%d/remote.git" % _free_port()
+        if remote == "rejecting":
+            bare = str(tmp_path / "reject.git")
+            subprocess.run(["git", "init", "-q", "--bare", bare], check=True)
+            hook = os.path.join(bare, "hooks", "pre-receive")
+            with open(hook, "w") as f:
+                f.write("#!/bin/sh\necho 'no refs/continuity here' >&2\nexit 1\n")
+            os.chmod(hook, 0o755)
+            url = "file://" + bare
+        assert sb.run(["git", "remote", "add", "origin", url]).returncode == 0
+        set_config(sb, share_remote="origin")
+    cont = Continuity(sb)
+    sb.start_claude()
+    prompt(sb, TASK_P4)
+    sb.model.wait_for(lambda r: r.rule == "finish", timeout=120)
+    cont.wait_event(1, "rotator", step="renamed")
+    recs = {n: cont.record(n) for n in (1, 2)}
+    assert recs[1]["state"] == "ROTATED" and recs[1]["successor"] == 2
+    req = sb.model.main_requests(recs[2]["session_id"])[0]
+    assert bootstrap_of(req) is not None
+    p4 = round((req.time - cont.events(1, "checkpoint")[0]["ts"]) * 1000)
+    status = os.path.join(cont.sdir(1), "checkpoint", "share.json")
+    if remote == "off":
+        assert not os.path.exists(status)
+    else:
+        def tried():
+            try:
+                with open(status) as f:
+                    st = json.load(f)
+            except (OSError, ValueError):
+                return None
+            return st if st.get("tries") else None
+        st = sb.wait_for(tried, 30, what="the publish job's first try")
+        assert st["state"] in ("retrying", "failed") and st["error"], st
+    report_metrics("P4-share", {"remote": remote, "p4_ms": p4, "version": sb.version})  # pairs: the issue's note
