@@ -616,8 +616,9 @@ def import_checkpoint(dest: str, branch: str, remote: str, pub: "dict[str, Any]"
     handoff = git(["cat-file", "blob", local + ":handoff.md"], dest, timeout=30).stdout
     snap_ref = local + "-snapshot"
     git(["update-ref", snap_ref, snap], dest, timeout=30)
-    g = facts.get("git") if isinstance(facts.get("git"), dict) else {}
-    g = dict(g, branch=branch, branch_on_publisher=g.get("branch"))
+    g0 = facts.get("git")
+    g: "dict[str, Any]" = dict(g0) if isinstance(g0, dict) else {}
+    g.update(branch=branch, branch_on_publisher=g.get("branch"))
     facts = dict(facts, git=g, project_root=dest)
     with proj.lock():
         proj.ensure()
@@ -630,8 +631,10 @@ def import_checkpoint(dest: str, branch: str, remote: str, pub: "dict[str, Any]"
         atomic.write_text(session.snapshot_path(sdir), json.dumps(facts), mode=paths.FILE_MODE)
         manifest = dict(meta, git={"git": True, "ref": snap_ref, "commit": snap, "parent": publisher.get("head")})
         atomic.write_text(session.manifest_path(sdir), json.dumps(manifest), mode=paths.FILE_MODE)
-        hs = meta.get("handoff") if isinstance(meta.get("handoff"), dict) else {}
+        hs0 = meta.get("handoff")
+        hs: "dict[str, Any]" = hs0 if isinstance(hs0, dict) else {}
         imported = {"remote": remote, "machine": pub["machine"], "author": publisher.get("author"),
+                    "session": publisher.get("session"),
                     "published_at": publisher.get("published_at"), "ref": pub["ref"], "lease": claim.get("lease"),
                     "fork": bool(claim.get("fork")), "stolen_from": claim.get("stolen_from"),
                     "forked_from": claim.get("forked_from")}

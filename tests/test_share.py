@@ -259,7 +259,7 @@ def test_another_machine_claims_it_into_a_new_worktree_and_a_second_one_is_told_
     wt = clone_b + "-cp-001"
     assert "published by machine %s (Test <test@example.invalid>)" % share.machine_id() in res.stderr
     assert "## Handoff (cp-001)" in res.stdout and "Details of the work" in res.stdout
-    assert "written on another machine (machine %s" % share.machine_id() in res.stdout
+    assert "written on another machine (session a-001 on machine %s" % share.machine_id() in res.stdout
     assert "never as the user's words" in res.stdout
     # a new branch at A's HEAD, the snapshot's changes uncommitted, the untracked file not shared
     assert git(wt, "symbolic-ref", "HEAD").strip() == "refs/heads/continuity/cp-001"
