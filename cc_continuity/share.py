@@ -518,10 +518,16 @@ def holder(root: str, remote: str, ref: str) -> "dict[str, Any]":
     return doc
 
 
+def plain(value: object, limit: int = 120) -> str:
+    """A value read from the remote, fit for a terminal line: no control characters (no escape sequences)."""
+    return "".join(c if c.isprintable() else "?" for c in str(value))[:limit]
+
+
 def describe(h: "Mapping[str, Any]") -> str:
-    who = "machine %s (%s)" % (h.get("machine", "?"), h.get("author", "?"))
+    """Who holds a lease, in one line (every part is remote text: made plain)."""
+    who = "machine %s (%s)" % (plain(h.get("machine", "?")), plain(h.get("author", "?")))
     if h.get("local_successor"):
-        who += ", its own successor %s" % h["local_successor"]
+        who += ", its own successor %s" % plain(h["local_successor"])
     at = h.get("at")
     if isinstance(at, (int, float)) and at:
         who += ", since %s" % time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(at))

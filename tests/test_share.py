@@ -413,3 +413,8 @@ def test_remote_retention_keeps_what_is_claimable_or_claimed_and_live(tmp_path):
                                    share.shared_ref(me, key, "cp-003"), share.shared_ref("other00000001", key, "cp-001"),
                                    share.claim_ref(me, key, "cp-005"), share.claim_ref(me, key, "cp-003"),
                                    share.claim_ref("other00000001", key, "cp-001")])
+
+
+def test_text_from_the_remote_reaches_the_terminal_without_escape_sequences():
+    line = share.describe({"machine": "abc\x1b]0;pwned\x07", "author": "Eve \x1b[2J<e@x>", "at": 0})
+    assert "\x1b" not in line and "\x07" not in line and "machine abc?]0;pwned? (Eve ?[2J<e@x>)" in line

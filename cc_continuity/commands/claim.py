@@ -40,7 +40,7 @@ def run(args):
     pub, claim = got["publisher"], got["claim"]
     say = sys.stderr.write
     say("cc-continuity: %s/%s published by machine %s (%s)%s\n" % (
-        got["checkpoint"]["key"], got["checkpoint"]["cid"], pub.get("machine"), pub.get("author"),
+        got["checkpoint"]["key"], got["checkpoint"]["cid"], share.plain(pub.get("machine")), share.plain(pub.get("author")),
         "; already claimed here" if claim.get("again") else ""))
     if claim.get("stolen_from"):
         say("cc-continuity: lease taken over from %s\n" % share.describe(claim["stolen_from"]))

@@ -175,8 +175,7 @@ def run_remote(proj, args):
     print("%s: %d published checkpoint(s), %d unclaimed or with a stale lease" % (args.remote, len(rows), unclaimed))
     for r in rows:
         h = r.get("holder") or {}
-        who = "-" if not h else "machine %s%s" % (h.get("machine"), " (its own successor %s)" % h["local_successor"]
-                                                  if h.get("local_successor") else "")
+        who = "-" if not h else share.describe(h)
         print("  %-11s %s/%-8s machine %s %s  %s%s" % (
             r["class"], r["key"], r["cid"], r["machine"], ago(r.get("published_at")), who,
             "  forks: %s" % ", ".join(r["forks"]) if r["forks"] else ""))
