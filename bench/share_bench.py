@@ -103,11 +103,15 @@ def main():
                          capture_output=True, text=True)
     claim_s = time.monotonic() - t0
     assert res.returncode == 0, res.stderr
+    import glob
+
+    led = glob.glob(tmp + "/state-b/projects/*/sessions/001/ledger.jsonl")[0]
+    stages = [json.loads(line) for line in open(led) if '"imported"' in line][0]["ms"]
     summary = {"files": args.files, "changed": args.changed, "rounds": args.rounds,
                "publish_ms_median": statistics.median(r["publish_ms"] for r in rows),
                "push_ms_median": statistics.median(r["push_ms"] for r in rows),
                "bytes_median": statistics.median(r["bytes"] for r in rows),
-               "claim_print_s": round(claim_s, 2)}
+               "claim_print_s": round(claim_s, 2), "claim_stages_ms": stages}
     print(json.dumps(summary))
     subprocess.run(["rm", "-rf", tmp])
 

@@ -600,20 +600,29 @@ def restore(root: str, snap: str, head: str, cid: str, dest: str | None = None) 
         k += 1
         branch = "continuity/%s-%d" % (cid, k)
     git(["worktree", "add", "--quiet", "-b", branch, dest, head], root, timeout=600)
-    gone = git(["diff-tree", "-r", "-z", "--no-renames", "--name-only", "--diff-filter=D", head, snap], dest,
-               timeout=120).stdout.split(b"\0")
-    git(["checkout", snap, "--", "."], dest, timeout=600)
-    for rel in (g for g in gone if g):
+    out = git(["diff-tree", "-r", "-z", "--no-renames", "--name-status", head, snap], dest, timeout=120).stdout
+    fields = out.split(b"\0")
+    changed, gone = [], []
+    for status, rel in zip(fields[0::2], fields[1::2]):
+        (gone if status == b"D" else changed).append(rel)
+    for rel in gone:
         try:
             os.unlink(os.path.join(dest.encode(), rel))
         except FileNotFoundError:
             pass
-    git(["reset", "--quiet"], dest, timeout=600)  # the index back to HEAD: the changes are uncommitted
+    if changed:  # only the paths that differ: a large tree is not written twice
+        env = dict(remote_env(), GIT_LITERAL_PATHSPECS="1")
+        listed = b"\0".join(changed) + b"\0"
+        git(["checkout", snap, "--pathspec-from-file=-", "--pathspec-file-nul"], dest, input=listed, env=env,
+            timeout=600)
+        # the index back to HEAD for them: the changes are uncommitted (new files untracked)
+        git(["reset", "--quiet", "--pathspec-from-file=-", "--pathspec-file-nul"], dest, input=listed, env=env,
+            timeout=600)
     return dest, branch
 
 
 def import_checkpoint(dest: str, branch: str, remote: str, pub: "dict[str, Any]", local: str, snap: str,
-                      claim: "dict[str, Any]") -> "tuple[Project, int, Record]":
+                      claim: "dict[str, Any]", ms: "dict[str, int] | None" = None) -> "tuple[Project, int, Record]":
     """Make the fetched checkpoint a claimable one of the new worktree's project (the successor claims it)."""
     proj = Project(dest)
     meta = show_json(dest, local, "manifest.json")
@@ -652,13 +661,24 @@ def import_checkpoint(dest: str, branch: str, remote: str, pub: "dict[str, Any]"
                                              "tries": hs.get("tries"), "percent": (facts.get("reading") or {})
                                              .get("percent")})
         session.save(sdir, rec)
-        session.log(sdir, {"ev": "imported", **imported})
+        session.log(sdir, {"ev": "imported", **imported, "ms": ms})
     return proj, n, rec
 
 
 def claim_from(root: str, remote: str, spec: str | None = None, *, fork: bool = False, steal: bool = False,
                dest: str | None = None) -> "dict[str, Any]":
-    """``cc-continuity claim --from``: lease, fetch, restore, import; what the verb prints and starts."""
+    """``cc-continuity claim --from``: lease, fetch, restore, import; what the verb prints and starts.
+
+    The stages' times go into the imported checkpoint's ledger line (``imported``: ``ms``)."""
+    ms: "dict[str, int]" = {}
+    t = time.monotonic()
+
+    def lap(name: str) -> None:
+        nonlocal t
+        now = time.monotonic()
+        ms[name] = int((now - t) * 1000)
+        t = now
+
     pubs, leases = remote_view(root, remote)
     if not spec:
         if pubs:
@@ -672,11 +692,14 @@ def claim_from(root: str, remote: str, spec: str | None = None, *, fork: bool = 
     head = _out(["rev-parse", "-q", "--verify", snap + "^1"], root, ok=(0, 1), timeout=30)
     if not head:
         raise ShareError("%s/%s has no commit under its snapshot (the publisher had no HEAD)" % (pub["key"], pub["cid"]))
-    claim = take_lease(root, remote, pub, leases, fork=fork, steal=steal)
+    lap("fetch")
+    lease = take_lease(root, remote, pub, leases, fork=fork, steal=steal)
+    lap("lease")
     wt, branch = restore(root, snap, head, pub["cid"], dest)
-    proj, n, rec = import_checkpoint(wt, branch, remote, pub, local, snap, claim)
+    lap("worktree")
+    proj, n, rec = import_checkpoint(wt, branch, remote, pub, local, snap, lease, ms)
     publisher = show_json(root, local, "publisher.json")
-    return {"worktree": wt, "branch": branch, "head": head, "snapshot": snap, "checkpoint": pub, "claim": claim,
+    return {"worktree": wt, "branch": branch, "head": head, "snapshot": snap, "checkpoint": pub, "claim": lease,
             "publisher": publisher, "project": proj, "number": n, "record": rec}
 
 

@@ -93,7 +93,7 @@ def step(drv, fn, event, sid, **fields):
     return fn(ctx), ctx
 
 
-def rotate(drv, claim_locally=True):
+def rotate(drv, claim_locally=True, delete=None):
     """One in-process rotation of S1 to a verified checkpoint (and S2 claiming it); the Stop's seconds."""
     drv.transcript(S1).assistant(tokens_at(10))
     step(drv, protocol.session_started, "SessionStart", S1, source="startup")
@@ -102,6 +102,8 @@ def rotate(drv, claim_locally=True):
         f.write("print(2)\n")
     with open(os.path.join(drv.root, "notes.txt"), "w") as f:
         f.write("untracked scratch\n")
+    if delete:
+        os.unlink(os.path.join(drv.root, delete))
     drv.transcript(S1).assistant(tokens_at(65), "Step finished.")
     step(drv, protocol.turn_ended, "Stop", S1)
     with open(drv.handoff_path(S1), "w") as f:
@@ -418,3 +420,18 @@ def test_remote_retention_keeps_what_is_claimable_or_claimed_and_live(tmp_path):
 def test_text_from_the_remote_reaches_the_terminal_without_escape_sequences():
     line = share.describe({"machine": "abc\x1b]0;pwned\x07", "author": "Eve \x1b[2J<e@x>", "at": 0})
     assert "\x1b" not in line and "\x07" not in line and "machine abc?]0;pwned? (Eve ?[2J<e@x>)" in line
+
+
+def test_the_claimed_worktree_has_the_snapshots_new_changed_and_deleted_files_uncommitted(tmp_path):
+    remote = bare(tmp_path)
+    drv = machine_a(tmp_path, "file://" + remote, share_untracked=True)
+    rotate(drv, claim_locally=False, delete="README.md")
+    assert wait_status(drv, ("published", "failed"))["state"] == "published"
+    env_b, clone_b = machine(tmp_path, "b", "file://" + remote)
+    spec = "%s/cp-001" % paths.project_key(drv.root)
+    res = claim_cli(env_b, clone_b, "--from", "origin", spec, "--print", "--dir", str(tmp_path / "wt"))
+    assert res.returncode == 0, res.stderr
+    wt = str(tmp_path / "wt")
+    assert sorted(git(wt, "status", "--porcelain").splitlines()) == [" D README.md", " M src/app.py", "?? notes.txt"]
+    assert git(wt, "diff", "--cached") == ""  # nothing staged
+    assert git(wt, "symbolic-ref", "HEAD").strip() == "refs/heads/continuity/cp-001"
