@@ -430,11 +430,11 @@ def publish(p: "dict[str, Any]", sleep: "Any" = time.sleep) -> "dict[str, Any]":
             return st
         except ShareError as e:
             err = str(e)
-        try:  # pushed before (a lost answer, a second job): the remote already holds exactly ours
-            there = ls_remote(p["root"], p["remote"], ref)
-            if there.get(ref) == commit:
-                st.update(state="published", published_at=round(time.time(), 3), error=None,
-                          elapsed_ms=int((time.time() - started) * 1000))
+        try:  # published before (a lost answer, a second job, `share` by hand): the ref names this checkpoint
+            there = ls_remote(p["root"], p["remote"], ref)  # (a machine id dies with its state dir: no reuse)
+            if there.get(ref):
+                st.update(state="published", published_at=round(time.time(), 3), error=None, commit=there[ref],
+                          already=there[ref] != commit, elapsed_ms=int((time.time() - started) * 1000))
                 _write_status(p["status"], st)
                 return st
         except ShareError:

@@ -435,3 +435,20 @@ def test_the_claimed_worktree_has_the_snapshots_new_changed_and_deleted_files_un
     assert sorted(git(wt, "status", "--porcelain").splitlines()) == [" D README.md", " M src/app.py", "?? notes.txt"]
     assert git(wt, "diff", "--cached") == ""  # nothing staged
     assert git(wt, "symbolic-ref", "HEAD").strip() == "refs/heads/continuity/cp-001"
+
+
+def test_share_by_hand_publishes_once_and_says_so_the_second_time(tmp_path):
+    remote = bare(tmp_path)
+    drv = machine_a(tmp_path, "file://" + remote)
+    drv.config(share_remote=None)
+    rotate(drv)
+    assert not git(remote, "for-each-ref", "refs/continuity/")
+    res = drv.cli("share", "cp-001", "--remote", "origin")
+    ref = share.shared_ref(share.machine_id(), paths.project_key(drv.root), "cp-001")
+    assert res.stdout.strip() == "cp-001 published to origin as %s (claimed here by its own successor)" % ref
+    first = git(remote, "rev-parse", ref)
+    res = drv.cli("share", "cp-001", "--remote", "origin")
+    assert res.stdout.startswith("cp-001 was already published to origin as ") and git(remote, "rev-parse", ref) == first
+    bad = drv.cli("share", "cp-009", "--remote", "origin", check=False)
+    assert bad.returncode == 2 and "cp-009 has no verified checkpoint" in bad.stderr
+    assert drv.cli("share", "cp-001", check=False).returncode == 2  # no remote named, none configured

@@ -34,15 +34,15 @@ def run(args):
     remote = args.remote or cfg["share_remote"]
     if not remote:
         die("no remote: pass --remote <name> or set share_remote (`cc-continuity configure`)")
-    p = share.plan(proj, number, dict(cfg, share_remote=remote,
-                                      share_untracked=args.untracked or cfg["share_untracked"]))
+    p = share.plan(proj, number, {"share_remote": remote, "share_untracked": args.untracked or cfg["share_untracked"]})
     p.update(delays=[], local_wait_s=0)  # by hand: one try, and this machine's lease only if already claimed
     st = share.publish(p)
     if args.json:
         print_json(st)
     elif st["state"] == "published":
-        print("%s published to %s as %s%s" % (session.checkpoint_id(number), remote, st["ref"],
-                                             " (claimed here by its own successor)" if st.get("local_claim") else ""))
+        print("%s %s to %s as %s%s" % (session.checkpoint_id(number), "was already published" if st.get("already")
+                                       else "published", remote, st["ref"],
+                                       " (claimed here by its own successor)" if st.get("local_claim") else ""))
     else:
         die("%s not published to %s: %s" % (session.checkpoint_id(number), remote, st.get("error")), code=1)
     return 0 if st["state"] == "published" else 1
