@@ -602,7 +602,8 @@ def restore(root: str, snap: str, head: str, cid: str, dest: str | None = None) 
     git(["worktree", "add", "--quiet", "-b", branch, dest, head], root, timeout=600)
     out = git(["diff-tree", "-r", "-z", "--no-renames", "--name-status", head, snap], dest, timeout=120).stdout
     fields = out.split(b"\0")
-    changed, gone = [], []
+    changed: "list[bytes]" = []
+    gone: "list[bytes]" = []
     for status, rel in zip(fields[0::2], fields[1::2]):
         (gone if status == b"D" else changed).append(rel)
     for rel in gone:
