@@ -124,6 +124,9 @@ SCHEMA: "dict[str, tuple[Any, Check, str]]" = {
     "snapshot_timeout_s": (600, _int(10, 86400), "the longest a snapshot may take"),
     "snapshot_keep": (30, _int(1, null=True), "snapshots kept per project beyond the protected ones (null = no count limit)"),
     "snapshot_max_age_days": (30, _num(0, 36500, null=True), "snapshots older than this are pruned (protected ones never; null = no age limit)"),
+    "share_remote": (None, _str_or_null, "git remote (a name in the repository's remotes) every verified checkpoint "
+                                         "is published to under refs/continuity/shared/; null = never"),
+    "share_untracked": (False, _bool, "with share_remote: publish untracked files of the snapshot too"),
     "bootstrap_max_tokens": (2500, _int(200, 2400000), "budget for the successor's injected text (chars/4)"),
     "resume_stale_after_h": (72, _num(0, 87600, null=True), "a checkpoint older than this is resumed as stale "
                                                            "(null = age alone never makes it stale)"),
@@ -202,6 +205,7 @@ REPO_NARROW: dict[str, bool | str] = {
 #                                   when it types into a pane or re-spawns a rotator (rotation_stuck_s)
 #   snapshot_timeout_s              a short one would make every snapshot fail
 #   snapshot_keep, snapshot_max_age_days   deleting the user's snapshots sooner is not "doing less"
+#   share_remote, share_untracked   what leaves the machine, and to which server
 
 
 class ConfigError(errors.ConfigError, ValueError):

@@ -35,3 +35,7 @@ class WatchError(Error):
 
 class RehearsalError(Error):
     """The offline rehearsal did not complete."""
+
+
+class ShareError(Error):
+    """Publishing a checkpoint to a git remote, or claiming one from it, failed."""

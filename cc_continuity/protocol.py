@@ -606,6 +606,10 @@ def verified(ctx: Context, n: int, sdir: str, check: Validation, degraded: bool,
         session.transition(sdir, rec, session.CHECKPOINT_VERIFIED,
                            "handoff %s after %d tries" % ("degraded" if degraded else "valid", tries),
                            checkpoint=summary)
+        if ctx.cfg["share_remote"]:  # a detached job publishes it (never waited for); here: subprocess only then
+            from . import share
+
+            share.after_verified(proj, n, ctx.cfg)
         try:
             claim.prepare(proj, n, rec, ctx.cfg["bootstrap_max_tokens"])  # the claim then only adds what is new
         except (OSError, ValueError) as e:

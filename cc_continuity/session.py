@@ -68,6 +68,7 @@ if TYPE_CHECKING:
         driver: str                      # who drives the /clear: one of rotation.DRIVERS
         rotator_pid: int                 # the detached tmux rotator
         snapshot_wait: dict[str, Any]    # a claimed checkpoint's snapshot still being taken (PreToolUse waits)
+        imported: dict[str, Any]         # a checkpoint claimed from a git remote (share.py): remote, machine, author, fork
 
 ACTIVE = "ACTIVE"
 WARNED = "WARNED"
@@ -138,6 +139,7 @@ ROTATOR_PLAN = "rotator-plan.json"   # - the tmux rotator's plan (the watchdog r
 DRAFT = "draft.txt"                  # - what the user had typed when the rotator cleared the input box
 SUCCESSOR_STARTED = "successor.started"  # - the successor's SessionStart claimed the checkpoint
 CONTINUATION_DELIVERED = "continuation.delivered"  # - the continuation reached the successor's first prompt
+SHARE_STATUS = "share.json"          # - publishing it to share_remote: queued/waiting/retrying/published/failed (share.py)
 CHECKPOINT_PREFIX = "cp-"            # a checkpoint's id: cp-<NNN> (:func:`checkpoint_id`)
 
 
@@ -212,6 +214,10 @@ def started_marker(sdir: "str") -> "str":
 
 def delivered_marker(sdir: "str") -> "str":
     return checkpoint_dir(sdir) + "/" + CONTINUATION_DELIVERED
+
+
+def share_status_path(sdir: "str") -> "str":
+    return checkpoint_dir(sdir) + "/" + SHARE_STATUS
 
 
 def checkpoint_id(number: "int") -> "str":

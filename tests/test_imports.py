@@ -81,6 +81,11 @@ KEPT = {
             SCRIPT, "python -m cc_continuity.rehearse.scripted_model imports this package first: imported at "
                     "the top, runpy warns and the module runs twice"),
     },
+    "cc_continuity.share": {
+        (fn, "cc_continuity.redact"): (START_UP, "every verb's start (commands/share, commands/claim): its rules "
+                                                 "compile, +~50 ms")
+        for fn in ("_redacted", "publish_commit")
+    },
     "cc_continuity.tmux.launch": {
         **{(fn, what): (SCRIPT, "the trampoline runs this file with python -I: no package, stdlib only")
            for fn, what in (("plan", "cc_continuity.config"), ("plan", "cc_continuity.project"),

@@ -58,6 +58,8 @@ HOSTILE = {
     "watchdog_power_cycle_daily_cap": 100,
     "watchdog_rotation_stuck_s": 1,     # would make the watchdog re-spawn a rotator (type into the pane) sooner
     "watchdog_quiet_s": 0,              # would let it type right behind the user's keystrokes
+    "share_remote": "origin",           # would push every checkpoint (handoff, facts, tree) to a server
+    "share_untracked": True,            # would publish untracked files too
     "snapshot_timeout_s": 10,
     "snapshot_keep": 1,
     "snapshot_max_age_days": 0.001,
@@ -98,7 +100,7 @@ def test_every_key_is_classified_and_the_hostile_table_covers_the_user_only_ones
     for key, value in HOSTILE.items():
         assert config.SCHEMA[key][1](value) is None, key  # valid: ignored for who wrote it, not for its form
         assert value != config.DEFAULTS[key], key
-    for must in ("unattended", "ntfy_url", "ntfy_token", "watchdog_power_cycle_command",
+    for must in ("unattended", "ntfy_url", "ntfy_token", "share_remote", "share_untracked", "watchdog_power_cycle_command",
                  "watchdog_digest_command", "watchdog_digest_file", "watchdog_health_url"):
         assert must in USER_ONLY
 

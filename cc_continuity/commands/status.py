@@ -6,7 +6,7 @@ and state; ``--all-projects``: the fleet view of every live and recent session o
 import sys
 import time
 
-from .. import protocol, session
+from .. import protocol, session, share
 from ._util import ago, current_project, load_config, print_json
 from ..procs import pid_alive
 
@@ -19,6 +19,8 @@ def register(sub):
                        help="every session of this project, history included (ended and rotated ones)")
     which.add_argument("--all-projects", action="store_true",
                        help="every live and recent session on this machine, across projects, blocked first")
+    which.add_argument("--remote", metavar="REMOTE",
+                       help="the checkpoints published to this git remote and who claimed them, unclaimed first")
     p.set_defaults(func=run)
 
 
@@ -85,6 +87,8 @@ def run(args):
     if args.all_projects:
         return run_fleet(args)
     proj = current_project()
+    if args.remote:
+        return run_remote(proj, args)
     cfg = load_config(proj.root)
     if args.all:
         rows = [describe(proj, cfg, n) for n in proj.numbers()]
@@ -96,9 +100,13 @@ def run(args):
             rows = [describe(proj, cfg, newest)]
     _panes(rows)
     if args.json:
-        print_json({"project": proj.root, "slug": proj.slug, "enabled": cfg["enabled"], "sessions": rows})
+        print_json({"project": proj.root, "slug": proj.slug, "enabled": cfg["enabled"], "sessions": rows,
+                    "share": _share(proj)})
         return 0
     print("%s  (%s)  rotation %s" % (proj.slug, proj.root, "on" if cfg["enabled"] else "OFF"))
+    sh = _share(proj)
+    if sh or cfg["share_remote"]:
+        print("  " + _share_line(sh, cfg["share_remote"]))
     if args.all and rows:
         done = sum(r["state"] in session.TERMINAL for r in rows)
         print("  all %d sessions: %d open, %d ended or rotated" % (len(rows), len(rows) - done, done))
@@ -129,6 +137,50 @@ def run(args):
                 rc.get("from"), rc.get("resume")))
         if r.get("resume_command") and r["state"] != session.ENDED:
             print("    its process is gone; its whole conversation: %s" % r["resume_command"])
+    return 0
+
+
+def _share(proj):
+    got = share.latest_status(proj)
+    return dict(got[1], checkpoint=got[0]) if got else None
+
+
+def _share_line(sh, remote):
+    """The newest checkpoint's publishing, in one line."""
+    if not sh:
+        return "sharing to %s: no checkpoint published yet" % remote
+    where = "%s to %s" % (sh["checkpoint"], sh.get("remote"))
+    state = sh.get("state")
+    if state == "published":
+        return "shared %s: published %s%s" % (where, ago(sh.get("published_at")),
+                                               ", claimed here by its own successor" if sh.get("local_claim") else "")
+    if state == "retrying":
+        return "sharing %s: try %d failed (%s); next try %s" % (where, sh.get("tries", 0), sh.get("error"),
+                                                               time.strftime("%H:%M:%S",
+                                                                             time.localtime(sh.get("next_try_at") or 0)))
+    if state == "failed":
+        return "sharing %s FAILED after %d tries: %s (retry: cc-continuity share %s)" % (
+            where, sh.get("tries", 0), sh.get("error"), sh["checkpoint"])
+    return "sharing %s: %s" % (where, state)
+
+
+def run_remote(proj, args):
+    """``status --remote``: what the remote holds (one ls-remote and one fetch)."""
+    now = time.time()
+    rows = share.fleet(proj.root, args.remote, now)
+    if args.json:
+        print_json({"remote": args.remote, "at": now, "checkpoints": rows})
+        return 0
+    unclaimed = sum(1 for r in rows if r["class"] != "claimed")
+    print("%s: %d published checkpoint(s), %d unclaimed or with a stale lease" % (args.remote, len(rows), unclaimed))
+    for r in rows:
+        h = r.get("holder") or {}
+        who = "-" if not h else share.describe(h)
+        print("  %-11s %s/%-8s machine %s %s  %s%s" % (
+            r["class"], r["key"], r["cid"], r["machine"], ago(r.get("published_at")), who,
+            "  forks: %s" % ", ".join(r["forks"]) if r["forks"] else ""))
+    if rows and any(r["class"] != "claimed" for r in rows):
+        print("  claim one: cc-continuity claim --from %s <key>/cp-NNN" % args.remote)
     return 0
 
 

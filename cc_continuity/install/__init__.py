@@ -20,7 +20,7 @@ import os
 import shutil
 import time
 
-from .. import __version__, atomic, config, errors, paths
+from .. import __version__, atomic, config, errors, paths, share
 from ..lock import Lock
 from ..realclaude import find_real_claude
 from . import app, blocks, bootstrap, manifest, plugin, settings, skills, wrapper
@@ -562,6 +562,9 @@ def _uninstall(purge, out):
         return 1
     out("record: %s" % ("removed" if manifest.remove() else "none"))
     if purge:
+        for remote, root, cmd in share.left_on_remotes():  # the state dir goes; what was pushed stays there
+            out("remote: %s (of %s) keeps the checkpoints published from here; remove them with: %s" % (
+                remote, show(root), cmd))
         if os.path.isdir(home):
             shutil.rmtree(home)
             out("purge: %s deleted" % show(home))

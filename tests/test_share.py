@@ -1,0 +1,454 @@
+"""Publishing checkpoints to the repository's git remote (share.py), in-process rotations, real remotes.
+
+The remote is a bare repository on this machine, over file:// and through ``git daemon`` on
+127.0.0.1 (the network protocol is real); a rejecting one has a pre-receive hook that says no,
+a down one is a port nobody listens on.
+"""
+
+import json
+import os
+import socket
+import stat
+import subprocess
+import sys
+import time
+
+import pytest
+
+from cc_continuity import config, paths, protocol, session, share
+from helpers.hookdriver import HookDriver, handoff_text, tokens_at
+
+S1 = "a1a1a1a1-0000-4000-8000-0000000000a1"
+S2 = "b2b2b2b2-0000-4000-8000-0000000000b2"
+GOOD = handoff_text(config.HANDOFF_SECTIONS, extra={"Files touched": "- `src/app.py` (modified)"})
+
+
+def git(cwd, *args, check=True):
+    return subprocess.run(["git", *args], cwd=cwd, check=check, capture_output=True, text=True).stdout
+
+
+def bare(tmp_path, name="remote.git", reject=False):
+    path = str(tmp_path / name)
+    git(str(tmp_path), "init", "-q", "--bare", path)
+    if reject:
+        hook = os.path.join(path, "hooks", "pre-receive")
+        with open(hook, "w") as f:
+            f.write("#!/bin/sh\necho 'refs/continuity/* is protected here' >&2\nexit 1\n")
+        os.chmod(hook, 0o755)
+    return path
+
+
+def user_refs(remote):
+    """Every ref outside refs/continuity/ with its object, and the bytes of each ref file and packed-refs."""
+    out = git(remote, "for-each-ref", "--format=%(refname) %(objectname)")
+    return sorted(line for line in out.splitlines() if not line.startswith("refs/continuity/"))
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+@pytest.fixture
+def daemon(tmp_path):
+    """``git daemon`` on 127.0.0.1 serving tmp_path (receive-pack on); yields its base URL."""
+    port = free_port()
+    proc = subprocess.Popen(["git", "daemon", "--export-all", "--enable=receive-pack", "--reuseaddr",
+                             "--listen=127.0.0.1", "--port=%d" % port, "--base-path=%s" % tmp_path, str(tmp_path)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            break
+        except OSError:
+            time.sleep(0.05)
+    yield "git://127.0.0.1:%d" % port
+    proc.kill()
+    proc.wait()
+
+
+@pytest.fixture(autouse=True)
+def quick(monkeypatch):
+    monkeypatch.setattr(protocol, "STOP_WAIT_S", 0.3)
+    monkeypatch.setattr(share, "LOCAL_CLAIM_WAIT_S", 3)
+    monkeypatch.setattr(share, "RETRY_DELAYS_S", (1, 1))
+
+
+def machine_a(tmp_path, url, **cfg):
+    """Machine A's project: a clone-like repo whose `origin` is ``url``, with the user's branch and a tag there."""
+    drv = HookDriver(tmp_path / "a", files={"README.md": "hello\n", "src/app.py": "print(1)\n"})
+    drv.git("remote", "add", "origin", url)
+    drv.git("tag", "v1")
+    drv.git("push", "-q", "origin", "main", "v1")
+    drv.config(share_remote="origin", **cfg)
+    return drv
+
+
+def step(drv, fn, event, sid, **fields):
+    ctx = protocol.Context(event, drv.payload(event, sid, **fields), drv.env(sid))
+    return fn(ctx), ctx
+
+
+def rotate(drv, claim_locally=True, delete=None):
+    """One in-process rotation of S1 to a verified checkpoint (and S2 claiming it); the Stop's seconds."""
+    drv.transcript(S1).assistant(tokens_at(10))
+    step(drv, protocol.session_started, "SessionStart", S1, source="startup")
+    step(drv, protocol.prompt_submitted, "UserPromptSubmit", S1, prompt="build the parser")
+    with open(os.path.join(drv.root, "src/app.py"), "w") as f:
+        f.write("print(2)\n")
+    with open(os.path.join(drv.root, "notes.txt"), "w") as f:
+        f.write("untracked scratch\n")
+    if delete:
+        os.unlink(os.path.join(drv.root, delete))
+    drv.transcript(S1).assistant(tokens_at(65), "Step finished.")
+    step(drv, protocol.turn_ended, "Stop", S1)
+    with open(drv.handoff_path(S1), "w") as f:
+        f.write(GOOD)
+    t0 = time.monotonic()
+    out, ctx = step(drv, protocol.turn_ended, "Stop", S1)
+    took = time.monotonic() - t0
+    assert ctx.outcome.startswith("checkpoint cp-001 verified"), ctx.outcome
+    if claim_locally:
+        step(drv, protocol.session_ended, "SessionEnd", S1, reason="clear")
+        drv.transcript(S2)
+        out, _ = step(drv, protocol.session_started, "SessionStart", S2, source="clear")
+        assert out["hookSpecificOutput"]["additionalContext"].startswith("Continuing from cp-001")
+    return took
+
+
+def wait_status(drv, want, timeout=30):
+    deadline = time.time() + timeout
+    st = {}
+    while time.time() < deadline:
+        st = share.read_status(drv.sdir(S1))
+        if st.get("state") in want:
+            return st
+        time.sleep(0.1)
+    raise AssertionError("share status stayed %r" % st)
+
+
+def test_the_machine_id_is_made_once_private_and_differs_per_state_dir(tmp_path, monkeypatch):
+    a = share.machine_id()
+    assert len(a) == 12 and share.machine_id() == a
+    st = os.stat(os.path.join(paths.home(), share.MACHINE_ID))
+    assert stat.S_IMODE(st.st_mode) == 0o600
+    monkeypatch.setenv("CC_CONTINUITY_HOME", str(tmp_path / "other"))
+    assert share.machine_id() != a
+
+
+@pytest.mark.parametrize("transport", ["file", "daemon"])
+def test_a_verified_checkpoint_is_published_with_its_handoff_and_the_users_refs_untouched(
+        tmp_path, transport, request):
+    remote = bare(tmp_path)
+    url = "file://" + remote if transport == "file" else request.getfixturevalue("daemon") + "/remote.git"
+    drv = machine_a(tmp_path, url)
+    before = user_refs(remote)
+    rotate(drv)
+    st = wait_status(drv, ("published", "failed"))
+    assert st["state"] == "published" and st["tries"] == 1, st
+    mid = share.machine_id()
+    key = paths.project_key(drv.root)
+    ref = "refs/continuity/shared/%s/%s/cp-001" % (mid, key)
+    assert st["ref"] == ref and st["local_claim"] is True
+    refs = dict(reversed(line.split()) for line in git(remote, "for-each-ref", "--format=%(objectname) %(refname)")
+                .splitlines())
+    assert refs[ref] == st["commit"]
+    assert set(git(remote, "ls-tree", "--name-only", ref).split()) == set(share.FILES)
+    assert git(remote, "show", ref + ":handoff.md").strip() == GOOD.strip()
+    pub = json.loads(git(remote, "show", ref + ":publisher.json"))
+    assert pub["machine"] == mid and pub["checkpoint"] == "cp-001" and pub["author"] == "Test <test@example.invalid>"
+    # the parent is the work-tree snapshot at A's HEAD, without the untracked file (share_untracked is off)
+    snap = git(remote, "rev-parse", ref + "^1").strip()
+    assert git(remote, "rev-parse", snap + "^1").strip() == git(drv.root, "rev-parse", "HEAD").strip()
+    assert git(remote, "show", snap + ":src/app.py") == "print(2)\n"
+    assert "notes.txt" not in git(remote, "ls-tree", "-r", "--name-only", snap).split()
+    # A's own successor claimed it within the wait: the same push made that lease
+    claim = json.loads(git(remote, "show", share.claim_ref(mid, key, "cp-001") + ":claim.json"))
+    assert claim["machine"] == mid and claim["local_successor"]
+    assert user_refs(remote) == before  # the user's branches and tags: the same names, the same objects
+    assert sorted(r for r in refs if not r.startswith("refs/continuity/")) == ["refs/heads/main", "refs/tags/v1"]
+
+
+def test_untracked_files_go_only_with_the_second_opt_in(tmp_path):
+    remote = bare(tmp_path)
+    drv = machine_a(tmp_path, "file://" + remote, share_untracked=True)
+    rotate(drv, claim_locally=False)
+    st = wait_status(drv, ("published", "failed"))
+    assert st["state"] == "published" and st["local_claim"] is False, st
+    assert git(remote, "show", st["ref"] + "^1:notes.txt") == "untracked scratch\n"
+    assert "/claims/" not in git(remote, "for-each-ref", "refs/continuity/")
+
+
+@pytest.mark.parametrize("kind", ["rejecting", "down"])
+def test_a_rejecting_or_down_remote_never_delays_or_breaks_the_rotation(tmp_path, kind):
+    url = "file://" + bare(tmp_path, reject=True) if kind == "rejecting" else \
+        "git://127.0.0.1:%d/remote.git" % free_port()
+    drv = machine_a(tmp_path, "file://" + bare(tmp_path, "seed.git"))
+    drv.git("remote", "set-url", "origin", url)
+    took = rotate(drv)
+    assert took < 3, took  # the hook did not wait for the network (the snapshot itself is in here)
+    assert drv.state(S1)["state"] == session.ROTATED and drv.state(S2)["state"] == session.BOOTSTRAPPING
+    st = wait_status(drv, ("retrying",))
+    assert st["tries"] == 1 and st["error"]
+    if kind == "rejecting":
+        assert "pre-receive hook declined" in st["error"] or "rejected" in st["error"], st
+    st = wait_status(drv, ("failed",), timeout=60)
+    assert st["tries"] == 3 and st["error"], st
+
+
+def test_sharing_off_starts_nothing_and_writes_no_status(tmp_path):
+    remote = bare(tmp_path)
+    drv = machine_a(tmp_path, "file://" + remote)
+    drv.config(share_remote=None)
+    rotate(drv)
+    assert not os.path.exists(session.share_status_path(drv.sdir(S1)))
+    assert not git(remote, "for-each-ref", "refs/continuity/")
+
+
+def test_push_never_names_a_ref_outside_refs_continuity(tmp_path):
+    for ref in ("refs/heads/main", "refs/tags/v1", "refs/continuity/../heads/main"):
+        with pytest.raises(ValueError):
+            share.push(str(tmp_path), "origin", [("0" * 40, ref, "")])
+
+
+def test_the_remote_env_never_prompts_and_keeps_the_users_credentials():
+    env = share.remote_env({"HOME": "/h", "SSH_AUTH_SOCK": "/s", "GIT_ASKPASS": "/x", "GIT_DIR": "/y",
+                            "GIT_SSH_COMMAND": "ssh -i key"})
+    assert env["GIT_TERMINAL_PROMPT"] == "0" and "BatchMode=yes" in env["GIT_SSH_COMMAND"]
+    assert env["GIT_SSH_COMMAND"].startswith("ssh -i key") and env["SSH_AUTH_SOCK"] == "/s"
+    assert "GIT_ASKPASS" not in env and "GIT_DIR" not in env
+
+
+# -- claiming on another machine ------------------------------------------------------------------
+
+def machine(tmp_path, name, remote):
+    """Another machine: its own HOME and state dir, a clone of the remote; (env, clone path)."""
+    home, state, clone = tmp_path / (name + "-home"), tmp_path / (name + "-state"), str(tmp_path / name)
+    home.mkdir()
+    env = dict(os.environ, HOME=str(home), CC_CONTINUITY_HOME=str(state))
+    subprocess.run(["git", "clone", "-q", remote, clone], check=True, env=env, capture_output=True)
+    return env, clone
+
+
+def claim_cli(env, clone, *args):
+    return subprocess.run([sys.executable, "-m", "cc_continuity", "claim", *args], cwd=clone, env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def mid_of(env):
+    with open(os.path.join(env["CC_CONTINUITY_HOME"], share.MACHINE_ID)) as f:
+        return f.read().strip()
+
+
+def published(tmp_path, claim_locally=False):
+    remote = bare(tmp_path)
+    drv = machine_a(tmp_path, "file://" + remote)
+    rotate(drv, claim_locally=claim_locally)
+    assert wait_status(drv, ("published", "failed"))["state"] == "published"
+    return remote, drv, "%s/cp-001" % paths.project_key(drv.root)
+
+
+def test_another_machine_claims_it_into_a_new_worktree_and_a_second_one_is_told_who_has_it(tmp_path):
+    remote, drv, spec = published(tmp_path)
+    env_b, clone_b = machine(tmp_path, "b", "file://" + remote)
+    head_b = git(clone_b, "symbolic-ref", "HEAD")
+    res = claim_cli(env_b, clone_b, "--from", "origin", spec, "--print")
+    assert res.returncode == 0, res.stderr
+    wt = clone_b + "-cp-001"
+    assert "published by machine %s (Test <test@example.invalid>)" % share.machine_id() in res.stderr
+    assert "## Handoff (cp-001)" in res.stdout and "Details of the work" in res.stdout
+    assert "written on another machine (session a-001 on machine %s" % share.machine_id() in res.stdout
+    assert "never as the user's words" in res.stdout
+    # a new branch at A's HEAD, the snapshot's changes uncommitted, the untracked file not shared
+    assert git(wt, "symbolic-ref", "HEAD").strip() == "refs/heads/continuity/cp-001"
+    assert git(wt, "rev-parse", "HEAD") == git(drv.root, "rev-parse", "HEAD")
+    assert git(wt, "status", "--porcelain").splitlines() == [" M src/app.py"]
+    assert open(os.path.join(wt, "src/app.py")).read() == "print(2)\n"
+    assert git(clone_b, "symbolic-ref", "HEAD") == head_b and not git(clone_b, "status", "--porcelain")
+    lease = json.loads(git(remote, "show", share.claim_ref(share.machine_id(), *spec.split("/")) + ":claim.json"))
+    assert lease["machine"] == mid_of(env_b) and lease["published_by"] == share.machine_id()
+    # machine C: refused, non-zero, told who holds it; nothing made
+    env_c, clone_c = machine(tmp_path, "c", "file://" + remote)
+    res = claim_cli(env_c, clone_c, "--from", "origin", spec, "--print")
+    assert res.returncode == 3 and "is claimed by machine %s" % mid_of(env_b) in res.stderr, res.stderr
+    assert not os.path.exists(clone_c + "-cp-001")
+    # the imported checkpoint is what the successor in the worktree claims
+    rec = json.load(open(os.path.join(env_b["CC_CONTINUITY_HOME"], "projects", paths.project_key(wt),
+                                      "sessions", "001", "state.json")))
+    assert rec["state"] == session.CHECKPOINT_VERIFIED and rec["imported"]["machine"] == share.machine_id()
+
+
+def test_a_checkpoint_its_own_successor_claimed_is_taken_elsewhere_only_as_a_fork(tmp_path):
+    remote, drv, spec = published(tmp_path, claim_locally=True)
+    env_b, clone_b = machine(tmp_path, "b", "file://" + remote)
+    res = claim_cli(env_b, clone_b, "--from", "origin", spec, "--print")
+    assert res.returncode == 3 and "its own successor" in res.stderr and "--fork" in res.stderr, res.stderr
+    res = claim_cli(env_b, clone_b, "--from", "origin", spec, "--print", "--fork")
+    assert res.returncode == 0, res.stderr
+    assert "This is a fork" in res.stdout
+    # A's own successor was told, in its bootstrap, that the checkpoint is published and may be forked
+    text = [r for r in drv.ledger(S2) if r.get("ev") == "bootstrap"]
+    assert text
+    assert "also published to the git remote origin" in open(session.bootstrap_path(drv.sdir(S1))).read()
+
+
+def test_a_lease_is_stolen_only_after_24_hours_naming_the_old_holder(tmp_path, monkeypatch):
+    remote, drv, spec = published(tmp_path)
+    env_b, clone_b = machine(tmp_path, "b", "file://" + remote)
+    assert claim_cli(env_b, clone_b, "--from", "origin", spec, "--print").returncode == 0
+    env_c, clone_c = machine(tmp_path, "c", "file://" + remote)
+    res = claim_cli(env_c, clone_c, "--from", "origin", spec, "--print", "--steal")
+    assert res.returncode == 3 and "only after 24 h" in res.stderr, res.stderr
+    pubs, leases = share.remote_view(clone_c, "origin")
+    monkeypatch.setenv("CC_CONTINUITY_HOME", env_c["CC_CONTINUITY_HOME"])
+    got = share.take_lease(clone_c, "origin", pubs[0], leases, steal=True, now=time.time() + 25 * 3600)
+    assert got["stolen_from"]["machine"] == mid_of(env_b) and got["machine"] == mid_of(env_c)
+
+
+def race(tmp_path, remote, spec, n, rounds):
+    """``n`` machines claim ``spec`` at once, ``rounds`` times (the lease deleted between rounds): winners per round."""
+    machines = [machine(tmp_path, "m%d" % i, "file://" + remote) for i in range(n)]
+    lease = share.claim_ref(share.machine_id(), *spec.split("/"))
+    winners, took = [], []
+    for r in range(rounds):
+        t0 = time.monotonic()
+        procs = [subprocess.Popen([sys.executable, "-m", "cc_continuity", "claim", "--from", "origin", spec,
+                                   "--print", "--dir", "%s-r%d" % (clone, r)], cwd=clone, env=env,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                 for env, clone in machines]
+        codes = [(p.wait(timeout=120), p.stderr.read()) for p in procs]
+        took.append(time.monotonic() - t0)
+        won = [i for i, (rc, _) in enumerate(codes) if rc == 0]
+        assert all(rc in (0, 3) for rc, _ in codes), codes
+        assert all("claimed by machine" in err for rc, err in codes if rc == 3), codes
+        winners.append(won)
+        git(remote, "update-ref", "-d", lease)
+    took.sort()
+    print("race: %d rounds of %d claimers: winners per round %s; round (all %d done) median %.2f s, max %.2f s" % (
+        rounds, n, sorted({len(w) for w in winners}), n, took[len(took) // 2], took[-1]))
+    return winners
+
+
+def test_of_eight_machines_claiming_at_once_exactly_one_wins(tmp_path):
+    remote, drv, spec = published(tmp_path)
+    rounds = int(os.environ.get("CC_CONTINUITY_RACE_ROUNDS", "2"))
+    winners = race(tmp_path, remote, spec, 8, rounds)
+    assert [len(w) for w in winners] == [1] * rounds, winners
+
+
+def test_status_reports_the_publishing_and_the_remote_fleet_view_lists_unclaimed_first(tmp_path):
+    remote, drv, spec = published(tmp_path)
+    out = drv.cli("status").stdout
+    assert "shared cp-001 to origin: published" in out, out
+    # a second project (another checkout on A) publishes a checkpoint that stays unclaimed; the first is claimed
+    env_b, clone_b = machine(tmp_path, "b", "file://" + remote)
+    assert claim_cli(env_b, clone_b, "--from", "origin", spec, "--print").returncode == 0
+    drv2 = HookDriver(tmp_path / "a2", files={"README.md": "hello\n", "src/app.py": "print(1)\n"})
+    drv2.git("remote", "add", "origin", "file://" + remote)
+    rotate(drv2, claim_locally=False)
+    assert wait_status(drv2, ("published", "failed"))["state"] == "published"
+    res = subprocess.run([sys.executable, "-m", "cc_continuity", "status", "--remote", "origin", "--json"],
+                         cwd=clone_b, env=env_b, capture_output=True, text=True, timeout=60)
+    rows = json.loads(res.stdout)["checkpoints"]
+    assert [(r["class"], r["key"]) for r in rows] == [("unclaimed", paths.project_key(drv2.root)),
+                                                      ("claimed", paths.project_key(drv.root))], rows
+    assert rows[1]["holder"]["machine"] == mid_of(env_b)
+    res = subprocess.run([sys.executable, "-m", "cc_continuity", "status", "--remote", "origin"],
+                         cwd=clone_b, env=env_b, capture_output=True, text=True, timeout=60)
+    assert res.stdout.splitlines()[0] == "origin: 2 published checkpoint(s), 1 unclaimed or with a stale lease"
+    assert "claim one: cc-continuity claim --from origin" in res.stdout
+
+
+def test_uninstall_purge_says_what_stays_on_the_remote_and_the_command_removes_it(tmp_path):
+    from cc_continuity import install
+
+    remote, drv, spec = published(tmp_path, claim_locally=True)
+    lines = []
+    assert install.uninstall(purge=True, out=lines.append) == 0, lines
+    said = [x for x in lines if x.startswith("remote: origin")]
+    assert len(said) == 1 and "keeps the checkpoints published from here" in said[0], lines
+    assert not os.path.exists(paths.home())
+    cmd = said[0].split("remove them with: ", 1)[1]
+    assert git(remote, "for-each-ref", "refs/continuity/")
+    subprocess.run(cmd, shell=True, check=True, capture_output=True)
+    assert not git(remote, "for-each-ref", "refs/continuity/")  # ours and the lease gone
+    assert user_refs(remote) == ["refs/heads/main " + git(drv.root, "rev-parse", "main").strip(),
+                                 "refs/tags/v1 " + git(drv.root, "rev-parse", "v1").strip()]
+
+
+def test_remote_retention_keeps_what_is_claimable_or_claimed_and_live(tmp_path):
+    """Five published checkpoints of this machine, snapshot_keep 1: the newest stays, an unclaimed and a
+    freshly leased one stay whatever their rank; the two with leases past 24 h go, leases included;
+    another machine's checkpoint is not ours to prune."""
+    remote = bare(tmp_path)
+    drv = machine_a(tmp_path, "file://" + remote)
+    root, key, me, now = drv.root, paths.project_key(drv.root), share.machine_id(), time.time()
+    updates = []
+
+    def published_at(cid, at, machine=me, lease_at=None):
+        c = share._commit(root, {"publisher.json": json.dumps({"published_at": at}).encode()}, [], "p")
+        updates.append((c, share.shared_ref(machine, key, cid), ""))
+        if lease_at is not None:
+            lease = share.lease_commit(root, {"machine": "other00000001", "at": lease_at})
+            updates.append((lease, share.claim_ref(machine, key, cid), ""))
+
+    day = 86400
+    published_at("cp-005", now - 100, lease_at=now - 50)         # newest: kept
+    published_at("cp-004", now - 2 * day)                         # unclaimed: claimable, kept
+    published_at("cp-003", now - 3 * day, lease_at=now - 3600)    # claimed and live: kept
+    published_at("cp-002", now - 4 * day, lease_at=now - 2 * day)  # stale lease: goes
+    published_at("cp-001", now - 5 * day, lease_at=now - 3 * day)  # stale lease: goes
+    published_at("cp-001", now - 5 * day, machine="other00000001", lease_at=now - 3 * day)  # another machine's
+    share.push(root, "origin", updates)
+    cfg = dict(config.DEFAULTS, snapshot_keep=1)
+    dry = share.prune_remote(root, "origin", key, cfg, now=now, dry_run=True)
+    assert sorted(dry["protected"]) == [share.shared_ref(me, key, c) for c in ("cp-003", "cp-004")]
+    res = share.prune_remote(root, "origin", key, cfg, now=now)
+    assert sorted(res["deleted"]) == sorted([share.shared_ref(me, key, "cp-001"), share.shared_ref(me, key, "cp-002"),
+                                             share.claim_ref(me, key, "cp-001"), share.claim_ref(me, key, "cp-002")])
+    left = git(remote, "for-each-ref", "--format=%(refname)", "refs/continuity/").split()
+    assert sorted(left) == sorted([share.shared_ref(me, key, "cp-005"), share.shared_ref(me, key, "cp-004"),
+                                   share.shared_ref(me, key, "cp-003"), share.shared_ref("other00000001", key, "cp-001"),
+                                   share.claim_ref(me, key, "cp-005"), share.claim_ref(me, key, "cp-003"),
+                                   share.claim_ref("other00000001", key, "cp-001")])
+
+
+def test_text_from_the_remote_reaches_the_terminal_without_escape_sequences():
+    line = share.describe({"machine": "abc\x1b]0;pwned\x07", "author": "Eve \x1b[2J<e@x>", "at": 0})
+    assert "\x1b" not in line and "\x07" not in line and "machine abc?]0;pwned? (Eve ?[2J<e@x>)" in line
+
+
+def test_the_claimed_worktree_has_the_snapshots_new_changed_and_deleted_files_uncommitted(tmp_path):
+    remote = bare(tmp_path)
+    drv = machine_a(tmp_path, "file://" + remote, share_untracked=True)
+    rotate(drv, claim_locally=False, delete="README.md")
+    assert wait_status(drv, ("published", "failed"))["state"] == "published"
+    env_b, clone_b = machine(tmp_path, "b", "file://" + remote)
+    spec = "%s/cp-001" % paths.project_key(drv.root)
+    res = claim_cli(env_b, clone_b, "--from", "origin", spec, "--print", "--dir", str(tmp_path / "wt"))
+    assert res.returncode == 0, res.stderr
+    wt = str(tmp_path / "wt")
+    assert sorted(git(wt, "status", "--porcelain").splitlines()) == [" D README.md", " M src/app.py", "?? notes.txt"]
+    assert git(wt, "diff", "--cached") == ""  # nothing staged
+    assert git(wt, "symbolic-ref", "HEAD").strip() == "refs/heads/continuity/cp-001"
+
+
+def test_share_by_hand_publishes_once_and_says_so_the_second_time(tmp_path):
+    remote = bare(tmp_path)
+    drv = machine_a(tmp_path, "file://" + remote)
+    drv.config(share_remote=None)
+    rotate(drv)
+    assert not git(remote, "for-each-ref", "refs/continuity/")
+    res = drv.cli("share", "cp-001", "--remote", "origin")
+    ref = share.shared_ref(share.machine_id(), paths.project_key(drv.root), "cp-001")
+    assert res.stdout.strip() == "cp-001 published to origin as %s (claimed here by its own successor)" % ref
+    first = git(remote, "rev-parse", ref)
+    res = drv.cli("share", "cp-001", "--remote", "origin")
+    assert res.stdout.startswith("cp-001 was already published to origin as ") and git(remote, "rev-parse", ref) == first
+    bad = drv.cli("share", "cp-009", "--remote", "origin", check=False)
+    assert bad.returncode == 2 and "cp-009 has no verified checkpoint" in bad.stderr
+    assert drv.cli("share", "cp-001", check=False).returncode == 2  # no remote named, none configured
