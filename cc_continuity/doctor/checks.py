@@ -20,7 +20,7 @@ import tempfile
 import time
 import urllib.parse
 
-from .. import __version__, atomic, config, launchenv, lock, notify, paths
+from .. import __version__, atomic, config, launchenv, lock, notify, paths, procs
 from ..hooks import EVENT_OF
 from ..install import app, blocks, manifest, plugin, settings, wrapper
 from ..project import find_root
@@ -572,9 +572,21 @@ def check_wrapper(ctx):
         return Result("wrapper", False, "the launcher %s is missing, so claude runs without tmux" % launcher, fix)
     if ctx.env.get(wrapper.ACTIVE_ENV) != "1":
         how = "exec fish" if shell == "fish" else "source %s" % shlex.quote(rc)
-        return Result("wrapper", False, "block present in %s, but this shell has not read it yet" % rc,
+        if _started_before(os.getppid(), rc):  # right after install: the promised "new shells" part
+            return Result("wrapper", True, "block in %s, read by shells started from now on (here: `%s`)"
+                          % (rc, how))
+        return Result("wrapper", False, "block present in %s, but this shell has not read it" % rc,
                       "open a new terminal, or run `%s`" % how)
     return Result("wrapper", True, "%s wrapper in %s is active" % (shell, rc))
+
+
+def _started_before(pid, path):
+    """Did process ``pid`` start before ``path`` was last written?"""
+    started = procs.start_time(pid)
+    try:
+        return started is not None and started < os.stat(path).st_mtime
+    except OSError:
+        return False
 
 
 def _frontmatter(text):
@@ -842,7 +854,9 @@ def _walk(top, limit=50000):
                 continue
 
 
-CODE_DIRS = ("app", "app.d", "bin")  # code, not data: may be readable, never writable by others
+# code, not data: may be readable, never writable by others (venv: install.py's private
+# virtualenv of public packages, made under the user's umask)
+CODE_DIRS = ("app", "app.d", "bin", "venv")
 
 
 def check_permissions(ctx):
@@ -850,20 +864,34 @@ def check_permissions(ctx):
     home = paths.home()
     if not os.path.isdir(home):
         return Result("permissions", True, "%s not created yet" % home)
-    bad = []
+    bad, fixed, failed = [], 0, []
     for p, st in _walk(home):
         if os.path.islink(p):
             continue
         rel = os.path.relpath(p, home)
         code = rel.split(os.sep)[0] in CODE_DIRS
-        if st.st_mode & (0o022 if code else 0o077):
-            bad.append("%s (%o)" % (home if p == home else rel, st.st_mode & 0o777))
+        extra = st.st_mode & (0o022 if code else 0o077)
+        if not extra:
+            continue
+        if ctx.fix:  # only the bits named: others lose write on code, everything on state
+            try:
+                os.chmod(p, st.st_mode & 0o7777 & ~extra)
+                fixed += 1
+                continue
+            except OSError as e:
+                failed.append("%s (%s)" % (rel, e.strerror))
+        bad.append("%s (%o)" % (home if p == home else rel, st.st_mode & 0o777))
+    fix = "cc-continuity doctor --fix (or: chmod -R go-rwx %s)" % shlex.quote(home)
     if bad:
         more = " and %d more" % (len(bad) - 5) if len(bad) > 5 else ""
-        return Result("permissions", False,
-                      "open to other users (state must be 0700/0600, code not writable by others): %s%s"
-                      % (", ".join(bad[:5]), more),
-                      "chmod -R go-rwx %s" % shlex.quote(home))
+        detail = ("open to other users (state must be 0700/0600, code not writable by others): %s%s"
+                  % (", ".join(bad[:5]), more))
+        if failed:
+            return Result("permissions", False, detail + "; could not change: " + ", ".join(failed[:5]),
+                          "chmod -R go-rwx %s" % shlex.quote(home))
+        return Result("permissions", False, detail, fix)
+    if fixed:
+        return Result("permissions", True, "%s is private (fixed %d path(s))" % (home, fixed))
     return Result("permissions", True, "%s is private" % home)
 
 
