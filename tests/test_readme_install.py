@@ -95,6 +95,15 @@ def test_readme_first_line_on_the_system_python_in_a_fresh_home(tmp_path, git_re
                               text=True, timeout=30, input=json.dumps({"session_id": "readme-1", "cwd": str(git_repo)}))
     assert line_out.returncode == 0 and line_out.stdout.strip(), line_out
 
+    # A fresh install passes its own doctor, but for the user's own setup: no claude on this
+    # PATH, and Claude Code never run here (no trust given).
+    doctor = subprocess.run([str(link), "doctor", "--json"], env=plain, cwd=str(git_repo), capture_output=True,
+                            text=True, timeout=120)
+    failed = {r["name"]: r["detail"] for r in json.loads(doctor.stdout) if not r["ok"]}
+    assert set(failed) <= {"claude", "trust"}, failed
+    leftovers = [r for r in json.loads(doctor.stdout) if r["name"] == "leftovers"][0]
+    assert leftovers["detail"] == "no leftover temp files or stale locks", leftovers
+
     # Run again: quick (the venv is reused) and changes nothing of the user's.
     again = subprocess.run(["bash", "-c", line], cwd=REPO, env=env, capture_output=True, text=True, timeout=400,
                            stdin=subprocess.DEVNULL)

@@ -242,6 +242,11 @@ def install(opts, out=print):
         return _install(opts, out)  # planned again: the install before ours may have changed things
 
 
+def check(opts):
+    """Raise what :func:`install` would refuse (options, files it cannot use), writing nothing; else 0."""
+    return _install(opts, lambda *a: None, check_only=True)
+
+
 def _install_plugin(out):
     """The app copy, the plugin beside it (``$CC_CONTINUITY_HOME/plugin``), registered with Claude Code."""
     home = paths.home()
@@ -469,7 +474,10 @@ def _print_plan(out, changes, home, file_changes, link, link_state, launcher, fo
     out("dry run: nothing is written")
     if changes:
         out("config: would set %s" % describe_config(changes))
-    up_to_date = app.installed_fingerprint(home) == app.fingerprint()
+    try:
+        up_to_date = app.installed_fingerprint(home) == app.fingerprint()
+    except app.AppError:  # install.py's dry run: the dependencies are not installed yet
+        up_to_date = False
     out("app: %s %s" % ("up to date in" if up_to_date else "would copy cc-continuity %s to" % __version__,
                         show(app.app_link(home))))
     for ch in file_changes:
