@@ -109,6 +109,13 @@ def test_readme_first_line_on_the_system_python_in_a_fresh_home(tmp_path, git_re
                            stdin=subprocess.DEVNULL)
     assert again.returncode == 0 and "settings.json unchanged" in again.stdout, again.stdout + again.stderr
 
-    out = subprocess.run([str(link), "uninstall", "--purge"], env=plain, capture_output=True, text=True, timeout=60)
+    # A plain uninstall says what it kept and the one command that deletes it, which needs no launcher.
+    out = subprocess.run([str(link), "uninstall"], env=plain, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stdout + out.stderr
+    assert not link.exists() and not launcher.exists()
+    kept = [line for line in out.stdout.splitlines() if line.startswith("kept: ")]
+    command = "python3 %s --uninstall --purge" % os.path.join(REPO, "install.py")
+    assert len(kept) == 1 and "~/.claude-continuity (" in kept[0] and kept[0].endswith(command), out.stdout
+    out = subprocess.run(["bash", "-c", command], env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and "purge: ~/.claude-continuity deleted" in out.stdout, out.stdout + out.stderr
     assert tree(str(home)) == before, "uninstall --purge gives HOME back (pip's cache aside)"

@@ -17,6 +17,7 @@ file: a dotfiles repo should not collect copies that may hold tokens.
 
 import difflib
 import os
+import shlex
 import shutil
 import time
 
@@ -467,6 +468,7 @@ def _record(prev, python, app_dir, launcher, path_link, settings_path, srec, md_
         "rc": rc,
         "skills": skill_hashes,
         "created_dirs": sorted(set(created)),
+        "checkout": checkout() or prev.get("checkout"),  # where `install.py --uninstall --purge` is
     }
 
 
@@ -575,7 +577,45 @@ def _uninstall(purge, out):
             out("purge: %s deleted" % show(home))
         else:
             out("purge: %s not there" % show(home))
+    elif os.path.isdir(home):
+        out("kept: %s (%s: your config, checkpoints, handoffs and logs); to delete it too: %s"
+            % (show(home), _size(home), purge_command(home, (rec or {}).get("checkout"))))
     return 0
+
+
+def checkout():
+    """The checkout this code runs from (it has install.py), or None (an app copy, a wheel)."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    ok = os.path.isfile(os.path.join(root, "install.py")) and os.path.isfile(os.path.join(root, "pyproject.toml"))
+    return root if ok else None
+
+
+def purge_command(home, recorded=None):
+    """One command that deletes ``home`` after an uninstall, with no launcher left to run.
+
+    The install.py of the checkout installed from (or run from), which runs this
+    uninstall again and then purges; without one, the removal itself.
+    """
+    for root in (checkout(), recorded):
+        if isinstance(root, str) and os.path.isfile(os.path.join(root, "install.py")):
+            env = "CC_CONTINUITY_HOME=%s " % shlex.quote(home) if os.environ.get("CC_CONTINUITY_HOME") else ""
+            return "%spython3 %s --uninstall --purge" % (env, shlex.quote(os.path.join(root, "install.py")))
+    return "rm -rf %s" % shlex.quote(home)
+
+
+def _size(top):
+    total = 0
+    for d, _dirs, files in os.walk(top):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(d, name)).st_size
+            except OSError:
+                pass
+    for unit in ("bytes", "kB", "MB", "GB"):
+        if total < 1000 or unit == "GB":
+            return ("%d %s" if unit == "bytes" else "%.1f %s") % (total, unit)
+        total /= 1000.0
+    return ""  # unreachable
 
 
 def _uninstall_plugin(out, recorded):

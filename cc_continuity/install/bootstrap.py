@@ -142,11 +142,15 @@ def main(argv, source_root, cli):
     anything is created, and ``--dry-run`` runs here too, creating nothing.
     """
     if argv[:1] in (["-h"], ["--help"]):
-        sys.stdout.write("usage: python3 install.py [cc-continuity install options]\n\n"
+        sys.stdout.write("usage: python3 install.py [cc-continuity install options]\n"
+                         "       python3 install.py --uninstall [--purge]\n\n"
                          "Installs cc-continuity from this checkout (its dependencies into %s),\n"
                          "then runs `cc-continuity install` with the options given; see\n"
-                         "`cc-continuity install --help` once installed.\n" % venv_dir())
+                         "`cc-continuity install --help` once installed.  --uninstall is\n"
+                         "`cc-continuity uninstall`, for when the launcher is gone.\n" % venv_dir())
         return 0
+    if argv[:1] == ["--uninstall"]:  # needs no dependency, so it runs on this interpreter
+        return cli.main(["uninstall"] + list(argv[1:]))
     missing = missing_tools()
     if missing:
         say("missing %s; install first:" % " and ".join(missing))
