@@ -345,7 +345,8 @@ def _install(opts, out, check_only=False):
     launcher_change.apply(created)
     os.chmod(launcher, 0o700)
     out("launcher: %s %s" % (show(launcher), "written" if launcher_change.changed else "unchanged"))
-    path_link = _install_link(out, link, link_state, launcher, created)
+    path_link = _install_link(out, link, link_state, launcher, created, shell, [ch.path for ch in rc_changes
+                                                                               if ch.new is not None])
 
     # Recorded before the user's files are touched, so an interrupted install can still be undone.
     record = _record(prev, python, app_dir, launcher, path_link, settings_path, srec, md_change, rc_changes, shell,
@@ -409,9 +410,9 @@ def _verb(change):
     return "updated" if change.had_block else "added"
 
 
-def _install_link(out, link, state, launcher, created):
+def _install_link(out, link, state, launcher, created, shell=None, rc_files=()):
     directory = os.path.dirname(link)
-    hint = "" if app.on_path(directory) else " (%s is not on your PATH; add it to use `cc-continuity` by name)" % show(directory)
+    hint = "" if app.on_path(directory) else " (%s)" % _path_hint(directory, launcher, shell, rc_files)
     if state == "foreign":
         out("PATH: %s exists and is not ours: left alone; the launcher is %s" % (show(link), show(launcher)))
         return None
@@ -422,6 +423,19 @@ def _install_link(out, link, state, launcher, created):
     return link
 
 
+def _path_hint(directory, launcher, shell, rc_files):
+    """How to get ``directory`` on PATH, exactly, for the shell the wrapper went to."""
+    if shell == "fish":
+        how = "run `fish_add_path %s` once" % show(directory)
+    else:
+        line = 'export PATH="%s:$PATH"' % directory.replace(os.path.expanduser("~"), "$HOME", 1)
+        files = " and ".join(show(f) for f in rc_files) or "your shell's startup file"
+        how = "add the line `%s` to %s" % (line, files)
+
+    return "%s is not on your PATH: to run `cc-continuity` by name, %s; meanwhile it is %s" % (
+        show(directory), how, show(launcher))
+
+
 def _report_settings(out, change, srec, events):
     doc = settings.parse(change.new.decode("utf-8"))
     line = "settings: %s " % show(change.path)
@@ -430,7 +444,9 @@ def _report_settings(out, change, srec, events):
     else:
         line += "hooks merged (%d events)" % events
         if srec.get("statusline_chain"):
-            line += ", your status line chained"
+            line += ", your status line chained after ours"
+        elif settings.is_our_statusline(doc.get("statusLine")):
+            line += ", status line set (context %, session, rotation state)"
         if change.backup_path:
             line += ", backup %s" % show(change.backup_path)
     out(line)
