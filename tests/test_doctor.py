@@ -229,6 +229,13 @@ def test_unparseable_settings_are_reported_not_rewritten(inst):
     _red(r, "not valid JSON", "by hand")
     with open(inst.settings_path) as f:
         assert f.read() == '{"hooks": {},}'
+    # No red check sends the user to an install that would refuse this file: the repair comes first.
+    os.unlink(inst.launcher)
+    results = inst.check()
+    told = [r.fix for r in results.values() if not r.ok and r.fix and "cc-continuity install" in r.fix]
+    assert len(told) >= 3, results  # hooks, hook-probe, statusline, wrapper (the launcher is gone) ...
+    for fix in told:
+        assert fix.startswith("repair %s by hand" % inst.settings_path), fix
 
 
 def test_disable_all_hooks_is_red(inst):

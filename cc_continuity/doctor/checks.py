@@ -141,6 +141,10 @@ def run_checks(ctx, checks=None):
             name = check.__name__.replace("check_", "").replace("_", "-")
             out.append(Result(name, False, "the check itself failed: %s: %s" % (type(e).__name__, e),
                               "report this as a cc-continuity bug"))
+    if ctx.settings()[0] is None and os.path.exists(ctx.settings_path):
+        for r in out:  # install refuses a settings.json it cannot parse: every such fix starts with the repair
+            if not r.ok and r.fix and r.fix.startswith("cc-continuity install"):
+                r.fix = _settings_fix(ctx, r.fix)
     return out
 
 
@@ -348,15 +352,20 @@ def _handler_problems(event, group, handler, expected):
     return problems
 
 
+def _settings_fix(ctx, then="cc-continuity install"):
+    """The fix while settings.json cannot be read: install refuses such a file, so repairing it comes first."""
+    if not os.path.exists(ctx.settings_path):
+        return then
+    return ("repair %s by hand (cc-continuity never rewrites a file it cannot parse), then run %s"
+            % (ctx.settings_path, then))
+
+
 def check_hooks(ctx):
     doc, err = ctx.settings()
     installed = ctx.manifest() is not None
     fix = "cc-continuity install"
     if doc is None:
-        if not os.path.exists(ctx.settings_path):
-            return Result("hooks", False, err, fix)
-        return Result("hooks", False, err, "repair %s by hand (cc-continuity never rewrites a file it cannot "
-                      "parse), then run cc-continuity install" % ctx.settings_path)
+        return Result("hooks", False, err, _settings_fix(ctx))
     expected = _expected_hooks()
     if ctx.plugin():
         return _plugin_hooks(ctx, doc, expected)
@@ -449,7 +458,8 @@ def check_hook_probe(ctx):
             handler, on = found[0][1], event
             break
     if handler is None:
-        return Result("hook-probe", False, "no hook of ours to run", "cc-continuity install")
+        return Result("hook-probe", False, "no hook of ours to run", _settings_fix(ctx) if doc is None
+                      else "cc-continuity install")
     token = "%s-%s" % (PROBE_EVENT, os.urandom(4).hex())
     args = [token if a == on else a for a in handler.get("args") or []]
     argv = [handler.get("command")] + args
@@ -489,7 +499,7 @@ def _logged(log, token):
 def check_statusline(ctx):
     doc, err = ctx.settings()
     if doc is None:
-        return Result("statusline", False, err, "cc-continuity install")
+        return Result("statusline", False, err, _settings_fix(ctx))
     value = doc.get("statusLine")
     if not settings.is_our_statusline(value):
         theirs = value.get("command") if isinstance(value, dict) else None
