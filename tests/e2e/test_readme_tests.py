@@ -55,7 +55,9 @@ def test_readme_second_line_in_a_fresh_clone_on_the_system_python(tmp_path, clau
     assert p.returncode == 0, "%r failed after %.0f s:\n%s\n%s" % (line, took, p.stdout[-5000:], p.stderr[-3000:])
     summary = [s for s in p.stdout.splitlines() if " passed" in s][-1]
     assert "failed" not in summary and "error" not in summary, summary
-    venv = home / ".venvs" / "cc-continuity-dev"
+    # (its path must not name our package: the stand-in claudes of the inner suite have it in their
+    # shebang, and realclaude takes a script naming cc-continuity for a shim of ours)
+    venv = home / ".venvs" / "continuity-dev"
     assert (venv / "bin" / "python").exists(), "the line's virtualenv is under HOME"
     assert not any(n.startswith((".venv", "venv")) for n in os.listdir(clone)), "nothing of it in the checkout"
     print("README line 2: %s in %.0f s" % (summary.strip("= "), took))
