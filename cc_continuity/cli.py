@@ -30,14 +30,13 @@ def build_parser() -> argparse.ArgumentParser:
             continue
         if hasattr(mod, "register"):
             mod.register(sub)
-    parser.set_defaults(_verbs=sub.choices)
     return parser
 
 
 def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
     """``parse_args``, but a mistyped verb gets a "did you mean", and an option a verb does not
     have is reported with that verb's usage (not the top-level one)."""
-    verbs = parser.get_default("_verbs") or {}
+    verbs = next((a.choices for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None) or {}
     if argv and not argv[0].startswith("-") and argv[0] not in verbs:
         import difflib  # lazy: only a mistyped verb needs it
 

@@ -38,6 +38,7 @@ plain script (the trampoline) with ``python -I``.
 
 import json
 import os
+import select
 import shlex
 import shutil
 import signal
@@ -320,8 +321,6 @@ def wait_attached(argv, env, exit_path):
 def _watch(client, tmux, exit_path):
     if not hasattr(os, "pidfd_open"):
         return
-    import select  # lazy: only an attached launch on Linux needs it (this file is also the trampoline)
-
     known, deadline = None, time.monotonic() + 30  # the trampoline writes it before claude starts
     while known is None:
         try:
