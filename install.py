@@ -23,6 +23,7 @@ if sys.version_info < (3, 11):
     sys.exit(1)
 
 sys.path.insert(0, HERE)
+from cc_continuity import cli  # noqa: E402
 from cc_continuity.install import bootstrap  # noqa: E402
 
-sys.exit(bootstrap.main(sys.argv[1:], HERE))
+sys.exit(bootstrap.main(sys.argv[1:], HERE, cli))

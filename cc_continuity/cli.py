@@ -33,6 +33,24 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """``parse_args``, but a mistyped verb gets a "did you mean", and an option a verb does not
+    have is reported with that verb's usage (not the top-level one)."""
+    verbs = next((a.choices for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None) or {}
+    if argv and not argv[0].startswith("-") and argv[0] not in verbs:
+        import difflib  # lazy: only a mistyped verb needs it
+
+        close = difflib.get_close_matches(argv[0], list(verbs), n=1)
+        parser.print_usage(sys.stderr)
+        sys.stderr.write("cc-continuity: unknown command %r%s; `cc-continuity --help` lists them\n"
+                         % (argv[0], " (did you mean %r?)" % close[0] if close else ""))
+        raise SystemExit(2)
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        (verbs.get(getattr(args, "verb", None)) or parser).error("unrecognized arguments: %s" % " ".join(extra))
+    return args
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     # The hook path must stay lean: route it before building the full parser
@@ -64,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
 
         status_main()
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = _parse(parser, argv)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2

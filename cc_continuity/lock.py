@@ -2,7 +2,8 @@
 
 ``flock`` locks die with their process, so a holder that was SIGKILLed never
 blocks anyone.  The holder's pid is written into the file only to help
-``doctor`` explain who holds it.
+``doctor`` explain who holds it, and cleared on release (so a file naming a dead
+pid is one whose holder died holding it).
 """
 
 import fcntl
@@ -65,6 +66,10 @@ class Lock:
         fd, self._fd = self._fd, None
         if fd is not None:
             try:
+                try:  # a released lock names no holder: only one that died holding it is stale
+                    os.ftruncate(fd, 0)
+                except OSError:
+                    pass
                 fcntl.flock(fd, fcntl.LOCK_UN)
             finally:
                 os.close(fd)

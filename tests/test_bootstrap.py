@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+from cc_continuity import cli
 from cc_continuity.install import bootstrap
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -33,7 +34,7 @@ def test_no_ensurepip_uses_the_system_pip_to_fill_the_venv(tmp_path, monkeypatch
 
 def test_missing_git_or_tmux_is_named_and_nothing_is_done(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("PATH", str(tmp_path))  # nothing on it
-    assert bootstrap.main([], REPO) == 1
+    assert bootstrap.main([], REPO, cli) == 1
     err = capsys.readouterr().err
     assert "missing git and tmux" in err and "sudo apt-get install git && sudo apt-get install tmux" in err
     assert "brew install tmux" in err
@@ -41,7 +42,7 @@ def test_missing_git_or_tmux_is_named_and_nothing_is_done(tmp_path, monkeypatch,
 
 
 def test_help_runs_nothing(capsys):
-    assert bootstrap.main(["--help"], REPO) == 0
+    assert bootstrap.main(["--help"], REPO, cli) == 0
     assert "usage: python3 install.py" in capsys.readouterr().out
     assert not os.path.exists(bootstrap.venv_dir())
 
@@ -56,3 +57,33 @@ def test_install_py_refuses_an_old_python_with_what_to_install(tmp_path):
                        env={"PATH": str(tmp_path), "HOME": str(tmp_path)})
     assert p.returncode == 1
     assert "needs Python >= 3.11 (this is 3.9)" in p.stderr and "brew install python@3.12" in p.stderr
+
+
+def _listing(root):
+    return sorted((os.path.relpath(os.path.join(d, n), root), os.lstat(os.path.join(d, n)).st_mtime_ns)
+                  for d, dirs, files in os.walk(root) for n in dirs + files)
+
+
+@pytest.mark.skipif(not os.path.exists("/usr/bin/python3"), reason="needs /usr/bin/python3")
+@pytest.mark.parametrize("args, rc, said", [
+    (["--dry-run"], 0, "dry run: would create the virtualenv %(home)s/.claude-continuity/venv"),
+    (["--window", "abc"], 2, "argument --window: expected a token count"),
+    (["--dry-run", "--thresholds", "90,80,70"], 2, "need warn <= rotate <= hard"),
+    ([], 1, "settings.json"),  # a settings.json it cannot parse: refused before the venv is made
+])
+def test_install_py_writes_nothing_when_dry_or_refusing(tmp_path, args, rc, said):
+    home = tmp_path / "fresh"
+    home.mkdir()
+    (home / ".bashrc").write_text("export EDITOR=vi\n")
+    if not args:
+        (home / ".claude").mkdir()
+        (home / ".claude" / "settings.json").write_text('{"model": "opus",\n')
+    before = _listing(str(home))
+    p = subprocess.run(["/usr/bin/python3", os.path.join(REPO, "install.py")] + args, capture_output=True,
+                       text=True, timeout=120, stdin=subprocess.DEVNULL,
+                       env={"HOME": str(home), "PATH": "/usr/bin:/bin", "SHELL": "/bin/bash"})
+    assert p.returncode == rc, p.stdout + p.stderr
+    assert said % {"home": home} in p.stdout + p.stderr, p.stdout + p.stderr
+    assert _listing(str(home)) == before, "install.py wrote into HOME"
+    if args == ["--dry-run"]:
+        assert "dry run: nothing is written" in p.stdout and "would write" in p.stdout, p.stdout

@@ -26,10 +26,10 @@ def bin_dir(tmp_path, python, tools=TOOLS):
     return str(d)
 
 
-def dry(path, home, as_nobody=False):
+def dry(path, home, as_nobody=False, run=RUN):
     env = {"PATH": path, "HOME": str(home), "XDG_CACHE_HOME": str(home / "cache"), "LANG": "C.UTF-8"}
     pre = [shutil.which("setpriv"), "--reuid=65534", "--regid=65534", "--clear-groups"] if as_nobody else []
-    return subprocess.run(pre + ["/bin/bash", RUN, "--dry-run"], env=env, capture_output=True, text=True,
+    return subprocess.run(pre + ["/bin/bash", run, "--dry-run"], env=env, capture_output=True, text=True,
                           timeout=60, cwd="/")
 
 
@@ -81,7 +81,10 @@ def test_a_normal_user_missing_tools_is_told_what_to_install():
         home.mkdir()
         os.chown(home, 65534, 65534)
         path = bin_dir(base, sys.executable, tools=("git",))
-        p = dry(path, home, as_nobody=True)
+        # A copy nobody can read: the checkout may sit under a directory closed to others
+        # (a fresh clone in a 0700 HOME or pytest's temp dir, as README line 2's test has it).
+        shutil.copytree(os.path.join(REPO, ".ci"), base / "repo" / ".ci")
+        p = dry(path, home, as_nobody=True, run=str(base / "repo" / ".ci" / "run"))
     finally:
         shutil.rmtree(base)
     assert p.returncode == 1, p.stdout + p.stderr

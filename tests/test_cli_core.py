@@ -56,6 +56,16 @@ def test_no_verb_prints_help_and_exits_2(cli, repo):
     assert code == 2 and "status" in out and "verify" in out
 
 
+def test_a_mistyped_verb_gets_a_did_you_mean_and_a_bad_option_the_verbs_own_usage(cli, repo):
+    code, out, err = cli("stauts")
+    assert code == 2 and "unknown command 'stauts' (did you mean 'status'?)" in err, err
+    code, out, err = cli("xyzzy")
+    assert code == 2 and "unknown command 'xyzzy';" in err and "did you mean" not in err, err
+    code, out, err = cli("history", "--bogus")
+    assert code == 2, err
+    assert err.startswith("usage: cc-continuity history [-h]") and "unrecognized arguments: --bogus" in err, err
+
+
 def test_version(repo):
     res = real_cli("--version", cwd=repo)
     assert res.returncode == 0 and res.stdout.startswith("cc-continuity ")
@@ -130,6 +140,9 @@ def test_history_json_links_the_clear_chain(cli, repo, isolated_home):
         (2, "repo-002", session.ACTIVE, 1, None)]
     code, out, err = cli("history")
     assert "2 sessions, 0 rotations" in out and "ended (clear)" in out
+    from cc_continuity.commands._util import count
+    assert (count(1, "session"), count(0, "rotation"), count(2, "rotation")) == ("1 session", "0 rotations",
+                                                                              "2 rotations")
 
 
 # -- signal --------------------------------------------------------------------------------------

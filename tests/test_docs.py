@@ -45,8 +45,11 @@ def test_readme_starts_with_install_and_test_commands():
     assert lines[0].split("#")[0].split() == ["python3", "install.py"]  # run as written: test_readme_install.py
     with open(os.path.join(ROOT, ".ci", "run")) as f:
         ci = f.read()
-    test_cmd = re.search(r"&& (python3 -m pytest)\s*$", lines[1]).group(1)
-    assert re.search(r"^%s\s*$" % re.escape(test_cmd), ci, re.M), "CI must run the README's test command"
+    # The test line makes its own virtualenv and runs the default suite with it; CI runs that suite
+    # with the interpreter of its own virtualenv (tests/e2e/test_readme_tests.py runs the line itself).
+    venv = re.match(r"python3 -m venv (\S+) && ", lines[1]).group(1)
+    assert lines[1].endswith("&& %s/bin/python -m pytest" % venv), lines[1]
+    assert re.search(r"^python3 -m pytest\s*$", ci, re.M), "CI must run the README's test suite"
 
 
 def _usage_block(usage, title):
@@ -127,3 +130,30 @@ def test_install_and_configure_read_values_alike():
             except SystemExit as e:
                 assert e.code == 2
         assert "expected a token count like 200000, 200k or 1m" in err.getvalue(), (verb, err.getvalue())
+
+
+def _readme_diagram():
+    with open(os.path.join(ROOT, "README.md")) as f:
+        blocks = re.findall(r"^```mermaid\n(.*?)^```", f.read(), re.M | re.S)
+    assert len(blocks) == 1, "README.md has one Mermaid diagram of the loop"
+    return blocks[0]
+
+
+def test_readme_diagram_draws_the_state_machine_as_it_is():
+    """Every state box is a state of session.TRANSITIONS (and every state has one); every solid
+    arrow between two states is a transition the table allows (dotted ones cross to the next
+    session or to a helper)."""
+    from cc_continuity import session
+
+    text = _readme_diagram()
+    bare = re.sub(r'"[^"]*"', '""', text)  # labels out: what is left are node ids and arrows
+    ids = set(re.findall(r"\b[A-Za-z_]+\b", bare)) - {"flowchart", "TD"}
+    named = {i for i in ids if i.isupper()}
+    assert named <= set(session.TRANSITIONS), "no such state: %s" % sorted(named - set(session.TRANSITIONS))
+    assert named == set(session.TRANSITIONS), "not drawn: %s" % sorted(set(session.TRANSITIONS) - named)
+    for state in named:  # each box shows its state's name
+        assert re.search(r'^\s*%s\["%s<br/>' % (state, state), text, re.M), state
+    solid = re.findall(r'^\s*([A-Z_]+)\s*-->(?:\|"[^"]*"\|)?\s*([A-Z_]+)\s*$', text, re.M)
+    assert len(solid) >= 10
+    wrong = [(a, b) for a, b in solid if not session.is_allowed(a, b)]
+    assert not wrong, "arrows the state machine does not allow: %s" % wrong

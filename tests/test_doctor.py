@@ -162,8 +162,10 @@ def test_the_real_installer_passes_doctor(tmp_path, git_repo, isolated_home):
     assert r.returncode == 0, r.stdout + r.stderr
     with open(os.path.join(str(isolated_home), ".claude.json"), "w") as f:
         json.dump({"projects": {str(git_repo): {"hasTrustDialogAccepted": True}}}, f)
+    # Right after install, in the shell that ran it: the wrapper is for new shells, not a failure.
     results = {x.name: x for x in checks.run_checks(checks.Context(env=env, cwd=str(git_repo)))}
-    assert not results["wrapper"].ok and "has not read it yet" in results["wrapper"].detail
+    assert results["wrapper"].ok and "read by shells started from now on" in results["wrapper"].detail
+    assert [x for x in results.values() if not x.ok] == []
     env[wrapper.ACTIVE_ENV] = "1"
     results = {x.name: x for x in checks.run_checks(checks.Context(env=env, cwd=str(git_repo)))}
     assert [x for x in results.values() if not x.ok] == []
@@ -227,6 +229,13 @@ def test_unparseable_settings_are_reported_not_rewritten(inst):
     _red(r, "not valid JSON", "by hand")
     with open(inst.settings_path) as f:
         assert f.read() == '{"hooks": {},}'
+    # No red check sends the user to an install that would refuse this file: the repair comes first.
+    os.unlink(inst.launcher)
+    results = inst.check()
+    told = [r.fix for r in results.values() if not r.ok and r.fix and "cc-continuity install" in r.fix]
+    assert len(told) >= 3, results  # hooks, hook-probe, statusline, wrapper (the launcher is gone) ...
+    for fix in told:
+        assert fix.startswith("repair %s by hand" % inst.settings_path), fix
 
 
 def test_disable_all_hooks_is_red(inst):
@@ -291,7 +300,15 @@ def test_wrapper_block_missing_stale_or_not_sourced(inst):
     assert inst.check("wrapper")["wrapper"].ok
     env = dict(inst.env)
     del env[wrapper.ACTIVE_ENV]
-    _red(inst.check("wrapper", env=env)["wrapper"], "has not read it yet", "source %s" % inst.bashrc)
+    # This test's process started before the block was written: a shell from before the install.
+    r = inst.check("wrapper", env=env)["wrapper"]
+    assert r.ok and "read by shells started from now on" in r.detail and "source %s" % inst.bashrc in r.detail
+    # A shell started after it that still lacks it does not read that file: red.
+    time.sleep(0.05)
+    os.utime(inst.bashrc, (time.time() - 60,) * 2)
+    out = subprocess.run(["sh", "-c", '"$0" -m cc_continuity.cli doctor; :', sys.executable], env=env,
+                         cwd=str(inst.repo), capture_output=True, text=True, timeout=60).stdout
+    assert "FAIL  wrapper" in out and "this shell has not read it" in out and "source %s" % inst.bashrc in out, out
 
     with open(inst.bashrc, "a") as f:
         f.write("alias claude='~/.claude/local/claude'\n")
@@ -343,7 +360,7 @@ def _project_dir(key):
     return paths.ensure_dir(paths.project_dir(key))
 
 
-def test_open_permissions_are_red_and_fix_leaves_them_alone(inst):
+def test_open_permissions_are_red_and_fix_takes_exactly_those_bits_away(inst):
     proj = _project_dir("repo-abc")
     state = os.path.join(proj, "project.json")
     with open(state, "w") as f:
@@ -351,15 +368,29 @@ def test_open_permissions_are_red_and_fix_leaves_them_alone(inst):
     os.chmod(state, 0o644)
     os.chmod(proj, 0o755)
     r = inst.check("permissions")["permissions"]
-    _red(r, "project.json (644)", "chmod -R go-rwx")
-    # Code may be world-readable but never group/world-writable.
-    os.chmod(proj, 0o700)
-    os.chmod(state, 0o600)
-    assert inst.check("permissions")["permissions"].ok
+    _red(r, "project.json (644)", "cc-continuity doctor --fix")
+    # Code may be world-readable but never group/world-writable: install.py's venv is code,
+    # made under the user's umask (755 dirs, 644 files).
+    venv = os.path.join(inst.cchome, "venv", "lib")
+    os.makedirs(venv)
+    os.chmod(venv, 0o755)
     os.chmod(os.path.join(inst.app, "cc_continuity"), 0o777)
     _red(inst.check("permissions")["permissions"], "cc_continuity (777)")
-    inst.check("leftovers", fix=True)
-    assert os.stat(os.path.join(inst.app, "cc_continuity")).st_mode & 0o777 == 0o777
+    r = inst.check("permissions", fix=True)["permissions"]
+    assert r.ok and "fixed 3 path(s)" in r.detail, r
+    assert os.stat(state).st_mode & 0o777 == 0o600 and os.stat(proj).st_mode & 0o777 == 0o700
+    assert os.stat(os.path.join(inst.app, "cc_continuity")).st_mode & 0o777 == 0o755  # readable stays readable
+    assert os.stat(venv).st_mode & 0o777 == 0o755  # was never wrong
+    assert inst.check("permissions")["permissions"].ok
+
+
+def test_a_lock_released_by_its_holder_is_no_leftover(inst):
+    path = os.path.join(inst.cchome, "install.lock")
+    with lock.Lock(path):
+        pass
+    assert os.path.exists(path)
+    r = inst.check("leftovers")["leftovers"]
+    assert r.ok and r.detail == "no leftover temp files or stale locks", r
 
 
 def _dead_pid():

@@ -157,3 +157,23 @@ def test_rank_blocked_limited_rotating_active_waiting_done():
             {"name": "dead", "class": "dead", "state": "ACTIVE"}]
     assert [r["name"] for r in sorted(rows, key=fleet.sort_key)] == ["dead", "human", "manual", "lim", "rot", "act",
                                                                      "wait", "done"]
+
+
+def test_columns_stay_aligned_when_a_state_is_longer_than_its_column():
+    rows = [{"name": "proj-001", "class": "blocked", "state": session.AWAITING_MANUAL_CLEAR,
+             "flags": {"needs_human": 1}, "percent": 64.2, "driver": "tmux", "pid": 4242},
+            {"name": "a-much-longer-project-name-042", "class": "active", "state": session.ACTIVE, "percent": 7,
+             "driver": None, "pid": 17}]
+    out = []
+    fleet.render(rows, time.time(), out.append)
+    lines = [line.rstrip("\n") for line in out]
+    assert "AWAITING_MANUAL_CLEAR [NEEDS-HUMAN]" in lines[1]
+    for column in ("CLASS", "STATE", "CTX", "DRIVER", "MOVED", "PID"):
+        at = lines[0].index(column)
+        for line, row in zip(lines[1:], rows):
+            # every row's cell starts (CTX: ends) where its header does
+            if column == "CTX":
+                end = at + len("CTX")
+                assert line[end - 1] == "%", (column, lines)
+            else:
+                assert line[at - 1] == " " and line[at] != " ", (column, lines)

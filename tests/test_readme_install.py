@@ -95,11 +95,27 @@ def test_readme_first_line_on_the_system_python_in_a_fresh_home(tmp_path, git_re
                               text=True, timeout=30, input=json.dumps({"session_id": "readme-1", "cwd": str(git_repo)}))
     assert line_out.returncode == 0 and line_out.stdout.strip(), line_out
 
+    # A fresh install passes its own doctor, but for the user's own setup: no claude on this
+    # PATH, and Claude Code never run here (no trust given).
+    doctor = subprocess.run([str(link), "doctor", "--json"], env=plain, cwd=str(git_repo), capture_output=True,
+                            text=True, timeout=120)
+    failed = {r["name"]: r["detail"] for r in json.loads(doctor.stdout) if not r["ok"]}
+    assert set(failed) <= {"claude", "trust"}, failed
+    leftovers = [r for r in json.loads(doctor.stdout) if r["name"] == "leftovers"][0]
+    assert leftovers["detail"] == "no leftover temp files or stale locks", leftovers
+
     # Run again: quick (the venv is reused) and changes nothing of the user's.
     again = subprocess.run(["bash", "-c", line], cwd=REPO, env=env, capture_output=True, text=True, timeout=400,
                            stdin=subprocess.DEVNULL)
     assert again.returncode == 0 and "settings.json unchanged" in again.stdout, again.stdout + again.stderr
 
-    out = subprocess.run([str(link), "uninstall", "--purge"], env=plain, capture_output=True, text=True, timeout=60)
+    # A plain uninstall says what it kept and the one command that deletes it, which needs no launcher.
+    out = subprocess.run([str(link), "uninstall"], env=plain, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stdout + out.stderr
+    assert not link.exists() and not launcher.exists()
+    kept = [line for line in out.stdout.splitlines() if line.startswith("kept: ")]
+    command = "python3 %s --uninstall --purge" % os.path.join(REPO, "install.py")
+    assert len(kept) == 1 and "~/.claude-continuity (" in kept[0] and kept[0].endswith(command), out.stdout
+    out = subprocess.run(["bash", "-c", command], env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and "purge: ~/.claude-continuity deleted" in out.stdout, out.stdout + out.stderr
     assert tree(str(home)) == before, "uninstall --purge gives HOME back (pip's cache aside)"

@@ -156,6 +156,22 @@ def test_install_with_a_user_manager_runs_systemctl(isolated_home, capsys, monke
     assert service.uninstall(platform="linux", runner=Runner()) is None
 
 
+def test_uninstall_removes_the_directories_install_made_and_no_other(isolated_home, capsys):
+    before = sorted(os.listdir(str(isolated_home)))
+    path = service.install(platform="linux", runner=Runner(manager=False))
+    assert os.path.isdir(os.path.join(str(isolated_home), ".config", "systemd", "user"))
+    assert service.uninstall(platform="linux", runner=Runner(manager=False)) == path
+    assert sorted(n for n in os.listdir(str(isolated_home)) if n != os.path.basename(paths.home())) == before
+    # A ~/.config that was there before (with the user's files) stays, and so does a file of theirs
+    # put beside ours meanwhile.
+    os.makedirs(os.path.join(str(isolated_home), ".config", "git"))
+    path = service.install(platform="linux", runner=Runner(manager=False))
+    theirs = os.path.join(os.path.dirname(path), "theirs.service")
+    open(theirs, "w").close()
+    service.uninstall(platform="linux", runner=Runner(manager=False))
+    assert os.path.exists(theirs) and os.path.isdir(os.path.join(str(isolated_home), ".config", "git"))
+
+
 def test_a_failing_systemctl_is_an_error(isolated_home):
     with pytest.raises(service.ServiceError, match="restart .* failed \\(exit 1\\): boom"):
         service.install(platform="linux", runner=Runner(fail=[("systemctl", "--user", "restart")]))
@@ -243,6 +259,16 @@ def test_status_right_after_install_knows_the_service_is_there(isolated_home, ca
     assert "watchdog install" in capsys.readouterr().out  # nothing installed yet: the hint is right
     service.install(platform="linux", runner=Runner(manager=False))
     capsys.readouterr()
+    # No user manager (a container, an ssh login without one): nothing started it, and status says so.
+    monkeypatch.setattr(service, "user_manager_running", lambda runner=None: False)
+    assert cli.main(["watchdog", "status"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0] == ("watchdog: NOT running: its service is installed (%s) but no systemd user "
+                                   "manager runs here, so nothing has started it; run `cc-continuity watchdog "
+                                   "run` in a terminal that stays open, or, once one runs:" % service.unit_path()), out
+    assert "systemctl --user enable --now cc-continuity-watchdog.service" in out
+    # With one, the service is starting for its first seconds.
+    monkeypatch.setattr(service, "user_manager_running", lambda runner=None: True)
     assert cli.main(["watchdog", "status"]) == 0
     out = capsys.readouterr().out
     first = out.splitlines()[0]

@@ -80,7 +80,7 @@ class World:
     def argv(self, shell, args):
         rc = str(self.rc(shell))
         if shell == "fish":
-            return ["fish", "--no-config", "-c", "source %s; claude $argv" % _fish(rc)] + list(args)
+            return ["fish", "--no-config", "-c", "source %s; claude $argv" % _fish(rc), "--"] + list(args)
         flags = ["-f"] if shell == "zsh" else ["--norc", "--noprofile"]
         return [shell] + flags + ["-c", 'source "$0"; claude "$@"', rc] + list(args)
 
@@ -232,9 +232,69 @@ def test_outside_tmux_starts_named_session_with_args_verbatim(world, shell):
     assert rec["cwd"] == str(world.cwd)
     assert rec["tty"] is True
     assert rec["unattended"] is None and "--dangerously-skip-permissions" not in rec["argv"]
-    assert world.env_files() == []  # the trampoline consumed its environment file
-    assert status == 0  # the tmux client's status once the session ended
+    assert world.env_files() == []  # the trampoline consumed its environment file, the launcher its exit file
+    assert status == STANDIN_RC  # claude's own status, not the tmux client's 0
     assert world.sessions() == []
+
+
+# A claude that fails at once, leaving more lines than are shown.
+FAILING = """#!/bin/sh
+i=1
+while [ $i -le 30 ]; do echo "line $i of the failure"; [ $i = 5 ] && echo; i=$((i+1)); done
+echo "fatal: cannot start" >&2
+exit 3
+"""
+
+
+@pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
+def test_a_claude_failing_at_once_returns_its_status_with_its_last_lines_visible(world, shell):
+    _skip_unless(shell)
+    world.claude.write_text(FAILING)
+    status, out = world.run_tty(shell, ["some prompt"])
+    assert status == 3, out
+    assert "[exited]" in out, out  # it did run inside tmux
+    after = out.rsplit("[exited]", 1)[1]  # what the user sees once tmux has cleared its screen
+    shown = [line.strip() for line in after.splitlines() if line.strip()]
+    assert shown == ["line %d of the failure" % i for i in range(12, 31)] + ["fatal: cannot start"], out
+    assert world.sessions() == [] and world.env_files() == []
+
+
+REAL_CLAUDE = os.environ.get("CC_CONTINUITY_CLAUDE_BIN") or "/root/.cache/cc-continuity/claude-2.1.332/node_modules/.bin/claude"
+
+
+@pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
+def test_real_claude_with_a_bogus_flag_shows_its_error_and_returns_1(world, shell):
+    _skip_unless(shell)
+    if not os.access(REAL_CLAUDE, os.X_OK):
+        pytest.skip("no real Claude Code binary at %s" % REAL_CLAUDE)
+    status, out = world.run_tty(shell, ["--bogus-flag"], env={realclaude.ENV_CLAUDE: REAL_CLAUDE})
+    assert status == 1, out
+    assert "[exited]" in out, out
+    assert "error: unknown option '--bogus-flag'" in out.rsplit("[exited]", 1)[1], out
+    assert world.sessions() == []
+
+
+def test_report_shows_lines_only_for_a_quick_exit_or_a_failure_the_user_did_not_ask_for(tmp_path):
+    screen = ["", "ok", "   ", "last words", "Pane is dead (status 1, Tue Dec  1 21:40:03 2026)"]
+
+    def rep(status, sig, elapsed, lines=screen, client=0):
+        path = tmp_path / "exit.json"
+        path.write_text(json.dumps({"status": status, "signal": sig, "lines": lines}))
+        got = launch.report(str(path), client, elapsed)
+        assert not path.exists()  # read once
+        return got
+
+    assert rep(0, None, 1.0) == (0, ["ok", "last words"])  # exited within 5 s: shown
+    assert rep(0, None, 600.0) == (0, [])  # the user's /exit after an hour: nothing
+    assert rep(3, None, 600.0) == (3, ["ok", "last words"])  # a failure: shown
+    assert rep(None, 2, 600.0) == (130, [])  # ^C: the user's own doing
+    assert rep(None, 1, 600.0) == (129, [])  # the terminal went away
+    assert rep(None, 9, 600.0) == (137, ["ok", "last words"])  # killed
+    assert rep(1, None, 600.0, ["x%d" % i for i in range(40)]) == (1, ["x%d" % i for i in range(20, 40)])
+    # Nothing recorded (the user detached; the hook could not run): the tmux client's status.
+    assert launch.report(str(tmp_path / "none.json"), 0, 1.0) == (0, [])
+    (tmp_path / "bad.json").write_text("{not json")
+    assert launch.report(str(tmp_path / "bad.json"), 4, 1.0) == (4, [])
 
 
 def test_session_environment_comes_from_the_launching_shell_not_the_tmux_server(world):
@@ -536,7 +596,9 @@ def test_a_session_whose_claude_died_is_not_attached(world):
     hook, closed = _close_terminal_once(world, "repo-001", lambda: _registered(world, 1))
     world.run_tty("bash", [], on_output=hook)
     assert closed
-    # claude is killed, but its pane stays (remain-on-exit): the record still says ACTIVE.
+    # claude is killed, but its pane stays (remain-on-exit, and no hook of ours closing it):
+    # the record still says ACTIVE.
+    world.server.tmux("set-hook", "-p", "-u", "-t", "=repo-001:", "pane-died")
     world.server.tmux("set-option", "-w", "-t", "=repo-001:", "remain-on-exit", "on")
     pid = int(world.server.tmux("display-message", "-p", "-t", "=repo-001:", "#{pane_pid}").strip())
     os.kill(pid, signal.SIGKILL)

@@ -26,5 +26,10 @@ def die(msg, code=2):
     raise SystemExit(code)
 
 
+def count(n, word):
+    """``1 session``, ``2 sessions``, ``0 rotations``."""
+    return "%d %s%s" % (n, word, "" if n == 1 else "s")
+
+
 def print_json(obj):
     sys.stdout.write(json.dumps(obj, indent=2, sort_keys=False) + "\n")

@@ -2,8 +2,9 @@
 
 One line per check (see :mod:`cc_continuity.doctor.checks`), green or red,
 each red one followed by its exact fix.  Exit status 1 when anything is red.
-``--fix`` only removes leftovers of ours; everything else is for the user (or
-``cc-continuity install``) to do, because doctor never edits their files.
+``--fix`` removes leftovers of ours and takes other users' access away from our
+state directory; everything else is for the user (or ``cc-continuity install``) to
+do, because doctor never edits their files.
 """
 
 import json
@@ -19,7 +20,8 @@ def register(subparsers):
     p = subparsers.add_parser("doctor", help="check the installation and say how to fix what is wrong",
                               description="Check every part cc-continuity depends on; exit 1 when anything is red.")
     p.add_argument("--fix", action="store_true",
-                   help="remove our leftover temp files, unused launch files and stale locks")
+                   help="remove our leftover temp files, unused launch files and stale locks, and make "
+                   "our state directory private again")
     p.add_argument("--json", action="store_true", help="print a JSON list of {name, ok, detail, fix}")
     p.add_argument("--notify-test", action="store_true", help="send one test push to the configured ntfy URL")
     p.set_defaults(func=run)

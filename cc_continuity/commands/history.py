@@ -10,7 +10,7 @@ import json
 import os
 
 from .. import session
-from ._util import ago, current_project, print_json
+from ._util import ago, count, current_project, print_json
 
 BLOCKS = "▁▂▃▄▅▆▇█"
 ROTATION_MARK = "↻"
@@ -126,7 +126,7 @@ def run(args):
     if args.json:
         print_json({"project": proj.root, "sessions": rows, "rotations": len(rotations(rows))})
         return 0
-    print("%s: %d sessions, %d rotations" % (proj.slug, len(rows), len(rotations(rows))))
+    print("%s: %s, %s" % (proj.slug, count(len(rows), "session"), count(len(rotations(rows)), "rotation")))
     for r in rows:
         line = "  %-24s %-22s %s" % (r["name"], r["state"], ago(r["created"]))
         if r["checkpoint"]:

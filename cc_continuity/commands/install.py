@@ -27,6 +27,9 @@ def register(sub):
                    help="carry the hooks, skills and the in-process mod as a Claude Code plugin (claude plugin "
                         "install) instead of settings.json; the status line stays in settings.json")
     p.add_argument("--dry-run", action="store_true", help="print the diff of every file; write nothing")
+    p.add_argument("--check", action="store_true",
+                   help="only check the options and every file install would change; write nothing, print "
+                        "nothing when all is well (install.py runs this before it creates anything)")
     p.set_defaults(func=run)
 
 
@@ -35,6 +38,8 @@ def run(args):
                            unattended=args.unattended, shell=args.shell, no_wrapper=args.no_wrapper,
                            dry_run=args.dry_run, plugin=args.plugin)
     try:
+        if args.check:
+            return install.check(opts)
         return install.install(opts)
     except errors.Error as e:  # every install and config error: nothing half-done is left
         sys.stderr.write("cc-continuity install: %s\n" % e)

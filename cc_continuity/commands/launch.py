@@ -1,7 +1,9 @@
 """``cc-continuity launch [--unattended] [--print] -- <claude args...>``: what the ``claude()`` wrapper runs.
 
 How claude is run is decided in :mod:`cc_continuity.tmux.launch`; this verb
-execs that plan.  Any failure before exec exits with
+execs that plan, or, for a new tmux session, runs the tmux client and waits for it:
+then claude's own exit status is this verb's, and the pane's last lines are printed
+when claude could not start or failed (``launch.report``).  Any failure before that exits with
 ``install.wrapper.FALLTHROUGH_STATUS`` after one line on stderr, and the wrapper
 runs the real claude itself.
 """
@@ -9,11 +11,13 @@ runs the real claude itself.
 import argparse
 import json
 import os
+import signal
 import sys
+import time
 
 from .. import launchenv
 from ..install.wrapper import FALLTHROUGH_STATUS
-from ..tmux.launch import discard, one_line, plan
+from ..tmux.launch import discard, one_line, plan, report, wait_attached
 
 
 def register(subparsers):
@@ -51,9 +55,18 @@ def run(args):
             launchenv.write(*p.env_file)
         sys.stdout.flush()
         sys.stderr.flush()
-        os.execve(p.argv[0], p.argv, p.env)
+        if p.exit_file is None:
+            os.execve(p.argv[0], p.argv, p.env)
+        started = time.monotonic()
+        # The terminal is tmux's now (raw mode): a ^C typed is claude's, not ours.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        client = wait_attached(p.argv, p.env, p.exit_file)
     except Exception as e:
         if p.env_file:
             discard(p.env_file[0])
         sys.stderr.write("cc-continuity: cannot run %s: %s; starting claude without it\n" % (p.argv[0], one_line(e)))
         return FALLTHROUGH_STATUS
+    status, lines = report(p.exit_file, client, time.monotonic() - started)
+    if lines:
+        sys.stderr.write("".join(line + "\n" for line in lines))
+    return status

@@ -7,7 +7,7 @@ import sys
 import time
 
 from .. import protocol, session, share
-from ._util import ago, current_project, load_config, print_json
+from ._util import ago, count, current_project, load_config, print_json
 from ..procs import pid_alive
 
 
@@ -109,7 +109,7 @@ def run(args):
         print("  " + _share_line(sh, cfg["share_remote"]))
     if args.all and rows:
         done = sum(r["state"] in session.TERMINAL for r in rows)
-        print("  all %d sessions: %d open, %d ended or rotated" % (len(rows), len(rows) - done, done))
+        print("  all %s: %d open, %d ended or rotated" % (count(len(rows), "session"), len(rows) - done, done))
     if not rows:
         print("  no sessions recorded yet")
     for r in rows:

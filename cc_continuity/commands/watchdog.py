@@ -121,7 +121,13 @@ def _status(args):
     elif d.get("service"):
         svc = d["service"]
         since = ago(svc["installed_at"], now)
-        if now - svc["installed_at"] < STARTING_S and not d.get("state_saved"):
+        if not svc.get("manager", True):
+            w("watchdog: NOT running: its service is installed (%s) but no %s runs here, so nothing has "
+              "started it; run `cc-continuity watchdog run` in a terminal that stays open, or, once one runs:\n"
+              % (svc["path"], "systemd user manager" if svc["kind"] == "systemd" else "launchd"))
+            for cmd in svc["start"]:
+                w("  %s\n" % cmd)
+        elif now - svc["installed_at"] < STARTING_S and not d.get("state_saved"):
             w("watchdog: starting (service %s installed %s; it saves its first state within seconds)\n"
               % (svc["path"], since))
         else:

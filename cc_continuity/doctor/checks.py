@@ -20,7 +20,7 @@ import tempfile
 import time
 import urllib.parse
 
-from .. import __version__, atomic, config, launchenv, lock, notify, paths
+from .. import __version__, atomic, config, launchenv, lock, notify, paths, procs
 from ..hooks import EVENT_OF
 from ..install import app, blocks, manifest, plugin, settings, wrapper
 from ..project import find_root
@@ -141,6 +141,10 @@ def run_checks(ctx, checks=None):
             name = check.__name__.replace("check_", "").replace("_", "-")
             out.append(Result(name, False, "the check itself failed: %s: %s" % (type(e).__name__, e),
                               "report this as a cc-continuity bug"))
+    if ctx.settings()[0] is None and os.path.exists(ctx.settings_path):
+        for r in out:  # install refuses a settings.json it cannot parse: every such fix starts with the repair
+            if not r.ok and r.fix and r.fix.startswith("cc-continuity install"):
+                r.fix = _settings_fix(ctx, r.fix)
     return out
 
 
@@ -348,15 +352,20 @@ def _handler_problems(event, group, handler, expected):
     return problems
 
 
+def _settings_fix(ctx, then="cc-continuity install"):
+    """The fix while settings.json cannot be read: install refuses such a file, so repairing it comes first."""
+    if not os.path.exists(ctx.settings_path):
+        return then
+    return ("repair %s by hand (cc-continuity never rewrites a file it cannot parse), then run %s"
+            % (ctx.settings_path, then))
+
+
 def check_hooks(ctx):
     doc, err = ctx.settings()
     installed = ctx.manifest() is not None
     fix = "cc-continuity install"
     if doc is None:
-        if not os.path.exists(ctx.settings_path):
-            return Result("hooks", False, err, fix)
-        return Result("hooks", False, err, "repair %s by hand (cc-continuity never rewrites a file it cannot "
-                      "parse), then run cc-continuity install" % ctx.settings_path)
+        return Result("hooks", False, err, _settings_fix(ctx))
     expected = _expected_hooks()
     if ctx.plugin():
         return _plugin_hooks(ctx, doc, expected)
@@ -451,7 +460,8 @@ def check_hook_probe(ctx):
             handler, on = found[0][1], event
             break
     if handler is None:
-        return Result("hook-probe", False, "no hook of ours to run", "cc-continuity install")
+        return Result("hook-probe", False, "no hook of ours to run", _settings_fix(ctx) if doc is None
+                      else "cc-continuity install")
     if ctx.plugin() and not os.path.lexists(handler.get("command") or ""):  # ${CLAUDE_PLUGIN_DATA}/python
         return Result("hook-probe", True, "nothing to probe yet: the plugin's first session chooses the Python its "
                       "hooks run (start one, then `cc-continuity doctor` again)")
@@ -494,7 +504,7 @@ def _logged(log, token):
 def check_statusline(ctx):
     doc, err = ctx.settings()
     if doc is None:
-        return Result("statusline", False, err, "cc-continuity install")
+        return Result("statusline", False, err, _settings_fix(ctx))
     value = doc.get("statusLine")
     if not settings.is_our_statusline(value):
         theirs = value.get("command") if isinstance(value, dict) else None
@@ -577,9 +587,21 @@ def check_wrapper(ctx):
         return Result("wrapper", False, "the launcher %s is missing, so claude runs without tmux" % launcher, fix)
     if ctx.env.get(wrapper.ACTIVE_ENV) != "1":
         how = "exec fish" if shell == "fish" else "source %s" % shlex.quote(rc)
-        return Result("wrapper", False, "block present in %s, but this shell has not read it yet" % rc,
+        if _started_before(os.getppid(), rc):  # right after install: the promised "new shells" part
+            return Result("wrapper", True, "block in %s, read by shells started from now on (here: `%s`)"
+                          % (rc, how))
+        return Result("wrapper", False, "block present in %s, but this shell has not read it" % rc,
                       "open a new terminal, or run `%s`" % how)
     return Result("wrapper", True, "%s wrapper in %s is active" % (shell, rc))
+
+
+def _started_before(pid, path):
+    """Did process ``pid`` start before ``path`` was last written?"""
+    started = procs.start_time(pid)
+    try:
+        return started is not None and started < os.stat(path).st_mtime
+    except OSError:
+        return False
 
 
 def _frontmatter(text):
@@ -876,7 +898,9 @@ def _walk(top, limit=50000):
                 continue
 
 
-CODE_DIRS = ("app", "app.d", "bin")  # code, not data: may be readable, never writable by others
+# code, not data: may be readable, never writable by others (venv: install.py's private
+# virtualenv of public packages, made under the user's umask)
+CODE_DIRS = ("app", "app.d", "bin", "venv")
 
 
 def check_permissions(ctx):
@@ -884,20 +908,34 @@ def check_permissions(ctx):
     home = paths.home()
     if not os.path.isdir(home):
         return Result("permissions", True, "%s not created yet" % home)
-    bad = []
+    bad, fixed, failed = [], 0, []
     for p, st in _walk(home):
         if os.path.islink(p):
             continue
         rel = os.path.relpath(p, home)
         code = rel.split(os.sep)[0] in CODE_DIRS
-        if st.st_mode & (0o022 if code else 0o077):
-            bad.append("%s (%o)" % (home if p == home else rel, st.st_mode & 0o777))
+        extra = st.st_mode & (0o022 if code else 0o077)
+        if not extra:
+            continue
+        if ctx.fix:  # only the bits named: others lose write on code, everything on state
+            try:
+                os.chmod(p, st.st_mode & 0o7777 & ~extra)
+                fixed += 1
+                continue
+            except OSError as e:
+                failed.append("%s (%s)" % (rel, e.strerror))
+        bad.append("%s (%o)" % (home if p == home else rel, st.st_mode & 0o777))
+    fix = "cc-continuity doctor --fix (or: chmod -R go-rwx %s)" % shlex.quote(home)
     if bad:
         more = " and %d more" % (len(bad) - 5) if len(bad) > 5 else ""
-        return Result("permissions", False,
-                      "open to other users (state must be 0700/0600, code not writable by others): %s%s"
-                      % (", ".join(bad[:5]), more),
-                      "chmod -R go-rwx %s" % shlex.quote(home))
+        detail = ("open to other users (state must be 0700/0600, code not writable by others): %s%s"
+                  % (", ".join(bad[:5]), more))
+        if failed:
+            return Result("permissions", False, detail + "; could not change: " + ", ".join(failed[:5]),
+                          "chmod -R go-rwx %s" % shlex.quote(home))
+        return Result("permissions", False, detail, fix)
+    if fixed:
+        return Result("permissions", True, "%s is private (fixed %d path(s))" % (home, fixed))
     return Result("permissions", True, "%s is private" % home)
 
 

@@ -17,6 +17,7 @@ file: a dotfiles repo should not collect copies that may hold tokens.
 
 import difflib
 import os
+import shlex
 import shutil
 import time
 
@@ -242,6 +243,11 @@ def install(opts, out=print):
         return _install(opts, out)  # planned again: the install before ours may have changed things
 
 
+def check(opts):
+    """Raise what :func:`install` would refuse (options, files it cannot use), writing nothing; else 0."""
+    return _install(opts, lambda *a: None, check_only=True)
+
+
 def _install_plugin(out):
     """The app copy, the plugin beside it (``$CC_CONTINUITY_HOME/plugin``), registered with Claude Code."""
     home = paths.home()
@@ -339,7 +345,8 @@ def _install(opts, out, check_only=False):
     launcher_change.apply(created)
     os.chmod(launcher, 0o700)
     out("launcher: %s %s" % (show(launcher), "written" if launcher_change.changed else "unchanged"))
-    path_link = _install_link(out, link, link_state, launcher, created)
+    path_link = _install_link(out, link, link_state, launcher, created, shell, [ch.path for ch in rc_changes
+                                                                               if ch.new is not None])
 
     # Recorded before the user's files are touched, so an interrupted install can still be undone.
     record = _record(prev, python, app_dir, launcher, path_link, settings_path, srec, md_change, rc_changes, shell,
@@ -403,9 +410,9 @@ def _verb(change):
     return "updated" if change.had_block else "added"
 
 
-def _install_link(out, link, state, launcher, created):
+def _install_link(out, link, state, launcher, created, shell=None, rc_files=()):
     directory = os.path.dirname(link)
-    hint = "" if app.on_path(directory) else " (%s is not on your PATH; add it to use `cc-continuity` by name)" % show(directory)
+    hint = "" if app.on_path(directory) else " (%s)" % _path_hint(directory, launcher, shell, rc_files)
     if state == "foreign":
         out("PATH: %s exists and is not ours: left alone; the launcher is %s" % (show(link), show(launcher)))
         return None
@@ -416,6 +423,19 @@ def _install_link(out, link, state, launcher, created):
     return link
 
 
+def _path_hint(directory, launcher, shell, rc_files):
+    """How to get ``directory`` on PATH, exactly, for the shell the wrapper went to."""
+    if shell == "fish":
+        how = "run `fish_add_path %s` once" % show(directory)
+    else:
+        line = 'export PATH="%s:$PATH"' % directory.replace(os.path.expanduser("~"), "$HOME", 1)
+        files = " and ".join(show(f) for f in rc_files) or "your shell's startup file"
+        how = "add the line `%s` to %s" % (line, files)
+
+    return "%s is not on your PATH: to run `cc-continuity` by name, %s; meanwhile it is %s" % (
+        show(directory), how, show(launcher))
+
+
 def _report_settings(out, change, srec, events):
     doc = settings.parse(change.new.decode("utf-8"))
     line = "settings: %s " % show(change.path)
@@ -424,7 +444,9 @@ def _report_settings(out, change, srec, events):
     else:
         line += "hooks merged (%d events)" % events
         if srec.get("statusline_chain"):
-            line += ", your status line chained"
+            line += ", your status line chained after ours"
+        elif settings.is_our_statusline(doc.get("statusLine")):
+            line += ", status line set (context %, session, rotation state)"
         if change.backup_path:
             line += ", backup %s" % show(change.backup_path)
     out(line)
@@ -462,6 +484,7 @@ def _record(prev, python, app_dir, launcher, path_link, settings_path, srec, md_
         "rc": rc,
         "skills": skill_hashes,
         "created_dirs": sorted(set(created)),
+        "checkout": checkout() or prev.get("checkout"),  # where `install.py --uninstall --purge` is
     }
 
 
@@ -469,7 +492,10 @@ def _print_plan(out, changes, home, file_changes, link, link_state, launcher, fo
     out("dry run: nothing is written")
     if changes:
         out("config: would set %s" % describe_config(changes))
-    up_to_date = app.installed_fingerprint(home) == app.fingerprint()
+    try:
+        up_to_date = app.installed_fingerprint(home) == app.fingerprint()
+    except app.AppError:  # install.py's dry run: the dependencies are not installed yet
+        up_to_date = False
     out("app: %s %s" % ("up to date in" if up_to_date else "would copy cc-continuity %s to" % __version__,
                         show(app.app_link(home))))
     for ch in file_changes:
@@ -570,7 +596,45 @@ def _uninstall(purge, out):
             out("purge: %s deleted" % show(home))
         else:
             out("purge: %s not there" % show(home))
+    elif os.path.isdir(home):
+        out("kept: %s (%s: your config, checkpoints, handoffs and logs); to delete it too: %s"
+            % (show(home), _size(home), purge_command(home, (rec or {}).get("checkout"))))
     return 0
+
+
+def checkout():
+    """The checkout this code runs from (it has install.py), or None (an app copy, a wheel)."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    ok = os.path.isfile(os.path.join(root, "install.py")) and os.path.isfile(os.path.join(root, "pyproject.toml"))
+    return root if ok else None
+
+
+def purge_command(home, recorded=None):
+    """One command that deletes ``home`` after an uninstall, with no launcher left to run.
+
+    The install.py of the checkout installed from (or run from), which runs this
+    uninstall again and then purges; without one, the removal itself.
+    """
+    for root in (checkout(), recorded):
+        if isinstance(root, str) and os.path.isfile(os.path.join(root, "install.py")):
+            env = "CC_CONTINUITY_HOME=%s " % shlex.quote(home) if os.environ.get("CC_CONTINUITY_HOME") else ""
+            return "%spython3 %s --uninstall --purge" % (env, shlex.quote(os.path.join(root, "install.py")))
+    return "rm -rf %s" % shlex.quote(home)
+
+
+def _size(top):
+    total = 0
+    for d, _dirs, files in os.walk(top):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(d, name)).st_size
+            except OSError:
+                pass
+    for unit in ("bytes", "kB", "MB", "GB"):
+        if total < 1000 or unit == "GB":
+            return ("%d %s" if unit == "bytes" else "%.1f %s") % (total, unit)
+        total /= 1000.0
+    return ""  # unreachable
 
 
 def _uninstall_plugin(out, recorded, cdir, srec):

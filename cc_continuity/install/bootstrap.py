@@ -134,24 +134,47 @@ def make_venv(venv, python=sys.executable):
     return [vpy, pyz]
 
 
-def main(argv, source_root):
-    """Install from ``source_root`` (a checkout); ``argv`` goes to ``cc-continuity install``."""
+def main(argv, source_root, cli):
+    """Install from ``source_root`` (a checkout); ``argv`` goes to ``cc-continuity install``.
+
+    ``cli`` is :mod:`cc_continuity.cli` (the entry point, handed in by install.py): the
+    options and every file install would change are checked on this interpreter before
+    anything is created, and ``--dry-run`` runs here too, creating nothing.
+    """
     if argv[:1] in (["-h"], ["--help"]):
-        sys.stdout.write("usage: python3 install.py [cc-continuity install options]\n\n"
+        sys.stdout.write("usage: python3 install.py [cc-continuity install options]\n"
+                         "       python3 install.py --uninstall [--purge]\n\n"
                          "Installs cc-continuity from this checkout (its dependencies into %s),\n"
                          "then runs `cc-continuity install` with the options given; see\n"
-                         "`cc-continuity install --help` once installed.\n" % venv_dir())
+                         "`cc-continuity install --help` once installed.  --uninstall is\n"
+                         "`cc-continuity uninstall`, for when the launcher is gone.\n" % venv_dir())
         return 0
+    if argv[:1] == ["--uninstall"]:  # needs no dependency, so it runs on this interpreter
+        return cli.main(["uninstall"] + list(argv[1:]))
     missing = missing_tools()
     if missing:
         say("missing %s; install first:" % " and ".join(missing))
         say("    %s      (Debian/Ubuntu)" % " && ".join(_HINTS[t][0] for t in missing))
         say("    %s      (macOS)" % " && ".join(_HINTS[t][1] for t in missing))
         return 1
+    try:
+        args = cli.build_parser().parse_args(["install"] + list(argv))
+    except SystemExit as e:  # argparse said what is wrong
+        say("nothing was created")
+        return e.code if isinstance(e.code, int) else 2
+    code = cli.main(["install", "--check"] + list(argv))
+    if code:
+        return code
     note = claude_version_note()
     if note:
         say("warning: " + note)
-    if have_dependencies():
+    deps = have_dependencies()
+    if args.dry_run:
+        if not deps:
+            say("dry run: would create the virtualenv %s and install %s into it"
+                % (venv_dir(), ", ".join(requirements(source_root))))
+        return cli.main(["install"] + list(argv))
+    if deps:
         python, pip = sys.executable, None
     else:
         venv = venv_dir()

@@ -198,7 +198,7 @@ STEPS = (
     ("ready", "claude started, input box idle"),
     ("prompt", "first prompt typed"),
     ("rotate_level", "context past the rotate level"),
-    ("handoff_requested", "handoff requested (Stop blocked)"),
+    ("handoff_requested", "handoff requested by the Stop hook"),  # a block or additional context, by version
     ("handoff_written", "handoff written by the model"),
     ("checkpoint", "checkpoint verified"),
     ("clear_typed", "/clear typed by the rotator"),

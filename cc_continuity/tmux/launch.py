@@ -38,8 +38,10 @@ plain script (the trampoline) with ``python -I``.
 
 import json
 import os
+import select
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -66,7 +68,7 @@ _NOT_SAVED = frozenset(_PANE_VARS + ("COLUMNS", "LINES", "SHLVL", "_", "OLDPWD")
 class Plan:
     """What to exec: ``argv`` with environment ``env``; ``env_file`` is written first."""
 
-    def __init__(self, mode, argv, env, name=None, unattended=False, notes=(), env_file=None):
+    def __init__(self, mode, argv, env, name=None, unattended=False, notes=(), env_file=None, exit_file=None):
         self.mode = mode
         self.argv = argv
         self.env = env
@@ -74,6 +76,7 @@ class Plan:
         self.unattended = unattended
         self.notes = list(notes)
         self.env_file = env_file  # (path, saved environment) or None
+        self.exit_file = exit_file  # where the pane's end is reported (see report()), or None: exec argv
 
     def describe(self):
         return {
@@ -158,13 +161,15 @@ def _plan(args, explicit, real, proj, cfg, env, cwd, interactive):
     from .. import launchenv
 
     env_path = launchenv.new_path(name)
+    exit_path = launchenv.new_path(name, launchenv.EXIT_PREFIX)
     saved = {k: v for k, v in env.items() if k not in _NOT_SAVED}
     # CC_CONTINUITY_NAME/_UNATTENDED travel in the saved environment, not as
     # tmux -e options (tmux < 3.0 would reject those and claude would not start).
     cmd = base + ["new-session", "-A", "-s", target, "-c", cwd,
-                  "--", _python(), "-I", os.path.abspath(__file__), "--exec-env", env_path, "--"] + argv
+                  "--", _python(), "-I", os.path.abspath(__file__), "--exec-env", env_path,
+                  "--report", exit_path, tmux, "--"] + argv
     return Plan("tmux", cmd, env, name, unattended, env_file=(env_path, saved),
-                notes=_running_notes(running, name))
+                notes=_running_notes(running, name), exit_file=exit_path)
 
 
 class Running:
@@ -225,6 +230,159 @@ def _tmux_query(base, target, fmt, env):
     return text.split("\t") if r.returncode == 0 and text else None
 
 
+# -- claude's end, reported through the launcher -------------------------------
+
+# The launcher prints the pane's last lines when claude exited this soon after the
+# start (it could not start: a bad option, no network), or with a failure status that
+# is not the user's own ^C / closed terminal.
+QUICK_EXIT_S = 5.0
+LAST_LINES = 20
+_USER_SIGNALS = (2, 1)  # SIGINT, SIGHUP
+_DEAD_NOTICE = "Pane is dead"  # tmux's own line at the bottom of a remain-on-exit pane
+
+
+def _died_hook(tmux, exit_path):
+    """The tmux command the pane-died hook runs: this file's ``--pane-died`` with the pane's facts."""
+    fixed = [_python(), "-I", os.path.abspath(__file__), "--pane-died", exit_path, tmux]
+    # shell-quoted, then '#' doubled (formats are expanded when the hook runs), then
+    # escaped for tmux's double quotes (where \, " and $ are special)
+    words = [shlex.quote(w).replace("#", "##") for w in fixed]
+    words += ["'#{socket_path}'", "'#{pane_id}'", "'#{pane_dead_status}'", "'#{pane_dead_signal}'",
+              "'#{session_attached}'"]
+    line = " ".join(words)
+    return 'run-shell "%s"' % line.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$")
+
+
+def _report_end(tmux, socket, pane, exit_path):
+    """Before claude starts in ``pane``: keep the pane when it exits, and have the hook report it.
+
+    Set here, in the pane, so that it holds before claude runs at all (a claude that fails in
+    a millisecond still finds it).  On failure claude runs all the same, unreported.
+    """
+    try:
+        r = subprocess.run([tmux, "-S", socket, "set-option", "-p", "-t", pane, "remain-on-exit", "on", ";",
+                            "set-hook", "-p", "-t", pane, "pane-died", _died_hook(tmux, exit_path)],
+                           stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=10)
+        if r.returncode == 0:  # the pid (soon claude's) for the launcher to watch (see wait_attached)
+            _write_private(exit_path, {"pid": os.getpid(), "socket": socket})
+    except (OSError, subprocess.SubprocessError):
+        pass
+
+
+def _write_private(path, obj):
+    fd = os.open(path + ".tmp", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        json.dump(obj, f)
+    os.replace(path + ".tmp", path)
+
+
+def _pane_died(argv):
+    """In the hook: record the dead pane's status and screen for a launcher waiting on it, close the pane."""
+    exit_path, tmux, socket, pane, status, sig, attached = argv
+    base = [tmux, "-S", socket]
+    try:
+        if attached not in ("", "0"):  # a detached session has no launcher waiting for it
+            shot = subprocess.run(base + ["capture-pane", "-p", "-J", "-S", "-", "-t", pane],
+                                  stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                  timeout=10)
+            lines = shot.stdout.decode("utf-8", "replace").splitlines()
+            _write_private(exit_path, {"status": _int(status), "signal": _int(sig), "lines": lines})
+    finally:
+        subprocess.run(base + ["kill-pane", "-t", pane], stdin=subprocess.DEVNULL,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=10)
+    return 0
+
+
+def _int(s):
+    try:
+        return int(s)
+    except ValueError:
+        return None
+
+
+def wait_attached(argv, env, exit_path):
+    """Run the tmux client ``argv`` until it exits; its exit status.
+
+    tmux 3.3 was seen (1 run in 5 here) to miss the SIGCHLD of a pane's process: the
+    pane then shows ``[dead]`` with no status, the pane-died hook never runs and the
+    client waits forever.  So where the platform can watch another process's end
+    (Linux's pidfd), the launcher watches claude's pid (written by the trampoline), and
+    once claude has gone while the client stays, it sends the tmux server the SIGCHLD it
+    missed, which makes it reap the pane and run the hook.
+    """
+    client = subprocess.Popen(argv, env=env)
+    try:
+        _watch(client, argv[0], exit_path)
+    finally:
+        status = client.wait()
+    return status
+
+
+def _watch(client, tmux, exit_path):
+    if not hasattr(os, "pidfd_open"):
+        return
+    known, deadline = None, time.monotonic() + 30  # the trampoline writes it before claude starts
+    while known is None:
+        try:
+            with open(exit_path, encoding="utf-8") as f:
+                known = json.loads(f.read(1 << 16))
+            pid, socket = int(known["pid"]), str(known["socket"])
+        except (OSError, ValueError, KeyError, TypeError):
+            known = None
+            if time.monotonic() > deadline:
+                return  # an existing session was attached: no trampoline of ours runs
+            try:
+                client.wait(timeout=0.05)
+                return
+            except subprocess.TimeoutExpired:
+                continue
+    try:
+        claude, mine = os.pidfd_open(pid), os.pidfd_open(client.pid)
+    except OSError:
+        return
+    try:
+        if mine in select.select([claude, mine], [], [])[0]:
+            return
+        for _try in range(5):
+            if select.select([mine], [], [], 1.0)[0]:  # the hook ends the client at once, normally
+                return
+            server = _tmux_query([tmux, "-S", socket], socket, "#{pid}", None)
+            if server and server[0].isdigit():
+                os.kill(int(server[0]), signal.SIGCHLD)
+    finally:
+        os.close(claude)
+        os.close(mine)
+
+
+def report(exit_path, client_status, elapsed):
+    """After the tmux client went: ``(status, lines to show)`` for claude's end.
+
+    ``status`` is claude's own (128 + N for a signal) when the pane recorded it, else the
+    tmux client's (the user detached, or the hook could not run).  ``lines`` are the pane's
+    last :data:`LAST_LINES` non-empty lines when claude exited within :data:`QUICK_EXIT_S`
+    or failed other than by SIGINT/SIGHUP, else none.
+    """
+    try:
+        with open(exit_path, encoding="utf-8", errors="replace") as f:
+            result = json.loads(f.read(1 << 20))
+        os.unlink(exit_path)
+        code, sig, lines = result["status"], result["signal"], [str(x) for x in result["lines"]]
+    except (OSError, ValueError, KeyError, TypeError):
+        return client_status, []
+    if isinstance(sig, int) and sig > 0:
+        status = 128 + sig
+    elif isinstance(code, int):
+        status = code
+    else:
+        return client_status, []
+    shown = [x.rstrip() for x in lines if x.strip()]
+    if shown and shown[-1].startswith(_DEAD_NOTICE):
+        shown.pop()
+    if elapsed < QUICK_EXIT_S or (status != 0 and sig not in _USER_SIGNALS):
+        return status, shown[-LAST_LINES:]
+    return status, []
+
+
 def _strip_unattended(args):
     """Remove our ``--unattended`` from claude's options (not after a ``--``)."""
     out, asked = [], False
@@ -277,12 +435,18 @@ def one_line(e):
 # -- trampoline: runs inside the new tmux pane --------------------------------
 
 def _trampoline(argv):
-    """``--exec-env FILE -- claude args…``: restore the launching shell's environment, exec claude."""
+    """``--exec-env FILE [--report EXIT TMUX] -- claude args…``: restore the launching shell's environment,
+    have the pane report claude's end to EXIT, exec claude."""
+    report_to = None
+    if len(argv) >= 7 and argv[2] == "--report":
+        report_to, argv = (argv[3], argv[4]), argv[:2] + argv[5:]
     if len(argv) < 4 or argv[0] != "--exec-env" or argv[2] != "--":
         sys.stderr.write("cc-continuity launch trampoline: bad arguments\n")
         return 2
     env_path, cmd = argv[1], argv[3:]
     env = dict(os.environ)
+    if report_to and env.get("TMUX_PANE") and env.get("TMUX"):
+        _report_end(report_to[1], env["TMUX"].split(",")[0], env["TMUX_PANE"], report_to[0])
     try:
         with open(env_path, "rb") as f:
             saved = json.loads(f.read())["env"]
@@ -296,9 +460,10 @@ def _trampoline(argv):
         os.execve(cmd[0], cmd, env)
     except OSError as e:
         sys.stderr.write("cc-continuity: cannot run %s: %s\n" % (cmd[0], e))
-        time.sleep(5)  # the pane closes when we exit: leave the message readable
-        return 127
+        return 127  # the launcher shows this line once tmux has gone
 
 
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--pane-died"] and len(sys.argv) == 9:
+        sys.exit(_pane_died(sys.argv[2:]))
     sys.exit(_trampoline(sys.argv[1:]))

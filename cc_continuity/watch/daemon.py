@@ -215,8 +215,11 @@ class Daemon:
                         "interval_s": self.settings.interval})
             log.write(LOG, "started pid %d (interval %gs, server probe %s)"
                       % (os.getpid(), self.settings.interval, "on" if self.settings.probing else "off"))
-            out.write("cc-continuity watchdog: running as pid %d, every %gs; SIGTERM stops it\n"
-                      % (os.getpid(), self.settings.interval))
+            if once:
+                out.write("cc-continuity watchdog: one cycle as pid %d\n" % os.getpid())
+            else:
+                out.write("cc-continuity watchdog: running as pid %d, every %gs; SIGTERM stops it\n"
+                          % (os.getpid(), self.settings.interval))
             out.flush()
             last_error = None
             while not self.stop_event.is_set():

@@ -142,25 +142,38 @@ def pane_text(r):
     return where
 
 
-HEADER = "  %-24s %-9s %-22s %5s  %-7s %-9s %-8s %s\n"
+COLUMNS = ("SESSION", "CLASS", "STATE", "CTX", "DRIVER", "MOVED", "PID", "PANE")
+MIN_WIDTHS = (24, 9, 22, 5, 7, 9, 8, 0)  # the usual widths; a longer cell widens its whole column
 
 
 def render(rows, now, write, detail=None):
     """The table, one row per session (``detail(row)``: an optional second line under it)."""
-    write(HEADER % ("SESSION", "CLASS", "STATE", "CTX", "DRIVER", "MOVED", "PID", "PANE"))
+    table = [COLUMNS]
     for r in rows:
         pct = r.get("percent")
         state = r.get("state") or "-"
         if r.get("error"):
             state = "%s (%s)" % (state, r["error"])
         flags = " ".join("[%s]" % f.upper().replace("_", "-") for f in r.get("flags") or ())
-        write(HEADER % (
-            r.get("name"), r.get("class"), ("%s %s" % (state, flags)).strip(),
-            "%d%%" % round(pct) if isinstance(pct, (int, float)) else "-",
-            r.get("driver") or "-", _ago(r.get("last_progress"), now), r.get("pid") or "-", pane_text(r)))
+        table.append((str(r.get("name")), str(r.get("class")), ("%s %s" % (state, flags)).strip(),
+                      "%d%%" % round(pct) if isinstance(pct, (int, float)) else "-",
+                      r.get("driver") or "-", _ago(r.get("last_progress"), now), str(r.get("pid") or "-"),
+                      pane_text(r)))
+    widths = [max([m] + [len(row[i]) for row in table]) for i, m in enumerate(MIN_WIDTHS)]
+
+    def line(cells):
+        out = []
+        for i, (cell, w) in enumerate(zip(cells, widths)):
+            last = i == len(cells) - 1
+            out.append(cell if last else (cell.rjust(w) + " " if COLUMNS[i] == "CTX" else cell.ljust(w)))
+        return "  " + " ".join(out).rstrip() + "\n"
+
+    write(line(table[0]))
+    for r, cells in zip(rows, table[1:]):
+        write(line(cells))
         extra = detail(r) if detail else None
         if extra:
-            write("  %-24s %s\n" % ("", extra))
+            write("  %s %s\n" % (" " * widths[0], extra))
 
 
 # -- status --all-projects: the fleet now, without the daemon ------------------------------

@@ -12,6 +12,7 @@ as data) and only then run: ``launchctl`` only on macOS, ``systemctl --user``
 only when a user manager answers -- otherwise the exact commands are printed.
 """
 
+import json
 import os
 import pwd
 import shlex
@@ -175,11 +176,12 @@ def _is_ours(path):
     return MARK in text
 
 
-def installed_service(platform=None):
-    """``{"path", "kind", "installed_at", "start"}`` for our service file, or None when none is installed.
+def installed_service(platform=None, runner=None):
+    """``{"path", "kind", "installed_at", "start", "manager"}`` for our service file, or None when none is installed.
 
     ``start``: the commands that start it by hand (what ``status`` tells a user
-    whose service was written but is not running).
+    whose service was written but is not running); ``manager``: whether a service
+    manager runs here that can have started it (no systemd user manager: nothing did).
     """
     try:
         kind = platform_kind(platform)
@@ -194,7 +196,55 @@ def installed_service(platform=None):
         return None
     start = ([_show(a) for a, _ in launchctl_install(path, os.getuid())] if kind == "launchd"
              else [_show(["systemctl", "--user", "daemon-reload"]), _show(["systemctl", "--user", "enable", "--now", UNIT])])
-    return {"path": path, "kind": kind, "installed_at": mtime, "start": start}
+    manager = (sys.platform == "darwin") if kind == "launchd" else user_manager_running(runner or default_runner)
+    return {"path": path, "kind": kind, "installed_at": mtime, "start": start, "manager": manager}
+
+
+def _dirs_record():
+    """Where install notes the directories it created for the service file (uninstall removes them, if empty)."""
+    return os.path.join(paths.home(), "watchdog-service-dirs.json")
+
+
+def _missing_dirs(directory):
+    out = []
+    while directory and not os.path.isdir(directory):
+        out.append(directory)
+        parent = os.path.dirname(directory)
+        if parent == directory:
+            break
+        directory = parent
+    return out
+
+
+def _note_created(dirs):
+    if not dirs:
+        return
+    known = _created()
+    paths.ensure_dir(paths.home())
+    atomic.write_text(_dirs_record(), json.dumps(sorted(set(known + dirs))), mode=0o600)
+
+
+def _created():
+    try:
+        with open(_dirs_record(), encoding="utf-8") as f:
+            value = json.loads(f.read(1 << 16))
+        return [d for d in value if isinstance(d, str)] if isinstance(value, list) else []
+    except (OSError, ValueError):
+        return []
+
+
+def _remove_created(out):
+    """The directories install created for the service file, deepest first, where now empty."""
+    for d in sorted(_created(), key=len, reverse=True):
+        try:
+            os.rmdir(d)
+            out.write("removed %s (empty, made by install)\n" % d)
+        except OSError:
+            pass  # not empty (someone else's file is there) or already gone
+    try:
+        os.unlink(_dirs_record())
+    except OSError:
+        pass
 
 
 def _show(argv):
@@ -236,7 +286,9 @@ def install(platform=None, dry_run=False, runner=None, out=None, uid=None):
         for argv, _ in commands:
             out.write("  $ %s\n" % _show(argv))
         return path
+    created = _missing_dirs(os.path.dirname(path))
     paths.ensure_dir(os.path.dirname(path))
+    _note_created(created)
     atomic.write_text(path, text, mode=0o644)
     out.write("wrote %s\n" % path)
     if can_run:
@@ -286,6 +338,7 @@ def uninstall(platform=None, dry_run=False, runner=None, out=None, uid=None):
         _run_all(stop, runner or default_runner, out)
     os.unlink(path)
     out.write("removed %s\n" % path)
+    _remove_created(out)
     if can_run:
         _run_all(after, runner or default_runner, out)
     elif kind == "systemd":

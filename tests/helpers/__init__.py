@@ -86,7 +86,11 @@ class Keyboard:
         pid, fd = pty.fork()
         if pid == 0:  # child: become the attached client
             try:
-                os.execvpe(tmux_cmd[0], tmux_cmd + ["attach-session", "-t", session], env or dict(os.environ))
+                # A terminal type of its own: tmux will not attach a client without one, and a run
+                # with no TERM (cron, a bare CI job, README line 2 under env -i) must type all the same.
+                env = dict(env or os.environ)
+                env.setdefault("TERM", "xterm-256color")
+                os.execvpe(tmux_cmd[0], tmux_cmd + ["attach-session", "-t", session], env)
             finally:
                 os._exit(127)
         # The terminal's size: tmux fits the window to its clients, so it must match the pane's.
