@@ -47,7 +47,7 @@ def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespa
         raise SystemExit(2)
     args, extra = parser.parse_known_args(argv)
     if extra:
-        (verbs.get(getattr(args, "verb", None)) or parser).error("unrecognized arguments: %s" % " ".join(extra))
+        (verbs.get(getattr(args, "verb", None) or "") or parser).error("unrecognized arguments: %s" % " ".join(extra))
     return args
 
 
