@@ -28,7 +28,7 @@ from __future__ import annotations
 import os
 import time
 
-from . import atomic, card, checkpoint, claim, config, fastjson, ledger, meter, once, paths, resume, rotation, session
+from . import atomic, card, checkpoint, claim, config, effects, fastjson, ledger, meter, once, paths, resume, rotation, session
 from .procs import pid_alive
 from .project import Project, launch_dir
 
@@ -219,14 +219,15 @@ def refresh_card(ctx: Context, n: int, sdir: str, rec: Record) -> dict[str, Any]
     """Rebuild this session's card (the hot path's cache of project + config); the card built."""
     proj = ctx.project
     sl = session.statusline_path(sdir)
-    deps = card.snapshot(config.layer_files(proj.root) + [sl])
+    snaps = effects.snapshots_dir(ctx.env)  # a new shell snapshot may bring new aliases
+    deps = card.snapshot(config.layer_files(proj.root) + [sl, snaps])
     cfg = config.load(proj.root, ctx.env)
     slw = meter.reported_window(sdir)
     window, wsrc = meter.resolve_window(cfg["window"], slw, rec.get("model"), ctx.env)
     sid = ctx.session_id
     if sid is None:
         raise ValueError("hook payload has no usable session_id")
-    built = card.build(sid, sdir, rec, cfg, window, wsrc, deps, slw)
+    built = card.build(sid, sdir, rec, cfg, window, wsrc, deps, slw, effects.snapshot_aliases(snaps))
     card.save(sid, built)
     return built
 
@@ -846,6 +847,9 @@ def prompt_submitted(ctx: Context) -> Output | None:
     prompt = prompt if isinstance(prompt, str) else ""
     ctx.log(sdir, {"ev": "prompt", "text": prompt[:PROMPT_KEEP], "chars": len(prompt),
                    "prompt_id": ctx.payload.get("prompt_id")})
+    if "repeat " in prompt and effects.users_words(prompt):  # the user lets one held repeat through
+        for code in effects.record_override(ctx.project.dir, prompt, ctx.session_id, rec.get("name")):
+            ctx.log(sdir, {"ev": "effect_override", "code": code})
     out = {}
     context = []
     continuation = rotation.is_continuation(prompt) and rec["state"] == session.ACTIVE

@@ -59,6 +59,10 @@ HOSTILE = {
     "watchdog_rotation_stuck_s": 1,     # would make the watchdog re-spawn a rotator (type into the pane) sooner
     "watchdog_quiet_s": 0,              # would let it type right behind the user's keystrokes
     "snapshot_timeout_s": 10,
+    "effects_hold": False,              # would let a successor post, publish, release twice
+    "effects_local_exempt": False,
+    "effects_harmful": ["make test"],
+    "effects_harmless": ["curl"],       # would wave every repeated POST through
     "snapshot_keep": 1,
     "snapshot_max_age_days": 0.001,
 }

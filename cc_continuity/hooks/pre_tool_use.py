@@ -46,6 +46,14 @@ def handle(call: "Call") -> "dict[str, Any] | None":
         rec = session.load(c["sdir"])
     except (OSError, ValueError):
         return None
+    out = _gates(call, c, rec)
+    if out is None and card.may_have_effect(c, call.payload.get("tool_name"), call.payload.get("tool_input")):
+        return _effect_gate(call, c, rec)
+    return out
+
+
+def _gates(call: "Call", c: "dict[str, Any]", rec: "Record") -> "dict[str, Any] | None":
+    """The snapshot gate, the hard ceiling, the handoff write: None lets the call go on."""
     wait = rec.get("snapshot_wait")
     if not wait and rec["state"] in session.CLAIMABLE:
         wait = (rec.get("checkpoint") or {}).get("snapshot_wait")
@@ -87,6 +95,37 @@ def handle(call: "Call") -> "dict[str, Any] | None":
             "%s (the Write tool is allowed for it); after that, ending the turn lets the work continue in a "
             "fresh session." % ("?" if pct is None else pct, c["hard"], hpath)),
     }}
+
+
+def _effect_gate(call: "Call", c: "dict[str, Any]", rec: "Record") -> "dict[str, Any] | None":
+    """A call that may have a side effect outside the work tree: hold a harmful repeat, record the intent (slow path)."""
+    from .. import effects, fastjson
+
+    sdir = c["sdir"]
+    pdir = sdir.rstrip("/").rsplit("/", 2)[0]
+    command = call.payload["tool_input"]["command"]
+    if "effects.jsonl" in command or "effects.pending" in command:
+        call.outcome = "refused: a tool call touching the side-effect records"
+        return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",
+                                       "permissionDecisionReason": (
+            "cc-continuity: the side-effect records are not for tool calls to change. A held repeat is let through "
+            "only by the user's own prompt (\"repeat <code>\", as the hold said).")}}
+    try:
+        with open(pdir + "/project.json", "rb") as f:
+            root = fastjson.loads(f.read()).get("root")
+    except (OSError, ValueError, AttributeError):
+        root = None
+    fx = c["fx"]
+    cwd = call.payload.get("cwd")
+    env = {"cwd": cwd if isinstance(cwd, str) else root, "harmful": fx.get("harmful"), "harmless": fx.get("harmless"),
+           "local_exempt": fx.get("local_exempt", True), "aliases": effects.snapshot_aliases(
+               effects.snapshots_dir({"CLAUDE_CONFIG_DIR": call.getenv("CLAUDE_CONFIG_DIR") or "",
+                                      "HOME": call.getenv("HOME") or ""}))}
+    unattended = bool(rec.get("unattended")) or call.getenv("CC_CONTINUITY_UNATTENDED") == "1"
+    what, out = effects.decide(pdir, command, env, call.payload, call.session_id, rec.get("name"),
+                               root if isinstance(root, str) else None, unattended)
+    call.outcome = what
+    return out
 
 
 def this_response_tokens(call: "Call", c: "dict[str, Any]") -> "int | None":
