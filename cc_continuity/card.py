@@ -26,17 +26,6 @@ if TYPE_CHECKING:
 
 VERSION = 2
 
-# A Bash command with none of these (lower-cased) cannot have a side effect that
-# effects.classify would hold, so the per-tool-call path goes no further for it:
-# string tests only, nothing read, nothing written.  A word here only sends the call
-# to the slow path, which decides (a GET, a push, `kubectl apply` run without a word).
-EFFECT_WORDS = ("curl", "wget", "http", "xh ", "gh ", "publish", "deploy", "release", "upload", "mail", "psql",
-                "mysql", "mariadb", "sqlite3", "mongo", "redis-cli", "cqlsh", "clickhouse", "kubectl", "helm",
-                "terraform", "pulumi", "version", "bump", "fly", "vercel", "netlify", "firebase", "wrangler", "heroku",
-                "aws ", "gcloud", "az ", "ansible", "./", ".sh", "sh ", "npm", "yarn", "pnpm", "bun ", "twine", "cargo",
-                "gem ", "mvn", "gradle", "dotnet", "yank", "effects.")
-
-
 def valid_session_id(sid: "object") -> "TypeGuard[str]":
     """Session ids come from stdin: accept only safe file-name characters."""
     if not isinstance(sid, str) or not (0 < len(sid) <= 128):
@@ -91,27 +80,6 @@ def load(session_id: "object") -> "dict[str, Any] | None":
     return c
 
 
-def may_have_effect(c: "Mapping[str, Any]", tool: "object", tool_input: "object") -> "bool":
-    """Could this call have a side effect a repeat of which is held?  (False: it is not looked at again.)"""
-    if tool != "Bash" or not isinstance(tool_input, dict):
-        return False
-    cmd = tool_input.get("command")
-    fx = c.get("fx")
-    if not isinstance(cmd, str) or not isinstance(fx, dict) or not fx.get("hold"):
-        return False
-    low = cmd.lower()
-    for w in EFFECT_WORDS:
-        if w in low:
-            return True
-    first = cmd.lstrip().split(None, 1)[0] if cmd.strip() else ""
-    if "/" in first:
-        return True  # a script named as the command
-    for w in fx.get("words") or ():
-        if w in cmd:
-            return True  # an alias, or a command the user declared
-    return False
-
-
 def snapshot(files: "list[str]") -> "list[list[str | int]]":
     """[[path, mtime]] for ``files`` — take it *before* reading them."""
     return [[p, mtime(p)] for p in files]
@@ -119,19 +87,17 @@ def snapshot(files: "list[str]") -> "list[list[str | int]]":
 
 def build(session_id: "str", sdir: "str", rec: "Record", cfg: "Config | Mapping[str, Any]", window: "int", window_source: "str",
           deps: "list[list[str | int]]", sl_window: "int | None" = None,
-          aliases: "Mapping[str, str] | None" = None) -> "dict[str, Any]":
+          effect_words: "list[str] | None" = None) -> "dict[str, Any]":
     """The card's content.  ``deps``: a :func:`snapshot` taken before reading the sources.
 
-    ``aliases``: the shell snapshot's (name -> expansion); a name whose expansion could
-    have an effect joins the pre-filter's words, as do the first words of the user's
-    declared commands.
+    ``effect_words``: words beyond PreToolUse's own that send a Bash call to the side-effect
+    check (aliases whose expansion has one, the user's declared commands: ``effects.card_words``).
     """
     from . import session  # the layout's owner; here, not at the top: a card hit on StopFailure's path never loads it
 
-    words = sorted({p.split()[0] for p in list(cfg["effects_harmful"]) if p.split()}
-                   | {n for n, x in (aliases or {}).items() if any(w in x.lower() for w in EFFECT_WORDS)})
     fx = {"hold": bool(cfg["effects_hold"]), "local_exempt": bool(cfg["effects_local_exempt"]),
-          "harmful": list(cfg["effects_harmful"]), "harmless": list(cfg["effects_harmless"]), "words": words}
+          "harmful": list(cfg["effects_harmful"]), "harmless": list(cfg["effects_harmless"]),
+          "words": list(effect_words or ())}
 
     return {
         "v": VERSION,

@@ -26,7 +26,7 @@ session restarted, rotated or recovered a crashed one.  Three parts:
 hold — ``deny`` when no one is there to answer, else ``ask`` — with a reason that
 names when and in which session the effect happened and what to say to do it anyway.
 
-Only calls the hot path's pre-filter (``card.may_have_effect``) lets through come
+Only calls PreToolUse's pre-filter (``hooks/pre_tool_use.may_have_effect``) lets through come
 here; nothing is written for a call with no harmful effect.
 """
 
@@ -454,6 +454,14 @@ def snapshot_aliases(d: str) -> "dict[str, str]":
         return {}
     data = _read_file(d + "/" + best, None, ALIAS_MAX)
     return aliases(data.decode("utf-8", "replace")) if data else {}
+
+
+def card_words(harmful: "list[str]", alias_map: "Mapping[str, str]") -> "list[str]":
+    """What the session card adds to PreToolUse's pre-filter: each alias whose expansion has a harmful effect,
+    and the first word of each command the user declared harmful."""
+    words = {p.split()[0] for p in harmful if p.split()}
+    words |= {n for n, x in alias_map.items() if classify(x, {"local_exempt": False, "harmful": list(harmful)})}
+    return sorted(words)
 
 
 # -- the identity of an effect ---------------------------------------------------------------------------

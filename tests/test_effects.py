@@ -294,3 +294,14 @@ def test_a_new_commit_makes_a_publish_new_and_the_same_tree_holds_it(tmp_path):
         f.write("v2\n")
     w.drv.git("commit", "-qam", "v2 " + uuid.uuid4().hex[:6])
     assert w.run(S1, "npm publish") is None
+
+
+def test_an_alias_from_the_shell_snapshot_is_recognised_by_the_hooks(tmp_path):
+    snaps = os.path.join(os.environ["HOME"], ".claude", "shell-snapshots")
+    os.makedirs(snaps, exist_ok=True)
+    with open(os.path.join(snaps, "snapshot-bash-1700000000000-abc123.sh"), "w") as f:
+        f.write("alias shipit='curl -X POST -d name=v1 %s'\n" % URL)
+    w = World(tmp_path)  # the card is built after the snapshot: the alias is among its words
+    assert w.run(S1, "shipit") is None
+    assert [r["ph"] for r in w.records()] == ["intent", "done"]
+    assert decision(w.run(S1, POST)) == "ask"  # the alias and the command it stands for: one effect

@@ -40,7 +40,7 @@ def handle(call: "Call") -> "dict[str, Any] | None":
     lvl = meter.level(tokens, c["window"], c)
     line = _line(call, tokens, None if tokens is None else round(100.0 * tokens / c["window"], 1))
     ledger.append(c["ledger"], line)
-    if card.may_have_effect(c, call.payload.get("tool_name"), call.payload.get("tool_input")):
+    if line.get("tool") == "Bash":
         _effect_outcome(call, c, line.get("exit"))
     if meter.level_index(lvl) == session.notified_index(rec):
         return None
@@ -62,7 +62,7 @@ def slow(call: "Call", logged: "bool" = False) -> "dict[str, Any] | None":
     if not logged:
         line = _line(call, reading["tokens"], reading["percent"])
         ctx.log(sdir, line)
-        if card.may_have_effect(built, call.payload.get("tool_name"), call.payload.get("tool_input")):
+        if line.get("tool") == "Bash":
             _effect_outcome(call, built, line.get("exit"))
     if not protocol.needs_level_change(rec, reading):
         ctx.outcome = "card refreshed"
@@ -75,7 +75,9 @@ def slow(call: "Call", logged: "bool" = False) -> "dict[str, Any] | None":
 
 
 def _effect_outcome(call: "Call", c: "dict[str, Any]", code: "int | None") -> None:
-    """A call PreToolUse recorded the intent of (its marker is there): record the outcome (two-phase record)."""
+    """A call PreToolUse recorded the intent of (its marker is there): record the outcome (two-phase record).
+
+    One ``stat`` for a Bash call: no pre-filter here (P1 counts every instruction of this path)."""
     tid = call.payload.get("tool_use_id")
     if not isinstance(tid, str) or not tid or "/" in tid:
         return
