@@ -5,7 +5,7 @@ publish, a message sent, a database write) must not happen twice because a
 session restarted, rotated or recovered a crashed one.  Three parts:
 
 - :func:`classify` — the effects of one Bash command, with string operations
-  only (``shlex``): curl/wget/httpie by method and body, ``gh`` by subcommand,
+  only (a small shell tokenizer of our own): curl/wget/httpie by method and body, ``gh`` by subcommand,
   publishers, deploy and release scripts, version bumps, mail, database clients,
   and the user's own declared commands.  An alias (from Claude Code's shell
   snapshot) is expanded once; a script named as the command is read (at most
@@ -31,11 +31,9 @@ here; nothing is written for a call with no harmful effect.
 """
 
 import posix
-import shlex
-import subprocess
 import time
 
-from . import digest, fastjson, rotation
+from . import digest, fastjson
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time typing is not imported (PreToolUse's slow path)
 if TYPE_CHECKING:
@@ -93,32 +91,92 @@ def _effect(kind: str, norm: "list[Any]", harm: bool, git: bool = False, what: s
     return {"kind": kind, "norm": norm, "harm": harm, "git": git, "what": what or kind}
 
 
+OPERATORS = ";&|()<>"
+
+
+def split(line: str) -> "list[str]":
+    """The words of one shell line, quotes removed, ``;&|()<>`` runs as words of their own, a ``#`` comment dropped.
+
+    A POSIX shell's quoting (``'…'``, ``"…"`` with ``\\`` escapes, ``\\`` outside quotes); an
+    unterminated quote ends the line.  No expansion: ``$X`` stays as written.
+    """
+    words: "list[str]" = []
+    cur: "list[str]" = []
+    started = False
+    i, n = 0, len(line)
+    while i < n:
+        c = line[i]
+        if c == "'":
+            j = line.find("'", i + 1)
+            j = n if j < 0 else j
+            cur.append(line[i + 1:j])
+            started, i = True, j + 1
+            continue
+        if c == '"':
+            i += 1
+            while i < n and line[i] != '"':
+                if line[i] == "\\" and i + 1 < n and line[i + 1] in '"\\$`':
+                    i += 1
+                cur.append(line[i])
+                i += 1
+            started, i = True, i + 1
+            continue
+        if c == "\\" and i + 1 < n:
+            cur.append(line[i + 1])
+            started, i = True, i + 2
+            continue
+        if c in " \t" or c in OPERATORS or (c == "#" and not started):
+            if started:
+                words.append("".join(cur))
+            cur, started = [], False
+            if c == "#":
+                break
+            if c in OPERATORS:
+                j = i
+                while j < n and line[j] in OPERATORS:
+                    j += 1
+                words.append(line[i:j])
+                i = j
+                continue
+            i += 1
+            continue
+        cur.append(c)
+        started, i = True, i + 1
+    if started:
+        words.append("".join(cur))
+    return words
+
+
+def quote(word: str) -> str:
+    """``word`` as one shell word."""
+    if word and all(c.isalnum() or c in "@%+=:,./-_" for c in word):
+        return word
+    return "'" + word.replace("'", "'\"'\"'") + "'"
+
+
 def _simple_commands(text: str) -> "list[list[str]]":
     """The words of each simple command of a shell text (split at ``;``, ``&&``, ``||``, ``|``, newlines)."""
     out: "list[list[str]]" = []
     for line in text.replace("\\\n", " ").split("\n"):
         if not line.strip() or line.lstrip().startswith("#"):
             continue
-        try:
-            lex = shlex.shlex(line, posix=True, punctuation_chars=";&|()<>")
-            lex.whitespace_split = True
-            lex.commenters = "#"
-            toks = list(lex)
-        except ValueError:
-            toks = line.split()
         cur: "list[str]" = []
-        for t in toks:
-            if t and all(c in ";&|()<>" for c in t):
+        skip = False
+        for t in split(line):
+            if t and all(c in OPERATORS for c in t):
+                if "<" in t or ">" in t:  # a redirection: its fd (2>) goes, the next word is a file (or &1)
+                    if cur and cur[-1].isdigit():
+                        cur.pop()
+                    skip = True
+                    continue
                 if cur:
                     out.append(cur)
                 cur = []
-                if t in (">", ">>", "<", "2>"):
-                    cur = ["\0redirect"]  # the word after a redirection is a file, not a command
-            elif cur == ["\0redirect"]:
-                cur = []
+            elif skip:
+                skip = False
             else:
                 cur.append(t)
-        if cur and cur != ["\0redirect"]:
+        if cur:
             out.append(cur)
     return out
 
@@ -286,7 +344,7 @@ def _one(words: "list[str]", env: "dict[str, Any]", depth: int, out: "list[dict[
         return
     aliases = env.get("aliases") or {}
     if depth == 0 and words[0] in aliases:
-        for sub in _simple_commands(aliases[words[0]] + " " + " ".join(shlex.quote(w) for w in words[1:])):
+        for sub in _simple_commands(aliases[words[0]] + " " + " ".join(quote(w) for w in words[1:])):
             _one(sub, env, depth + 1, out)
         return
     if _declared(words, env.get("harmless") or []):
@@ -421,10 +479,7 @@ def aliases(text: str) -> "dict[str, str]":
         name, eq, value = body.partition("=")
         if not eq or not name or any(c in name for c in " \t'\"$"):
             continue
-        try:
-            parts = shlex.split(value)
-        except ValueError:
-            continue
+        parts = split(value)
         if len(parts) == 1:
             out[name] = parts[0]
     return out
@@ -468,15 +523,12 @@ def card_words(harmful: "list[str]", alias_map: "Mapping[str, str]") -> "list[st
 
 def git_state(root: str) -> "str | None":
     """HEAD and the state of the work tree (each changed path with its size and mtime), as one digest; None: no git."""
-    try:
-        proc = subprocess.run(["git", "-C", root, "--no-optional-locks", "status", "--porcelain=v2", "--branch", "-z",
-                               "--untracked-files=all"], capture_output=True, timeout=5)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    if proc.returncode != 0:
+    out = _run(["git", "-C", root, "--no-optional-locks", "status", "--porcelain=v2", "--branch", "-z",
+                "--untracked-files=all"])
+    if out is None:
         return None
     parts = []
-    for ent in proc.stdout.split(b"\0"):
+    for ent in out.split(b"\0"):
         if not ent:
             continue
         if ent.startswith(b"# branch.oid"):
@@ -491,6 +543,36 @@ def git_state(root: str) -> "str | None":
         except OSError:
             parts.append(ent + b" gone")
     return digest.sha256(b"\n".join(sorted(parts))).hexdigest()
+
+
+def _run(argv: "list[str]") -> "bytes | None":
+    """``argv``'s stdout when it exits 0, else None: ``posix_spawnp`` and a pipe (``subprocess`` costs ~8 ms to
+    import, more than the rest of a classified call).  Bounded by the hook's own budget (hooks/BUDGET)."""
+    try:
+        r, w = posix.pipe()
+    except OSError:
+        return None
+    try:
+        pid = posix.posix_spawnp(argv[0], argv, posix.environ, file_actions=[
+            (posix.POSIX_SPAWN_DUP2, w, 1), (posix.POSIX_SPAWN_CLOSE, r),
+            (posix.POSIX_SPAWN_OPEN, 2, "/dev/null", posix.O_WRONLY, 0), (posix.POSIX_SPAWN_OPEN, 0, "/dev/null",
+                                                                         posix.O_RDONLY, 0)])
+    except OSError:
+        posix.close(r)
+        posix.close(w)
+        return None
+    posix.close(w)
+    chunks = []
+    try:
+        while True:
+            b = posix.read(r, 1 << 16)
+            if not b:
+                break
+            chunks.append(b)
+    finally:
+        posix.close(r)
+        _, status = posix.waitpid(pid, 0)
+    return b"".join(chunks) if posix.WIFEXITED(status) and posix.WEXITSTATUS(status) == 0 else None
 
 
 def key(effects: "list[dict[str, Any]]", git: "str | None") -> str:
@@ -621,11 +703,6 @@ def record_override(pdir: str, prompt: str, sid: str | None, name: str | None) -
     for c in codes:
         append(pdir, {"ph": "override", "code": c, "sid": sid, "n": name})
     return codes
-
-
-def users_words(prompt: object) -> bool:
-    """Is this prompt the user's own (not one of our continuations, not a watchdog nudge)?"""
-    return isinstance(prompt, str) and not rotation.is_continuation(prompt) and not prompt.startswith(WATCHDOG_PREFIX)
 
 
 # -- a repeat, held -----------------------------------------------------------------------------------------

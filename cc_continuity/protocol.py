@@ -879,7 +879,8 @@ def prompt_submitted(ctx: Context) -> Output | None:
     prompt = prompt if isinstance(prompt, str) else ""
     ctx.log(sdir, {"ev": "prompt", "text": prompt[:PROMPT_KEEP], "chars": len(prompt),
                    "prompt_id": ctx.payload.get("prompt_id")})
-    if "repeat " in prompt and effects.users_words(prompt):  # the user lets one held repeat through
+    if "repeat " in prompt and not rotation.is_continuation(prompt) and not prompt.startswith(effects.WATCHDOG_PREFIX):
+        # the user's own words (not our continuation, not a watchdog nudge) let one held repeat through
         for code in effects.record_override(ctx.project.dir, prompt, ctx.session_id, rec.get("name")):
             ctx.log(sdir, {"ev": "effect_override", "code": code})
     out = {}

@@ -75,20 +75,15 @@ def slow(call: "Call", logged: "bool" = False) -> "dict[str, Any] | None":
 
 
 def _effect_outcome(call: "Call", c: "dict[str, Any]", code: "int | None") -> None:
-    """A call PreToolUse recorded the intent of (its marker is there): record the outcome (two-phase record).
+    """A Bash call whose intent PreToolUse recorded (its marker is there): record the outcome (effects.outcome).
 
-    One ``stat`` for a Bash call: no pre-filter here (P1 counts every instruction of this path)."""
+    One ``access`` otherwise: no pre-filter here, no exception (P1 counts every instruction of this path)."""
     tid = call.payload.get("tool_use_id")
-    if not isinstance(tid, str) or not tid or "/" in tid:
-        return
     pdir = c["sdir"].rstrip("/").rsplit("/", 2)[0]
-    try:
-        posix.stat(pdir + "/effects.pending/" + tid)
-    except OSError:
-        return  # no intent recorded (no harmful effect): nothing to write
-    from .. import effects
+    if isinstance(tid, str) and tid and "/" not in tid and posix.access(pdir + "/effects.pending/" + tid, posix.F_OK):
+        from .. import effects
 
-    effects.outcome(pdir, call.payload, code, call.session_id)
+        effects.outcome(pdir, call.payload, code, call.session_id)
 
 
 def _line(call: "Call", tokens: "int | None", percent: "float | None") -> "dict[str, Any]":
