@@ -36,9 +36,9 @@ DEAD_PID = 2 ** 22 + 4242
 
 
 class Counter:
-    """A local HTTP server that counts each (method, path, body) it receives."""
+    """A local HTTP server that counts each (method, path, body) it receives (and answers after ``delay_s``)."""
 
-    def __init__(self):
+    def __init__(self, delay_s=0.0):
         self.counts = {}
         self.lock = threading.Lock()
         counter = self
@@ -50,6 +50,8 @@ class Counter:
                 with counter.lock:
                     k = (self.command, self.path, body)
                     counter.counts[k] = counter.counts.get(k, 0) + 1
+                if delay_s:
+                    time.sleep(delay_s)  # a slow upload: long enough to kill the client mid-call
                 self.send_response(201 if self.command != "GET" else 200)
                 self.send_header("Content-Length", "2")
                 self.end_headers()
