@@ -17,7 +17,9 @@ import sys
 
 import pytest
 
-from cc_continuity.rehearse import continuity, usage_at
+from cc_continuity.rehearse import continuity, rotation_scenario, usage_at
+
+from . import scenarios
 
 from .common import Continuity, git, installed_sandbox, prompt, squash
 from .harness import REPO_ROOT
@@ -135,5 +137,43 @@ def test_a_publish_interrupted_by_a_kill_is_asked_about_in_the_next_session(sand
         assert sum(server.counts.values()) == 1, server.counts  # nothing uploaded again while it asks
         asked = [r for r in effects_lines(cont) if r["ph"] == "intent" and r.get("asked")]
         assert len(asked) == 1
+    finally:
+        server.close()
+
+
+TASK_ROT = "Rotation task: keep a work log"
+
+
+def test_a_post_before_a_rotation_is_held_in_the_successor(sandbox_factory):
+    server = continuity.Counter()
+    try:
+        cmd = "curl -s -X POST -d 'release v1 is out' %s/notify" % server.url
+
+        def scenario(project):
+            calls = one_call_scenario(cmd)
+            again = dict(calls["rules"][1], times=1)
+            post = dict(calls["rules"][0], times=1)
+            rot = rotation_scenario(project, task=TASK_ROT)
+            rot["rules"] = [again, post] + rot["rules"]
+            return scenarios.with_default(rot)
+
+        sb = installed_sandbox(sandbox_factory, scenario)
+        configure(sb, effects_local_exempt=False, unattended=True)
+        cont = Continuity(sb)
+        sb.start_claude()
+        prompt(sb, TASK_POST)
+        sb.wait_for(lambda: [r["ph"] for r in effects_lines(cont)] == ["intent", "done"], 30, what="the POST")
+        sb.wait_idle()
+        prompt(sb, TASK_ROT)
+        cont.wait_event(1, "transition", to="ROTATED", timeout=90)
+        sb.wait_for(lambda: cont.record(2)["state"] == "ACTIVE", 60, what="the successor's first prompt")
+        sb.wait_idle()
+        since = sb.model.mark()
+        prompt(sb, AGAIN)
+        req = sb.model.wait_for(lambda r: r.seq >= since and r.kind == "main" and HELD in r.latest_text, timeout=60)
+        assert cont.record(1)["name"] in req.latest_text
+        assert req.session_id == cont.record(2)["session_id"]
+        sb.wait_idle()
+        assert sum(server.counts.values()) == 1, server.counts
     finally:
         server.close()
