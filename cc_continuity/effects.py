@@ -97,8 +97,8 @@ OPERATORS = ";&|()<>"
 def split(line: str) -> "list[str]":
     """The words of one shell line, quotes removed, ``;&|()<>`` runs as words of their own, a ``#`` comment dropped.
 
-    A POSIX shell's quoting (``'…'``, ``"…"`` with ``\\`` escapes, ``\\`` outside quotes); an
-    unterminated quote ends the line.  No expansion: ``$X`` stays as written.
+    A POSIX shell's quoting (``'…'``, ``"…"`` with ``\\`` escapes, ``\\`` outside quotes); with an
+    unterminated quote the line's plain words.  No expansion: ``$X`` stays as written.
     """
     words: "list[str]" = []
     cur: "list[str]" = []
@@ -108,7 +108,8 @@ def split(line: str) -> "list[str]":
         c = line[i]
         if c == "'":
             j = line.find("'", i + 1)
-            j = n if j < 0 else j
+            if j < 0:
+                return line.split()  # an unterminated quote (a masked target cut inside one): plain words
             cur.append(line[i + 1:j])
             started, i = True, j + 1
             continue
@@ -119,6 +120,8 @@ def split(line: str) -> "list[str]":
                     i += 1
                 cur.append(line[i])
                 i += 1
+            if i >= n:
+                return line.split()
             started, i = True, i + 1
             continue
         if c == "\\" and i + 1 < n:

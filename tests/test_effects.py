@@ -305,3 +305,10 @@ def test_an_alias_from_the_shell_snapshot_is_recognised_by_the_hooks(tmp_path):
     assert w.run(S1, "shipit") is None
     assert [r["ph"] for r in w.records()] == ["intent", "done"]
     assert decision(w.run(S1, POST)) == "ask"  # the alias and the command it stands for: one effect
+
+
+def test_an_unterminated_quote_falls_back_to_plain_words():
+    # a masked target can end inside a quote: "-H 'Authorization: [REDACTED] [REDACTED] https://…"
+    assert effects.split("curl -X POST -H 'Authorization: x https://h/p") == [
+        "curl", "-X", "POST", "-H", "'Authorization:", "x", "https://h/p"]
+    assert effects.split('echo "a b" \'c d\' e\\ f; g') == ["echo", "a b", "c d", "e f", ";", "g"]
