@@ -5,6 +5,9 @@
    (denied: the chain is unattended), the model is told when and in which session it
    happened, and the server counted one request.
 2. A successor re-pushing a commit the remote already has: it runs, nothing is held.
+3. A publish (a PUT to a slow registry stand-in) interrupted by kill -9: the next session's
+   repeat is asked about (interactive), with our reason in Claude Code's dialog.
+4. A POST, then a rotation (the tmux rotator): the successor's repeat is held.
 
 (effects_local_exempt is switched off: 127.0.0.1 stands in for a remote API.)
 Run with ``CC_E2E_REPEAT=10`` for pass counts.
