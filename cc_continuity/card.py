@@ -24,8 +24,7 @@ if TYPE_CHECKING:
     from .config import Config
     from .session import Record
 
-VERSION = 1
-
+VERSION = 2
 
 def valid_session_id(sid: "object") -> "TypeGuard[str]":
     """Session ids come from stdin: accept only safe file-name characters."""
@@ -87,9 +86,18 @@ def snapshot(files: "list[str]") -> "list[list[str | int]]":
 
 
 def build(session_id: "str", sdir: "str", rec: "Record", cfg: "Config | Mapping[str, Any]", window: "int", window_source: "str",
-          deps: "list[list[str | int]]", sl_window: "int | None" = None) -> "dict[str, Any]":
-    """The card's content.  ``deps``: a :func:`snapshot` taken before reading the sources."""
+          deps: "list[list[str | int]]", sl_window: "int | None" = None,
+          effect_words: "list[str] | None" = None) -> "dict[str, Any]":
+    """The card's content.  ``deps``: a :func:`snapshot` taken before reading the sources.
+
+    ``effect_words``: words beyond PreToolUse's own that send a Bash call to the side-effect
+    check (aliases whose expansion has one, the user's declared commands: ``effects.card_words``).
+    """
     from . import session  # the layout's owner; here, not at the top: a card hit on StopFailure's path never loads it
+
+    fx = {"hold": bool(cfg["effects_hold"]), "local_exempt": bool(cfg["effects_local_exempt"]),
+          "harmful": list(cfg["effects_harmful"]), "harmless": list(cfg["effects_harmless"]),
+          "words": list(effect_words or ())}
 
     return {
         "v": VERSION,
@@ -107,6 +115,7 @@ def build(session_id: "str", sdir: "str", rec: "Record", cfg: "Config | Mapping[
         "rotate_tokens": cfg["rotate_tokens"],
         "enabled": bool(cfg["enabled"]),
         "color": bool(cfg["statusline_color"]),
+        "fx": fx,
         "deps": deps,
     }
 

@@ -16,7 +16,7 @@ reached meanwhile — it never tries a transition its state does not allow.
 import os
 import time
 
-from . import checkpoint, fastjson, ledger, rotation, session
+from . import checkpoint, claims, fastjson, ledger, rotation, session
 from .procs import pid_alive
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time typing is not imported (SessionStart runs this)
@@ -257,6 +257,10 @@ def _parts(proj: "Project", pred_n: int, prec: "Record", succ_name: str, max_tok
                 prec.get("name"), reading.get("percent", "?"), status,
                 "" if not cp.get("degraded") else " and was written from machine facts")] + _shared(pdir, prec)
     facts = _facts(snap, manifest)
+    checked = claims.section(claims.check(handoff_text, claims.tool_lines(ledger.read(session.ledger_path(pdir)), cid),
+                                          hpath))
+    if checked:
+        facts += "\n\n" + checked  # what the machine confirmed, apart from what the model says
     late_txt = _late(proj, pred_n) if late else ""
     fixed = "\n".join(head) + "\n\n" + facts + late_txt
     room = budget - len(fixed) - 200 - reserve

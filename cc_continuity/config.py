@@ -143,6 +143,11 @@ SCHEMA: "dict[str, tuple[Any, Check, str]]" = {
     "mod_standby_s": (15, _int(1, 600), "how long the tmux rotator stands by for the mod's hand-over before typing"),
     "statusline_chain_timeout_ms": (1000, _int(50, 10000), "budget for the chained user status line"),
     "statusline_color": (True, _bool, "ANSI colours in the status line"),
+    "effects_hold": (True, _bool, "hold a repeat of a side effect already achieved (a POST, a release, a publish): "
+                                  "ask, or deny when no one is there"),
+    "effects_local_exempt": (True, _bool, "calls to 127.0.0.1 / localhost are never held (iterating on a local API)"),
+    "effects_harmful": ([], _str_list, "your commands (a prefix of the command line) that must not run twice"),
+    "effects_harmless": ([], _str_list, "your commands (a prefix) that are harmless to repeat: never held"),
     "watchdog_health_url": (None, _url, "model server liveness URL (e.g. http://host:8000/health)"),
     "watchdog_progress_url": (None, _url, "metrics URL whose counter must advance (progress probe)"),
     "watchdog_progress_metric": ("vllm:iteration_tokens_total", _str_or_null, "metric name for the progress probe"),
@@ -201,6 +206,7 @@ REPO_NARROW: dict[str, bool | str] = {
 #   notify_events                   what is sent (or silenced) to the user's phone
 #   rotator_*, mod_standby_s        how keystrokes are typed into the user's terminal
 #   statusline_chain_timeout_ms     how long the user's own status line command may run
+#   effects_*                       which repeats of a side effect are held (a repository may not wave one through)
 #   watchdog_*                      probe URLs, commands and files run or read, process kills,
 #                                   when it types into a pane or re-spawns a rotator (rotation_stuck_s)
 #   snapshot_timeout_s              a short one would make every snapshot fail

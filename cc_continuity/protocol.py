@@ -28,7 +28,7 @@ from __future__ import annotations
 import os
 import time
 
-from . import atomic, card, checkpoint, claim, config, fastjson, ledger, meter, once, paths, resume, rotation, session
+from . import atomic, card, checkpoint, claim, claims, config, effects, fastjson, ledger, meter, once, paths, resume, rotation, session
 from .procs import pid_alive
 from .project import Project, launch_dir
 
@@ -219,14 +219,16 @@ def refresh_card(ctx: Context, n: int, sdir: str, rec: Record) -> dict[str, Any]
     """Rebuild this session's card (the hot path's cache of project + config); the card built."""
     proj = ctx.project
     sl = session.statusline_path(sdir)
-    deps = card.snapshot(config.layer_files(proj.root) + [sl])
+    snaps = effects.snapshots_dir(ctx.env)  # a new shell snapshot may bring new aliases
+    deps = card.snapshot(config.layer_files(proj.root) + [sl, snaps])
     cfg = config.load(proj.root, ctx.env)
     slw = meter.reported_window(sdir)
     window, wsrc = meter.resolve_window(cfg["window"], slw, rec.get("model"), ctx.env)
     sid = ctx.session_id
     if sid is None:
         raise ValueError("hook payload has no usable session_id")
-    built = card.build(sid, sdir, rec, cfg, window, wsrc, deps, slw)
+    built = card.build(sid, sdir, rec, cfg, window, wsrc, deps, slw,
+                       effects.card_words(cfg["effects_harmful"], effects.snapshot_aliases(snaps)))
     card.save(sid, built)
     return built
 
@@ -560,6 +562,9 @@ def check_handoff(ctx: Context, n: int, sdir: str) -> Output | None:
     ctx.log(sdir, {"ev": "handoff_check", "try": tries, "ok": check.ok, "problems": check.problems[:10],
                    "chars": check.chars, "sha256": check.sha256})
     if check.ok:
+        held = _claims_contradicted(ctx, sdir, path, check, tries)
+        if held is not None:
+            return held
         return verified(ctx, n, sdir, check, degraded=False, tries=tries)
     if tries < ctx.cfg["handoff_max_tries"]:
         ctx.outcome = "handoff invalid (try %d)" % tries
@@ -568,6 +573,34 @@ def check_handoff(ctx: Context, n: int, sdir: str) -> Output | None:
             "Fix these in the file, then end the turn." % (
                 path, tries, ctx.cfg["handoff_max_tries"], "\n".join("- " + p for p in check.problems)))}
     return fall_back(ctx, n, sdir, check.problems, tries)
+
+
+def _claims_contradicted(ctx: Context, sdir: str, path: str, check: Validation, tries: int) -> Output | None:
+    """A valid handoff whose claims ("tests pass", "pushed" …) the ledger contradicts: shown once to its writer.
+
+    Once per handoff version (its sha256), and only while a try is left: the writer may fix
+    the handoff or leave it; either way the successor is told what was not confirmed.
+    """
+    try:
+        text = checkpoint.read_handoff(sdir).decode("utf-8", "replace")
+    except OSError:
+        return None
+    found = claims.problems(claims.check(text, claims.tool_lines(ledger.read(session.ledger_path(sdir))), path))
+    if not found or tries >= ctx.cfg["handoff_max_tries"]:
+        return None
+    with ctx.project.lock():
+        rec = session.load(sdir)
+        if rec.get("claims_shown") == check.sha256:
+            return None
+        rec["claims_shown"] = check.sha256 or ""
+        session.save(sdir, rec)
+    ctx.log(sdir, {"ev": "claims_contradicted", "try": tries, "problems": found[:10]})
+    ctx.outcome = "handoff claims contradicted (try %d)" % tries
+    return {"decision": "block", "reason": (
+        "cc-continuity: the handoff at %s is complete, but the tool record does not confirm what it says:\n%s\n\n"
+        "Correct those statements (or run the check again and update the handoff), then end the turn. Whatever "
+        "stays is shown to the next session as \"claimed, not confirmed\"." % (
+            path, "\n".join("- " + p for p in found)))}
 
 
 def _count_try(ctx: Context, sdir: str) -> int:
@@ -850,6 +883,10 @@ def prompt_submitted(ctx: Context) -> Output | None:
     prompt = prompt if isinstance(prompt, str) else ""
     ctx.log(sdir, {"ev": "prompt", "text": prompt[:PROMPT_KEEP], "chars": len(prompt),
                    "prompt_id": ctx.payload.get("prompt_id")})
+    if "repeat " in prompt and not rotation.is_continuation(prompt) and not prompt.startswith(effects.WATCHDOG_PREFIX):
+        # the user's own words (not our continuation, not a watchdog nudge) let one held repeat through
+        for code in effects.record_override(ctx.project.dir, prompt, ctx.session_id, rec.get("name")):
+            ctx.log(sdir, {"ev": "effect_override", "code": code})
     out = {}
     context = []
     continuation = rotation.is_continuation(prompt) and rec["state"] == session.ACTIVE

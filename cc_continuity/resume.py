@@ -25,7 +25,7 @@ checkpoint, from what it left (prompts, todos, last reply, actions, git state).
 import os
 import time
 
-from . import checkpoint, ledger, session
+from . import checkpoint, effects, ledger, session
 from .procs import pid_alive
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time typing is not imported (SessionStart runs this)
@@ -245,12 +245,24 @@ _WRAPPERS = frozenset(("sudo", "env", "time", "nohup", "exec", "command", "xargs
                        "python", "python3", "-m"))
 
 
-def side_effect(tool: str | None, target_text: str | None) -> str | None:
-    """Why this action reached outside the work tree ("git push", "network", …), or None."""
+_BY_METHOD = frozenset(("curl", "wget", "http", "https", "xh", "gh"))
+
+
+def side_effect(tool: str | None, target_text: str | None, harmful: "list[str] | None" = None) -> str | None:
+    """Why this action reached outside the work tree ("git push", "network", "POST …", …), or None.
+
+    A web client (curl, wget, httpie, gh) counts by what it did: a POST / PUT / PATCH / DELETE, a body
+    (``-d``), ``gh issue create`` … is named by ``effects.classify``; its reads are not side effects.
+    ``harmful``: the user's declared commands (``effects_harmful``), which count as well.
+    """
     if tool in ("WebFetch", "WebSearch"):
         return "network"
     if tool != "Bash" or not isinstance(target_text, str):
         return None
+    if harmful:
+        got = effects.classify(target_text, {"harmful": harmful, "local_exempt": False})
+        if any(e["kind"] == "declared" for e in got):
+            return "declared by you (effects_harmful)"
     for part in _commands(target_text):
         words = [w for w in part.split() if w]
         while words and (words[0] in _WRAPPERS or "=" in words[0] and not words[0].startswith("-")):
@@ -261,6 +273,12 @@ def side_effect(tool: str | None, target_text: str | None) -> str | None:
         args = [w for w in words[1:] if not w.startswith("-")]
         if prog in _INSTALLERS and args and args[0] in _INSTALLERS[prog]:
             return "%s %s" % (prog, args[0])
+        if prog in _BY_METHOD:
+            got = effects.classify(" ".join(words), {"local_exempt": False})
+            if got:  # (the method, not the URL: the target was masked, its quoting may be gone)
+                return "network: %s" % (got[0]["what"] if got[0]["kind"] != "http" else "%s (%s)" % (
+                    got[0]["what"].split(" ", 1)[0], prog))
+            continue  # a read
         if prog in _NETWORK:
             return "network (%s)" % prog
         if "deploy" in prog or "publish" in prog or (args and args[0] in ("deploy", "publish", "release")):
@@ -278,8 +296,10 @@ def _commands(text: str) -> list[str]:
 # -- the actions after a checkpoint ----------------------------------------------------------------
 
 def actions_after(sdir: str, checkpoint_id: str | None = None, since: float | None = None,
-                  limit: int = 2000) -> "list[dict[str, Any]]":
-    """The ``tool`` records of session ``sdir`` after its checkpoint ``checkpoint_id`` (or after ``since``)."""
+                  limit: int = 2000, harmful: "list[str] | None" = None) -> "list[dict[str, Any]]":
+    """The ``tool`` records of session ``sdir`` after its checkpoint ``checkpoint_id`` (or after ``since``).
+
+    Each: ts, tool, target, failed, exit (a Bash call's exit code, when recorded), outside (:func:`side_effect`)."""
     recs = ledger.read(session.ledger_path(sdir))
     start = 0
     if checkpoint_id is not None:
@@ -293,7 +313,8 @@ def actions_after(sdir: str, checkpoint_id: str | None = None, since: float | No
         tool = r.get("tool") if isinstance(r.get("tool"), str) else "?"
         tgt = r.get("target") if isinstance(r.get("target"), str) else None
         out.append({"ts": r.get("ts"), "tool": tool, "target": tgt, "failed": bool(r.get("failed")),
-                    "outside": side_effect(tool, tgt)})
+                    "exit": r.get("exit") if isinstance(r.get("exit"), int) else None,
+                    "outside": side_effect(tool, tgt, harmful)})
     return out[-limit:]
 
 
@@ -301,7 +322,7 @@ def _action_line(a: "dict[str, Any]") -> str:
     desc = a["tool"] if not a["target"] else "%s `%s`" % (a["tool"], a["target"].replace("`", "'"))
     flags = []
     if a["failed"]:
-        flags.append("failed")
+        flags.append("failed" if a.get("exit") is None else "failed, exit %d" % a["exit"])
     if a["outside"]:
         flags.append("OUTSIDE the work tree: %s" % a["outside"])
     return "- %s%s" % (desc, (" — " + "; ".join(flags)) if flags else "")
@@ -343,7 +364,7 @@ def since_text(root: str, pdir: str, prec: "Record", cfg: "Config | Mapping[str,
 
     res = revalidate(root, pdir, prec, cfg, claimer_pid)
     cid = (prec.get("checkpoint") or {}).get("id")
-    acts = actions_after(pdir, cid)
+    acts = actions_after(pdir, cid, harmful=cfg.get("effects_harmful"))
     res["actions"] = len(acts)
     res["actions_outside"] = sum(1 for a in acts if a["outside"])
     body = redact.redact(text(res))
@@ -368,7 +389,7 @@ def crash_handoff(root: str, dsdir: str, drec: "Record", cfg: "Config | Mapping[
     last = transcript.last_assistant_text(tpath) if isinstance(tpath, str) else None
     g = gitsnap.git_facts(root, max_commits=5, max_files=40,
                           index=paths.project_dir(paths.project_key(root)) + "/facts.index")
-    acts = actions_after(dsdir)
+    acts = actions_after(dsdir, harmful=cfg.get("effects_harmful"))
     from . import snapjob
 
     turn = snapjob.read_result(snapjob.turn_result_path(dsdir)) or {}

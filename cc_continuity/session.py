@@ -63,6 +63,7 @@ if TYPE_CHECKING:
         rotate_requested: bool           # `cc-continuity rotate` (or a blocked compaction) asked for a rotation
         pending_note: str                # a note for the next prompt (UserPromptSubmit adds and pops it)
         handoff_tries: int               # handoff validations so far for the current request
+        claims_shown: str                # sha256 of the handoff whose contradicted claims its writer was shown
         handoff_requested_at: float      # when the handoff was requested (the snapshot's requested_at)
         checkpoint: dict[str, Any]       # the verified checkpoint's summary (checkpoint.finalize): id, ref, ...
         driver: str                      # who drives the /clear: one of rotation.DRIVERS

@@ -49,7 +49,12 @@ def test_failed_comes_from_the_event_or_an_interrupted_response():
     ("Bash", "sudo apt-get install -y jq", "apt-get install"),
     ("Bash", "pip install requests", "pip install"),
     ("Bash", "python3 -m pip install -e .", "pip install"),
-    ("Bash", "curl -s https://example.com | jq .", "network (curl)"),
+    ("Bash", "curl -s https://example.com | jq .", None),  # a read
+    ("Bash", "curl -X POST -d x=1 https://example.com/hook", "network: POST (curl)"),
+    ("Bash", "curl -s https://example.com -d @body.json", "network: POST (curl)"),
+    ("Bash", "gh issue create -t x -b y", "network: gh issue create"),
+    ("Bash", "gh pr view 3", None),
+    ("Bash", "ssh host uptime", "network (ssh)"),
     ("Bash", "kubectl apply -f k8s/", "network (kubectl)"),
     ("Bash", "FOO=1 ./deploy.sh prod", "deploy/publish"),
     ("WebFetch", "https://example.com", "network"),
@@ -65,3 +70,8 @@ def test_side_effects_outside_the_work_tree_are_recognised(tool, target, why):
 def test_the_full_redactor_agrees_with_the_mask_on_what_it_hides():
     t = actions.target("Bash", {"command": "curl -H 'Authorization: Bearer abcDEF123456ghiJKL789012' x"})
     assert "abcDEF123456ghiJKL789012" not in t and "abcDEF123456ghiJKL789012" not in redact.redact(t)
+
+
+def test_the_users_declared_commands_count_as_side_effects():
+    assert resume.side_effect("Bash", "notify-team --all") is None
+    assert resume.side_effect("Bash", "notify-team --all", ["notify-team"]) == "declared by you (effects_harmful)"

@@ -143,7 +143,7 @@ def test_actions_after_the_checkpoint_are_listed_marked_and_redacted(tmp_path):
     drv = checkpointed(tmp_path, clear=False)  # no tmux: AWAITING_MANUAL_CLEAR, and the session works on
     burst = [("Bash", {"command": "git push origin main"}),
              ("Edit", {"file_path": os.path.join(drv.root, "src/app.py"), "old_string": "x", "new_string": "z"}),
-             ("Bash", {"command": "curl -H 'Authorization: Bearer sk-live-9fQ2xLm4Zt8Rk1Vb7Nc3Hd5J' https://api.example.com/deploy"}),
+             ("Bash", {"command": "curl -X POST -H 'Authorization: Bearer sk-live-9fQ2xLm4Zt8Rk1Vb7Nc3Hd5J' https://api.example.com/deploy"}),
              ("Bash", {"command": "export NPM_TOKEN=npm_Ab12Cd34Ef56Gh78Ij90Kl12Mn34 && npm publish"}),
              ("Bash", {"command": "pytest -q"})]
     for tool, inp in burst:
@@ -161,10 +161,10 @@ def test_actions_after_the_checkpoint_are_listed_marked_and_redacted(tmp_path):
     assert len(items) == 6, section
     assert items[0].startswith("- Bash `git push origin main` — OUTSIDE the work tree: git push")
     assert items[1] == "- Edit `%s`" % os.path.join(drv.root, "src/app.py")
-    assert "OUTSIDE the work tree: network (curl)" in items[2]
+    assert "OUTSIDE the work tree: network: POST (curl)" in items[2]
     assert "OUTSIDE the work tree: npm publish" in items[3]
     assert items[4] == "- Bash `pytest -q`"
-    assert items[5] == "- Bash `pip install -e .` — failed; OUTSIDE the work tree: pip install"
+    assert items[5] == "- Bash `pip install -e .` — failed, exit 1; OUTSIDE the work tree: pip install"
     assert "4 reached outside the work tree" in section
     for secret in ("sk-live-9fQ2xLm4Zt8Rk1Vb7Nc3Hd5J", "npm_Ab12Cd34Ef56Gh78Ij90Kl12Mn34"):
         assert secret not in text

@@ -61,6 +61,10 @@ HOSTILE = {
     "share_remote": "origin",           # would push every checkpoint (handoff, facts, tree) to a server
     "share_untracked": True,            # would publish untracked files too
     "snapshot_timeout_s": 10,
+    "effects_hold": False,              # would let a successor post, publish, release twice
+    "effects_local_exempt": False,
+    "effects_harmful": ["make test"],
+    "effects_harmless": ["curl"],       # would wave every repeated POST through
     "snapshot_keep": 1,
     "snapshot_max_age_days": 0.001,
 }

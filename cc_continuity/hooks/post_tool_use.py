@@ -8,6 +8,8 @@ learns what was done after the checkpoint it resumes.  Anything else
 (no card yet, a stale card, a level crossing) takes the slow path once.
 """
 
+import posix
+
 from .. import card, ledger, meter, session
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time nothing is imported (hot path)
@@ -36,7 +38,10 @@ def handle(call: "Call") -> "dict[str, Any] | None":
     except OSError:
         tokens = None
     lvl = meter.level(tokens, c["window"], c)
-    ledger.append(c["ledger"], _line(call, tokens, None if tokens is None else round(100.0 * tokens / c["window"], 1)))
+    line = _line(call, tokens, None if tokens is None else round(100.0 * tokens / c["window"], 1))
+    ledger.append(c["ledger"], line)
+    if line.get("tool") == "Bash":
+        _effect_outcome(call, c, line.get("exit"))
     if meter.level_index(lvl) == session.notified_index(rec):
         return None
     return slow(call, logged=True)
@@ -52,10 +57,13 @@ def slow(call: "Call", logged: "bool" = False) -> "dict[str, Any] | None":
     if started is None:
         return None
     n, sdir, rec = started
-    protocol.refresh_card(ctx, n, sdir, rec)
+    built = protocol.refresh_card(ctx, n, sdir, rec)
     reading = protocol.measure(ctx, sdir, rec)
     if not logged:
-        ctx.log(sdir, _line(call, reading["tokens"], reading["percent"]))
+        line = _line(call, reading["tokens"], reading["percent"])
+        ctx.log(sdir, line)
+        if line.get("tool") == "Bash":
+            _effect_outcome(call, built, line.get("exit"))
     if not protocol.needs_level_change(rec, reading):
         ctx.outcome = "card refreshed"
         return None
@@ -64,6 +72,18 @@ def slow(call: "Call", logged: "bool" = False) -> "dict[str, Any] | None":
     if not note:
         return None
     return {"hookSpecificOutput": {"hookEventName": call.event, "additionalContext": note}}
+
+
+def _effect_outcome(call: "Call", c: "dict[str, Any]", code: "int | None") -> None:
+    """A Bash call whose intent PreToolUse recorded (its marker is there): record the outcome (effects.outcome).
+
+    One ``access`` otherwise: no pre-filter here, no exception (P1 counts every instruction of this path)."""
+    tid = call.payload.get("tool_use_id")
+    pdir = c["sdir"].rstrip("/").rsplit("/", 2)[0]
+    if isinstance(tid, str) and tid and "/" not in tid and posix.access(pdir + "/effects.pending/" + tid, posix.F_OK):
+        from .. import effects
+
+        effects.outcome(pdir, call.payload, code, call.session_id)
 
 
 def _line(call: "Call", tokens: "int | None", percent: "float | None") -> "dict[str, Any]":
@@ -196,5 +216,20 @@ def record(payload: "dict[str, Any]", failed: "bool" = False) -> "dict[str, Any]
     resp = payload.get("tool_response")
     if failed or (isinstance(resp, dict) and (resp.get("interrupted") is True or resp.get("is_error") is True)):
         out["failed"] = True
+    if tool == "Bash":
+        out["exit"] = exit_code(payload, failed)
     return out
+
+
+def exit_code(payload: "dict[str, Any]", failed: "bool") -> "int | None":
+    """A Bash call's exit code: 0 after PostToolUse, the number PostToolUseFailure's ``error`` starts with
+    ("Exit code 3"); None when it was interrupted or the error names none."""
+    if not failed:
+        resp = payload.get("tool_response")
+        return None if isinstance(resp, dict) and resp.get("interrupted") is True else 0
+    err = payload.get("error")
+    if not isinstance(err, str) or not err.startswith("Exit code "):
+        return None
+    num = err[10:].split(None, 1)[0] if err[10:].strip() else ""
+    return int(num) if num.isdigit() else None
 

@@ -34,6 +34,17 @@ WAIT_S = 2.0
 # While a checkpoint's snapshot is still being taken (hooks/stop.py left it to its job):
 # wait this long for it, then hold back tools that can change files.
 SNAPSHOT_WAIT_S = 3.0
+# A Bash command with none of these (lower-cased) cannot have a side effect that
+# effects.classify would hold, so this hook goes no further for it:
+# string tests only, nothing read, nothing written.  A word here only sends the call
+# to the slow path, which decides (a GET, a push, `kubectl apply` run without a word).
+EFFECT_WORDS = ("curl", "wget", "http", "xh ", "gh ", "publish", "deploy", "release", "upload", "mail", "psql",
+                "mysql", "mariadb", "sqlite3", "mongo", "redis-cli", "cqlsh", "clickhouse", "kubectl", "helm",
+                "terraform", "pulumi", "version", "bump", "fly", "vercel", "netlify", "firebase", "wrangler", "heroku",
+                "aws ", "gcloud", "az ", "ansible", "./", ".sh", "sh ", "npm", "yarn", "pnpm", "bun ", "twine", "cargo",
+                "gem ", "mvn", "gradle", "dotnet", "yank", "effects.")
+
+
 READ_ONLY_TOOLS = frozenset(("Read", "Glob", "Grep", "LS", "NotebookRead", "WebFetch", "WebSearch", "TodoWrite",
                              "Task", "AskUserQuestion", "ExitPlanMode"))
 
@@ -46,6 +57,14 @@ def handle(call: "Call") -> "dict[str, Any] | None":
         rec = session.load(c["sdir"])
     except (OSError, ValueError):
         return None
+    out = _gates(call, c, rec)
+    if out is None and may_have_effect(c, call.payload.get("tool_name"), call.payload.get("tool_input")):
+        return _effect_gate(call, c, rec)
+    return out
+
+
+def _gates(call: "Call", c: "dict[str, Any]", rec: "Record") -> "dict[str, Any] | None":
+    """The snapshot gate, the hard ceiling, the handoff write: None lets the call go on."""
     wait = rec.get("snapshot_wait")
     if not wait and rec["state"] in session.CLAIMABLE:
         wait = (rec.get("checkpoint") or {}).get("snapshot_wait")
@@ -87,6 +106,58 @@ def handle(call: "Call") -> "dict[str, Any] | None":
             "%s (the Write tool is allowed for it); after that, ending the turn lets the work continue in a "
             "fresh session." % ("?" if pct is None else pct, c["hard"], hpath)),
     }}
+
+
+def may_have_effect(c: "dict[str, Any]", tool: "object", tool_input: "object") -> "bool":
+    """Could this call have a side effect a repeat of which is held?  (False: it is not looked at again.)"""
+    if tool != "Bash" or not isinstance(tool_input, dict):
+        return False
+    cmd = tool_input.get("command")
+    fx = c.get("fx")
+    if not isinstance(cmd, str) or not isinstance(fx, dict) or not fx.get("hold"):
+        return False
+    low = cmd.lower()
+    for w in EFFECT_WORDS:
+        if w in low:
+            return True
+    first = cmd.lstrip().split(None, 1)[0] if cmd.strip() else ""
+    if "/" in first:
+        return True  # a script named as the command
+    for w in fx.get("words") or ():
+        if w in cmd:
+            return True  # an alias, or a command the user declared
+    return False
+
+
+def _effect_gate(call: "Call", c: "dict[str, Any]", rec: "Record") -> "dict[str, Any] | None":
+    """A call that may have a side effect outside the work tree: hold a harmful repeat, record the intent (slow path)."""
+    from .. import effects, fastjson
+
+    sdir = c["sdir"]
+    pdir = sdir.rstrip("/").rsplit("/", 2)[0]
+    command = call.payload["tool_input"]["command"]
+    if "effects.jsonl" in command or "effects.pending" in command:
+        call.outcome = "refused: a tool call touching the side-effect records"
+        return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",
+                                       "permissionDecisionReason": (
+            "cc-continuity: the side-effect records are not for tool calls to change. A held repeat is let through "
+            "only by the user's own prompt (\"repeat <code>\", as the hold said).")}}
+    try:
+        with open(pdir + "/project.json", "rb") as f:
+            root = fastjson.loads(f.read()).get("root")
+    except (OSError, ValueError, AttributeError):
+        root = None
+    fx = c["fx"]
+    cwd = call.payload.get("cwd")
+    env = {"cwd": cwd if isinstance(cwd, str) else root, "harmful": fx.get("harmful"), "harmless": fx.get("harmless"),
+           "local_exempt": fx.get("local_exempt", True), "aliases": effects.snapshot_aliases(
+               effects.snapshots_dir({"CLAUDE_CONFIG_DIR": call.getenv("CLAUDE_CONFIG_DIR") or "",
+                                      "HOME": call.getenv("HOME") or ""}))}
+    unattended = bool(rec.get("unattended")) or call.getenv("CC_CONTINUITY_UNATTENDED") == "1"
+    what, out = effects.decide(pdir, command, env, call.payload, call.session_id, rec.get("name"),
+                               root if isinstance(root, str) else None, unattended)
+    call.outcome = what
+    return out
 
 
 def this_response_tokens(call: "Call", c: "dict[str, Any]") -> "int | None":

@@ -101,7 +101,8 @@ def burst_scenario(project):
     steps = [
         {"type": "tool_use", "name": "Bash", "input": {"command": "git push origin main", "description": "push"}},
         {"type": "tool_use", "name": "Bash",
-         "input": {"command": "curl -s -m 2 -H 'Authorization: Bearer %s' http://127.0.0.1:9/deploy; true" % SECRET_BEARER,
+         "input": {"command": "curl -s -m 2 -X POST -H 'Authorization: Bearer %s' http://127.0.0.1:9/deploy; true"
+                            % SECRET_BEARER,
                    "description": "deploy"}},
         {"type": "tool_use", "name": "Write", "input": {"file_path": "%s/burst.txt" % project, "content": "burst\n"}},
         {"type": "tool_use", "name": "Bash",
@@ -141,10 +142,12 @@ def test_actions_after_the_checkpoint_reach_the_successor_marked_and_redacted(sa
     items = [line for line in section.splitlines() if line.startswith("- ")]
     assert section.startswith("## Actions after the checkpoint (5 tool calls; 3 reached outside the work tree"), section
     assert len(items) == 5, section
-    assert items[0] == "- Bash `git push origin main` — failed; OUTSIDE the work tree: git push", items[0]
-    assert items[1].startswith("- Bash `curl -s -m 2 -H") and items[1].endswith("OUTSIDE the work tree: network (curl)")
+    assert items[0].startswith("- Bash `git push origin main` — failed, exit ") \
+        and items[0].endswith("; OUTSIDE the work tree: git push"), items[0]
+    assert items[1].startswith("- Bash `curl -s -m 2 -X POST -H") and items[1].endswith("OUTSIDE the work tree: network: "
+                                                                                       "POST (curl)"), items[1]
     assert items[2] == "- Write `%s/burst.txt`" % sb.project, items[2]
-    assert items[3].endswith("— failed; OUTSIDE the work tree: pip install"), items[3]
+    assert "— failed, exit " in items[3] and items[3].endswith("; OUTSIDE the work tree: pip install"), items[3]
     assert items[4] == "- Bash `export NPM_TOKEN=[REDACTED] && echo configured`", items[4]
     for r in sb.model.main_requests(cont.record(2)["session_id"]):
         assert not r.contains(SECRET_BEARER) and not r.contains(SECRET_NPM)
