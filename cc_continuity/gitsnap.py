@@ -137,22 +137,22 @@ def _without_drivers(env: "Mapping[str, str]", cwd: str, timeout: float) -> "Map
         except (OSError, subprocess.SubprocessError):
             out = b""  # (no git, no such directory: the call itself will say so)
         keys = []
-        for key in out.split(b"\0"):
-            m = _DRIVER_KEYS.match(key)
+        for raw in out.split(b"\0"):
+            m = _DRIVER_KEYS.match(raw)
             if m:
-                keys.append((os.fsdecode(key), "false" if m.group(3) == b"required" else ""))
+                keys.append((os.fsdecode(raw), "false" if m.group(3) == b"required" else ""))
         found = _drivers_of[cwd] = tuple(keys)
     if not found:
         return env
-    env = dict(env)
+    out_env = dict(env)
     try:
-        n = int(env.get("GIT_CONFIG_COUNT") or 0)
+        n = int(out_env.get("GIT_CONFIG_COUNT") or 0)
     except ValueError:
         n = 0
     for i, (key, value) in enumerate(found, n):
-        env["GIT_CONFIG_KEY_%d" % i], env["GIT_CONFIG_VALUE_%d" % i] = key, value
-    env["GIT_CONFIG_COUNT"] = str(n + len(found))
-    return env
+        out_env["GIT_CONFIG_KEY_%d" % i], out_env["GIT_CONFIG_VALUE_%d" % i] = key, value
+    out_env["GIT_CONFIG_COUNT"] = str(n + len(found))
+    return out_env
 
 
 def _text(data: bytes) -> str:

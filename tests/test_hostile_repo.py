@@ -25,7 +25,7 @@ import pytest
 
 from cc_continuity import config, hooks, paths
 from cc_continuity.install import wrapper
-from helpers.transcripts import REPO, STATUSMAIN, hook_command, hook_payload
+from helpers.transcripts import STATUSMAIN, hook_command, hook_payload
 
 # Runs argv (stdin inherited), then prints its own children's peak RSS (KiB) and the wall time.
 MEASURE = r"""
