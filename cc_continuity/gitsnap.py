@@ -111,11 +111,17 @@ def _env(extra: "Mapping[str, str] | None" = None) -> dict[str, str]:
 
 def _git(args: "Sequence[str]", cwd: str, *, env: "Mapping[str, str] | None" = None, input: bytes | None = None,
          timeout: float = 30.0) -> "Done":
-    """Run git; return CompletedProcess with bytes stdout/stderr (never raises on rc)."""
+    """Run git; return CompletedProcess with bytes stdout/stderr (never raises on rc).
+
+    With ``GIT_INDEX_FILE`` (only ever one of our private indexes: ``_env`` drops the
+    caller's) git runs under umask 077, so the index it writes is 0600 from its first
+    byte: a snapshot killed before its chmod leaves no readable index behind.
+    """
+    env = env or _env()
     return subprocess.run(
-        ["git", *_SAFE_CONFIG, *args], cwd=cwd, env=_without_drivers(env or _env(), cwd, timeout), input=input,
+        ["git", *_SAFE_CONFIG, *args], cwd=cwd, env=_without_drivers(env, cwd, timeout), input=input,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout,
-        stdin=None if input is not None else subprocess.DEVNULL,
+        stdin=None if input is not None else subprocess.DEVNULL, umask=0o077 if "GIT_INDEX_FILE" in env else -1,
     )
 
 

@@ -106,3 +106,20 @@ def test_user_config_entries_already_in_the_environment_are_kept(hostile, monkey
     gitsnap._drivers_of.clear()
     assert gitsnap._git(["config", "user.name"], str(repo)).stdout.decode().strip() == "from-env"
     assert gitsnap._git(["config", "filter.evil.clean"], str(repo)).stdout.decode().strip() == ""
+
+
+def test_the_private_index_is_0600_even_when_the_snapshot_is_killed_before_its_chmod(tmp_path, monkeypatch):
+    """A kill between git's write and close()'s chmod: simulated by a close() that never runs."""
+    repo = tmp_path / "r"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    (repo / "a").write_text("a\n")
+    index = tmp_path / "state" / "snapshot.index"
+    index.parent.mkdir(mode=0o700)
+    monkeypatch.setattr(gitsnap._PrivateIndex, "close", lambda self: None)
+    old = os.umask(0o022)
+    try:
+        gitsnap.snapshot(repo, "refs/continuity/t/1", "one", index=str(index))
+    finally:
+        os.umask(old)
+    assert index.exists() and index.stat().st_mode & 0o777 == 0o600, oct(index.stat().st_mode)
