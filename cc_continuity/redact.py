@@ -27,6 +27,7 @@ secret is never left half-masked.
 Standard library only.  Not on the per-tool-call hot path, so ``re`` is fine.
 """
 
+import binascii
 import math
 import re
 
@@ -562,8 +563,6 @@ def _decoded_hits(text: str) -> "list[tuple[int, int, int, str]]":
     secret the whole run is masked.  Binary (hashes, keys) and plain text without an
     assignment in it are not searched.
     """
-    import binascii
-
     out = []
     for m in _B64_RUN.finditer(text):
         run = m.group()
