@@ -7,6 +7,7 @@ discovered, so adding one never edits this file.
 
 import argparse
 import importlib
+import os
 import pkgutil
 import sys
 
@@ -92,6 +93,11 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.func(args) or 0)
     except errors.Error as e:  # the one place a user-facing error becomes a message and a status
         return report(args.verb, e)
+    except FileNotFoundError:
+        if _cwd_exists():
+            raise
+        return report(args.verb, errors.Error("the current directory no longer exists (deleted or moved "
+                                              "away); cd to an existing directory and run it again"))
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
@@ -120,6 +126,14 @@ def report(verb: str, error: errors.Error) -> int:
 
     log.write("cli.log", "%s: %s\n%s" % (verb, text, traceback.format_exc()))  # never raises
     return error.exit_code
+
+
+def _cwd_exists() -> bool:
+    try:
+        os.getcwd()
+    except FileNotFoundError:
+        return False
+    return True
 
 
 def launch_fallthrough_status() -> int:

@@ -279,13 +279,22 @@ def repo_may_set(key: str, value: object, current: "Any") -> bool:
     return value == rule or value == current
 
 
-def _read(path: str) -> "dict[str, Any] | None":
-    """The parsed object in ``path``, or None when the file does not exist."""
+# No config file of ours comes near this; a bigger one is refused unread (a link to /dev/zero, a dump).
+MAX_FILE_BYTES = 1 << 20
+
+
+def _read(path: str, inside: str | None = None) -> "dict[str, Any] | None":
+    """The parsed object in ``path``, or None when the file does not exist.
+
+    A bounded read (:func:`paths.read_bounded`): a regular file within
+    ``MAX_FILE_BYTES``; ``inside``: a repository's root, outside which no link is followed.
+    """
     try:
-        with open(path, "rb") as f:
-            raw = f.read()
+        raw = paths.read_bounded(path, MAX_FILE_BYTES, inside=inside)
     except FileNotFoundError:
         return None
+    except paths.NotRegular as e:
+        raise ConfigError(path, None, str(e).replace(path + " ", "", 1)) from None
     except OSError as e:
         raise ConfigError(path, None, "cannot read: %s" % e.strerror) from None
     if not raw.strip():
@@ -361,7 +370,7 @@ def load(project_root: str | None = None, env: "Mapping[str, str] | None" = None
     repo = layers[1] if project_root else None
     cfg.user_project_file = layers[2] if project_root else None
     for path in layers:
-        doc = _read(path)
+        doc = _read(path, inside=project_root if path == repo else None)
         if not doc:
             continue
         if path == repo:

@@ -17,6 +17,7 @@ and hooks disabled. Standard library only.
 
 import json
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -58,12 +59,31 @@ _LOCAL_ENV = (
 )
 # Per-command config: no hooks (post-index-change, reference-transaction), no fsmonitor
 # daemon, no split index (it would write sharedindex.* files into the user's .git).
+# And no program the repository names (issue 22: a snapshot runs nothing the repository defined):
+# a command set here wins over every config file.  An empty helper list, no external diff, and
+# programs we never need (no remote, no signing, no editor, no pager) set to one that does nothing.
 _SAFE_CONFIG = (
     "-c", "core.hooksPath=/dev/null",
     "-c", "core.fsmonitor=false",
     "-c", "core.splitIndex=false",
     "-c", "advice.addEmbeddedRepo=false",
+    "-c", "diff.external=",
+    "-c", "core.sshCommand=false",
+    "-c", "core.askPass=false",
+    "-c", "credential.helper=",
+    "-c", "gpg.program=false",
+    "-c", "gpg.ssh.program=false",
+    "-c", "gpg.x509.program=false",
+    "-c", "commit.gpgSign=false",
+    "-c", "core.editor=false",
+    "-c", "sequence.editor=false",
+    "-c", "core.pager=cat",
+    "-c", "gc.auto=0",
 )
+# Drivers are named by the repository (filter.<name>.clean, diff.<name>.textconv): each one the
+# config names is emptied (``_without_drivers``); a filter marked required would then fail the add.
+_DRIVER_KEYS = re.compile(rb"^(filter|diff)\.(.+)\.(clean|smudge|process|required|textconv|command)$")
+_drivers_of: "dict[str, tuple[tuple[str, str], ...]]" = {}
 
 
 class SnapshotError(errors.RotationError, RuntimeError):
@@ -91,12 +111,54 @@ def _env(extra: "Mapping[str, str] | None" = None) -> dict[str, str]:
 
 def _git(args: "Sequence[str]", cwd: str, *, env: "Mapping[str, str] | None" = None, input: bytes | None = None,
          timeout: float = 30.0) -> "Done":
-    """Run git; return CompletedProcess with bytes stdout/stderr (never raises on rc)."""
+    """Run git; return CompletedProcess with bytes stdout/stderr (never raises on rc).
+
+    With ``GIT_INDEX_FILE`` (only ever one of our private indexes: ``_env`` drops the
+    caller's) git runs under umask 077, so the index it writes is 0600 from its first
+    byte: a snapshot killed before its chmod leaves no readable index behind.
+    """
+    env = env or _env()
     return subprocess.run(
-        ["git", *_SAFE_CONFIG, *args], cwd=cwd, env=env or _env(), input=input,
+        ["git", *_SAFE_CONFIG, *args], cwd=cwd, env=_without_drivers(env, cwd, timeout), input=input,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout,
-        stdin=None if input is not None else subprocess.DEVNULL,
+        stdin=None if input is not None else subprocess.DEVNULL, umask=0o077 if "GIT_INDEX_FILE" in env else -1,
     )
+
+
+def _without_drivers(env: "Mapping[str, str]", cwd: str, timeout: float) -> "Mapping[str, str]":
+    """``env`` plus config that empties every filter and diff driver the config of ``cwd`` defines.
+
+    Through ``GIT_CONFIG_COUNT`` (a driver's name may hold any character, ``=``
+    too, which ``-c`` cannot carry), after any such entries already there.  A
+    filter left without its commands stores the file as it is (an unchanged
+    file keeps its index blob: git does not read it again).  One query per place.
+    """
+    found = _drivers_of.get(cwd)
+    if found is None:
+        try:
+            out = subprocess.run(["git", *_SAFE_CONFIG, "config", "-z", "--name-only", "--get-regexp",
+                                  r"^(filter|diff)\..*\.(clean|smudge|process|required|textconv|command)$"],
+                                 cwd=cwd, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                 stdin=subprocess.DEVNULL, timeout=timeout).stdout
+        except (OSError, subprocess.SubprocessError):
+            out = b""  # (no git, no such directory: the call itself will say so)
+        keys = []
+        for raw in out.split(b"\0"):
+            m = _DRIVER_KEYS.match(raw)
+            if m:
+                keys.append((os.fsdecode(raw), "false" if m.group(3) == b"required" else ""))
+        found = _drivers_of[cwd] = tuple(keys)
+    if not found:
+        return env
+    out_env = dict(env)
+    try:
+        n = int(out_env.get("GIT_CONFIG_COUNT") or 0)
+    except ValueError:
+        n = 0
+    for i, (key, value) in enumerate(found, n):
+        out_env["GIT_CONFIG_KEY_%d" % i], out_env["GIT_CONFIG_VALUE_%d" % i] = key, value
+    out_env["GIT_CONFIG_COUNT"] = str(n + len(found))
+    return out_env
 
 
 def _text(data: bytes) -> str:

@@ -78,7 +78,7 @@ def ensure_dir(path: "str") -> "str":
     return path
 
 
-_S_IFMT, _S_IFDIR, _S_IFREG = 0o170000, 0o040000, 0o100000
+_S_IFMT, _S_IFDIR, _S_IFREG, _S_IFLNK = 0o170000, 0o040000, 0o100000, 0o120000
 
 
 def private_dir_problem(path: "str") -> "str | None":
@@ -150,6 +150,62 @@ def read_regular(path: "str", limit: "int" = 1 << 22, chmod: "int | None" = None
                 break
             chunks.append(b)
             limit -= len(b)
+        return b"".join(chunks)
+    finally:
+        posix.close(fd)
+
+
+class TooLarge(NotRegular):
+    """The file is over the size cap: not read (the message gives sizes, never content)."""
+
+
+def read_bounded(path: "str", limit: "int" = 1 << 20, inside: "str | None" = None) -> "bytes":
+    """The bytes of ``path`` when it is a regular file of at most ``limit`` bytes; for files we do not write.
+
+    A repository's files (``inside``: its root) and the user's own: a link is
+    followed only when its target stays inside ``inside`` (anywhere when None),
+    and the target is then checked like the path itself.  FIFOs, devices and
+    directories are refused before they are opened (nothing can block or stream
+    without end), and the open file is checked again (``O_NOFOLLOW | O_NONBLOCK``,
+    then ``fstat`` on the descriptor: what is checked is what is read).
+    Raises FileNotFoundError, :class:`NotRegular` or :class:`TooLarge`; the
+    messages name the path and why, never the content.
+    """
+    target = path
+    st = posix.lstat(path)  # FileNotFoundError as is
+    if st.st_mode & _S_IFMT == _S_IFLNK or inside is not None:
+        import os.path  # a link, or a repository's file (whose folders may be links): off the hot path
+
+        target = os.path.realpath(path)
+        if inside is not None and not target.startswith(os.path.realpath(inside).rstrip("/") + "/"):
+            raise NotRegular("%s is a symlink that leads outside %s: not read" % (path, inside))
+        try:
+            st = posix.stat(target)
+        except OSError as e:
+            raise NotRegular("%s is a symlink to what cannot be examined (%s): not read" % (path, e.strerror)) from None
+    if st.st_mode & _S_IFMT != _S_IFREG:
+        raise NotRegular("%s is not a regular file (a FIFO, device, directory or broken link): not read" % path)
+    if st.st_size > limit:
+        raise TooLarge("%s is %d bytes, over the %d-byte limit: not read" % (path, st.st_size, limit))
+    try:
+        fd = posix.open(target, posix.O_RDONLY | posix.O_NOFOLLOW | posix.O_NONBLOCK | posix.O_CLOEXEC)
+    except FileNotFoundError:
+        raise
+    except OSError as e:
+        raise NotRegular("%s cannot be opened (%s)" % (path, e.strerror)) from None
+    try:
+        now = posix.fstat(fd)
+        if now.st_mode & _S_IFMT != _S_IFREG or (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):
+            raise NotRegular("%s changed while it was opened: not read" % path)
+        chunks, left = [], limit + 1
+        while left > 0:
+            b = posix.read(fd, min(left, 1 << 16))
+            if not b:
+                break
+            chunks.append(b)
+            left -= len(b)
+        if left <= 0:
+            raise TooLarge("%s grew over the %d-byte limit while it was read: not read" % (path, limit))
         return b"".join(chunks)
     finally:
         posix.close(fd)

@@ -27,6 +27,7 @@ secret is never left half-masked.
 Standard library only.  Not on the per-tool-call hot path, so ``re`` is fine.
 """
 
+import binascii
 import math
 import re
 
@@ -48,6 +49,8 @@ _E = r"(?![A-Za-z0-9_\-])"
 # An assignment operator as written in env files, YAML, JSON, TOML, code.
 _SET = r"""["']?[ \t]*(?:=>|:=|=|:)[ \t]*"""
 # The assigned value: quoted (group q/qv) or bare (group bv).
+# A command-line value: quoted (spaces and all) or bare.
+_CLI_VALUE = r"""(?:(?P<q>['"])(?P<qv>(?:(?!(?P=q))[^\n]){3,200})(?P=q)|(?P<bv>[^\s'"\-][^\s'"]{2,}))"""
 _VALUE = r"""(?:(?P<q>["'])(?P<qv>[^"'\n]{1,300}?)(?P=q)|(?P<bv>[^\s"'`,;)}\]]{1,300}))"""
 
 _PLACEHOLDERS = frozenset("""
@@ -137,8 +140,19 @@ def _password_family(name: str) -> bool:
 
 
 def _code_reference(v: str) -> bool:
-    """``${X}``, ``$(cmd)``, ``$VAR``, ``f(x)``, ``a[b]``, ``<your key>``, ``{{ secret }}``."""
-    return any(c in _CODE_CHARS for c in v)
+    """``${X}``, ``$(cmd)``, ``$VAR``, ``f(x)``, ``a[b]``, ``<your key>``, ``{{ secret }}``.
+
+    A ``$`` is a reference only as a shell variable would be one: ``$NAME`` ending the value
+    or followed by a path or a separator (``$ecretPa55!`` and ``Y0ur$tr0ng!`` are not).
+    """
+    if any(c in _CODE_CHARS for c in v.replace("$", "")):
+        return True
+    return "$" in v and any(_VAR_REF.match(v, i) for i, c in enumerate(v) if c == "$")
+
+
+_VAR_REF = re.compile(r"\$(?:[{(]|[A-Za-z_][A-Za-z0-9_]*(?:[/:.,\-]|\Z))")
+_TEMPLATE = re.compile(r"\$\{|\$\(|\{\{|\{%|%\(\w+\)s|\A\$[A-Za-z_][A-Za-z0-9_]*\Z")
+_PHRASE_SYMBOLS = frozenset("!@#$%^&*()+=[]{}|;~_-'\"")
 
 
 def _plausible_value(value: str, quoted: bool, strict_words: bool = True) -> bool:
@@ -158,10 +172,16 @@ def _plausible_value(value: str, quoted: bool, strict_words: bool = True) -> boo
         return False
     if set(v) <= _MASK_CHARS:  # ****, xxxx, ...., x-x-x
         return False
+    if quoted:
+        # A quoted literal may hold anything (spaces, brackets, $): only a template is no secret.
+        if _TEMPLATE.search(v) or v[0] in "%./~" or (v[0] == "<" and v[-1] == ">"):
+            return False
+        if any(c.isspace() for c in v):  # a pass phrase, not a sentence: a digit or a symbol, a few words
+            return (len(v.split()) <= 6 and v[-1] not in ".?:"
+                    and any(c.isdigit() or c in _PHRASE_SYMBOLS for c in v))
+        return len(v) >= 4
     if _code_reference(v) or v[0] in "%@*./~&#=":
         return False
-    if quoted:
-        return len(v) >= 4 and not any(c.isspace() for c in v)
     if len(v) < 4:
         return False
     if _NUMBERISH.match(v) or _VERSIONISH.match(v):  # a count, a size, a port, a date, a version (a PIN is missed)
@@ -175,6 +195,8 @@ def _assignment(m: re.Match[str]) -> bool:
     if m.string.endswith("://", 0, m.start()):
         return False  # "user:password@" of a URL: the url-password rule owns it
     name = m.group("name")
+    if m.group("op").strip() == ":" and (m.string.startswith(":", m.end("op")) or m.string.endswith(":", 0, m.start())):
+        return False  # tests/test_api.py::TestAuth::test_token: a path of names, not an assignment
     tier = name_tier(name)
     if tier is None:
         return False
@@ -388,11 +410,26 @@ _RULE_SPECS: "list[tuple[Kind, str, Accept | None]]" = [  # group values are loo
     ("grafana-token", _B + r"(?:glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}|glc_[A-Za-z0-9+/]{32,}={0,2})" + _E, None),
     ("sentry-token", _B + r"(?:sntrys_[A-Za-z0-9+/=_\-]{40,}|sntryu_[a-f0-9]{64})", None),
     ("newrelic-api-key", _B + r"NRAK-[A-Z0-9]{27}" + _E, None),
+    ("resend-api-key", _B + r"re_[A-Za-z0-9]{8}_[A-Za-z0-9]{24}" + _E, None),
+    ("cloudflare-origin-ca-key", _B + r"v1\.0-[a-f0-9]{24}-[a-f0-9]{146}" + _E, None),
+    ("crates-io-token", _B + r"cio[A-Za-z0-9]{32}" + _E, None),
+    ("sonarqube-token", _B + r"sq[upa]_[a-f0-9]{40}" + _E, None),
+    ("dynatrace-token", _B + r"dt0c01\.[A-Z0-9]{24}\.[A-Z0-9]{64}" + _E, None),
+    ("dropbox-token", _B + r"sl\.[A-Za-z0-9_\-]{120,}" + _E, None),
+    ("asana-token", r"(?<![\w/])[12]/\d{12,20}(?:/\d{12,20})?:[a-f0-9]{32}" + _E, None),
+    ("plaid-access-token", _B + r"access-(?:production|sandbox|development)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}"
+     r"-[0-9a-f]{4}-[0-9a-f]{12}" + _E, None),
+    ("shippo-token", _B + r"shippo_(?:live|test)_[a-f0-9]{40}" + _E, None),
+    ("easypost-api-key", _B + r"EZ[AT]K[a-f0-9]{54}" + _E, None),
+    ("tencent-secret-id", r"(?<![A-Za-z0-9])AKID[A-Za-z0-9]{32}(?![A-Za-z0-9])", None),
+    ("ngrok-authtoken", r"(?i)(?:ngrok\b[^\n]{0,40}?\badd-authtoken|NGROK_AUTHTOKEN[\s=:]+)\s*['\"]?"
+     r"(?P<s>[A-Za-z0-9_]{30,})", None),
+    ("vault-unseal-key", r"(?i)\b(?:unseal|recovery) key(?: \d+)?\s*:\s*(?P<s>[A-Za-z0-9+/]{20,}={0,2})", None),
     ("jwt", _B + r"eyJ[A-Za-z0-9_\-]{5,}\.eyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]*" + _E, None),
     # --- key material and credentials in context --------------------------
     ("private-key",  # a DER body (PKCS#8 / PKCS#1 / SEC1) pasted without its armour lines
      r"(?<![A-Za-z0-9+/])(?:MII[A-Za-z0-9+/]{1,4}?(?:IBADANBgkqhkiG9w0BAQEFAASC|IBAAKCA)|MHcCAQEE"
-     r"|MIG[A-Za-z0-9+/]{1,3}?AgEAMBMGByqGSM49|MC4CAQAwBQYDK2Vw)"
+     r"|MIG[A-Za-z0-9+/]{1,3}?AgEAMBMGByqGSM49|MC4CAQAwBQYDK2Vw|b3BlbnNzaC1rZXktdjE)"
      r"[A-Za-z0-9+/]{20,}={0,2}(?:(?:\\n|\s)+[A-Za-z0-9+/]{16,}={0,2})*", None),
     ("aws-secret-access-key",  # the bare 40-character secret next to its key id (CSV, prose, env dumps)
      r"(?<![A-Z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Z0-9])[^\n]{0,120}?(?:\n[^\n]{0,120}?){0,2}"
@@ -419,19 +456,34 @@ _RULE_SPECS: "list[tuple[Kind, str, Accept | None]]" = [  # group values are loo
     ("netrc-password", r"(?i)\b(?:machine\s+\S+|default)\s+login\s+\S+\s+password\s+(?P<s>\S+)", None),
     # --- passwords in command lines ---------------------------------------
     ("cli-password", r"\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlsh|mariadb|mariadb-dump)\b"
-                     r"[^\n|;&]*?\s-p(?P<s>[^\s'\"-][^\s'\"]{2,})", None),
-    ("cli-password", r"""\b(?:sshpass|mongo|mongosh|mongodump|mongorestore)\b[^\n|;&]*?\s-p\s*['"]?(?P<s>[^\s'"-][^\s'"]{2,})""",
-     None),
+                     r"[^\n|;&]*?\s(?:-p|--password=)" + _CLI_VALUE, None),
+    ("cli-password", r"""\b(?:sshpass|mongo|mongosh|mongodump|mongorestore)\b[^\n|;&]*?\s-p\s*""" + _CLI_VALUE, None),
+    ("cli-password", r"""\bhtpasswd\b[^\n|;&]*?\s-[a-zA-Z]*b[a-zA-Z]*\s+(?:-\S+\s+)*\S+\s+\S+\s+""" + _CLI_VALUE, None),
     ("cli-password", r"""\b(?:docker|podman|nerdctl|buildah|skopeo|helm|oras|az|oc|cf)\b[^\n|;&]*?\blogin\b[^\n|;&]*?"""
                      r"""\s(?:-p|--password)[ =]['"]?(?P<s>[^\s'"-][^\s'"]{2,})""", None),
     ("cli-password", r"""\bredis-cli\b[^\n|;&]*?\s-a\s+['"]?(?P<s>[^\s'"-][^\s'"]{2,})""", None),
     ("cli-password", r"""(?i)\b(?:curl|wget|http|httpie)\b[^\n|;&]*?\s(?:-u|--user|-U|--proxy-user)[ =]?['"]?"""
                      r"""[^\s:'"]{1,64}:(?P<s>[^\s'"]{3,128})""", lambda m: not m.group("s").startswith("$")),
-    ("cli-password", r"""-pass(?:in|out)?\s+['"]?pass:(?P<s>[^\s'"]{3,})""", None),
+    ("cli-password", r"""-pass(?:in|out)?\s+['"]?pass:""" + _CLI_VALUE, None),
     ("cli-password", r"""\b(?:zip|7z|7za|unzip|rar|unrar)\b[^\n|;&]*?\s-[pP]\s?['"]?(?P<s>[^\s'"-][^\s'"]{2,})""",
      lambda m: not m.group("s").startswith(("/", "."))),
-    ("cli-password", r"""\s-(?:storepass|keypass|srcstorepass|deststorepass)\s+['"]?(?P<s>[^\s'"]{3,})""", None),
-    ("cli-password", r"""\bldap\w*\b[^\n|;&]*?\s-w\s+['"]?(?P<s>[^\s'"-][^\s'"]{2,})""", None),
+    ("cli-password", r"""\s-(?:storepass|keypass|srcstorepass|deststorepass)\s+""" + _CLI_VALUE, None),
+    ("cli-password", r"""\bldap\w*\b[^\n|;&]*?\s-w\s+""" + _CLI_VALUE, None),
+    ("cli-password",  # aws configure set aws_secret_access_key X, git config credential.password X
+     r"""\b(?:aws\s+configure\s+set|git\s+config(?:\s+--\w+)*)\s+(?P<name>[\w.\-]+)\s+""" + _CLI_VALUE,
+     lambda m: name_tier(m.group("name").rsplit(".", 1)[-1]) == "strong"),
+    ("secret-assignment",  # define('AUTH_KEY', '...'), setenv("TOKEN", "..."), os.environ.setdefault(...)
+     r"""\b(?:define|setenv|putenv|setdefault|Setenv|SetEnvironmentVariable)\s*\(\s*["'](?P<name>[A-Za-z_][\w.\-]{0,80})["']"""
+     r"""\s*,\s*(?P<q>["'])(?P<qv>(?:(?!(?P=q))[^\n]){4,300})(?P=q)""",
+     lambda m: name_tier(m.group("name")) == "strong" and _plausible_value(m.group("qv"), True)),
+    ("password-in-prose",  # labels in other languages: "Passwort:", "mot de passe :", "密码："
+     r"(?i)(?:passwort|kennwort|mot de passe|contrase[ñn]a|senha|пароль|密码|密碼|口令|パスワード|비밀번호|wachtwoord"
+     r"|has[łl]o|parola(?: d'ordine)?|l[öo]senord|salasana|adgangskode|passord|heslo|jelsz[óo]|[şs]ifre|m[ậa]t kh[ẩa]u"
+     r"|كلمة المرور|סיסמה|κωδικός|api[- ]?schl[üu]ssel|cl[ée] (?:d'|de l')?api|clave (?:de )?api|chave (?:de )?api"
+     r"|api ?密钥|密钥|秘密鍵|api ?キー|トークン|令牌|ключ api|токен|password [èe]|la password)"
+     r"""\s*(?:[:：=]|\bist\b|\best\b|\bes\b|\bé\b|\bè\b)\s*["'`]?(?P<s>[^\s"'`，。]{4,100})""",
+     lambda m: _plausible_value(m.group("s").rstrip(".,;:!?)"), False, strict_words=False)
+     and _looks_random(m.group("s"))),
     ("cli-password", r"""\b(?:smbclient|rpcclient|smbmap)\b[^\n|;&]*?\s-U\s+['"]?[^\s%'"]+%(?P<s>[^\s'"]{3,})""", None),
     ("secret-flag",  # --password X, --api-key=X, --auth-token "X": a flag whose name says secret
      r"""(?<![\w\-])--(?P<name>[A-Za-z][A-Za-z0-9\-]{1,40})(?:=|[ \t]+)["']?(?P<s>[^\s"'`\-][^\s"'`]{2,300})""",
@@ -483,7 +535,73 @@ _RULES = [_Rule(k, p, a, i) for i, (k, p, a) in enumerate(_RULE_SPECS)]
 KINDS = frozenset(name for kind, _, _ in _RULE_SPECS
                   for name in ([kind] if isinstance(kind, str) else
                                ["password-assignment", "secret-assignment"] if callable(kind[1])
-                               else kind[1].values()))
+                               else kind[1].values())) | {"base64-secret", "url-encoded-secret"}
+
+
+def _hits(text: str) -> "list[tuple[int, int, int, str]]":
+    hits: list[tuple[int, int, int, str]] = []
+    for rule in _RULES:
+        for m in rule.regex.finditer(text):
+            if rule.accept is not None and not rule.accept(m):
+                continue
+            start, end = rule.span(m)
+            if end > start and not text.startswith(_MARK_PREFIX, start):
+                hits.append((start, end, rule.priority, rule.name(m)))
+    return hits
+
+
+_B64_RUN = re.compile(r"(?<![A-Za-z0-9+/=_\-])[A-Za-z0-9+/]{16,}={0,2}(?![A-Za-z0-9+/=_\-])")
+_PCT_PIECE = re.compile(r"[^\s'\"<>?&]*%[0-9A-Fa-f]{2}[^\s'\"<>?&]*")
+_PCT = re.compile(r"%([0-9A-Fa-f]{2})")
+_DECODED = len(_RULES)  # the priority of a hit found in decoded text: below every rule's
+
+
+def _decoded_hits(text: str) -> "list[tuple[int, int, int, str]]":
+    """Secrets inside base64 (an encoded ``.env`` line, a ``user:pass``) and URL-encoded values.
+
+    The encoded run is decoded and searched once more (not deeper); when it holds a
+    secret the whole run is masked.  Binary (hashes, keys) and plain text without an
+    assignment in it are not searched.
+    """
+    out = []
+    for m in _B64_RUN.finditer(text):
+        run = m.group()
+        if len(run) % 4:
+            continue
+        try:
+            raw = binascii.a2b_base64(run)
+        except (binascii.Error, ValueError):
+            continue
+        if not raw or any(b < 32 and b not in (9, 10, 13) or b > 126 for b in raw) or not (b"=" in raw or b":" in raw):
+            continue
+        inner = _hits(raw.decode("ascii"))
+        if inner:
+            out.append((m.start(), m.end(), _DECODED, "base64-secret"))
+    if "%" in text:
+        for m in _PCT_PIECE.finditer(text):
+            piece = m.group()
+            try:
+                plain = _PCT.sub(lambda x: chr(int(x.group(1), 16)), piece)
+            except ValueError:
+                continue
+            inner = _hits(plain) if plain != piece else []
+            if inner:
+                start = m.start() + (piece.index("=") + 1 if "=" in piece.split("%", 1)[0] else 0)
+                out.append((start, m.end(), _DECODED, "url-encoded-secret"))
+    return out
+
+
+_CONTINUATION = re.compile(r"(?:\\)?\n[ \t]*([A-Za-z0-9+/_\-]{8,300}={0,2})[ \t]*(?=\n|\Z)")
+
+
+def _continued(text: str, end: int) -> int:
+    """``end`` moved over the lines that only continue a secret ending its line (a wrapped token or key)."""
+    for _ in range(64):
+        m = _CONTINUATION.match(text, end)
+        if m is None or not _looks_random(m.group(1)) or _WORDISH.match(m.group(1)):
+            return end
+        end = m.end()
+    return end
 
 
 def find_secrets(text: str | None) -> list[tuple[str, int, int]]:
@@ -494,14 +612,8 @@ def find_secrets(text: str | None) -> list[tuple[str, int, int]]:
     """
     if not text:
         return []
-    hits: list[tuple[int, int, int, str]] = []
-    for rule in _RULES:
-        for m in rule.regex.finditer(text):
-            if rule.accept is not None and not rule.accept(m):
-                continue
-            start, end = rule.span(m)
-            if end > start and not text.startswith(_MARK_PREFIX, start):
-                hits.append((start, end, rule.priority, rule.name(m)))
+    hits = _hits(text) + _decoded_hits(text)
+    hits = [(start, _continued(text, end), prio, kind) for start, end, prio, kind in hits]
     hits.sort()
     merged: "list[list[Any]]" = []  # [start, end, priority, kind]
     for start, end, prio, kind in hits:

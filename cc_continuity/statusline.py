@@ -5,12 +5,14 @@ only, no network, and the only subprocess is the user's own previous status
 line, which is run with the same stdin, time-bounded, and printed first.
 Always exits 0.
 
-The whole run has one deadline (SIGALRM): :data:`OWN_BUDGET_S` for our part,
-plus ``statusline_chain_timeout_ms`` when the user's status line is chained
-(default 1 + 1.5 = 2.5 s).  It bounds everything that could block: reading a
-stdin that never closes, opening a transcript that is a FIFO, the chained
-command (whose whole process group is killed when its time is up).  At the
-deadline it prints what it has (``ctx ?`` at least) and exits 0.
+Our own part has one deadline (SIGALRM): :data:`OWN_BUDGET_S` (300 ms).  It
+bounds everything that could block: reading a stdin that never closes (a whole
+JSON object is not waited on past), opening a transcript that is a FIFO.  At the
+deadline it prints what it has (``ctx ?`` at least) and exits 0.  The user's
+chained status line runs while ours does, for ``statusline_chain_timeout_ms``
+(default 1 s); when it is slower its last output is shown and it finishes in the
+background (bounded, then its whole process group is killed), leaving its new
+output for the next render.
 
 The user's status line comes from our own command line (``--chain JSON``, put
 there by install, so it survives a lost install record), else from the record.
@@ -24,7 +26,7 @@ from . import card, fastjson, meter, paths, session
 TYPE_CHECKING = False  # mypy takes this name as true; at run time only the else branch runs (hot path)
 if TYPE_CHECKING:
     import signal as _signal  # the builtin _signal has no stubs: its public face has them
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
     from subprocess import Popen
     from types import FrameType
     from typing import Any, NoReturn
@@ -168,39 +170,64 @@ def _usable_chain(chain: "object") -> "dict[str, Any] | None":
     return None
 
 
-def chained_output(chain: "dict[str, Any]", raw: "bytes", c: "object", timeout_ms: "float") -> "str":
+def chained_output(chain: "dict[str, Any]", raw: "bytes", c: "object", timeout_ms: "float",
+                   ours: "Callable[[], None] | None" = None) -> "str":
     """The user's status line output for this stdin.
 
     Ours re-runs every :data:`REFRESH_S` seconds (install sets ``refreshInterval``)
     so that a state change with no new message (a verified checkpoint waiting for
     ``/clear``) shows.  A user's status line that asked for no timer of its own is
     not made to run on ours: when the stdin is byte-identical to the last run's,
-    its last output is shown again.
+    its last output is shown again.  It runs while ``ours`` (our own part) does;
+    when it is slower than ``timeout_ms`` its last output is shown and it is left to
+    finish in the background (:func:`_finish_later`), which keeps its new output for
+    the next render.
     """
     sdir = c.get("sdir") if isinstance(c, dict) else None
-    cache = session.chain_cache_path(sdir) if sdir and not chain.get("refreshInterval") else None
+    cache = session.chain_cache_path(sdir) if sdir else None
     text = raw.decode("utf-8", "replace")
+    last: "dict[str, Any]" = {}
     if cache:
         try:
-            last = fastjson.loads(session.read_file(cache))
-            if last.get("stdin") == text and isinstance(cached := last.get("out"), str):
-                return cached
-        except (OSError, ValueError, AttributeError):
+            got = fastjson.loads(session.read_file(cache))
+            last = got if isinstance(got, dict) else {}
+        except (OSError, ValueError):
             pass
-    out = run_chained(chain["command"], raw, timeout_ms)
+    cached: "str" = last["out"] if isinstance(last.get("out"), str) else ""
+    if not chain.get("refreshInterval") and last.get("stdin") == text and cached:
+        if ours is not None:
+            ours()
+        return cached
+    p = start_chained(chain["command"], raw)
+    t0 = time.monotonic()
+    if ours is not None:
+        ours()
+    if p is None:
+        return ""
+    out = wait_chained(p, max(0.001, timeout_ms / 1000.0 - (time.monotonic() - t0)))
+    if out is None:  # too slow: the last output now, the new one for the next render
+        _finish_later(p, cache, text, timeout_ms)
+        return cached
     if cache and out:
-        try:
-            from . import atomic
-
-            atomic.write_text(cache, fastjson.dumps({"stdin": text, "out": out}), fsync=False)
-        except OSError:
-            pass
+        _keep(cache, text, out)
     return out
 
 
-OWN_BUDGET_S = 1.5  # our part of a status line run: stdin, card, state, transcript tail, output
+def _keep(cache: "str", text: "str", out: "str") -> "None":
+    try:
+        from . import atomic
+
+        atomic.write_text(cache, fastjson.dumps({"stdin": text, "out": out}), fsync=False)
+    except OSError:
+        pass
+
+
+OWN_BUDGET_S = 0.3  # our part of a status line run: stdin, card, state, transcript tail, output
 CHAIN_FLAG = "--chain"
 REFRESH_S = 10  # our statusLine's refreshInterval: a state change shows within this, messages or not
+# A chained status line left to finish in the background gets this many times its budget
+# (at least BACKGROUND_MIN_S, at most BACKGROUND_MAX_S) before its process group is killed.
+BACKGROUND_FACTOR, BACKGROUND_MIN_S, BACKGROUND_MAX_S = 10, 2.0, 30.0
 
 
 class Deadline(BaseException):
@@ -226,32 +253,84 @@ def _chain_from_argv(argv: "list[str]") -> "dict[str, Any] | None":
         return None
 
 
-def run_chained(command: "str", raw: "bytes", timeout_ms: "float") -> "str":
-    """Run the user's status line with our stdin; its output, or '' if it fails or is slow.
-
-    It runs in a session (process group) of its own; when it is too slow — or the
-    whole status line's deadline passes while it runs — the group is killed, so a
-    hung command and everything it started are gone, not orphaned.
-    """
+def start_chained(command: "str", raw: "bytes") -> "Popen[bytes] | None":
+    """The user's status line started with our stdin, in a session (process group) of its own."""
     import subprocess
 
     try:
         p = subprocess.Popen(command, shell=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                              stderr=subprocess.DEVNULL, start_new_session=True)
     except OSError:
-        return ""
-    out: bytes  # (communicate's result is typed Any)
+        return None
     try:
-        out, _ = p.communicate(raw, timeout=timeout_ms / 1000.0)
+        if p.stdin is not None:
+            p.stdin.write(raw)
+            p.stdin.close()
+    except OSError:
+        pass  # (it did not read its stdin: its output still counts)
+    p.stdin = None  # (communicate() then only reads)
+    return p
+
+
+def wait_chained(p: "Popen[bytes]", timeout_s: "float") -> "str | None":
+    """Its output ('' when it failed), or None when it is still running after ``timeout_s``."""
+    import subprocess
+
+    try:
+        out, _ = p.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:
-        _kill_group(p)
-        return ""
+        return None
     except BaseException:
         _kill_group(p)
         raise
     if p.returncode != 0:
         return ""
     return out.decode("utf-8", "replace").strip("\n")
+
+
+def run_chained(command: "str", raw: "bytes", timeout_ms: "float") -> "str":
+    """Run the user's status line with our stdin; its output, or '' if it fails or is slow (its group killed)."""
+    p = start_chained(command, raw)
+    if p is None:
+        return ""
+    out = wait_chained(p, timeout_ms / 1000.0)
+    if out is None:
+        _kill_group(p)
+        return ""
+    return out
+
+
+def _finish_later(p: "Popen[bytes]", cache: "str | None", text: "str", timeout_ms: "float") -> "None":
+    """Leave a slow chained status line running; a child of ours keeps its output when it ends.
+
+    The child lets go of our stdout (Claude Code waits for it to close) and gives the
+    command a bounded time; past it, its process group is killed.  Without a place to
+    keep the output, or when forking fails, the command is killed now.
+    """
+    if cache is None:
+        _kill_group(p)
+        return
+    try:
+        pid = posix.fork()
+    except OSError:
+        _kill_group(p)
+        return
+    if pid:
+        return  # (the child is reaped by init once we have exited)
+    try:
+        _signal.setitimer(_signal.ITIMER_REAL, 0)
+        null = posix.open("/dev/null", posix.O_RDWR)
+        for fd in (0, 1, 2):
+            posix.dup2(null, fd)
+        posix.setsid()
+        left = min(BACKGROUND_MAX_S, max(BACKGROUND_MIN_S, BACKGROUND_FACTOR * timeout_ms / 1000.0))
+        out = wait_chained(p, left)
+        if out is None:
+            _kill_group(p)
+        elif out:
+            _keep(cache, text, out)
+    finally:
+        posix._exit(0)
 
 
 def _kill_group(p: "Popen[bytes]") -> "None":
@@ -270,12 +349,26 @@ def main() -> "NoReturn":
 
     started = time.monotonic()
     deadline = started + OWN_BUDGET_S
-    out = []
+    out: "list[str]" = []
+    mine: "list[str]" = []
     try:
         _signal.signal(_signal.SIGALRM, _on_alarm)
         _arm(deadline)
         chain = _chain_from_argv(sys.argv[1:]) or chained_command()
-        timeout = 0
+        raw = _read_stdin()
+        try:
+            payload = fastjson.loads(raw)
+        except (ValueError, UnicodeDecodeError):
+            payload = None
+        c = facts(payload)
+
+        def ours() -> "None":  # our own part, within OWN_BUDGET_S whatever theirs does
+            try:
+                mine.append(render(payload, c=c))
+            except BaseException:
+                mine.append("ctx ?")
+            _signal.setitimer(_signal.ITIMER_REAL, 0)
+
         if chain:
             from . import config
 
@@ -284,26 +377,18 @@ def main() -> "NoReturn":
                 timeout = config.load(None)["statusline_chain_timeout_ms"]
             except config.ConfigError:
                 pass
-            deadline += timeout / 1000.0
-        _arm(deadline)
-        raw = _read_stdin()
-        try:
-            payload = fastjson.loads(raw)
-        except (ValueError, UnicodeDecodeError):
-            payload = None
-        c = facts(payload)
-        if chain:
-            left_ms = (deadline - time.monotonic() - 0.2) * 1000
-            theirs = chained_output(chain, raw, c, max(1, min(timeout, left_ms)))
+            theirs = chained_output(chain, raw, c, timeout, ours)
             if theirs:
                 out.append(theirs)
-        out.append(render(payload, c=c))
+        if not mine:
+            ours()
     except BaseException:
-        out.append("ctx ?")
+        pass
     try:
         _signal.setitimer(_signal.ITIMER_REAL, 0)
     except BaseException:
         pass
+    out += mine or ["ctx ?"]
     try:
         posix.write(1, ("\n".join(out) + "\n").encode("utf-8"))
     except OSError:
@@ -312,7 +397,10 @@ def main() -> "NoReturn":
 
 
 def _read_stdin(limit: "int" = 1 << 22) -> "bytes":
-    """All of stdin (at most ``limit`` bytes); a stdin that never closes ends at the deadline."""
+    """All of stdin (at most ``limit`` bytes); a stdin that never closes ends at the deadline.
+
+    A whole JSON object is enough: a stdin left open after one is not waited on.
+    """
     chunks = []
     while limit > 0:
         b = posix.read(0, 65536)
@@ -320,4 +408,11 @@ def _read_stdin(limit: "int" = 1 << 22) -> "bytes":
             break
         chunks.append(b)
         limit -= len(b)
+        if b.rstrip().endswith(b"}"):
+            raw = b"".join(chunks)
+            try:
+                if isinstance(fastjson.loads(raw), dict):
+                    return raw
+            except (ValueError, UnicodeDecodeError, RecursionError):
+                pass
     return b"".join(chunks)

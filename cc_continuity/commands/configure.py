@@ -70,7 +70,7 @@ def parse_tokens(text):
         value = float(s) * scale
     except ValueError:
         raise argparse.ArgumentTypeError("expected a token count like 200000, 200k or 1m, got %r" % text) from None
-    if value != value or value <= 0 or value != int(value):
+    if value != value or value in (float("inf"), float("-inf")) or value <= 0 or value != int(value):
         raise argparse.ArgumentTypeError("expected a positive whole number of tokens, got %r" % text)
     return int(value)
 

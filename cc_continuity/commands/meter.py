@@ -1,6 +1,7 @@
 """``cc-continuity meter <transcript.jsonl>``: tokens, window, ratio, level and source."""
 
 import os
+import stat
 
 from .. import meter
 from ._util import die, load_config, print_json
@@ -21,6 +22,11 @@ def run(args):
         die("--window must be a positive number of tokens")
     cfg = load_config(find_root(os.getcwd()))
     try:
+        mode = os.stat(args.transcript).st_mode  # (stat: a FIFO is not opened, so nothing blocks)
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError
+        if not stat.S_ISREG(mode):
+            die("%s is not a regular file (a FIFO or a device), not a transcript" % args.transcript)
         got = meter.read_transcript(args.transcript)
     except FileNotFoundError:
         die("no such transcript: %s" % args.transcript)

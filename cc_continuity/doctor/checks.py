@@ -84,10 +84,11 @@ class Context:
 
     def _read_settings(self):
         try:
-            with open(self.settings_path, "rb") as f:
-                data = f.read()
+            data = paths.read_bounded(self.settings_path, SETTINGS_MAX_BYTES)
         except FileNotFoundError:
             return None, "%s does not exist" % self.settings_path
+        except paths.NotRegular as e:
+            return None, str(e)
         except OSError as e:
             return None, "cannot read %s: %s" % (self.settings_path, e.strerror)
         try:
@@ -830,6 +831,9 @@ def check_mods(ctx):
                   "run `claude plugin test <an empty folder>` yourself; rotations fall back to tmux meanwhile")
 
 
+# Claude Code's settings files are small; a bigger one is not read (a link to /dev/zero, a dump).
+SETTINGS_MAX_BYTES = 16 << 20
+
 MANAGED_SETTINGS = ("/etc/claude-code/managed-settings.json",
                     "/Library/Application Support/ClaudeCode/managed-settings.json")
 
@@ -859,9 +863,9 @@ def check_skill_shell(ctx):
     """A ``PreSkillShellCommand`` hook (2.1.332) refuses a skill's inline shell commands: ours then abort."""
     hooked = []
     for path in _settings_layers(ctx):
+        inside = ctx.root if ctx.root and path.startswith(ctx.root + os.sep) else None  # the repository's own
         try:
-            with open(path, encoding="utf-8") as f:
-                doc = json.load(f)
+            doc = json.loads(paths.read_bounded(path, SETTINGS_MAX_BYTES, inside=inside))
         except (OSError, ValueError):
             continue
         groups = (doc.get("hooks") or {}).get("PreSkillShellCommand") if isinstance(doc, dict) else None

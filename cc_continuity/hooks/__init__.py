@@ -197,6 +197,7 @@ def main(argv: "list[str]") -> "NoReturn":
     out: str | None
     rewake: str | None
     outcome, sid, out, rewake = "error", None, None, None
+    raw = b""
     try:
         budget = BUDGET.get(event or "", 5.0)  # ("" is no event's)
         _signal.signal(_signal.SIGALRM, _on_alarm)
@@ -210,6 +211,8 @@ def main(argv: "list[str]") -> "NoReturn":
         out, outcome, rewake = None, "budget-exceeded", None
     except BaseException as e:  # fail open: log, print nothing, exit 0
         out, outcome, rewake = None, "error: " + _describe(e), None
+    if sid is None and outcome != "ok":
+        sid = _session_of(raw)  # a handler that failed still names its session in the log
     if out is not None:
         try:
             posix.write(1, out.encode("utf-8"))
@@ -229,6 +232,14 @@ def main(argv: "list[str]") -> "NoReturn":
     except BaseException:
         pass
     posix._exit(status)
+
+
+def _session_of(raw: "bytes") -> "object":
+    try:
+        payload = fastjson.loads(raw)
+    except BaseException:
+        return None
+    return payload.get("session_id") if isinstance(payload, dict) else None
 
 
 def _describe(e: "BaseException") -> "str":

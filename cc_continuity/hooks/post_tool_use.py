@@ -128,17 +128,31 @@ def target(tool: "str | None", tool_input: "object") -> "str | None":
     if isinstance(cmd, str):
         line = cmd.strip().split("\n", 1)[0].strip()
         more = "\n" in cmd.strip()
-        text = mask(line[:TARGET_MAX * 2])
+        text = mask(line)  # the whole first line, then the cut: no secret is cut in two before it is masked
         return _cut(text + (" …" if more else ""))
     for key in _PATH_KEYS:
         v = tool_input.get(key)
         if isinstance(v, str) and v:
-            return _cut(mask(v.split("\n", 1)[0][:TARGET_MAX * 2]))
+            return _cut(mask(v.split("\n", 1)[0]))
     return None
 
 
 def _cut(text: "str") -> "str":
-    return text if len(text) <= TARGET_MAX else text[:TARGET_MAX - 1] + "…"
+    """At most TARGET_MAX characters; a cut never leaves a quote open (it goes back to before that quote).
+
+    Readers run the full redactor over the cut text: half a quoted value would read as a bare one.
+    """
+    if len(text) <= TARGET_MAX:
+        return text
+    kept = text[:TARGET_MAX - 1]
+    opened = -1
+    for i, c in enumerate(kept):
+        if c == "'" or c == '"':
+            if opened < 0:
+                opened = i
+            elif kept[opened] == c:
+                opened = -1
+    return (kept[:opened].rstrip() if opened >= 0 else kept) + "…"
 
 
 def _secret_name(name: "str") -> "bool":
@@ -187,13 +201,23 @@ def mask(text: "str") -> "str":
     words = text.split(" ")
     out: list[str] = []
     hide_next = False
+    quote = ""  # a masked value's quote still open: the words up to its close are part of it
     for w in words:
+        if quote:
+            if w.endswith(quote):
+                quote = ""
+            continue
         if not w:
+            out.append(w)
+            continue
+        if hide_next and (w in ("-p", "-P", "-a", "-w") or w.lower().strip("'\"") in ("bearer", "basic", "token")):
+            # sshpass -p X, Authorization: Bearer X: the value comes after the flag or the scheme
             out.append(w)
             continue
         if hide_next:
             out.append(MASK)
             hide_next = False
+            quote = _open_quote(w)
             continue
         low = w.lower().strip("'\"")
         if low in _SECRET_FLAGS or (low.startswith("-") and _secret_name(low) and "=" not in low):
@@ -204,8 +228,23 @@ def mask(text: "str") -> "str":
             out.append(w)
             hide_next = True
             continue
-        out.append(_masked_word(w))
+        if w.startswith(("-p'", '-p"')):  # mysql -p'pass phrase'
+            out.append("-p" + MASK)
+            quote = _open_quote(w[2:])
+            continue
+        masked = _masked_word(w)
+        if masked != w and "=" in w:
+            quote = _open_quote(w.partition("=")[2])
+        out.append(masked)
     return " ".join(out)
+
+
+def _open_quote(value: "str") -> "str":
+    """The quote ``value`` opens and does not close ("" when none)."""
+    q = value[:1]
+    if q not in ("'", '"') or (len(value) > 1 and value.endswith(q)):
+        return ""
+    return q
 
 
 def record(payload: "dict[str, Any]", failed: "bool" = False) -> "dict[str, Any]":

@@ -169,6 +169,23 @@ def _entries():
         ("secret-flag", "deploy --api-token %s --env prod", "Fake" + fake(28)),
         ("secret-in-context", "the staging API key is %s, rotate it monthly", fake(32)),
         ("password-in-prose", "the root password is %s, keep it safe", "Fake-R00t-pw"),
+        # issue 22
+        ("resend-api-key", "new Resend('%s')", "re_" + fake(8) + "_" + fake(24)),
+        ("cloudflare-origin-ca-key", "origin key %s", "v1.0-" + fake(24, HEX) + "-" + fake(146, HEX)),
+        ("crates-io-token", "cargo login %s", "cio" + fake(32)),
+        ("sonarqube-token", "sonar %s", "squ_" + fake(40, HEX)),
+        ("dynatrace-token", "Api-Token %s", "dt0c01." + fake(24, UPPER_NUM) + "." + fake(64, UPPER_NUM)),
+        ("dropbox-token", "dropbox %s", "sl." + fake(130)),
+        ("asana-token", "asana %s", "2/" + "1" * 16 + "/" + "2" * 16 + ":" + fake(32, HEX)),
+        ("plaid-access-token", "plaid %s", "access-sandbox-" + "-".join(fake(n, HEX) for n in (8, 4, 4, 4, 12))),
+        ("shippo-token", "shippo %s", "shippo_test_" + fake(40, HEX)),
+        ("easypost-api-key", "easypost %s", "EZTK" + fake(54, HEX)),
+        ("tencent-secret-id", "tencent %s", "AKID" + fake(32)),
+        ("ngrok-authtoken", "ngrok config add-authtoken %s", "2" + fake(26) + "_" + fake(21)),
+        ("vault-unseal-key", "Unseal Key 1: %s", fake(43) + "="),
+        ("base64-secret", "echo %s | base64 -d", base64.b64encode(b"API_TOKEN=" + fake(32).encode()).decode()),
+        ("url-encoded-secret", "GET /cb?state=%s HTTP/1.1",
+         "%7B%22client_secret%22%3A%22" + fake(30) + "%22%7D"),
     ]
 
 
