@@ -129,6 +129,9 @@ def finish(proj: "Project", n: int, sdir: str, pred_n: int, prec: "Record") -> "
     cid = cp.get("id")
     rec["predecessor"], rec["predecessor_claimed"], rec["checkpoint_from"] = pred_n, True, cid
     rec.pop("claiming", None)
+    if (rec.get("bootstrap") or {}).get("checkpoint") != cid:  # on its way until the transcript holds it
+        rec["bootstrap"] = {"checkpoint": cid, "needle": rotation.continuation_head(cid or "?", rec["name"]),
+                            "due_at": round(time.time(), 3)}
     wait = cp.get("snapshot_wait")
     if isinstance(wait, dict) and isinstance(wait.get("result"), str) and not os.path.exists(wait["result"]):
         rec["snapshot_wait"] = wait  # its snapshot is still being taken: PreToolUse holds back file changes

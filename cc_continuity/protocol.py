@@ -28,7 +28,8 @@ from __future__ import annotations
 import os
 import time
 
-from . import atomic, card, checkpoint, claim, config, fastjson, ledger, meter, once, paths, resume, rotation, session
+from . import (atomic, card, checkpoint, claim, config, fastjson, faults, ledger, meter, once, paths, resume, rotation,
+               session)
 from .procs import pid_alive
 from .project import Project, launch_dir
 
@@ -53,6 +54,9 @@ PROMPT_KEEP = 4000  # characters of each prompt kept in the ledger (carried over
 CLAIM_SOURCES = ("clear", "startup", "resume")  # SessionStart sources that claim a checkpoint
 STATE_FOR_LEVEL = {"warn": session.WARNED, "rotate": session.ROTATION_PENDING, "hard": session.ROTATION_PENDING}
 COMPACT_SKIP = "cc-continuity: rotating to a fresh session instead of compacting"
+REVALIDATE_S = 6.0  # the claim's comparison with the work tree, inside SessionStart's 12 s: past it, not compared
+NOT_COMPARED = ("## Since the checkpoint\nNot compared: took too long (over %g s). Check `git status` and `git log` "
+                "before relying on the handoff's picture of the work tree.")
 
 
 class Context:
@@ -72,6 +76,7 @@ class Context:
         self.outcome = "ok"  # one line for the hook log: what this call did
         self.claude_version: str | None = None  # Claude Code's version, when a transcript row named it
         self.pushes: list[Push] = []  # every push this call asked for, in order
+        self.after_output: list[Any] = []  # run once the hook's answer is written (a callable each, no argument)
         self._project: Project | None = None
         self._cfg: config.Config | None = None
 
@@ -437,6 +442,10 @@ def turn_ended(ctx: Context, wait_s: float | None = None) -> Output | None:
                    "caught_up": caught, "waited_ms": waited, "source": reading["source"],
                    "prompt_id": ctx.payload.get("prompt_id")})
     state = rec["state"]
+    due = bootstrap_due(ctx, sdir, rec) if rec.get("bootstrap") else None
+    if due:  # its SessionStart and first prompt both lost it: the turn goes on with it
+        ctx.outcome = "bootstrap delivered late (Stop)"
+        return {"decision": "block", "reason": due}
     if state == session.HANDOFF_REQUESTED:
         return check_handoff(ctx, n, sdir)
     if state == session.AWAITING_MANUAL_CLEAR:
@@ -687,6 +696,8 @@ def session_started(ctx: Context) -> Output | None:
     text = None
     if source in CLAIM_SOURCES:
         text = claim_for(ctx, n, sdir, rec, cleared=source == "clear")
+        if text is None:
+            text = bootstrap_due(ctx, sdir, session.load(sdir))  # claimed earlier, never delivered
         if text is None and source == "startup":
             text = crash_notice(ctx, n)
     out: Output = {}
@@ -720,6 +731,7 @@ def claim_for(ctx: Context, n: int, sdir: str, rec: Record, cleared: bool = Fals
     ``cleared``: this session follows a ``/clear`` of the same Claude process.
     """
     proj = ctx.project
+    faults.point("claim:before_lock")
     with proj.lock():
         rec = session.load(sdir)
         if rec.get("predecessor_claimed"):
@@ -731,28 +743,132 @@ def claim_for(ctx: Context, n: int, sdir: str, rec: Record, cleared: bool = Fals
             claim.drop_intent(sdir)  # a claim cut short whose checkpoint went elsewhere: rolled back
             return None
         rec = claim.finish(proj, n, sdir, pred_n, prec)
+    faults.point("claim:after_claim")
     pdir = proj.session_dir(pred_n)
     try:
         atomic.write_text(session.started_marker(pdir), "%s %s\n" % (ctx.session_id, time.time()), fsync=False)
     except OSError:
         pass
-    since, reval = _revalidate(ctx, n, sdir, pdir, prec)
-    text = claim.bootstrap_text(proj, pred_n, prec, rec["name"], ctx.cfg["bootstrap_max_tokens"], since=since)
-    ctx.log(sdir, {"ev": "bootstrap", "checkpoint": rec["checkpoint_from"], "chars": len(text),
-                   "tokens_est": len(text) // 4, "verdict": reval.get("verdict")})
+    text = _build_bootstrap(ctx, sdir, rec, pred_n, prec)
     ctx.outcome = "claimed %s for %s" % (rec["checkpoint_from"], rec["name"])
-    ctx.push(rec, "rotation-complete", "%s -> %s" % (prec.get("name"), rec.get("name")))
     return text
 
 
-def _revalidate(ctx: Context, n: int, sdir: str, pdir: str, prec: Record) -> tuple[str, dict[str, Any]]:
-    """Compare the claimed checkpoint with the world now: (bootstrap section, summary); recorded in the
-    successor's record and ledger.  A failure costs only the section (logged), never the claim."""
+def _build_bootstrap(ctx: Context, sdir: str, rec: Record, pred_n: int, prec: Record) -> str:
+    """The bootstrap of the claimed ``pred_n`` (revalidated within its own budget), kept until delivered."""
+    proj = ctx.project
+    since, reval = _revalidate(ctx, sdir, proj.session_dir(pred_n), prec)
+    text = claim.bootstrap_text(proj, pred_n, prec, rec["name"], ctx.cfg["bootstrap_max_tokens"], since=since)
+    ctx.log(sdir, {"ev": "bootstrap", "checkpoint": rec["checkpoint_from"], "chars": len(text),
+                   "tokens_est": len(text) // 4, "verdict": reval.get("verdict"), "by": ctx.event})
     try:
-        res, since = resume.since_text(ctx.project.root, pdir, prec, ctx.cfg, ctx.claude_pid())
+        atomic.write_text(session.bootstrap_due_path(sdir), text, fsync=False)  # a later hook can deliver it as is
+    except OSError:
+        pass
+    _send(ctx, sdir)
+    return text
+
+
+def _send(ctx: Context, sdir: str) -> None:
+    """Once this hook's answer (carrying the bootstrap) is written: the bootstrap was sent, by this event."""
+    def sent() -> None:
+        with ctx.project.lock():
+            rec = session.load(sdir)
+            b = rec.get("bootstrap")
+            if isinstance(b, dict) and not b.get("delivered_at"):
+                b["sent"], b["sent_at"] = ctx.event, round(time.time(), 3)
+                session.save(sdir, rec)
+    ctx.after_output.append(sent)
+
+
+def bootstrap_due(ctx: Context, sdir: str, rec: Record) -> str | None:
+    """A claimed bootstrap the successor's transcript does not hold yet: the text to add now (else None).
+
+    Delivered means the transcript holds it (Claude Code writes a hook's context as a
+    ``hook_additional_context`` attachment).  Before the first prompt of a fresh process
+    there is no transcript yet: a bootstrap whose hook wrote its answer (``sent``) counts
+    as delivered then.  Anything else - the hook died or ran out of time before its
+    answer was out, or Claude Code recorded the hooks but not our context - is added
+    by this hook, and confirmed by the next.
+    """
+    b = rec.get("bootstrap")
+    if not isinstance(b, dict) or b.get("delivered_at") or not rec.get("predecessor_claimed"):
+        return None
+    tpath = ctx.payload.get("transcript_path") or rec.get("transcript")
+    held = transcript_holds(tpath if isinstance(tpath, str) else None, b.get("needle"))
+    if held or (held is None and b.get("sent")):
+        _delivered(ctx, sdir, "transcript" if held else str(b.get("sent")))
+        return None
+    text = None
+    try:
+        with open(session.bootstrap_due_path(sdir), encoding="utf-8") as f:
+            text = f.read(claim.SPILL_LIMIT + 1000)
+    except OSError:
+        pass
+    pred_n = rec.get("predecessor")
+    if not text and isinstance(pred_n, int):
+        text = _build_bootstrap(ctx, sdir, rec, pred_n, session.load(ctx.project.session_dir(pred_n)))
+    elif text:
+        _send(ctx, sdir)
+    if text:
+        ctx.log(sdir, {"ev": "bootstrap_redelivered", "checkpoint": b.get("checkpoint"), "by": ctx.event,
+                       "sent_before": b.get("sent"), "transcript": held})
+    return text
+
+
+def transcript_holds(path: str | None, needle: object, limit: int = 1 << 23) -> bool | None:
+    """Does the transcript hold ``needle`` as hook context?  None: no transcript, or no hook recorded in it yet."""
+    if not path or not isinstance(needle, str):
+        return None
+    want = fastjson.dumps(needle)[1:-1].encode("utf-8")
+    try:
+        with open(path, "rb") as f:
+            data = f.read(limit)
+    except OSError:
+        return None
+    if b'"attachment"' not in data:
+        return None
+    return any(b'"hook_additional_context"' in line and want in line for line in data.splitlines())
+
+
+def _delivered(ctx: Context, sdir: str, via: str) -> None:
+    with ctx.project.lock():
+        rec = session.load(sdir)
+        b = rec.get("bootstrap")
+        if not isinstance(b, dict) or b.get("delivered_at"):
+            return
+        b["delivered_at"], b["via"] = round(time.time(), 3), via
+        session.save(sdir, rec)
+    ctx.log(sdir, {"ev": "bootstrap_delivered", "checkpoint": b.get("checkpoint"), "via": via})
+    pred = rec.get("predecessor")
+    ctx.push(rec, "rotation-complete", "%s -> %s" % (
+        ctx.project.session_name(pred) if isinstance(pred, int) else "?", rec.get("name")))
+    try:
+        os.unlink(session.bootstrap_due_path(sdir))
+    except OSError:
+        pass
+
+
+def _revalidate(ctx: Context, sdir: str, pdir: str, prec: Record) -> tuple[str, dict[str, Any]]:
+    """Compare the claimed checkpoint with the world now: (bootstrap section, summary); recorded in the
+    successor's record and ledger.  A failure costs only the section (logged), never the claim; past its
+    own budget (:data:`REVALIDATE_S`) it says "not compared: took too long" and the bootstrap goes out."""
+    try:
+        with faults.within(REVALIDATE_S):
+            res, since = resume.since_text(ctx.project.root, pdir, prec, ctx.cfg, ctx.claude_pid())
+    except faults.TookTooLong:
+        res, since = {"verdict": None, "problems": ["not compared: took too long"]}, NOT_COMPARED % REVALIDATE_S
     except Exception as e:  # noqa: BLE001 - the handoff still goes through
         ctx.log(sdir, {"ev": "revalidation_failed", "error": "%s: %s" % (type(e).__name__, str(e)[:200])})
         return "", {}
+    if res.get("verdict") is None:
+        summ: dict[str, Any] = {"verdict": None, "reason": "not compared: took too long", "budget_s": REVALIDATE_S}
+        with ctx.project.lock():
+            rec = session.load(sdir)
+            rec["revalidation"] = summ
+            session.save(sdir, rec)
+        ctx.log(sdir, dict(summ, ev="revalidation"))
+        return since, summ
     summ = resume.summary(res)
     summ.update(actions=res.get("actions"), actions_outside=res.get("actions_outside"))
     with ctx.project.lock():
@@ -854,6 +970,10 @@ def prompt_submitted(ctx: Context) -> Output | None:
         text = claim_for(ctx, n, sdir, rec, cleared=True)  # fallback: the rotator's prompt follows a /clear
         if text:
             context.append(text)
+    if not context:
+        due = bootstrap_due(ctx, sdir, session.load(sdir))  # a claim whose bootstrap never reached the model
+        if due:
+            context.append(due)
     with ctx.project.lock():
         rec = session.load(sdir)
         changed = False

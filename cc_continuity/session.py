@@ -53,6 +53,8 @@ if TYPE_CHECKING:
         claiming: int                    # the predecessor being claimed (the intent, written first; popped when done)
         predecessor_claimed: bool        # the claim completed (claim.finish)
         checkpoint_from: str | None      # the predecessor's checkpoint id this session started from
+        bootstrap: dict[str, Any]        # the claimed checkpoint's bootstrap on its way to the model: {"checkpoint",
+                                         # "needle", "due_at", "sent" (the hook that printed it), "delivered_at", "via"}
         revalidation: dict[str, Any]     # resume.summary of the predecessor's checkpoint against the work tree
         recovered_from: int              # the crashed session (no checkpoint) this one got the notice of
         recovery: dict[str, Any]         # that crashed session: name, session_id, resume command, at
@@ -134,6 +136,7 @@ SNAPSHOT = "snapshot.json"           # - facts taken by code when the handoff wa
 MANIFEST = "manifest.json"           # - id, handoff sha256 + validation, git ref, trigger reading
 SNAPSHOT_RESULT = "snapshot-%s.json"  # - a snapshot job's result, by job id (snapjob.result_path)
 BOOTSTRAP = "bootstrap.json"         # - the successor's bootstrap text, prepared at the verified turn's end
+BOOTSTRAP_DUE = "bootstrap.due.txt"  # a successor's built bootstrap, kept until its transcript holds it
 ROTATOR_PLAN = "rotator-plan.json"   # - the tmux rotator's plan (the watchdog re-spawns a rotator from it)
 DRAFT = "draft.txt"                  # - what the user had typed when the rotator cleared the input box
 SUCCESSOR_STARTED = "successor.started"  # - the successor's SessionStart claimed the checkpoint
@@ -195,6 +198,11 @@ def snapshot_result_path(sdir: "str", job: "str") -> "str":
 
 def bootstrap_path(sdir: "str") -> "str":
     return checkpoint_dir(sdir) + "/" + BOOTSTRAP
+
+
+def bootstrap_due_path(sdir: "str") -> "str":
+    """The successor's own copy of the bootstrap it claimed (in its dir, not the predecessor's)."""
+    return sdir + "/" + BOOTSTRAP_DUE
 
 
 def rotator_plan_path(sdir: "str") -> "str":
