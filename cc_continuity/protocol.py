@@ -208,9 +208,11 @@ def register(ctx: Context, source: str | None) -> Started:
             unattended=bool(cfg["unattended"]),
             **_live_fields(ctx, sock, pane),
         )
-        pred = _predecessor_by_pid(proj, ctx.claude_pid()) if source == "clear" else None
+        pred = _predecessor_by_pid(proj, ctx.claude_pid()) if source in ("clear", None) else None
         if pred is not None:
             rec["predecessor"] = pred
+        if source in CLAIM_SOURCES or (source is None and pred is not None):  # (None: its SessionStart died)
+            rec["claim_pending"] = source or "clear"
         session.save(sdir, rec)
         proj.link(ctx.session_id, n)
         _remember_pid(proj, ctx.claude_pid(), n, None)
@@ -442,7 +444,13 @@ def turn_ended(ctx: Context, wait_s: float | None = None) -> Output | None:
                    "caught_up": caught, "waited_ms": waited, "source": reading["source"],
                    "prompt_id": ctx.payload.get("prompt_id")})
     state = rec["state"]
-    due = bootstrap_due(ctx, sdir, rec) if rec.get("bootstrap") else None
+    due = None
+    if (rec.get("claim_pending") is not None or rec.get("claiming") is not None) and not rec.get("predecessor_claimed"):
+        due = claim_for(ctx, n, sdir, rec, cleared=rec.get("claim_pending") in ("clear", None))  # its hooks all died
+        rec = session.load(sdir)
+        state = rec["state"]
+    if due is None and rec.get("bootstrap"):
+        due = bootstrap_due(ctx, sdir, rec)
     if due:  # its SessionStart and first prompt both lost it: the turn goes on with it
         ctx.outcome = "bootstrap delivered late (Stop)"
         return {"decision": "block", "reason": due}
@@ -741,8 +749,10 @@ def claim_for(ctx: Context, n: int, sdir: str, rec: Record, cleared: bool = Fals
         pred_n, prec = claim.claim(proj, n, sdir, cands)
         if pred_n is None or prec is None:
             claim.drop_intent(sdir)  # a claim cut short whose checkpoint went elsewhere: rolled back
+            _settled(sdir)
             return None
         rec = claim.finish(proj, n, sdir, pred_n, prec)
+        rec = _settled(sdir)
     faults.point("claim:after_claim")
     pdir = proj.session_dir(pred_n)
     try:
@@ -752,6 +762,14 @@ def claim_for(ctx: Context, n: int, sdir: str, rec: Record, cleared: bool = Fals
     text = _build_bootstrap(ctx, sdir, rec, pred_n, prec)
     ctx.outcome = "claimed %s for %s" % (rec["checkpoint_from"], rec["name"])
     return text
+
+
+def _settled(sdir: str) -> Record:
+    """This session's claim was looked for to the end (a SessionStart cut before it leaves it pending)."""
+    rec = session.load(sdir)
+    if rec.pop("claim_pending", None) is not None:
+        session.save(sdir, rec)
+    return rec
 
 
 def _build_bootstrap(ctx: Context, sdir: str, rec: Record, pred_n: int, prec: Record) -> str:
@@ -965,9 +983,11 @@ def prompt_submitted(ctx: Context) -> Output | None:
     out = {}
     context = []
     continuation = rotation.is_continuation(prompt) and rec["state"] == session.ACTIVE
-    cut_short = rec.get("claiming") is not None  # a SessionStart killed mid-claim: complete or roll back now
+    # a SessionStart killed mid-claim, or before it: complete, roll back, or claim now
+    cut_short = rec.get("claiming") is not None or rec.get("claim_pending") is not None
     if (continuation or cut_short) and not rec.get("predecessor_claimed"):
-        text = claim_for(ctx, n, sdir, rec, cleared=True)  # fallback: the rotator's prompt follows a /clear
+        cleared = continuation or rec.get("claim_pending") in ("clear", None)
+        text = claim_for(ctx, n, sdir, rec, cleared=cleared)  # fallback: the rotator's prompt follows a /clear
         if text:
             context.append(text)
     if not context:

@@ -51,6 +51,7 @@ if TYPE_CHECKING:
         predecessor: int | None          # the number of the session this one continues
         successor: int | None            # the number of the session that claimed this one's checkpoint
         claiming: int                    # the predecessor being claimed (the intent, written first; popped when done)
+        claim_pending: str               # the SessionStart source whose claim has not been looked for to the end yet
         predecessor_claimed: bool        # the claim completed (claim.finish)
         checkpoint_from: str | None      # the predecessor's checkpoint id this session started from
         bootstrap: dict[str, Any]        # the claimed checkpoint's bootstrap on its way to the model: {"checkpoint",
