@@ -636,7 +636,11 @@ def verified(ctx: Context, n: int, sdir: str, check: Validation, degraded: bool,
         session.transition(sdir, rec, session.AWAITING_MANUAL_CLEAR if driver == "manual" else session.ROTATING,
                            why, driver=driver)
         if driver == "mod" and ctx.session_id:  # left where the mod reads it at the turn's end, without starting a process
-            rotation.offer_handover(ctx.session_id, rotation.handover(rec, sdir, successor_name, proj.root))
+            bound = rotation.offer_binding(ctx.claude_pid(), ctx.payload.get("prompt_id"), summary["id"],
+                                           session.state_path(sdir))
+            rotation.offer_handover(ctx.session_id, rotation.handover(rec, sdir, successor_name, proj.root), bound)
+            rec["handover_bound"] = {"pid": bound["pid"], "pid_ticks": bound["pid_ticks"]}
+            session.save(sdir, rec)
         ctx.log(sdir, {"ev": "driver", "driver": driver, "checkpoint": summary["id"]})
     ctx.push(rec, "checkpoint-verified", "%s %s" % (summary["id"], "degraded" if degraded else "valid"))
     ctx.outcome = "checkpoint %s verified%s, driver %s" % (summary["id"], " (degraded)" if degraded else "", driver)
@@ -697,6 +701,8 @@ def session_started(ctx: Context) -> Output | None:
     source = source if isinstance(source, str) else None
     n, sdir, rec = register(ctx, source)
     ctx.outcome = "registered %s (%s)" % (rec["name"], source)
+    if source == "resume" and ctx.session_id and rotation.withdraw_offer(ctx.session_id):
+        ctx.log(sdir, {"ev": "offer_withdrawn", "why": "resumed in a new process"})  # never for this process
     if source == "startup":
         ctx.push(rec, "session-started", source)
         _sweep()
@@ -980,6 +986,8 @@ def prompt_submitted(ctx: Context) -> Output | None:
     prompt = prompt if isinstance(prompt, str) else ""
     ctx.log(sdir, {"ev": "prompt", "text": prompt[:PROMPT_KEEP], "chars": len(prompt),
                    "prompt_id": ctx.payload.get("prompt_id")})
+    if ctx.session_id and rotation.withdraw_offer(ctx.session_id):  # its turn is over: the next turn's end decides
+        ctx.log(sdir, {"ev": "offer_withdrawn", "why": "a new prompt"})
     out = {}
     context = []
     continuation = rotation.is_continuation(prompt) and rec["state"] == session.ACTIVE

@@ -69,6 +69,7 @@ if TYPE_CHECKING:
         handoff_requested_at: float      # when the handoff was requested (the snapshot's requested_at)
         checkpoint: dict[str, Any]       # the verified checkpoint's summary (checkpoint.finalize): id, ref, ...
         driver: str                      # who drives the /clear: one of rotation.DRIVERS
+        handover_bound: dict[str, Any]   # the mod's hand-over is for this Claude process only: {"pid", "pid_ticks"}
         rotator_pid: int                 # the detached tmux rotator
         snapshot_wait: dict[str, Any]    # a claimed checkpoint's snapshot still being taken (PreToolUse waits)
 
