@@ -438,6 +438,14 @@ def turn_ended(ctx: Context, wait_s: float | None = None) -> Output | None:
     if started is None:
         return None
     n, sdir, rec = started
+    problem = _state_dirs_problem(sdir)
+    if problem is not None:  # no rotation writes into a directory that is not ours; said once
+        ctx.outcome = "state directory not ours: %s" % problem
+        if not problem.startswith("the state directory %s " % sdir):  # (its own dir: nothing written there)
+            if any(r.get("ev") == "state_dir_not_ours" for r in ledger.tail(session.ledger_path(sdir), 200)):
+                return None
+            ctx.log(sdir, {"ev": "state_dir_not_ours", "problem": problem[:300]})
+        return {"systemMessage": "cc-continuity: %s." % problem}
     reading, caught, waited = measure_turn_end(ctx, sdir, rec, STOP_WAIT_S if wait_s is None else wait_s, since)
     ctx.log(sdir, {"ev": "stop", "tokens": reading["tokens"], "percent": reading["percent"],
                    "level": reading["level"], "stop_hook_active": bool(ctx.payload.get("stop_hook_active")),
@@ -472,6 +480,19 @@ def turn_ended(ctx: Context, wait_s: float | None = None) -> Output | None:
     if out is None and ctx.cfg["turn_snapshots"]:
         _turn_snapshot(ctx, n, sdir, rec)
     return out
+
+
+def _state_dirs_problem(sdir: str) -> str | None:
+    """The state directories a rotation writes into, checked (and made private) at this turn's end."""
+    from .errors import StateDirError
+
+    try:
+        for d in (sdir, session.checkpoint_dir(sdir), paths.runtime_dir(), rotation.handover_dir()):
+            if d == sdir or os.path.lexists(d):
+                paths.private_dir(d)
+    except StateDirError as e:
+        return str(e)
+    return None
 
 
 def _turn_snapshot(ctx: Context, n: int, sdir: str, rec: Record) -> None:
@@ -699,7 +720,13 @@ def session_started(ctx: Context) -> Output | None:
         return None
     source = ctx.payload.get("source")
     source = source if isinstance(source, str) else None
-    n, sdir, rec = register(ctx, source)
+    from .errors import StateDirError
+
+    try:
+        n, sdir, rec = register(ctx, source)
+    except StateDirError as e:  # nothing is written there; the user is told, once per session start
+        ctx.outcome = "state directory not ours: %s" % e
+        return {"systemMessage": "cc-continuity: %s." % e}
     ctx.outcome = "registered %s (%s)" % (rec["name"], source)
     if source == "resume" and ctx.session_id and rotation.withdraw_offer(ctx.session_id):
         ctx.log(sdir, {"ev": "offer_withdrawn", "why": "resumed in a new process"})  # never for this process

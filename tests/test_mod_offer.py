@@ -202,3 +202,31 @@ def test_the_stop_hook_never_writes_the_offer_through_a_planted_link(drv, tmp_pa
     assert victim.read_text() == "the victim's own file\n"
     assert not os.path.islink(rotation.handover_file(S1)) and plan["session_id"] == S1
     assert os.stat(rotation.handover_dir()).st_mode & 0o777 == 0o700  # made private again at this use
+
+
+def test_a_state_directory_not_ours_stops_the_rotation_with_one_message(drv, tmp_path):
+    drv.hook("ModHello", S1, mod={"version": 1}, cwd=drv.root)
+    drv.transcript(S1).assistant(tokens_at(10))
+    drv.hook("SessionStart", S1, source="startup")
+    elsewhere = tmp_path / "theirs"
+    elsewhere.mkdir(mode=0o700)
+    shutil.rmtree(rotation.handover_dir(), ignore_errors=True)
+    os.makedirs(os.path.dirname(rotation.handover_dir()), mode=0o700, exist_ok=True)
+    os.symlink(elsewhere, rotation.handover_dir())  # planted: the offers would land somewhere else
+    drv.hook("UserPromptSubmit", S1, prompt="build the parser")
+    drv.transcript(S1).assistant(tokens_at(65), "Step finished.")
+    out = drv.hook("Stop", S1)
+    assert "is not ours" in out["systemMessage"] and rotation.handover_dir() in out["systemMessage"], out
+    assert drv.state(S1)["state"] == session.ACTIVE  # no handoff request, no rotation
+    drv.transcript(S1).assistant(tokens_at(66), "More.")
+    assert drv.hook("Stop", S1) is None  # said once
+    assert os.listdir(elsewhere) == []
+
+
+def test_state_directories_opened_to_others_are_made_private_again_at_session_start(drv):
+    drv.hook("SessionStart", S1, source="startup")
+    sessions = os.path.join(drv.project.dir, "sessions")
+    os.chmod(sessions, 0o755)
+    os.chmod(paths.home(), 0o755)
+    drv.hook("SessionStart", S1, source="resume")
+    assert os.stat(sessions).st_mode & 0o777 == 0o700 and os.stat(paths.home()).st_mode & 0o777 == 0o700
