@@ -188,6 +188,8 @@ def register(ctx: Context, source: str | None) -> Started:
             sdir = proj.session_dir(n)
             try:
                 rec = session.load(sdir)
+                if source == "resume" and rec["state"] == session.ROTATED:
+                    return _resumed(ctx, n, rec, sock, pane)
                 rec.update(_live_fields(ctx, sock, pane))  # type: ignore[typeddict-item]  # Record keys
                 if source == "resume" and rec["state"] == session.ENDED:
                     rec.pop("ended", None)
@@ -220,6 +222,60 @@ def register(ctx: Context, source: str | None) -> Started:
                        "name": rec["name"], "predecessor": pred, "pid": rec.get("pid"), "pane": pane})
         refresh_card(ctx, n, sdir, rec)
         return n, sdir, rec
+
+
+def _resumed(ctx: Context, old_n: int, old: Record, sock: str | None, pane: str | None) -> Started:
+    """``claude --resume`` of a conversation that was rotated away from: a new record (its own number,
+    ``resumed_from``), so the chain of rotations stays as it was.  Call under the project lock."""
+    proj = ctx.project
+    n = proj.allocate_number()
+    sdir = proj.session_dir(n)
+    sid = ctx.session_id or ""
+    rec = session.new_record(n, proj.session_name(n), sid, project_root=proj.root, project_key=proj.key,
+                             slug=proj.slug, launch_dir=launch_dir(ctx.payload, ctx.env), source="resume",
+                             unattended=bool(ctx.cfg["unattended"]), resumed_from=old_n, resume_grace=True,
+                             **_live_fields(ctx, sock, pane))
+    session.save(sdir, rec)
+    proj.link(sid, n)
+    _remember_pid(proj, ctx.claude_pid(), n, None)
+    ctx.log(sdir, {"ev": "session_start", "source": "resume", "session_id": sid, "name": rec["name"],
+                   "resumed_from": old_n, "pid": rec.get("pid")})
+    ctx.log(proj.session_dir(old_n), {"ev": "resumed_as", "number": n})
+    refresh_card(ctx, n, sdir, rec)
+    return n, sdir, rec
+
+
+def resume_notice(ctx: Context, n: int, rec: Record) -> str | None:
+    """What a resumed conversation that was rotated away from is told at its start."""
+    old_n = rec.get("resumed_from")
+    if not isinstance(old_n, int):
+        return None
+    proj = ctx.project
+    try:
+        old = session.load(proj.session_dir(old_n))
+    except (OSError, ValueError):
+        return None
+    cid = (old.get("checkpoint") or {}).get("id")
+    succ = old.get("successor")
+    lines = ["cc-continuity: this conversation (%s) was rotated away from: its checkpoint %s was handed to %s." % (
+        old.get("name"), cid or "?", proj.session_name(succ) if isinstance(succ, int) else "a successor")]
+    if isinstance(succ, int):
+        try:
+            srec = session.load(proj.session_dir(succ))
+            where = "still running" if pid_alive(srec.get("pid")) else "its process is gone"
+            lines.append("The work went on there (%s, %s; `claude --resume %s` opens it)." % (
+                srec.get("name"), where, srec.get("session_id")))
+        except (OSError, ValueError):
+            pass
+    lines.append("It continues here as a session of its own, %s; nothing of the chain is taken over." % rec["name"])
+    tokens = ctx.payload.get("context_tokens")
+    if isinstance(tokens, int) and not isinstance(tokens, bool):
+        window, _ = meter.resolve_window(ctx.cfg["window"], None, rec.get("model"), ctx.env)
+        level = meter.level(tokens, window, ctx.cfg)
+        if level in ("rotate", "hard"):
+            lines.append("It is at %d%% of its context window already: no tool is held back before this turn "
+                         "ends, and at its end it hands off to a fresh session." % (100 * tokens // max(window, 1)))
+    return " ".join(lines)
 
 
 def refresh_card(ctx: Context, n: int, sdir: str, rec: Record) -> dict[str, Any]:
@@ -446,6 +502,11 @@ def turn_ended(ctx: Context, wait_s: float | None = None) -> Output | None:
                 return None
             ctx.log(sdir, {"ev": "state_dir_not_ours", "problem": problem[:300]})
         return {"systemMessage": "cc-continuity: %s." % problem}
+    if rec.get("resume_grace"):  # a resumed conversation's first turn is over: the gates apply from now on
+        with ctx.project.lock():
+            rec = session.load(sdir)
+            rec.pop("resume_grace", None)
+            session.save(sdir, rec)
     reading, caught, waited = measure_turn_end(ctx, sdir, rec, STOP_WAIT_S if wait_s is None else wait_s, since)
     ctx.log(sdir, {"ev": "stop", "tokens": reading["tokens"], "percent": reading["percent"],
                    "level": reading["level"], "stop_hook_active": bool(ctx.payload.get("stop_hook_active")),
@@ -735,6 +796,12 @@ def session_started(ctx: Context) -> Output | None:
         _sweep()
     warning = _boundary_warning(ctx) if source == "startup" else None
     text = None
+    if source == "resume" and rec.get("resumed_from") is not None and rec.get("source") == "resume" \
+            and not rec.get("predecessor_claimed"):
+        notice = resume_notice(ctx, n, rec)
+        ctx.outcome = "resumed %s as %s" % (rec.get("resumed_from"), rec["name"])
+        _settled(sdir)
+        return {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": notice}} if notice else None
     if source in CLAIM_SOURCES:
         text = claim_for(ctx, n, sdir, rec, cleared=source == "clear")
         if text is None:
@@ -779,6 +846,8 @@ def claim_for(ctx: Context, n: int, sdir: str, rec: Record, cleared: bool = Fals
             return None
         cands = claim.candidates(proj, ctx.claude_pid(), rec.get("predecessor"), me=n, cleared=cleared,
                                  intent=rec.get("claiming"))
+        if ctx.payload.get("source") == "resume":  # a resumed conversation never takes a newer one's checkpoint
+            cands = [c for c in cands if c < n]
         pred_n, prec = claim.claim(proj, n, sdir, cands)
         if pred_n is None or prec is None:
             claim.drop_intent(sdir)  # a claim cut short whose checkpoint went elsewhere: rolled back

@@ -58,6 +58,8 @@ if TYPE_CHECKING:
                                          # "needle", "due_at", "sent" (the hook that printed it), "delivered_at", "via"}
         revalidation: dict[str, Any]     # resume.summary of the predecessor's checkpoint against the work tree
         recovered_from: int              # the crashed session (no checkpoint) this one got the notice of
+        resumed_from: int                # `claude --resume` of a conversation rotated away from: its old record
+        resume_grace: bool               # resumed: no tool is denied before this record's first turn end
         recovery: dict[str, Any]         # that crashed session: name, session_id, resume command, at
         recovered_by: int                # set on the crashed session: who got its notice
         ended: dict[str, Any]            # why and when the process ended: {"reason", "at"} (popped on --resume)

@@ -53,6 +53,8 @@ def handle(call: "Call") -> "dict[str, Any] | None":
         held = _snapshot_gate(call, c, wait)
         if held is not None:
             return held
+    if rec.get("resume_grace"):
+        return None  # a resumed conversation: nothing is denied before its first turn end (it was told)
     hard = session.notified_index(rec) >= meter.HARD
     if not hard and rec["state"] not in session.CLAIMABLE:
         tokens = this_response_tokens(call, c)
