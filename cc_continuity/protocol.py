@@ -537,10 +537,36 @@ def turn_ended(ctx: Context, wait_s: float | None = None) -> Output | None:
         return _ask_for_clear(rec)
     if state in session.CLAIMABLE or state in session.TERMINAL:
         return None
+    if rec.get("loop_stopped"):
+        return None  # told once: this checkout's fixed context alone is past rotate; no more rotations here
+    if caught and reading["level"] in ("rotate", "hard") and rec.get("predecessor_claimed") and state in session.WORKING \
+            and _first_turn_without_tools(sdir):
+        return _stop_loop(ctx, sdir, reading)
     out = decide(ctx, n, sdir, rec, reading, caught, waited)
     if out is None and ctx.cfg["turn_snapshots"]:
         _turn_snapshot(ctx, n, sdir, rec)
     return out
+
+
+def _first_turn_without_tools(sdir: str) -> bool:
+    lines = ledger.read(session.ledger_path(sdir))
+    return sum(r.get("ev") == "stop" for r in lines) <= 1 and not any(r.get("ev") == "tool" for r in lines)
+
+
+def _stop_loop(ctx: Context, sdir: str, reading: Reading) -> Output:
+    """A successor past *rotate* before any tool: another rotation would start the same way (a loop)."""
+    with ctx.project.lock():
+        rec = session.load(sdir)
+        rec["loop_stopped"] = True
+        session.save(sdir, rec)
+    ctx.log(sdir, {"ev": "rotation_loop_stopped", "percent": reading["percent"], "tokens": reading["tokens"]})
+    ctx.push(rec, "lifecycle-failed", "rotation loop stopped at %s%%" % reading["percent"])
+    ctx.outcome = "rotation loop stopped"
+    return {"systemMessage": "cc-continuity: this session is at %s%% of its context window after its first reply, "
+                             "before any tool ran: its start alone is past the rotate level (%g%%), so a rotation "
+                             "would only start the next session the same way. It will not rotate; raise `rotate` or "
+                             "`window`, or lower `bootstrap_max_tokens` (`cc-continuity configure`)." % (
+                                 reading["percent"], ctx.cfg["rotate"])}
 
 
 def _state_dirs_problem(sdir: str) -> str | None:
@@ -823,14 +849,38 @@ def _sweep() -> None:
 
 
 def _boundary_warning(ctx: Context) -> str | None:
-    """The user sees it when a repository tried to set a key only their own config may set."""
+    """The user sees it when a repository tried to set a key only their own config may set, or one out of
+    bounds: once per version of that file and key (they cannot remove what the repository committed)."""
+    import hashlib
+
     ignored = ctx.cfg.ignored
     if not ignored:
         return None
-    return "cc-continuity: %s tries to set %s; only your own config may set %s, so it is ignored " \
-           "(`cc-continuity config show` explains)." % (
-               ignored[0][0], ", ".join(sorted({k for _, k, _ in ignored})),
-               "it" if len(ignored) == 1 else "them")
+    store = os.path.join(ctx.project.dir, "repo-warned.json")
+    try:
+        with open(store, "rb") as f:
+            warned = set(fastjson.loads(f.read()))
+    except (OSError, ValueError, TypeError):
+        warned = set()
+    new: list[tuple[str, str]] = []
+    for path, key, _ in ignored:
+        try:
+            version = hashlib.sha256(paths.read_regular(path, 1 << 20)).hexdigest()[:16]
+        except OSError:
+            version = "?"
+        if "%s:%s" % (version, key) not in warned:
+            new.append((path, key))
+            warned.add("%s:%s" % (version, key))
+    if not new:
+        return None
+    try:
+        atomic.write_text(store, fastjson.dumps(sorted(warned)[-200:]), fsync=False, follow=False)
+    except OSError:
+        pass
+    keys = sorted({k for _, k in new})
+    return "cc-continuity: %s tries to set %s, which a repository may not (a key only your own config may set, or " \
+           "a value out of bounds), so %s ignored (`cc-continuity config show` explains; said once per version " \
+           "of the file)." % (new[0][0], ", ".join(keys), "it is" if len(keys) == 1 else "they are")
 
 
 def claim_for(ctx: Context, n: int, sdir: str, rec: Record, cleared: bool = False) -> str | None:

@@ -60,6 +60,7 @@ if TYPE_CHECKING:
         recovered_from: int              # the crashed session (no checkpoint) this one got the notice of
         resumed_from: int                # `claude --resume` of a conversation rotated away from: its old record
         resume_grace: bool               # resumed: no tool is denied before this record's first turn end
+        loop_stopped: bool               # a successor past rotate before any tool: it does not rotate (told once)
         recovery: dict[str, Any]         # that crashed session: name, session_id, resume command, at
         recovered_by: int                # set on the crashed session: who got its notice
         ended: dict[str, Any]            # why and when the process ended: {"reason", "at"} (popped on --resume)

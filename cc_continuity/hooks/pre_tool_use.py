@@ -53,7 +53,7 @@ def handle(call: "Call") -> "dict[str, Any] | None":
         held = _snapshot_gate(call, c, wait)
         if held is not None:
             return held
-    if rec.get("resume_grace"):
+    if rec.get("resume_grace") or rec.get("loop_stopped"):
         return None  # a resumed conversation: nothing is denied before its first turn end (it was told)
     hard = session.notified_index(rec) >= meter.HARD
     if not hard and rec["state"] not in session.CLAIMABLE:
