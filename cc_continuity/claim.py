@@ -225,8 +225,10 @@ def _insert(static: str, since: str) -> str:
 def _late(proj: "Project", pred_n: int) -> str:
     """What the user typed after the handoff was requested: prompts sent, and a draft the rotator kept."""
     pdir = proj.session_dir(pred_n)
-    requested = checkpoint.snapshot_facts(pdir).get("requested_at")
-    late = checkpoint.prompts(pdir, since=requested, limit=10, chars=500)
+    facts = checkpoint.snapshot_facts(pdir)
+    seq = facts.get("requested_seq")  # by the ledger's order, not the clock (a clock stepped back drops none)
+    late = checkpoint.prompts(pdir, since=facts.get("requested_at"), limit=10, chars=500,
+                              after_seq=seq if isinstance(seq, int) and not isinstance(seq, bool) else None)
     late_txt = ""
     if late:
         late_txt = "\n\n## Prompts the user typed after the handoff was requested\n" + "\n".join(

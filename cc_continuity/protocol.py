@@ -709,9 +709,18 @@ def fall_back(ctx: Context, n: int, sdir: str, problems: list[str], tries: int,
               driver: str | None = None) -> Output | None:
     """No valid handoff from the model in time: write one from machine facts (degraded) and verify it."""
     snap = checkpoint.snapshot_facts(sdir)
+    aside = checkpoint.move_aside_non_file(sdir)
+    if aside:
+        ctx.log(sdir, {"ev": "handoff_path_not_a_file", "moved_to": aside})
     machine = checkpoint.write_machine_handoff(sdir, snap, ctx.cfg, problems)
     machine.problems = problems  # kept in the manifest: why it is degraded
-    return verified(ctx, n, sdir, machine, degraded=True, tries=tries, driver=driver)
+    out = verified(ctx, n, sdir, machine, degraded=True, tries=tries, driver=driver)
+    if aside:  # said once: this is the one fall-back of this checkpoint
+        note = ("cc-continuity: the handoff path %s was a directory, not a file; it is kept whole at %s, and a "
+                "machine handoff took its place." % (checkpoint.handoff_path(sdir), aside))
+        out = dict(out or {})
+        out["systemMessage"] = (out["systemMessage"] + "\n" + note) if out.get("systemMessage") else note
+    return out
 
 
 def verified(ctx: Context, n: int, sdir: str, check: Validation, degraded: bool, tries: int,
