@@ -246,7 +246,7 @@ def test_slowed_git_the_claim_degrades_within_its_budget(world, slow_git):
 def test_random_kill_schedules(world):
     hypothesis = pytest.importorskip("hypothesis")
     st = hypothesis.strategies
-    rotations = int(os.environ.get("CC_DELIVERY_ROTATIONS", "3"))
+    rotations = int(os.environ.get("CC_DELIVERY_ROTATIONS", "2"))
     tally = {"rotations": 0, "delivered_once": 0}
 
     @hypothesis.settings(max_examples=rotations, deadline=None, database=None,
