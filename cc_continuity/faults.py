@@ -8,6 +8,13 @@ tests), a point is one environment lookup.
 """
 
 import posix
+import time
+
+TYPE_CHECKING = False  # mypy takes this name as true; at run time only the builtin _signal is loaded
+if TYPE_CHECKING:
+    import signal as _signal  # the builtin _signal has no stubs: its public face has them
+else:
+    import _signal
 
 ENV = b"CC_CONTINUITY_FAULT"
 
@@ -37,32 +44,27 @@ class within:  # noqa: N801 - used as ``with faults.within(6.0):``
         self.seconds, self.reserve = seconds, reserve
 
     def __enter__(self) -> "within":
-        import signal
-        import threading
-        import time
-
-        self._armed = threading.current_thread() is threading.main_thread()
-        if not self._armed:
-            return self
         self._t0 = time.monotonic()
-        self._outer, _ = signal.getitimer(signal.ITIMER_REAL)
-        self._handler = signal.getsignal(signal.SIGALRM)
+        self._outer, _ = _signal.getitimer(_signal.ITIMER_REAL)
+        self._handler = _signal.getsignal(_signal.SIGALRM)
         limit = self.seconds if not self._outer else min(self.seconds, self._outer - self.reserve)
 
         def _raise(signum: "int", frame: "object") -> "None":
             raise TookTooLong()
 
-        signal.signal(signal.SIGALRM, _raise)
-        signal.setitimer(signal.ITIMER_REAL, max(limit, 0.001))
+        try:
+            _signal.signal(_signal.SIGALRM, _raise)
+        except ValueError:  # not the main thread: no signals here
+            self._armed = False
+            return self
+        self._armed = True
+        _signal.setitimer(_signal.ITIMER_REAL, max(limit, 0.001))
         return self
 
     def __exit__(self, *exc: "object") -> "None":
         if not self._armed:
             return
-        import signal
-        import time
-
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, self._handler)
+        _signal.setitimer(_signal.ITIMER_REAL, 0)
+        _signal.signal(_signal.SIGALRM, self._handler)
         if self._outer:
-            signal.setitimer(signal.ITIMER_REAL, max(self._outer - (time.monotonic() - self._t0), 0.001))
+            _signal.setitimer(_signal.ITIMER_REAL, max(self._outer - (time.monotonic() - self._t0), 0.001))

@@ -23,7 +23,7 @@ Every call also leaves the mod's heartbeat (:func:`rotation.mod_heartbeat`), whi
 is how the Stop hook knows it may choose the mod.
 """
 
-from .. import checkpoint, meter, paths, protocol, rotation, session
+from .. import checkpoint, meter, paths, procs, protocol, rotation, session
 from .common import HookContext
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time nothing is imported (hot path)
@@ -86,12 +86,10 @@ def _hand_over(ctx: HookContext, n: int, sdir: str, last_request: str | None = N
 
 
 def _this_process(ctx: HookContext, bound: "dict[str, Any]") -> bool:
-    from ..procs import start_ticks
-
     pid = ctx.claude_pid()
     if pid is None or pid != bound.get("pid"):
         return False
-    return bound.get("pid_ticks") is None or start_ticks(pid) == bound["pid_ticks"]
+    return bound.get("pid_ticks") is None or procs.start_ticks(pid) == bound["pid_ticks"]
 
 
 def compact(ctx: HookContext, n: int, sdir: str) -> "dict[str, Any] | None":
