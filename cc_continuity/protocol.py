@@ -540,7 +540,7 @@ def turn_ended(ctx: Context, wait_s: float | None = None) -> Output | None:
     if rec.get("loop_stopped"):
         return None  # told once: this checkout's fixed context alone is past rotate; no more rotations here
     if caught and reading["level"] in ("rotate", "hard") and rec.get("predecessor_claimed") and state in session.WORKING \
-            and _first_turn_without_tools(sdir):
+            and _first_turn_without_tools(sdir) and _first_request_past_rotate(ctx, rec, reading):
         return _stop_loop(ctx, sdir, reading)
     out = decide(ctx, n, sdir, rec, reading, caught, waited)
     if out is None and ctx.cfg["turn_snapshots"]:
@@ -551,6 +551,32 @@ def turn_ended(ctx: Context, wait_s: float | None = None) -> Output | None:
 def _first_turn_without_tools(sdir: str) -> bool:
     lines = ledger.read(session.ledger_path(sdir))
     return sum(r.get("ev") == "stop" for r in lines) <= 1 and not any(r.get("ev") == "tool" for r in lines)
+
+
+def _first_request_past_rotate(ctx: Context, rec: Record, reading: Reading) -> bool:
+    """Was the session's very first model request (its start alone: the bootstrap and fixed context) past rotate?"""
+    tpath = ctx.payload.get("transcript_path") or rec.get("transcript")
+    if not isinstance(tpath, str):
+        return False
+    try:
+        with open(tpath, "rb") as f:
+            data = f.read(1 << 23)
+    except OSError:
+        return False
+    for line in data.splitlines():
+        if b'"assistant"' not in line:
+            continue
+        try:
+            row = fastjson.loads(line)
+        except (ValueError, UnicodeDecodeError):
+            continue
+        if not isinstance(row, dict) or row.get("type") != "assistant" or row.get("isSidechain"):
+            continue
+        u = (row.get("message") or {}).get("usage") or {}
+        tokens = sum(u.get(k) or 0 for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+                     if isinstance(u.get(k), int))
+        return meter.level(tokens, reading.get("window") or 0, ctx.cfg) in ("rotate", "hard")
+    return False
 
 
 def _stop_loop(ctx: Context, sdir: str, reading: Reading) -> Output:
