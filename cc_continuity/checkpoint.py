@@ -93,19 +93,23 @@ def facts_and_manifest(sdir: str) -> "tuple[dict[str, Any], dict[str, Any]]":
 
 
 def prompts(sdir: str, since: float | None = None, limit: int = PROMPTS_KEPT,
-            chars: int = PROMPT_CHARS) -> "list[dict[str, Any]]":
+            chars: int = PROMPT_CHARS, after_seq: int | None = None) -> "list[dict[str, Any]]":
     """The session's user prompts from its ledger (newest last), redacted, then cut to ``chars``.
 
     Everything that quotes a prompt (the snapshot, the machine handoff, the successor's
     bootstrap, the crash notice) takes it from here, so a secret typed into a prompt
     never leaves the session's own ledger (redacted before the cut: a cut cannot
-    leave half a secret behind).
+    leave half a secret behind).  ``after_seq``: only lines after that ledger sequence number (the
+    order the ledger wrote them in, which a clock stepped back does not change); ``since``: after that time.
     """
     out: "list[dict[str, Any]]" = []
     for rec in ledger.read(ledger_path(sdir)):
         if rec.get("ev") != "prompt" or not isinstance(rec.get("text"), str):
             continue
-        if since is not None and rec.get("ts", 0) < since:
+        if after_seq is not None:
+            if not isinstance(rec.get("n"), int) or rec["n"] <= after_seq:
+                continue
+        elif since is not None and rec.get("ts", 0) < since:
             continue
         text = rec["text"].strip()
         if rotation.is_continuation(text):
@@ -132,6 +136,7 @@ def collect(root: str, sdir: str, rec: "Record", reading: "dict[str, Any]", payl
         "session_id": rec.get("session_id"),
         "project_root": root,
         "requested_at": round(time.time(), 3),
+        "requested_seq": _last_seq(sdir),  # the late prompts are those after it (the clock may step back)
         "created": rec.get("created"),
         "model": rec.get("model"),
         "reading": {k: reading.get(k) for k in ("tokens", "window", "percent", "level", "window_source")},
@@ -142,6 +147,12 @@ def collect(root: str, sdir: str, rec: "Record", reading: "dict[str, Any]", payl
     }
     _write_json(out_dir + "/" + session.SNAPSHOT, snap)
     return snap
+
+
+def _last_seq(sdir: str) -> int | None:
+    last = ledger.tail(ledger_path(sdir), 1)
+    n = last[-1].get("n") if last and isinstance(last[-1], dict) else None
+    return n if isinstance(n, int) else None
 
 
 def finalize(root: str, slug: str, sdir: str, rec: "Record", check: "Validation",
@@ -223,6 +234,25 @@ def git_entry(sdir: str) -> "dict[str, Any]":
     except (OSError, ValueError):
         return {}
     return snapjob.current(manifest.get("git"))
+
+
+def move_aside_non_file(sdir: str) -> str | None:
+    """A directory at the handoff path (the model made one) is moved aside, kept whole; where it went, or None.
+
+    Anything else that is not a plain file (a link, a FIFO) the machine handoff replaces as a directory
+    entry anyway; only a directory cannot be renamed over."""
+    path = handoff_path(sdir)
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    import stat
+
+    if not stat.S_ISDIR(st.st_mode):
+        return None
+    aside = "%s.not-a-file-%d" % (path, int(time.time()))
+    os.rename(path, aside)
+    return aside
 
 
 def write_machine_handoff(sdir: str, snap: "dict[str, Any]", cfg: "Config | Mapping[str, Any]",

@@ -129,6 +129,9 @@ def finish(proj: "Project", n: int, sdir: str, pred_n: int, prec: "Record") -> "
     cid = cp.get("id")
     rec["predecessor"], rec["predecessor_claimed"], rec["checkpoint_from"] = pred_n, True, cid
     rec.pop("claiming", None)
+    if (rec.get("bootstrap") or {}).get("checkpoint") != cid:  # on its way until the transcript holds it
+        rec["bootstrap"] = {"checkpoint": cid, "needle": rotation.continuation_head(cid or "?", rec["name"]),
+                            "due_at": round(time.time(), 3)}
     wait = cp.get("snapshot_wait")
     if isinstance(wait, dict) and isinstance(wait.get("result"), str) and not os.path.exists(wait["result"]):
         rec["snapshot_wait"] = wait  # its snapshot is still being taken: PreToolUse holds back file changes
@@ -222,8 +225,10 @@ def _insert(static: str, since: str) -> str:
 def _late(proj: "Project", pred_n: int) -> str:
     """What the user typed after the handoff was requested: prompts sent, and a draft the rotator kept."""
     pdir = proj.session_dir(pred_n)
-    requested = checkpoint.snapshot_facts(pdir).get("requested_at")
-    late = checkpoint.prompts(pdir, since=requested, limit=10, chars=500)
+    facts = checkpoint.snapshot_facts(pdir)
+    seq = facts.get("requested_seq")  # by the ledger's order, not the clock (a clock stepped back drops none)
+    late = checkpoint.prompts(pdir, since=facts.get("requested_at"), limit=10, chars=500,
+                              after_seq=seq if isinstance(seq, int) and not isinstance(seq, bool) else None)
     late_txt = ""
     if late:
         late_txt = "\n\n## Prompts the user typed after the handoff was requested\n" + "\n".join(

@@ -186,6 +186,22 @@ REPO_ANY = frozenset((
     "handoff_sections", "handoff_min_chars", "handoff_max_chars", "handoff_max_tries",
     "bootstrap_max_tokens", "statusline_color", "resume_stale_after_h",
 ))
+# ... within sane bounds: a value past one would make every session of the checkout unusable (a window
+# of 1000 tokens puts every session at 1600 %: every tool denied, a handoff forced at every turn end)
+# or every rotation fail.  Such a value is ignored, with a warning (the user cannot remove a key the
+# repository committed; :func:`_repo_layer`).  (key -> (test of the value, what it must be))
+REPO_BOUNDS: "dict[str, tuple[Any, str]]" = {
+    "window": (lambda v, d: v is None or v >= 32_000, "at least 32000 tokens"),
+    "rotate_tokens": (lambda v, d: v is None or v >= 32_000, "at least 32000 tokens"),
+    "warn": (lambda v, d: v >= 20, "at least 20 %"),
+    "rotate": (lambda v, d: v >= 20, "at least 20 %"),
+    "hard": (lambda v, d: v >= 20, "at least 20 %"),
+    "handoff_min_chars": (lambda v, d: v <= d.get("handoff_max_chars", DEFAULTS["handoff_max_chars"]) // 2,
+                          "at most half of handoff_max_chars"),
+    "handoff_max_chars": (lambda v, d: v >= 2000, "at least 2000 characters"),
+    "bootstrap_max_tokens": (lambda v, d: v >= 1000, "at least 1000 tokens"),
+    "handoff_sections": (lambda v, d: len(v) <= 12, "at most 12 sections"),
+}
 # Only towards "cc-continuity does less": the one value a repo may choose (a bool),
 # or "lower" (a cap it may only reduce).
 REPO_NARROW: dict[str, bool | str] = {
@@ -342,8 +358,15 @@ def _repo_layer(cfg: Config, path: str, doc: "dict[str, Any]") -> "dict[str, Any
     An ignored key is not validated either: it can neither take effect nor break the load.
     """
     allowed: "dict[str, Any]" = {}
+    merged = dict(cfg.values, **{k: v for k, v in doc.items() if k in SCHEMA and _valid(k, v)})
     for key, value in doc.items():
-        if key not in SCHEMA or key in REPO_ANY:
+        bound = REPO_BOUNDS.get(key)
+        if bound is not None and _valid(key, value) and not bound[0](value, merged):
+            message = ("%s: key %r ignored: %r would make every session of this checkout unusable or every "
+                       "rotation fail (a repository may set it only within bounds: %s)" % (path, key, value, bound[1]))
+            cfg.ignored.append((path, key, message))
+            cfg.warnings.append(message)
+        elif key not in SCHEMA or key in REPO_ANY:
             allowed[key] = value  # unknown and comment keys: validate() warns as for any file
         elif key in REPO_NARROW and (not _valid(key, value) or repo_may_set(key, value, cfg.values[key])):
             allowed[key] = value  # (a wrong value is an error naming file and key, as in any file)

@@ -29,6 +29,10 @@ class RotationError(Error):
     """Driving a rotation failed: the snapshot, the pane, the rotator's plan."""
 
 
+class StateDirError(RotationError):
+    """A state directory we write into is not ours (a link, another user's, not a directory): no rotation."""
+
+
 class WatchError(Error):
     """The watchdog service could not be installed, started or read."""
 

@@ -81,6 +81,29 @@ def ensure_dir(path: "str") -> "str":
 _S_IFMT, _S_IFDIR, _S_IFREG, _S_IFLNK = 0o170000, 0o040000, 0o100000, 0o120000
 
 
+def private_dir(path: "str") -> "str":
+    """``path`` created if missing, and checked now, at this use: a real directory of ours, made 0700 if it
+    was open to others.  Raises :class:`errors.StateDirError` for a link, another user's directory or
+    something that is not a directory (nothing is written there then)."""
+    ensure_dir(path)
+    try:
+        st = posix.lstat(path)
+    except OSError as e:
+        from .errors import StateDirError
+
+        raise StateDirError("%s cannot be examined (%s)" % (path, e.strerror)) from None
+    if st.st_mode & _S_IFMT != _S_IFDIR or st.st_uid != posix.geteuid():
+        from .errors import StateDirError
+
+        raise StateDirError("the state directory %s is not ours (%s); cc-continuity writes nothing there "
+                            "and rotates no session until it is removed" % (
+                                path, "a symlink or not a directory" if st.st_mode & _S_IFMT != _S_IFDIR
+                                else "owned by uid %d" % st.st_uid))
+    if st.st_mode & 0o077:
+        posix.chmod(path, DIR_MODE)
+    return path
+
+
 def private_dir_problem(path: "str") -> "str | None":
     """Why ``path`` is not a real directory of ours that only we can enter; None when it is.
 

@@ -86,9 +86,12 @@ class Project:
         return Lock(self.lock_path, timeout=timeout)
 
     def ensure(self) -> None:
-        """Create the project's directories (0700); idempotent."""
+        """Create the project's directories (0700), or check those there: ours and private (made 0700 again
+        when open to others; :class:`errors.StateDirError` for a link or another user's); idempotent."""
+        for d in (paths.home(), paths.projects_dir(), self.dir):
+            paths.private_dir(d)
         for sub in ("sessions", "ids", "pids"):
-            paths.ensure_dir(os.path.join(self.dir, sub))
+            paths.private_dir(os.path.join(self.dir, sub))
 
     def load_meta(self) -> "dict[str, Any]":
         try:

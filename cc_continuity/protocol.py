@@ -28,7 +28,8 @@ from __future__ import annotations
 import os
 import time
 
-from . import atomic, card, checkpoint, claim, claims, config, effects, fastjson, ledger, meter, once, paths, resume, rotation, session
+from . import (atomic, card, checkpoint, claim, claims, config, effects, fastjson, faults, ledger, meter, once,
+               paths, resume, rotation, session)
 from .procs import pid_alive
 from .project import Project, launch_dir
 
@@ -53,6 +54,9 @@ PROMPT_KEEP = 4000  # characters of each prompt kept in the ledger (carried over
 CLAIM_SOURCES = ("clear", "startup", "resume")  # SessionStart sources that claim a checkpoint
 STATE_FOR_LEVEL = {"warn": session.WARNED, "rotate": session.ROTATION_PENDING, "hard": session.ROTATION_PENDING}
 COMPACT_SKIP = "cc-continuity: rotating to a fresh session instead of compacting"
+REVALIDATE_S = 6.0  # the claim's comparison with the work tree, inside SessionStart's 12 s: past it, not compared
+NOT_COMPARED = ("## Since the checkpoint\nNot compared: took too long (over %g s). Check `git status` and `git log` "
+                "before relying on the handoff's picture of the work tree.")
 
 
 class Context:
@@ -72,6 +76,7 @@ class Context:
         self.outcome = "ok"  # one line for the hook log: what this call did
         self.claude_version: str | None = None  # Claude Code's version, when a transcript row named it
         self.pushes: list[Push] = []  # every push this call asked for, in order
+        self.after_output: list[Any] = []  # run once the hook's answer is written (a callable each, no argument)
         self._project: Project | None = None
         self._cfg: config.Config | None = None
 
@@ -183,6 +188,8 @@ def register(ctx: Context, source: str | None) -> Started:
             sdir = proj.session_dir(n)
             try:
                 rec = session.load(sdir)
+                if source == "resume" and rec["state"] == session.ROTATED:
+                    return _resumed(ctx, n, rec, sock, pane)
                 rec.update(_live_fields(ctx, sock, pane))  # type: ignore[typeddict-item]  # Record keys
                 if source == "resume" and rec["state"] == session.ENDED:
                     rec.pop("ended", None)
@@ -203,9 +210,11 @@ def register(ctx: Context, source: str | None) -> Started:
             unattended=bool(cfg["unattended"]),
             **_live_fields(ctx, sock, pane),
         )
-        pred = _predecessor_by_pid(proj, ctx.claude_pid()) if source == "clear" else None
+        pred = _predecessor_by_pid(proj, ctx.claude_pid()) if source in ("clear", None) else None
         if pred is not None:
             rec["predecessor"] = pred
+        if source in CLAIM_SOURCES or (source is None and pred is not None):  # (None: its SessionStart died)
+            rec["claim_pending"] = source or "clear"
         session.save(sdir, rec)
         proj.link(ctx.session_id, n)
         _remember_pid(proj, ctx.claude_pid(), n, None)
@@ -213,6 +222,60 @@ def register(ctx: Context, source: str | None) -> Started:
                        "name": rec["name"], "predecessor": pred, "pid": rec.get("pid"), "pane": pane})
         refresh_card(ctx, n, sdir, rec)
         return n, sdir, rec
+
+
+def _resumed(ctx: Context, old_n: int, old: Record, sock: str | None, pane: str | None) -> Started:
+    """``claude --resume`` of a conversation that was rotated away from: a new record (its own number,
+    ``resumed_from``), so the chain of rotations stays as it was.  Call under the project lock."""
+    proj = ctx.project
+    n = proj.allocate_number()
+    sdir = proj.session_dir(n)
+    sid = ctx.session_id or ""
+    rec = session.new_record(n, proj.session_name(n), sid, project_root=proj.root, project_key=proj.key,
+                             slug=proj.slug, launch_dir=launch_dir(ctx.payload, ctx.env), source="resume",
+                             unattended=bool(ctx.cfg["unattended"]), resumed_from=old_n, resume_grace=True,
+                             **_live_fields(ctx, sock, pane))
+    session.save(sdir, rec)
+    proj.link(sid, n)
+    _remember_pid(proj, ctx.claude_pid(), n, None)
+    ctx.log(sdir, {"ev": "session_start", "source": "resume", "session_id": sid, "name": rec["name"],
+                   "resumed_from": old_n, "pid": rec.get("pid")})
+    ctx.log(proj.session_dir(old_n), {"ev": "resumed_as", "number": n})
+    refresh_card(ctx, n, sdir, rec)
+    return n, sdir, rec
+
+
+def resume_notice(ctx: Context, n: int, rec: Record) -> str | None:
+    """What a resumed conversation that was rotated away from is told at its start."""
+    old_n = rec.get("resumed_from")
+    if not isinstance(old_n, int):
+        return None
+    proj = ctx.project
+    try:
+        old = session.load(proj.session_dir(old_n))
+    except (OSError, ValueError):
+        return None
+    cid = (old.get("checkpoint") or {}).get("id")
+    succ = old.get("successor")
+    lines = ["cc-continuity: this conversation (%s) was rotated away from: its checkpoint %s was handed to %s." % (
+        old.get("name"), cid or "?", proj.session_name(succ) if isinstance(succ, int) else "a successor")]
+    if isinstance(succ, int):
+        try:
+            srec = session.load(proj.session_dir(succ))
+            where = "still running" if pid_alive(srec.get("pid")) else "its process is gone"
+            lines.append("The work went on there (%s, %s; `claude --resume %s` opens it)." % (
+                srec.get("name"), where, srec.get("session_id")))
+        except (OSError, ValueError):
+            pass
+    lines.append("It continues here as a session of its own, %s; nothing of the chain is taken over." % rec["name"])
+    tokens = ctx.payload.get("context_tokens")
+    if isinstance(tokens, int) and not isinstance(tokens, bool):
+        window, _ = meter.resolve_window(ctx.cfg["window"], None, rec.get("model"), ctx.env)
+        level = meter.level(tokens, window, ctx.cfg)
+        if level in ("rotate", "hard"):
+            lines.append("It is at %d%% of its context window already: no tool is held back before this turn "
+                         "ends, and at its end it hands off to a fresh session." % (100 * tokens // max(window, 1)))
+    return " ".join(lines)
 
 
 def refresh_card(ctx: Context, n: int, sdir: str, rec: Record) -> dict[str, Any]:
@@ -433,12 +496,35 @@ def turn_ended(ctx: Context, wait_s: float | None = None) -> Output | None:
     if started is None:
         return None
     n, sdir, rec = started
+    problem = _state_dirs_problem(sdir)
+    if problem is not None:  # no rotation writes into a directory that is not ours; said once
+        ctx.outcome = "state directory not ours: %s" % problem
+        if not problem.startswith("the state directory %s " % sdir):  # (its own dir: nothing written there)
+            if any(r.get("ev") == "state_dir_not_ours" for r in ledger.tail(session.ledger_path(sdir), 200)):
+                return None
+            ctx.log(sdir, {"ev": "state_dir_not_ours", "problem": problem[:300]})
+        return {"systemMessage": "cc-continuity: %s." % problem}
+    if rec.get("resume_grace"):  # a resumed conversation's first turn is over: the gates apply from now on
+        with ctx.project.lock():
+            rec = session.load(sdir)
+            rec.pop("resume_grace", None)
+            session.save(sdir, rec)
     reading, caught, waited = measure_turn_end(ctx, sdir, rec, STOP_WAIT_S if wait_s is None else wait_s, since)
     ctx.log(sdir, {"ev": "stop", "tokens": reading["tokens"], "percent": reading["percent"],
                    "level": reading["level"], "stop_hook_active": bool(ctx.payload.get("stop_hook_active")),
                    "caught_up": caught, "waited_ms": waited, "source": reading["source"],
                    "prompt_id": ctx.payload.get("prompt_id")})
     state = rec["state"]
+    due = None
+    if (rec.get("claim_pending") is not None or rec.get("claiming") is not None) and not rec.get("predecessor_claimed"):
+        due = claim_for(ctx, n, sdir, rec, cleared=rec.get("claim_pending") in ("clear", None))  # its hooks all died
+        rec = session.load(sdir)
+        state = rec["state"]
+    if due is None and rec.get("bootstrap"):
+        due = bootstrap_due(ctx, sdir, rec)
+    if due:  # its SessionStart and first prompt both lost it: the turn goes on with it
+        ctx.outcome = "bootstrap delivered late (Stop)"
+        return {"decision": "block", "reason": due}
     if state == session.HANDOFF_REQUESTED:
         return check_handoff(ctx, n, sdir)
     if state == session.AWAITING_MANUAL_CLEAR:
@@ -453,10 +539,75 @@ def turn_ended(ctx: Context, wait_s: float | None = None) -> Output | None:
         return _ask_for_clear(rec)
     if state in session.CLAIMABLE or state in session.TERMINAL:
         return None
+    if rec.get("loop_stopped"):
+        return None  # told once: this checkout's fixed context alone is past rotate; no more rotations here
+    if caught and reading["level"] in ("rotate", "hard") and rec.get("predecessor_claimed") and state in session.WORKING \
+            and _first_turn_without_tools(sdir) and _first_request_past_rotate(ctx, rec, reading):
+        return _stop_loop(ctx, sdir, reading)
     out = decide(ctx, n, sdir, rec, reading, caught, waited)
     if out is None and ctx.cfg["turn_snapshots"]:
         _turn_snapshot(ctx, n, sdir, rec)
     return out
+
+
+def _first_turn_without_tools(sdir: str) -> bool:
+    lines = ledger.read(session.ledger_path(sdir))
+    return sum(r.get("ev") == "stop" for r in lines) <= 1 and not any(r.get("ev") == "tool" for r in lines)
+
+
+def _first_request_past_rotate(ctx: Context, rec: Record, reading: Reading) -> bool:
+    """Was the session's very first model request (its start alone: the bootstrap and fixed context) past rotate?"""
+    tpath = ctx.payload.get("transcript_path") or rec.get("transcript")
+    if not isinstance(tpath, str):
+        return False
+    try:
+        with open(tpath, "rb") as f:
+            data = f.read(1 << 23)
+    except OSError:
+        return False
+    for line in data.splitlines():
+        if b'"assistant"' not in line:
+            continue
+        try:
+            row = fastjson.loads(line)
+        except (ValueError, UnicodeDecodeError):
+            continue
+        if not isinstance(row, dict) or row.get("type") != "assistant" or row.get("isSidechain"):
+            continue
+        u = (row.get("message") or {}).get("usage") or {}
+        tokens = sum(u.get(k) or 0 for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+                     if isinstance(u.get(k), int))
+        return meter.level(tokens, reading.get("window") or 0, ctx.cfg) in ("rotate", "hard")
+    return False
+
+
+def _stop_loop(ctx: Context, sdir: str, reading: Reading) -> Output:
+    """A successor past *rotate* before any tool: another rotation would start the same way (a loop)."""
+    with ctx.project.lock():
+        rec = session.load(sdir)
+        rec["loop_stopped"] = True
+        session.save(sdir, rec)
+    ctx.log(sdir, {"ev": "rotation_loop_stopped", "percent": reading["percent"], "tokens": reading["tokens"]})
+    ctx.push(rec, "lifecycle-failed", "rotation loop stopped at %s%%" % reading["percent"])
+    ctx.outcome = "rotation loop stopped"
+    return {"systemMessage": "cc-continuity: this session is at %s%% of its context window after its first reply, "
+                             "before any tool ran: its start alone is past the rotate level (%g%%), so a rotation "
+                             "would only start the next session the same way. It will not rotate; raise `rotate` or "
+                             "`window`, or lower `bootstrap_max_tokens` (`cc-continuity configure`)." % (
+                                 reading["percent"], ctx.cfg["rotate"])}
+
+
+def _state_dirs_problem(sdir: str) -> str | None:
+    """The state directories a rotation writes into, checked (and made private) at this turn's end."""
+    from .errors import StateDirError
+
+    try:
+        for d in (sdir, session.checkpoint_dir(sdir), paths.runtime_dir(), rotation.handover_dir()):
+            if d == sdir or os.path.lexists(d):
+                paths.private_dir(d)
+    except StateDirError as e:
+        return str(e)
+    return None
 
 
 def _turn_snapshot(ctx: Context, n: int, sdir: str, rec: Record) -> None:
@@ -617,9 +768,18 @@ def fall_back(ctx: Context, n: int, sdir: str, problems: list[str], tries: int,
               driver: str | None = None) -> Output | None:
     """No valid handoff from the model in time: write one from machine facts (degraded) and verify it."""
     snap = checkpoint.snapshot_facts(sdir)
+    aside = checkpoint.move_aside_non_file(sdir)
+    if aside:
+        ctx.log(sdir, {"ev": "handoff_path_not_a_file", "moved_to": aside})
     machine = checkpoint.write_machine_handoff(sdir, snap, ctx.cfg, problems)
     machine.problems = problems  # kept in the manifest: why it is degraded
-    return verified(ctx, n, sdir, machine, degraded=True, tries=tries, driver=driver)
+    out = verified(ctx, n, sdir, machine, degraded=True, tries=tries, driver=driver)
+    if aside:  # said once: this is the one fall-back of this checkpoint
+        note = ("cc-continuity: the handoff path %s was a directory, not a file; it is kept whole at %s, and a "
+                "machine handoff took its place." % (checkpoint.handoff_path(sdir), aside))
+        out = dict(out or {})
+        out["systemMessage"] = (out["systemMessage"] + "\n" + note) if out.get("systemMessage") else note
+    return out
 
 
 def verified(ctx: Context, n: int, sdir: str, check: Validation, degraded: bool, tries: int,
@@ -656,7 +816,11 @@ def verified(ctx: Context, n: int, sdir: str, check: Validation, degraded: bool,
         session.transition(sdir, rec, session.AWAITING_MANUAL_CLEAR if driver == "manual" else session.ROTATING,
                            why, driver=driver)
         if driver == "mod" and ctx.session_id:  # left where the mod reads it at the turn's end, without starting a process
-            rotation.offer_handover(ctx.session_id, rotation.handover(rec, sdir, successor_name, proj.root))
+            bound = rotation.offer_binding(ctx.claude_pid(), ctx.payload.get("prompt_id"), summary["id"],
+                                           session.state_path(sdir))
+            rotation.offer_handover(ctx.session_id, rotation.handover(rec, sdir, successor_name, proj.root), bound)
+            rec["handover_bound"] = {"pid": bound["pid"], "pid_ticks": bound["pid_ticks"]}
+            session.save(sdir, rec)
         ctx.log(sdir, {"ev": "driver", "driver": driver, "checkpoint": summary["id"]})
     ctx.push(rec, "checkpoint-verified", "%s %s" % (summary["id"], "degraded" if degraded else "valid"))
     ctx.outcome = "checkpoint %s verified%s, driver %s" % (summary["id"], " (degraded)" if degraded else "", driver)
@@ -715,15 +879,31 @@ def session_started(ctx: Context) -> Output | None:
         return None
     source = ctx.payload.get("source")
     source = source if isinstance(source, str) else None
-    n, sdir, rec = register(ctx, source)
+    from .errors import StateDirError
+
+    try:
+        n, sdir, rec = register(ctx, source)
+    except StateDirError as e:  # nothing is written there; the user is told, once per session start
+        ctx.outcome = "state directory not ours: %s" % e
+        return {"systemMessage": "cc-continuity: %s." % e}
     ctx.outcome = "registered %s (%s)" % (rec["name"], source)
+    if source == "resume" and ctx.session_id and rotation.withdraw_offer(ctx.session_id):
+        ctx.log(sdir, {"ev": "offer_withdrawn", "why": "resumed in a new process"})  # never for this process
     if source == "startup":
         ctx.push(rec, "session-started", source)
         _sweep()
     warning = _boundary_warning(ctx) if source == "startup" else None
     text = None
+    if source == "resume" and rec.get("resumed_from") is not None and rec.get("source") == "resume" \
+            and not rec.get("predecessor_claimed"):
+        notice = resume_notice(ctx, n, rec)
+        ctx.outcome = "resumed %s as %s" % (rec.get("resumed_from"), rec["name"])
+        _settled(sdir)
+        return {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": notice}} if notice else None
     if source in CLAIM_SOURCES:
         text = claim_for(ctx, n, sdir, rec, cleared=source == "clear")
+        if text is None:
+            text = bootstrap_due(ctx, sdir, session.load(sdir))  # claimed earlier, never delivered
         if text is None and source == "startup":
             text = crash_notice(ctx, n)
     out: Output = {}
@@ -741,14 +921,38 @@ def _sweep() -> None:
 
 
 def _boundary_warning(ctx: Context) -> str | None:
-    """The user sees it when a repository tried to set a key only their own config may set."""
+    """The user sees it when a repository tried to set a key only their own config may set, or one out of
+    bounds: once per version of that file and key (they cannot remove what the repository committed)."""
+    import hashlib
+
     ignored = ctx.cfg.ignored
     if not ignored:
         return None
-    return "cc-continuity: %s tries to set %s; only your own config may set %s, so it is ignored " \
-           "(`cc-continuity config show` explains)." % (
-               ignored[0][0], ", ".join(sorted({k for _, k, _ in ignored})),
-               "it" if len(ignored) == 1 else "them")
+    store = os.path.join(ctx.project.dir, "repo-warned.json")
+    try:
+        with open(store, "rb") as f:
+            warned = set(fastjson.loads(f.read()))
+    except (OSError, ValueError, TypeError):
+        warned = set()
+    new: list[tuple[str, str]] = []
+    for path, key, _ in ignored:
+        try:
+            version = hashlib.sha256(paths.read_regular(path, 1 << 20)).hexdigest()[:16]
+        except OSError:
+            version = "?"
+        if "%s:%s" % (version, key) not in warned:
+            new.append((path, key))
+            warned.add("%s:%s" % (version, key))
+    if not new:
+        return None
+    try:
+        atomic.write_text(store, fastjson.dumps(sorted(warned)[-200:]), fsync=False, follow=False)
+    except OSError:
+        pass
+    keys = sorted({k for _, k in new})
+    return "cc-continuity: %s tries to set %s, which a repository may not (a key only your own config may set, or " \
+           "a value out of bounds), so %s ignored (`cc-continuity config show` explains; said once per version " \
+           "of the file)." % (new[0][0], ", ".join(keys), "it is" if len(keys) == 1 else "they are")
 
 
 def claim_for(ctx: Context, n: int, sdir: str, rec: Record, cleared: bool = False) -> str | None:
@@ -757,39 +961,156 @@ def claim_for(ctx: Context, n: int, sdir: str, rec: Record, cleared: bool = Fals
     ``cleared``: this session follows a ``/clear`` of the same Claude process.
     """
     proj = ctx.project
+    faults.point("claim:before_lock")
     with proj.lock():
         rec = session.load(sdir)
         if rec.get("predecessor_claimed"):
             return None
         cands = claim.candidates(proj, ctx.claude_pid(), rec.get("predecessor"), me=n, cleared=cleared,
                                  intent=rec.get("claiming"))
+        if ctx.payload.get("source") == "resume":  # a resumed conversation never takes a newer one's checkpoint
+            cands = [c for c in cands if c < n]
         pred_n, prec = claim.claim(proj, n, sdir, cands)
         if pred_n is None or prec is None:
             claim.drop_intent(sdir)  # a claim cut short whose checkpoint went elsewhere: rolled back
+            _settled(sdir)
             return None
         rec = claim.finish(proj, n, sdir, pred_n, prec)
+        rec = _settled(sdir)
+    faults.point("claim:after_claim")
     pdir = proj.session_dir(pred_n)
     try:
         atomic.write_text(session.started_marker(pdir), "%s %s\n" % (ctx.session_id, time.time()), fsync=False)
     except OSError:
         pass
-    since, reval = _revalidate(ctx, n, sdir, pdir, prec)
-    text = claim.bootstrap_text(proj, pred_n, prec, rec["name"], ctx.cfg["bootstrap_max_tokens"], since=since)
-    ctx.log(sdir, {"ev": "bootstrap", "checkpoint": rec["checkpoint_from"], "chars": len(text),
-                   "tokens_est": len(text) // 4, "verdict": reval.get("verdict")})
+    text = _build_bootstrap(ctx, sdir, rec, pred_n, prec)
     ctx.outcome = "claimed %s for %s" % (rec["checkpoint_from"], rec["name"])
-    ctx.push(rec, "rotation-complete", "%s -> %s" % (prec.get("name"), rec.get("name")))
     return text
 
 
-def _revalidate(ctx: Context, n: int, sdir: str, pdir: str, prec: Record) -> tuple[str, dict[str, Any]]:
-    """Compare the claimed checkpoint with the world now: (bootstrap section, summary); recorded in the
-    successor's record and ledger.  A failure costs only the section (logged), never the claim."""
+def _settled(sdir: str) -> Record:
+    """This session's claim was looked for to the end (a SessionStart cut before it leaves it pending)."""
+    rec = session.load(sdir)
+    if rec.pop("claim_pending", None) is not None:
+        session.save(sdir, rec)
+    return rec
+
+
+def _build_bootstrap(ctx: Context, sdir: str, rec: Record, pred_n: int, prec: Record) -> str:
+    """The bootstrap of the claimed ``pred_n`` (revalidated within its own budget), kept until delivered."""
+    proj = ctx.project
+    since, reval = _revalidate(ctx, sdir, proj.session_dir(pred_n), prec)
+    text = claim.bootstrap_text(proj, pred_n, prec, rec["name"], ctx.cfg["bootstrap_max_tokens"], since=since)
+    ctx.log(sdir, {"ev": "bootstrap", "checkpoint": rec["checkpoint_from"], "chars": len(text),
+                   "tokens_est": len(text) // 4, "verdict": reval.get("verdict"), "by": ctx.event})
     try:
-        res, since = resume.since_text(ctx.project.root, pdir, prec, ctx.cfg, ctx.claude_pid())
+        atomic.write_text(session.bootstrap_due_path(sdir), text, fsync=False)  # a later hook can deliver it as is
+    except OSError:
+        pass
+    _send(ctx, sdir)
+    return text
+
+
+def _send(ctx: Context, sdir: str) -> None:
+    """Once this hook's answer (carrying the bootstrap) is written: the bootstrap was sent, by this event."""
+    def sent() -> None:
+        with ctx.project.lock():
+            rec = session.load(sdir)
+            b = rec.get("bootstrap")
+            if isinstance(b, dict) and not b.get("delivered_at"):
+                b["sent"], b["sent_at"] = ctx.event, round(time.time(), 3)
+                session.save(sdir, rec)
+    ctx.after_output.append(sent)
+
+
+def bootstrap_due(ctx: Context, sdir: str, rec: Record) -> str | None:
+    """A claimed bootstrap the successor's transcript does not hold yet: the text to add now (else None).
+
+    Delivered means the transcript holds it (Claude Code writes a hook's context as a
+    ``hook_additional_context`` attachment).  Before the first prompt of a fresh process
+    there is no transcript yet: a bootstrap whose hook wrote its answer (``sent``) counts
+    as delivered then.  Anything else - the hook died or ran out of time before its
+    answer was out, or Claude Code recorded the hooks but not our context - is added
+    by this hook, and confirmed by the next.
+    """
+    b = rec.get("bootstrap")
+    if not isinstance(b, dict) or b.get("delivered_at") or not rec.get("predecessor_claimed"):
+        return None
+    tpath = ctx.payload.get("transcript_path") or rec.get("transcript")
+    held = transcript_holds(tpath if isinstance(tpath, str) else None, b.get("needle"))
+    if held or (held is None and b.get("sent")):
+        _delivered(ctx, sdir, "transcript" if held else str(b.get("sent")))
+        return None
+    text = None
+    try:
+        with open(session.bootstrap_due_path(sdir), encoding="utf-8") as f:
+            text = f.read(claim.SPILL_LIMIT + 1000)
+    except OSError:
+        pass
+    pred_n = rec.get("predecessor")
+    if not text and isinstance(pred_n, int):
+        text = _build_bootstrap(ctx, sdir, rec, pred_n, session.load(ctx.project.session_dir(pred_n)))
+    elif text:
+        _send(ctx, sdir)
+    if text:
+        ctx.log(sdir, {"ev": "bootstrap_redelivered", "checkpoint": b.get("checkpoint"), "by": ctx.event,
+                       "sent_before": b.get("sent"), "transcript": held})
+    return text
+
+
+def transcript_holds(path: str | None, needle: object, limit: int = 1 << 23) -> bool | None:
+    """Does the transcript hold ``needle`` as hook context?  None: no transcript, or no hook recorded in it yet."""
+    if not path or not isinstance(needle, str):
+        return None
+    want = fastjson.dumps(needle)[1:-1].encode("utf-8")
+    try:
+        with open(path, "rb") as f:
+            data = f.read(limit)
+    except OSError:
+        return None
+    if b'"attachment"' not in data:
+        return None
+    return any(b'"hook_additional_context"' in line and want in line for line in data.splitlines())
+
+
+def _delivered(ctx: Context, sdir: str, via: str) -> None:
+    with ctx.project.lock():
+        rec = session.load(sdir)
+        b = rec.get("bootstrap")
+        if not isinstance(b, dict) or b.get("delivered_at"):
+            return
+        b["delivered_at"], b["via"] = round(time.time(), 3), via
+        session.save(sdir, rec)
+    ctx.log(sdir, {"ev": "bootstrap_delivered", "checkpoint": b.get("checkpoint"), "via": via})
+    pred = rec.get("predecessor")
+    ctx.push(rec, "rotation-complete", "%s -> %s" % (
+        ctx.project.session_name(pred) if isinstance(pred, int) else "?", rec.get("name")))
+    try:
+        os.unlink(session.bootstrap_due_path(sdir))
+    except OSError:
+        pass
+
+
+def _revalidate(ctx: Context, sdir: str, pdir: str, prec: Record) -> tuple[str, dict[str, Any]]:
+    """Compare the claimed checkpoint with the world now: (bootstrap section, summary); recorded in the
+    successor's record and ledger.  A failure costs only the section (logged), never the claim; past its
+    own budget (:data:`REVALIDATE_S`) it says "not compared: took too long" and the bootstrap goes out."""
+    try:
+        with faults.within(REVALIDATE_S):
+            res, since = resume.since_text(ctx.project.root, pdir, prec, ctx.cfg, ctx.claude_pid())
+    except faults.TookTooLong:
+        res, since = {"verdict": None, "problems": ["not compared: took too long"]}, NOT_COMPARED % REVALIDATE_S
     except Exception as e:  # noqa: BLE001 - the handoff still goes through
         ctx.log(sdir, {"ev": "revalidation_failed", "error": "%s: %s" % (type(e).__name__, str(e)[:200])})
         return "", {}
+    if res.get("verdict") is None:
+        summ: dict[str, Any] = {"verdict": None, "reason": "not compared: took too long", "budget_s": REVALIDATE_S}
+        with ctx.project.lock():
+            rec = session.load(sdir)
+            rec["revalidation"] = summ
+            session.save(sdir, rec)
+        ctx.log(sdir, dict(summ, ev="revalidation"))
+        return since, summ
     summ = resume.summary(res)
     summ.update(actions=res.get("actions"), actions_outside=res.get("actions_outside"))
     with ctx.project.lock():
@@ -887,14 +1208,22 @@ def prompt_submitted(ctx: Context) -> Output | None:
         # the user's own words (not our continuation, not a watchdog nudge) let one held repeat through
         for code in effects.record_override(ctx.project.dir, prompt, ctx.session_id, rec.get("name")):
             ctx.log(sdir, {"ev": "effect_override", "code": code})
+    if ctx.session_id and rotation.withdraw_offer(ctx.session_id):  # its turn is over: the next turn's end decides
+        ctx.log(sdir, {"ev": "offer_withdrawn", "why": "a new prompt"})
     out = {}
     context = []
     continuation = rotation.is_continuation(prompt) and rec["state"] == session.ACTIVE
-    cut_short = rec.get("claiming") is not None  # a SessionStart killed mid-claim: complete or roll back now
+    # a SessionStart killed mid-claim, or before it: complete, roll back, or claim now
+    cut_short = rec.get("claiming") is not None or rec.get("claim_pending") is not None
     if (continuation or cut_short) and not rec.get("predecessor_claimed"):
-        text = claim_for(ctx, n, sdir, rec, cleared=True)  # fallback: the rotator's prompt follows a /clear
+        cleared = continuation or rec.get("claim_pending") in ("clear", None)
+        text = claim_for(ctx, n, sdir, rec, cleared=cleared)  # fallback: the rotator's prompt follows a /clear
         if text:
             context.append(text)
+    if not context:
+        due = bootstrap_due(ctx, sdir, session.load(sdir))  # a claim whose bootstrap never reached the model
+        if due:
+            context.append(due)
     with ctx.project.lock():
         rec = session.load(sdir)
         changed = False

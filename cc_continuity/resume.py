@@ -25,7 +25,7 @@ checkpoint, from what it left (prompts, todos, last reply, actions, git state).
 import os
 import time
 
-from . import checkpoint, effects, ledger, session
+from . import checkpoint, effects, faults, ledger, session
 from .procs import pid_alive
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time typing is not imported (SessionStart runs this)
@@ -80,6 +80,7 @@ def revalidate(root: str, pdir: str, prec: "Record", cfg: "Config | Mapping[str,
         res["process"] = "gone"
     if then.get("git"):
         hist = gitsnap.history_since(root, then.get("head"))
+        faults.point("claim:mid_revalidation")  # (tests: a kill between the claim's git calls)
         if hist.get("git"):
             res.update(branch_now=hist["branch"], head_now=hist["head"], commits_since=hist["count"],
                        commits=[{"sha": c["sha"][:9], "subject": c["subject"][:120]} for c in hist["commits"]])

@@ -132,10 +132,42 @@ def handover_file(session_id: str, taken_by: str | None = None) -> str:
     return "%s/%s.%s" % (handover_dir(), session_id, taken_by or "json")
 
 
-def offer_handover(session_id: str, plan: "dict[str, Any]") -> None:
-    """Leave the hand-over for whichever driver takes it first."""
-    paths.ensure_dir(handover_dir())
-    atomic.write_text(handover_file(session_id), fastjson.dumps(plan), fsync=False)
+def offer_handover(session_id: str, plan: "dict[str, Any]", bound: "dict[str, Any] | None" = None) -> None:
+    """Leave the hand-over for whichever driver takes it first, bound to the moment it is for.
+
+    ``bound`` (:func:`offer_binding`): the Claude process (pid and start time), the turn
+    (its prompt id) and the checkpoint; the mod acts on the offer only in that process,
+    while the checkpoint is still unclaimed (hooks/mod.js), and the next prompt of the
+    session withdraws it (:func:`withdraw_offer`).  The directory is checked and made
+    private at this use, and the file replaces whatever is at its name (a planted link is
+    replaced, never written through).
+    """
+    paths.private_dir(paths.runtime_dir())
+    paths.private_dir(handover_dir())
+    if bound is not None:
+        plan = dict(plan, bound=bound)
+    atomic.write_text(handover_file(session_id), fastjson.dumps(plan), fsync=False, follow=False)
+
+
+def offer_binding(pid: int | None, prompt_id: object, checkpoint: object, state_file: str) -> "dict[str, Any]":
+    """What an offer is bound to: this process (pid, and its start in clock ticks since boot, as /proc has
+    it), this turn, the checkpoint, and the record that says whether it is still unclaimed."""
+    from .procs import start_ticks
+
+    return {"pid": pid, "pid_ticks": start_ticks(pid) if pid else None,
+            "prompt_id": prompt_id if isinstance(prompt_id, str) else None,
+            "checkpoint": checkpoint, "state": state_file}
+
+
+def withdraw_offer(session_id: str) -> bool:
+    """Remove an offer not taken (its turn is over): True if there was one."""
+    try:
+        os.unlink(handover_file(session_id))
+        return True
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return False
 
 
 def handover_offered(session_id: str) -> bool:

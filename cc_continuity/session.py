@@ -51,10 +51,16 @@ if TYPE_CHECKING:
         predecessor: int | None          # the number of the session this one continues
         successor: int | None            # the number of the session that claimed this one's checkpoint
         claiming: int                    # the predecessor being claimed (the intent, written first; popped when done)
+        claim_pending: str               # the SessionStart source whose claim has not been looked for to the end yet
         predecessor_claimed: bool        # the claim completed (claim.finish)
         checkpoint_from: str | None      # the predecessor's checkpoint id this session started from
+        bootstrap: dict[str, Any]        # the claimed checkpoint's bootstrap on its way to the model: {"checkpoint",
+                                         # "needle", "due_at", "sent" (the hook that printed it), "delivered_at", "via"}
         revalidation: dict[str, Any]     # resume.summary of the predecessor's checkpoint against the work tree
         recovered_from: int              # the crashed session (no checkpoint) this one got the notice of
+        resumed_from: int                # `claude --resume` of a conversation rotated away from: its old record
+        resume_grace: bool               # resumed: no tool is denied before this record's first turn end
+        loop_stopped: bool               # a successor past rotate before any tool: it does not rotate (told once)
         recovery: dict[str, Any]         # that crashed session: name, session_id, resume command, at
         recovered_by: int                # set on the crashed session: who got its notice
         ended: dict[str, Any]            # why and when the process ended: {"reason", "at"} (popped on --resume)
@@ -67,6 +73,7 @@ if TYPE_CHECKING:
         handoff_requested_at: float      # when the handoff was requested (the snapshot's requested_at)
         checkpoint: dict[str, Any]       # the verified checkpoint's summary (checkpoint.finalize): id, ref, ...
         driver: str                      # who drives the /clear: one of rotation.DRIVERS
+        handover_bound: dict[str, Any]   # the mod's hand-over is for this Claude process only: {"pid", "pid_ticks"}
         rotator_pid: int                 # the detached tmux rotator
         snapshot_wait: dict[str, Any]    # a claimed checkpoint's snapshot still being taken (PreToolUse waits)
         imported: dict[str, Any]         # a checkpoint claimed from a git remote (share.py): remote, machine, author, fork
@@ -136,6 +143,7 @@ SNAPSHOT = "snapshot.json"           # - facts taken by code when the handoff wa
 MANIFEST = "manifest.json"           # - id, handoff sha256 + validation, git ref, trigger reading
 SNAPSHOT_RESULT = "snapshot-%s.json"  # - a snapshot job's result, by job id (snapjob.result_path)
 BOOTSTRAP = "bootstrap.json"         # - the successor's bootstrap text, prepared at the verified turn's end
+BOOTSTRAP_DUE = "bootstrap.due.txt"  # a successor's built bootstrap, kept until its transcript holds it
 ROTATOR_PLAN = "rotator-plan.json"   # - the tmux rotator's plan (the watchdog re-spawns a rotator from it)
 DRAFT = "draft.txt"                  # - what the user had typed when the rotator cleared the input box
 SUCCESSOR_STARTED = "successor.started"  # - the successor's SessionStart claimed the checkpoint
@@ -198,6 +206,11 @@ def snapshot_result_path(sdir: "str", job: "str") -> "str":
 
 def bootstrap_path(sdir: "str") -> "str":
     return checkpoint_dir(sdir) + "/" + BOOTSTRAP
+
+
+def bootstrap_due_path(sdir: "str") -> "str":
+    """The successor's own copy of the bootstrap it claimed (in its dir, not the predecessor's)."""
+    return sdir + "/" + BOOTSTRAP_DUE
 
 
 def rotator_plan_path(sdir: "str") -> "str":

@@ -166,13 +166,15 @@ def test_cut_after_the_predecessor_moved_completes_on_the_next_prompt_whatever_t
     w, crashed = _cut(tmp_path, lambda label: label.endswith("transition AWAITING_MANUAL_CLEAR->ROTATED"))
     assert w.drv.state(S1)["state"] == session.ROTATED and w.drv.state(S2)["claiming"] == w.drv.number(S1)
     w.drv.transcript(S2).assistant(tokens_at(58))
-    w.drv.hook("Stop", S2)  # worked on into WARNED before any prompt: BOOTSTRAPPING is no longer allowed
-    assert w.drv.state(S2)["state"] == session.WARNED
-    out = w.drv.hook("UserPromptSubmit", S2, prompt="hello again")
-    assert continuing(out), out  # completed: the handoff arrives now
+    # the turn's end is the next hook that can add context (issue 21): it completes the claim and the turn
+    # goes on with the handoff
+    out = w.drv.hook("Stop", S2)
+    assert out and out["decision"] == "block" and out["reason"].startswith("Continuing from cp-001"), out
     rec = w.drv.state(S2)
-    assert rec["state"] == session.WARNED and rec["predecessor_claimed"] and "claiming" not in rec
-    assert w.drv.ledger(S2, ev="claim_completed")[-1]["state"] == session.WARNED
+    assert rec["predecessor_claimed"] and "claiming" not in rec and rec["bootstrap"]["sent"] == "Stop"
+    out = w.drv.hook("UserPromptSubmit", S2, prompt="hello again")
+    assert not continuing(out), out  # delivered once
+    assert w.drv.state(S2)["state"] == session.ACTIVE
     assert w.drv.hook("SessionStart", S2, source="resume") is None
     assert not w.drv.ledger(S2, ev="illegal_transition")
 

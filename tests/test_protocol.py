@@ -28,7 +28,11 @@ def drv(tmp_path, monkeypatch):
 def step(drv, fn, event, sid, context=protocol.Context, **fields):
     """Run one protocol step for ``event``; (its output, the context it ran with)."""
     ctx = context(event, drv.payload(event, sid, **fields), drv.env(sid))
-    return fn(ctx), ctx
+    out = fn(ctx)
+    if out is not None:
+        for then in ctx.after_output:  # as hooks.main does once the answer is written
+            then()
+    return out, ctx
 
 
 class TmuxStandIn(protocol.Context):
@@ -89,7 +93,8 @@ def test_a_whole_manual_rotation_runs_in_process(drv):
     out, ctx = step(drv, protocol.session_started, "SessionStart", S2, source="clear")
     text = out["hookSpecificOutput"]["additionalContext"]
     assert text.startswith("Continuing from cp-001") and "## Since the checkpoint:" in text
-    assert [p["event"] for p in ctx.pushes] == ["rotation-complete"]
+    assert ctx.pushes == []  # not complete before the bootstrap is known to have reached the model
+    assert drv.state(S2)["bootstrap"]["sent"] == "SessionStart" and "delivered_at" not in drv.state(S2)["bootstrap"]
     assert drv.state(S1)["state"] == session.ROTATED and drv.state(S2)["state"] == session.BOOTSTRAPPING
     assert os.path.exists(rotation.started_marker(drv.sdir(S1)))
 
@@ -98,7 +103,9 @@ def test_a_whole_manual_rotation_runs_in_process(drv):
     assert out["hookSpecificOutput"]["sessionTitle"] == drv.state(S2)["name"]
     assert drv.state(S2)["state"] == session.ACTIVE
     assert os.path.exists(rotation.delivered_marker(drv.sdir(S1)))
-    assert [p["event"] for p in ctx.pushes] == ["successor-resumed"]
+    assert "additionalContext" not in out["hookSpecificOutput"]  # sent once, by SessionStart
+    assert drv.state(S2)["bootstrap"]["via"] == "SessionStart"
+    assert [p["event"] for p in ctx.pushes] == ["rotation-complete", "successor-resumed"]
 
 
 def test_a_handoff_never_written_falls_back_to_a_machine_handoff_after_the_tries(drv):

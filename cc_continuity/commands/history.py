@@ -51,9 +51,19 @@ def chain(proj):
             "checkpoint_from": rec.get("checkpoint_from"),
             "revalidation": rec.get("revalidation"),  # the claim's verdict on the checkpoint this one resumed
             "recovered_from": rec.get("recovered_from"),  # a session that crashed before any checkpoint
+            "bootstrap": bootstrap_state(rec),
         })
         rows[-1].update(curve(proj.session_dir(n)))
     return rows
+
+
+def bootstrap_state(rec):
+    """The claimed checkpoint's bootstrap: "delivered", "not delivered yet", or None (no claim, or from before
+    delivery was recorded)."""
+    b = rec.get("bootstrap")
+    if not isinstance(b, dict):
+        return None
+    return "delivered" if b.get("delivered_at") else "not delivered yet"
 
 
 def readings(sdir, tail=LEDGER_TAIL):
@@ -133,7 +143,10 @@ def run(args):
             line += "  %s at %s%% (%s tok), handoff %s chars %s" % (
                 r["checkpoint"], r["trigger_percent"], r["trigger_tokens"], r["handoff_chars"],
                 "DEGRADED (machine handoff)" if r["degraded"] else (r["validation"] or "?"))
-            if r["rotation_ms"] is not None:
+            succ = next((x for x in rows if x["number"] == r["successor"]), None) if r["successor"] else None
+            if succ and succ["bootstrap"] == "not delivered yet":
+                line += ", claimed; its bootstrap not delivered yet (the successor's next prompt adds it)"
+            elif r["rotation_ms"] is not None:
                 line += ", rotated in %.1fs" % (r["rotation_ms"] / 1000.0)
             if r["driver"]:
                 line += " by %s" % r["driver"]

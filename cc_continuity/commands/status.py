@@ -56,6 +56,8 @@ def describe(proj, cfg, n):
         "ended": (rec.get("ended") or {}).get("reason") if isinstance(rec.get("ended"), dict) else None,
         "revalidation": rec.get("revalidation"),  # how the checkpoint it resumed compared with the world at claim
         "recovery": rec.get("recovery"),  # it took over a session that crashed before any checkpoint
+        "bootstrap_undelivered": (rec.get("bootstrap") or {}).get("checkpoint")  # a claim not yet in the transcript
+        if isinstance(rec.get("bootstrap"), dict) and not rec["bootstrap"].get("delivered_at") else None,
         "resume_command": _resume_command(rec),
     }
 
@@ -128,6 +130,9 @@ def run(args):
                 life += " detached (no terminal shows it: %s)" % fleet.reach(r["pane"])
         print("  %-24s %-22s %5s %-6s %s %s %s" % (
             r.get("name"), r["state"], pct, r.get("level") or "-", life, ago(r.get("updated")), flags))
+        if r.get("bootstrap_undelivered"):
+            print("    claimed %s; its bootstrap has not reached the model yet: the next prompt (or turn end) adds it"
+                  % r["bootstrap_undelivered"])
         rv = r.get("revalidation")
         if rv:
             print("    resumed %s: %s (%s)" % (rv.get("checkpoint"), rv.get("verdict"), rv.get("reason")))

@@ -78,6 +78,7 @@ REWAKE = frozenset(("StopLate",))
 EVENT_OF = {"StopLate": "Stop"}
 
 MAX_STDIN = 64 * 1024 * 1024
+_answered: "Call | None" = None  # the call whose handler finished (main runs its after_output)
 
 
 class BudgetExceeded(BaseException):
@@ -100,6 +101,7 @@ class Call:
         self.outcome = "ok"
         self.rewake: "str | None" = None  # text that wakes the model (REWAKE handlers only)
         self.claude_version: "str | None" = None  # "2.1.332", when a handler learned it (the transcript row's)
+        self.after_output: "list[Any]" = []  # callables run once the answer is on stdout (protocol.Context's)
 
     def getenv(self, name: "str") -> "str | None":
         if self.env is not None:
@@ -157,6 +159,8 @@ def dispatch(event: "str | None", raw: "bytes",
     mod = __import__("cc_continuity.hooks." + modname, fromlist=["handle"])
     result = mod.handle(call)
     rewake = call.rewake if event in REWAKE and isinstance(call.rewake, str) and call.rewake else None
+    global _answered
+    _answered = call
     if result is None:
         return None, call.outcome, sid, rewake
     if event == "Stop":
@@ -214,9 +218,14 @@ def main(argv: "list[str]") -> "NoReturn":
     if sid is None and outcome != "ok":
         sid = _session_of(raw)  # a handler that failed still names its session in the log
     if out is not None:
+        from .. import faults
+
+        faults.point((event or "?") + ":before_output")
         try:
             posix.write(1, out.encode("utf-8"))
-        except OSError:
+            for then in _answered.after_output if _answered is not None else ():
+                then()  # the answer is out: what it carried was sent
+        except Exception:  # noqa: BLE001 - the answer is out; a failed note about it costs nothing more
             pass
     status = 0
     if rewake is not None:

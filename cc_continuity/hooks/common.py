@@ -24,6 +24,7 @@ class HookContext(protocol.Context):
     def __init__(self, call: "Call") -> None:
         self.call = call
         super().__init__(call.event, call.payload, call.env)
+        self.after_output = call.after_output  # hooks.main runs them once the answer is written
 
     @property
     def outcome(self) -> str:

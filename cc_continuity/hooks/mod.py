@@ -23,7 +23,7 @@ Every call also leaves the mod's heartbeat (:func:`rotation.mod_heartbeat`), whi
 is how the Stop hook knows it may choose the mod.
 """
 
-from .. import checkpoint, meter, paths, protocol, rotation, session
+from .. import checkpoint, meter, paths, procs, protocol, rotation, session
 from .common import HookContext
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time nothing is imported (hot path)
@@ -51,6 +51,9 @@ def handle(call: "Call") -> "dict[str, Any] | None":
 
 
 def turn_end(ctx: HookContext, n: int, sdir: str) -> "dict[str, Any] | None":
+    refused = ctx.payload.get("offer_refused")
+    if isinstance(refused, str):  # the mod refused and removed an offer that was not for it
+        ctx.log(sdir, {"ev": "offer_refused", "why": refused[:200]})
     usage = ctx.payload.get("usage")
     if isinstance(usage, dict) and isinstance(usage.get("tokens"), int) and not isinstance(usage["tokens"], bool):
         window = usage.get("window") if isinstance(usage.get("window"), int) else None
@@ -65,9 +68,14 @@ def _hand_over(ctx: HookContext, n: int, sdir: str, last_request: str | None = N
     """The hand-over for the mod, once (whoever takes it first: the mod or the tmux rotator)."""
     proj = ctx.project
     rec = session.load(sdir)
+    bound = rec.get("handover_bound")
+    if isinstance(bound, dict) and not _this_process(ctx, bound):  # `claude --resume` elsewhere: not its to clear
+        ctx.outcome = "hand-over bound to process %s, not this one" % bound.get("pid")
+        return None
     plan = rotation.handover(rec, sdir, proj.session_name(proj.peek_next_number()), proj.root, last_request)
     if rotation.handover_holder(ctx.session_id) is None and (last_request or not rotation.handover_offered(ctx.session_id)):
-        rotation.offer_handover(ctx.session_id, plan)  # this plan (it restates the request), or one lost
+        rotation.offer_handover(ctx.session_id, plan,  # this plan (it restates the request), or one lost
+                                rotation.offer_binding(ctx.claude_pid(), None, plan["checkpoint"], session.state_path(sdir)))
     if not rotation.take_handover(ctx.session_id, "mod"):
         ctx.outcome = "hand-over already taken (%s)" % rotation.handover_holder(ctx.session_id)
         return None
@@ -75,6 +83,13 @@ def _hand_over(ctx: HookContext, n: int, sdir: str, last_request: str | None = N
                    "successor": plan["successor"]})
     ctx.outcome = "hand-over %s to the mod" % plan["checkpoint"]
     return {"handover": plan}
+
+
+def _this_process(ctx: HookContext, bound: "dict[str, Any]") -> bool:
+    pid = ctx.claude_pid()
+    if pid is None or pid != bound.get("pid"):
+        return False
+    return bound.get("pid_ticks") is None or procs.start_ticks(pid) == bound["pid_ticks"]
 
 
 def compact(ctx: HookContext, n: int, sdir: str) -> "dict[str, Any] | None":

@@ -72,6 +72,8 @@ def _gates(call: "Call", c: "dict[str, Any]", rec: "Record") -> "dict[str, Any] 
         held = _snapshot_gate(call, c, wait)
         if held is not None:
             return held
+    if rec.get("resume_grace") or rec.get("loop_stopped"):
+        return None  # a resumed conversation: nothing is denied before its first turn end (it was told)
     hard = session.notified_index(rec) >= meter.HARD
     if not hard and rec["state"] not in session.CLAIMABLE:
         tokens = this_response_tokens(call, c)

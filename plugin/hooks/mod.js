@@ -44,22 +44,75 @@ async function call($, handler, payload) {
   }
 }
 
-// The Stop hook offers a verified checkpoint's hand-over as <runtime>/handover/<session>.json;
-// a tmux rotator may stand by for it. Whoever renames it first does the /clear (rename is
-// atomic; mv is one, and far quicker to start than Python).
+// The Stop hook offers a verified checkpoint's hand-over as <runtime>/handover/<session>.json, bound to
+// the moment it is for (rotation.offer_binding): this Claude process (pid and start), its turn and its
+// checkpoint. The mod acts on it only after checking it: the directory ours and 0700, the file ours, a
+// regular file with one link (not a symlink); bound to this very process; the checkpoint still unclaimed
+// (its record ROTATING with the mod as driver, no successor). Anything else is refused and removed.
+// A tmux rotator may stand by: whoever renames the file first does the /clear (rename is atomic; mv is
+// one, and far quicker to start than Python). The checks cannot stop another process of the same user,
+// which could edit settings.json as well (docs/SECURITY.md).
+const TAKE = [
+  'd=$1; f=$2; o=$3; u=$(id -u)',
+  '[ -n "$(find "$d" -maxdepth 0 -type d -user "$u" -perm 700)" ] || exit 4', // not our private dir: touch nothing
+  'if [ -n "$(find "$f" -maxdepth 0 -type f -user "$u" -links 1)" ]; then',
+  '  mv "$f" "$o" || exit 1', // the rotator had it first
+  '  [ -n "$(find "$o" -maxdepth 0 -type f -user "$u" -links 1)" ] && exit 0',
+  '  rm -f "$o"; exit 3',
+  'fi',
+  'rm -f "$f"; exit 3', // a link, a foreign file, a directory...: refused and removed
+].join("\n");
+
 async function takeOffered($, session) {
   if (runtime === null) return null;
-  const offered = `${runtime}/handover/${session}.json`;
+  const dir = `${runtime}/handover`;
+  const offered = `${dir}/${session}.json`;
   if (!(await $.fs.exists(offered))) return null;
-  const ours = `${runtime}/handover/${session}.mod`;
-  const moved = await $.process.run(["mv", offered, ours], { timeoutMs: 5000 });
-  if (moved.exitCode !== 0) return null; // the rotator had it first
+  const ours = `${dir}/${session}.mod`;
+  const took = await $.process.run(["sh", "-c", TAKE, "sh", dir, offered, ours], { timeoutMs: 5000 });
+  if (took.exitCode === 1) return null;
+  if (took.exitCode !== 0) return { refused: took.exitCode === 4 ? "its directory is not ours and private" : "not our file" };
+  let plan;
   try {
-    return JSON.parse(await $.fs.read(ours));
+    plan = JSON.parse(await $.fs.read(ours));
   } catch (err) {
-    await $.process.run(["mv", ours, offered], { timeoutMs: 5000 }); // give it back
-    throw err;
+    await $.process.run(["rm", "-f", ours], { timeoutMs: 5000 });
+    return { refused: `unreadable: ${err}` };
   }
+  const why = await unbound($, session, plan);
+  if (why !== null) {
+    await $.process.run(["rm", "-f", ours], { timeoutMs: 5000 });
+    return { refused: why };
+  }
+  return { plan };
+}
+
+// Why the offer is not for this process and turn, or null when it is.
+async function unbound($, session, plan) {
+  const b = plan && plan.bound;
+  if (!b || typeof b !== "object") return "not bound to a process";
+  const pid = Number((await $.process.hookEnv()).CLAUDE_PID);
+  if (!(pid > 0) || b.pid !== pid) return `made for process ${b.pid}, this is ${pid}`;
+  if (typeof b.pid_ticks === "number") {
+    let ticks = null;
+    try {
+      const stat = await $.fs.read(`/proc/${pid}/stat`);
+      ticks = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19]);
+    } catch (err) {
+      ticks = null;
+    }
+    if (ticks !== b.pid_ticks) return "made for an earlier process with this pid";
+  }
+  let rec;
+  try {
+    rec = JSON.parse(await $.fs.read(b.state));
+  } catch (err) {
+    return `its session record is unreadable: ${err}`;
+  }
+  if (rec.session_id !== session || plan.session_id !== session) return "made for another session";
+  if (rec.state !== "ROTATING" || rec.driver !== "mod" || rec.successor != null) return `its session is ${rec.state}`;
+  if (!rec.checkpoint || rec.checkpoint.id !== b.checkpoint || plan.checkpoint !== b.checkpoint) return "another checkpoint";
+  return null;
 }
 
 async function handOver($, plan, fromSession, via) {
@@ -104,10 +157,11 @@ export function register(on) {
     if (!e.agentId && !handing) {
       void (async () => {
         const session = await $.session.id();
-        const offered = await takeOffered($, session).catch(() => null);
-        if (offered) return handOver($, offered, session, "offer");
+        const offered = await takeOffered($, session).catch((err) => ({ refused: `${err}` }));
+        if (offered && offered.plan) return handOver($, offered.plan, session, "offer");
         const { context } = await $.session.usage();
-        const answer = await call($, "ModTurnEnd", { session_id: session, usage: context });
+        const refused = offered && offered.refused ? { offer_refused: offered.refused } : {};
+        const answer = await call($, "ModTurnEnd", { session_id: session, usage: context, ...refused });
         if (answer.handover) await handOver($, answer.handover, session, "ModTurnEnd");
       })();
     }

@@ -230,3 +230,49 @@ def test_a_crash_before_any_checkpoint_hands_over_a_machine_handoff_once(sandbox
     assert req3.session_id not in (sid1, sid2)
     assert not crash_texts(first_request(sb, req3.session_id))
     assert len(cont.events(2, "crash_recovery")) == 1
+
+
+# -- 4. `claude --resume` of a conversation rotated away from (issue 21) ----------------------------
+
+TASK_ROTATED = "Rotated resume task: keep a work log"
+
+
+def test_resume_of_a_rotated_conversation_is_its_own_session_and_takes_nothing(sandbox_factory):
+    sb = installed_sandbox(sandbox_factory, lambda p: scenarios.with_default(rotation_scenario(p, task=TASK_ROTATED)))
+    no_tmux(sb)
+    cont = Continuity(sb)
+    sb.start_claude()
+    prompt(sb, TASK_ROTATED)
+    cont.wait_event(1, "transition", to="AWAITING_MANUAL_CLEAR", timeout=60)
+    sb.wait_idle()
+    sid1 = cont.record(1)["session_id"]
+    prompt(sb, "/clear")
+    cont.wait_event(2, "claim", timeout=30)
+    sb.wait_idle()
+    prompt(sb, "continue")
+    sb.model.wait_for(lambda r: r.kind == "main" and "continue" in r.latest_text, timeout=30)
+    sb.wait_idle()
+    sb.exit_claude()
+    # the user reopens the first conversation
+    sb.start_claude(args=["--resume", sid1])
+    sb.wait_for(lambda: len(cont.numbers()) == 3, 30, what="the resumed conversation's own record")
+    since = sb.model.mark()
+    prompt(sb, "hello again")
+    req = sb.model.wait_for(lambda r: r.seq >= since and r.kind == "main" and "hello again" in r.latest_text,
+                            timeout=30)
+    assert req.session_id == sid1
+    joined = " ".join(t for _, t in text_blocks(req))
+    assert "was rotated away from" in joined and "cp-001" in joined, joined[-2000:]
+    rec3 = cont.record(3)
+    assert rec3["resumed_from"] == 1 and rec3["session_id"] == sid1
+    assert cont.record(1)["state"] == "ROTATED" and cont.record(1)["successor"] == 2
+    assert cont.record(2)["predecessor"] == 1 and cont.record(2).get("successor") is None
+    sb.wait_idle()
+    sb.exit_claude()
+    # --continue opens the newest conversation: its own record again, nothing claimed, nothing re-sent
+    sb.start_claude(args=["--continue"])
+    since = sb.model.mark()
+    prompt(sb, "and now?")
+    req = sb.model.wait_for(lambda r: r.seq >= since and r.kind == "main" and "and now?" in r.latest_text,
+                            timeout=30)
+    assert len(cont.numbers()) == 3 and req.session_id == cont.record(3)["session_id"]

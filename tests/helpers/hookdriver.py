@@ -238,6 +238,9 @@ class HookDriver:
         out, outcome, _ = dispatch.run(event, raw, env=env or self.env(session_id))
         assert not outcome.startswith(FAILED_OPEN), "%s failed: %s" % (event, outcome)
         obj = json.loads(out) if out else None
+        if out and dispatch._answered is not None:
+            for then in dispatch._answered.after_output:  # as hooks.main does once the answer is written
+                then()
         return self._stop_request(obj) if event == "Stop" and obj else obj
 
     def cli(self, *args, session_id=None, check=True):
