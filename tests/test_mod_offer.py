@@ -45,13 +45,20 @@ def drv(tmp_path, claude):
 @pytest.fixture
 def mod_js(tmp_path):
     path = tmp_path / "mod.mjs"  # (node 20 takes ES module syntax from .mjs only)
-    shutil.copy(os.path.join(REPO, "hooks", "mod.js"), path)
+    shutil.copy(os.path.join(REPO, "plugin", "hooks", "mod.js"), path)
     return str(path)
 
 
 def run_mod(drv, mod_js, sid, claude_pid):
-    env = drv.env(sid, CLAUDE_PID=claude_pid)
-    res = subprocess.run([NODE, os.path.join(REPO, "tests", "helpers", "modstub.mjs"), mod_js, REPO, sid],
+    # The plugin as Claude Code runs it: its root is plugin/, and its hooks run the Python that
+    # SessionStart links as ${CLAUDE_PLUGIN_DATA}/python (here the test's own interpreter).
+    data = os.path.join(os.path.dirname(mod_js), "plugin-data")
+    if not os.path.lexists(os.path.join(data, "python")):
+        os.makedirs(data, mode=0o700, exist_ok=True)
+        os.symlink(sys.executable, os.path.join(data, "python"))
+    env = drv.env(sid, CLAUDE_PID=claude_pid, CLAUDE_PLUGIN_DATA=data)
+    res = subprocess.run([NODE, os.path.join(REPO, "tests", "helpers", "modstub.mjs"), mod_js,
+                          os.path.join(REPO, "plugin"), sid],
                          env=env, cwd=drv.root, capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
     return json.loads(res.stdout.strip().splitlines()[-1])
