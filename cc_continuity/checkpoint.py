@@ -12,7 +12,7 @@ git state, the last user prompts, the open todo list, the meter reading.
 import os
 import time
 
-from . import atomic, fastjson, ledger, paths, rotation, session
+from . import atomic, fastjson, ledger, paths, rotation, safefile, session
 from .session import ledger_path
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time typing is not imported (hooks import this)
@@ -46,7 +46,7 @@ def handoff_problem(sdir: str, path: str | None = None) -> str | None:
         return "%s is not this session's handoff path %s" % (path, want)
     if os.path.islink(sdir) or not os.path.isdir(sdir):
         return "%s is not a real directory" % sdir
-    return paths.private_dir_problem(cp_dir(sdir)) or paths.regular_file_problem(want, missing_ok=True)
+    return safefile.private_dir_problem(cp_dir(sdir)) or safefile.regular_file_problem(want, missing_ok=True)
 
 
 def handoff_target_ok(sdir: str, path: str) -> bool:
@@ -55,11 +55,11 @@ def handoff_target_ok(sdir: str, path: str) -> bool:
 
 
 def read_handoff(sdir: str, limit: int = 1 << 21, chmod: int | None = None) -> bytes:
-    """The handoff's bytes, read without following a link (FileNotFoundError, paths.NotRegular)."""
+    """The handoff's bytes, read without following a link (FileNotFoundError, safefile.NotRegular)."""
     problem = handoff_problem(sdir)
     if problem:
-        raise paths.NotRegular(problem)
-    return paths.read_regular(handoff_path(sdir), limit, chmod=chmod)
+        raise safefile.NotRegular(problem)
+    return safefile.read_regular(handoff_path(sdir), limit, chmod=chmod)
 
 
 def _write_json(path: str, obj: object) -> None:
@@ -265,9 +265,9 @@ def write_machine_handoff(sdir: str, snap: "dict[str, Any]", cfg: "Config | Mapp
     """
     from . import handoff  # here: the claim reads checkpoints and must stay light
 
-    problem = paths.private_dir_problem(cp_dir(sdir))
+    problem = safefile.private_dir_problem(cp_dir(sdir))
     if problem:
-        raise paths.NotRegular("refusing to write the machine handoff: %s" % problem)
+        raise safefile.NotRegular("refusing to write the machine handoff: %s" % problem)
     text = handoff.machine_handoff(snap, cfg["handoff_sections"], problems)
     atomic.write_text(handoff_path(sdir), text, mode=paths.FILE_MODE, follow=False)
     v = handoff.Validation()

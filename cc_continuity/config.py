@@ -17,7 +17,7 @@ Standard library only (read on every hook).
 
 import os
 
-from . import atomic, errors, fastjson, paths
+from . import atomic, errors, fastjson, paths, safefile
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time typing is not imported (read on every hook)
 if TYPE_CHECKING:
@@ -302,14 +302,14 @@ MAX_FILE_BYTES = 1 << 20
 def _read(path: str, inside: str | None = None) -> "dict[str, Any] | None":
     """The parsed object in ``path``, or None when the file does not exist.
 
-    A bounded read (:func:`paths.read_bounded`): a regular file within
+    A bounded read (:func:`safefile.read_bounded`): a regular file within
     ``MAX_FILE_BYTES``; ``inside``: a repository's root, outside which no link is followed.
     """
     try:
-        raw = paths.read_bounded(path, MAX_FILE_BYTES, inside=inside)
+        raw = safefile.read_bounded(path, MAX_FILE_BYTES, inside=inside)
     except FileNotFoundError:
         return None
-    except paths.NotRegular as e:
+    except safefile.NotRegular as e:
         raise ConfigError(path, None, str(e).replace(path + " ", "", 1)) from None
     except OSError as e:
         raise ConfigError(path, None, "cannot read: %s" % e.strerror) from None

@@ -113,15 +113,15 @@ class Validation:
 
 def validate(path: str, root: str, cfg: "Config | Mapping[str, Any]", max_read: int = 1 << 21) -> Validation:
     """Check the handoff at ``path`` against ``cfg``; paths resolve against ``root``."""
-    from . import paths
+    from . import safefile
 
     v = Validation()
     try:
-        raw = paths.read_regular(path, max_read + 1)  # never through a link, never from a FIFO
+        raw = safefile.read_regular(path, max_read + 1)  # never through a link, never from a FIFO
     except FileNotFoundError:
         v.problems.append("the handoff file %s does not exist yet" % path)
         return v
-    except paths.NotRegular as e:
+    except safefile.NotRegular as e:
         v.problems.append("the handoff must be a plain file written with the Write tool: %s" % e)
         return v
     except OSError as e:

@@ -9,7 +9,7 @@ Standard library only (hook fast path).
 import os
 import shutil
 
-from . import atomic, fastjson, paths
+from . import atomic, fastjson, paths, safefile
 from .card import valid_session_id
 from .lock import Lock
 from .paths import project_key, slugify  # noqa: F401 (their home is paths: config needs the key too)
@@ -89,9 +89,9 @@ class Project:
         """Create the project's directories (0700), or check those there: ours and private (made 0700 again
         when open to others; :class:`errors.StateDirError` for a link or another user's); idempotent."""
         for d in (paths.home(), paths.projects_dir(), self.dir):
-            paths.private_dir(d)
+            safefile.private_dir(d)
         for sub in ("sessions", "ids", "pids"):
-            paths.private_dir(os.path.join(self.dir, sub))
+            safefile.private_dir(os.path.join(self.dir, sub))
 
     def load_meta(self) -> "dict[str, Any]":
         try:

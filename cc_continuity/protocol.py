@@ -29,7 +29,7 @@ import os
 import time
 
 from . import (atomic, card, checkpoint, claim, claims, config, effects, fastjson, faults, ledger, meter, once,
-               paths, resume, rotation, session)
+               paths, resume, rotation, safefile, session)
 from .procs import pid_alive
 from .project import Project, launch_dir
 
@@ -604,7 +604,7 @@ def _state_dirs_problem(sdir: str) -> str | None:
     try:
         for d in (sdir, session.checkpoint_dir(sdir), paths.runtime_dir(), rotation.handover_dir()):
             if d == sdir or os.path.lexists(d):
-                paths.private_dir(d)
+                safefile.private_dir(d)
     except StateDirError as e:
         return str(e)
     return None
@@ -937,7 +937,7 @@ def _boundary_warning(ctx: Context) -> str | None:
     new: list[tuple[str, str]] = []
     for path, key, _ in ignored:
         try:
-            version = hashlib.sha256(paths.read_regular(path, 1 << 20)).hexdigest()[:16]
+            version = hashlib.sha256(safefile.read_regular(path, 1 << 20)).hexdigest()[:16]
         except OSError:
             version = "?"
         if "%s:%s" % (version, key) not in warned:

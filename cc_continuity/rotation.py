@@ -14,7 +14,7 @@
 import os
 import time
 
-from . import atomic, fastjson, paths, session
+from . import atomic, fastjson, paths, safefile, session
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time nothing is imported (the Stop hook loads this)
 if TYPE_CHECKING:
@@ -142,8 +142,8 @@ def offer_handover(session_id: str, plan: "dict[str, Any]", bound: "dict[str, An
     private at this use, and the file replaces whatever is at its name (a planted link is
     replaced, never written through).
     """
-    paths.private_dir(paths.runtime_dir())
-    paths.private_dir(handover_dir())
+    safefile.private_dir(paths.runtime_dir())
+    safefile.private_dir(handover_dir())
     if bound is not None:
         plan = dict(plan, bound=bound)
     atomic.write_text(handover_file(session_id), fastjson.dumps(plan), fsync=False, follow=False)

@@ -37,7 +37,7 @@ import subprocess
 import sys
 import time
 
-from . import atomic, checkpoint, config, errors, paths, resume, session
+from . import atomic, checkpoint, config, errors, paths, resume, safefile, session
 from .claim import bootstrap_text
 from .project import Project, all_projects
 
@@ -84,7 +84,7 @@ def machine_id() -> str:
     """This state directory's machine id: 12 random hex digits, made once (O_EXCL), then read."""
     path = paths.home() + "/" + MACHINE_ID
     try:
-        got = paths.read_regular(path, 100).decode("ascii", "replace").strip()
+        got = safefile.read_regular(path, 100).decode("ascii", "replace").strip()
         if len(got) == 12 and all(c in "0123456789abcdef" for c in got):
             return got
     except FileNotFoundError:
@@ -95,7 +95,7 @@ def machine_id() -> str:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, paths.FILE_MODE)
     except FileExistsError:  # another process made it first: theirs is the id
         time.sleep(0.05)
-        return paths.read_regular(path, 100).decode("ascii", "replace").strip()
+        return safefile.read_regular(path, 100).decode("ascii", "replace").strip()
     with os.fdopen(fd, "w") as f:
         f.write(new + "\n")
     return new

@@ -23,7 +23,7 @@ import uuid
 
 import pytest
 
-from cc_continuity import config, hooks, paths
+from cc_continuity import config, hooks, safefile
 from cc_continuity.install import wrapper
 from helpers.transcripts import STATUSMAIN, hook_command, hook_payload
 
@@ -260,4 +260,4 @@ def test_a_link_that_stays_inside_the_repository_is_followed(tmp_path):
     (root / "shared.json").write_text('{"enabled": false}')
     os.symlink("../shared.json", root / ".claude" / "continuity.json")
     assert config.load(str(root))["enabled"] is False
-    assert paths.read_bounded(str(root / ".claude" / "continuity.json"), 100, inside=str(root)) == b'{"enabled": false}'
+    assert safefile.read_bounded(str(root / ".claude" / "continuity.json"), 100, inside=str(root)) == b'{"enabled": false}'

@@ -37,7 +37,7 @@ TO_REVISIT = "the fast path and the domain: to be revisited"
 WHOLE_MODULES = {m: TO_REVISIT for m in (
     "cc_continuity.card", "cc_continuity.checkpoint", "cc_continuity.claim", "cc_continuity.cli",
     "cc_continuity.config", "cc_continuity.fastjson", "cc_continuity.gitsnap", "cc_continuity.handoff",
-    "cc_continuity.ledger", "cc_continuity.meter", "cc_continuity.once", "cc_continuity.paths",
+    "cc_continuity.ledger", "cc_continuity.meter", "cc_continuity.once", "cc_continuity.paths", "cc_continuity.safefile",
     "cc_continuity.procs", "cc_continuity.project", "cc_continuity.protocol", "cc_continuity.realclaude",
     "cc_continuity.resume",
     "cc_continuity.rotation", "cc_continuity.session", "cc_continuity.snapjob", "cc_continuity.statusline",

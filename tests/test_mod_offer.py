@@ -16,7 +16,7 @@ import sys
 
 import pytest
 
-from cc_continuity import config, paths, rotation, session
+from cc_continuity import config, paths, rotation, safefile, session
 from helpers.hookdriver import REPO, HookDriver, handoff_text, tokens_at
 
 S1 = "f6f6f6f6-0000-4000-8000-000000000001"
@@ -121,7 +121,7 @@ def test_a_forged_offer_for_an_active_session_is_refused_and_removed(drv, mod_js
 
 def test_an_unbound_offer_is_refused(drv, mod_js, claude):
     active(drv, S1)
-    paths.private_dir(rotation.handover_dir())
+    safefile.private_dir(rotation.handover_dir())
     with open(rotation.handover_file(S1), "w") as f:
         f.write(json.dumps({"session_id": S1, "checkpoint": "cp-001", "continuation": FORGED,
                             "delivered_marker": "/x"}))

@@ -20,7 +20,7 @@ import tempfile
 import time
 import urllib.parse
 
-from .. import __version__, atomic, config, launchenv, lock, notify, paths, procs
+from .. import __version__, atomic, config, launchenv, lock, notify, paths, procs, safefile
 from ..hooks import EVENT_OF
 from ..install import app, blocks, manifest, plugin, settings, wrapper
 from ..project import find_root
@@ -84,10 +84,10 @@ class Context:
 
     def _read_settings(self):
         try:
-            data = paths.read_bounded(self.settings_path, SETTINGS_MAX_BYTES)
+            data = safefile.read_bounded(self.settings_path, SETTINGS_MAX_BYTES)
         except FileNotFoundError:
             return None, "%s does not exist" % self.settings_path
-        except paths.NotRegular as e:
+        except safefile.NotRegular as e:
             return None, str(e)
         except OSError as e:
             return None, "cannot read %s: %s" % (self.settings_path, e.strerror)
@@ -865,7 +865,7 @@ def check_skill_shell(ctx):
     for path in _settings_layers(ctx):
         inside = ctx.root if ctx.root and path.startswith(ctx.root + os.sep) else None  # the repository's own
         try:
-            doc = json.loads(paths.read_bounded(path, SETTINGS_MAX_BYTES, inside=inside))
+            doc = json.loads(safefile.read_bounded(path, SETTINGS_MAX_BYTES, inside=inside))
         except (OSError, ValueError):
             continue
         groups = (doc.get("hooks") or {}).get("PreSkillShellCommand") if isinstance(doc, dict) else None

@@ -49,8 +49,12 @@ import shlex
 from .. import errors, statusline
 
 HOOK_MARK = "from cc_continuity.hooks import main"
+# gc.disable(): a hook process lives for milliseconds (its budget at most) and frees what it made by
+# reference counting and at exit; the cyclic collector only ran during its imports, about 1 % of a
+# PostToolUse by instructions (bench/hotpath.py).
 BOOT = (
-    "import sys\n"
+    "import gc, sys\n"
+    "gc.disable()\n"
     "if sys.version_info < (3, 11):\n"
     "    raise SystemExit(0)\n"
     "sys.path[0] = %r\n"
