@@ -127,6 +127,8 @@ SCHEMA: "dict[str, tuple[Any, Check, str]]" = {
     "share_remote": (None, _str_or_null, "git remote (a name in the repository's remotes) every verified checkpoint "
                                          "is published to under refs/continuity/shared/; null = never"),
     "share_untracked": (False, _bool, "with share_remote: publish untracked files of the snapshot too"),
+    "share_unclaimed_alert_min": (30, _num(0, 525600), "the watchdog pushes once when a checkpoint published from "
+                                                       "here waits unclaimed this long (minutes; 0 = never)"),
     "bootstrap_max_tokens": (2500, _int(200, 2400000), "budget for the successor's injected text (chars/4)"),
     "resume_stale_after_h": (72, _num(0, 87600, null=True), "a checkpoint older than this is resumed as stale "
                                                            "(null = age alone never makes it stale)"),
@@ -228,6 +230,7 @@ REPO_NARROW: dict[str, bool | str] = {
 #   snapshot_timeout_s              a short one would make every snapshot fail
 #   snapshot_keep, snapshot_max_age_days   deleting the user's snapshots sooner is not "doing less"
 #   share_remote, share_untracked   what leaves the machine, and to which server
+#   share_unclaimed_alert_min       when the watchdog contacts that server (and pushes)
 
 
 class ConfigError(errors.ConfigError, ValueError):

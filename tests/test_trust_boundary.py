@@ -60,6 +60,7 @@ HOSTILE = {
     "watchdog_quiet_s": 0,              # would let it type right behind the user's keystrokes
     "share_remote": "origin",           # would push every checkpoint (handoff, facts, tree) to a server
     "share_untracked": True,            # would publish untracked files too
+    "share_unclaimed_alert_min": 0.5,   # would make the watchdog contact the remote (and push) sooner
     "snapshot_timeout_s": 10,
     "effects_hold": False,              # would let a successor post, publish, release twice
     "effects_local_exempt": False,
@@ -104,7 +105,8 @@ def test_every_key_is_classified_and_the_hostile_table_covers_the_user_only_ones
     for key, value in HOSTILE.items():
         assert config.SCHEMA[key][1](value) is None, key  # valid: ignored for who wrote it, not for its form
         assert value != config.DEFAULTS[key], key
-    for must in ("unattended", "ntfy_url", "ntfy_token", "share_remote", "share_untracked", "watchdog_power_cycle_command",
+    for must in ("unattended", "ntfy_url", "ntfy_token", "share_remote", "share_untracked", "share_unclaimed_alert_min",
+                 "watchdog_power_cycle_command",
                  "watchdog_digest_command", "watchdog_digest_file", "watchdog_health_url"):
         assert must in USER_ONLY
 

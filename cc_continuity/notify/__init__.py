@@ -59,6 +59,7 @@ EVENTS = {
     "session-failed": ("turn failed on an API error", 4, "warning"),
     "session-limited": ("usage limit", 3, "hourglass"),
     "session-stuck": ("rotation stuck", 5, "rotating_light"),
+    "checkpoint-unclaimed": ("published checkpoint unclaimed", 4, "package"),
     "test": ("test notification", 3, "bell"),
 }
 URGENT = 5

@@ -21,9 +21,10 @@ import time
 from .. import atomic, ledger, log, paths
 from ..lock import Lock, LockTimeout, holder_pid
 from . import LOG, Settings, ledger_path, pid_path, state_dir, state_path
-from .actions import Brain, Executor
+from .actions import Brain, Executor, push
 from .liveness import ProcessTable, Scanner, TranscriptWatch
 from .probe import Prober
+from .unclaimed import UnclaimedWatch
 
 LEDGER_MAX_BYTES = 4 * 1024 * 1024
 LEDGER_KEEP = 3      # rotated generations kept next to the live ledger
@@ -84,6 +85,7 @@ class Daemon:
         saved = load_state() or {}
         self.brain = Brain(self.settings, saved.get("brain"))
         self.executor = Executor(self.settings, self.procs, push_fn)
+        self.unclaimed = UnclaimedWatch(push if push_fn is None else push_fn, saved.get("unclaimed"))
         self.started = None
         self.cycles = 0
         self._work_expected = False
@@ -155,6 +157,9 @@ class Daemon:
                 self._note(dict(ev="action", outcome=outcome, detail=detail, **action.to_json()))
                 log.write(LOG, "%s %s: %s -> %s (%s)" % (action.kind, action.name or "-", action.why, outcome, detail))
             done.append((action, outcome, detail))
+        for ref, outcome in self.unclaimed.tick(now):
+            self._note({"ev": "unclaimed", "ref": ref, "outcome": outcome})
+            log.write(LOG, "published checkpoint %s: %s" % (ref, outcome))
         finished = self.executor.tick(now)
         if finished:
             self._note(finished)
@@ -173,6 +178,7 @@ class Daemon:
                        "interval_s": s.interval},
             "status": self.brain.status(now),
             "brain": self.brain.to_json(),
+            "unclaimed": self.unclaimed.to_json(),
         }
 
     def save(self, now):
