@@ -22,6 +22,7 @@ import os
 import shutil
 import subprocess
 import time
+import uuid
 
 import pytest
 
@@ -137,23 +138,26 @@ class World:
         took = {}
         ran = c.hook("SessionStart", S2, f.get("SessionStart"), source="clear")
         took["SessionStart"] = ran and ran[1]
-        c.hook("UserPromptSubmit", S2, f.get("UserPromptSubmit"), prompt="carry on with the parser")
+        # One prompt id a turn, as Claude Code gives every hook of it (the late Stop finds its Stop's line by it).
+        turn = {"prompt_id": str(uuid.uuid4())}
+        c.hook("UserPromptSubmit", S2, f.get("UserPromptSubmit"), prompt="carry on with the parser", **turn)
         first = c.copies(S2)  # the successor's first model request
         tr = self.drv.transcript(S2)
         tr.assistant(tokens_at(6), "Reading the handoff.")
-        c.hook("PreToolUse", S2, f.get("PreToolUse"))
-        c.hook("PostToolUse", S2, f.get("PostToolUse"))
+        c.hook("PreToolUse", S2, f.get("PreToolUse"), **turn)
+        c.hook("PostToolUse", S2, f.get("PostToolUse"), **turn)
         tr.assistant(tokens_at(7), "Done with this step.")
-        c.hook("Stop", S2, f.get("Stop"))
-        c.hook("StopLate", S2, f.get("StopLate"))
+        c.hook("Stop", S2, f.get("Stop"), **turn)
+        c.hook("StopLate", S2, f.get("StopLate"), **turn)
         after_stop = c.copies(S2)
         if after_stop and not first:  # the Stop's late delivery made the turn go on: its end
             tr.assistant(tokens_at(8), "Picked up the handoff.")
-            c.hook("Stop", S2, stop_hook_active=True)
+            c.hook("Stop", S2, stop_hook_active=True, **turn)
         second = c.copies(S2)
-        c.hook("UserPromptSubmit", S2, prompt="and next?")  # a later prompt never brings it again
+        turn = {"prompt_id": str(uuid.uuid4())}
+        c.hook("UserPromptSubmit", S2, prompt="and next?", **turn)  # a later prompt never brings it again
         tr.assistant(tokens_at(9), "Next is the lexer.")
-        c.hook("Stop", S2)  # (the hook after the one that added it confirms it)
+        c.hook("Stop", S2, **turn)  # (the hook after the one that added it confirms it)
         c.hook("SessionEnd", S2, f.get("SessionEnd"), reason="other")
         return {"first": first, "after_stop": after_stop, "second": second, "end": c.copies(S2),
                 "killed": c.killed, "took": took}
@@ -169,6 +173,16 @@ class World:
         assert s1["state"] == session.ROTATED and s1["successor"] == drv.number(S2), (faults, s1)
         assert s2.get("predecessor_claimed") and "claiming" not in s2, (faults, s2)
         assert s2["bootstrap"].get("delivered_at"), (faults, s2["bootstrap"])
+        links = {}
+        for n in drv.project.numbers():
+            rec = session.load(drv.project.session_dir(n)) or {}
+            links[n] = rec.get("successor")
+        for n in links:  # the chain stays a chain: following successors from any record ends
+            seen, at = set(), n
+            while at is not None:
+                assert at not in seen, ("a cycle", faults, links)
+                seen.add(at)
+                at = links.get(at)
         for n in drv.project.numbers():
             sdir = drv.project.session_dir(n)
             ok, line, why = ledger.verify(session.ledger_path(sdir))
