@@ -97,7 +97,10 @@ class World:
         self.hook_cmd = [sys.executable, "-S", "-c", install_settings.boot_code(APP)]
         self.git("init", "-q", "-b", "main")
         self.write("README.md", "bench\n")
-        self.write("tests/test_ok.py", "def test_ok():\n    assert True\n")
+        # The scenario's test suite needs nothing but the standard library: the bench runs where pytest may
+        # not be installed (the app's own venv; a fresh clone run by README line 2, whose PATH python3 has none).
+        self.write("tests/test_ok.py", "import unittest\n\n\nclass Ok(unittest.TestCase):\n"
+                   "    def test_ok(self):\n        self.assertTrue(True)\n")
         self.write("dist/pkg-1.0.0.tgz", "package 1.0.0\n")
         self.git("add", "-A")
         self.git("commit", "-qm", "initial")
@@ -203,11 +206,14 @@ def _redo(w, sid, plan):
     return len(plan), w.held - before
 
 
+TESTS = "python3 -m unittest discover -q -s tests"  # the scenario repo's test run (a "tests pass" claim's evidence)
+
+
 def scenario_crash(w, url):
     s1, s2 = _sid(), _sid()
     plan = ["curl -s -X POST -d 'release v1 is out' %s/notify" % url, "git push -q origin main"]
     w.start(s1)
-    w.bash(s1, "python3 -m pytest -q")
+    w.bash(s1, TESTS)
     w.write("CHANGES.md", "v1\n")
     w.git("add", "-A")
     w.git("commit", "-qm", "v1")
@@ -223,7 +229,7 @@ def scenario_environment_changed(w, url):
     s1, s2 = _sid(), _sid()
     plan = ["curl -s -X POST -d 'title=ship v2' %s/issues" % url]
     w.start(s1)
-    w.bash(s1, "python3 -m pytest -q")
+    w.bash(s1, TESTS)
     w.edit(s1, "src/app.py", "x = 2\n")  # changed after the test run: the claim is older than the code
     for cmd in plan:
         w.bash(s1, cmd)
@@ -286,7 +292,7 @@ def replay_ordinary(w, url):
     w.git("commit", "-qm", "1.0.1")
     w.bash(s1, "curl -s -X PUT --data-binary @dist/pkg-1.0.1.tgz %s/registry/pkg/1.0.1" % url)
     for cmd in ("curl -s %s/registry/pkg" % url, "git log --oneline -n 3", "curl -s %s/status" % url,
-                "git fetch -q origin", "python3 -m pytest -q"):
+                "git fetch -q origin", TESTS):
         w.bash(s1, cmd)
         w.bash(s1, cmd)  # reads, twice
     return 0, w.held - before, None
