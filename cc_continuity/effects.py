@@ -605,15 +605,14 @@ def append(pdir: str, line: "dict[str, Any]") -> None:
         posix.close(fd)
 
 
-def read(pdir: str) -> "list[dict[str, Any]]":
-    """The newest ``STORE_TAIL`` bytes of the project's records (a torn or foreign line is skipped)."""
+def _tail(path: str, nbytes: int) -> "tuple[bytes, int] | None":
+    """The last ``nbytes`` of ``path`` and the offset they start at; None when it cannot be read."""
     try:
-        fd = posix.open(store_path(pdir), posix.O_RDONLY | posix.O_CLOEXEC)
+        fd = posix.open(path, posix.O_RDONLY | posix.O_CLOEXEC)
     except OSError:
-        return []
+        return None
     try:
-        size = posix.fstat(fd).st_size
-        start = max(0, size - STORE_TAIL)
+        start = max(0, posix.fstat(fd).st_size - nbytes)
         posix.lseek(fd, start, 0)
         chunks = []
         while True:
@@ -623,7 +622,15 @@ def read(pdir: str) -> "list[dict[str, Any]]":
             chunks.append(b)
     finally:
         posix.close(fd)
-    raw = b"".join(chunks)
+    return b"".join(chunks), start
+
+
+def read(pdir: str) -> "list[dict[str, Any]]":
+    """The newest ``STORE_TAIL`` bytes of the project's records (a torn or foreign line is skipped)."""
+    got = _tail(store_path(pdir), STORE_TAIL)
+    if got is None:
+        return []
+    raw, start = got
     if start:
         raw = raw.split(b"\n", 1)[-1]
     out = []
@@ -715,22 +722,10 @@ def _ran(transcript: "str | None", tool_use_id: str) -> "str | None":
     if not transcript:
         return None
     needle = ('"tool_use_id":"%s"' % tool_use_id).encode()
-    try:
-        fd = posix.open(transcript, posix.O_RDONLY | posix.O_CLOEXEC)
-    except OSError:
+    got = _tail(transcript, 8 << 20)
+    if got is None:
         return None
-    try:
-        size = posix.fstat(fd).st_size
-        posix.lseek(fd, max(0, size - (8 << 20)), 0)
-        chunks = []
-        while True:
-            b = posix.read(fd, 1 << 20)
-            if not b:
-                break
-            chunks.append(b)
-    finally:
-        posix.close(fd)
-    for ln in b"".join(chunks).split(b"\n"):
+    for ln in got[0].split(b"\n"):
         if needle not in ln.replace(b'": "', b'":"') or b'"tool_result"' not in ln:
             continue
         try:

@@ -95,16 +95,21 @@ def read_regular(path: "str", limit: "int" = 1 << 22, chmod: "int | None" = None
             raise NotRegular(problem)
         if chmod is not None:
             posix.fchmod(fd, chmod)
-        chunks = []
-        while limit > 0:
-            b = posix.read(fd, min(limit, 1 << 16))
-            if not b:
-                break
-            chunks.append(b)
-            limit -= len(b)
-        return b"".join(chunks)
+        return _read_upto(fd, limit)
     finally:
         posix.close(fd)
+
+
+def _read_upto(fd: "int", limit: "int") -> "bytes":
+    """At most ``limit`` bytes from ``fd``, in 64 KiB reads."""
+    chunks = []
+    while limit > 0:
+        b = posix.read(fd, min(limit, 1 << 16))
+        if not b:
+            break
+        chunks.append(b)
+        limit -= len(b)
+    return b"".join(chunks)
 
 
 class TooLarge(NotRegular):
@@ -149,15 +154,9 @@ def read_bounded(path: "str", limit: "int" = 1 << 20, inside: "str | None" = Non
         now = posix.fstat(fd)
         if now.st_mode & _S_IFMT != _S_IFREG or (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):
             raise NotRegular("%s changed while it was opened: not read" % path)
-        chunks, left = [], limit + 1
-        while left > 0:
-            b = posix.read(fd, min(left, 1 << 16))
-            if not b:
-                break
-            chunks.append(b)
-            left -= len(b)
-        if left <= 0:
+        data = _read_upto(fd, limit + 1)
+        if len(data) > limit:
             raise TooLarge("%s grew over the %d-byte limit while it was read: not read" % (path, limit))
-        return b"".join(chunks)
+        return data
     finally:
         posix.close(fd)
