@@ -47,7 +47,8 @@ def daemon(tmp_path):
     port = _free_port()
     proc = subprocess.Popen(["git", "daemon", "--export-all", "--enable=receive-pack", "--reuseaddr",
                              "--listen=127.0.0.1", "--port=%d" % port, "--base-path=%s" % base, str(base)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)  # git runs git-daemon as its child: killed as a group
     deadline = time.time() + 10
     while time.time() < deadline:
         try:
@@ -56,7 +57,7 @@ def daemon(tmp_path):
         except OSError:
             time.sleep(0.05)
     yield "git://127.0.0.1:%d/remote.git" % port, str(base / "remote.git")
-    proc.kill()
+    os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
 
 
