@@ -7,6 +7,7 @@ a down one is a port nobody listens on.
 
 import json
 import os
+import signal
 import socket
 import stat
 import subprocess
@@ -58,7 +59,8 @@ def daemon(tmp_path):
     port = free_port()
     proc = subprocess.Popen(["git", "daemon", "--export-all", "--enable=receive-pack", "--reuseaddr",
                              "--listen=127.0.0.1", "--port=%d" % port, "--base-path=%s" % tmp_path, str(tmp_path)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)  # git runs git-daemon as its child: killed as a group
     deadline = time.time() + 10
     while time.time() < deadline:
         try:
@@ -67,7 +69,7 @@ def daemon(tmp_path):
         except OSError:
             time.sleep(0.05)
     yield "git://127.0.0.1:%d" % port
-    proc.kill()
+    os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
 
 
