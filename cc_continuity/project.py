@@ -14,6 +14,8 @@ from .card import valid_session_id
 from .lock import Lock
 from .paths import project_key, slugify  # noqa: F401 (their home is paths: config needs the key too)
 
+LEASES = "leases.json"  # in the project dir: the remote leases held for its work (share.py, lease.py)
+
 TYPE_CHECKING = False  # mypy takes this name as true; at run time typing is not imported (hooks import this)
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -67,6 +69,11 @@ class Project:
     @property
     def meta_path(self) -> str:
         return os.path.join(self.dir, "project.json")
+
+    @property
+    def leases_path(self) -> str:
+        """The remote leases this machine holds for the project's work (share.remember; lease.py renews them)."""
+        return os.path.join(self.dir, LEASES)
 
     @property
     def lock_path(self) -> str:

@@ -514,6 +514,13 @@ def turn_ended(ctx: Context, wait_s: float | None = None) -> Output | None:
                    "level": reading["level"], "stop_hook_active": bool(ctx.payload.get("stop_hook_active")),
                    "caught_up": caught, "waited_ms": waited, "source": reading["source"],
                    "prompt_id": ctx.payload.get("prompt_id")})
+    if os.path.exists(ctx.project.leases_path):  # remote leases held for this work: renewed hourly, by a detached job
+        from . import lease
+
+        try:
+            lease.renew_due(ctx.project)
+        except OSError as e:
+            ctx.log(sdir, {"ev": "lease_renewal_failed", "error": str(e)[:200]})
     state = rec["state"]
     due = None
     if (rec.get("claim_pending") is not None or rec.get("claiming") is not None) and not rec.get("predecessor_claimed"):
@@ -962,21 +969,42 @@ def claim_for(ctx: Context, n: int, sdir: str, rec: Record, cleared: bool = Fals
     """
     proj = ctx.project
     faults.point("claim:before_lock")
-    with proj.lock():
-        rec = session.load(sdir)
-        if rec.get("predecessor_claimed"):
-            return None
-        cands = claim.candidates(proj, ctx.claude_pid(), rec.get("predecessor"), me=n, cleared=cleared,
-                                 intent=rec.get("claiming"))
-        if ctx.payload.get("source") == "resume":  # a resumed conversation never takes a newer one's checkpoint
-            cands = [c for c in cands if c < n]
-        pred_n, prec = claim.claim(proj, n, sdir, cands)
-        if pred_n is None or prec is None:
-            claim.drop_intent(sdir)  # a claim cut short whose checkpoint went elsewhere: rolled back
-            _settled(sdir)
-            return None
-        rec = claim.finish(proj, n, sdir, pred_n, prec)
-        rec = _settled(sdir)
+    gate = None  # a published checkpoint's claim asks the remote first (lease.py), outside the lock
+    while True:
+        with proj.lock():
+            rec = session.load(sdir)
+            if rec.get("predecessor_claimed"):
+                return None
+            cands = claim.candidates(proj, ctx.claude_pid(), rec.get("predecessor"), me=n, cleared=cleared,
+                                     intent=rec.get("claiming"))
+            if ctx.payload.get("source") == "resume":  # a resumed conversation never takes a newer one's checkpoint
+                cands = [c for c in cands if c < n]
+            ask = None
+            if gate is not None or any(os.path.exists(session.share_status_path(proj.session_dir(c))) for c in cands):
+                from . import lease
+
+                gate = gate or lease.Gate(proj, n, rec["name"])
+                gate.refuse()
+                cands = gate.allowed(cands)
+                ask = gate.pick(cands)
+            if ask is None:
+                pred_n, prec = claim.claim(proj, n, sdir, cands)
+                if pred_n is None or prec is None:
+                    claim.drop_intent(sdir)  # a claim cut short whose checkpoint went elsewhere: rolled back
+                    _settled(sdir)
+                    if gate is None:
+                        return None
+                    text = gate.notice(sdir, ctx.cfg)
+                    if text:
+                        ctx.outcome = "not claimed: %s" % ", ".join(sorted({o for o, _ in gate.asked.values()}))
+                    return text
+                if gate is not None:
+                    gate.settle(pred_n, prec)
+                rec = claim.finish(proj, n, sdir, pred_n, prec)
+                rec = _settled(sdir)
+                break
+        assert gate is not None  # (ask is only set with it)
+        gate.ask(ask)
     faults.point("claim:after_claim")
     pdir = proj.session_dir(pred_n)
     try:

@@ -77,6 +77,9 @@ if TYPE_CHECKING:
         rotator_pid: int                 # the detached tmux rotator
         snapshot_wait: dict[str, Any]    # a claimed checkpoint's snapshot still being taken (PreToolUse waits)
         imported: dict[str, Any]         # a checkpoint claimed from a git remote (share.py): remote, machine, author, fork
+        remote_lease: dict[str, Any]     # a published checkpoint's local claim took its lease on the remote (lease.py)
+        remote_claim: dict[str, Any]     # a published checkpoint another machine holds the lease of: not claimed here
+        unconfirmed: dict[str, Any]      # the remote did not answer the local claim: the handoff was shown, not claimed
 
 ACTIVE = "ACTIVE"
 WARNED = "WARNED"

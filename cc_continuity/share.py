@@ -39,7 +39,8 @@ import time
 
 from . import atomic, checkpoint, config, errors, paths, resume, safefile, session
 from .claim import bootstrap_text
-from .project import Project, all_projects
+from .lock import Lock
+from .project import LEASES, Project, all_projects
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time typing is not imported
 if TYPE_CHECKING:
@@ -65,7 +66,12 @@ _NO_HOOKS = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false")
 
 
 class ShareError(errors.ShareError, RuntimeError):
-    """Publishing to or claiming from a remote failed (the message says what git said)."""
+    """Publishing to or claiming from a remote failed (the message says what git said).
+
+    ``nothing_landed``: a push that failed in a way that proves the remote changed nothing (it
+    answered with a refusal of the whole atomic push, or git never reached it); False when unknown."""
+
+    nothing_landed = False
 
 
 class LeaseHeld(ShareError):
@@ -175,9 +181,21 @@ def ls_remote(root: str, remote: str, pattern: str = "refs/continuity/*") -> dic
     return refs
 
 
-def push(root: str, remote: str, updates: "Sequence[tuple[str, str, str | None]]") -> str:
+# What git says when it never reached the remote's ref update (so a failed push changed nothing there).
+_NOT_SENT = ("unable to connect", "connection refused", "could not resolve", "failed to connect", "no route to host",
+             "network is unreachable", "does not appear to be a git repository", "permission denied (publickey",
+             "host key verification failed", "connection timed out", "ssh: connect to host", "authentication failed",
+             "terminal prompts disabled", "repository not found", "couldn't connect to server")
+
+
+def push(root: str, remote: str, updates: "Sequence[tuple[str, str, str | None]]",
+         timeout: float = TRY_TIMEOUT_S) -> str:
     """One ``git push --atomic`` of [(object, ref, expected)]: object "" deletes; expected "" = must not
-    exist, a sha = must be it, None = create or fast-forward.  Every ref must be under refs/continuity/.  The porcelain output."""
+    exist, a sha = must be it, None = create or fast-forward.  Every ref must be under refs/continuity/.  The porcelain output.
+
+    A refusal raises ShareError with ``nothing_landed`` True when the remote answered and refused every
+    ref (atomic: it changed nothing) or git could not reach it; a timeout or a connection lost midway
+    leaves it False (the remote may have applied the push)."""
     args = ["push", "--atomic", "--porcelain", "--no-verify", "--no-follow-tags"]
     specs = []
     for sha, ref, expect in updates:
@@ -186,14 +204,18 @@ def push(root: str, remote: str, updates: "Sequence[tuple[str, str, str | None]]
         if expect is not None:
             args.append("--force-with-lease=%s:%s" % (ref, expect))
         specs.append("%s:%s" % (sha, ref))  # an empty sha deletes the ref
-    proc = git([*args, remote, *specs], root, ok=(0, 1, 128))
+    proc = git([*args, remote, *specs], root, ok=(0, 1, 128), timeout=timeout)
     out = proc.stdout.decode("utf-8", "replace")
     if proc.returncode:
-        refused = [line.split("\t", 2)[-1] for line in out.splitlines() if line.startswith("!")]
-        said = [x for x in proc.stderr.decode("utf-8", "replace").splitlines() if x.startswith("remote:") or
-                x.startswith("fatal:")]
-        raise ShareError("git push to %s refused: %s" % (remote, " / ".join(refused + said[-2:])[:400] or
-                                                          "exit %d" % proc.returncode))
+        rows = [line for line in out.splitlines() if line[:1] in "!*+-= " and "\t" in line]
+        refused = [line.split("\t", 2)[-1] for line in rows if line.startswith("!")]
+        err = proc.stderr.decode("utf-8", "replace")
+        said = [x for x in err.splitlines() if x.startswith("remote:") or x.startswith("fatal:")]
+        e = ShareError("git push to %s refused: %s" % (remote, " / ".join(refused + said[-2:])[:400] or
+                                                        "exit %d" % proc.returncode))
+        e.nothing_landed = (bool(rows) and len(refused) == len(rows)) or \
+            (not rows and any(x in err.lower() for x in _NOT_SENT))
+        raise e
     return out
 
 
@@ -211,6 +233,48 @@ def _commit(root: str, files: "Mapping[str, bytes]", parents: "Sequence[str]", m
         rows.append("100644 blob %s\t%s\n" % (blob, name))
     tree = _out(["mktree"], root, input="".join(rows).encode(), timeout=30)
     return _commit_tree(root, tree, parents, message)
+
+
+# -- the leases this machine holds (renewed by lease.py while their project has a live session) ---------------
+
+HELD_MAX = 50  # leases kept per project (the newest): the renewal pushes them all at once
+
+
+def held(proj_dir: str) -> "list[dict[str, Any]]":
+    """The leases this machine holds for the project whose state dir is ``proj_dir`` (leases.json)."""
+    try:
+        doc = json.loads(safefile.read_regular(os.path.join(proj_dir, LEASES), 1 << 20))
+    except (OSError, ValueError):
+        return []
+    rows = doc.get("leases") if isinstance(doc, dict) else None
+    return [r for r in rows if isinstance(r, dict) and isinstance(r.get("ref"), str)] if isinstance(rows, list) else []
+
+
+def update_held(proj_dir: str, change: "Any") -> "list[dict[str, Any]]":
+    """``change(rows)`` -> rows, applied to leases.json under its own lock (the project lock may be held)."""
+    paths.ensure_dir(proj_dir)
+    path = os.path.join(proj_dir, LEASES)
+    with Lock(path + ".lock"):
+        rows: "list[dict[str, Any]]" = list(change(held(proj_dir)))[-HELD_MAX:]
+        atomic.write_text(path, json.dumps({"leases": rows}) + "\n", mode=paths.FILE_MODE, fsync=False)
+    return rows
+
+
+def remember(proj_dir: str, root: str, remote: str, ref: str, sha: str, now: float | None = None) -> None:
+    """This machine holds the lease ``ref`` (object ``sha``) on ``remote``: renewed from now on."""
+    now = time.time() if now is None else now
+    row = {"ref": ref, "remote": remote, "root": root, "sha": sha, "taken_at": round(now, 3),
+           "renewed_at": round(now, 3)}
+    update_held(proj_dir, lambda rows: [r for r in rows if (r["ref"], r.get("remote")) != (ref, remote)] + [row])
+
+
+def lease_time(claim: "Mapping[str, Any]") -> float:
+    """When a lease was last renewed (or taken): what its age and ``--steal`` count from."""
+    for k in ("renewed_at", "at"):
+        v = claim.get(k)
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and v:
+            return float(v)
+    return 0.0
 
 
 # -- publishing (machine A) -----------------------------------------------------------------------
@@ -368,11 +432,11 @@ def publish_commit(p: "dict[str, Any]", git_: "dict[str, Any]") -> "tuple[str, d
     return _commit(root, files, [snap], msg), publisher
 
 
-def lease_commit(root: str, claim: "dict[str, Any]") -> str:
-    """A lease: a parentless commit holding claim.json (who holds it, since when)."""
-    msg = "cc-continuity: claim %s/%s by %s (%s)\n" % (claim.get("project_key"), claim.get("checkpoint"),
-                                                       claim.get("machine"), claim.get("author"))
-    return _commit(root, {"claim.json": json.dumps(claim, indent=1).encode()}, [], msg)
+def lease_commit(root: str, claim: "dict[str, Any]", parents: "Sequence[str]" = ()) -> str:
+    """A lease: a commit holding claim.json (who holds it, since when); parentless, or a renewal's child."""
+    msg = "cc-continuity: %s %s/%s by %s (%s)\n" % ("renew" if parents else "claim", claim.get("project_key"),
+                                                    claim.get("checkpoint"), claim.get("machine"), claim.get("author"))
+    return _commit(root, {"claim.json": json.dumps(claim, indent=1).encode()}, list(parents), msg)
 
 
 def _local_successor(sdir: str, wait_s: float) -> "dict[str, Any] | None":
@@ -390,11 +454,46 @@ def _local_successor(sdir: str, wait_s: float) -> "dict[str, Any] | None":
         time.sleep(0.2)
 
 
+def _proj_dir(p: "dict[str, Any]") -> str:
+    """The project state dir of plan ``p``'s checkpoint (its session dir is <project dir>/sessions/NNN)."""
+    return os.path.dirname(os.path.dirname(os.path.dirname(str(p["sdir"]) + "/")))
+
+
+def _lock_path(p: "dict[str, Any]") -> str:
+    return os.path.join(_proj_dir(p), "lock")
+
+
+def _before_try(p: "dict[str, Any]", st: "dict[str, Any]", publisher: "dict[str, Any]",
+                lease: "str | None") -> "str | None":
+    """Under the project lock: this try's lease, and the try marked in flight (share.json), one step.
+
+    The local claim reads share.json under the same lock (lease.py): a successor that claimed without
+    the remote before this point gets its lease in this very push; from this point until the try
+    proves it changed nothing, a local claim must take the lease on the remote itself."""
+    with Lock(_lock_path(p)):
+        try:
+            rec = session.load(p["sdir"])
+            succ = rec.get("successor")
+        except (OSError, ValueError):
+            rec, succ = None, None
+        if lease is None and rec is not None and succ is not None and not rec.get("remote_lease"):
+            lease = lease_commit(p["root"], {"machine": p["machine"], "author": publisher["author"],
+                                             "project_key": p["key"], "checkpoint": p["cid"],
+                                             "at": round(time.time(), 3),
+                                             "local_successor": "%s-%03d" % (rec.get("slug") or "session", succ)})
+        st.update(sealed=True, in_flight=True, local_claim=bool(lease))
+        _write_status(p["status"], st)
+    return lease
+
+
 def publish(p: "dict[str, Any]", sleep: "Any" = time.sleep) -> "dict[str, Any]":
-    """Publish the checkpoint of plan ``p`` (the job's body): the final status, also written to ``p["status"]``."""
+    """Publish the checkpoint of plan ``p`` (the job's body): the final status, also written to ``p["status"]``.
+
+    ``may_be_there`` in share.json: a try may have changed the remote (it landed, is in flight, or
+    ended without proof that it changed nothing); the local claim then asks the remote (lease.py)."""
     started = time.time()
     st: "dict[str, Any]" = {"state": "waiting", "remote": p["remote"], "machine": p["machine"], "tries": 0,
-                            "queued_at": p.get("queued_at"), "pid": os.getpid()}
+                            "queued_at": p.get("queued_at"), "pid": os.getpid(), "may_be_there": False}
     _write_status(p["status"], st)
     git_ = _snapshot_entry(p["sdir"], started + 3600)
     if not git_.get("commit"):
@@ -409,36 +508,51 @@ def publish(p: "dict[str, Any]", sleep: "Any" = time.sleep) -> "dict[str, Any]":
         _write_status(p["status"], st)
         return st
     ref = shared_ref(p["machine"], p["key"], p["cid"])
-    succ = _local_successor(p["sdir"], p.get("local_wait_s", LOCAL_CLAIM_WAIT_S))
-    updates: "list[tuple[str, str, str | None]]" = [(commit, ref, "")]
-    lease = None
-    if succ:
-        lease = lease_commit(p["root"], {"machine": p["machine"], "author": publisher["author"],
-                                         "project_key": p["key"], "checkpoint": p["cid"], "at": round(time.time(), 3),
-                                         "local_successor": succ["name"] or succ["successor"]})
-        updates.append((lease, claim_ref(p["machine"], p["key"], p["cid"]), ""))
-    st.update(ref=ref, commit=commit, snapshot=publisher["snapshot"], local_claim=bool(lease))
+    _local_successor(p["sdir"], p.get("local_wait_s", LOCAL_CLAIM_WAIT_S))
+    lease: "str | None" = None
+    lref = claim_ref(p["machine"], p["key"], p["cid"])
+    st.update(ref=ref, commit=commit, snapshot=publisher["snapshot"])
     delays = list(p.get("delays") or RETRY_DELAYS_S)
     while True:
         st["tries"] += 1
-        t0 = time.time()
         try:
-            push(p["root"], p["remote"], updates)
-            st.update(state="published", published_at=round(time.time(), 3), error=None,
-                      push_ms=int((time.time() - t0) * 1000), elapsed_ms=int((time.time() - started) * 1000))
-            _write_status(p["status"], st)
-            return st
-        except ShareError as e:
-            err = str(e)
+            lease = _before_try(p, st, publisher, lease)
+        except (TimeoutError, ShareError, OSError) as e:  # the lock stayed held, or the lease could not be made:
+            err, unchanged = "not tried: %s" % e, True  # no try without that decision
+        else:
+            updates: "list[tuple[str, str, str | None]]" = [(commit, ref, "")]
+            if lease:
+                updates.append((lease, lref, ""))
+            t0 = time.time()
+            try:
+                push(p["root"], p["remote"], updates)
+                st.update(state="published", published_at=round(time.time(), 3), error=None, in_flight=False,
+                          may_be_there=True, push_ms=int((time.time() - t0) * 1000),
+                          elapsed_ms=int((time.time() - started) * 1000))
+                if lease:
+                    remember(_proj_dir(p), p["root"], p["remote"], lref, lease)
+                _write_status(p["status"], st)
+                return st
+            except ShareError as e:
+                err, unchanged = str(e), e.nothing_landed
         try:  # published before (a lost answer, a second job, `share` by hand): the ref names this checkpoint
             there = ls_remote(p["root"], p["remote"], ref)  # (a machine id dies with its state dir: no reuse)
             if there.get(ref):
                 st.update(state="published", published_at=round(time.time(), 3), error=None, commit=there[ref],
-                          already=there[ref] != commit, elapsed_ms=int((time.time() - started) * 1000))
+                          already=there[ref] != commit, in_flight=False, may_be_there=True,
+                          elapsed_ms=int((time.time() - started) * 1000))
+                if lease:  # the successor's lease did not go with it: on its own now (create only)
+                    try:
+                        push(p["root"], p["remote"], [(lease, lref, "")])
+                        remember(_proj_dir(p), p["root"], p["remote"], lref, lease)
+                    except ShareError as e2:
+                        st.update(local_claim=False, lease_error=str(e2)[:300])
                 _write_status(p["status"], st)
                 return st
+            unchanged = True  # the remote answered and the ref is not there: this try changed nothing
         except ShareError:
             pass
+        st.update(in_flight=False, may_be_there=bool(st.get("may_be_there")) or not unchanged)
         if not delays:
             st.update(state="failed", error=err[:400], failed_at=round(time.time(), 3))
             _write_status(p["status"], st)
@@ -467,13 +581,13 @@ def fetched_ref(machine: str, key: str, cid: str) -> str:
     return "%s%s/%s/%s" % (FETCHED_PREFIX, machine, key, cid)
 
 
-def fetch(root: str, remote: str, refspecs: "Sequence[str]") -> None:
+def fetch(root: str, remote: str, refspecs: "Sequence[str]", timeout: float = TRY_TIMEOUT_S * 5) -> None:
     """Fetch ``refspecs`` (into refs/continuity/fetched/ only): no tags, no FETCH_HEAD, nothing else moved."""
     for spec in refspecs:
         dst = spec.rsplit(":", 1)[-1]
         if not dst.startswith(FETCHED_PREFIX):
             raise ValueError("refusing to fetch into %r" % dst)
-    git(["fetch", "--no-tags", "--no-write-fetch-head", "--quiet", remote, *refspecs], root, timeout=TRY_TIMEOUT_S * 5)
+    git(["fetch", "--no-tags", "--no-write-fetch-head", "--quiet", remote, *refspecs], root, timeout=timeout)
 
 
 def show_json(root: str, rev: str, name: str) -> "dict[str, Any]":
@@ -509,10 +623,10 @@ def choose(pubs: "list[dict[str, Any]]", leases: "Mapping[str, str]", spec: str 
     return max(free, key=lambda p: p.get("time") or 0)
 
 
-def holder(root: str, remote: str, ref: str) -> "dict[str, Any]":
+def holder(root: str, remote: str, ref: str, timeout: float = TRY_TIMEOUT_S * 5) -> "dict[str, Any]":
     """The claim.json of the lease at ``ref`` on ``remote`` (fetched into refs/continuity/fetched/claims/)."""
     local = FETCHED_PREFIX + "claims/" + ref[len("refs/continuity/"):]
-    fetch(root, remote, ["+%s:%s" % (ref, local)])
+    fetch(root, remote, ["+%s:%s" % (ref, local)], timeout=timeout)
     doc = show_json(root, local, "claim.json")
     doc.setdefault("at", commit_time(root, local))
     return doc
@@ -550,7 +664,7 @@ def take_lease(root: str, remote: str, pub: "dict[str, Any]", leases: "Mapping[s
     if main in leases:
         held = holder(root, remote, main)
         if held.get("machine") == me and not held.get("local_successor") and not fork:
-            return dict(held, again=True)  # ours already (a claim repeated on this machine)
+            return dict(held, again=True, lease=main, sha=leases[main])  # ours already (a claim repeated here)
         if fork:
             if not held.get("local_successor"):
                 raise LeaseHeld("%s/%s is claimed by %s; --fork is only for a checkpoint its own machine's "
@@ -558,11 +672,11 @@ def take_lease(root: str, remote: str, pub: "dict[str, Any]", leases: "Mapping[s
             ref = claim_ref(pub["machine"], pub["key"], "%s-fork-%s" % (pub["cid"], me))
             claim.update(fork=True, forked_from=held)
             if ref in leases:
-                return dict(holder(root, remote, ref), again=True)
+                return dict(holder(root, remote, ref), again=True, lease=ref, sha=leases[ref])
         elif steal:
-            age = now - float(held.get("at") or 0)
+            age = now - lease_time(held)  # from its last renewal: a live holder renews it hourly (lease.py)
             if age < LEASE_STEAL_AFTER_S:
-                raise LeaseHeld("%s/%s is claimed by %s, %.1f h ago; --steal takes a lease only after %d h" % (
+                raise LeaseHeld("%s/%s is claimed by %s, renewed %.1f h ago; --steal takes a lease only after %d h" % (
                     pub["key"], pub["cid"], describe(held), age / 3600, LEASE_STEAL_AFTER_S // 3600), held)
             expect = leases[main]
             claim["stolen_from"] = held
@@ -581,7 +695,7 @@ def take_lease(root: str, remote: str, pub: "dict[str, Any]", leases: "Mapping[s
         if held.get("machine"):
             raise LeaseHeld("%s/%s was just claimed by %s" % (pub["key"], pub["cid"], describe(held)), held) from None
         raise
-    claim["lease"] = ref
+    claim.update(lease=ref, sha=sha)
     return claim
 
 
@@ -699,6 +813,8 @@ def claim_from(root: str, remote: str, spec: str | None = None, *, fork: bool = 
     wt, branch = restore(root, snap, head, pub["cid"], dest)
     lap("worktree")
     proj, n, rec = import_checkpoint(wt, branch, remote, pub, local, snap, lease, ms)
+    if lease.get("sha"):  # renewed while the worktree's project has a live session (lease.py)
+        remember(proj.dir, wt, remote, lease["lease"], lease["sha"])
     publisher = show_json(root, local, "publisher.json")
     return {"worktree": wt, "branch": branch, "head": head, "snapshot": snap, "checkpoint": pub, "claim": lease,
             "publisher": publisher, "project": proj, "number": n, "record": rec}
@@ -774,7 +890,7 @@ def fleet(root: str, remote: str, now: float | None = None) -> "list[dict[str, A
             got = show_json(root, FETCHED_PREFIX + "claims/" + ref[len("refs/continuity/"):], "claim.json")
             if ref == base:
                 row["holder"] = got
-                row["lease_age_s"] = now - float(got.get("at") or now)
+                row["lease_age_s"] = now - (lease_time(got) or now)  # from its last renewal
             else:
                 row["forks"].append(got.get("machine"))
         if row["holder"] is None:

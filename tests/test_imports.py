@@ -81,6 +81,10 @@ KEPT = {
             SCRIPT, "python -m cc_continuity.rehearse.scripted_model imports this package first: imported at "
                     "the top, runpy warns and the module runs twice"),
     },
+    "cc_continuity.lease": {
+        ("_share", "cc_continuity.share"): (START_UP, "a rotation's claim (SessionStart, sharing on) reads share.json "
+                                                      "only; share + subprocess +~10 ms, loaded when the remote is asked"),
+    },
     "cc_continuity.share": {
         (fn, "cc_continuity.redact"): (START_UP, "every verb's start (commands/share, commands/claim): its rules "
                                                  "compile, +~50 ms")

@@ -180,7 +180,7 @@ def run_remote(proj, args):
     print("%s: %d published checkpoint(s), %d unclaimed or with a stale lease" % (args.remote, len(rows), unclaimed))
     for r in rows:
         h = r.get("holder") or {}
-        who = "-" if not h else share.describe(h)
+        who = "-" if not h else "%s; lease renewed %s" % (share.describe(h), ago(share.lease_time(h)))
         print("  %-11s %s/%-8s machine %s %s  %s%s" % (
             r["class"], r["key"], r["cid"], r["machine"], ago(r.get("published_at")), who,
             "  forks: %s" % ", ".join(r["forks"]) if r["forks"] else ""))
