@@ -145,10 +145,25 @@ def test_a_late_local_claim_takes_the_lease_on_the_remote_then_b_is_refused_nami
     assert not os.path.exists(clone_b + "-cp-001")
 
 
-def test_remote_down_after_the_publish_landed_the_claim_is_unconfirmed_then_taken_when_it_answers(tmp_path, daemon):
+@pytest.fixture
+def silent():
+    """A port on 127.0.0.1 that accepts connections and never answers (a hung server, a black hole)."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    s.listen(16)
+    yield "git://127.0.0.1:%d/remote.git" % s.getsockname()[1]
+    s.close()
+
+
+@pytest.mark.parametrize("down", ["refusing connections", "silent"])
+def test_remote_down_after_the_publish_landed_the_claim_is_unconfirmed_then_taken_when_it_answers(
+        tmp_path, daemon, silent, down):
     remote, url = url_for(tmp_path, "daemon", daemon)
     drv, spec = publish_unclaimed(tmp_path, url)
-    daemon.stop()
+    if down == "silent":
+        drv.git("remote", "set-url", "origin", silent)
+    else:
+        daemon.stop()
     s2 = sid()
     text, took = late_claim(drv, S1, s2)
     assert took < lease.LOCAL_TIMEOUT_S + 2, took  # bounded: the hook never waits on the network past it
@@ -158,8 +173,11 @@ def test_remote_down_after_the_publish_landed_the_claim_is_unconfirmed_then_take
     assert rec1["state"] in session.CLAIMABLE and rec1["successor"] is None  # still claimable: nothing decided
     assert drv.state(s2)["unconfirmed"]["checkpoint"] == "cp-001"
     assert remote_lease(remote, spec) == (None, None)
-    print("late local claim, remote down: SessionStart %.0f ms" % (took * 1000))
-    daemon.start()  # the remote answers again: the next session here claims it, through the remote
+    print("late local claim, remote %s: SessionStart %.0f ms" % (down, took * 1000))
+    if down == "silent":  # the remote answers again: the next session here claims it, through the remote
+        drv.git("remote", "set-url", "origin", url)
+    else:
+        daemon.start()
     s3 = sid()
     text, _ = late_claim(drv, s2, s3)
     assert text.startswith("Continuing from cp-001"), text
