@@ -164,7 +164,10 @@ def test_a_rejecting_or_down_remote_never_delays_or_breaks_the_tmux_rotation(san
                     st = json.load(f)
             except (OSError, ValueError):
                 return None
-            return st if st.get("tries") else None
+            return st if st.get("tries") and not st.get("in_flight") else None  # a try done, not one under way
         st = sb.wait_for(tried, 30, what="the publish job's first try")
         assert st["state"] in ("retrying", "failed") and st["error"], st
+        # the successor claimed before the job's first try: its lease rode with it, the claim never asked the remote
+        assert st["local_claim"] is True and st["may_be_there"] is False, st
+        assert not cont.events(2, "claim_unconfirmed")
     report_metrics("P4-share", {"remote": remote, "p4_ms": p4, "version": sb.version})  # pairs: the note
