@@ -198,6 +198,7 @@ def test_remote_down_before_any_try_reached_it_the_claim_stays_local_and_the_pub
     text, took = late_claim(drv, S1, s2)
     assert text.startswith("Continuing from cp-001"), text  # no try changed the remote: claimed here, no network
     assert "remote_lease" not in drv.state(S1)
+    print("late local claim, no try reached the remote: SessionStart %.0f ms" % (took * 1000))
     daemon.start()
     st = wait_status(drv, ("published", "failed"), timeout=60)
     assert st["state"] == "published" and st["local_claim"] is True, st
