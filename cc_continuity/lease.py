@@ -89,7 +89,10 @@ class Gate:
         return [c for c in cands if self.asked.get(c, (WON, {}))[0] == WON]
 
     def pick(self, cands: "list[int]") -> "int | None":
-        """Under the project lock: the candidate the claim would take, when the remote must decide it first."""
+        """Under the project lock: the candidate the claim would take, when the remote must decide it first.
+
+        After one question went unanswered, every further candidate the remote must decide is left
+        unconfirmed without asking (one bounded wait per claim, however many are waiting)."""
         for c in cands:
             try:
                 rec = session.load(self.proj.session_dir(c))
@@ -98,9 +101,18 @@ class Gate:
             if rec.get("successor") == self.me and rec["state"] == session.ROTATED:
                 return None  # ours already (a claim cut short): it is finished, not claimed again
             if rec["state"] in session.CLAIMABLE and not rec.get("successor"):
-                if c in self.asked:
-                    return None
-                return c if remote_decides(self.proj.session_dir(c)) else None
+                got = self.asked.get(c)
+                if got is not None:
+                    if got[0] == WON:
+                        return None
+                    continue  # refused or unconfirmed: allowed() leaves it out
+                if not remote_decides(self.proj.session_dir(c)):
+                    return None  # claimed locally: the publish job's next try carries its lease
+                silent = [i for o, i in self.asked.values() if o == UNCONFIRMED]
+                if silent:
+                    self.asked[c] = (UNCONFIRMED, dict(silent[0], ref=None))
+                    continue
+                return c
         return None
 
     def ask(self, c: int) -> "tuple[str, dict[str, Any]]":

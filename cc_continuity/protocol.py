@@ -985,8 +985,8 @@ def claim_for(ctx: Context, n: int, sdir: str, rec: Record, cleared: bool = Fals
 
                 gate = gate or lease.Gate(proj, n, rec["name"])
                 gate.refuse()
-                cands = gate.allowed(cands)
                 ask = gate.pick(cands)
+                cands = gate.allowed(cands)
             if ask is None:
                 pred_n, prec = claim.claim(proj, n, sdir, cands)
                 if pred_n is None or prec is None:

@@ -20,7 +20,8 @@ import pytest
 
 from cc_continuity import lease, paths, protocol, session, share
 from helpers.hookdriver import dead_pid
-from test_share import S1, bare, claim_cli, free_port, git, machine, machine_a, mid_of, rotate, step, wait_status
+from helpers.hookdriver import tokens_at
+from test_share import GOOD, S1, bare, claim_cli, free_port, git, machine, machine_a, mid_of, rotate, step, wait_status
 
 
 @pytest.fixture(autouse=True)
@@ -183,6 +184,29 @@ def test_remote_down_after_the_publish_landed_the_claim_is_unconfirmed_then_take
     assert text.startswith("Continuing from cp-001"), text
     assert drv.state(S1)["successor"] == drv.number(s3)
     assert remote_lease(remote, spec)[0]["machine"] == share.machine_id()
+
+
+def test_two_published_checkpoints_and_a_silent_remote_cost_the_claim_one_bounded_wait(tmp_path, silent, monkeypatch):
+    remote = bare(tmp_path)
+    drv, spec = publish_unclaimed(tmp_path, "file://" + remote)
+    s3 = sid()  # a second session of the same process rotates, unclaimed too: cp-002
+    drv.transcript(s3).assistant(tokens_at(10))
+    step(drv, protocol.session_started, "SessionStart", s3, source="startup")
+    drv.transcript(s3).assistant(tokens_at(65), "Step finished.")
+    step(drv, protocol.turn_ended, "Stop", s3)
+    with open(drv.handoff_path(s3), "w") as f:
+        f.write(GOOD)
+    assert step(drv, protocol.turn_ended, "Stop", s3)[1].outcome.startswith("checkpoint cp-002 verified")
+    deadline = time.time() + 30
+    while share.read_status(drv.sdir(s3)).get("state") != "published" and time.time() < deadline:
+        time.sleep(0.1)
+    assert share.read_status(drv.sdir(s3))["state"] == "published"
+    drv.git("remote", "set-url", "origin", silent)
+    text, took = late_claim(drv, s3, sid())
+    assert took < lease.LOCAL_TIMEOUT_S + 2, took  # one question, not one per checkpoint
+    assert text.startswith("UNCONFIRMED - cc-continuity could not claim checkpoint cp-002"), text
+    for s in (S1, s3):
+        assert drv.state(s)["state"] in session.CLAIMABLE and drv.state(s)["successor"] is None
 
 
 def test_remote_down_before_any_try_reached_it_the_claim_stays_local_and_the_publish_carries_its_lease(
