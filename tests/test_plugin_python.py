@@ -8,7 +8,6 @@ chooses again, what it refuses, and the one line it shows when nothing fits.
 import json
 import os
 import pwd
-import shutil
 import subprocess
 import sys
 
@@ -147,16 +146,66 @@ def test_outside_claude_code_it_does_nothing(tmp_path):
     assert (p.returncode, p.stdout) == (0, "")
 
 
-@pytest.mark.skipif(not shutil.which("true"), reason="no true")
-def test_hooks_json_runs_the_link_everywhere_but_at_session_start():
+# The hooks of a tool call run the link itself (no shell there, P1p); every other hook runs through
+# the chooser, so that a plugin installed in a live session (no SessionStart) links it at its first prompt.
+ON_THE_LINK = {"PreToolUse", "PostToolUse", "PostToolUseFailure", "Stop"}
+
+
+def test_hooks_json_runs_the_link_on_a_tool_call_and_the_chooser_elsewhere():
     with open(os.path.join(REPO, "plugin", "hooks", "hooks.json"), encoding="utf-8") as f:
         table = json.load(f)
+    assert ON_THE_LINK < set(table["hooks"]) and "UserPromptSubmit" in table["hooks"]
     for event, groups in table["hooks"].items():
         for h in groups[0]["hooks"]:
-            if event == "SessionStart":
-                assert [h["command"], h["args"][0]] == ["/bin/sh", "${CLAUDE_PLUGIN_ROOT}/hooks/python.sh"]
-            else:
+            if event in ON_THE_LINK:
                 assert h["command"] == "${CLAUDE_PLUGIN_DATA}/python", (event, h["command"])
+            else:
+                assert [h["command"], h["args"][0]] == ["/bin/sh", "${CLAUDE_PLUGIN_ROOT}/hooks/python.sh"], event
+            assert h["args"][-1] in (event, "StopLate")
+
+
+def run_as(event, data, path, **env):
+    full = {"PATH": path, "HOME": os.environ.get("HOME", "/root"), "CLAUDE_PLUGIN_DATA": str(data), **env}
+    return subprocess.run(["/bin/sh", CHOOSER, *PROBE[:-1], event], env=full, capture_output=True, text=True,
+                          timeout=60)
+
+
+@pytest.mark.parametrize("event", ["UserPromptSubmit", "ModHello", "SessionEnd"])
+def test_before_any_session_start_the_first_hook_through_the_chooser_links_the_python(tmp_path, event):
+    """A plugin installed in a live session: no SessionStart, no link yet."""
+    data = tmp_path / "data"
+    data.mkdir()
+    p = run_as(event, data, bindir(tmp_path, "bin", python3=sys.executable) + ":/usr/bin:/bin")
+    assert p.returncode == 0, p.stderr
+    exe, args = p.stdout.splitlines()
+    assert args == "[%r]" % event and os.readlink(data / "python") == exe
+    assert os.path.samefile(exe, sys.executable)
+    assert [n for n in os.listdir(data) if n != "python"] == []  # no temporary link left behind
+
+
+def test_a_link_in_place_is_run_at_once_by_a_prompt_with_no_tool_at_all(tmp_path):
+    """Once a prompt, the chooser with a link in place is one sh and an exec: no id, find or readlink
+    (PATH holds none of them), no check but the one every tool call makes (it can be exec'd)."""
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "python").symlink_to(sys.executable)
+    p = run_as("UserPromptSubmit", data, str(tmp_path / "empty"))
+    assert p.returncode == 0 and os.path.samefile(p.stdout.splitlines()[0], sys.executable), p.stderr
+    assert p.stderr == ""
+    # SessionStart, on the same PATH, is the one that checks: without its tools it cannot, and runs nothing.
+    p = run_as("SessionStart", data, str(tmp_path / "empty"))
+    assert p.stdout == ""
+
+
+def test_with_no_python_311_a_prompt_before_any_session_start_says_so_once(tmp_path):
+    old = real("3.9.18")
+    data = tmp_path / "data"
+    data.mkdir()
+    path = bindir(tmp_path, "tools", **TOOLS) + ":" + bindir(tmp_path, "old", python3=old)
+    p = run_as("UserPromptSubmit", data, path)
+    assert "cc-continuity is off" in json.loads(p.stdout)["systemMessage"]  # shown to the user
+    p = run_as("UserPromptSubmit", data, path)  # the next prompt runs the link to `true`: silent
+    assert (p.returncode, p.stdout) == (0, "")
 
 
 @pytest.mark.parametrize("shape", ["asdf", "mise"])

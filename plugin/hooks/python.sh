@@ -1,17 +1,25 @@
 #!/bin/sh
-# cc-continuity's plugin, SessionStart only: choose the Python every other hook of the plugin
-# runs, keep it as the link $CLAUDE_PLUGIN_DATA/python (their command: exec follows a link in
-# the kernel, so no shell and no version-manager shim runs on a tool call), then run this
-# SessionStart on it.  The arguments are the hook's own (-S -c <bootstrap> SessionStart).
+# cc-continuity's plugin: choose the Python every hook of the plugin runs and keep it as the link
+# $CLAUDE_PLUGIN_DATA/python, which the hooks on a tool call (PreToolUse, PostToolUse, Stop) run
+# as their command: exec follows a link in the kernel, so no shell and no version-manager shim
+# runs there.  The arguments are the hook's own (-S -c <bootstrap> <Event>); the last names it.
 #
-# The kept link is used while it still points at a Python this user may trust (it and its
-# folder owned by the user or root, writable by nobody else); a link whose Python is gone
-# (uninstalled, upgraded away) is chosen again.  With no Python 3.11 or newer the link points
-# at `true` (every hook exits 0 at once), the reason is kept in $CLAUDE_PLUGIN_DATA/off (doctor
-# repeats it) and this hook tells the user in one line.
+# SessionStart (once a session) checks the kept link again: it is used while it still points at
+# a Python this user may trust (it and its folder owned by the user or root, writable by nobody
+# else); otherwise it is chosen again.  The other hooks that run through here (UserPromptSubmit,
+# once a prompt; SessionEnd, PreCompact, StopFailure, Notification; the mod's hello) run a link
+# that is there at once, as a tool call would, and choose only when there is none: a plugin
+# installed in a live session has had no SessionStart, and its first prompt links the Python
+# before any tool call.  With no Python 3.11 or newer the link points at `true` (every hook exits
+# 0 at once), the reason is kept in $CLAUDE_PLUGIN_DATA/off (doctor repeats it) and this hook
+# tells the user in one line.
 data=${CLAUDE_PLUGIN_DATA:-}
 case $data in /*) ;; *) exit 0 ;; esac  # not run by Claude Code as a plugin hook: nothing to keep
 link=$data/python
+for event; do :; done
+if [ "$event" != SessionStart ] && [ -x "$link" ]; then
+    exec "$link" "$@"  # what the tool-call hooks run with no check at all: SessionStart checks it
+fi
 uid=$(id -u)
 umask 077  # what we write here (the off line) is the user's alone
 
@@ -34,7 +42,8 @@ for py in ${CC_CONTINUITY_PYTHON:-} python3 python3.14 python3.13 python3.12 pyt
 print(getattr(sys, "_base_executable", sys.executable) if sys.version_info >= (3, 11) else "%d.%d.%d" % sys.version_info[:3])' 2>/dev/null) || continue
     case $said in
         /*) if trusted "$said"; then
-                ln -sfn "$said" "$link.new" && mv -f "$link.new" "$link" && rm -f "$data/off"
+                # a name of this process's own: a SessionStart and the mod's hello may choose at once
+                ln -sfn "$said" "$link.$$" && mv -f "$link.$$" "$link" && rm -f "$data/off"
                 exec "$said" "$@"
             fi
             found="$found, $said (writable by others)" ;;
@@ -49,7 +58,7 @@ case $(uname -s) in
 esac
 line="cc-continuity is off: its hooks need Python 3.11 or newer and found ${found:-no python3 on PATH}. Fix: $fix, then start a new session."
 for t in /usr/bin/true /bin/true; do
-    [ -x "$t" ] && ln -sfn "$t" "$link.new" && mv -f "$link.new" "$link" && break
+    [ -x "$t" ] && ln -sfn "$t" "$link.$$" && mv -f "$link.$$" "$link" && break
 done
 printf '%s\n' "$line" >"$data/off"
 printf '{"systemMessage": "%s"}\n' "$line"

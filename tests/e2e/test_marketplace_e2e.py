@@ -277,3 +277,62 @@ def test_an_update_over_the_git_marketplace_keeps_state_and_stays_quiet(sandbox_
     for name in ("plugin", "plugin-python", "hooks", "hook-probe", "skills"):
         assert rows[name]["ok"], rows[name]
     assert "0.1.1" in rows["plugin"]["detail"]
+
+
+# -- installed in a live session ----------------------------------------------------------------------
+
+TASK_LIVE = "Live install task: keep a work log"
+
+
+def mods_off(sb):
+    """Claude Code's rollout flag for plugin mods saved off (see common.plugin_sandbox)."""
+    with open(sb.claude_json_path, encoding="utf-8") as f:
+        seed = json.load(f)
+    seed["cachedGrowthBookFeatures"] = {"tengu_plugin_hooks_modules": False}
+    with open(sb.claude_json_path, "w", encoding="utf-8") as f:
+        json.dump(seed, f)
+
+
+@pytest.mark.parametrize("mods", ["on", "off"])
+def test_a_plugin_installed_in_a_live_session_rotates_it_and_no_hook_fails(sandbox_factory, market, mods,
+                                                                           claude_bin_version):
+    """``/plugin install`` in a running session: Claude Code fires the plugin's hooks at once, with no
+    SessionStart (2.1.328 and 2.1.332).  The first prompt (or, where mods load, the mod's hello at the
+    install) links the Python before any tool call: no failed hook on screen, and that very session
+    rotates, through the mod or, with mods off, through tmux."""
+    extra = {"CLAUDE_CODE_GB_DISK_CACHE_WHEN_TELEMETRY_OFF": "1"} if mods == "off" else None
+    sb = sandbox_factory(model_name=MODEL, extra_env=extra)
+    if mods == "off":
+        mods_off(sb)
+    sb.model.set_scenario(rotation_scenario(sb.project, task=TASK_LIVE))
+    source = market("dir")
+    cont = Continuity(sb)
+    sb.start_claude()
+    sb.submit("/plugin marketplace add " + source)
+    sb.wait_for_text("Added marketplace", 60)
+    sb.wait_idle()
+    sb.submit("/plugin install " + PLUGIN)
+    sb.wait_for_text("Install for you (user scope)", 60)  # the scope it asks for, first in its list
+    sb.enter()
+    sb.wait_for_text("Plugin is now active", 120)
+    sb.wait_idle()
+    data = os.path.join(sb.home, ".claude", "plugins", "data", "cc-continuity-cc-continuity")
+    if mods == "on":  # the mod's hello, at the install, ran the chooser
+        sb.wait_for(lambda: os.path.islink(os.path.join(data, "python")), 30, what="the mod's hello to link")
+    else:
+        assert not os.path.lexists(os.path.join(data, "python"))  # nothing of ours ran yet
+    prompt(sb, TASK_LIVE)
+    done = sb.model.wait_for(lambda r: r.rule == "finish", timeout=120)
+    assert [e["driver"] for e in cont.events(1, "driver")] == ["mod" if mods == "on" else "tmux"]
+    assert cont.record(1)["state"] == "ROTATED"
+    assert_clean_successor(first_request(sb, done.session_id), 1, 2, TASK_LIVE)
+    sb.wait_idle(60)
+    screen = sb.screen(scrollback=400)
+    assert "hook failed" not in screen.lower() and "hook error" not in screen.lower(), screen
+    with open(os.path.join(sb.cc_home, "logs", "hooks.log")) as f:
+        log = f.read()
+    first = log.split("SessionStart", 1)[0]  # what ran in the session the plugin was installed into
+    for event in ("UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop"):
+        assert event in first, (event, log)
+    assert " error" not in log.lower(), log
+    assert os.path.realpath(os.path.join(data, "python")).rsplit("/", 1)[-1].startswith("python3")
