@@ -153,9 +153,10 @@ def main():
             row["chosen"] = chosen
             plugin_ups, settings_ups = plugin_command(env, data, start, "UserPromptSubmit"), \
                 settings_command(chosen, "UserPromptSubmit")
-            row["prompt"] = pairs.alternate(lambda: run(plugin_ups, prompt, env), lambda: run(settings_ups, prompt, env),
-                                            args.runs, 3)
-            ups = {k: instructions(c, prompt(), env) for k, c in (("plugin", plugin_ups), ("settings", settings_ups))}
+            penv = dict(env, CLAUDE_PLUGIN_DATA=data)  # as Claude Code runs a plugin's hooks (the chooser reads it)
+            row["prompt"] = pairs.alternate(lambda: run(plugin_ups, prompt, penv),
+                                            lambda: run(settings_ups, prompt, penv), args.runs, 3)
+            ups = {k: instructions(c, prompt(), penv) for k, c in (("plugin", plugin_ups), ("settings", settings_ups))}
             if None not in ups.values():
                 row["prompt"]["instructions"] = dict(ups, ratio=round(ups["plugin"] / ups["settings"], 4))
             counts = {k: instructions(c, post(), env) for k, c in (("plugin", plugin), ("settings", settings),
