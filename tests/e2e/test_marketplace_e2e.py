@@ -261,6 +261,14 @@ def update_to_011(sb, tmp_path):
     assert [e["version"] for e in index["plugins"][PLUGIN]] == ["0.1.1"], index
     return index
 
+# doctor's rows about the user's own setup, not about cc-continuity: red in this sandbox for a reason of its
+# own, and rightly so.  Every other row must be green after an update.
+USER_SETUP = {
+    "context-window": "the sandbox's model is the scripted server on 127.0.0.1 with no "
+                      "CLAUDE_CODE_MAX_CONTEXT_TOKENS: the user's model setup, which doctor is right to flag",
+}
+
+
 def test_an_update_over_the_git_marketplace_keeps_state_and_stays_quiet(sandbox_factory, tmp_path, market):
     sb = sandbox_factory(scenario=REPLY)
     url = market("git")
@@ -281,8 +289,10 @@ def test_an_update_over_the_git_marketplace_keeps_state_and_stays_quiet(sandbox_
     root = index["plugins"][PLUGIN][0]["installPath"]
     d = sb.run([os.path.join(root, "bin", "cc-continuity"), "doctor", "--json"], timeout=180)
     rows = {r["name"]: r for r in json.loads(d.stdout)}
-    for name in ("plugin", "plugin-python", "hooks", "hook-probe", "skills"):
-        assert rows[name]["ok"], rows[name]
+    assert set(USER_SETUP) <= set(rows) and {"plugin", "plugin-python", "hooks", "hook-probe", "skills", "mod",
+                                             "statusline", "wrapper", "app-copy"} <= set(rows), sorted(rows)
+    failed = {name: r["detail"] for name, r in rows.items() if not r["ok"] and name not in USER_SETUP}
+    assert failed == {}, failed
     assert "0.1.1" in rows["plugin"]["detail"]
 
 
