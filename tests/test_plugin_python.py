@@ -230,3 +230,45 @@ def test_behind_stand_in_shims_of_asdf_and_mise_the_link_is_the_real_interpreter
     assert p.returncode == 0, p.stderr
     target = os.readlink(data / "python")
     assert not target.startswith(str(tmp_path)) and os.path.samefile(target, sys.executable), target
+
+
+# -- Pythons a version manager installed, and the fix it names ----------------------------------------
+
+def test_a_python_pyenv_installed_but_not_on_path_is_found_where_pyenv_keeps_it(tmp_path):
+    """pyenv's python3 is this folder's 3.9 and no 3.11+ is on PATH, but pyenv has a 3.12 installed: the
+    chooser takes it from $PYENV_ROOT/versions (a real interpreter, by its path) rather than going off."""
+    old, new = real("3.9.18"), real("3.12.1")
+    root = tmp_path / "pyenv"
+    (root / "versions" / "3.12.1" / "bin").mkdir(parents=True)
+    (root / "versions" / "3.12.1" / "bin" / "python3.12").symlink_to(new)
+    data = tmp_path / "data"
+    data.mkdir()
+    path = bindir(tmp_path, "tools", **TOOLS) + ":" + bindir(tmp_path, "old", python3=old)
+    p = choose(data, path, HOME=str(tmp_path / "user-home"), PYENV_ROOT=str(root))
+    assert p.returncode == 0 and "systemMessage" not in p.stdout, p.stdout
+    assert os.path.realpath(os.readlink(data / "python")) == os.path.realpath(new)
+
+
+@pytest.mark.parametrize("manager,fix", [("pyenv", "pyenv install 3.12"), ("uv", "uv python install 3.12"),
+                                         ("asdf", "asdf install python latest:3.12"),
+                                         ("mise", "mise install python@3.12")])
+def test_the_off_line_names_the_version_managers_own_command(tmp_path, manager, fix):
+    old = real("3.9.18")
+    home = tmp_path / "user-home"
+    home.mkdir()
+    data = tmp_path / "data"
+    data.mkdir()
+    if manager == "pyenv":  # python3 is one of its shims (here a link in a folder shaped like one)
+        shims = home / ".pyenv" / "shims"
+        shims.mkdir(parents=True)
+        (shims / "python3").symlink_to(old)
+        path = bindir(tmp_path, "tools", **TOOLS) + ":" + str(shims)
+    else:  # the manager's command is on PATH, python3 is the system's old one
+        tool = tmp_path / "mgr" / manager
+        tool.parent.mkdir()
+        tool.write_text("#!/bin/sh\nexit 0\n")
+        tool.chmod(0o755)
+        path = bindir(tmp_path, "tools", **TOOLS) + ":" + str(tool.parent) + ":" + bindir(tmp_path, "old", python3=old)
+    p = choose(data, path, HOME=str(home))
+    line = json.loads(p.stdout)["systemMessage"]
+    assert "cc-continuity is off" in line and "Fix: %s, then start a new session." % fix in line, line
