@@ -818,12 +818,12 @@ def check_plugin_python(ctx):
         return Result("plugin-python", False, text.split(" Fix: ", 1)[0], fix)
     if state == "unchosen":
         return Result("plugin-python", True, "no session since the plugin was installed: the first one's "
-                      "SessionStart chooses the Python its hooks run")
+                      "SessionStart (or, in a session it was installed into, the first prompt) chooses the "
+                      "Python its hooks run")
     if state == "gone":
-        return Result("plugin-python", True, "the Python the plugin's hooks ran (%s) is gone: the next session's "
-                      "SessionStart chooses again (start one, or /clear)" % text)
-    return Result("plugin-python", True, "the plugin's hooks run %s (chosen at SessionStart, no shell on a tool "
-                  "call)" % text)
+        return Result("plugin-python", True, "the Python the plugin's hooks ran (%s) is gone: the next prompt "
+                      "or session chooses again" % text)
+    return Result("plugin-python", True, "the plugin's hooks run %s (chosen once, no shell on a tool call)" % text)
 
 
 def check_mods(ctx):
