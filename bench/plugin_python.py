@@ -12,6 +12,10 @@ same settings command.
   old    a python3 3.9.18 first on PATH, a python3.12 later
   venv   PATH as an activated venv has it (venv/bin first, its python3 a link to the base)
 
+Each row also times the plugin's UserPromptSubmit (once a prompt, not a tool call: it runs
+through the chooser, one sh that execs the link, so that a plugin installed in a live session
+links its Python at the first prompt) against the settings command for that event.
+
 Usage: python bench/plugin_python.py [--runs 40] [--json out.json]
 """
 
@@ -52,16 +56,16 @@ def choose(env, data, payload):
     return os.readlink(os.path.join(data, "python"))
 
 
-def plugin_command(env, data, payload):
-    """The plugin's PostToolUse as Claude Code runs it, after its SessionStart chose the Python."""
+def plugin_command(env, data, payload, event="PostToolUse"):
+    """The plugin's hook for ``event`` as Claude Code runs it, after its SessionStart chose the Python."""
     choose(env, data, payload)
-    h = table()["PostToolUse"][0]["hooks"][0]
+    h = table()[event][0]["hooks"][0]
     return [fill(h["command"], data)] + [fill(a, data) for a in h["args"]]
 
 
-def settings_command(python):
+def settings_command(python, event="PostToolUse"):
     from cc_continuity.install import settings as install_settings
-    return [python, "-S", "-c", install_settings.boot_code(PLUGIN), "PostToolUse"]
+    return [python, "-S", "-c", install_settings.boot_code(PLUGIN), event]
 
 
 def old_command(env):
@@ -127,6 +131,9 @@ def main():
                                    tool_response={"stdout": "", "stderr": ""},
                                    tool_use_id="toolu_p1p_%d" % next(calls))).encode()
 
+        def prompt():
+            return json.dumps(dict(base, hook_event_name="UserPromptSubmit", prompt="hello")).encode()
+
         for name, path in paths(work).items():
             env = {"PATH": path, "HOME": os.path.join(work, "home-" + name), "CC_CONTINUITY_HOME": os.path.join(
                 work, "cc-" + name), "CLAUDE_PROJECT_DIR": proj, "PYENV_ROOT": PYENV, "PYENV_VERSION": "3.11.7"}
@@ -144,6 +151,14 @@ def main():
             row["before"] = pairs.alternate(lambda: run(old_command(env), post, env),
                                             lambda: run(settings, post, env), args.runs, 3)
             row["chosen"] = chosen
+            plugin_ups, settings_ups = plugin_command(env, data, start, "UserPromptSubmit"), \
+                settings_command(chosen, "UserPromptSubmit")
+            penv = dict(env, CLAUDE_PLUGIN_DATA=data)  # as Claude Code runs a plugin's hooks (the chooser reads it)
+            row["prompt"] = pairs.alternate(lambda: run(plugin_ups, prompt, penv),
+                                            lambda: run(settings_ups, prompt, penv), args.runs, 3)
+            ups = {k: instructions(c, prompt(), penv) for k, c in (("plugin", plugin_ups), ("settings", settings_ups))}
+            if None not in ups.values():
+                row["prompt"]["instructions"] = dict(ups, ratio=round(ups["plugin"] / ups["settings"], 4))
             counts = {k: instructions(c, post(), env) for k, c in (("plugin", plugin), ("settings", settings),
                                                                     ("before", old_command(env)))}
             if None not in counts.values():
@@ -158,6 +173,10 @@ def main():
             if "instructions" in row:
                 print("          instructions: plugin/settings %.4f, python3-from-PATH/settings %.4f" % (
                     row["instructions"]["ratio"], row["instructions"]["before_ratio"]), flush=True)
+            up = row["prompt"]
+            print("      UserPromptSubmit plugin %.2f ms  settings %.2f ms  ratio %.3f (min %.3f, max %.3f)%s" % (
+                up["a_ms"], up["b_ms"], up["ratio"], up["min"], up["max"],
+                "  instructions %.4f" % up["instructions"]["ratio"] if "instructions" in up else ""), flush=True)
         if args.json:
             with open(args.json, "w") as f:
                 json.dump(results, f, indent=2)

@@ -383,11 +383,13 @@ def await_tool_reading(path: "str", tool_use_id: "str", bound_s: "float",
     t0 = time.monotonic()
     deadline = t0 + bound_s
     size, still_since = -1, t0
+    polled = False
     while True:
         got = tool_reading(path, tool_use_id)
         now = time.monotonic()
-        if got is not None:
-            return got, int((now - t0) * 1000)
+        if got is not None:  # there at the first read: no wait, however long that read took (a loaded machine)
+            return got, int((now - t0) * 1000) if polled else 0
+        polled = True
         try:
             cur = posix.stat(path).st_size
         except OSError:

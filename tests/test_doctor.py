@@ -785,3 +785,24 @@ def test_after_an_uninstall_inside_claude_code_doctor_names_what_is_left(inst):
     _red(inst.check("plugin")["plugin"], "no cc-continuity plugin is enabled", "the status line in settings.json",
          "the state folder %s" % paths.home())
     assert inst.check("plugin")["plugin"].fix == plugin.LEFTOVER_FIX == "cc-continuity uninstall --purge"
+
+
+def test_the_marketplace_route_alone_lacks_no_status_line_wrapper_or_app_copy(inst):
+    """`/plugin marketplace add` + `/plugin install` and nothing else (no `cc-continuity install`): a plugin
+    cannot ship the status line, and its hooks run its own copy; none of those rows is red for it."""
+    from cc_continuity.install import manifest
+
+    root = market_copy(inst)
+    os.unlink(manifest.path())  # never installed by us
+    shutil.rmtree(os.path.join(inst.cchome, "app"), ignore_errors=True)
+    s = inst.read_settings()
+    s.pop("statusLine", None)
+    inst.write_settings(s)
+    os.unlink(inst.manifest["rc"][0]["path"])  # no rc file of ours either
+    r = inst.check("statusline", "wrapper", "app-copy")
+    assert all(x.ok for x in r.values()), r
+    assert "a plugin cannot ship the status line" in r["statusline"].detail
+    assert r["app-copy"].detail == "not used: the plugin's hooks run its own copy (%s)" % root
+    # Once `cc-continuity install` has run here, what it made is checked again: a lost status line is red.
+    inst.save_manifest()
+    _red(inst.check("statusline")["statusline"], "not set, not ours")

@@ -159,3 +159,18 @@ def test_status_reading_is_kept_per_session_and_written_only_on_change(tmp_path)
     assert got == {"session_id": "sid-1", "tokens": 126_000, "window": 200_000, "at": 100.0}
     assert meter.save_status_reading(sdir, "sid-2", 126_000, 200_000, now=102.0) is True
     assert oct((tmp_path / session.STATUS_READING).stat().st_mode & 0o777) == "0o600"
+
+
+def test_a_row_there_at_the_first_read_is_no_wait_however_slow_the_read(tmp_path, monkeypatch):
+    """On a loaded machine the first read alone can take 10 ms: that is not waiting for the transcript
+    (PreToolUse's outcome said "waited 11 ms for the transcript" for a row written before it ran)."""
+    t = turn_until_tool(40_000)
+    path = t.write(str(tmp_path / "t.jsonl"))
+    real = meter.tool_reading
+
+    def slow(*a):
+        time.sleep(0.03)
+        return real(*a)
+    monkeypatch.setattr(meter, "tool_reading", slow)
+    got, waited = meter.await_tool_reading(path, "toolu_old", bound_s=2.0)
+    assert got["tokens"] == 40_000 and waited == 0

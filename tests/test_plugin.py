@@ -45,11 +45,11 @@ def test_hooks_json_runs_the_same_entry_as_a_settings_install():
         for h in group["hooks"]:
             assert h["type"] == "command"
             args = h["args"]
-            if event == "SessionStart":  # the chooser (sh, once a session), then the same bootstrap
+            if event in ("PreToolUse", "PostToolUse", "PostToolUseFailure", "Stop"):
+                assert h["command"] == S.PLUGIN_PYTHON  # the link the chooser keeps: no shell on a tool call
+            else:  # the chooser (sh, once a session or a prompt), then the same bootstrap
                 assert [h["command"], args[0]] == list(S.PLUGIN_CHOOSER)
                 args = args[1:]
-            else:
-                assert h["command"] == S.PLUGIN_PYTHON  # the link it keeps: no shell on a tool call
             assert args[:3] == ["-S", "-c", boot], args  # the one bootstrap, with the plugin root
             name = args[3]
             assert name in HANDLERS and name in BUDGET and BUDGET[name] < h["timeout"]

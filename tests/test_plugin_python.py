@@ -8,7 +8,6 @@ chooses again, what it refuses, and the one line it shows when nothing fits.
 import json
 import os
 import pwd
-import shutil
 import subprocess
 import sys
 
@@ -147,16 +146,66 @@ def test_outside_claude_code_it_does_nothing(tmp_path):
     assert (p.returncode, p.stdout) == (0, "")
 
 
-@pytest.mark.skipif(not shutil.which("true"), reason="no true")
-def test_hooks_json_runs_the_link_everywhere_but_at_session_start():
+# The hooks of a tool call run the link itself (no shell there, P1p); every other hook runs through
+# the chooser, so that a plugin installed in a live session (no SessionStart) links it at its first prompt.
+ON_THE_LINK = {"PreToolUse", "PostToolUse", "PostToolUseFailure", "Stop"}
+
+
+def test_hooks_json_runs_the_link_on_a_tool_call_and_the_chooser_elsewhere():
     with open(os.path.join(REPO, "plugin", "hooks", "hooks.json"), encoding="utf-8") as f:
         table = json.load(f)
+    assert ON_THE_LINK < set(table["hooks"]) and "UserPromptSubmit" in table["hooks"]
     for event, groups in table["hooks"].items():
         for h in groups[0]["hooks"]:
-            if event == "SessionStart":
-                assert [h["command"], h["args"][0]] == ["/bin/sh", "${CLAUDE_PLUGIN_ROOT}/hooks/python.sh"]
-            else:
+            if event in ON_THE_LINK:
                 assert h["command"] == "${CLAUDE_PLUGIN_DATA}/python", (event, h["command"])
+            else:
+                assert [h["command"], h["args"][0]] == ["/bin/sh", "${CLAUDE_PLUGIN_ROOT}/hooks/python.sh"], event
+            assert h["args"][-1] in (event, "StopLate")
+
+
+def run_as(event, data, path, **env):
+    full = {"PATH": path, "HOME": os.environ.get("HOME", "/root"), "CLAUDE_PLUGIN_DATA": str(data), **env}
+    return subprocess.run(["/bin/sh", CHOOSER, *PROBE[:-1], event], env=full, capture_output=True, text=True,
+                          timeout=60)
+
+
+@pytest.mark.parametrize("event", ["UserPromptSubmit", "ModHello", "SessionEnd"])
+def test_before_any_session_start_the_first_hook_through_the_chooser_links_the_python(tmp_path, event):
+    """A plugin installed in a live session: no SessionStart, no link yet."""
+    data = tmp_path / "data"
+    data.mkdir()
+    p = run_as(event, data, bindir(tmp_path, "bin", python3=sys.executable) + ":/usr/bin:/bin")
+    assert p.returncode == 0, p.stderr
+    exe, args = p.stdout.splitlines()
+    assert args == "[%r]" % event and os.readlink(data / "python") == exe
+    assert os.path.samefile(exe, sys.executable)
+    assert [n for n in os.listdir(data) if n != "python"] == []  # no temporary link left behind
+
+
+def test_a_link_in_place_is_run_at_once_by_a_prompt_with_no_tool_at_all(tmp_path):
+    """Once a prompt, the chooser with a link in place is one sh and an exec: no id, find or readlink
+    (PATH holds none of them), no check but the one every tool call makes (it can be exec'd)."""
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "python").symlink_to(sys.executable)
+    p = run_as("UserPromptSubmit", data, str(tmp_path / "empty"))
+    assert p.returncode == 0 and os.path.samefile(p.stdout.splitlines()[0], sys.executable), p.stderr
+    assert p.stderr == ""
+    # SessionStart, on the same PATH, is the one that checks: without its tools it cannot, and runs nothing.
+    p = run_as("SessionStart", data, str(tmp_path / "empty"))
+    assert p.stdout == ""
+
+
+def test_with_no_python_311_a_prompt_before_any_session_start_says_so_once(tmp_path):
+    old = real("3.9.18")
+    data = tmp_path / "data"
+    data.mkdir()
+    path = bindir(tmp_path, "tools", **TOOLS) + ":" + bindir(tmp_path, "old", python3=old)
+    p = run_as("UserPromptSubmit", data, path)
+    assert "cc-continuity is off" in json.loads(p.stdout)["systemMessage"]  # shown to the user
+    p = run_as("UserPromptSubmit", data, path)  # the next prompt runs the link to `true`: silent
+    assert (p.returncode, p.stdout) == (0, "")
 
 
 @pytest.mark.parametrize("shape", ["asdf", "mise"])
@@ -181,3 +230,45 @@ def test_behind_stand_in_shims_of_asdf_and_mise_the_link_is_the_real_interpreter
     assert p.returncode == 0, p.stderr
     target = os.readlink(data / "python")
     assert not target.startswith(str(tmp_path)) and os.path.samefile(target, sys.executable), target
+
+
+# -- Pythons a version manager installed, and the fix it names ----------------------------------------
+
+def test_a_python_pyenv_installed_but_not_on_path_is_found_where_pyenv_keeps_it(tmp_path):
+    """pyenv's python3 is this folder's 3.9 and no 3.11+ is on PATH, but pyenv has a 3.12 installed: the
+    chooser takes it from $PYENV_ROOT/versions (a real interpreter, by its path) rather than going off."""
+    old, new = real("3.9.18"), real("3.12.1")
+    root = tmp_path / "pyenv"
+    (root / "versions" / "3.12.1" / "bin").mkdir(parents=True)
+    (root / "versions" / "3.12.1" / "bin" / "python3.12").symlink_to(new)
+    data = tmp_path / "data"
+    data.mkdir()
+    path = bindir(tmp_path, "tools", **TOOLS) + ":" + bindir(tmp_path, "old", python3=old)
+    p = choose(data, path, HOME=str(tmp_path / "user-home"), PYENV_ROOT=str(root))
+    assert p.returncode == 0 and "systemMessage" not in p.stdout, p.stdout
+    assert os.path.realpath(os.readlink(data / "python")) == os.path.realpath(new)
+
+
+@pytest.mark.parametrize("manager,fix", [("pyenv", "pyenv install 3.12"), ("uv", "uv python install 3.12"),
+                                         ("asdf", "asdf install python latest:3.12"),
+                                         ("mise", "mise install python@3.12")])
+def test_the_off_line_names_the_version_managers_own_command(tmp_path, manager, fix):
+    old = real("3.9.18")
+    home = tmp_path / "user-home"
+    home.mkdir()
+    data = tmp_path / "data"
+    data.mkdir()
+    if manager == "pyenv":  # python3 is one of its shims (here a link in a folder shaped like one)
+        shims = home / ".pyenv" / "shims"
+        shims.mkdir(parents=True)
+        (shims / "python3").symlink_to(old)
+        path = bindir(tmp_path, "tools", **TOOLS) + ":" + str(shims)
+    else:  # the manager's command is on PATH, python3 is the system's old one
+        tool = tmp_path / "mgr" / manager
+        tool.parent.mkdir()
+        tool.write_text("#!/bin/sh\nexit 0\n")
+        tool.chmod(0o755)
+        path = bindir(tmp_path, "tools", **TOOLS) + ":" + str(tool.parent) + ":" + bindir(tmp_path, "old", python3=old)
+    p = choose(data, path, HOME=str(home))
+    line = json.loads(p.stdout)["systemMessage"]
+    assert "cc-continuity is off" in line and "Fix: %s, then start a new session." % fix in line, line

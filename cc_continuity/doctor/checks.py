@@ -448,6 +448,20 @@ def _plugin_handler(ctx):
     return "PostToolUse", handler
 
 
+def _marketplace_only(ctx):
+    """The plugin's own copy, when it is the whole install: a cc-continuity plugin enabled whose hooks run
+    that copy (``${CLAUDE_PLUGIN_ROOT}``, the marketplace route) and no ``cc-continuity install`` here.
+    Then no status line, wrapper or app copy of ours was ever made, and none is missing; else None."""
+    if ctx.manifest() is not None or not ctx.plugin():
+        return None
+    _, root = ctx.plugin()
+    try:
+        command = (_plugin_table(root) or {})["hooks"]["PostToolUse"][0]["hooks"][0]["command"]
+    except (KeyError, IndexError, TypeError):
+        return None
+    return root if command == settings.PLUGIN_PYTHON else None
+
+
 def check_hook_probe(ctx):
     """Run our installed hook command for real, on an event it must ignore."""
     doc, _ = ctx.settings()
@@ -507,6 +521,9 @@ def check_statusline(ctx):
     if doc is None:
         return Result("statusline", False, err, _settings_fix(ctx))
     value = doc.get("statusLine")
+    if not settings.is_our_statusline(value) and _marketplace_only(ctx):
+        return Result("statusline", True, "not installed: a plugin cannot ship the status line (the rotation does "
+                      "not need it; `cc-continuity install` adds it and chains yours)")
     if not settings.is_our_statusline(value):
         theirs = value.get("command") if isinstance(value, dict) else None
         detail = "the status line is %s, not ours" % (repr(theirs) if theirs else "not set")
@@ -560,6 +577,9 @@ def check_wrapper(ctx):
     if manifest is not None and not manifest.get("rc"):
         return Result("wrapper", True, "not installed (--no-wrapper): start claude inside tmux yourself for "
                                        "zero-touch rotation")
+    if _marketplace_only(ctx):
+        return Result("wrapper", True, "not installed: the plugin's mod hands over in-process; where mods cannot "
+                      "load, start claude inside tmux (or `cc-continuity install` adds the wrapper)")
     shell, rc = _wrapper_target(ctx)
     launcher = launcher_path(manifest)
     fix = "cc-continuity install"
@@ -733,6 +753,9 @@ def package_version():
 
 def check_app_copy(ctx):
     """The hooks run the copy under ``$CC_CONTINUITY_HOME/app``; it must be the version pip installed."""
+    root = _marketplace_only(ctx)
+    if root:
+        return Result("app-copy", True, "not used: the plugin's hooks run its own copy (%s)" % root)
     init = os.path.join(app.app_link(paths.home()), "cc_continuity", "__init__.py")
     want = package_version()
     try:
@@ -795,12 +818,12 @@ def check_plugin_python(ctx):
         return Result("plugin-python", False, text.split(" Fix: ", 1)[0], fix)
     if state == "unchosen":
         return Result("plugin-python", True, "no session since the plugin was installed: the first one's "
-                      "SessionStart chooses the Python its hooks run")
+                      "SessionStart (or, in a session it was installed into, the first prompt) chooses the "
+                      "Python its hooks run")
     if state == "gone":
-        return Result("plugin-python", True, "the Python the plugin's hooks ran (%s) is gone: the next session's "
-                      "SessionStart chooses again (start one, or /clear)" % text)
-    return Result("plugin-python", True, "the plugin's hooks run %s (chosen at SessionStart, no shell on a tool "
-                  "call)" % text)
+        return Result("plugin-python", True, "the Python the plugin's hooks ran (%s) is gone: the next prompt "
+                      "or session chooses again" % text)
+    return Result("plugin-python", True, "the plugin's hooks run %s (chosen once, no shell on a tool call)" % text)
 
 
 def check_mods(ctx):

@@ -69,8 +69,8 @@ STATUS_MARK = "/cc_continuity/statusmain.py"
 # The hook table, as the plugin ships it (one fact, two ways to install it).
 PLUGIN_HOOKS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                             "data", "hooks", "hooks.json")
-# The plugin cannot know the interpreter: its SessionStart chooses one (hooks/python.sh, run by sh)
-# and keeps it as a link in the plugin's data folder, which every other hook runs.
+# The plugin cannot know the interpreter: hooks/python.sh (sh, on every hook but a tool call's) chooses one
+# and keeps it as a link in the plugin's data folder, which the hooks of a tool call run.
 PLUGIN_PYTHON = "${CLAUDE_PLUGIN_DATA}/python"
 PLUGIN_CHOOSER = ("/bin/sh", "${CLAUDE_PLUGIN_ROOT}/hooks/python.sh")
 PLUGIN_ROOT = "${CLAUDE_PLUGIN_ROOT}"  # substituted by Claude Code into each exec-form arg

@@ -13,27 +13,30 @@
 // The Python entry is the one hooks/hooks.json gives every hook, so there is one
 // implementation and one interpreter. Module variables survive /clear ($.state does not).
 
-let entry = null; // [python, "-S", "-c", boot], from hooks/hooks.json (see pythonEntry)
+let entries = {}; // hook event -> [command, ...args but the last], from hooks/hooks.json (see pythonEntry)
 let runtime = null; // cc-continuity's runtime folder, from ModHello's answer
 let handing = false; // a hand-over is running in this process
 
-// The Stop hook's command as Claude Code runs it: ${CLAUDE_PLUGIN_ROOT} and ${CLAUDE_PLUGIN_DATA}
-// (the Python SessionStart chose, a link: no shell starts) filled in from the hook environment.
-async function pythonEntry($, env) {
-  if (entry === null) {
+// The command of the Stop hook (a tool call's: the Python SessionStart chose, a link: no shell
+// starts), or for ModHello the SessionStart's (the chooser, which links the Python when there is
+// none yet: a mod loaded by an install in a live session says hello before any SessionStart), as
+// Claude Code runs it: ${CLAUDE_PLUGIN_ROOT} and ${CLAUDE_PLUGIN_DATA} filled in from the hook environment.
+async function pythonEntry($, env, handler) {
+  const event = handler === "ModHello" ? "SessionStart" : "Stop";
+  if (!entries[event]) {
     const table = JSON.parse(await $.fs.read(`${$.plugin.root}/hooks/hooks.json`));
-    const hook = table.hooks.Stop[0].hooks[0];
+    const hook = table.hooks[event][0].hooks[0];
     const fill = (text) => text.split("${CLAUDE_PLUGIN_ROOT}").join($.plugin.root)
       .split("${CLAUDE_PLUGIN_DATA}").join(env.CLAUDE_PLUGIN_DATA);
-    entry = [fill(hook.command), ...hook.args.slice(0, -1).map(fill)];
+    entries[event] = [fill(hook.command), ...hook.args.slice(0, -1).map(fill)];
   }
-  return entry;
+  return entries[event];
 }
 
 async function call($, handler, payload) {
   try {
     const env = await $.process.hookEnv();
-    const argv = [...(await pythonEntry($, env)), handler];
+    const argv = [...(await pythonEntry($, env, handler)), handler];
     const body = JSON.stringify({ hook_event_name: handler, mod: { version: 1 }, ...payload });
     const run = await $.process.run(argv, { stdin: body, env, timeoutMs: 20000 });
     const out = (run.stdout || "").trim();
