@@ -8,6 +8,7 @@ These tests write the rows *after* the hook has started, as Claude Code does, an
 run the hooks exactly as installed.
 """
 
+import os
 import json
 import threading
 import time
@@ -46,11 +47,21 @@ class Session:
     def start(self, event, **fields):
         return start_hook(event, hook_payload(event, self.sid, self.path, self.project, **fields), self.env)
 
-    def append_later(self, delay):
-        """Write the rows added since the last write after ``delay`` seconds (the transcript lagging)."""
+    def append_later(self, delay, after_read=False):
+        """Write the rows added since the last write after ``delay`` seconds (the transcript lagging).
+
+        ``after_read``: the delay counts from the first time a hook reads the transcript from now on
+        (seen by its access time, which a read updates once it is older than the file's change), not
+        from now: however long the hook's interpreter takes to start, the rows come while it waits.
+        """
         lines, self.written = self.t.lines()[self.written:], len(self.t.rows)
+        if after_read:
+            os.utime(self.path, (0, os.stat(self.path).st_mtime))
 
         def run():
+            deadline = time.monotonic() + 30
+            while after_read and os.stat(self.path).st_atime == 0 and time.monotonic() < deadline:
+                time.sleep(0.005)
             time.sleep(delay)
             with open(self.path, "ab") as f:
                 for line in lines:
@@ -82,7 +93,7 @@ def s(git_repo, isolated_home):
 
 def test_stop_waits_for_the_final_reply_and_requests_the_handoff(s):
     s.t.assistant(ROTATE, content=[{"type": "text", "text": FINAL}])
-    writer = s.append_later(0.8)  # the reply is written well after Stop starts (its interpreter start included)
+    writer = s.append_later(0.3, after_read=True)  # the reply is written while Stop waits for it
     t0 = time.monotonic()
     res = s.hook("Stop", last_assistant_message=FINAL)
     writer.join()
