@@ -70,6 +70,18 @@ def server():
         srv.kill()
 
 
+def pytest_xdist_auto_num_workers(config):
+    """What ``-n auto`` (README line 2, .ci/run) means: two workers a core.  Most of the suite's time
+    is waiting (tmux, hooks and git as subprocesses, servers, bounded polls), so one a core would
+    leave the cores idle.  Each test is on its own: a temp HOME and CC_CONTINUITY_HOME, its own tmux
+    socket, ports the kernel picks."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # (macOS)
+        cores = os.cpu_count() or 1
+    return 2 * cores
+
+
 def pytest_report_header(config):
     return "python %s; tmux %s; git %s" % (
         sys.version.split()[0],

@@ -46,7 +46,7 @@ def test_dry_run_with_everything_there_plans_the_readme_commands(tmp_path):
     p = dry(bin_dir(tmp_path, sys.executable), tmp_path)
     assert p.returncode == 0, p.stderr
     assert "would run: python3 -m pip install -q --disable-pip-version-check -e .[dev]" in p.stdout
-    assert "would run: ruff, mypy, python3 -m pytest, then python3 -m pytest -m e2e once per version" in p.stdout
+    assert "would run: ruff, mypy, python3 -m pytest -n auto, then python3 -m pytest -m e2e once per version" in p.stdout
     assert "into %s/cache/cc-continuity" % tmp_path in p.stdout, "Claude Code cached under the user's cache dir"
     assert "/opt" not in p.stdout + p.stderr
 

@@ -48,8 +48,8 @@ def test_readme_starts_with_install_and_test_commands():
     # The test line makes its own virtualenv and runs the default suite with it; CI runs that suite
     # with the interpreter of its own virtualenv (tests/e2e/test_readme_tests.py runs the line itself).
     venv = re.match(r"python3 -m venv (\S+) && ", lines[1]).group(1)
-    assert lines[1].endswith("&& %s/bin/python -m pytest" % venv), lines[1]
-    assert re.search(r"^python3 -m pytest\s*$", ci, re.M), "CI must run the README's test suite"
+    assert lines[1].endswith("&& %s/bin/python -m pytest -n auto" % venv), lines[1]
+    assert re.search(r"^python3 -m pytest -n auto\s*$", ci, re.M), "CI must run the README's test suite"
 
 
 def _usage_block(usage, title):

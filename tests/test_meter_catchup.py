@@ -6,6 +6,7 @@ is.  These readings must wait for that row (bounded) and never return an older
 row as if it were the one asked for.
 """
 
+import os
 import threading
 import time
 
@@ -13,9 +14,20 @@ from cc_continuity import meter, session
 from helpers.transcripts import Transcript
 
 
-def write_later(path, rows, delay):
-    """Append ``rows`` (already serialised lines) to ``path`` after ``delay`` seconds, like Claude Code."""
+def write_later(path, rows, delay, after_read=False):
+    """Append ``rows`` (already serialised lines) to ``path`` after ``delay`` seconds, like Claude Code.
+
+    ``after_read``: the delay counts from the first read of ``path`` from now on (its access time moves:
+    a read updates it when it is older than the file's last change), not from now, so the rows come
+    while the reader waits however late the machine lets it start.
+    """
+    if after_read:
+        os.utime(path, (0, os.stat(path).st_mtime))
+
     def run():
+        deadline = time.monotonic() + 30
+        while after_read and os.stat(path).st_atime == 0 and time.monotonic() < deadline:
+            time.sleep(0.005)
         time.sleep(delay)
         with open(path, "ab") as f:
             for line in rows:
@@ -67,7 +79,7 @@ def test_await_tool_reading_waits_for_the_row_written_late(tmp_path):
     path = t.write(str(tmp_path / "t.jsonl"))
     n = len(t.rows)
     t.assistant(150_000, content=[{"type": "tool_use", "id": "toolu_new", "name": "Bash", "input": {}}])
-    writer = write_later(path, t.lines()[n:], delay=0.15)
+    writer = write_later(path, t.lines()[n:], delay=0.15, after_read=True)
     t0 = time.monotonic()
     got, waited = meter.await_tool_reading(path, "toolu_new", bound_s=2.0)
     writer.join()

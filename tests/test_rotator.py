@@ -59,6 +59,7 @@ def names(server, pane_id):
 
 def test_full_rotation_against_the_fake_prompt(server, tmp_path):
     # Busy at first (the Stop hook still running).
+    launched = time.time()  # the fake's busy 1.2 s count from its own start, a little later
     s = Setup(server, tmp_path, "--busy-start", "1.2")
     t0 = time.monotonic()
     res = s.rotate()
@@ -77,7 +78,9 @@ def test_full_rotation_against_the_fake_prompt(server, tmp_path):
     records = s.records()
     assert [r["step"] for r in records] == HAPPY_STEPS
     assert [r["phase"] for r in records if r["step"] == "idle"] == ["predecessor", "successor"]
-    assert records[1]["ms"] >= 900  # waited for the busy period to end
+    # It waited for the busy period to end (its own "ms" count from its start, which comes later than the
+    # fake's by however long the machine takes to start it: the wall clock, against the fake's launch).
+    assert records[1]["ts"] >= launched + 1.2 - 0.001, (records[1]["ts"] - launched)
     assert all(a["ms"] <= b["ms"] for a, b in zip(records, records[1:]))
     assert records[6]["via"] == "marker"
     assert ledger.verify(s.ledger)[0]
@@ -433,7 +436,10 @@ def test_when_the_mod_takes_the_hand_over_the_rotator_types_nothing(server, tmp_
     s = _standby_setup(server, tmp_path, standby_s=10)
 
     def the_mod():  # what mod.js does: mv the offer, clear and submit (both markers appear)
-        time.sleep(0.5)
+        deadline = time.monotonic() + 30  # while the rotator stands by (however long it takes to start)
+        while "standby" not in s.steps() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        time.sleep(0.2)
         assert rotation.take_handover(SID, "mod")
         time.sleep(0.3)
         open(s.started, "w").close()
@@ -466,7 +472,10 @@ def test_a_mod_that_cleared_then_failed_gives_back_and_the_rotator_types_the_con
         json.dump(s.plan, f)
 
     def the_mod():  # /clear worked ($.command.run), $.prompt.submit threw: ModDone gives it back
-        time.sleep(0.4)
+        deadline = time.monotonic() + 30  # while the rotator stands by (however long it takes to start)
+        while "standby" not in s.steps() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        time.sleep(0.2)
         assert rotation.take_handover(SID, "mod")
         open(s.started, "w").close()
         time.sleep(1.0)

@@ -8,6 +8,7 @@ These tests write the rows *after* the hook has started, as Claude Code does, an
 run the hooks exactly as installed.
 """
 
+import os
 import json
 import threading
 import time
@@ -46,11 +47,29 @@ class Session:
     def start(self, event, **fields):
         return start_hook(event, hook_payload(event, self.sid, self.path, self.project, **fields), self.env)
 
-    def append_later(self, delay):
-        """Write the rows added since the last write after ``delay`` seconds (the transcript lagging)."""
+    def watch_reads(self):
+        """A function that returns once a hook has read the transcript after this call (its access time
+        moves: a read updates it when it is older than the file's last change)."""
+        os.utime(self.path, (0, os.stat(self.path).st_mtime))
+
+        def read():
+            deadline = time.monotonic() + 30
+            while os.stat(self.path).st_atime == 0 and time.monotonic() < deadline:
+                time.sleep(0.005)
+        return read
+
+    def append_later(self, delay, after_read=False):
+        """Write the rows added since the last write after ``delay`` seconds (the transcript lagging).
+
+        ``after_read``: the delay counts from the first time a hook reads the transcript from now on
+        (seen by its access time, which a read updates once it is older than the file's change), not
+        from now: however long the hook's interpreter takes to start, the rows come while it waits.
+        """
         lines, self.written = self.t.lines()[self.written:], len(self.t.rows)
+        read = self.watch_reads() if after_read else lambda: None
 
         def run():
+            read()
             time.sleep(delay)
             with open(self.path, "ab") as f:
                 for line in lines:
@@ -82,7 +101,7 @@ def s(git_repo, isolated_home):
 
 def test_stop_waits_for_the_final_reply_and_requests_the_handoff(s):
     s.t.assistant(ROTATE, content=[{"type": "text", "text": FINAL}])
-    writer = s.append_later(0.8)  # the reply is written well after Stop starts (its interpreter start included)
+    writer = s.append_later(0.3, after_read=True)  # the reply is written while Stop waits for it
     t0 = time.monotonic()
     res = s.hook("Stop", last_assistant_message=FINAL)
     writer.join()
@@ -163,8 +182,11 @@ def test_the_status_lines_reading_counts_when_the_transcript_is_behind(s):
                                                     "cache_read_input_tokens": ROTATE - 10},
                                   "used_percentage": 63}}
 
+    read = s.watch_reads()
+
     def status_line_later():
-        time.sleep(0.4)  # Claude Code runs it ~0.3 s after the reply
+        read()  # the Stop hook is looking for the reply (however long its interpreter took to start) ...
+        time.sleep(0.3)  # ... and Claude Code runs the status line ~0.3 s after the reply
         subprocess.run([sys.executable, "-S", statusmain], input=json.dumps(payload).encode(), env=s.env,
                        capture_output=True, timeout=30)
     th = threading.Thread(target=status_line_later)

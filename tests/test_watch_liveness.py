@@ -359,6 +359,12 @@ def test_scanner_classifies_every_kind_of_session(git_repo, isolated_home, tmp_p
         procs[2].wait()
 
         scanner = Scanner(transcripts=watch, stall=0.6)
+        # The working session works: its transcript grows now, however long the hooks above took.
+        before = by_name(scanner.scan(time.time()))[working.name].last_progress
+        time.sleep(0.05)
+        with open(working.transcript, "a") as f:
+            f.write('{"type":"assistant"}\n')
+        assert wait_for(lambda: by_name(scanner.scan(time.time()))[working.name].last_progress > before)
         now = time.time()
         seen = by_name(scanner.scan(now))
         assert len(seen) == 7

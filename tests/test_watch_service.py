@@ -8,6 +8,7 @@ import shutil
 import stat
 import subprocess
 import sys
+import tempfile
 import types
 
 import pytest
@@ -36,12 +37,18 @@ class Runner:
 
 
 def verify_unit(path, tmp_path):
-    """``systemd-analyze verify --user`` without a running user manager: it needs only a runtime dir."""
-    rt = tmp_path / "xdg-runtime"
-    rt.mkdir(mode=0o700, exist_ok=True)
-    env = dict(os.environ, XDG_RUNTIME_DIR=str(rt), SYSTEMD_LOG_LEVEL="notice")
-    return subprocess.run([SYSTEMD_ANALYZE, "verify", "--user", "--man=no", str(path)], capture_output=True,
-                          text=True, env=env, timeout=60)
+    """``systemd-analyze verify --user`` without a running user manager: it needs only a runtime dir.
+
+    A short one under /tmp, as tmux's sockets: the user units it loads name sockets in it, and a
+    socket path is at most ~108 bytes (a deep pytest tmp_path, as under pytest-xdist, is too long).
+    """
+    rt = tempfile.mkdtemp(prefix="xdg-", dir="/tmp")
+    try:
+        env = dict(os.environ, XDG_RUNTIME_DIR=rt, SYSTEMD_LOG_LEVEL="notice")
+        return subprocess.run([SYSTEMD_ANALYZE, "verify", "--user", "--man=no", str(path)], capture_output=True,
+                              text=True, env=env, timeout=60)
+    finally:
+        shutil.rmtree(rt, ignore_errors=True)
 
 
 # -- the templates ------------------------------------------------------------------

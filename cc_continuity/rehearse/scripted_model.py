@@ -672,6 +672,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     protocol_version = "HTTP/1.1"
     model = None  # set on the per-server subclass
+    _in_flight = False  # this connection's current Messages request still counts as running
     server_version = "ScriptedModel/1"
 
     def log_message(self, fmt, *args):  # the JSONL log is the record; keep stderr quiet
@@ -749,10 +750,18 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send_json(404, _error("not_found_error", "scripted model: no route %s" % path))
         req = self._new_request(body, classify(body))
         self.model._count(running=1)
+        self._in_flight = True
         try:
             self._answer(req, body)
         finally:
-            self.model._count(running=-1)
+            self._settle()
+
+    def _settle(self, progress=0):
+        """The request stops running and its work is counted: before its last bytes go out, so a client
+        that has its reply never reads /metrics from before it (once per request)."""
+        if self._in_flight:
+            self._in_flight = False
+            self.model._count(running=-1, progress=progress)
 
     def _answer(self, req, body):
         plan = self.model._plan(req)
@@ -767,6 +776,7 @@ class _Handler(BaseHTTPRequestHandler):
             req.status = err.get("status", 400)
             self.model._record(req)
             time.sleep(plan["delay"])
+            self._settle()
             return self._send_json(req.status, _error(err.get("type", "invalid_request_error"),
                                                       err.get("message", "scripted error")), request_id)
         blocks = [_finish_block(b) for b in plan["blocks"]]
@@ -775,12 +785,13 @@ class _Handler(BaseHTTPRequestHandler):
         message = {"id": "msg_fake_" + uuid.uuid4().hex[:24], "type": "message", "role": "assistant",
                    "model": self.model._model_name(req), "content": blocks,
                    "stop_reason": plan["stop_reason"], "stop_sequence": None, "usage": plan["usage"]}
+        tokens = max(1, int(plan["usage"].get("output_tokens") or 0))
         if body.get("stream"):
-            self._stream(message, plan["delay"], request_id)
+            self._stream(message, plan["delay"], request_id, tokens)
         else:
             time.sleep(plan["delay"])
+            self._settle(tokens)
             self._send_json(200, message, request_id)
-        self.model._count(progress=max(1, int(plan["usage"].get("output_tokens") or 0)))
 
     def _hang(self):
         """Say nothing until the client hangs up or the server stops (then drop the connection)."""
@@ -794,7 +805,7 @@ class _Handler(BaseHTTPRequestHandler):
                 break
         self.close_connection = True
 
-    def _stream(self, message, delay, request_id):
+    def _stream(self, message, delay, request_id, tokens):
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
@@ -813,6 +824,7 @@ class _Handler(BaseHTTPRequestHandler):
             for index, block in enumerate(message["content"]):
                 for name, data in _block_events(index, block):
                     self._event(name, data)
+            self._settle(tokens)
             self._event("message_delta", {"type": "message_delta",
                                           "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
                                           "usage": message["usage"]})
@@ -820,6 +832,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(b"0\r\n\r\n")
             self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):
+            self._settle(tokens)
             self.close_connection = True
 
     def _event(self, name, data):
