@@ -81,19 +81,24 @@ def machine_truth(entry):
     return facts
 
 
-def replay(entry, quality, root, cfg=None):
-    """One rotation of ``entry`` with a handoff of ``quality``; ``cfg``: the user's config to merge first."""
+def replay(entry, quality, root, cfg=None, inproc=True):
+    """One rotation of ``entry`` with a handoff of ``quality``; ``cfg``: the user's config to merge first.
+
+    ``inproc``: each hook's handler runs in this process (HookDriver.inproc: the installed command's code
+    minus stdin/stdout, ~20x quicker); else as the installed command, a process per hook.
+    """
     drv = HookDriver(root, files=entry["files"])
+    hook = drv.inproc if inproc else drv.hook
     if cfg:
         drv.config(**cfg)
     t = drv.transcript(S1)
     t.assistant(tokens_at(5))
-    drv.hook("SessionStart", S1, source="startup")
+    hook("SessionStart", S1, source="startup")
     pct = 12
     for step in entry["steps"]:
         if "prompt" in step:
             t.user(step["prompt"])
-            drv.hook("UserPromptSubmit", S1, prompt=step["prompt"])
+            hook("UserPromptSubmit", S1, prompt=step["prompt"])
         elif "reply" in step:
             pct = step.get("percent", pct)
             t.assistant(tokens_at(pct), step["reply"])
@@ -107,42 +112,42 @@ def replay(entry, quality, root, cfg=None):
             tin = ({"file_path": path, "old_string": "", "new_string": step["content"]} if tool == "Edit"
                    else {"file_path": path, "content": step["content"]})
             t.assistant(tokens_at(pct), "Changing %s." % rel, [(tool, tin)])
-            drv.hook("PostToolUse", S1, tool_name=tool, tool_input=tin, tool_response={"filePath": path})
+            hook("PostToolUse", S1, tool_name=tool, tool_input=tin, tool_response={"filePath": path})
         elif "bash" in step:
             tin = {"command": step["bash"], "description": "Run it"}
             t.assistant(tokens_at(pct), "Running it.", [("Bash", tin)])
             if step["exit"] == 0:
-                drv.hook("PostToolUse", S1, tool_name="Bash", tool_input=tin,
+                hook("PostToolUse", S1, tool_name="Bash", tool_input=tin,
                          tool_response={"stdout": step["output"], "stderr": "", "interrupted": False})
             else:
-                drv.hook("PostToolUseFailure", S1, tool_name="Bash", tool_input=tin,
+                hook("PostToolUseFailure", S1, tool_name="Bash", tool_input=tin,
                          error="Exit code %d\n%s" % (step["exit"], step["output"]), is_interrupt=False)
         elif "todos" in step:
             t.todo_write(step["todos"], tokens_at(pct))
     t.assistant(tokens_at(65), "That step is done.")
-    out = drv.hook("Stop", S1)
+    out = hook("Stop", S1)
     assert out and out.get("decision") == "block", out
     text, rejected = handoff_of(entry, quality), []
     for _ in range(4):
         with open(drv.handoff_path(S1), "w") as f:
             f.write(text)
-        out = drv.hook("Stop", S1, stop_hook_active=True)
+        out = hook("Stop", S1, stop_hook_active=True)
         if drv.state(S1)["state"] != "HANDOFF_REQUESTED":
             break
         rejected.append(out["reason"] if out else "")
     rec = drv.state(S1)
-    drv.hook("SessionEnd", S1, reason="clear")
+    hook("SessionEnd", S1, reason="clear")
     drv.transcript(S2).assistant(tokens_at(3))
-    first = drv.hook("SessionStart", S2, source="clear")["hookSpecificOutput"]["additionalContext"]
+    first = hook("SessionStart", S2, source="clear")["hookSpecificOutput"]["additionalContext"]
     return {"first_request": first, "rejected": rejected, "degraded": bool(rec["checkpoint"].get("degraded")),
             "validation": rec["checkpoint"].get("validation"), "sdir": drv.sdir(S1),
             "checkpoint": rec["checkpoint"].get("id"), "driver": drv}
 
 
-def record(entry_name, quality, root, out_dir, cfg=None):
+def record(entry_name, quality, root, out_dir, cfg=None, inproc=True):
     """Replay, then write the recorded rotation as ``cc-continuity recall --corpus`` reads it."""
     entry = load(entry_name)
-    got = replay(entry, quality, root, cfg)
+    got = replay(entry, quality, root, cfg, inproc)
     case = os.path.join(out_dir, "%s.%s" % (entry_name, quality))
     os.makedirs(case)
     with open(os.path.join(case, "first-request.txt"), "w", encoding="utf-8") as f:
