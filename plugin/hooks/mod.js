@@ -16,6 +16,8 @@
 let entry = null; // [python, "-S", "-c", boot], from hooks/hooks.json (see pythonEntry)
 let runtime = null; // cc-continuity's runtime folder, from ModHello's answer
 let handing = false; // a hand-over is running in this process
+let headless = false; // claude -p (a plugin eval's run too): the process ends when the turn's handlers return
+let deferred = null; // headless: a hand-over a skipped compaction asked for, done at the turn's end
 
 // The Stop hook's command as Claude Code runs it: ${CLAUDE_PLUGIN_ROOT} and ${CLAUDE_PLUGIN_DATA}
 // (the Python SessionStart chose, a link: no shell starts) filled in from the hook environment.
@@ -145,6 +147,7 @@ async function handOver($, plan, fromSession, via) {
 export function register(on) {
   on("session.start", async ($, e, next) => {
     const started = await next(e);
+    headless = e.isInteractive === false;
     void (async () => {
       const hello = await call($, "ModHello", { session_id: await $.session.id(), cwd: e.cwd });
       if (typeof hello.runtime === "string") runtime = hello.runtime;
@@ -155,8 +158,13 @@ export function register(on) {
   on("turn.complete", async ($, e, next) => {
     const done = await next(e);
     if (!e.agentId && !handing) {
-      void (async () => {
+      const work = (async () => {
         const session = await $.session.id();
+        if (deferred) {
+          const d = deferred;
+          deferred = null;
+          return handOver($, d, session, "ModCompact");
+        }
         const offered = await takeOffered($, session).catch((err) => ({ refused: `${err}` }));
         if (offered && offered.plan) return handOver($, offered.plan, session, "offer");
         const { context } = await $.session.usage();
@@ -164,6 +172,7 @@ export function register(on) {
         const answer = await call($, "ModTurnEnd", { session_id: session, usage: context, ...refused });
         if (answer.handover) await handOver($, answer.handover, session, "ModTurnEnd");
       })();
+      if (headless) await work; // interactive: the turn ends at once, the hand-over follows
     }
     return done;
   });
@@ -173,7 +182,8 @@ export function register(on) {
     const session = await $.session.id();
     const answer = await call($, "ModCompact", { session_id: session, trigger: e.trigger });
     if (!answer.skip) return next(e);
-    if (answer.handover) void handOver($, answer.handover, session, "ModCompact"); // the clear waits for the turn's end
+    if (answer.handover && headless) deferred = answer.handover; // awaited at turn.complete, before -p exits
+    else if (answer.handover) void handOver($, answer.handover, session, "ModCompact"); // the clear waits for the turn's end
     return { skip: answer.skip };
   });
 }
