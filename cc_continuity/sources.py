@@ -4,7 +4,7 @@ A handoff that keeps its conclusions but drops their sources helps a successor l
 every claim (a list item, or a sentence) in those sections should cite one of:
 
 - a file with a line or a symbol: `src/app.py:42`, `src/app.py:12-30`, `src/app.py:parse`;
-- a commit: `1a2b3c4` (7 to 40 hex digits);
+- a commit: `1a2b3c4` (7 to 40 hex digits; without backticks it counts only when it is one);
 - a command with its exit code: `python3 -m pytest -q` ... exit 1.
 
 :func:`check` looks at the citations given: the file exists and has that line, the symbol
@@ -33,6 +33,7 @@ BARE_COMMIT = re.compile(r"(?<![\w/.-])(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]
 EXIT = re.compile(r"\bexit(?:s|ed)?(?: code| status)?:?\s+(?:with\s+)?(-?\d+)", re.I)
 TRIVIAL = frozenset(("none", "n/a", "na", "nothing", "-", "nothing yet", "none yet"))
 READ_CAP = 1 << 20
+MAX_COMMITS = 10
 
 
 class Result:
@@ -112,6 +113,7 @@ def _last_exit(cmd: str, tools: "list[dict[str, Any]]") -> "tuple[bool, Any]":
 def check(text: str, root: str, tools: "list[dict[str, Any]]", sections: "tuple[str, ...]" = SECTIONS) -> Result:
     """The citations of ``text``'s claims in ``sections``, checked against ``root`` and the record ``tools``."""
     res = Result()
+    commits = 0  # git calls made: at most MAX_COMMITS a handoff (each is a process in the Stop hook)
     secs = sections_of(text)
     for name in sections:
         for claim in claims_in(secs.get(normalise(name), "")):
@@ -127,7 +129,8 @@ def check(text: str, root: str, tools: "list[dict[str, Any]]", sections: "tuple[
                         res.wrong.append(got[1])
                 elif COMMIT.match(tok):
                     cited = True
-                    why = _commit_cite(tok, root)
+                    why = _commit_cite(tok, root) if commits < MAX_COMMITS else None
+                    commits += 1
                     if why:
                         res.wrong.append(why)
                 elif exit_m and " " in tok:
@@ -136,11 +139,10 @@ def check(text: str, root: str, tools: "list[dict[str, Any]]", sections: "tuple[
                     if found and code is not None and str(code) != exit_m.group(1):
                         res.wrong.append("`%s` is cited with exit %s, but its last run in this session exited %s" % (
                             tok[:80], exit_m.group(1), code))
-            for sha in BARE_COMMIT.findall(BACKTICK.sub("", claim)):
-                cited = True
-                why = _commit_cite(sha, root)
-                if why:
-                    res.wrong.append(why)
+            for sha in BARE_COMMIT.findall(BACKTICK.sub("", claim))[:3]:
+                if commits < MAX_COMMITS and not _commit_cite(sha, root):
+                    cited = True  # a bare hex word counts only when it is a commit (it may be any digest)
+                commits += 1
             if cited:
                 res.cited += 1
             else:

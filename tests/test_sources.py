@@ -62,6 +62,11 @@ def test_a_citation_that_does_not_hold_is_a_problem_even_when_sources_are_option
     assert sources.problems(res, required=False) == ["a citation does not hold: %s" % res.wrong[0]]
 
 
+def test_a_bare_hex_word_is_a_citation_only_when_it_is_a_commit(repo):
+    res = sources.check(doc("The digest is 0123456789abcdef0123 and that is fine."), str(repo), [])
+    assert (res.cited, res.wrong, len(res.uncited)) == (0, [], 1)
+
+
 def test_a_command_this_session_never_ran_is_cited_but_not_held_against_it(repo):
     res = sources.check(doc("`make release` exited 0 in the last session."), str(repo), [])
     assert (res.cited, res.wrong, res.uncited) == (1, [], [])
@@ -120,6 +125,14 @@ def test_with_require_sources_an_unsourced_handoff_goes_back_and_a_sourced_one_p
     assert rec["state"] in ("AWAITING_MANUAL_CLEAR", "ROTATING") and not rec["checkpoint"].get("degraded")
     checks = drv.ledger(S1, ev="handoff_check")
     assert [c["ok"] for c in checks] == [False, True] and checks[1]["sources"]["cited"] == 2
+
+
+def test_uncited_claims_ride_along_when_the_handoff_goes_back_anyway(tmp_path):
+    drv, _ = _at_handoff(tmp_path / "p")
+    _write(drv, dict(UNSOURCED, **{"Files touched": "- `src/not_there.py`"}))
+    out = drv.hook("Stop", S1, stop_hook_active=True)
+    assert out and "src/not_there.py" in out["reason"]
+    assert '(optional) these claims cite nothing re-checkable: "The parser mostly works' in out["reason"]
 
 
 def test_a_false_exit_code_sends_the_handoff_back_without_require_sources(tmp_path):

@@ -14,8 +14,6 @@ import os
 import shutil
 import subprocess
 
-import pytest
-
 from cc_continuity.rehearse import CONTINUATION, FAKE_API_KEY, MODEL, handoff_rule, usage_at
 from cc_continuity.rehearse.scripted_model import ScriptedModel
 
