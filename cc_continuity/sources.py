@@ -63,11 +63,14 @@ def claims_in(body: str) -> "list[str]":
     return out
 
 
-def _lines_of(path: str) -> "list[str] | None":
+def _lines_of(path: str, root: str) -> "list[str] | None":
+    """The file's lines (a repository's file: links only inside ``root``, no FIFO, a size cap); None: not there."""
     try:
-        return safefile.read_regular(path, READ_CAP).decode("utf-8", "replace").splitlines()
-    except OSError:
+        return safefile.read_bounded(path, READ_CAP, inside=root).decode("utf-8", "replace").splitlines()
+    except FileNotFoundError:
         return None
+    except OSError:
+        return []  # a link out, a FIFO, too large...: cited, and nothing to check it against
 
 
 def _path_cite(tok: str, root: str) -> "tuple[bool, str | None] | None":
@@ -76,10 +79,14 @@ def _path_cite(tok: str, root: str) -> "tuple[bool, str | None] | None":
     if not m or not PATHISH.match(m.group(1)) or "." not in m.group(1).rsplit("/", 1)[-1] and "/" not in m.group(1):
         return None
     rel = m.group(1)
-    full = rel if rel.startswith("/") else os.path.join(root, rel)
-    lines = _lines_of(full)
+    full = os.path.normpath(rel if rel.startswith("/") else os.path.join(root, rel))
+    if os.path.commonpath([full, os.path.normpath(root)]) != os.path.normpath(root):
+        return True, None  # outside the project: not read
+    lines = _lines_of(full, root)
     if lines is None:
         return True, "`%s` cites %s, which does not exist" % (tok, rel)
+    if not lines:
+        return True, None
     if m.re is AT_LINE:
         last = int(m.group(3) or m.group(2))
         if not 1 <= int(m.group(2)) <= last <= len(lines):

@@ -1,5 +1,6 @@
 """Sourced handoffs: each claim of "Current state" / "How to verify" cites something re-checkable (sources.py)."""
 
+import os
 import subprocess
 
 import pytest
@@ -60,6 +61,14 @@ def test_a_citation_that_does_not_hold_is_a_problem_even_when_sources_are_option
     res = sources.check(doc(claim), str(repo), [bash("python3 -m pytest -q", 1)])
     assert res.cited == 1 and len(res.wrong) == 1 and wrong in res.wrong[0], res.wrong
     assert sources.problems(res, required=False) == ["a citation does not hold: %s" % res.wrong[0]]
+
+
+def test_files_outside_the_project_are_not_read(repo, tmp_path):
+    outside = tmp_path / "secret.txt"
+    outside.write_text("one line\n")
+    os.symlink(str(outside), str(repo / "src" / "link.py"))
+    res = sources.check(doc("- It is `%s:99`.\n- And `src/link.py:99`." % outside), str(repo), [])
+    assert (res.cited, res.wrong) == (2, [])  # cited, and neither file read: no line count to compare
 
 
 def test_a_bare_hex_word_is_a_citation_only_when_it_is_a_commit(repo):
