@@ -16,7 +16,7 @@ reached meanwhile — it never tries a transition its state does not allow.
 import os
 import time
 
-from . import checkpoint, claims, fastjson, ledger, rotation, session
+from . import checkpoint, claims, fastjson, ledger, recall, rotation, session
 from .procs import pid_alive
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time typing is not imported (SessionStart runs this)
@@ -261,9 +261,9 @@ def _parts(proj: "Project", pred_n: int, prec: "Record", succ_name: str, max_tok
             "Its handoff is %s; it follows below%s." % (
                 prec.get("name"), reading.get("percent", "?"), status,
                 "" if not cp.get("degraded") else " and was written from machine facts")] + _shared(pdir, prec)
-    facts = _facts(snap, manifest)
-    checked = claims.section(claims.check(handoff_text, claims.tool_lines(ledger.read(session.ledger_path(pdir)), cid),
-                                          hpath))
+    tools = claims.tool_lines(ledger.read(session.ledger_path(pdir)), cid)
+    facts = _facts(snap, manifest, tools)
+    checked = claims.section(claims.check(handoff_text, tools, hpath))
     if checked:
         facts += "\n\n" + checked  # what the machine confirmed, apart from what the model says
     late_txt = _late(proj, pred_n) if late else ""
@@ -321,7 +321,7 @@ def _summary(text: str, limit: int) -> str:
     return "\n".join(parts)[:limit]
 
 
-def _facts(snap: "dict[str, Any]", manifest: "dict[str, Any]") -> str:
+def _facts(snap: "dict[str, Any]", manifest: "dict[str, Any]", tools: "list[dict[str, Any]] | None" = None) -> str:
     g = snap.get("git") or {}
     lines = ["## Machine facts at the checkpoint"]
     if g.get("git"):
@@ -348,8 +348,15 @@ def _facts(snap: "dict[str, Any]", manifest: "dict[str, Any]") -> str:
     if todos:
         lines.append("- open todo items:")
         lines += ["  - [%s] %s" % (t["status"], t["content"][:150]) for t in todos[:10]]
+    dirty: "list[str]" = [d["path"] for d in g.get("dirty") or [] if isinstance(d, dict) and isinstance(d.get("path"), str)]
+    if dirty:  # the paths themselves: a successor reads them first (recall.py counts them)
+        lines.append("- changed files: %s%s" % (", ".join(dirty[:20]), " …" if len(dirty) > 20 else ""))
+    failing = recall.last_failing(tools or [])
+    if failing:
+        lines.append("- last failing command: `%s` (exit %s)" % (
+            failing["target"][:200].replace("`", "'"), failing.get("exit", "?")))
     prompts = snap.get("prompts") or []
     if prompts:
         lines.append("- the user's last prompts before the handoff:")
-        lines += ["  - %s" % p["text"][:300] for p in prompts[-3:]]
+        lines += ["  - %s" % p["text"][:300] for p in prompts[-checkpoint.PROMPTS_KEPT:]]
     return "\n".join(lines)

@@ -117,6 +117,9 @@ SCHEMA: "dict[str, tuple[Any, Check, str]]" = {
     "handoff_min_chars": (400, _int(0), "smallest acceptable handoff"),
     "handoff_max_chars": (24000, _int(100), "largest acceptable handoff"),
     "handoff_max_tries": (3, _int(1, 6), "model attempts before a machine handoff"),
+    "handoff_require_sources": (False, _bool, "reject a handoff whose Current state / How to verify claims cite "
+                                              "nothing re-checkable (a file:line or :symbol, a commit, a command "
+                                              "with its exit code)"),
     "snapshot_max_file_bytes": (10 * 1024 * 1024, _int(0), "changed tracked files above this keep their staged version in snapshots"),
     "snapshot_max_untracked_bytes": (1024 * 1024, _int(0), "untracked files above this (or the cap above) are left out of snapshots"),
     "snapshot_untracked": (True, _bool, "include untracked (not ignored) files in work-tree snapshots"),
@@ -231,6 +234,7 @@ REPO_NARROW: dict[str, bool | str] = {
 #   snapshot_keep, snapshot_max_age_days   deleting the user's snapshots sooner is not "doing less"
 #   share_remote, share_untracked   what leaves the machine, and to which server
 #   share_unclaimed_alert_min       when the watchdog contacts that server (and pushes)
+#   handoff_require_sources         each rejection costs the user a model turn (three: a degraded handoff)
 
 
 class ConfigError(errors.ConfigError, ValueError):

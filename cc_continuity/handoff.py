@@ -33,11 +33,15 @@ NOT_A_PATH = frozenset(("n/a", "na", "none", "-", "--", "tbd", "todo", "nothing"
 GONE_WORDS = ("deleted", "removed", "renamed from", "(gone)", "will create", "to create", "new file", "(planned)")
 
 
+SOURCED = ("current state", "how to verify")  # sections whose claims cite a source (sources.py)
+SOURCE_HINT = "<text: each claim with its source, e.g. `src/app.py:42`, `src/app.py:parse`, a commit, `pytest -q` (exit 1)>"
+
+
 def template(sections: list[str]) -> str:
     """The skeleton the model fills in."""
     lines = ["# Handoff", ""]
     for name in sections:
-        lines += ["## %s" % name, "<text>", ""]
+        lines += ["## %s" % name, SOURCE_HINT if normalise(name) in SOURCED else "<text>", ""]
     return "\n".join(lines)
 
 
@@ -101,14 +105,18 @@ class Validation:
         self.missing_paths: list[str] = []
         self.sha256: str | None = None
         self.chars = 0
+        self.sources: "dict[str, Any] | None" = None  # sources.apply: claims, cited, uncited, wrong
 
     @property
     def ok(self) -> bool:
         return not self.problems
 
     def as_dict(self) -> "dict[str, Any]":
-        return {"ok": self.ok, "problems": self.problems, "missing_paths": self.missing_paths,
-                "sha256": self.sha256, "chars": self.chars}
+        out = {"ok": self.ok, "problems": self.problems, "missing_paths": self.missing_paths,
+               "sha256": self.sha256, "chars": self.chars}
+        if self.sources is not None:
+            out["sources"] = self.sources
+        return out
 
 
 def validate(path: str, root: str, cfg: "Config | Mapping[str, Any]", max_read: int = 1 << 21) -> Validation:
@@ -158,7 +166,7 @@ def validate(path: str, root: str, cfg: "Config | Mapping[str, Any]", max_read: 
 
 def _has_content(body: str) -> bool:
     stripped = re.sub(r"<!--.*?-->", "", body, flags=re.S).strip()
-    return bool(stripped) and stripped not in ("<text>", "...", "…", "TODO", "TBD")
+    return bool(stripped) and stripped not in ("<text>", SOURCE_HINT, "...", "…", "TODO", "TBD")
 
 
 def machine_handoff(snap: "dict[str, Any]", sections: list[str], draft_problems: list[str] | None = None) -> str:

@@ -693,16 +693,21 @@ def request_text(reading: Reading, path: str, cfg: config.Config) -> str:
         "Handoff file (absolute path): %s\n\n"
         "Write it with the Write tool using the template below. Every section must be present and non-empty "
         "(write \"none\" where there is nothing), %d-%d characters, no secrets or tokens, and every file path it names "
-        "must exist (relative to the project root, in backticks). Git state, the recent user prompts and the todo "
-        "list are recorded automatically. Once the file is written, ending the turn completes the hand-over; "
-        "the next session continues from it without the user having to re-explain anything.\n\n%s"
+        "must exist (relative to the project root, in backticks). In \"Current state\" and \"How to verify\", give "
+        "each claim a source the next session can re-check: a file with a line or symbol (`src/app.py:42`, "
+        "`src/app.py:parse`), a commit, or a command with the exit code it had (`pytest -q` (exit 1))%s. Git state, "
+        "the recent user prompts and the todo list are recorded automatically. Once the file is written, ending the "
+        "turn completes the hand-over; the next session continues from it without the user having to re-explain "
+        "anything.\n\n%s"
         % (reading.get("percent"), "{:,}".format(win) if win else "?", cfg["rotate"], path,
-           cfg["handoff_min_chars"], cfg["handoff_max_chars"], handoff.template(cfg["handoff_sections"]))
+           cfg["handoff_min_chars"], cfg["handoff_max_chars"],
+           "; a claim without one is sent back" if cfg.get("handoff_require_sources") else "",
+           handoff.template(cfg["handoff_sections"]))
     )
 
 
 def check_handoff(ctx: Context, n: int, sdir: str) -> Output | None:
-    from . import handoff  # its patterns load re: only the steps that read a handoff pay for it
+    from . import handoff, sources  # their patterns load re: only the steps that read a handoff pay for it
 
     path = checkpoint.handoff_path(sdir)
     if not os.path.exists(path):
@@ -716,9 +721,10 @@ def check_handoff(ctx: Context, n: int, sdir: str) -> Output | None:
                 tries, ctx.cfg["handoff_max_tries"], request_text(reading, path, ctx.cfg))}
         return fall_back(ctx, n, sdir, handoff.validate(path, ctx.project.root, ctx.cfg).problems, tries)
     check = handoff.validate(path, ctx.project.root, ctx.cfg)
+    sources.apply(check, path, ctx.project.root, sdir, ctx.cfg)
     tries = _count_try(ctx, sdir)
     ctx.log(sdir, {"ev": "handoff_check", "try": tries, "ok": check.ok, "problems": check.problems[:10],
-                   "chars": check.chars, "sha256": check.sha256})
+                   "chars": check.chars, "sha256": check.sha256, "sources": check.sources})
     if check.ok:
         held = _claims_contradicted(ctx, sdir, path, check, tries)
         if held is not None:

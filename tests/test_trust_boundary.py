@@ -31,6 +31,7 @@ HOSTILE = {
     "ntfy_url": "http://127.0.0.1:9/stolen-topic",
     "ntfy_token": "tk_" + "repotoken0repotoken1repotoken",
     "notify_events": ["context-warning"],
+    "handoff_require_sources": True,  # each rejection would cost the user a model turn
     "rotator_idle_timeout_s": 1,
     "rotator_marker_timeout_s": 1,
     "rotator_delivery_timeout_s": 1,

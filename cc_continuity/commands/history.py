@@ -9,7 +9,7 @@ taken: the rotation point.  A chain of rotations reads at a glance, one line per
 import json
 import os
 
-from .. import session
+from .. import recall, session
 from ._util import ago, count, current_project, print_json
 
 BLOCKS = "▁▂▃▄▅▆▇█"
@@ -52,9 +52,17 @@ def chain(proj):
             "revalidation": rec.get("revalidation"),  # the claim's verdict on the checkpoint this one resumed
             "recovered_from": rec.get("recovered_from"),  # a session that crashed before any checkpoint
             "bootstrap": bootstrap_state(rec),
+            "recall": machine_recall(proj.session_dir(n), cp.get("id")) if rec.get("successor") else None,
         })
         rows[-1].update(curve(proj.session_dir(n)))
     return rows
+
+
+def machine_recall(sdir, cid):
+    """The share of the machine facts (prompts, todos, changed files, last failing command) in the successor's
+    first context: ``{"present", "facts", "percent"}`` or None (no checkpoint, or no prepared bootstrap)."""
+    got = recall.of_checkpoint(sdir, cid) if cid else None
+    return None if got is None else {k: got[k] for k in ("present", "facts", "percent")}
 
 
 def bootstrap_state(rec):
@@ -150,6 +158,8 @@ def run(args):
                 line += ", rotated in %.1fs" % (r["rotation_ms"] / 1000.0)
             if r["driver"]:
                 line += " by %s" % r["driver"]
+            if r["recall"] and r["recall"]["facts"]:
+                line += ", machine facts %d/%d" % (r["recall"]["present"], r["recall"]["facts"])
             if r["successor"]:
                 line += " -> %03d" % r["successor"]
         elif r["ended"]:

@@ -16,6 +16,8 @@
 let entries = {}; // hook event -> [command, ...args but the last], from hooks/hooks.json (see pythonEntry)
 let runtime = null; // cc-continuity's runtime folder, from ModHello's answer
 let handing = false; // a hand-over is running in this process
+let headless = false; // claude -p (a plugin eval's run too): the process ends when the turn's handlers return
+let deferred = null; // headless: a hand-over a skipped compaction asked for, done at the turn's end
 
 // The command of the Stop hook (a tool call's: the Python SessionStart chose, a link: no shell
 // starts), or for ModHello the SessionStart's (the chooser, which links the Python when there is
@@ -148,6 +150,7 @@ async function handOver($, plan, fromSession, via) {
 export function register(on) {
   on("session.start", async ($, e, next) => {
     const started = await next(e);
+    headless = e.isInteractive === false;
     void (async () => {
       const hello = await call($, "ModHello", { session_id: await $.session.id(), cwd: e.cwd });
       if (typeof hello.runtime === "string") runtime = hello.runtime;
@@ -158,8 +161,13 @@ export function register(on) {
   on("turn.complete", async ($, e, next) => {
     const done = await next(e);
     if (!e.agentId && !handing) {
-      void (async () => {
+      const work = (async () => {
         const session = await $.session.id();
+        if (deferred) {
+          const d = deferred;
+          deferred = null;
+          return handOver($, d, session, "ModCompact");
+        }
         const offered = await takeOffered($, session).catch((err) => ({ refused: `${err}` }));
         if (offered && offered.plan) return handOver($, offered.plan, session, "offer");
         const { context } = await $.session.usage();
@@ -167,6 +175,7 @@ export function register(on) {
         const answer = await call($, "ModTurnEnd", { session_id: session, usage: context, ...refused });
         if (answer.handover) await handOver($, answer.handover, session, "ModTurnEnd");
       })();
+      if (headless) await work; // interactive: the turn ends at once, the hand-over follows
     }
     return done;
   });
@@ -176,7 +185,8 @@ export function register(on) {
     const session = await $.session.id();
     const answer = await call($, "ModCompact", { session_id: session, trigger: e.trigger });
     if (!answer.skip) return next(e);
-    if (answer.handover) void handOver($, answer.handover, session, "ModCompact"); // the clear waits for the turn's end
+    if (answer.handover && headless) deferred = answer.handover; // awaited at turn.complete, before -p exits
+    else if (answer.handover) void handOver($, answer.handover, session, "ModCompact"); // the clear waits for the turn's end
     return { skip: answer.skip };
   });
 }

@@ -1,0 +1,13 @@
+#!/bin/bash
+set -e
+# The run's own user-level cc-continuity config ($HOME is the run's temporary home): rotate at 40k tokens.
+mkdir -p -m 700 "$HOME/.claude-continuity"
+printf '{"rotate_tokens": 40000}\n' > "$HOME/.claude-continuity/config.json"
+git config --global user.name eval && git config --global user.email eval@example.invalid
+# ~60 KB of reading the task asks for: the context crosses 40k tokens mid-task.
+filler() { i=0; while [ $i -lt 700 ]; do echo "- rule $i: keep each change small, named, and reviewed; prefer clarity over cleverness."; i=$((i+1)); done; }
+mkdir -p pkg docs
+{ echo "# Release checklist"; filler; } > docs/RELEASE.md
+printf '# Changelog\n\n## 1.3.0\n- older entry\n' > CHANGELOG.md
+printf '__version__ = "1.3.0"\n' > pkg/__init__.py
+git init -q -b main && git add -A && git commit -qm init
