@@ -1,0 +1,170 @@
+"""Drive the real Codex CLI binary in a throwaway HOME and CODEX_HOME, offline.
+
+A ``CodexSandbox`` is a temp HOME, a temp CODEX_HOME whose config.toml points the
+model provider at a local ``ResponsesModel``, a git work dir, and a probe hook for
+any events asked for: it appends ``{"event", "env", "payload"}`` per call to
+``hooks.jsonl`` and, when a reply is scripted for that event, prints it (one per
+call, in order).  Codex sees only the environment built here.
+Facts behind the choices: shared/reference/codex-cli-0.171.md.
+"""
+
+import glob
+import json
+import os
+import pwd
+import shutil
+import subprocess
+
+CODEX_BIN_ENV = "CC_CONTINUITY_CODEX_BIN"
+PINNED = "0.171.0"  # .ci/install-codex.sh's default
+FAKE_KEY = "scripted-responses-model-not-a-secret"
+PROBE = '''\
+"""Test-only Codex hook: log the call, print the next scripted reply for the event (if any)."""
+import json, os, sys
+log, event, replies = sys.argv[1], sys.argv[2], sys.argv[3]
+raw = sys.stdin.read()
+try:
+    payload = json.loads(raw)
+except ValueError:
+    payload = {"unparsed": raw}
+env = {k: v for k, v in os.environ.items() if k.startswith("CODEX") or k in ("HOME", "TMUX", "TMUX_PANE")}
+fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+os.write(fd, (json.dumps({"event": event, "env": env, "payload": payload}) + "\\n").encode())
+os.close(fd)
+script = os.path.join(replies, event + ".json")
+if os.path.exists(script):
+    with open(script) as f:
+        outputs = json.load(f)
+    count = os.path.join(replies, event + ".n")
+    n = int(open(count).read()) if os.path.exists(count) else 0
+    with open(count, "w") as f:
+        f.write(str(n + 1))
+    if n < len(outputs) and outputs[n] is not None:
+        sys.stdout.write(outputs[n] if isinstance(outputs[n], str) else json.dumps(outputs[n]))
+'''
+
+
+def find_codex_bin():
+    """The native codex executable: ``$CC_CONTINUITY_CODEX_BIN`` (must exist), else the cache
+    ``.ci/install-codex.sh`` fills (under the real user's cache dir: tests move HOME), else None."""
+    given = os.environ.get(CODEX_BIN_ENV)
+    if given:
+        if not (os.path.isfile(given) and os.access(given, os.X_OK)):
+            raise FileNotFoundError("%s=%s is not an executable file" % (CODEX_BIN_ENV, given))
+        return given
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(pwd.getpwuid(os.getuid()).pw_dir, ".cache")
+    cache = os.environ.get("CC_CODEX_CACHE") or os.path.join(base, "cc-continuity", "codex-" + PINNED)
+    for pattern in ("vendor/*/bin/codex", "vendor/*/codex/codex"):
+        found = sorted(glob.glob(os.path.join(cache, "node_modules", "@openai", "codex-*", pattern)))
+        if found:
+            return found[0]
+    return None
+
+
+def toml_value(value):
+    """A TOML literal for a str/int/bool/list (JSON's string escapes are TOML's)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return str(value)
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, list):
+        return "[%s]" % ", ".join(toml_value(v) for v in value)
+    raise TypeError("no TOML for %r" % (value,))
+
+
+class CodexSandbox:
+    """One throwaway Codex world under ``root``; ``model`` is a started ResponsesModel."""
+
+    def __init__(self, codex_bin, model, root, window=20000, config=None):
+        self.bin = codex_bin
+        self.model = model
+        self.root = os.fspath(root)
+        self.home = os.path.join(self.root, "home")
+        self.codex_home = os.path.join(self.root, "codex-home")
+        self.work = os.path.join(self.root, "work")
+        self.log = os.path.join(self.root, "hooks.jsonl")
+        self.replies = os.path.join(self.root, "replies")
+        self.probe = os.path.join(self.root, "probe.py")
+        for d in (self.home, self.codex_home, self.work, self.replies):
+            os.makedirs(d, exist_ok=True)
+        with open(self.probe, "w") as f:
+            f.write(PROBE)
+        subprocess.run(["git", "init", "-q", "-b", "main", self.work], check=True)
+        settings = {"model": "scripted-model", "model_provider": "scripted", "model_context_window": window,
+                    "approval_policy": "never", "sandbox_mode": "danger-full-access",
+                    "check_for_update_on_startup": False}
+        settings.update(config or {})
+        self.write_config(settings)
+
+    # configuration
+    def write_config(self, settings, tail=""):
+        """config.toml: top-level ``settings``, the scripted provider, then ``tail`` (raw TOML)."""
+        lines = ["%s = %s" % (k, toml_value(v)) for k, v in settings.items()]
+        lines += ["", "[model_providers.scripted]", 'name = "scripted"',
+                  "base_url = %s" % toml_value(self.model.base_url), 'wire_api = "responses"',
+                  'env_key = "SCRIPTED_API_KEY"', ""]
+        with open(self.config_path, "w") as f:
+            f.write("\n".join(lines) + tail)
+
+    @property
+    def config_path(self):
+        return os.path.join(self.codex_home, "config.toml")
+
+    @property
+    def hooks_path(self):
+        return os.path.join(self.codex_home, "hooks.json")
+
+    def probe_command(self, event):
+        return "python3 %s %s %s %s" % (self.probe, self.log, event, self.replies)
+
+    def install_probe(self, events, timeout=10, extra=None):
+        """$CODEX_HOME/hooks.json: the probe on each of ``events`` (``extra``: more handler keys per event)."""
+        table = {}
+        for event in events:
+            handler = {"type": "command", "command": self.probe_command(event), "timeout": timeout}
+            handler.update((extra or {}).get(event, {}))
+            table[event] = [{"hooks": [handler]}]
+        with open(self.hooks_path, "w") as f:
+            json.dump({"hooks": table}, f, indent=2)
+
+    def script_replies(self, event, outputs):
+        """The probe's stdout for its next calls on ``event``: a dict (JSON), a str, or None (nothing)."""
+        with open(os.path.join(self.replies, event + ".json"), "w") as f:
+            json.dump(outputs, f)
+
+    # running
+    def env(self, **extra):
+        env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": self.home, "CODEX_HOME": self.codex_home,
+               "SCRIPTED_API_KEY": FAKE_KEY, "LANG": "C.UTF-8", "TERM": "xterm-256color",
+               "TMPDIR": os.path.join(self.root, "tmp")}
+        python = shutil.which("python3")
+        if python:  # the probe's interpreter first, as the user's PATH would have it
+            env["PATH"] = os.path.dirname(python) + ":" + env["PATH"]
+        os.makedirs(env["TMPDIR"], exist_ok=True)
+        env.update(extra)
+        return env
+
+    def exec(self, prompt, *args, bypass_trust=True, timeout=60):
+        """``codex exec [args] <prompt>`` in the work dir, stdin closed; the CompletedProcess."""
+        cmd = [self.bin, "exec", "--skip-git-repo-check"]
+        if bypass_trust:
+            cmd.append("--dangerously-bypass-hook-trust")
+        cmd += list(args) + [prompt]
+        return subprocess.run(cmd, cwd=self.work, env=self.env(), stdin=subprocess.DEVNULL, capture_output=True,
+                              text=True, timeout=timeout)
+
+    # what happened
+    def hook_calls(self, event=None):
+        try:
+            with open(self.log, encoding="utf-8") as f:
+                rows = [json.loads(line) for line in f if line.strip()]
+        except FileNotFoundError:
+            return []
+        return [r for r in rows if event is None or r["event"] == event]
+
+    def rollouts(self):
+        """Every rollout file, oldest first."""
+        return sorted(glob.glob(os.path.join(self.codex_home, "sessions", "*", "*", "*", "rollout-*.jsonl")),
+                      key=os.path.getmtime)
