@@ -2,7 +2,7 @@
 
 A ``CodexSandbox`` is a temp HOME, a temp CODEX_HOME whose config.toml points the
 model provider at a local ``ResponsesModel``, a git work dir, and a probe hook for
-any events asked for: it appends ``{"event", "env", "payload"}`` per call to
+any events asked for: it appends ``{"event", "env", "payload", "transcript_size"}`` per call to
 ``hooks.jsonl`` and, when a reply is scripted for that event, prints it (one per
 call, in order).  Codex sees only the environment built here.
 Facts behind the choices: shared/reference/codex-cli-0.171.md.
@@ -28,8 +28,10 @@ try:
 except ValueError:
     payload = {"unparsed": raw}
 env = {k: v for k, v in os.environ.items() if k.startswith("CODEX") or k in ("HOME", "TMUX", "TMUX_PANE")}
+path = payload.get("transcript_path") if isinstance(payload, dict) else None
+size = os.path.getsize(path) if isinstance(path, str) and os.path.exists(path) else None  # what was flushed
 fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-os.write(fd, (json.dumps({"event": event, "env": env, "payload": payload}) + "\\n").encode())
+os.write(fd, (json.dumps({"event": event, "env": env, "payload": payload, "transcript_size": size}) + "\\n").encode())
 os.close(fd)
 script = os.path.join(replies, event + ".json")
 if os.path.exists(script):
@@ -146,14 +148,18 @@ class CodexSandbox:
         env.update(extra)
         return env
 
-    def exec(self, prompt, *args, bypass_trust=True, timeout=60):
-        """``codex exec [args] <prompt>`` in the work dir, stdin closed; the CompletedProcess."""
+    def exec(self, prompt, *args, bypass_trust=True, timeout=60, sub=()):
+        """``codex exec [sub] [args] <prompt>`` in the work dir, stdin closed; the CompletedProcess."""
         cmd = [self.bin, "exec", "--skip-git-repo-check"]
         if bypass_trust:
             cmd.append("--dangerously-bypass-hook-trust")
-        cmd += list(args) + [prompt]
+        cmd += list(sub) + list(args) + [prompt]
         return subprocess.run(cmd, cwd=self.work, env=self.env(), stdin=subprocess.DEVNULL, capture_output=True,
                               text=True, timeout=timeout)
+
+    def resume_last(self, prompt, *args, bypass_trust=True, timeout=60):
+        """``codex exec resume --last <prompt>``: the newest thread of the work dir, one more turn."""
+        return self.exec(prompt, *args, bypass_trust=bypass_trust, timeout=timeout, sub=("resume", "--last"))
 
     # what happened
     def hook_calls(self, event=None):

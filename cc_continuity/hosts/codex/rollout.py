@@ -108,7 +108,9 @@ def effective_window(configured: "int") -> "int":
 
 def auto_compact_limit(configured: "int", override: "int | None" = None) -> "int":
     """Tokens at which Codex compacts on its own: ``model_auto_compact_token_limit`` when set,
-    else 90 % of the configured window (20000 -> 18000: 17,999 did not compact, 18,000 did)."""
+    else 90 % of the configured window.  Before a turn the last request's total is compared
+    (20000 -> 18000: 17,999 did not compact, 18,000 did); within a turn that total plus what
+    is about to be sent (a tool's output: 17,999 + ~26 compacted, 17,970 did not)."""
     return override if override else configured * AUTO_COMPACT_PERCENT // 100
 
 

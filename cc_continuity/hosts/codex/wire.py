@@ -14,7 +14,7 @@ What it does with an answer (each seen on the binary, tests/e2e/test_codex_e2e.p
 Stop ``{"decision": "block", "reason"}`` runs another model round with the reason as a
 user message; PreToolUse can only deny (``permissionDecision: "deny"``; allow and
 ask are rejected); SessionStart / UserPromptSubmit ``additionalContext`` arrives as a
-developer message, cut past ``additionalContextLimit`` (2 500 tokens by default, a
+developer message (SessionStart's before the user's prompt, UserPromptSubmit's after it), cut past ``additionalContextLimit`` (2 500 tokens by default, a
 token being 4 bytes) with the whole text spilled to ``$TMPDIR/hook_outputs``; PreCompact
 ``{"continue": false}`` vetoes a compaction (and interrupts the turn).  Nothing a hook
 prints clears the thread or starts a new one.

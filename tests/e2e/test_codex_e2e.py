@@ -1,0 +1,201 @@
+"""The real Codex CLI 0.171.0 offline against the scripted Responses API: the pieces a rotation needs.
+
+Each test is a throwaway HOME and CODEX_HOME (tests/helpers/codex.py) and its own
+ResponsesModel; ``codex exec`` runs with the hooks' trust bypassed unless the test is
+about trust.  The readers under test are cc_continuity/hosts/codex/.
+CI: ``CC_CONTINUITY_CODEX_BIN=<.ci/install-codex.sh> python3 -m pytest -m 'e2e and codex'``.
+"""
+
+import json
+import os
+
+import pytest
+
+from cc_continuity.hosts.codex import rollout, wire
+from helpers.codex import CodexSandbox, find_codex_bin
+from helpers.responses_model import ResponsesModel
+
+pytestmark = pytest.mark.codex
+DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "codex")
+ALL = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PreCompact", "PostCompact", "Stop",
+       "SessionEnd")
+TOOL = {"name": "tool", "when": {"latest_contains": "please run a tool"},
+        "reply": [{"type": "exec_command", "cmd": "echo hello-from-tool > tool-ran.txt && pwd"}],
+        "then": ["Tool done."]}
+
+
+@pytest.fixture(scope="session")
+def codex_bin():
+    try:
+        path = find_codex_bin()
+    except FileNotFoundError as e:
+        pytest.fail(str(e))
+    if path is None:
+        pytest.fail("no Codex CLI for the codex e2e tests: set CC_CONTINUITY_CODEX_BIN or run "
+                    "`bash .ci/install-codex.sh` (it needs npm)")
+    return path
+
+
+@pytest.fixture
+def box(codex_bin, tmp_path):
+    """``box(scenario, **sandbox kw)`` -> a CodexSandbox on a started ResponsesModel (stopped at teardown)."""
+    models = []
+
+    def make(scenario=None, **kw):
+        model = ResponsesModel(scenario, log_path=tmp_path / ("model-%d.jsonl" % len(models))).start()
+        models.append(model)
+        return CodexSandbox(codex_bin, model, tmp_path / ("box-%d" % len(models)), **kw)
+
+    yield make
+    for m in models:
+        m.stop()
+
+
+def ok(p):
+    assert p.returncode == 0, "rc %d\n%s\n%s" % (p.returncode, p.stdout[-3000:], p.stderr[-3000:])
+    return p
+
+
+def test_a_text_and_tool_turn_runs_offline_and_the_readers_read_it(box):
+    b = box({"rules": [TOOL]})
+    b.install_probe(ALL)
+    p = ok(b.exec("please run a tool"))
+    assert p.stdout.strip().splitlines()[-1] == "Tool done."
+    assert open(os.path.join(b.work, "tool-ran.txt")).read() == "hello-from-tool\n", "the command really ran"
+    main = b.model.requests(kind="main")
+    assert len(main) == 2 and main[0].metadata["request_kind"] == "turn"
+    assert "exec_command" in main[0].tools
+    assert main[1].latest_text.rstrip().endswith(b.work), "the follow-up carries the command's output"
+    assert main[0].messages("user")[-1] == "please run a tool"
+    # The meter's reading is the last request's usage, of the effective window.
+    (path,) = b.rollouts()
+    got = rollout.read_rollout(path)
+    assert got["tokens"] == main[-1].usage["total_tokens"] and got["window"] == rollout.effective_window(20000)
+    # Every payload parses, each event with exactly the keys the recorded fixture has (a new
+    # or lost key in a later binary shows here).
+    calls = b.hook_calls()
+    assert [c["event"] for c in calls] == ["SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop",
+                                           "SessionEnd"]
+    with open(os.path.join(DATA, "hook-payloads.jsonl")) as f:
+        keys = {}
+        for line in f:
+            c = json.loads(line)
+            keys.setdefault(c["event"], set(c["payload"]))
+    for c in calls:
+        parsed = wire.parse(json.dumps(c["payload"]), expect=c["event"])
+        assert parsed["session_id"] == main[0].thread_id and parsed["transcript_path"] == path
+        assert set(c["payload"]) == keys[c["event"]], c["event"]
+        assert c["env"]["CODEX_HOME"] == b.codex_home
+    assert wire.parse(json.dumps(calls[2]["payload"]))["command"] == TOOL["reply"][0]["cmd"]
+
+
+def test_untrusted_hooks_are_skipped_silently_in_exec(box):
+    b = box({"rules": [TOOL]})
+    b.install_probe(ALL)
+    p = ok(b.exec("please run a tool", bypass_trust=False))
+    assert p.stdout.strip().splitlines()[-1] == "Tool done."
+    assert b.hook_calls() == [] and "hook: Stop" not in p.stderr
+    assert "hook: Stop" in ok(b.exec("please run a tool")).stderr, "trust bypassed, the same table runs"
+    assert [c["event"] for c in b.hook_calls()][-1] == "SessionEnd"
+
+
+def test_a_stop_block_continues_the_turn_with_the_reason_and_the_reading_is_flushed_first(box):
+    reason = "Context at rotate: write the handoff to HANDOFF.md, then stop."
+    b = box({"rules": [{"name": "handoff", "when": {"latest_contains": "write the handoff to HANDOFF.md"},
+                        "reply": [{"type": "exec_command", "cmd": "printf 'goal: demo\\n' > HANDOFF.md"}],
+                        "then": ["Handoff written."]}],
+             "default": {"reply": "First answer."}})
+    b.install_probe(["Stop"])
+    b.script_replies("Stop", [json.loads(wire.block_stop(reason)), None])
+    p = ok(b.exec("do the work"))
+    assert p.stdout.strip().splitlines()[-1] == "Handoff written."
+    assert open(os.path.join(b.work, "HANDOFF.md")).read() == "goal: demo\n"
+    stops = [wire.parse(json.dumps(c["payload"])) for c in b.hook_calls("Stop")]
+    assert [s["stop_hook_active"] for s in stops] == [False, True]
+    assert [s["last_assistant_message"] for s in stops] == ["First answer.", "Handoff written."]
+    assert len({s["turn_id"] for s in stops}) == 1, "the same turn went on"
+    main = b.model.requests(kind="main")
+    assert len(main) == 3
+    hook_prompt = main[1].messages("user")[-1]
+    assert hook_prompt.startswith("<hook_prompt") and reason in hook_prompt, hook_prompt
+    # At each Stop the rollout already held the reading of the request that ended there.
+    (path,) = b.rollouts()
+    for call, req in zip(b.hook_calls("Stop"), (main[0], main[2])):
+        with open(path, "rb") as f:
+            head = f.read(call["transcript_size"])
+        snap = os.path.join(b.root, "at-stop.jsonl")
+        with open(snap, "wb") as f:
+            f.write(head)
+        assert rollout.read_rollout(snap)["tokens"] == req.usage["total_tokens"]
+
+
+def test_pre_tool_use_deny_blocks_the_command_and_tells_the_model(box):
+    b = box({"rules": [TOOL]})
+    b.install_probe(["PreToolUse"])
+    b.script_replies("PreToolUse", [json.loads(wire.deny_tool("PAST-HARD: write the handoff first"))])
+    ok(b.exec("please run a tool"))
+    assert not os.path.exists(os.path.join(b.work, "tool-ran.txt")), "the command did not run"
+    out = b.model.requests(kind="main")[1].latest_text
+    assert "Command blocked by PreToolUse hook: PAST-HARD: write the handoff first" in out, out
+
+
+def test_additional_context_arrives_as_developer_messages_before_the_prompt(box):
+    b = box({"default": {"reply": "ok"}})
+    b.install_probe(["SessionStart", "UserPromptSubmit"])
+    b.script_replies("SessionStart", [json.loads(wire.add_context("SessionStart", "INJECT-SS <handoff>goal</handoff>"))])
+    b.script_replies("UserPromptSubmit", [json.loads(wire.add_context("UserPromptSubmit", "INJECT-UPS"))])
+    ok(b.exec("the prompt"))
+    (req,) = b.model.requests(kind="main")
+    dev = req.messages("developer")
+    assert any("INJECT-SS <handoff>goal</handoff>" in d for d in dev) and any("INJECT-UPS" in d for d in dev)
+    texts = [json.dumps(it) for it in req.input]
+    at = lambda needle: next(i for i, t in enumerate(texts) if needle in t)
+    assert at("INJECT-SS") < at("the prompt") < at("INJECT-UPS"), "SessionStart's before the prompt, the prompt's after"
+
+
+@pytest.mark.parametrize("size, limit, whole", [(10000, None, True), (10008, None, False), (20000, 5000, True)])
+def test_the_injection_limit_is_2500_tokens_of_4_bytes_unless_the_hook_raises_it(box, size, limit, whole):
+    text = "H" + "x" * (size - 2) + "T"
+    b = box({"default": {"reply": "ok"}})
+    b.install_probe(["SessionStart"], extra={"SessionStart": {"additionalContextLimit": limit}} if limit else None)
+    b.script_replies("SessionStart", [json.loads(wire.add_context("SessionStart", text))])
+    ok(b.exec("the prompt"))
+    (req,) = b.model.requests(kind="main")
+    dev = "\n".join(req.messages("developer"))
+    assert wire.fits_injection(text, limit or wire.INJECT_LIMIT_TOKENS) is whole
+    assert (text in dev) is whole
+    if not whole:
+        assert "truncated" in dev and "original token count: %d" % wire.approx_tokens(text) in dev, dev[-500:]
+        spilled = [os.path.join(d, f) for d, _, fs in os.walk(os.path.join(b.root, "tmp")) for f in fs]
+        assert any(open(f).read() == text for f in spilled), "the whole text is spilled under $TMPDIR"
+
+
+@pytest.mark.parametrize("last_total, compacts", [(17999, False), (18000, True)])
+def test_before_a_turn_compaction_starts_at_90_percent_of_the_configured_window(box, last_total, compacts):
+    b = box({"default": {"reply": "ok", "usage": {"input_tokens": last_total - 17, "output_tokens": 17}},
+             "compact_summary": "SUMMARY-X"})
+    b.install_probe(["PreCompact", "SessionStart"])
+    ok(b.exec("first turn"))
+    assert b.model.requests(kind="compaction") == []
+    ok(b.resume_last("second turn"))
+    assert bool(b.model.requests(kind="compaction")) is compacts
+    assert rollout.auto_compact_limit(20000) == 18000
+    sources = [c["payload"]["source"] for c in b.hook_calls("SessionStart")]
+    if compacts:
+        assert [wire.parse(json.dumps(c["payload"]))["trigger"] for c in b.hook_calls("PreCompact")] == ["auto"]
+        assert sources == ["startup", "resume", "compact"]
+        (path,) = b.rollouts()
+        assert rollout.read_rollout(path)["tokens"] == b.model.requests(kind="main")[-1].usage["total_tokens"]
+    else:
+        assert b.hook_calls("PreCompact") == [] and sources == ["startup", "resume"]
+
+
+@pytest.mark.parametrize("call_total, compacts", [(17900, False), (17999, True)])
+def test_within_a_turn_the_tool_output_counts_toward_the_limit(box, call_total, compacts):
+    """Mid-turn, Codex adds what it is about to send (the tool's output, ~26 tokens here): 17,999 compacts."""
+    tool = dict(TOOL, usage={"input_tokens": call_total - 17, "output_tokens": 17})
+    b = box({"rules": [tool], "compact_summary": "SUMMARY-X"})
+    ok(b.exec("please run a tool"))
+    assert bool(b.model.requests(kind="compaction")) is compacts
+    main = b.model.requests(kind="main")
+    assert len(main) == 2 and ("SUMMARY-X" in main[1].text) is compacts
