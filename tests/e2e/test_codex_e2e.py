@@ -12,7 +12,7 @@ import os
 import pytest
 
 from cc_continuity.hosts.codex import rollout, wire
-from helpers.codex import CodexSandbox, find_codex_bin
+from helpers.codex import CodexSandbox, CodexTui, find_codex_bin
 from helpers.responses_model import ResponsesModel
 
 pytestmark = pytest.mark.codex
@@ -199,3 +199,95 @@ def test_within_a_turn_the_tool_output_counts_toward_the_limit(box, call_total, 
     assert bool(b.model.requests(kind="compaction")) is compacts
     main = b.model.requests(kind="main")
     assert len(main) == 2 and ("SUMMARY-X" in main[1].text) is compacts
+
+
+# -- the TUI in a real tmux -------------------------------------------------------
+
+
+@pytest.fixture
+def tui(box):
+    runs = []
+
+    def start(b, *args):
+        run = CodexTui(b, *args)
+        runs.append(run)
+        return run
+
+    yield start
+    for run in runs:
+        run.close()
+
+
+def trusted_folder(b):
+    """config.toml with the work dir trusted (the first-launch "Trust this folder?" answered)."""
+    with open(b.config_path, "a") as f:
+        f.write('\n[projects.%s]\ntrust_level = "trusted"\n' % json.dumps(b.work))
+
+
+def test_trust_all_in_the_tui_writes_a_hash_per_entry_and_exec_then_runs_them(box, tui):
+    b = box({"default": {"reply": "ok"}})
+    b.install_probe(["SessionStart", "UserPromptSubmit", "Stop"])
+    trusted_folder(b)
+    run = tui(b, "--no-daemon")
+    run.wait_screen("Hooks need review")
+    assert "3 hooks are new or changed" in run.screen()
+    run.type("2", enter=False)
+    run.key("Enter")
+    run.wait_screen("Ask Codex to do anything")
+    run.close()
+    config = open(b.config_path).read()
+    for event in ("session_start", "user_prompt_submit", "stop"):
+        assert '[hooks.state."%s:%s:0:0"]\ntrusted_hash = "sha256:' % (b.hooks_path, event) in config, config
+    assert b.hook_calls() == [], "nothing ran before a prompt"
+    ok(b.exec("hello", bypass_trust=False))
+    assert [c["event"] for c in b.hook_calls()] == ["SessionStart", "UserPromptSubmit", "Stop"]
+    # A changed entry is untrusted again (skipped silently); the others still run.
+    table = json.load(open(b.hooks_path))
+    table["hooks"]["Stop"][0]["hooks"][0]["timeout"] = 11
+    json.dump(table, open(b.hooks_path, "w"))
+    before = len(b.hook_calls())
+    ok(b.exec("again", bypass_trust=False))
+    assert [c["event"] for c in b.hook_calls()[before:]] == ["SessionStart", "UserPromptSubmit"]
+
+
+def test_clear_typed_into_the_tui_starts_a_thread_whose_session_start_injects_at_the_next_prompt(box, tui):
+    handoff = "SESSIONSTART-INJECT source=clear <handoff>goal: demo</handoff>"
+    b = box({"rules": [{"name": "handoff", "when": {"latest_contains": "write the handoff to HANDOFF.md"},
+                        "reply": [{"type": "exec_command", "cmd": "printf 'goal: demo\\n' > HANDOFF.md"}],
+                        "then": ["Handoff written."]}],
+             "default": {"reply": "First answer."}, "title": "Scripted title"})
+    b.install_probe(["SessionStart", "UserPromptSubmit", "Stop", "SessionEnd"])
+    b.script_replies("SessionStart", [None, json.loads(wire.add_context("SessionStart", handoff))])
+    b.script_replies("Stop", [json.loads(wire.block_stop("write the handoff to HANDOFF.md")), None])
+    trusted_folder(b)
+    run = tui(b, "--no-daemon", "--dangerously-bypass-hook-trust")
+    run.wait_screen("Ask Codex to do anything")
+    run.type("do the work")
+    run.wait_screen("Handoff written.")
+    assert open(os.path.join(b.work, "HANDOFF.md")).read() == "goal: demo\n"
+    first = b.hook_calls("SessionStart")[0]["payload"]["session_id"]
+    b.model.wait_for(lambda reqs: [r for r in reqs if r.kind == "title"])
+    run.type("/clear")
+    run.wait_screen("Ask Codex to do anything")
+    assert [c["payload"]["source"] for c in b.hook_calls("SessionStart")] == ["startup"], "nothing until a prompt"
+    run.type("Continue the task from HANDOFF.md")
+    req = b.model.wait_for(lambda reqs: [r for r in reqs if r.kind == "main"
+                                         and r.metadata.get("history_initialization") == "cleared"], timeout=20)[0]
+    starts = [wire.parse(json.dumps(c["payload"])) for c in b.hook_calls("SessionStart")]
+    assert [s["source"] for s in starts] == ["startup", "clear"]
+    assert starts[1]["session_id"] != first and starts[1]["session_id"] == req.thread_id
+    texts = [json.dumps(it) for it in req.input]
+    at = lambda needle: next(i for i, t in enumerate(texts) if needle in t)
+    assert at(handoff.split(" <")[0]) < at("Continue the task from HANDOFF.md")
+    assert handoff in req.messages("developer") and "First answer." not in req.text, "a fresh context"
+    assert len(b.rollouts()) == 2 and starts[1]["transcript_path"] == b.rollouts()[-1]
+    # Every hook ran with the pane's TMUX_PANE, from the TUI process itself (--no-daemon).
+    assert {c["env"].get("TMUX_PANE") for c in b.hook_calls()} == {run.pane}
+    assert {c["ppid"] for c in b.hook_calls()} == {run.pid}
+    # /status shows the context left as rollout.percent_left computes it from the reading.
+    assert not os.path.exists(os.path.join(b.codex_home, "packages")), "--no-daemon: no copy of the binary"
+    b.model.wait_for(lambda reqs: len([r for r in reqs if r.kind == "title"]) >= 2)
+    run.type("/status")
+    screen = run.wait_screen("Context window:")
+    got = rollout.read_rollout(b.rollouts()[-1])
+    assert "Context window:      %d%% left" % rollout.percent_left(got["tokens"], got["window"]) in screen, screen

@@ -2,7 +2,7 @@
 
 A ``CodexSandbox`` is a temp HOME, a temp CODEX_HOME whose config.toml points the
 model provider at a local ``ResponsesModel``, a git work dir, and a probe hook for
-any events asked for: it appends ``{"event", "env", "payload", "transcript_size"}`` per call to
+any events asked for: it appends ``{"event", "env", "payload", "transcript_size", "ppid", "parent"}`` per call to
 ``hooks.jsonl`` and, when a reply is scripted for that event, prints it (one per
 call, in order).  Codex sees only the environment built here.
 Facts behind the choices: shared/reference/codex-cli-0.171.md.
@@ -12,8 +12,10 @@ import glob
 import json
 import os
 import pwd
+import shlex
 import shutil
 import subprocess
+import time
 
 CODEX_BIN_ENV = "CC_CONTINUITY_CODEX_BIN"
 PINNED = "0.171.0"  # .ci/install-codex.sh's default
@@ -28,10 +30,16 @@ try:
 except ValueError:
     payload = {"unparsed": raw}
 env = {k: v for k, v in os.environ.items() if k.startswith("CODEX") or k in ("HOME", "TMUX", "TMUX_PANE")}
+try:  # who ran the hook: the TUI itself, or its background app-server
+    with open("/proc/%d/cmdline" % os.getppid(), "rb") as f:
+        parent = [a.decode() for a in f.read().split(b"\\0") if a][:3]
+except OSError:
+    parent = None
 path = payload.get("transcript_path") if isinstance(payload, dict) else None
 size = os.path.getsize(path) if isinstance(path, str) and os.path.exists(path) else None  # what was flushed
 fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-os.write(fd, (json.dumps({"event": event, "env": env, "payload": payload, "transcript_size": size}) + "\\n").encode())
+os.write(fd, (json.dumps({"event": event, "env": env, "payload": payload, "transcript_size": size,
+                                "ppid": os.getppid(), "parent": parent}) + "\\n").encode())
 os.close(fd)
 script = os.path.join(replies, event + ".json")
 if os.path.exists(script):
@@ -174,3 +182,50 @@ class CodexSandbox:
         """Every rollout file, oldest first."""
         return sorted(glob.glob(os.path.join(self.codex_home, "sessions", "*", "*", "*", "rollout-*.jsonl")),
                       key=os.path.getmtime)
+
+
+class CodexTui:
+    """The Codex TUI of ``box`` in a private tmux server (``tmux -S <socket>``), driven by typing."""
+
+    def __init__(self, box, *args, size=(160, 50)):
+        self.box = box
+        self.socket = os.path.join(box.root, "tmux.sock")
+        env = box.env()
+        # The pane's own TMUX / TMUX_PANE go through (a rotator finds its pane by them); nothing else does.
+        assign = " ".join("%s=%s" % (k, shlex.quote(v)) for k, v in env.items())
+        cmd = 'cd %s && exec env -i %s TMUX="$TMUX" TMUX_PANE="$TMUX_PANE" %s --no-alt-screen %s' % (
+            shlex.quote(box.work), assign, shlex.quote(box.bin), " ".join(shlex.quote(a) for a in args))
+        self.tmux("new-session", "-d", "-s", "cx", "-x", str(size[0]), "-y", str(size[1]), cmd)
+        self.pane = self.tmux("display-message", "-p", "-t", "cx", "#{pane_id}").strip()
+        self.pid = int(self.tmux("display-message", "-p", "-t", "cx", "#{pane_pid}").strip())
+
+    def tmux(self, *args):
+        return subprocess.run(["tmux", "-S", self.socket] + list(args), capture_output=True, text=True,
+                              check=True, timeout=10).stdout
+
+    def screen(self):
+        return self.tmux("capture-pane", "-p", "-t", self.pane)
+
+    def wait_screen(self, needle, timeout=20.0):
+        """Poll the pane until ``needle`` shows; the screen, or AssertionError with the last one."""
+        deadline = time.monotonic() + timeout
+        while True:
+            text = self.screen()
+            if needle in text:
+                return text
+            if time.monotonic() > deadline:
+                raise AssertionError("%r not on screen within %.0fs:\n%s" % (needle, timeout, text))
+            time.sleep(0.1)
+
+    def type(self, text, enter=True):
+        """``text`` sent literally (``send-keys -l``), then Enter as a key of its own."""
+        self.tmux("send-keys", "-t", self.pane, "-l", text)
+        if enter:
+            time.sleep(0.3)  # the composer takes a pasted burst as a paste: Enter after it would be a newline
+            self.tmux("send-keys", "-t", self.pane, "Enter")
+
+    def key(self, *keys):
+        self.tmux("send-keys", "-t", self.pane, *keys)
+
+    def close(self):
+        subprocess.run(["tmux", "-S", self.socket, "kill-server"], capture_output=True, timeout=10)

@@ -509,6 +509,12 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, *args):  # quiet
         pass
 
+    def handle(self):
+        try:
+            super().handle()
+        except (ConnectionResetError, BrokenPipeError):  # the client went away (a killed pane): nothing to answer
+            pass
+
     def do_GET(self):  # health checks, /models: nothing to list
         self._send(200, b'{"object":"list","data":[]}', "application/json")
 
