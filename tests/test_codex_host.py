@@ -29,6 +29,8 @@ def naive_tokens(path):
             tokens = None
         elif r["type"] == "event_msg" and r["payload"].get("type") == "token_count" and r["payload"].get("info"):
             tokens = r["payload"]["info"]["last_token_usage"]["total_tokens"]
+        elif r["type"] == "token_usage_record":
+            tokens = r["payload"]["usage"]["total_tokens"]
     return tokens
 
 
@@ -57,6 +59,19 @@ def test_a_tool_turn_reads_as_its_last_request():
     assert got["source"] == "rollout"
     small = rollout.read_rollout(TOOL_TURN, chunk=4096)
     assert small["tokens"] == got["tokens"] and small["scanned"] <= 3 * 4096, "the tail, not the 22 KB meta line"
+
+
+def test_while_its_tool_runs_a_request_reads_as_itself_not_as_the_one_before(tmp_path):
+    """A PreToolUse sees the request's token_usage_record; its token_count comes after the tool ran."""
+    at = index_of(TOOL_TURN, lambda r: r["type"] == "token_usage_record")
+    lines = rows(TOOL_TURN)
+    assert not any(r["payload"].get("type") == "token_count" for r in lines[:at + 1])
+    assert lines[at + 1:][0]["payload"].get("type") != "token_count", "the tool ran in between"
+    got = rollout.read_rollout(cut(TOOL_TURN, tmp_path / "pre-tool.jsonl", at + 1))
+    assert got["tokens"] == lines[at]["payload"]["usage"]["total_tokens"] and got["window"] == 19000
+    second = index_of(TOOL_TURN, lambda r: r["type"] == "token_usage_record" and r["ordinal"] > lines[at]["ordinal"])
+    got = rollout.read_rollout(cut(TOOL_TURN, tmp_path / "second.jsonl", second + 1))
+    assert got["tokens"] == lines[second]["payload"]["usage"]["total_tokens"] != lines[at]["payload"]["usage"]["total_tokens"]
 
 
 def test_after_an_automatic_compaction_it_is_the_estimate_codex_wrote(tmp_path):

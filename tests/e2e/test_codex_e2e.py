@@ -51,6 +51,16 @@ def box(codex_bin, tmp_path):
         m.stop()
 
 
+def reading_at(b, call):
+    """The rollout's reading as it was when the hook ``call`` ran (the probe noted its flushed size)."""
+    with open(call["payload"]["transcript_path"], "rb") as f:
+        head = f.read(call["transcript_size"])
+    snap = os.path.join(b.root, "at-%s.jsonl" % call["event"])
+    with open(snap, "wb") as f:
+        f.write(head)
+    return rollout.read_rollout(snap)["tokens"]
+
+
 def ok(p):
     assert p.returncode == 0, "rc %d\n%s\n%s" % (p.returncode, p.stdout[-3000:], p.stderr[-3000:])
     return p
@@ -87,6 +97,9 @@ def test_a_text_and_tool_turn_runs_offline_and_the_readers_read_it(box):
         assert set(c["payload"]) == keys[c["event"]], c["event"]
         assert c["env"]["CODEX_HOME"] == b.codex_home
     assert wire.parse(json.dumps(calls[2]["payload"]))["command"] == TOOL["reply"][0]["cmd"]
+    # At PreToolUse and PostToolUse the rollout reads as the request that called the tool, at Stop as the last.
+    for call, req in zip(calls[2:5], (main[0], main[0], main[1])):
+        assert reading_at(b, call) == req.usage["total_tokens"], call["event"]
 
 
 def test_untrusted_hooks_are_skipped_silently_in_exec(box):
@@ -119,14 +132,8 @@ def test_a_stop_block_continues_the_turn_with_the_reason_and_the_reading_is_flus
     hook_prompt = main[1].messages("user")[-1]
     assert hook_prompt.startswith("<hook_prompt") and reason in hook_prompt, hook_prompt
     # At each Stop the rollout already held the reading of the request that ended there.
-    (path,) = b.rollouts()
     for call, req in zip(b.hook_calls("Stop"), (main[0], main[2])):
-        with open(path, "rb") as f:
-            head = f.read(call["transcript_size"])
-        snap = os.path.join(b.root, "at-stop.jsonl")
-        with open(snap, "wb") as f:
-            f.write(head)
-        assert rollout.read_rollout(snap)["tokens"] == req.usage["total_tokens"]
+        assert reading_at(b, call) == req.usage["total_tokens"]
 
 
 def test_pre_tool_use_deny_blocks_the_command_and_tells_the_model(box):
@@ -231,7 +238,7 @@ def test_trust_all_in_the_tui_writes_a_hash_per_entry_and_exec_then_runs_them(bo
     run = tui(b, "--no-daemon")
     run.wait_screen("Hooks need review")
     assert "3 hooks are new or changed" in run.screen()
-    run.type("2", enter=False)
+    assert run.choose("2", "› 2. Trust all and continue") <= 5
     run.key("Enter")
     run.wait_screen("Ask Codex to do anything")
     run.close()

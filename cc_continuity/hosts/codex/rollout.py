@@ -10,6 +10,10 @@ starts from: after a compaction Codex writes its own estimate there (the other
 fields 0).  The compaction request's usage is written *before* the ``compacted``
 line, so a ``compacted`` newer than every ``token_count`` means: not known yet.
 
+Each request's usage is first written as a ``token_usage_record`` line (``usage``), the
+``token_count`` later (after the tools it called ran): a PreToolUse or PostToolUse finds
+only the record of the request that called it, so both count; the newest wins.
+
 Read backwards in bounded chunks (``meter.lines_backwards``): the cost follows the
 tail, not the history (the first line alone, ``session_meta`` with the base
 instructions, is ~22 KB).  ``posix``, not ``os``: a PreToolUse may call this.
@@ -29,7 +33,7 @@ EFFECTIVE_PERCENT = 95       # model_context_window in the rollout = configured 
 BASELINE_TOKENS = 12_000     # the TUI's "% left" leaves out this much (the base prompt): /status
 AUTO_COMPACT_PERCENT = 90    # automatic compaction once a request's total reaches 90 % of the configured window
 
-_MARKS = (b'"token_count"', b'"compacted"', b'"task_started"')
+_MARKS = (b'"token_count"', b'"compacted"', b'"task_started"', b'"token_usage_record"')
 
 
 def _count(v: "object") -> "int | None":
@@ -45,8 +49,8 @@ def _row(line: "bytes") -> "tuple[str, dict[str, Any]] | None":
     if not isinstance(row, dict) or not isinstance(row.get("payload"), dict):
         return None
     payload = row["payload"]
-    if row.get("type") == "compacted":
-        return "compacted", payload
+    if row.get("type") in ("compacted", "token_usage_record"):
+        return row["type"], payload
     if row.get("type") == "event_msg" and payload.get("type") in ("token_count", "task_started"):
         return payload["type"], payload
     return None
@@ -66,7 +70,8 @@ def usage_tokens(usage: "object") -> "int | None":
 def read_rollout(path: "str", max_scan: "int" = MAX_SCAN, chunk: "int" = CHUNK) -> "Reading":
     """The newest reading of a rollout: ``{"tokens", "window", "source", "scanned"}``.
 
-    ``tokens``: the newest ``token_count``'s ``last_token_usage`` total; None before the
+    ``tokens``: the newest request's total (a ``token_count``'s ``last_token_usage``, or a
+    ``token_usage_record``'s ``usage`` when that is newer); None before the
     first request, or when a compaction is newer than every count (``source``
     ``"compacted"``).  ``window``: the newest ``model_context_window`` seen (a
     ``token_count``'s or a turn's ``task_started``), the effective window; None if none
@@ -87,6 +92,11 @@ def read_rollout(path: "str", max_scan: "int" = MAX_SCAN, chunk: "int" = CHUNK) 
         if kind == "compacted":
             have_tokens = True  # nothing older counts
             source = "compacted" if tokens is None else source
+            continue
+        if kind == "token_usage_record":
+            if not have_tokens:
+                tokens = usage_tokens(payload.get("usage"))
+                have_tokens = tokens is not None
             continue
         info = payload.get("info") if kind == "token_count" else payload
         if not isinstance(info, dict):  # a token_count with info null: rate limits only
