@@ -230,7 +230,6 @@ def test_the_answers_are_the_shapes_codex_reads():
         wire.add_context("Stop", "x")
     assert json.loads(wire.block_prompt("no")) == {"decision": "block", "reason": "no"}
     assert json.loads(wire.veto_compaction("rotating")) == {"continue": False, "stopReason": "rotating"}
-    assert json.loads(wire.system_message("hi")) == {"systemMessage": "hi"}
     assert "\n" not in wire.add_context("SessionStart", "a\nb"), "one line on stdout"
 
 

@@ -298,3 +298,26 @@ def test_clear_typed_into_the_tui_starts_a_thread_whose_session_start_injects_at
     screen = run.wait_screen("Context window:")
     got = rollout.read_rollout(b.rollouts()[-1])
     assert "Context window:      %d%% left" % rollout.percent_left(got["tokens"], got["window"]) in screen, screen
+
+
+def test_a_compaction_veto_stops_it_and_interrupts_the_turn(box):
+    b = box({"default": {"reply": "ok", "usage": {"input_tokens": 18500, "output_tokens": 17}},
+             "compact_summary": "SUMMARY-X"})
+    b.install_probe(["PreCompact", "Stop"])
+    b.script_replies("PreCompact", [json.loads(wire.veto_compaction("cc-continuity rotates instead"))])
+    ok(b.exec("first turn"))
+    p = b.resume_last("second turn")
+    assert b.model.requests(kind="compaction") == [], "vetoed"
+    assert [c["event"] for c in b.hook_calls()] == ["Stop", "PreCompact"], "and the turn did not go on"
+    assert len(b.model.requests(kind="main")) == 1
+    assert p.returncode == 1 and "hook: PreCompact Stopped\nturn interrupted" in p.stderr, (p.returncode, p.stderr[-800:])
+
+
+def test_a_blocked_prompt_sends_nothing(box):
+    b = box({"default": {"reply": "ok"}})
+    b.install_probe(["UserPromptSubmit", "Stop"])
+    b.script_replies("UserPromptSubmit", [json.loads(wire.block_prompt("not now")), None])
+    p = ok(b.exec("first"))
+    assert b.model.requests() == [] and p.stdout.strip() == "" and b.hook_calls("Stop") == []
+    ok(b.exec("second"))
+    assert len(b.model.requests(kind="main")) == 1 and len(b.hook_calls("Stop")) == 1

@@ -16,7 +16,8 @@ user message; PreToolUse can only deny (``permissionDecision: "deny"``; allow an
 ask are rejected); SessionStart / UserPromptSubmit ``additionalContext`` arrives as a
 developer message (SessionStart's before the user's prompt, UserPromptSubmit's after it), cut past ``additionalContextLimit`` (2 500 tokens by default, a
 token being 4 bytes) with the whole text spilled to ``$TMPDIR/hook_outputs``; PreCompact
-``{"continue": false}`` vetoes a compaction (and interrupts the turn).  Nothing a hook
+``{"continue": false}`` vetoes a compaction and interrupts the turn (``exec``: "turn
+interrupted", exit 1); UserPromptSubmit ``decision: block`` drops the prompt (no request).  Nothing a hook
 prints clears the thread or starts a new one.
 """
 
@@ -151,11 +152,6 @@ def block_prompt(reason: "str") -> "str":
 def veto_compaction(reason: "str") -> "str":
     """PreCompact: no compaction; Codex interrupts the turn (an automatic one fails ``exec``)."""
     return _dump({"continue": False, "stopReason": reason})
-
-
-def system_message(text: "str") -> "str":
-    """Any event: a line shown to the user, not to the model."""
-    return _dump({"systemMessage": text})
 
 
 def approx_tokens(text: "str") -> "int":
