@@ -321,3 +321,32 @@ def test_a_blocked_prompt_sends_nothing(box):
     assert b.model.requests() == [] and p.stdout.strip() == "" and b.hook_calls("Stop") == []
     ok(b.exec("second"))
     assert len(b.model.requests(kind="main")) == 1 and len(b.hook_calls("Stop")) == 1
+
+
+def test_a_hooks_list_hash_written_to_config_toml_trusts_the_entry_and_a_repository_hook_stays_out(box):
+    """What install and doctor can build on: hooks/list (app-server) names each entry's key, source,
+    current hash and trust; ``[hooks.state."<key>"] trusted_hash = <hash>`` in config.toml trusts it."""
+    b = box({"default": {"reply": "ok"}})
+    b.install_probe(["SessionStart", "Stop"])
+    os.makedirs(os.path.join(b.work, ".codex"))
+    marker = os.path.join(b.root, "REPO-HOOK-RAN")
+    with open(os.path.join(b.work, ".codex", "hooks.json"), "w") as f:
+        json.dump({"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "touch %s" % marker}]}]}}, f)
+    hooks = b.hooks_list()
+    assert [(h["key"], h["source"], h["trustStatus"]) for h in hooks] == [
+        ("%s:session_start:0:0" % b.hooks_path, "user", "untrusted"), ("%s:stop:0:0" % b.hooks_path, "user", "untrusted")
+    ], "an untrusted folder's .codex/ is not even loaded"
+    assert all(h["currentHash"].startswith("sha256:") and len(h["currentHash"]) == 71 for h in hooks)
+    with open(b.config_path, "a") as f:
+        for h in hooks:
+            f.write('\n[hooks.state.%s]\ntrusted_hash = "%s"\n' % (json.dumps(h["key"]), h["currentHash"]))
+    assert [h["trustStatus"] for h in b.hooks_list()] == ["trusted", "trusted"]
+    ok(b.exec("hi", bypass_trust=False))
+    assert [c["event"] for c in b.hook_calls()] == ["SessionStart", "Stop"]
+    # The folder trusted, the repository's hook is listed as a project hook, untrusted, and never runs.
+    trusted_folder(b)
+    listed = {h["key"]: h for h in b.hooks_list()}
+    repo = listed["%s:stop:0:0" % os.path.join(b.work, ".codex", "hooks.json")]
+    assert (repo["source"], repo["trustStatus"]) == ("project", "untrusted")
+    ok(b.exec("again", bypass_trust=False))
+    assert [c["event"] for c in b.hook_calls()] == ["SessionStart", "Stop"] * 2 and not os.path.exists(marker)

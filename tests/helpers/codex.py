@@ -170,6 +170,39 @@ class CodexSandbox:
         """``codex exec resume --last <prompt>``: the newest thread of the work dir, one more turn."""
         return self.exec(prompt, *args, bypass_trust=bypass_trust, timeout=timeout, sub=("resume", "--last"))
 
+    def app_server(self, *calls, timeout=30):
+        """``codex app-server`` (stdio JSON-RPC): initialize, then each ``(method, params)``; their results."""
+        proc = subprocess.Popen([self.bin, "app-server"], cwd=self.work, env=self.env(), stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        try:
+            results = []
+            for i, (method, params) in enumerate([("initialize", {"clientInfo": {"name": "tests", "version": "0"}})]
+                                                 + list(calls)):
+                proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": i, "method": method, "params": params}) + "\n")
+                proc.stdin.flush()
+                deadline = time.monotonic() + timeout
+                while True:  # notifications come in between: skip to our answer
+                    line = proc.stdout.readline()
+                    if not line or time.monotonic() > deadline:
+                        raise AssertionError("app-server gave no answer to %s" % method)
+                    msg = json.loads(line)
+                    if msg.get("id") == i:
+                        break
+                if "error" in msg:
+                    raise AssertionError("app-server %s: %s" % (method, msg["error"]))
+                results.append(msg["result"])
+            return results[1:]
+        finally:
+            proc.kill()
+            proc.wait(10)
+
+    def hooks_list(self):
+        """The hooks Codex sees for the work dir (``hooks/list``): key, source, currentHash, trustStatus, ..."""
+        (got,) = self.app_server(("hooks/list", {"cwds": [self.work]}))
+        (entry,) = got["data"]
+        assert entry["errors"] == [], entry["errors"]
+        return entry["hooks"]
+
     # what happened
     def hook_calls(self, event=None):
         try:
