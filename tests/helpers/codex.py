@@ -229,7 +229,9 @@ class CodexTui:
         assign = " ".join("%s=%s" % (k, shlex.quote(v)) for k, v in env.items())
         cmd = 'cd %s && exec env -i %s TMUX="$TMUX" TMUX_PANE="$TMUX_PANE" %s --no-alt-screen %s' % (
             shlex.quote(box.work), assign, shlex.quote(box.bin), " ".join(shlex.quote(a) for a in args))
-        self.tmux("new-session", "-d", "-s", "cx", "-x", str(size[0]), "-y", str(size[1]), cmd)
+        # remain-on-exit: a Codex that exits leaves its last screen and status to read, not a gone server.
+        self.tmux("new-session", "-d", "-s", "cx", "-x", str(size[0]), "-y", str(size[1]), cmd, ";",
+                  "set-option", "-t", "cx", "remain-on-exit", "on")
         self.pane = self.tmux("display-message", "-p", "-t", "cx", "#{pane_id}").strip()
         self.pid = int(self.tmux("display-message", "-p", "-t", "cx", "#{pane_pid}").strip())
 
@@ -238,7 +240,11 @@ class CodexTui:
                               check=True, timeout=10).stdout
 
     def screen(self):
-        return self.tmux("capture-pane", "-p", "-t", self.pane)
+        text = self.tmux("capture-pane", "-p", "-t", self.pane)
+        dead = self.tmux("display-message", "-p", "-t", self.pane, "#{pane_dead} #{pane_dead_status}").split()
+        if dead and dead[0] == "1":
+            raise AssertionError("codex exited (status %s); its last screen:\n%s" % (dead[1:], text))
+        return text
 
     def wait_screen(self, needle, timeout=20.0):
         """Poll the pane until ``needle`` shows; the screen, or AssertionError with the last one."""
