@@ -8,6 +8,7 @@ CI: ``CC_CONTINUITY_CODEX_BIN=<.ci/install-codex.sh> python3 -m pytest -m 'e2e a
 
 import json
 import os
+import shutil
 
 import pytest
 
@@ -350,3 +351,18 @@ def test_a_hooks_list_hash_written_to_config_toml_trusts_the_entry_and_a_reposit
     assert (repo["source"], repo["trustStatus"]) == ("project", "untrusted")
     ok(b.exec("again", bypass_trust=False))
     assert [c["event"] for c in b.hook_calls()] == ["SessionStart", "Stop"] * 2 and not os.path.exists(marker)
+
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace")
+def test_the_sandbox_talks_to_nothing_but_the_scripted_model(box, tmp_path):
+    """Every socket a run opens is a Unix one or loopback: no DNS, no OpenAI, no GitHub."""
+    b = box({"rules": [TOOL]})
+    trace = tmp_path / "strace.txt"
+    wrapper = tmp_path / "codex-traced"
+    wrapper.write_text('#!/bin/sh\nexec strace -f -qq -e trace=connect,sendto,sendmsg -o %s %s "$@"\n'
+                       % (trace, find_codex_bin()))
+    wrapper.chmod(0o755)
+    b.bin = str(wrapper)
+    ok(b.exec("please run a tool"))
+    inet = [line for line in trace.read_text().splitlines() if "AF_INET" in line]
+    assert inet and all('inet_addr("127.0.0.1")' in line and "htons(%d)" % b.model.port in line for line in inet), inet

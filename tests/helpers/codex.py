@@ -103,9 +103,11 @@ class CodexSandbox:
         with open(self.probe, "w") as f:
             f.write(PROBE)
         subprocess.run(["git", "init", "-q", "-b", "main", self.work], check=True)
+        # Offline: with analytics and plugins on, every run looks up ab.chatgpt.com, chatgpt.com and
+        # api.github.com (seen with strace); these two keys leave it no name to look up.
         settings = {"model": "scripted-model", "model_provider": "scripted", "model_context_window": window,
                     "approval_policy": "never", "sandbox_mode": "danger-full-access",
-                    "check_for_update_on_startup": False}
+                    "check_for_update_on_startup": False, "analytics.enabled": False, "features.plugins": False}
         settings.update(config or {})
         self.write_config(settings)
 
