@@ -276,11 +276,15 @@ def test_clear_typed_into_the_tui_starts_a_thread_whose_session_start_injects_at
     first = b.hook_calls("SessionStart")[0]["payload"]["session_id"]
     b.model.wait_for(lambda reqs: [r for r in reqs if r.kind == "title"])
     run.type("/clear")
+    run.wait_gone("Handoff written.")  # the clear happened: the old conversation is off the screen
     run.wait_screen("Ask Codex to do anything")
     assert [c["payload"]["source"] for c in b.hook_calls("SessionStart")] == ["startup"], "nothing until a prompt"
     run.type("Continue the task from HANDOFF.md")
-    req = b.model.wait_for(lambda reqs: [r for r in reqs if r.kind == "main"
-                                         and r.metadata.get("history_initialization") == "cleared"], timeout=20)[0]
+    try:
+        req = b.model.wait_for(lambda reqs: [r for r in reqs if r.kind == "main"
+                                             and r.metadata.get("history_initialization") == "cleared"], timeout=20)[0]
+    except TimeoutError as e:
+        raise AssertionError("%s\nscreen:\n%s" % (e, run.screen())) from None
     starts = [wire.parse(json.dumps(c["payload"])) for c in b.hook_calls("SessionStart")]
     assert [s["source"] for s in starts] == ["startup", "clear"]
     assert starts[1]["session_id"] != first and starts[1]["session_id"] == req.thread_id

@@ -259,6 +259,17 @@ class CodexTui:
                 raise AssertionError("%r not on screen within %.0fs:\n%s" % (needle, timeout, text))
             time.sleep(0.1)
 
+    def wait_gone(self, needle, timeout=20.0):
+        """Poll the pane until ``needle`` is no longer on it (a cleared screen); the screen."""
+        deadline = time.monotonic() + timeout
+        while True:
+            text = self.screen()
+            if needle not in text:
+                return text
+            if time.monotonic() > deadline:
+                raise AssertionError("%r still on screen after %.0fs:\n%s" % (needle, timeout, text))
+            time.sleep(0.1)
+
     def type(self, text, enter=True, settle=PASTE_SETTLE_S):
         """``text`` sent literally (``send-keys -l``), seen in the composer, then Enter as a key of its own.
 

@@ -398,7 +398,8 @@ class ResponsesModel:
                     return got
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    raise TimeoutError("no such request within %.1fs (%d seen)" % (timeout, len(self._requests)))
+                    seen = ", ".join("%s/%s" % (r.kind, r.metadata.get("history_initialization")) for r in self._requests)
+                    raise TimeoutError("no such request within %.1fs (seen: %s)" % (timeout, seen or "none"))
                 self._lock.wait(left)
 
     # answering
