@@ -10,15 +10,18 @@ compact, fork).  UserPromptSubmit: ``prompt``.  PreToolUse / PostToolUse: ``tool
 ``last_assistant_message``.  PreCompact / PostCompact: ``trigger`` (manual, auto).
 SessionEnd: ``reason``.  No payload carries the context window: that is the rollout's.
 
-What it does with an answer (each seen on the binary, tests/e2e/test_codex_e2e.py):
-Stop ``{"decision": "block", "reason"}`` runs another model round with the reason as a
-user message; PreToolUse can only deny (``permissionDecision: "deny"``; allow and
-ask are rejected); SessionStart / UserPromptSubmit ``additionalContext`` arrives as a
-developer message (SessionStart's before the user's prompt, UserPromptSubmit's after it), cut past ``additionalContextLimit`` (2 500 tokens by default, a
-token being 4 bytes) with the whole text spilled to ``$TMPDIR/hook_outputs``; PreCompact
-``{"continue": false}`` vetoes a compaction and interrupts the turn (``exec``: "turn
-interrupted", exit 1); UserPromptSubmit ``decision: block`` drops the prompt (no request).  Nothing a hook
-prints clears the thread or starts a new one.
+What it does with an answer (seen on the binary: tests/e2e/test_codex_e2e.py): Stop
+``{"decision": "block", "reason"}`` runs another model round of the same turn with the
+reason as a user message; PreToolUse ``permissionDecision: "deny"`` refuses the call and
+tells the model why (deny is all it can do: the binary rejects allow and ask, per
+shared/reference/codex-cli-0.171.md); SessionStart / UserPromptSubmit
+``additionalContext`` arrives as a developer message (SessionStart's before the user's
+prompt, UserPromptSubmit's after it), cut past ``additionalContextLimit`` (2 500 tokens
+by default, a token being 4 bytes) with the whole text spilled under ``$TMPDIR``;
+PreCompact ``{"continue": false}`` vetoes a compaction and interrupts the turn (``exec``:
+"turn interrupted", exit 1); UserPromptSubmit ``decision: block`` drops the prompt (no
+request).  No answer clears the thread or starts a new one (the reference): the TUI's
+``/clear`` is typed.
 """
 
 from ... import fastjson
