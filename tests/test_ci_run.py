@@ -34,7 +34,7 @@ def dry(path, home, as_nobody=False, run=RUN):
 
 
 def test_scripts_parse():
-    for script in (RUN, os.path.join(REPO, ".ci", "install-claude.sh")):
+    for script in (RUN, os.path.join(REPO, ".ci", "install-claude.sh"), os.path.join(REPO, ".ci", "install-codex.sh")):
         p = subprocess.run(["bash", "-n", script], capture_output=True, text=True, timeout=30)
         assert p.returncode == 0, p.stderr
 
@@ -48,6 +48,8 @@ def test_dry_run_with_everything_there_plans_the_readme_commands(tmp_path):
     assert "would run: python3 -m pip install -q --disable-pip-version-check -e .[dev]" in p.stdout
     assert "would run: ruff, mypy, python3 -m pytest -n auto, then python3 -m pytest -m e2e once per version" in p.stdout
     assert "into %s/cache/cc-continuity" % tmp_path in p.stdout, "Claude Code cached under the user's cache dir"
+    assert "would install Codex CLI 0.171.0 into %s/cache/cc-continuity/codex-0.171.0" % tmp_path in p.stdout
+    assert "would run: python3 -m pytest -m 'e2e and codex' once against Codex CLI 0.171.0" in p.stdout
     assert "/opt" not in p.stdout + p.stderr
 
 
@@ -102,3 +104,38 @@ def test_root_missing_tools_installs_them(tmp_path):
     p = dry(path, tmp_path)
     assert "ci: installing tmux zsh fish npm" in p.stdout
     assert "would run: apt-get update -qq" in p.stdout
+
+
+INSTALL_CODEX = os.path.join(REPO, ".ci", "install-codex.sh")
+CODEX_CACHE = os.path.join(os.path.expanduser("~"), ".cache", "cc-continuity", "codex-0.171.0")  # at import: the real HOME
+
+
+def _install_codex(tmp_path, cache, tools=("bash", "awk", "mktemp", "rm", "mkdir", "uname", "flock")):
+    d = tmp_path / "codex-bin"
+    d.mkdir(exist_ok=True)
+    for t in tools:
+        if shutil.which(t):
+            os.symlink(shutil.which(t), d / t)
+    env = {"PATH": str(d), "HOME": str(tmp_path), "CC_CODEX_CACHE": str(cache), "LANG": "C.UTF-8"}
+    return subprocess.run(["/bin/bash", INSTALL_CODEX], env=env, capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.skipif(not os.path.isdir(os.path.join(CODEX_CACHE, "node_modules")),
+                    reason="needs the Codex cache .ci/install-codex.sh fills")
+def test_install_codex_is_offline_once_cached(tmp_path):
+    """With the pinned Codex in the cache it answers its path without npm (PATH has none), every time."""
+    p = _install_codex(tmp_path, CODEX_CACHE)
+    assert p.returncode == 0, p.stderr
+    path = p.stdout.strip().splitlines()[-1]
+    assert path.startswith(os.path.realpath(CODEX_CACHE) + "/node_modules/@openai/codex-") and os.access(path, os.X_OK)
+    assert "codex 0.171.0 already in" in p.stderr
+    out = subprocess.run([path, "--version"], env={"HOME": str(tmp_path), "CODEX_HOME": str(tmp_path)},
+                         capture_output=True, text=True, timeout=30).stdout
+    assert out.split() == ["codex-cli", "0.171.0"]
+
+
+def test_install_codex_with_an_empty_cache_and_no_npm_says_so(tmp_path):
+    p = _install_codex(tmp_path, tmp_path / "empty-cache")
+    assert p.returncode == 1
+    assert "npm is required to install @openai/codex@0.171.0" in p.stderr
+    assert p.stdout == ""

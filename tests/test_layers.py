@@ -24,6 +24,8 @@ ALLOWED = {
                                        # lifecycle pushes go out from the hook that saw the step
     "watch": {"install", "tmux", "notify"},  # service files name the installed launcher (install.app); the
                                        # watchdog types into panes, re-spawns a rotator from its saved plan, pushes
+    "hosts": set(),                    # each agent's wire and files (hosts/codex: the rollout reader, the hook
+                                       # payloads and answers) is pure code over the root (meter's bounded tail read)
     "install": set(),                  # it writes settings.json, blocks, the wrapper and the app copy: root only
     "doctor": {"install", "hooks", "notify"},  # it reads what install wrote (install.settings, .manifest, ...),
                                        # checks the hook table's events (hooks.EVENT_OF), --notify-test pushes once

@@ -1,0 +1,133 @@
+"""How full a Codex thread's context is, from its rollout (the ``transcript_path`` every hook gets).
+
+Codex 0.171 appends ``{"timestamp","ordinal","type","payload"}`` lines to
+``$CODEX_HOME/sessions/YYYY/MM/DD/rollout-<ts>-<thread>.jsonl``.  After every model
+request it writes ``event_msg`` / ``token_count`` with ``info.last_token_usage``
+(that request's usage) and ``info.model_context_window`` (the *effective* window:
+95 % of the configured ``model_context_window``), and it has flushed it by the time
+Stop runs.  ``last_token_usage.total_tokens`` is the context the next request
+starts from: after a compaction Codex writes its own estimate there (the other
+fields 0).  The compaction request's usage is written *before* the ``compacted``
+line, so a ``compacted`` newer than every ``token_count`` means: not known yet.
+
+Each request's usage is first written as a ``token_usage_record`` line (``usage``), the
+``token_count`` later (after the tools it called ran): a PreToolUse or PostToolUse finds
+only the record of the request that called it, so both count; the newest wins.
+
+Read backwards in bounded chunks (``meter.lines_backwards``): the cost follows the
+tail, not the history (the first line alone, ``session_meta`` with the base
+instructions, is ~22 KB).  ``posix``, not ``os``: a PreToolUse may call this.
+"""
+
+from ... import fastjson
+from ...meter import CHUNK, lines_backwards
+
+TYPE_CHECKING = False  # mypy takes this name as true; at run time nothing is imported (hot path)
+if TYPE_CHECKING:
+    from typing import Any
+
+    Reading = dict[str, Any]
+
+MAX_SCAN = 16 * 1024 * 1024  # give up (unknown) after this much history without a reading
+EFFECTIVE_PERCENT = 95       # model_context_window in the rollout = configured * 95 / 100 (20000 -> 19000, seen)
+BASELINE_TOKENS = 12_000     # the TUI's "% left" leaves out this much (the base prompt): /status
+AUTO_COMPACT_PERCENT = 90    # automatic compaction once a request's total reaches 90 % of the configured window
+
+_MARKS = (b'"token_count"', b'"compacted"', b'"task_started"', b'"token_usage_record"')
+
+
+def _count(v: "object") -> "int | None":
+    return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else None
+
+
+def _row(line: "bytes") -> "tuple[str, dict[str, Any]] | None":
+    """(kind, payload) for a line that can carry a reading: token_count, compacted, task_started."""
+    try:
+        row = fastjson.loads(line)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    if not isinstance(row, dict) or not isinstance(row.get("payload"), dict):
+        return None
+    payload = row["payload"]
+    if row.get("type") in ("compacted", "token_usage_record"):
+        return row["type"], payload
+    if row.get("type") == "event_msg" and payload.get("type") in ("token_count", "task_started"):
+        return payload["type"], payload
+    return None
+
+
+def usage_tokens(usage: "object") -> "int | None":
+    """The context a request leaves: ``total_tokens`` (else input + output), or None."""
+    if not isinstance(usage, dict):
+        return None
+    total = _count(usage.get("total_tokens"))
+    if total is not None:
+        return total
+    inp, out = _count(usage.get("input_tokens")), _count(usage.get("output_tokens"))
+    return None if inp is None or out is None else inp + out
+
+
+def read_rollout(path: "str", max_scan: "int" = MAX_SCAN, chunk: "int" = CHUNK) -> "Reading":
+    """The newest reading of a rollout: ``{"tokens", "window", "source", "scanned"}``.
+
+    ``tokens``: the newest request's total (a ``token_count``'s ``last_token_usage``, or a
+    ``token_usage_record``'s ``usage`` when that is newer); None before the
+    first request, or when a compaction is newer than every count (``source``
+    ``"compacted"``).  ``window``: the newest ``model_context_window`` seen (a
+    ``token_count``'s or a turn's ``task_started``), the effective window; None if none
+    within ``max_scan``.  Raises OSError when the file cannot be opened.
+    """
+    tokens: "int | None" = None
+    window: "int | None" = None
+    source = "rollout"
+    have_tokens = False
+    scanned = 0
+    for line, scanned in lines_backwards(path, max_scan=max_scan, chunk=chunk):
+        if not any(m in line for m in _MARKS):
+            continue
+        got = _row(line)
+        if got is None:
+            continue
+        kind, payload = got
+        if kind == "compacted":
+            have_tokens = True  # nothing older counts
+            source = "compacted" if tokens is None else source
+            continue
+        if kind == "token_usage_record":
+            if not have_tokens:
+                tokens = usage_tokens(payload.get("usage"))
+                have_tokens = tokens is not None
+            continue
+        info = payload.get("info") if kind == "token_count" else payload
+        if not isinstance(info, dict):  # a token_count with info null: rate limits only
+            continue
+        if window is None:
+            window = _count(info.get("model_context_window")) or None
+        if kind == "token_count" and not have_tokens:
+            tokens = usage_tokens(info.get("last_token_usage"))
+            have_tokens = tokens is not None
+        if have_tokens and window is not None:
+            break
+    return {"tokens": tokens, "window": window, "source": source, "scanned": scanned}
+
+
+def effective_window(configured: "int") -> "int":
+    """The window Codex reports (and compacts against) for a configured ``model_context_window``."""
+    return configured * EFFECTIVE_PERCENT // 100
+
+
+def auto_compact_limit(configured: "int", override: "int | None" = None) -> "int":
+    """Tokens at which Codex compacts on its own: ``model_auto_compact_token_limit`` when set,
+    else 90 % of the configured window.  Before a turn the last request's total is compared
+    (20000 -> 18000: 17,999 did not compact, 18,000 did); within a turn that total plus what
+    is about to be sent (a tool's output: 17,999 + ~26 compacted, 17,970 did not)."""
+    return override if override else configured * AUTO_COMPACT_PERCENT // 100
+
+
+def percent_left(tokens: "int", window: "int") -> "int":
+    """The TUI's "N% left" for ``tokens`` of the effective ``window`` (its 12 000-token baseline left out)."""
+    if window <= BASELINE_TOKENS:
+        return 0
+    usable = window - BASELINE_TOKENS
+    used = max(tokens - BASELINE_TOKENS, 0)
+    return max(0, min(100, round(100 * (usable - used) / usable)))
