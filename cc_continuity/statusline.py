@@ -8,11 +8,13 @@ Always exits 0.
 Our own part has one deadline (SIGALRM): :data:`OWN_BUDGET_S` (300 ms).  It
 bounds everything that could block: reading a stdin that never closes (a whole
 JSON object is not waited on past), opening a transcript that is a FIFO.  At the
-deadline it prints what it has (``ctx ?`` at least) and exits 0.  The user's
-chained status line runs while ours does, for ``statusline_chain_timeout_ms``
-(default 1 s); when it is slower its last output is shown and it finishes in the
-background (bounded, then its whole process group is killed), leaving its new
-output for the next render.
+deadline it prints what it has (``ctx ?`` at least) and exits 0.  Ours is drawn
+before the user's chained status line is set up (a config import and a process
+start, which under load alone can take our whole budget); the chain's setup has
+its own :data:`OWN_BUDGET_S`, and the chain then runs for
+``statusline_chain_timeout_ms`` (default 1 s); when it is slower its last output
+is shown and it finishes in the background (bounded, then its whole process group
+is killed), leaving its new output for the next render.
 
 The user's status line comes from our own command line (``--chain JSON``, put
 there by install, so it survives a lost install record), else from the record.
@@ -171,17 +173,18 @@ def _usable_chain(chain: "object") -> "dict[str, Any] | None":
 
 
 def chained_output(chain: "dict[str, Any]", raw: "bytes", c: "object", timeout_ms: "float",
-                   ours: "Callable[[], None] | None" = None) -> "str":
+                   started: "Callable[[], None] | None" = None) -> "str":
     """The user's status line output for this stdin.
 
     Ours re-runs every :data:`REFRESH_S` seconds (install sets ``refreshInterval``)
     so that a state change with no new message (a verified checkpoint waiting for
     ``/clear``) shows.  A user's status line that asked for no timer of its own is
     not made to run on ours: when the stdin is byte-identical to the last run's,
-    its last output is shown again.  It runs while ``ours`` (our own part) does;
-    when it is slower than ``timeout_ms`` its last output is shown and it is left to
-    finish in the background (:func:`_finish_later`), which keeps its new output for
-    the next render.
+    its last output is shown again.  ``started`` is called once it is running (or
+    its cached output is chosen): the caller's setup deadline ends there.  When it is
+    slower than ``timeout_ms`` its last output is shown and it is left to finish in
+    the background (:func:`_finish_later`), which keeps its new output for the next
+    render.
     """
     sdir = c.get("sdir") if isinstance(c, dict) else None
     cache = session.chain_cache_path(sdir) if sdir else None
@@ -195,13 +198,13 @@ def chained_output(chain: "dict[str, Any]", raw: "bytes", c: "object", timeout_m
             pass
     cached: "str" = last["out"] if isinstance(last.get("out"), str) else ""
     if not chain.get("refreshInterval") and last.get("stdin") == text and cached:
-        if ours is not None:
-            ours()
+        if started is not None:
+            started()
         return cached
     p = start_chained(chain["command"], raw)
     t0 = time.monotonic()
-    if ours is not None:
-        ours()
+    if started is not None:
+        started()
     if p is None:
         return ""
     out = wait_chained(p, max(0.001, timeout_ms / 1000.0 - (time.monotonic() - t0)))
@@ -241,6 +244,10 @@ def _on_alarm(signum: "int", frame: "FrameType | None") -> "NoReturn":
 def _arm(deadline: "float") -> "None":
     """Let SIGALRM fire at ``deadline`` (monotonic); at once when it has passed."""
     _signal.setitimer(_signal.ITIMER_REAL, max(0.001, deadline - time.monotonic()))
+
+
+def _disarm() -> "None":
+    _signal.setitimer(_signal.ITIMER_REAL, 0)
 
 
 def _chain_from_argv(argv: "list[str]") -> "dict[str, Any] | None":
@@ -361,15 +368,13 @@ def main() -> "NoReturn":
         except (ValueError, UnicodeDecodeError):
             payload = None
         c = facts(payload)
-
-        def ours() -> "None":  # our own part, within OWN_BUDGET_S whatever theirs does
-            try:
-                mine.append(render(payload, c=c))
-            except BaseException:
-                mine.append("ctx ?")
-            _signal.setitimer(_signal.ITIMER_REAL, 0)
-
-        if chain:
+        try:
+            mine.append(render(payload, c=c))
+        except BaseException:
+            mine.append("ctx ?")
+        _signal.setitimer(_signal.ITIMER_REAL, 0)
+        if chain:  # ours is drawn; the chain's setup gets a budget of its own
+            _arm(time.monotonic() + OWN_BUDGET_S)
             from . import config
 
             timeout = 1000
@@ -377,11 +382,9 @@ def main() -> "NoReturn":
                 timeout = config.load(None)["statusline_chain_timeout_ms"]
             except config.ConfigError:
                 pass
-            theirs = chained_output(chain, raw, c, timeout, ours)
+            theirs = chained_output(chain, raw, c, timeout, _disarm)
             if theirs:
                 out.append(theirs)
-        if not mine:
-            ours()
     except BaseException:
         pass
     try:

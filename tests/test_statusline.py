@@ -237,6 +237,32 @@ def test_slow_chained_command_is_cut_off(sess, tmp_path):
     assert res.elapsed < 0.3 + 4.0, "took %.1fs" % res.elapsed
 
 
+def test_ours_is_drawn_before_a_slow_chain_setup_can_take_our_budget(sess, tmp_path):
+    """Under load, starting the user's status line (a config import, a process start) alone took our
+    300 ms and the user saw ``ctx ?``: ours is drawn first, the setup has a budget of its own."""
+    chain = script(tmp_path, "theirs.sh", "cat >/dev/null\necho THEIRS\n")
+    write_chain(shlex.quote(chain))
+    slow_setup = (
+        "import sys, time\n"
+        "sys.path[0] = %r\n"
+        "from cc_continuity import statusline\n"
+        "real = statusline.start_chained\n"
+        "def slow(*a):\n"
+        "    time.sleep(2 * statusline.OWN_BUDGET_S)\n"
+        "    return real(*a)\n"
+        "statusline.start_chained = slow\n"
+        "statusline.main()\n" % os.path.dirname(os.path.dirname(STATUSMAIN)))
+    e = dict(os.environ, NO_COLOR="1")
+    e.pop("CLAUDE_PROJECT_DIR", None)
+    t0 = time.monotonic()
+    res = subprocess.run([sys.executable, "-S", "-c", slow_setup], input=json.dumps(sess.payload()).encode(),
+                         capture_output=True, env=e, timeout=30)
+    assert res.returncode == 0, res.stderr
+    # the setup ran past its own budget: theirs is not shown this time, ours is whole
+    assert res.stdout.decode().splitlines() == ["ctx 3% ▯▯▯▯▯ ok · repo-001"]
+    assert time.monotonic() - t0 < 0.6 + 4.0  # the slowed setup, and no wait on theirs
+
+
 def test_failing_chained_command_is_dropped(sess, tmp_path):
     chain = script(tmp_path, "bad.sh", "cat >/dev/null\necho half-broken\nexit 3\n")
     write_chain(shlex.quote(chain))
