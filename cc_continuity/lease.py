@@ -31,7 +31,7 @@ import os
 import sys
 import time
 
-from . import fastjson, paths, session
+from . import fastjson, session
 from .claim import bootstrap_text
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time typing is not imported
@@ -231,22 +231,8 @@ def renew_due(proj: "Project", now: float | None = None) -> "int | None":
 
 
 def start(proj_dir: str) -> int:
-    """The renewal job, detached (own session, stdin /dev/null, output to the share log)."""
-    import subprocess  # here: the claim path loads this module, and subprocess costs it ~4 ms
-
-    env = dict(os.environ)
-    package_parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env["PYTHONPATH"] = os.pathsep.join(x for x in (package_parent, env.get("PYTHONPATH", "")) if x)
-    log = paths.logs_dir() + "/share.log"
-    paths.ensure_dir(os.path.dirname(log))
-    out = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, paths.FILE_MODE)
-    try:
-        proc = subprocess.Popen([sys.executable, "-S", "-m", "cc_continuity.lease", proj_dir],
-                                stdin=subprocess.DEVNULL, stdout=out, stderr=out, cwd="/", env=env,
-                                start_new_session=True, close_fds=True)
-    finally:
-        os.close(out)
-    return proc.pid
+    """The renewal job, detached (share.start_job: the publish job's way)."""
+    return int(_share().start_job("cc_continuity.lease", proj_dir))
 
 
 def renew(proj_dir: str, now: float | None = None) -> "dict[str, list[str]]":

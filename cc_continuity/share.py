@@ -325,7 +325,13 @@ def after_verified(proj: "Project", number: int, cfg: "Config | Mapping[str, Any
 
 
 def start(p: "dict[str, Any]") -> int:
-    """Start the publish job fully detached (own session, stdin from /dev/null, output to the share log)."""
+    """Start the publish job fully detached."""
+    return start_job("cc_continuity.share", json.dumps(p))
+
+
+def start_job(module: str, arg: str) -> int:
+    """Start ``python -m <module> <arg>`` fully detached (own session, stdin from /dev/null, output to the
+    share log): the publish job here, the lease renewal (lease.start)."""
     env = dict(os.environ)
     package_parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env["PYTHONPATH"] = os.pathsep.join(x for x in (package_parent, env.get("PYTHONPATH", "")) if x)
@@ -333,7 +339,7 @@ def start(p: "dict[str, Any]") -> int:
     paths.ensure_dir(os.path.dirname(log))
     out = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, paths.FILE_MODE)
     try:
-        proc = subprocess.Popen([sys.executable, "-S", "-m", "cc_continuity.share", json.dumps(p)],
+        proc = subprocess.Popen([sys.executable, "-S", "-m", module, arg],
                                 stdin=subprocess.DEVNULL, stdout=out, stderr=out, cwd="/", env=env,
                                 start_new_session=True, close_fds=True)
     finally:

@@ -84,8 +84,6 @@ KEPT = {
     "cc_continuity.lease": {
         ("_share", "cc_continuity.share"): (START_UP, "a rotation's claim (SessionStart, sharing on) reads share.json "
                                                       "only; share + subprocess +~10 ms, loaded when the remote is asked"),
-        ("start", "subprocess"): (START_UP, "the claim path loads lease (sharing on): subprocess +~4 ms, needed only "
-                                             "to start the renewal job"),
     },
     "cc_continuity.share": {
         (fn, "cc_continuity.redact"): (START_UP, "every verb's start (commands/share, commands/claim): its rules "
