@@ -203,6 +203,21 @@ def test_dropped_enter_on_continuation_is_pressed_again_not_retyped(server, tmp_
     assert steps[-2:] == ["delivered", "renamed"]
 
 
+def test_a_late_reader_is_judged_by_what_it_draws_not_by_an_empty_box_before_it(server, tmp_path):
+    # A program that reads its keys late (as any does on a loaded machine: CI's parallel run found it)
+    # still shows an empty box right after our keys went in; that is not a submit. With its Enter
+    # dropped, the text it then draws gets a second Enter, never a take-back and a second copy.
+    s = Setup(server, tmp_path, "--drop-enter", "2", "--read-delay", "0.3",
+              timeouts={"idle_s": 5, "marker_s": 3, "delivery_s": 2, "type_s": 1.5, "quiet_s": 0})
+    res = s.rotate()
+    assert res.returncode == 0, res.stderr
+    assert s.run.submitted() == ["/clear", CONTINUATION]
+    assert [e["line"] for e in s.run.events("dropped_enter")] == [CONTINUATION]
+    assert s.run.raw_bytes().count(CONTINUATION.encode()) == 1, s.steps()
+    assert b"\x01" not in s.run.raw_bytes()  # nothing taken back
+    assert "stuck" not in s.steps() and "not_typed" not in s.steps()
+
+
 def test_dropped_enter_on_clear_is_pressed_again(server, tmp_path):
     s = Setup(server, tmp_path, "--drop-enter", "1")
     res = s.rotate()

@@ -391,7 +391,7 @@ class Rotator:
             if sent is None:
                 self.note("held", what=what, reason="a key arrived", attempt=attempt)
                 continue
-            gone = self._submitted(sent, stamp)
+            gone = self._submitted(sent, stamp, screen)
             if gone:
                 return sent, attempt
             self.note("not_typed", what=what, attempt=attempt, box=self._box()[:80])
@@ -400,27 +400,45 @@ class Rotator:
                 self._take_back(sent)
         raise RotationFailed("%s not submitted after %d attempt(s)" % (what, self.attempts))
 
-    def _submitted(self, sent, stamp):
+    def _submitted(self, sent, stamp, before):
         """After our text and Enter: True once the box no longer starts with our text.
+
+        The box is judged only once the screen differs from ``before`` (the screen
+        just before we typed): until the program has read our keys and drawn, an
+        empty box says nothing (on a loaded machine the first look came before the
+        drawing and took a text still to be shown for one submitted).  A program
+        that draws nothing within ``type_s`` is taken as having submitted, as before;
+        the delivery wait judges it.
 
         An Enter that did not take (not seen with the atomic submit, 80 of 80 took; a
         slower or older Claude Code might) is pressed again at once while nobody has
         typed, and our text taken back right away if that does not take either: the
         user must not find it in the box to type behind.  False then.
         """
+        want = _squash(sent)
         t0 = time.monotonic()
+        drawn = deadline = None  # the first drawing; SUBMIT_S from it, and again from a second Enter
         again = True
         while True:
-            box = _squash(self._box())
+            screen = self.pane.capture()
             now = time.monotonic()
-            if not box.startswith(_squash(sent)):
+            if screen == before:
+                if now - t0 >= self.timeouts["type_s"]:
+                    return True
+                time.sleep(0.01)
+                continue
+            if drawn is None:
+                drawn, deadline = now, now + SUBMIT_S
+            box = _squash(self.pane.input_text(screen))
+            if not box.startswith(want):
                 return True
-            if now - t0 >= SUBMIT_S:
-                return False
-            if again and box == _squash(sent) and now - t0 >= 0.05:
+            if again and box == want and now - drawn >= 0.05:
                 again = False
                 self._check()
-                self.pane.press_if_quiet(stamp, "Enter")
+                if self.pane.press_if_quiet(stamp, "Enter"):
+                    deadline = time.monotonic() + SUBMIT_S
+            elif now >= deadline:
+                return False
             time.sleep(0.01)
 
     # -- steps --------------------------------------------------------------

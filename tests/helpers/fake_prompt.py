@@ -10,6 +10,9 @@ records everything, so tests can prove what really arrived:
   (like ``/clear`` typed during generation), ``{"ev": "dropped_enter", …}`` for
   an Enter ignored on purpose (``--drop-enter K``).
 
+``--read-delay S`` waits S seconds before handling each read: a program that reads
+its keys late, as any does on a loaded machine.
+
 Keys (as Claude Code 2.1.328/2.1.332 handle them, observed): printable text
 is inserted at the cursor; Backspace (DEL or ^H) deletes before it, Delete
 (``ESC [3~``) after it; C-a/Home and C-e/End move to the start/end; C-u kills to
@@ -211,6 +214,8 @@ def parse_args(argv):
     p.add_argument("--initial", default="", help="half-typed text already in the box")
     p.add_argument("--drop-enter", type=int, action="append", default=[], metavar="K",
                    help="ignore the K-th Enter press (repeatable)")
+    p.add_argument("--read-delay", type=float, default=0.0, metavar="S",
+                   help="wait S seconds before handling each read (a loaded machine)")
     return p.parse_args(argv)
 
 
@@ -229,6 +234,7 @@ def main(argv=None):
             ready, _, _ = select.select([fd], [], [], 0.05)
             changed = False
             if ready:
+                time.sleep(opts.read_delay)
                 data = os.read(fd, 4096)
                 if not data:
                     return 0
