@@ -78,7 +78,7 @@ def touch10(repo, k):
 
 # -- P6 ------------------------------------------------------------------------------------------
 def p6(work, files, runs):
-    from cc_continuity import gitsnap
+    from cc_continuity.snapshot import worktree
 
     repo = make_repo(os.path.join(work, "p6"), files)
     out = {"files": files}
@@ -86,7 +86,7 @@ def p6(work, files, runs):
     first, empty, copy = [], [], []
     for i in range(runs):
         idx = os.path.join(work, "p6state%d" % i, "snapshot.index")
-        t, _ = pairs.timed(lambda: gitsnap.snapshot(repo, "refs/continuity/bench/cp-%03d" % i, "m", unique=True, index=idx))
+        t, _ = pairs.timed(lambda: worktree.snapshot(repo, "refs/continuity/bench/cp-%03d" % i, "m", unique=True, index=idx))
         first.append(t)
         tmp = os.path.join(work, "throwaway")
         for target, fill in ((empty, False), (copy, True)):
@@ -103,7 +103,7 @@ def p6(work, files, runs):
     snap, stat_ = [], []
     for i in range(runs + 1):
         touch10(repo, i)
-        t, res = pairs.timed(lambda: gitsnap.snapshot(repo, "refs/continuity/bench/inc-%03d" % i, "m", unique=True, index=idx))
+        t, res = pairs.timed(lambda: worktree.snapshot(repo, "refs/continuity/bench/inc-%03d" % i, "m", unique=True, index=idx))
         assert res["index"] == "incremental", res["index"]
         t2, _ = pairs.timed(lambda: run(status, cwd=repo))
         if i:  # the first pair warms the page cache for both
@@ -246,7 +246,7 @@ def du(path):
 
 
 def p8(work, count=100):
-    from cc_continuity import gitsnap, retention
+    from cc_continuity.snapshot import worktree, retention
 
     out = {}
     for name, cap in (("defaults (untracked cap 1 MiB)", None), ("cap 16 MiB, keep 10, then git gc", 16 << 20)):
@@ -259,16 +259,16 @@ def p8(work, count=100):
                 f.write(os.urandom(8 << 20))
             kw = {"max_untracked_bytes": 1 << 20} if cap is None else {"max_untracked_bytes": cap,
                                                                       "max_file_bytes": cap}
-            gitsnap.snapshot(repo, pre + "manual/001-%03d" % i, "m", index=idx, **kw)
+            worktree.snapshot(repo, pre + "manual/001-%03d" % i, "m", index=idx, **kw)
             if cap is not None:
-                rows = gitsnap.list_refs(repo, pre)
+                rows = worktree.list_refs(repo, pre)
                 doomed, _ = retention.choose(rows, pre, 10, None, set(), time.time())
-                gitsnap.delete_refs(repo, doomed)
+                worktree.delete_refs(repo, doomed)
         if cap is not None:
             git(repo, "-c", "gc.pruneExpire=now", "-c", "gc.reflogExpireUnreachable=now", "gc", "-q", "--prune=now")
         grown = du(os.path.join(repo, ".git")) - before
         out[name] = {"checkpoints": count, "git_growth_mb": round(grown / 1e6, 1),
-                     "refs": len(gitsnap.list_refs(repo, pre)), "load": pairs.load()}
+                     "refs": len(worktree.list_refs(repo, pre)), "load": pairs.load()}
         shutil.rmtree(repo)
     return out
 

@@ -45,7 +45,8 @@ def main():
                       GIT_AUTHOR_EMAIL="bench@example.invalid", GIT_COMMITTER_NAME="Bench",
                       GIT_COMMITTER_EMAIL="bench@example.invalid")
     os.makedirs(os.environ["HOME"])
-    from cc_continuity import gitsnap, paths, session, share, snapjob
+    from cc_continuity.snapshot import worktree, job
+    from cc_continuity import paths, session, share
     from cc_continuity.project import Project
 
     root, bare = tmp + "/a", tmp + "/remote.git"
@@ -64,14 +65,14 @@ def main():
     git(root, "push", "-q", "origin", "main")
     proj = Project(root)
     proj.ensure()
-    idx = snapjob.index_path(root)
-    gitsnap.snapshot(root, "refs/continuity/bench/seed", None, index=idx)  # the private index is warm, as after cp-001
+    idx = job.index_path(root)
+    worktree.snapshot(root, "refs/continuity/bench/seed", None, index=idx)  # the private index is warm, as after cp-001
     rows = []
     for r in range(1, args.rounds + 1):
         for k in range(args.changed):
             with open("%s/d%03d/f%05d.txt" % (root, k % 500, k), "a") as f:
                 f.write("round %d\n" % r)
-        snap = gitsnap.snapshot(root, gitsnap.ref_name(proj.key, r), "cp-%03d" % r, index=idx)
+        snap = worktree.snapshot(root, worktree.ref_name(proj.key, r), "cp-%03d" % r, index=idx)
         sdir = proj.session_dir(r)
         cdir = session.checkpoint_dir(sdir)
         paths.ensure_dir(cdir)

@@ -124,7 +124,8 @@ def prompts(sdir: str, since: float | None = None, limit: int = PROMPTS_KEPT,
 def collect(root: str, sdir: str, rec: "Record", reading: "dict[str, Any]", payload: "dict[str, Any]",
             cfg: "Config | Mapping[str, Any]", out_dir: str | None = None) -> "dict[str, Any]":
     """Machine facts for the snapshot; written to ``<out_dir>/`` :data:`session.SNAPSHOT` and returned."""
-    from . import gitsnap, transcript  # here: the claim reads checkpoints and must stay light
+    from .snapshot import worktree  # here: the claim reads checkpoints and must stay light
+    from . import transcript
 
     out_dir = out_dir or cp_dir(sdir)
     os.makedirs(out_dir, mode=0o700, exist_ok=True)
@@ -140,7 +141,7 @@ def collect(root: str, sdir: str, rec: "Record", reading: "dict[str, Any]", payl
         "created": rec.get("created"),
         "model": rec.get("model"),
         "reading": {k: reading.get(k) for k in ("tokens", "window", "percent", "level", "window_source")},
-        "git": gitsnap.git_facts(root, index=paths.project_dir(paths.project_key(root)) + "/facts.index"),
+        "git": worktree.git_facts(root, index=paths.project_dir(paths.project_key(root)) + "/facts.index"),
         "prompts": prompts(sdir),
         "todos": transcript.open_todos(tpath) if isinstance(tpath, str) else None,
         "last_assistant_message": last[:1000] if isinstance(last, str) else None,
@@ -165,7 +166,8 @@ def finalize(root: str, slug: str, sdir: str, rec: "Record", check: "Validation"
     older install's, or one a crashed attempt of this very checkpoint left — is
     never moved or deleted; this checkpoint takes the next free ``cp-<NNN>-<k>``.
     """
-    from . import gitsnap, redact  # here: the claim reads checkpoints and must stay light
+    from .snapshot import worktree  # here: the claim reads checkpoints and must stay light
+    from . import redact
 
     number = rec["number"]
     cid = checkpoint_id(number)
@@ -175,13 +177,13 @@ def finalize(root: str, slug: str, sdir: str, rec: "Record", check: "Validation"
     first = [line.strip("# ").strip() for line in text.splitlines() if line.strip()][:3]
     message = redact.redact("%s %s: %s" % (cid, rec.get("name"), " / ".join(first))[:300])
     try:
-        ref = gitsnap.ref_name(paths.project_key(root), number)
+        ref = worktree.ref_name(paths.project_key(root), number)
     except ValueError as e:
         git: "dict[str, Any]" = {"git": None, "error": str(e)[:500]}
     else:
-        from . import snapjob
+        from .snapshot import job
 
-        git = snapjob.run_for_checkpoint(root, sdir, ref, message, cfg)  # or pending: its job finishes it
+        git = job.run_for_checkpoint(root, sdir, ref, message, cfg)  # or pending: its job finishes it
     reading = snap.get("reading") or {}
     manifest: "dict[str, Any]" = {
         "id": cid,
@@ -227,13 +229,13 @@ def snapshot_wait(git: "dict[str, Any]") -> "dict[str, Any]":
 
 def git_entry(sdir: str) -> "dict[str, Any]":
     """The checkpoint's git entry now (a pending snapshot's result once its job wrote it), or {}."""
-    from . import snapjob
+    from .snapshot import job
 
     try:
         manifest = read_json(session.manifest_path(sdir))
     except (OSError, ValueError):
         return {}
-    return snapjob.current(manifest.get("git"))
+    return job.current(manifest.get("git"))
 
 
 def move_aside_non_file(sdir: str) -> str | None:

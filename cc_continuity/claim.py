@@ -331,7 +331,7 @@ def _facts(snap: "dict[str, Any]", manifest: "dict[str, Any]", tools: "list[dict
             lines.append("  - %s %s" % (c.get("sha", "")[:9], c.get("subject", "")[:100]))
     else:
         lines.append("- git: not a git repository")
-    from .snapjob import current
+    from .snapshot.job import current
 
     git = current(manifest.get("git"))
     ref = None if git.get("pending") else git.get("ref")  # a pending entry names the ref it will make

@@ -619,10 +619,10 @@ def _state_dirs_problem(sdir: str) -> str | None:
 
 def _turn_snapshot(ctx: Context, n: int, sdir: str, rec: Record) -> None:
     """The rolling turn-end snapshot (a crash before any checkpoint then loses at most this turn's tree)."""
-    from . import snapjob  # subprocess and git: loaded by the steps that snapshot, not by every hook (the mod)
+    from .snapshot import job  # subprocess and git: loaded by the steps that snapshot, not by every hook (the mod)
 
     try:
-        proc = snapjob.start_turn(ctx.project.root, sdir, ctx.project.key, n, rec.get("name"), ctx.cfg)
+        proc = job.start_turn(ctx.project.root, sdir, ctx.project.key, n, rec.get("name"), ctx.cfg)
     except (OSError, ValueError) as e:
         ctx.log(sdir, {"ev": "turn_snapshot_failed", "error": str(e)[:200]})
         return

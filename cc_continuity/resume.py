@@ -59,7 +59,7 @@ def _age(seconds: float | None) -> str:
 def revalidate(root: str, pdir: str, prec: "Record", cfg: "Config | Mapping[str, Any]",
                claimer_pid: int | None = None, now: float | None = None) -> "dict[str, Any]":
     """Compare predecessor ``prec``'s checkpoint with the world now; a JSON-able result with ``verdict``."""
-    from . import gitsnap, snapjob
+    from .snapshot import worktree, job
 
     t0 = time.monotonic()
     now = time.time() if now is None else now
@@ -79,7 +79,7 @@ def revalidate(root: str, pdir: str, prec: "Record", cfg: "Config | Mapping[str,
     else:
         res["process"] = "gone"
     if then.get("git"):
-        hist = gitsnap.history_since(root, then.get("head"))
+        hist = worktree.history_since(root, then.get("head"))
         faults.point("claim:mid_revalidation")  # (tests: a kill between the claim's git calls)
         if hist.get("git"):
             res.update(branch_now=hist["branch"], head_now=hist["head"], commits_since=hist["count"],
@@ -92,7 +92,7 @@ def revalidate(root: str, pdir: str, prec: "Record", cfg: "Config | Mapping[str,
                     (hist["head"] or "none")[:9], then["head"][:9]))
         else:
             res["problems"].append("git: %s" % hist.get("reason"))
-    git = snapjob.current(manifest.get("git"))
+    git = job.current(manifest.get("git"))
     if git.get("pending"):
         res["snapshot"] = "pending"
         res["changed_checked"] = None
@@ -100,13 +100,13 @@ def revalidate(root: str, pdir: str, prec: "Record", cfg: "Config | Mapping[str,
         res["snapshot"] = git.get("ref")
         res["snapshot_commit"] = git["commit"]
         try:
-            got = gitsnap.changed_since(
-                root, git["commit"], index=snapjob.index_path(root),
-                facts_index=os.path.dirname(snapjob.index_path(root)) + "/facts.index",
+            got = worktree.changed_since(
+                root, git["commit"], index=job.index_path(root),
+                facts_index=os.path.dirname(job.index_path(root)) + "/facts.index",
                 untracked=cfg.get("snapshot_untracked", True),
                 skip=[s["path"] for s in git.get("skipped_large") or ()
                       if isinstance(s, dict) and isinstance(s.get("path"), str)])
-        except (gitsnap.SnapshotError, OSError, ValueError) as e:
+        except (worktree.SnapshotError, OSError, ValueError) as e:
             got = {"error": str(e)[:200]}
         if got.get("error") or not got.get("git"):
             res["problems"].append("work tree not compared: %s" % (got.get("error") or got.get("reason")))
@@ -163,11 +163,11 @@ def _missing_named(root: str, pdir: str, cfg: "Config | Mapping[str, Any]", comm
             named.append(tok)
     if not named or not commit:
         return named[:50]
-    from . import gitsnap
+    from .snapshot import worktree
 
     rel = [t for t in named if not t.startswith("/")]
     try:
-        proc = gitsnap._git(["--literal-pathspecs", "ls-tree", "-r", "--name-only", "-z", "--full-tree", commit,
+        proc = worktree._git(["--literal-pathspecs", "ls-tree", "-r", "--name-only", "-z", "--full-tree", commit,
                              "--", *rel], root)
         known: set[str] | None = {p.decode("utf-8", "replace") for p in proc.stdout.split(b"\0") if p} if proc.returncode == 0 else None
     except OSError:
@@ -382,25 +382,26 @@ def since_text(root: str, pdir: str, prec: "Record", cfg: "Config | Mapping[str,
 def crash_handoff(root: str, dsdir: str, drec: "Record", cfg: "Config | Mapping[str, Any]",
                   budget_chars: int) -> "tuple[str, dict[str, Any]]":
     """The machine handoff for session ``drec`` that died with no checkpoint (degraded; redacted; bounded)."""
-    from . import gitsnap, paths, redact, transcript
+    from .snapshot import worktree
+    from . import paths, redact, transcript
 
     tpath = drec.get("transcript")
     asked = checkpoint.prompts(dsdir, limit=0, chars=600)
     todos = transcript.open_todos(tpath) if isinstance(tpath, str) else None
     last = transcript.last_assistant_text(tpath) if isinstance(tpath, str) else None
-    g = gitsnap.git_facts(root, max_commits=5, max_files=40,
+    g = worktree.git_facts(root, max_commits=5, max_files=40,
                           index=paths.project_dir(paths.project_key(root)) + "/facts.index")
     acts = actions_after(dsdir, harmful=cfg.get("effects_harmful"))
-    from . import snapjob
+    from .snapshot import job
 
-    turn = snapjob.read_result(snapjob.turn_result_path(dsdir)) or {}
+    turn = job.read_result(job.turn_result_path(dsdir)) or {}
     since_turn = None
     if turn.get("commit"):
         try:
-            since_turn = gitsnap.changed_since(root, turn["commit"], index=snapjob.index_path(root),
+            since_turn = worktree.changed_since(root, turn["commit"], index=job.index_path(root),
                                                facts_index=paths.project_dir(paths.project_key(root)) + "/facts.index",
                                                untracked=cfg.get("snapshot_untracked", True), limit=200)
-        except (gitsnap.SnapshotError, OSError, ValueError):
+        except (worktree.SnapshotError, OSError, ValueError):
             since_turn = None
     sid = drec.get("session_id")
     lines = ["cc-continuity: the previous session %s in this project died mid-work (its process is gone) before "

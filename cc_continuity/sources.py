@@ -18,7 +18,8 @@ that cites nothing is *uncited*: reported, and a problem only with
 import os
 import re
 
-from . import claims, gitsnap, ledger, safefile, session
+from . import claims, ledger, safefile, session
+from .snapshot import worktree
 from .handoff import BACKTICK, PATHISH, normalise, sections_of
 
 TYPE_CHECKING = False
@@ -101,7 +102,7 @@ def _path_cite(tok: str, root: str) -> "tuple[bool, str | None] | None":
 
 def _commit_cite(sha: str, root: str) -> "str | None":
     try:
-        done = gitsnap._git(["cat-file", "-e", sha + "^{commit}"], root, timeout=5)
+        done = worktree._git(["cat-file", "-e", sha + "^{commit}"], root, timeout=5)
     except (OSError, ValueError):
         return None  # git unavailable: nothing to say against the citation
     return None if done.returncode == 0 else "commit %s is not in this repository" % sha

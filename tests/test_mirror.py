@@ -11,7 +11,8 @@ import subprocess
 
 import pytest
 
-from cc_continuity import config, gitsnap
+from cc_continuity import config
+from cc_continuity.snapshot import worktree
 from cc_continuity.doctor import checks
 
 SECRET = "password=hunter2-local-only"
@@ -34,12 +35,12 @@ def mirror_check(repo):
 def test_a_mirror_push_carries_the_snapshots_and_untracked_files(repo, tmp_path):
     bare = tmp_path / "remote.git"
     subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True)
-    snap = gitsnap.snapshot(str(repo), gitsnap.ref_name("proj-0123456789", 1), "cp-001", unique=True)
+    snap = worktree.snapshot(str(repo), worktree.ref_name("proj-0123456789", 1), "cp-001", unique=True)
     git(repo, "push", "-q", "--mirror", str(bare))
     assert snap["ref"] in git(bare, "for-each-ref", "--format=%(refname)")
     assert git(bare, "show", snap["ref"] + ":notes.txt").strip() == SECRET
     # snapshot_untracked: false -> the next snapshot has only tracked files
-    tracked = gitsnap.snapshot(str(repo), gitsnap.ref_name("proj-0123456789", 2), "cp-002", unique=True,
+    tracked = worktree.snapshot(str(repo), worktree.ref_name("proj-0123456789", 2), "cp-002", unique=True,
                                untracked=False)
     git(repo, "push", "-q", "--mirror", str(bare))
     assert "notes.txt" not in git(bare, "ls-tree", "-r", "--name-only", tracked["ref"]).split()
@@ -78,7 +79,7 @@ def test_a_negative_refspec_or_snapshot_untracked_false_calms_doctor(repo):
 
 
 def test_the_checkpoint_path_honours_snapshot_untracked(tmp_path):
-    """Through the real hooks: the setting reaches gitsnap."""
+    """Through the real hooks: the setting reaches worktree."""
     from helpers.hookdriver import HookDriver, handoff_text, tokens_at
 
     drv = HookDriver(tmp_path / "proj")

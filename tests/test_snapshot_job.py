@@ -22,7 +22,8 @@ import time
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cc_continuity import config, gitsnap, retention, session
+from cc_continuity import config, session
+from cc_continuity.snapshot import worktree, retention
 from helpers.hookdriver import HookDriver, handoff_text, tokens_at, wait_for_snapshot_jobs
 
 S1 = "a1a1a1a1-0000-4000-8000-000000000001"
@@ -152,7 +153,7 @@ def test_a_quick_snapshot_is_finished_inside_the_hook(tmp_path):
 # -- P8: retention -----------------------------------------------------------------------------
 def _snap(root, ref, when, env_extra=None):
     env = dict(os.environ, GIT_COMMITTER_DATE="@%d +0000" % when, GIT_AUTHOR_DATE="@%d +0000" % when)
-    code = ("import sys; from cc_continuity import gitsnap; gitsnap.snapshot(sys.argv[1], sys.argv[2], 'm')")
+    code = ("import sys; from cc_continuity.snapshot import worktree; worktree.snapshot(sys.argv[1], sys.argv[2], 'm')")
     subprocess.run([os.sys.executable, "-c", code, root, ref], env=env, check=True)
 
 
@@ -181,7 +182,7 @@ def test_pruning_never_removes_a_claimable_checkpoint_or_a_sessions_newest(tmp_p
     cfg = config.load(proj.root)
     cfg.values.update(snapshot_keep=1, snapshot_max_age_days=1)  # as hard as it gets: prune everything it may
     res = retention.prune(proj, cfg)
-    left = {r for r, _, _ in gitsnap.list_refs(drv.root, "refs/continuity/")}
+    left = {r for r, _, _ in worktree.list_refs(drv.root, "refs/continuity/")}
     assert pre + "cp-001" in left  # claimable, however old
     assert pre + "cp-002-2" in left and pre + "cp-003" in left  # each session's newest
     assert pre + "manual/002-a" not in left and pre + "cp-002" not in left

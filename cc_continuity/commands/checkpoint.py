@@ -6,7 +6,8 @@ the session keeps going.  Useful before a risky step.
 
 import time
 
-from .. import checkpoint, gitsnap, ledger, protocol, redact, retention, session, snapjob
+from .. import checkpoint, ledger, protocol, redact, session
+from ..snapshot import worktree, retention, job
 from ._util import current_project, load_config, print_json
 from .signal import find_session
 
@@ -30,19 +31,19 @@ def run(args):
     if rec.get("transcript"):
         reading = protocol.session_reading(sdir, rec, cfg)
     snap = checkpoint.collect(proj.root, sdir, rec, reading, {}, cfg, out_dir=out_dir)
-    ref = "%smanual/%03d-%s" % (gitsnap.ref_name(proj.key, n).rsplit("cp-", 1)[0], n, stamp.lower())
+    ref = "%smanual/%03d-%s" % (worktree.ref_name(proj.key, n).rsplit("cp-", 1)[0], n, stamp.lower())
     try:
-        git = gitsnap.snapshot(proj.root, ref, redact.redact("%s %s: %s" % (rec.get("name"), stamp, args.message)),
+        git = worktree.snapshot(proj.root, ref, redact.redact("%s %s: %s" % (rec.get("name"), stamp, args.message)),
                                max_file_bytes=cfg["snapshot_max_file_bytes"], unique=True,
                                max_untracked_bytes=cfg["snapshot_max_untracked_bytes"],
                                untracked=cfg["snapshot_untracked"], timeout=cfg["snapshot_timeout_s"],
-                               index=snapjob.index_path(proj.root))
-    except (gitsnap.SnapshotError, ValueError) as e:
+                               index=job.index_path(proj.root))
+    except (worktree.SnapshotError, ValueError) as e:
         git = {"git": None, "error": str(e)}
     if git.get("git"):
         try:
             retention.prune(proj, cfg)
-        except (gitsnap.SnapshotError, OSError) as e:
+        except (worktree.SnapshotError, OSError) as e:
             git.setdefault("warnings", []).append("pruning old snapshots failed: %s" % e)
     ledger.append(session.ledger_path(sdir), {"ev": "manual_checkpoint", "dir": out_dir, "ref": git.get("ref"),
                                               "commit": git.get("commit"), "message": args.message[:200]})

@@ -1,6 +1,6 @@
 """``cc-continuity snapshots``: the git snapshots of this project, with age and size; ``--prune`` applies the retention policy."""
 
-from .. import gitsnap, retention
+from ..snapshot import worktree, retention
 from ._util import ago, current_project, load_config, print_json
 
 
@@ -46,7 +46,7 @@ def run(args):
     proj = current_project()
     if args.prune:
         return prune(proj, args)
-    snaps = gitsnap.list_snapshots(proj.root)
+    snaps = worktree.list_snapshots(proj.root)
     if args.json:
         print_json({"project": proj.root, "snapshots": snaps})
         return 0

@@ -318,7 +318,7 @@ def _alive(pid: "object") -> "bool":
 
 def _forget_wait(call: "Call", event: "str", waited_ms: "int", result: "str | None" = None) -> None:
     """The snapshot is there (or never will be): stop checking, once, on the slow path."""
-    from ..snapjob import read_result
+    from ..snapshot.job import read_result
     from .common import HookContext
 
     got = read_result(result) if result else None

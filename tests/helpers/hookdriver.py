@@ -337,7 +337,7 @@ class HookDriver:
 
 
 def snapshot_jobs(marker):
-    """Pids of running snapshot jobs (``cc_continuity.snapjob``) whose plan mentions ``marker``."""
+    """Pids of running snapshot jobs (``cc_continuity.snapshot.job``) whose plan mentions ``marker``."""
     pids = []
     for name in os.listdir("/proc"):
         if not name.isdigit():
@@ -349,7 +349,7 @@ def snapshot_jobs(marker):
                 zombie = f.read().rpartition(b")")[2][:3] == b" Z "
         except OSError:
             continue
-        if b"cc_continuity.snapjob" in cmd and marker.encode() in cmd and not zombie:
+        if b"cc_continuity.snapshot.job" in cmd and marker.encode() in cmd and not zombie:
             pids.append(int(name))
     return pids
 

@@ -2,7 +2,7 @@
 
 Why: on a large repository the first snapshot (or one after a big change) can take far
 longer than the user should wait at a turn's end, and the Stop hook has a hard budget.
-So the Stop hook starts ``python -m cc_continuity.snapjob '<plan as JSON>'`` in its
+So the Stop hook starts ``python -m cc_continuity.snapshot.job '<plan as JSON>'`` in its
 own session (it outlives the hook, whatever then drives the ``/clear``: the tmux rotator,
 an in-process driver, or the user) and waits for it at most ``snapshot_hook_wait_s``.
 What it has not seen finish by then, the job finishes alone.
@@ -23,21 +23,22 @@ import subprocess
 import sys
 import time
 
-from . import atomic, gitsnap, paths, session
+from .. import atomic, paths, session
+from . import worktree
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time typing is not imported (the Stop hook runs this)
 if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any
 
-    from .config import Config
+    from ..config import Config
 
 PLAN_KEYS = ("root", "ref", "message", "result", "index", "max_file_bytes", "max_untracked_bytes",
              "untracked", "timeout")
 
 
 def index_path(root: str) -> str:
-    """The project's persistent private index (``gitsnap.snapshot(index=…)``), in our state dir."""
+    """The project's persistent private index (``worktree.snapshot(index=…)``), in our state dir."""
     return paths.project_dir(paths.project_key(root)) + "/snapshot.index"
 
 
@@ -58,10 +59,10 @@ def take(p: "dict[str, Any]") -> "dict[str, Any]":
     """The snapshot of plan ``p`` in this process: the git entry for the manifest (never raises)."""
     try:
         move = bool(p.get("move"))
-        git: "dict[str, Any]" = gitsnap.snapshot(p["root"], p["ref"], p["message"], max_file_bytes=p["max_file_bytes"],
+        git: "dict[str, Any]" = worktree.snapshot(p["root"], p["ref"], p["message"], max_file_bytes=p["max_file_bytes"],
                                max_untracked_bytes=p["max_untracked_bytes"], untracked=p["untracked"],
                                unique=not move, timeout=p["timeout"], index=p["index"], move=move)
-    except (gitsnap.SnapshotError, ValueError, OSError) as e:
+    except (worktree.SnapshotError, ValueError, OSError) as e:
         git = {"git": None, "error": str(e)[:500]}
     git["job"] = p.get("job")
     return git
@@ -80,7 +81,7 @@ def start(p: "dict[str, Any]", log_path: str | None = None) -> "subprocess.Popen
         paths.ensure_dir(os.path.dirname(log_path))
         out = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, paths.FILE_MODE)
     try:
-        return subprocess.Popen([sys.executable, "-S", "-m", "cc_continuity.snapjob", json.dumps(p)],
+        return subprocess.Popen([sys.executable, "-S", "-m", "cc_continuity.snapshot.job", json.dumps(p)],
                                 stdin=subprocess.DEVNULL, stdout=out, stderr=out, cwd="/", env=env,
                                 start_new_session=True, close_fds=True)
     finally:
@@ -113,7 +114,7 @@ def current(git: "dict[str, Any] | None") -> "dict[str, Any]":
 
 def turn_ref(key: str, number: int) -> str:
     """A session's rolling turn-end snapshot ref (moved at every turn end; checkpoint refs never move)."""
-    return "%s%s/turn-%03d" % (gitsnap.REF_PREFIX, key, number)
+    return "%s%s/turn-%03d" % (worktree.REF_PREFIX, key, number)
 
 
 def turn_result_path(sdir: str) -> str:
@@ -127,7 +128,7 @@ def start_turn(root: str, sdir: str, key: str, number: int, name: str | None,
     Skipped while a snapshot holds the project's private index (the last turn's, or a
     checkpoint's): the next turn end takes it.  Never waited for.
     """
-    from .lock import Lock, LockTimeout
+    from ..lock import Lock, LockTimeout
 
     d = root
     while not os.path.exists(os.path.join(d, ".git")):  # not a git work tree: nothing to start
@@ -171,7 +172,7 @@ def main(argv: list[str]) -> int:
         p = None
     missing = [k for k in PLAN_KEYS if not isinstance(p, dict) or k not in p]
     if missing or not isinstance(p, dict):  # (a p that is no dict misses every key: the isinstance is for mypy)
-        print("usage: python -m cc_continuity.snapjob '<plan JSON>' (missing: %s)" % ", ".join(missing),
+        print("usage: python -m cc_continuity.snapshot.job '<plan JSON>' (missing: %s)" % ", ".join(missing),
               file=sys.stderr)
         return 2
     if isinstance(p.get("nice"), int) and p["nice"] > 0:
@@ -185,13 +186,13 @@ def main(argv: list[str]) -> int:
     if p.get("prune", True):
         try:
             from . import retention
-            from .config import load
-            from .project import Project
+            from ..config import load
+            from ..project import Project
 
             proj = Project(p["root"])
             retention.prune(proj, load(proj.root))
         except Exception as e:  # noqa: BLE001 - pruning is housekeeping; the snapshot is done
-            print("snapjob: prune failed: %s: %s" % (type(e).__name__, e), file=sys.stderr)
+            print("snapshot job: prune failed: %s: %s" % (type(e).__name__, e), file=sys.stderr)
     return 0
 
 

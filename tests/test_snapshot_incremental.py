@@ -1,6 +1,6 @@
 """Issue 13, P6: the persistent private index builds exactly the tree a from-scratch snapshot builds.
 
-The oracle is the from-scratch build, written here independently of gitsnap: a byte copy of
+The oracle is the from-scratch build, written here independently of snapshot.worktree: a byte copy of
 the user's index (mtime kept), the files over the caps found with ``ls-files --modified
 --others`` and excluded, ``git add -A`` (``-u`` for tracked files only), ``write-tree``.
 Hypothesis plays sequences of add / modify (also same-size rewrites in the second the
@@ -23,8 +23,8 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from cc_continuity import gitsnap
-from test_gitsnap import busy_repo, git, tree_of, user_state, write  # noqa: F401 (a fixture)
+from cc_continuity.snapshot import worktree
+from test_snapshot_worktree import busy_repo, git, tree_of, user_state, write  # noqa: F401 (a fixture)
 
 CAP, UCAP = 600, 300
 POOL = ["a.txt", "b.txt", "d/c.txt", "d/e/f.txt", "x.log", "big.bin", "n/g.txt"]
@@ -66,7 +66,7 @@ def from_scratch(repo, cap=CAP, ucap=UCAP, untracked=True):
 
 
 def incremental(repo, index, **kw):
-    res = gitsnap.snapshot(repo, "refs/continuity/t/cp-001", "m", unique=True, max_file_bytes=CAP,
+    res = worktree.snapshot(repo, "refs/continuity/t/cp-001", "m", unique=True, max_file_bytes=CAP,
                            max_untracked_bytes=UCAP, index=index, **kw)
     return res
 
@@ -376,7 +376,7 @@ def test_concurrent_snapshots_of_one_index_are_all_correct(repo, index):
     incremental(repo, index)
     write(os.path.join(repo, "src", "m07.py"), "changed\n")
     want = from_scratch(repo)[0]
-    code = ("import sys, json; from cc_continuity import gitsnap; print(json.dumps(gitsnap.snapshot(sys.argv[1], "
+    code = ("import sys, json; from cc_continuity.snapshot import worktree; print(json.dumps(worktree.snapshot(sys.argv[1], "
             "'refs/continuity/k/cp-001', 'm', unique=True, max_file_bytes=%d, max_untracked_bytes=%d, "
             "index=sys.argv[2])))" % (CAP, UCAP))
     procs = [subprocess.Popen([sys.executable, "-c", code, repo, index], stdout=subprocess.PIPE,
@@ -433,15 +433,15 @@ def test_facts_through_a_refreshed_copy_of_the_users_index_are_the_same_facts(bu
                 if not os.path.islink(os.path.join(d, f)):
                     os.utime(os.path.join(d, f), (later, later))  # the user's stat cache is stale now
     before = user_state(busy_repo)
-    plain = gitsnap.git_facts(busy_repo)
-    via = gitsnap.git_facts(busy_repo, index=copy)
+    plain = worktree.git_facts(busy_repo)
+    via = worktree.git_facts(busy_repo, index=copy)
     assert via == plain
     assert user_state(busy_repo) == before
     assert stat.S_IMODE(os.stat(copy).st_mode) == 0o600
     time.sleep(1.1)  # past the second it was written in: no entry is racily clean any more
-    assert gitsnap.git_facts(busy_repo, index=copy) == plain
+    assert worktree.git_facts(busy_repo, index=copy) == plain
     refreshed = os.stat(copy).st_mtime_ns
-    assert gitsnap.git_facts(busy_repo, index=copy) == plain
+    assert worktree.git_facts(busy_repo, index=copy) == plain
     assert os.stat(copy).st_mtime_ns == refreshed  # nothing left to refresh: status read no file again
     git(busy_repo, "add", "notes")  # the user's index changes: the copy follows it
-    assert gitsnap.git_facts(busy_repo, index=copy) == gitsnap.git_facts(busy_repo)
+    assert worktree.git_facts(busy_repo, index=copy) == worktree.git_facts(busy_repo)

@@ -24,14 +24,14 @@ import subprocess
 import tempfile
 import time
 
-from . import errors
+from .. import errors
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time nothing is imported (the Stop hook loads this)
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
     from typing import Any
 
-    from .lock import Lock
+    from ..lock import Lock
 
     StrPath = str | os.PathLike[str]
     Done = subprocess.CompletedProcess[bytes]  # a git call's result (bytes out and err)
@@ -395,7 +395,7 @@ class _PrivateIndex:
         if path:
             d = os.path.dirname(os.path.abspath(path))
             os.makedirs(d, mode=0o700, exist_ok=True)
-            from .lock import Lock, LockTimeout
+            from ..lock import Lock, LockTimeout
 
             wait = max(0.0, min(_FLOCK_WAIT_S, runner.deadline - time.monotonic() - 1.0))
             try:
@@ -1113,7 +1113,7 @@ def _facts_index(path: str, real_index: str) -> "tuple[str, Lock] | tuple[None, 
     reused while the user's index is unchanged (its stat); it is the same index, so the facts
     are the same.  Its own flock; without it, the user's index is read as before.
     """
-    from .lock import Lock, LockTimeout
+    from ..lock import Lock, LockTimeout
 
     try:
         os.makedirs(os.path.dirname(os.path.abspath(path)), mode=0o700, exist_ok=True)
@@ -1249,7 +1249,7 @@ def changed_since(root: "StrPath", commit: str, *, index: str | None = None, fac
     ``limit`` candidates: listed as they are, unchecked (``checked`` false).
     ``skip``: paths the snapshot left out on purpose (over its size caps).
     """
-    from .lock import Lock, LockTimeout
+    from ..lock import Lock, LockTimeout
 
     started = time.monotonic()
     found = _locate_repo(root, timeout=min(timeout, 10), head=True)

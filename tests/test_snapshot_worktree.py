@@ -1,4 +1,4 @@
-"""gitsnap against real git repositories in temp dirs.
+"""The work-tree snapshot (snapshot/worktree.py) against real git repositories in temp dirs.
 
 The central promise is non-invasiveness, so most tests capture everything the
 user owns (every file under .git except new objects and our own refs, every
@@ -16,8 +16,8 @@ import time
 
 import pytest
 
-from cc_continuity import gitsnap
-from cc_continuity.gitsnap import SnapshotError, git_facts, list_snapshots, ref_name, snapshot
+from cc_continuity.snapshot import worktree
+from cc_continuity.snapshot.worktree import SnapshotError, git_facts, list_snapshots, ref_name, snapshot
 
 OURS = ("objects", os.path.join("refs", "continuity"), os.path.join("logs", "refs", "continuity"))
 
@@ -291,7 +291,7 @@ def test_non_git_directory_is_not_an_error(tmp_path):
     plain.mkdir()
     (plain / "f.txt").write_text("x")
     assert snapshot(str(plain), ref_name("plain", 1), "m") == {"git": False, "reason": "no git"}
-    assert gitsnap.find_git_root(str(plain)) is None
+    assert worktree.find_git_root(str(plain)) is None
     assert list_snapshots(str(plain)) == []
     assert git_facts(str(plain))["git"] is False
     assert sorted(os.listdir(plain)) == ["f.txt"]
@@ -308,7 +308,7 @@ def test_snapshot_from_a_subdirectory_seeds_from_the_real_index(git_repo):
     write(os.path.join(r, "data.bin"), b"w" * 5000)    # then grown past the cap
     deep = os.path.join(r, "a", "b")
     os.makedirs(deep)
-    assert gitsnap.find_git_root(deep) == os.path.realpath(r)
+    assert worktree.find_git_root(deep) == os.path.realpath(r)
     before = user_state(r)
 
     res = snapshot(deep, ref_name("proj", 1), "from below", max_file_bytes=1000)
@@ -453,7 +453,7 @@ def test_existing_ref_is_never_overwritten(git_repo):
 def test_unique_names_under_concurrent_snapshots(git_repo):
     """Eight processes publish the same checkpoint name at once: eight refs, none moved."""
     r = str(git_repo)
-    code = ("import sys, json; from cc_continuity.gitsnap import snapshot; "
+    code = ("import sys, json; from cc_continuity.snapshot.worktree import snapshot; "
             "print(json.dumps(snapshot(sys.argv[1], 'refs/continuity/k/cp-001', sys.argv[2], unique=True)))")
     procs = [subprocess.Popen([sys.executable, "-c", code, r, "writer %d" % i], stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE) for i in range(8)]
