@@ -12,7 +12,7 @@ git state, the last user prompts, the open todo list, the meter reading.
 import os
 import time
 
-from . import atomic, fastjson, ledger, paths, rotation, safefile, session
+from . import atomic, fastjson, ledger, paths, handover, safefile, session
 from .session import ledger_path
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time typing is not imported (hooks import this)
@@ -112,7 +112,7 @@ def prompts(sdir: str, since: float | None = None, limit: int = PROMPTS_KEPT,
         elif since is not None and rec.get("ts", 0) < since:
             continue
         text = rec["text"].strip()
-        if rotation.is_continuation(text):
+        if handover.is_continuation(text):
             continue  # our own continuation prompt is not the user's
         from . import redact  # only with a prompt to quote: compiling its rules costs ~50 ms
 

@@ -16,7 +16,7 @@ reached meanwhile — it never tries a transition its state does not allow.
 import os
 import time
 
-from . import checkpoint, claims, fastjson, ledger, recall, rotation, session
+from . import checkpoint, claims, fastjson, ledger, recall, handover, session
 from .procs import pid_alive
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time typing is not imported (SessionStart runs this)
@@ -130,7 +130,7 @@ def finish(proj: "Project", n: int, sdir: str, pred_n: int, prec: "Record") -> "
     rec["predecessor"], rec["predecessor_claimed"], rec["checkpoint_from"] = pred_n, True, cid
     rec.pop("claiming", None)
     if (rec.get("bootstrap") or {}).get("checkpoint") != cid:  # on its way until the transcript holds it
-        rec["bootstrap"] = {"checkpoint": cid, "needle": rotation.continuation_head(cid or "?", rec["name"]),
+        rec["bootstrap"] = {"checkpoint": cid, "needle": handover.continuation_head(cid or "?", rec["name"]),
                             "due_at": round(time.time(), 3)}
     wait = cp.get("snapshot_wait")
     if isinstance(wait, dict) and isinstance(wait.get("result"), str) and not os.path.exists(wait["result"]):
@@ -256,7 +256,7 @@ def _parts(proj: "Project", pred_n: int, prec: "Record", succ_name: str, max_tok
         handoff_text = ""
     status = "valid" if not cp.get("degraded") else "degraded (machine-written after %s invalid tries)" % cp.get("tries")
     reading = snap.get("reading") or {}
-    head = [rotation.continuation_head(cid, succ_name),
+    head = [handover.continuation_head(cid, succ_name),
             "This session continues the work of %s, which handed off at %s%% of its context window. "
             "Its handoff is %s; it follows below%s." % (
                 prec.get("name"), reading.get("percent", "?"), status,
@@ -301,7 +301,7 @@ def _shared(pdir: str, prec: "Record") -> list[str]:
 
 
 def _draft(pdir: str, limit: int = 1500) -> str:
-    """What the rotator cut from the predecessor's input box (``rotation.draft_file``), or ""."""
+    """What the rotator cut from the predecessor's input box (``handover.draft_file``), or ""."""
     try:
         with open(session.draft_file(pdir), encoding="utf-8", errors="replace") as f:
             text = f.read(limit + 1).strip()

@@ -28,8 +28,8 @@ from __future__ import annotations
 import os
 import time
 
-from . import (atomic, card, checkpoint, claim, claims, config, effects, fastjson, faults, ledger, meter, once,
-               paths, resume, rotation, safefile, session)
+from . import (atomic, card, checkpoint, claim, claims, config, effects, fastjson, faults, ledger, meter, once, paths, resume,
+    handover, safefile, session)
 from .procs import pid_alive
 from .project import Project, launch_dir
 
@@ -609,7 +609,7 @@ def _state_dirs_problem(sdir: str) -> str | None:
     from .errors import StateDirError
 
     try:
-        for d in (sdir, session.checkpoint_dir(sdir), paths.runtime_dir(), rotation.handover_dir()):
+        for d in (sdir, session.checkpoint_dir(sdir), paths.runtime_dir(), handover.handover_dir()):
             if d == sdir or os.path.lexists(d):
                 safefile.private_dir(d)
     except StateDirError as e:
@@ -822,16 +822,16 @@ def verified(ctx: Context, n: int, sdir: str, check: Validation, degraded: bool,
             ctx.log(sdir, {"ev": "bootstrap_prepare_failed", "error": str(e)[:200]})
         successor_name = proj.session_name(proj.peek_next_number())
         tmux_ok = ctx.can_drive(rec)
-        driver = driver or rotation.choose_driver(rec, ctx.cfg, tmux_ok)
+        driver = driver or handover.choose_driver(rec, ctx.cfg, tmux_ok)
         use_tmux = driver != "manual" and tmux_ok
         why = {"mod": "the mod hands over in-process", "tmux": "tmux pane %s" % rec.get("tmux_pane"),
                "manual": "no tmux: manual /clear"}[driver]
         session.transition(sdir, rec, session.AWAITING_MANUAL_CLEAR if driver == "manual" else session.ROTATING,
                            why, driver=driver)
         if driver == "mod" and ctx.session_id:  # left where the mod reads it at the turn's end, without starting a process
-            bound = rotation.offer_binding(ctx.claude_pid(), ctx.payload.get("prompt_id"), summary["id"],
+            bound = handover.offer_binding(ctx.claude_pid(), ctx.payload.get("prompt_id"), summary["id"],
                                            session.state_path(sdir))
-            rotation.offer_handover(ctx.session_id, rotation.handover(rec, sdir, successor_name, proj.root), bound)
+            handover.offer_handover(ctx.session_id, handover.handover(rec, sdir, successor_name, proj.root), bound)
             rec["handover_bound"] = {"pid": bound["pid"], "pid_ticks": bound["pid_ticks"]}
             session.save(sdir, rec)
         ctx.log(sdir, {"ev": "driver", "driver": driver, "checkpoint": summary["id"]})
@@ -874,7 +874,7 @@ def _rotator_alive(rec: Record) -> bool:
         return True
     if not pid_alive(pid):
         return False
-    return rotation.runs_rotator(pid) is not False  # a recycled pid is not our rotator; unreadable: alive
+    return handover.runs_rotator(pid) is not False  # a recycled pid is not our rotator; unreadable: alive
 
 
 # -- a session starts: register, claim, recover ----------------------------------------------------
@@ -900,7 +900,7 @@ def session_started(ctx: Context) -> Output | None:
         ctx.outcome = "state directory not ours: %s" % e
         return {"systemMessage": "cc-continuity: %s." % e}
     ctx.outcome = "registered %s (%s)" % (rec["name"], source)
-    if source == "resume" and ctx.session_id and rotation.withdraw_offer(ctx.session_id):
+    if source == "resume" and ctx.session_id and handover.withdraw_offer(ctx.session_id):
         ctx.log(sdir, {"ev": "offer_withdrawn", "why": "resumed in a new process"})  # never for this process
     if source == "startup":
         ctx.push(rec, "session-started", source)
@@ -930,7 +930,7 @@ def session_started(ctx: Context) -> Output | None:
 def _sweep() -> None:
     """Markers of calls long handled and hand-overs long done (at startup, never on a rotation's path)."""
     once.sweep()
-    rotation.sweep_handovers()
+    handover.sweep_handovers()
 
 
 def _boundary_warning(ctx: Context) -> str | None:
@@ -1238,15 +1238,15 @@ def prompt_submitted(ctx: Context) -> Output | None:
     prompt = prompt if isinstance(prompt, str) else ""
     ctx.log(sdir, {"ev": "prompt", "text": prompt[:PROMPT_KEEP], "chars": len(prompt),
                    "prompt_id": ctx.payload.get("prompt_id")})
-    if "repeat " in prompt and not rotation.is_continuation(prompt) and not prompt.startswith(effects.WATCHDOG_PREFIX):
+    if "repeat " in prompt and not handover.is_continuation(prompt) and not prompt.startswith(effects.WATCHDOG_PREFIX):
         # the user's own words (not our continuation, not a watchdog nudge) let one held repeat through
         for code in effects.record_override(ctx.project.dir, prompt, ctx.session_id, rec.get("name")):
             ctx.log(sdir, {"ev": "effect_override", "code": code})
-    if ctx.session_id and rotation.withdraw_offer(ctx.session_id):  # its turn is over: the next turn's end decides
+    if ctx.session_id and handover.withdraw_offer(ctx.session_id):  # its turn is over: the next turn's end decides
         ctx.log(sdir, {"ev": "offer_withdrawn", "why": "a new prompt"})
     out = {}
     context = []
-    continuation = rotation.is_continuation(prompt) and rec["state"] == session.ACTIVE
+    continuation = handover.is_continuation(prompt) and rec["state"] == session.ACTIVE
     # a SessionStart killed mid-claim, or before it: complete, roll back, or claim now
     cut_short = rec.get("claiming") is not None or rec.get("claim_pending") is not None
     if (continuation or cut_short) and not rec.get("predecessor_claimed"):

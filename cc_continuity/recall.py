@@ -18,7 +18,7 @@ only: ``history`` shows that figure); :func:`score` scores any fact list against
 import os
 import re
 
-from . import checkpoint, fastjson, ledger, rotation, session
+from . import checkpoint, fastjson, ledger, handover, session
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -54,7 +54,7 @@ def machine_facts(recs: "list[dict[str, Any]]", snap: "dict[str, Any]",
         if checkpoint_id is not None and r.get("ev") == "checkpoint" and r.get("id") == checkpoint_id:
             break
         text = r.get("text")
-        if r.get("ev") == "prompt" and isinstance(text, str) and not rotation.is_continuation(text.strip()):
+        if r.get("ev") == "prompt" and isinstance(text, str) and not handover.is_continuation(text.strip()):
             add("prompt", text)
         elif r.get("ev") == "tool":
             tools.append(r)

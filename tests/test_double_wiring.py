@@ -154,12 +154,12 @@ def test_old_markers_are_swept_and_a_broken_folder_never_drops_a_call():
 def test_startup_sweeps_old_markers_and_hand_overs(tmp_path):
     import time
 
-    from cc_continuity import rotation
+    from cc_continuity import handover
 
     assert once.first("PreToolUse", S1, {"tool_use_id": "old"}, b"")
-    rotation.offer_handover(S1, {"n": 1})
+    handover.offer_handover(S1, {"n": 1})
     old = time.time() - 7 * 24 * 3600
-    for path in (os.path.join(once.once_dir(), os.listdir(once.once_dir())[0]), rotation.handover_file(S1)):
+    for path in (os.path.join(once.once_dir(), os.listdir(once.once_dir())[0]), handover.handover_file(S1)):
         os.utime(path, (old, old))
     assert once.first("PreToolUse", S1, {"tool_use_id": "new"}, b"")
     drv = HookDriver(tmp_path / "proj")
@@ -167,7 +167,7 @@ def test_startup_sweeps_old_markers_and_hand_overs(tmp_path):
     drv.hook("SessionStart", S2, source="startup")
     left = os.listdir(once.once_dir())
     assert not any(".old" in n for n in left) and any(".new" in n for n in left)
-    assert not rotation.handover_offered(S1)
+    assert not handover.handover_offered(S1)
 
 
 def test_a_prompt_typed_during_a_turn_is_not_taken_for_a_twin():

@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from cc_continuity import checkpoint, claim, config, handoff, ledger, rotation, session
+from cc_continuity import checkpoint, claim, config, handoff, ledger, handover, session
 from cc_continuity.project import Project
 
 SECTIONS = config.HANDOFF_SECTIONS
@@ -294,8 +294,8 @@ def test_prompts_typed_after_the_bootstrap_was_prepared_are_in_it(tmp_path):
 
 def test_our_continuations_are_told_apart_from_the_users_prompts():
     """The prompt the driver submits and the bootstrap text both open with the one prefix; a user's does not."""
-    assert rotation.is_continuation(rotation.continuation_prompt("cp-004", "proj-005"))
-    assert rotation.is_continuation(rotation.continuation_prompt("cp-004-2", "proj-005", "mod", "/r", "/h", "go"))
-    assert rotation.continuation_head("cp-004", "proj-005") == "Continuing from cp-004 (proj-005)."
-    assert not rotation.is_continuation("Continuing from where we left off, please")
-    assert not rotation.is_continuation(None)
+    assert handover.is_continuation(handover.continuation_prompt("cp-004", "proj-005"))
+    assert handover.is_continuation(handover.continuation_prompt("cp-004-2", "proj-005", "mod", "/r", "/h", "go"))
+    assert handover.continuation_head("cp-004", "proj-005") == "Continuing from cp-004 (proj-005)."
+    assert not handover.is_continuation("Continuing from where we left off, please")
+    assert not handover.is_continuation(None)

@@ -40,7 +40,7 @@ WHOLE_MODULES = {m: TO_REVISIT for m in (
     "cc_continuity.ledger", "cc_continuity.meter", "cc_continuity.once", "cc_continuity.paths", "cc_continuity.safefile",
     "cc_continuity.procs", "cc_continuity.project", "cc_continuity.protocol", "cc_continuity.realclaude",
     "cc_continuity.resume",
-    "cc_continuity.rotation", "cc_continuity.session", "cc_continuity.snapshot.job", "cc_continuity.statusline",
+    "cc_continuity.handover", "cc_continuity.session", "cc_continuity.snapshot.job", "cc_continuity.statusline",
     "cc_continuity.hooks", "cc_continuity.hooks.common", "cc_continuity.hooks.notification",
     "cc_continuity.hooks.post_tool_use", "cc_continuity.hooks.pre_tool_use", "cc_continuity.hooks.stop_failure",
 )}

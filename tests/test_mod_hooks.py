@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from cc_continuity import config, meter, rotation, session
+from cc_continuity import config, meter, handover, session
 from helpers.hookdriver import HookDriver, dead_pid, handoff_text, tokens_at
 
 S1 = "d4d4d4d4-0000-4000-8000-000000000001"
@@ -61,14 +61,14 @@ def to_verified(drv, sid):
 def test_hello_leaves_a_heartbeat_for_this_very_process_and_names_the_runtime_folder(drv, claude):
     out = mod(drv, "ModHello", S1, cwd=drv.root)
     assert out == {"runtime": os.path.join(os.environ["CC_CONTINUITY_HOME"], "runtime")}
-    assert rotation.mod_alive(claude)
-    assert not rotation.mod_alive(dead_pid())
+    assert handover.mod_alive(claude)
+    assert not handover.mod_alive(dead_pid())
     # The same pid after a restart (another start time) is not the process whose mod spoke.
-    path = rotation._heartbeat_path(claude)
+    path = handover._heartbeat_path(claude)
     beat = json.load(open(path))
     beat["started"] -= 5
     json.dump(beat, open(path, "w"))
-    assert not rotation.mod_alive(claude)
+    assert not handover.mod_alive(claude)
 
 
 def test_hello_from_a_dead_process_leaves_no_heartbeat(tmp_path):
@@ -96,43 +96,43 @@ def test_with_the_mod_alive_a_verified_checkpoint_is_offered_to_it_and_taken_onc
     assert (rec["state"], rec["driver"]) == (session.ROTATING, "mod")
     assert [r["driver"] for r in drv.ledger(S1, ev="driver")] == ["mod"]
     # Offered as a file the mod reads without starting Python.
-    with open(rotation.handover_file(S1)) as f:
+    with open(handover.handover_file(S1)) as f:
         plan = json.load(f)
     assert plan["session_id"] == S1 and plan["checkpoint"] == rec["checkpoint"]["id"]
     assert drv.root in plan["continuation"] and drv.handoff_path(S1) in plan["continuation"]
     # A mod that could not read the folder asks at its turn's end: it gets the plan, once.
     first = mod(drv, "ModTurnEnd", S1, usage={"tokens": tokens_at(66), "window": 200000})
     assert first["handover"]["continuation"] == plan["continuation"]
-    assert rotation.handover_holder(S1) == "mod"
+    assert handover.handover_holder(S1) == "mod"
     assert mod(drv, "ModTurnEnd", S1, usage={"tokens": tokens_at(66), "window": 200000}) is None
 
 
 def test_an_offer_the_tmux_rotator_took_is_not_handed_to_the_mod_too(drv):
     mod(drv, "ModHello", S1, cwd=drv.root)
     to_verified(drv, S1)
-    assert rotation.take_handover(S1, "tmux")
+    assert handover.take_handover(S1, "tmux")
     assert mod(drv, "ModTurnEnd", S1, usage={"tokens": tokens_at(66), "window": 200000}) is None
-    assert rotation.handover_holder(S1) == "tmux" and not rotation.handover_offered(S1)
+    assert handover.handover_holder(S1) == "tmux" and not handover.handover_offered(S1)
 
 
 def test_without_a_heartbeat_or_with_mod_off_the_driver_is_not_the_mod(drv, tmp_path):
     out = to_verified(drv, S1)  # no ModHello: no mod in this process
     assert "Type /clear" in out["systemMessage"]
     assert drv.state(S1)["driver"] == "manual"
-    assert not rotation.handover_offered(S1)
+    assert not handover.handover_offered(S1)
     other = HookDriver(tmp_path / "other", files={"src/app.py": "x = 1\n"}, claude_pid=drv.claude_pid)
     other.config(mod=False)
     mod(other, "ModHello", S2, cwd=other.root)
     to_verified(other, S2)
-    assert other.state(S2)["driver"] == "manual" and not rotation.handover_offered(S2)
+    assert other.state(S2)["driver"] == "manual" and not handover.handover_offered(S2)
 
 
 def test_a_failed_hand_over_is_given_back_and_without_a_rotator_the_user_is_asked(drv):
     mod(drv, "ModHello", S1, cwd=drv.root)
     to_verified(drv, S1)
-    assert rotation.take_handover(S1, "mod")
+    assert handover.take_handover(S1, "mod")
     assert mod(drv, "ModDone", S1, ok=False, step="clear", error="clear refused") is None
-    assert rotation.handover_offered(S1) and rotation.handover_holder(S1) is None
+    assert handover.handover_offered(S1) and handover.handover_holder(S1) is None
     assert drv.state(S1)["state"] == session.AWAITING_MANUAL_CLEAR
     failed = drv.ledger(S1, ev="mod")
     assert failed[-1]["ok"] is False and failed[-1]["error"] == "clear refused"
@@ -159,7 +159,7 @@ def test_an_auto_compaction_becomes_a_rotation_with_a_machine_handoff(drv):
     assert "port the parser to the new grammar" in cont  # a skipped compaction does not retry the prompt
     rec = drv.state(S1)
     assert (rec["state"], rec["driver"], rec["checkpoint"]["degraded"]) == (session.ROTATING, "mod", True)
-    assert rotation.handover_holder(S1) == "mod"
+    assert handover.handover_holder(S1) == "mod"
     assert [r["step"] for r in drv.ledger(S1, ev="mod")][-2:] == ["compaction_skipped", "handover"]
     # Claude Code asks again (a second compaction attempt): skipped, no second hand-over.
     again = mod(drv, "ModCompact", S1, trigger="auto")

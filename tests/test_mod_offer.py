@@ -16,7 +16,7 @@ import sys
 
 import pytest
 
-from cc_continuity import config, paths, rotation, safefile, session
+from cc_continuity import config, paths, handover, safefile, session
 from helpers.hookdriver import REPO, HookDriver, handoff_text, tokens_at
 
 S1 = "f6f6f6f6-0000-4000-8000-000000000001"
@@ -77,7 +77,7 @@ def verified(drv, sid):
     assert drv.hook("Stop", sid) is None
     rec = drv.state(sid)
     assert (rec["state"], rec["driver"]) == (session.ROTATING, "mod")
-    with open(rotation.handover_file(sid)) as f:
+    with open(handover.handover_file(sid)) as f:
         return json.load(f)
 
 
@@ -93,7 +93,7 @@ def forge(drv, sid, claude_pid, state_of=None):
     rec = drv.state(sid)
     plan = {"checkpoint": (rec.get("checkpoint") or {}).get("id", "cp-001"), "successor": "x-002",
             "delivered_marker": "/nonexistent/marker", "session_id": sid, "continuation": FORGED,
-            "bound": rotation.offer_binding(claude_pid, None, (rec.get("checkpoint") or {}).get("id", "cp-001"),
+            "bound": handover.offer_binding(claude_pid, None, (rec.get("checkpoint") or {}).get("id", "cp-001"),
                                             session.state_path(state_of or drv.sdir(sid)))}
     return json.dumps(plan)
 
@@ -112,28 +112,28 @@ def test_the_offer_made_for_this_process_and_turn_is_taken(drv, mod_js, claude):
 
 def test_a_forged_offer_for_an_active_session_is_refused_and_removed(drv, mod_js, claude):
     active(drv, S1)
-    rotation.offer_handover(S1, json.loads(forge(drv, S1, claude)))  # even written the way we write ours
+    handover.offer_handover(S1, json.loads(forge(drv, S1, claude)))  # even written the way we write ours
     did = run_mod(drv, mod_js, S1, claude)
     assert did["clears"] == 0 and did["submits"] == [], did
-    assert not os.path.lexists(rotation.handover_file(S1)) and rotation.handover_holder(S1) is None
+    assert not os.path.lexists(handover.handover_file(S1)) and handover.handover_holder(S1) is None
     assert refused(drv, S1) == ["its session is ACTIVE"]
 
 
 def test_an_unbound_offer_is_refused(drv, mod_js, claude):
     active(drv, S1)
-    safefile.private_dir(rotation.handover_dir())
-    with open(rotation.handover_file(S1), "w") as f:
+    safefile.private_dir(handover.handover_dir())
+    with open(handover.handover_file(S1), "w") as f:
         f.write(json.dumps({"session_id": S1, "checkpoint": "cp-001", "continuation": FORGED,
                             "delivered_marker": "/x"}))
     did = run_mod(drv, mod_js, S1, claude)
     assert did["clears"] == 0 and did["submits"] == []
-    assert refused(drv, S1) == ["not bound to a process"] and not os.path.lexists(rotation.handover_file(S1))
+    assert refused(drv, S1) == ["not bound to a process"] and not os.path.lexists(handover.handover_file(S1))
 
 
 @pytest.mark.parametrize("how", ["symlink", "foreign owner", "written by nobody", "hard link", "open directory"])
 def test_a_linked_or_foreign_offer_is_refused_removed_and_never_followed(drv, mod_js, claude, tmp_path, how):
     verified(drv, S1)  # the session really is rotating: only the file decides
-    path = rotation.handover_file(S1)
+    path = handover.handover_file(S1)
     os.unlink(path)
     target = tmp_path / "elsewhere.json"
     target.write_text(forge(drv, S1, claude))
@@ -158,7 +158,7 @@ def test_a_linked_or_foreign_offer_is_refused_removed_and_never_followed(drv, mo
         assert os.stat(path).st_uid == 65534
     else:  # our own file, in a directory others may write into
         shutil.copy(target, path)
-        os.chmod(rotation.handover_dir(), 0o733)
+        os.chmod(handover.handover_dir(), 0o733)
     did = run_mod(drv, mod_js, S1, claude)
     assert FORGED not in did["submits"], did
     why = refused(drv, S1)
@@ -166,7 +166,7 @@ def test_a_linked_or_foreign_offer_is_refused_removed_and_never_followed(drv, mo
     if how != "open directory":
         assert not os.path.lexists(path) and target.read_text().startswith("{")  # removed; the target untouched
     # what the record says is real: the mod's own Python answer hands over (never the file's text)
-    assert did["submits"] in ([], [rotation.continuation_prompt(
+    assert did["submits"] in ([], [handover.continuation_prompt(
         drv.state(S1)["checkpoint"]["id"], json.loads(target.read_text())["successor"])]) or \
         all(s != FORGED for s in did["submits"])
 
@@ -182,19 +182,19 @@ def test_an_offer_for_another_process_or_a_claimed_checkpoint_is_refused(drv, mo
     assert did["clears"] == 0 and did["submits"] == [], did
     assert refused(drv, S1) == ["made for process %d, this is %d" % (claude, other.pid)]
     # claimed since: the stale offer of a process that went away, then the same process resumes
-    rotation.offer_handover(S1, plan, plan["bound"])
+    handover.offer_handover(S1, plan, plan["bound"])
     rec = drv.state(S1)
     session.transition(drv.sdir(S1), rec, session.ROTATED, "claimed by another session", successor=9)
     did = run_mod(drv, mod_js, S1, claude)
     assert did["clears"] == 0 and did["submits"] == [], did
-    assert refused(drv, S1)[-1] == "its session is ROTATED" and not os.path.lexists(rotation.handover_file(S1))
+    assert refused(drv, S1)[-1] == "its session is ROTATED" and not os.path.lexists(handover.handover_file(S1))
 
 
 def test_a_new_prompt_withdraws_the_offer_of_the_turn_before(drv, claude):
     verified(drv, S1)
-    assert os.path.exists(rotation.handover_file(S1))
+    assert os.path.exists(handover.handover_file(S1))
     drv.hook("UserPromptSubmit", S1, prompt="one more thing")
-    assert not os.path.lexists(rotation.handover_file(S1))
+    assert not os.path.lexists(handover.handover_file(S1))
     assert drv.ledger(S1, ev="offer_withdrawn")[-1]["why"] == "a new prompt"
 
 
@@ -202,13 +202,13 @@ def test_the_stop_hook_never_writes_the_offer_through_a_planted_link(drv, tmp_pa
     victim = tmp_path / "victim"
     victim.write_text("the victim's own file\n")
     os.chmod(victim, 0o600)
-    os.makedirs(rotation.handover_dir(), mode=0o755, exist_ok=True)
-    os.chmod(rotation.handover_dir(), 0o755)
-    os.symlink(victim, rotation.handover_file(S1))
+    os.makedirs(handover.handover_dir(), mode=0o755, exist_ok=True)
+    os.chmod(handover.handover_dir(), 0o755)
+    os.symlink(victim, handover.handover_file(S1))
     plan = verified(drv, S1)
     assert victim.read_text() == "the victim's own file\n"
-    assert not os.path.islink(rotation.handover_file(S1)) and plan["session_id"] == S1
-    assert os.stat(rotation.handover_dir()).st_mode & 0o777 == 0o700  # made private again at this use
+    assert not os.path.islink(handover.handover_file(S1)) and plan["session_id"] == S1
+    assert os.stat(handover.handover_dir()).st_mode & 0o777 == 0o700  # made private again at this use
 
 
 def test_a_state_directory_not_ours_stops_the_rotation_with_one_message(drv, tmp_path):
@@ -217,13 +217,13 @@ def test_a_state_directory_not_ours_stops_the_rotation_with_one_message(drv, tmp
     drv.hook("SessionStart", S1, source="startup")
     elsewhere = tmp_path / "theirs"
     elsewhere.mkdir(mode=0o700)
-    shutil.rmtree(rotation.handover_dir(), ignore_errors=True)
-    os.makedirs(os.path.dirname(rotation.handover_dir()), mode=0o700, exist_ok=True)
-    os.symlink(elsewhere, rotation.handover_dir())  # planted: the offers would land somewhere else
+    shutil.rmtree(handover.handover_dir(), ignore_errors=True)
+    os.makedirs(os.path.dirname(handover.handover_dir()), mode=0o700, exist_ok=True)
+    os.symlink(elsewhere, handover.handover_dir())  # planted: the offers would land somewhere else
     drv.hook("UserPromptSubmit", S1, prompt="build the parser")
     drv.transcript(S1).assistant(tokens_at(65), "Step finished.")
     out = drv.hook("Stop", S1)
-    assert "is not ours" in out["systemMessage"] and rotation.handover_dir() in out["systemMessage"], out
+    assert "is not ours" in out["systemMessage"] and handover.handover_dir() in out["systemMessage"], out
     assert drv.state(S1)["state"] == session.ACTIVE  # no handoff request, no rotation
     drv.transcript(S1).assistant(tokens_at(66), "More.")
     assert drv.hook("Stop", S1) is None  # said once

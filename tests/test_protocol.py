@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from cc_continuity import config, ledger, protocol, rotation, session
+from cc_continuity import config, ledger, protocol, handover, session
 from helpers.hookdriver import HookDriver, handoff_text, tokens_at
 
 S1 = "a1a1a1a1-0000-4000-8000-0000000000a1"
@@ -96,13 +96,13 @@ def test_a_whole_manual_rotation_runs_in_process(drv):
     assert ctx.pushes == []  # not complete before the bootstrap is known to have reached the model
     assert drv.state(S2)["bootstrap"]["sent"] == "SessionStart" and "delivered_at" not in drv.state(S2)["bootstrap"]
     assert drv.state(S1)["state"] == session.ROTATED and drv.state(S2)["state"] == session.BOOTSTRAPPING
-    assert os.path.exists(rotation.started_marker(drv.sdir(S1)))
+    assert os.path.exists(handover.started_marker(drv.sdir(S1)))
 
     # the first prompt: ACTIVE, named, and the predecessor told it was delivered
     out, ctx = step(drv, protocol.prompt_submitted, "UserPromptSubmit", S2, prompt="carry on")
     assert out["hookSpecificOutput"]["sessionTitle"] == drv.state(S2)["name"]
     assert drv.state(S2)["state"] == session.ACTIVE
-    assert os.path.exists(rotation.delivered_marker(drv.sdir(S1)))
+    assert os.path.exists(handover.delivered_marker(drv.sdir(S1)))
     assert "additionalContext" not in out["hookSpecificOutput"]  # sent once, by SessionStart
     assert drv.state(S2)["bootstrap"]["via"] == "SessionStart"
     assert [p["event"] for p in ctx.pushes] == ["rotation-complete", "successor-resumed"]

@@ -26,7 +26,7 @@ import time
 
 import pytest
 
-from cc_continuity import config, ledger, rotation, session
+from cc_continuity import config, ledger, handover, session
 from helpers.hookdriver import (HookDriver, WriteFaults, file_contains, handoff_text, tokens_at,
                                wait_for_snapshot_jobs)
 
@@ -36,7 +36,7 @@ S2 = "b2b2b2b2-0000-4000-8000-000000000002"
 S3 = "c3c3c3c3-0000-4000-8000-000000000003"
 S4 = "d4d4d4d4-0000-4000-8000-000000000004"
 FILES = {"README.md": "hello\n", "src/app.py": "print('v1')\n"}
-CONTINUATION = rotation.continuation_prompt("cp-001", "proj-002")
+CONTINUATION = handover.continuation_prompt("cp-001", "proj-002")
 
 
 def valid_handoff():
@@ -386,7 +386,7 @@ def test_rotator_killed_mid_run_leaves_a_claimable_checkpoint(tmp_path, server, 
     assert run.drv.hook("SessionEnd", S1, reason="clear") is None
     text = continuing(run.drv.hook("SessionStart", S2, source="clear"))
     assert text and text.startswith("Continuing from cp-001 (proj-002).")
-    assert os.path.exists(rotation.started_marker(run.drv.sdir(S1)))
+    assert os.path.exists(handover.started_marker(run.drv.sdir(S1)))
     run.drv.hook("UserPromptSubmit", S2, prompt="are you there?")
     assert run.drv.state(S2)["state"] == session.ACTIVE
     pred = run.drv.state(S1)

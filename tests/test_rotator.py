@@ -421,36 +421,36 @@ def test_an_enter_that_did_not_take_is_recovered_before_the_user_types_behind_it
     assert lines.count("hello there") + (left == "hello there") == 1, (s.run.events(), left, s.steps())
 
 
-# -- standing by for the mod (rotation.offer_handover / take_handover) ------------
+# -- standing by for the mod (handover.offer_handover / take_handover) ------------
 
 SID = "5e55e55e-0000-4000-8000-00000000000a"
 
 
 def _standby_setup(server, tmp_path, standby_s=1.5):
-    from cc_continuity import rotation
+    from cc_continuity import handover
 
     s = Setup(server, tmp_path, session_id=SID)
     s.plan["timeouts"]["standby_s"] = standby_s
     with open(s.plan_path, "w") as f:
         json.dump(s.plan, f)
-    rotation.offer_handover(SID, {"continuation": "from the mod"})
+    handover.offer_handover(SID, {"continuation": "from the mod"})
     return s
 
 
 def test_nobody_takes_the_offered_hand_over_so_the_standby_rotator_does_it(server, tmp_path):
-    from cc_continuity import rotation
+    from cc_continuity import handover
 
     s = _standby_setup(server, tmp_path)
     res = s.rotate()
     assert res.returncode == 0, res.stderr
     assert s.run.submitted() == ["/clear", CONTINUATION]
-    assert rotation.handover_holder(SID) == "tmux" and not rotation.handover_offered(SID)
+    assert handover.handover_holder(SID) == "tmux" and not handover.handover_offered(SID)
     standby = [r for r in s.records() if r["step"] == "standby_over"]
     assert [r["by"] for r in standby] == ["tmux"] and standby[0]["ms"] >= 1400  # it waited first
 
 
 def test_when_the_mod_takes_the_hand_over_the_rotator_types_nothing(server, tmp_path):
-    from cc_continuity import rotation
+    from cc_continuity import handover
 
     s = _standby_setup(server, tmp_path, standby_s=10)
 
@@ -459,7 +459,7 @@ def test_when_the_mod_takes_the_hand_over_the_rotator_types_nothing(server, tmp_
         while "standby" not in s.steps() and time.monotonic() < deadline:
             time.sleep(0.02)
         time.sleep(0.2)
-        assert rotation.take_handover(SID, "mod")
+        assert handover.take_handover(SID, "mod")
         time.sleep(0.3)
         open(s.started, "w").close()
         time.sleep(0.3)
@@ -483,7 +483,7 @@ def test_when_the_mod_takes_the_hand_over_the_rotator_types_nothing(server, tmp_
 
 
 def test_a_mod_that_cleared_then_failed_gives_back_and_the_rotator_types_the_continuation(server, tmp_path):
-    from cc_continuity import rotation
+    from cc_continuity import handover
 
     s = _standby_setup(server, tmp_path, standby_s=10)
     s.plan["timeouts"]["delivery_s"] = 8
@@ -495,10 +495,10 @@ def test_a_mod_that_cleared_then_failed_gives_back_and_the_rotator_types_the_con
         while "standby" not in s.steps() and time.monotonic() < deadline:
             time.sleep(0.02)
         time.sleep(0.2)
-        assert rotation.take_handover(SID, "mod")
+        assert handover.take_handover(SID, "mod")
         open(s.started, "w").close()
         time.sleep(1.0)
-        rotation.give_back(SID, "mod")
+        handover.give_back(SID, "mod")
 
     import threading
 
@@ -508,26 +508,26 @@ def test_a_mod_that_cleared_then_failed_gives_back_and_the_rotator_types_the_con
     t.join()
     assert res.returncode == 0, res.stderr
     assert s.run.submitted() == [CONTINUATION]  # no /clear from us: the mod's went through
-    assert "handover_back" in s.steps() and rotation.handover_holder(SID) == "tmux"
+    assert "handover_back" in s.steps() and handover.handover_holder(SID) == "tmux"
 
 
 def test_exactly_one_of_many_racing_drivers_takes_the_hand_over(tmp_path):
-    from cc_continuity import rotation
+    from cc_continuity import handover
 
     code = ("import sys, time; from cc_continuity import rotation; t = float(sys.argv[1])\n"
             "while time.time() < t: pass\n"
-            "print(rotation.take_handover(sys.argv[2], sys.argv[3]))")
+            "print(handover.take_handover(sys.argv[2], sys.argv[3]))")
     for round_ in range(10):
         sid = "%s-%d" % (SID, round_)
-        rotation.offer_handover(sid, {"n": round_})
+        handover.offer_handover(sid, {"n": round_})
         at = time.time() + 0.4
         procs = [subprocess.Popen([sys.executable, "-c", code, str(at), sid, who], stdout=subprocess.PIPE,
                                   text=True) for who in ("mod", "tmux") * 4]
         won = [p.communicate(timeout=20)[0].strip() == "True" for p in procs]
         assert sum(won) == 1, (round_, won)
         winner = ("mod", "tmux")[won.index(True) % 2]
-        assert rotation.handover_holder(sid) == winner and not rotation.handover_offered(sid)
-        with open(rotation.handover_file(sid, winner)) as f:
+        assert handover.handover_holder(sid) == winner and not handover.handover_offered(sid)
+        with open(handover.handover_file(sid, winner)) as f:
             assert json.load(f) == {"n": round_}
-        rotation.give_back(sid, winner)  # a failed driver puts it back for the other one
-        assert rotation.handover_offered(sid) and rotation.handover_holder(sid) is None
+        handover.give_back(sid, winner)  # a failed driver puts it back for the other one
+        assert handover.handover_offered(sid) and handover.handover_holder(sid) is None

@@ -457,14 +457,14 @@ def test_deterministic_cycle_with_an_injected_clock(git_repo, isolated_home, tmp
 @pytest.mark.parametrize("state", ["ROTATING", "AWAITING_MANUAL_CLEAR"])
 def test_a_stuck_rotation_is_pushed_urgently_and_retried_once_from_its_saved_plan(
         state, git_repo, isolated_home, tmp_path, server, ntfy):
-    from cc_continuity import rotation
+    from cc_continuity import handover
     from cc_continuity.project import Project
 
     wd_dir = tmp_path / "pane"
 
     def wired(sdir):   # the stand-in writes the markers the successor's hooks would
-        return ["--started-marker", rotation.started_marker(sdir), "--delivered-marker",
-                rotation.delivered_marker(sdir)]
+        return ["--started-marker", handover.started_marker(sdir), "--delivered-marker",
+                handover.delivered_marker(sdir)]
 
     # Register first (the session dir decides the marker paths), then start the wired stand-in.
     probe, ppid = start_claude_pane(server, str(tmp_path / "probe"), session="probe")
@@ -481,7 +481,7 @@ def test_a_stuck_rotation_is_pushed_urgently_and_retried_once_from_its_saved_pla
     rec = session.load(sdir)
     for dst in ("HANDOFF_REQUESTED", "CHECKPOINT_VERIFIED", "ROTATING"):
         session.transition(sdir, rec, dst, "test", checkpoint={"id": "cp-001"})
-    plan = rotation.plan(rec, sdir, config.load(None), "repo-002", Project.discover(str(git_repo)).lock_path)
+    plan = handover.plan(rec, sdir, config.load(None), "repo-002", Project.discover(str(git_repo)).lock_path)
     assert plan["claude_pid"] == pid and plan["pane"] == run.pane_id
     plan["timeouts"].update(quiet_s=0, idle_s=10, marker_s=5, delivery_s=5)
     os.makedirs(os.path.join(sdir, "checkpoint"), exist_ok=True)
@@ -528,7 +528,7 @@ def test_a_stuck_rotation_is_pushed_urgently_and_retried_once_from_its_saved_pla
 @needs_tmux
 def test_a_stuck_rotation_is_not_retried_when_the_session_was_used_since(git_repo, isolated_home, tmp_path,
                                                                         server, ntfy):
-    from cc_continuity import rotation
+    from cc_continuity import handover
     from cc_continuity.project import Project
 
     run, pid = start_claude_pane(server, str(tmp_path / "pane"))
@@ -540,7 +540,7 @@ def test_a_stuck_rotation_is_not_retried_when_the_session_was_used_since(git_rep
     rec = session.load(sdir)
     for dst in ("HANDOFF_REQUESTED", "CHECKPOINT_VERIFIED", "ROTATING", "AWAITING_MANUAL_CLEAR"):
         session.transition(sdir, rec, dst, "test", checkpoint={"id": "cp-001"})
-    plan = rotation.plan(rec, sdir, config.load(None), "repo-002", Project.discover(str(git_repo)).lock_path)
+    plan = handover.plan(rec, sdir, config.load(None), "repo-002", Project.discover(str(git_repo)).lock_path)
     os.makedirs(os.path.join(sdir, "checkpoint"), exist_ok=True)
     with open(os.path.join(sdir, "checkpoint", "rotator-plan.json"), "w") as f:
         json.dump(plan, f)

@@ -6,7 +6,7 @@ one JSON object back on stdout):
 
 * ``ModHello`` - the mod of this Claude process is loaded (at its start); the answer
   names the runtime folder, where the Stop hook offers a hand-over as a file
-  (:func:`rotation.offer_handover`) that the mod takes by renaming it, with no
+  (:func:`handover.offer_handover`) that the mod takes by renaming it, with no
   Python start on the critical path;
 * ``ModTurnEnd`` - a main-thread turn ended with no hand-over offered: the context
   as Claude Code itself computed it (no transcript lag), and, should the session be
@@ -19,11 +19,11 @@ one JSON object back on stdout):
 * ``ModDone`` - what the mod did; a failure gives the hand-over back to the tmux
   rotator standing by, or asks the user for /clear.
 
-Every call also leaves the mod's heartbeat (:func:`rotation.mod_heartbeat`), which
+Every call also leaves the mod's heartbeat (:func:`handover.mod_heartbeat`), which
 is how the Stop hook knows it may choose the mod.
 """
 
-from .. import checkpoint, meter, paths, procs, protocol, rotation, session
+from .. import checkpoint, meter, paths, procs, protocol, handover, session
 from .common import HookContext
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time nothing is imported (hot path)
@@ -39,7 +39,7 @@ SKIP_REASON = protocol.COMPACT_SKIP
 def handle(call: "Call") -> "dict[str, Any] | None":
     ctx = HookContext(call)
     mod = ctx.payload.get("mod")
-    rotation.mod_heartbeat(ctx.claude_pid(), mod.get("version") if isinstance(mod, dict) else None)
+    handover.mod_heartbeat(ctx.claude_pid(), mod.get("version") if isinstance(mod, dict) else None)
     if call.event == "ModHello":
         ctx.outcome = "mod heartbeat"
         return {"runtime": paths.runtime_dir()}  # where the mod finds an offered hand-over by itself
@@ -72,12 +72,12 @@ def _hand_over(ctx: HookContext, n: int, sdir: str, last_request: str | None = N
     if isinstance(bound, dict) and not _this_process(ctx, bound):  # `claude --resume` elsewhere: not its to clear
         ctx.outcome = "hand-over bound to process %s, not this one" % bound.get("pid")
         return None
-    plan = rotation.handover(rec, sdir, proj.session_name(proj.peek_next_number()), proj.root, last_request)
-    if rotation.handover_holder(ctx.session_id) is None and (last_request or not rotation.handover_offered(ctx.session_id)):
-        rotation.offer_handover(ctx.session_id, plan,  # this plan (it restates the request), or one lost
-                                rotation.offer_binding(ctx.claude_pid(), None, plan["checkpoint"], session.state_path(sdir)))
-    if not rotation.take_handover(ctx.session_id, "mod"):
-        ctx.outcome = "hand-over already taken (%s)" % rotation.handover_holder(ctx.session_id)
+    plan = handover.handover(rec, sdir, proj.session_name(proj.peek_next_number()), proj.root, last_request)
+    if handover.handover_holder(ctx.session_id) is None and (last_request or not handover.handover_offered(ctx.session_id)):
+        handover.offer_handover(ctx.session_id, plan,  # this plan (it restates the request), or one lost
+                                handover.offer_binding(ctx.claude_pid(), None, plan["checkpoint"], session.state_path(sdir)))
+    if not handover.take_handover(ctx.session_id, "mod"):
+        ctx.outcome = "hand-over already taken (%s)" % handover.handover_holder(ctx.session_id)
         return None
     ctx.log(sdir, {"ev": "mod", "step": "handover", "checkpoint": plan["checkpoint"],
                    "successor": plan["successor"]})
@@ -132,7 +132,7 @@ def done(ctx: HookContext, n: int, sdir: str) -> None:
         return None
     # Give the hand-over back: a tmux rotator standing by takes it, else the user types /clear.
     proj = ctx.project
-    rotation.give_back(ctx.session_id, "mod")
+    handover.give_back(ctx.session_id, "mod")
     rec = session.load(sdir)
     if not (rec.get("rotator_pid") and ctx.can_drive(rec)):
         with proj.lock():

@@ -31,7 +31,7 @@ import tempfile
 import threading
 import time
 
-from .. import config, errors, ledger, meter, paths, rotation, session
+from .. import config, errors, ledger, meter, paths, handover, session
 from ..install import plugin, settings
 from ..procs import pid_alive, reap
 from ..tmux import Pane
@@ -41,7 +41,7 @@ MODEL = "claude-sonnet-4-5"  # Claude Code gives it a 200k window and no auto mo
 ROTATE_AT = 66.0  # percent the scripted work reports: past the default rotate level (62)
 START_AT = 10.0  # percent a fresh session reports
 HANDOFF_REQUEST = "Handoff file (absolute path):"
-CONTINUATION = rotation.CONTINUATION_PREFIX
+CONTINUATION = handover.CONTINUATION_PREFIX
 BOOTSTRAP_MARK = "SessionStart hook additional context: " + CONTINUATION  # how the successor's context arrives
 TASK = "Rehearsal task: keep a work log in this repository, one file per step."
 WORK_MARK = "Working on step"  # every work reply says it: the successor must not see it
@@ -297,7 +297,7 @@ def _write_json(path, data):
 
 def _is_rotator(pid):
     """Is ``pid`` still a cc-continuity rotator (and not a recycled pid of something else)?"""
-    return rotation.runs_rotator(pid) is True
+    return handover.runs_rotator(pid) is True
 
 
 def _tail(path, lines=15):

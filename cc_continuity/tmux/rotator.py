@@ -59,7 +59,7 @@ import subprocess
 import sys
 import time
 
-from .. import atomic, errors, ledger, notify, paths, procs, rotation, session
+from .. import atomic, errors, ledger, notify, paths, procs, handover, session
 from ..lock import Lock
 from .pane import KEYS_PER_CALL, Pane, TmuxError
 
@@ -190,7 +190,7 @@ class Rotator:
         self.draft = None  # the user's unsent text we cut from the predecessor's box
 
     def note(self, step, **fields):
-        """Append one step to the predecessor's ledger; a ledger error never stops the rotation."""
+        """Append one step to the predecessor's ledger; a ledger error never stops the handover."""
         record = {"ev": "rotator", "step": step, "ms": int((time.monotonic() - self.t0) * 1000)}
         record.update(fields)
         try:
@@ -455,27 +455,27 @@ class Rotator:
             return False
         self.note("standby", s=wait)
         _wait_for(lambda: (self._check() or True) and (
-            os.path.exists(self.plan["started_marker"]) or rotation.handover_holder(sid) == "mod"), wait)
-        if rotation.take_handover(sid, "tmux"):
+            os.path.exists(self.plan["started_marker"]) or handover.handover_holder(sid) == "mod"), wait)
+        if handover.take_handover(sid, "tmux"):
             self.note("standby_over", by="tmux")
             return False
-        self.note("standby_over", by=rotation.handover_holder(sid) or "mod")
+        self.note("standby_over", by=handover.handover_holder(sid) or "mod")
         return True
 
     def _mod_holds(self):
         sid = self.plan.get("session_id")
         if not sid:
             return False
-        return rotation.handover_holder(sid) == "mod"
+        return handover.handover_holder(sid) == "mod"
 
     def _await_mod(self, done, timeout, what):
         """Wait while the mod does a step: True when ``done``; False when it gave the hand-over
         back (its ModDone failed) and it is ours now, so we type the step ourselves."""
         sid = self.plan["session_id"]
-        back = lambda: rotation.handover_holder(sid) is None
+        back = lambda: handover.handover_holder(sid) is None
         if _wait_for(lambda: (self._check() or True) and (done() or back()), self.timeouts[timeout]) and done():
             return True
-        if back() and rotation.take_handover(sid, "tmux"):
+        if back() and handover.take_handover(sid, "tmux"):
             self.note("handover_back", by="tmux")
             return False
         raise RotationFailed("the mod took the hand-over but %s within %gs" % (what, self.timeouts[timeout]))
@@ -665,7 +665,7 @@ def spawn(plan_path, log_path=None):
         out = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, paths.FILE_MODE)
     try:
         proc = subprocess.Popen(
-            [sys.executable, "-m", rotation.ROTATOR_MODULE, plan_path],
+            [sys.executable, "-m", handover.ROTATOR_MODULE, plan_path],
             stdin=subprocess.DEVNULL, stdout=out, stderr=out if log_path else subprocess.DEVNULL,
             cwd="/", env=env, start_new_session=True, close_fds=True,
         )
@@ -676,8 +676,8 @@ def spawn(plan_path, log_path=None):
 
 
 def start(rec, sdir, cfg, successor_name, project_lock=None, standby_s=None):
-    """Write the rotation's plan (:func:`rotation.plan`) for a verified checkpoint and spawn the rotator; its pid."""
-    p = rotation.plan(rec, sdir, cfg, successor_name, project_lock, standby_s)
+    """Write the rotation's plan (:func:`handover.plan`) for a verified checkpoint and spawn the rotator; its pid."""
+    p = handover.plan(rec, sdir, cfg, successor_name, project_lock, standby_s)
     path = session.rotator_plan_path(sdir)
     atomic.write_text(path, json.dumps(p, indent=2) + "\n")
     paths.ensure_dir(paths.logs_dir())
@@ -698,7 +698,7 @@ def _note_bad_plan(path, error):
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) != 1:
-        print("usage: python -m %s <plan.json>" % rotation.ROTATOR_MODULE, file=sys.stderr)
+        print("usage: python -m %s <plan.json>" % handover.ROTATOR_MODULE, file=sys.stderr)
         return 2
     try:
         plan = load_plan(argv[0])

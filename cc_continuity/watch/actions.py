@@ -40,7 +40,7 @@ from dataclasses import dataclass
 
 import psutil
 
-from .. import ledger, log, notify, paths, rotation, session
+from .. import ledger, log, notify, paths, handover, session
 from ..lock import Lock
 from ..procs import pid_alive
 from ..redact import redact
@@ -677,11 +677,11 @@ def _is_rotator(pid):
     """Is ``pid`` a live cc-continuity rotator process?"""
     if not isinstance(pid, int) or isinstance(pid, bool) or not pid_alive(pid):
         return False
-    seen = rotation.runs_rotator(pid)
+    seen = handover.runs_rotator(pid)
     if seen is not None:
         return seen
     try:  # no /proc (macOS)
-        return any(rotation.ROTATOR_MODULE in a for a in psutil.Process(pid).cmdline())
+        return any(handover.ROTATOR_MODULE in a for a in psutil.Process(pid).cmdline())
     except Exception:
         return True   # alive and unreadable: assume it is ours, never start a second one
 
