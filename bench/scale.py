@@ -172,13 +172,14 @@ def p11(work, files, runs):
     """Issue 14 at scale: what revalidation adds to a claim, and what a turn-end snapshot costs.
 
     A checkpoint of a ``files``-file repository, then 10 files changed by hand:
-    ``resume.since_text`` (revalidation + actions, as the claim runs it) in this process, paired
+    ``revalidation.since_text`` (revalidation + actions, as the claim runs it) in this process, paired
     with ``git status --porcelain``; the real claim (SessionStart after /clear) with the
     revalidation's own time from the ledger; then turn ends (Stop hook, whole process) with
     ``turn_snapshots`` on vs off, paired, and the background job's own time.
     """
     from helpers.hookdriver import HookDriver, handoff_text, tokens_at, wait_for_snapshot_jobs
-    from cc_continuity import config, resume, session
+    from cc_continuity import config, session
+    from cc_continuity.rotation import revalidation
 
     repo = make_repo(os.path.join(work, "p11"), files)
     home = os.path.join(work, "p11home")
@@ -202,7 +203,7 @@ def p11(work, files, runs):
     cfg = config.load(repo)
     reval, status = [], []
     for i in range(runs + 1):
-        t, (res, text) = pairs.timed(lambda: resume.since_text(repo, pdir, prec, cfg))
+        t, (res, text) = pairs.timed(lambda: revalidation.since_text(repo, pdir, prec, cfg))
         assert res["changed_count"] == 10, res
         t2, _ = pairs.timed(lambda: run(["git", "status", "--porcelain"], cwd=repo))
         if i:

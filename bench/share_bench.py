@@ -46,7 +46,8 @@ def main():
                       GIT_COMMITTER_EMAIL="bench@example.invalid")
     os.makedirs(os.environ["HOME"])
     from cc_continuity.snapshot import worktree, job
-    from cc_continuity import paths, session, share
+    from cc_continuity import paths, session
+    from cc_continuity.rotation import share
     from cc_continuity.project import Project
 
     root, bare = tmp + "/a", tmp + "/remote.git"

@@ -2,7 +2,8 @@
 
 import pytest
 
-from cc_continuity import redact, resume
+from cc_continuity import redact
+from cc_continuity.rotation import revalidation
 from cc_continuity.hooks import post_tool_use as actions
 
 
@@ -64,7 +65,7 @@ def test_failed_comes_from_the_event_or_an_interrupted_response():
     ("Edit", "/p/deploy.py", None),
 ])
 def test_side_effects_outside_the_work_tree_are_recognised(tool, target, why):
-    assert resume.side_effect(tool, target) == why
+    assert revalidation.side_effect(tool, target) == why
 
 
 def test_the_full_redactor_agrees_with_the_mask_on_what_it_hides():
@@ -73,5 +74,5 @@ def test_the_full_redactor_agrees_with_the_mask_on_what_it_hides():
 
 
 def test_the_users_declared_commands_count_as_side_effects():
-    assert resume.side_effect("Bash", "notify-team --all") is None
-    assert resume.side_effect("Bash", "notify-team --all", ["notify-team"]) == "declared by you (effects_harmful)"
+    assert revalidation.side_effect("Bash", "notify-team --all") is None
+    assert revalidation.side_effect("Bash", "notify-team --all", ["notify-team"]) == "declared by you (effects_harmful)"

@@ -10,7 +10,8 @@ import subprocess
 
 import pytest
 
-from cc_continuity import claim, config, ledger, session
+from cc_continuity.rotation import claim
+from cc_continuity import config, ledger, session
 from cc_continuity.project import Project
 from helpers.hookdriver import HookDriver, dead_pid, handoff_text, tokens_at
 

@@ -2,7 +2,8 @@
 
 import pytest
 
-from cc_continuity import claims, config
+from cc_continuity.rotation import claims
+from cc_continuity import config
 from helpers.hookdriver import HookDriver, handoff_text, tokens_at
 
 S1 = "c1c1c1c1-0000-4000-8000-0000000000c1"

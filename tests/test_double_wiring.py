@@ -154,7 +154,7 @@ def test_old_markers_are_swept_and_a_broken_folder_never_drops_a_call():
 def test_startup_sweeps_old_markers_and_hand_overs(tmp_path):
     import time
 
-    from cc_continuity import handover
+    from cc_continuity.rotation import handover
 
     assert once.first("PreToolUse", S1, {"tool_use_id": "old"}, b"")
     handover.offer_handover(S1, {"n": 1})

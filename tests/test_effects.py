@@ -10,7 +10,7 @@ import uuid
 
 import pytest
 
-from cc_continuity import effects
+from cc_continuity.rotation import effects
 from helpers.hookdriver import HookDriver, tokens_at
 
 S1 = "e1e1e1e1-0000-4000-8000-0000000000e1"
@@ -260,7 +260,7 @@ def test_an_override_lets_exactly_one_repeat_through(tmp_path):
 
 
 def test_an_override_from_our_continuation_or_the_watchdog_does_not_count(tmp_path):
-    from cc_continuity import handover
+    from cc_continuity.rotation import handover
 
     w = World(tmp_path)
     w.run(S1, POST)

@@ -5,7 +5,8 @@ import os
 
 import pytest
 
-from cc_continuity import checkpoint, claim, config, handoff, ledger, handover, session
+from cc_continuity.rotation import checkpoint, claim, handoff, handover
+from cc_continuity import config, ledger, session
 from cc_continuity.project import Project
 
 SECTIONS = config.HANDOFF_SECTIONS

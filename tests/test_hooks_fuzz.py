@@ -219,7 +219,7 @@ def test_huge_prompt_is_recorded_capped(world):
 
 # -- `run` itself must not raise: main() is the last line of defence, not the first ------------
 def test_run_survives_wrong_field_types_with_a_real_session(world, monkeypatch):
-    from cc_continuity import protocol
+    from cc_continuity.rotation import protocol
     from cc_continuity.hooks import pre_tool_use
 
     # What is fuzzed is the shape of the input, not the waits for a transcript that never

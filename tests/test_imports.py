@@ -35,12 +35,12 @@ TO_REVISIT = "the fast path and the domain: to be revisited"
 
 # Modules whose function-local imports are not listed one by one (yet).
 WHOLE_MODULES = {m: TO_REVISIT for m in (
-    "cc_continuity.card", "cc_continuity.checkpoint", "cc_continuity.claim", "cc_continuity.cli",
-    "cc_continuity.config", "cc_continuity.fastjson", "cc_continuity.snapshot.worktree", "cc_continuity.handoff",
+    "cc_continuity.card", "cc_continuity.rotation.checkpoint", "cc_continuity.rotation.claim", "cc_continuity.cli",
+    "cc_continuity.config", "cc_continuity.fastjson", "cc_continuity.snapshot.worktree", "cc_continuity.rotation.handoff",
     "cc_continuity.ledger", "cc_continuity.meter", "cc_continuity.once", "cc_continuity.paths", "cc_continuity.safefile",
-    "cc_continuity.procs", "cc_continuity.project", "cc_continuity.protocol", "cc_continuity.realclaude",
-    "cc_continuity.resume",
-    "cc_continuity.handover", "cc_continuity.session", "cc_continuity.snapshot.job", "cc_continuity.statusline",
+    "cc_continuity.procs", "cc_continuity.project", "cc_continuity.rotation.protocol", "cc_continuity.realclaude",
+    "cc_continuity.rotation.revalidation",
+    "cc_continuity.rotation.handover", "cc_continuity.session", "cc_continuity.snapshot.job", "cc_continuity.statusline",
     "cc_continuity.hooks", "cc_continuity.hooks.common", "cc_continuity.hooks.notification",
     "cc_continuity.hooks.post_tool_use", "cc_continuity.hooks.pre_tool_use", "cc_continuity.hooks.stop_failure",
 )}
@@ -81,11 +81,11 @@ KEPT = {
             SCRIPT, "python -m cc_continuity.rehearse.scripted_model imports this package first: imported at "
                     "the top, runpy warns and the module runs twice"),
     },
-    "cc_continuity.lease": {
-        ("_share", "cc_continuity.share"): (START_UP, "a rotation's claim (SessionStart, sharing on) reads share.json "
+    "cc_continuity.rotation.lease": {
+        ("_share", "cc_continuity.rotation.share"): (START_UP, "a rotation's claim (SessionStart, sharing on) reads share.json "
                                                       "only; share + subprocess +~10 ms, loaded when the remote is asked"),
     },
-    "cc_continuity.share": {
+    "cc_continuity.rotation.share": {
         (fn, "cc_continuity.redact"): (START_UP, "every verb's start (commands/share, commands/claim): its rules "
                                                  "compile, +~50 ms")
         for fn in ("_redacted", "publish_commit")

@@ -18,7 +18,8 @@ import uuid
 
 import pytest
 
-from cc_continuity import lease, paths, protocol, session, share
+from cc_continuity.rotation import lease, protocol, share
+from cc_continuity import paths, session
 from helpers.hookdriver import dead_pid
 from helpers.hookdriver import tokens_at
 from test_share import GOOD, S1, bare, claim_cli, free_port, git, machine, machine_a, mid_of, rotate, step, wait_status

@@ -13,7 +13,8 @@ import sys
 
 import pytest
 
-from cc_continuity import config, meter, handover, session
+from cc_continuity import config, meter, session
+from cc_continuity.rotation import handover
 from helpers.hookdriver import HookDriver, dead_pid, handoff_text, tokens_at
 
 S1 = "d4d4d4d4-0000-4000-8000-000000000001"

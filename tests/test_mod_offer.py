@@ -16,7 +16,8 @@ import sys
 
 import pytest
 
-from cc_continuity import config, paths, handover, safefile, session
+from cc_continuity import config, paths, safefile, session
+from cc_continuity.rotation import handover
 from helpers.hookdriver import REPO, HookDriver, handoff_text, tokens_at
 
 S1 = "f6f6f6f6-0000-4000-8000-000000000001"

@@ -11,7 +11,8 @@ import re
 
 import pytest
 
-from cc_continuity import config, ledger, protocol, handover, session
+from cc_continuity import config, ledger, session
+from cc_continuity.rotation import protocol, handover
 from helpers.hookdriver import HookDriver, handoff_text, tokens_at
 
 S1 = "a1a1a1a1-0000-4000-8000-0000000000a1"

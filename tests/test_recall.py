@@ -12,7 +12,8 @@ import sys
 
 import pytest
 
-from cc_continuity import checkpoint, ledger, recall, session
+from cc_continuity.rotation import checkpoint, recall
+from cc_continuity import ledger, session
 from helpers import recall_corpus as corpus
 from helpers.hookdriver import HookDriver, tokens_at
 

@@ -8,7 +8,8 @@ import urllib.request
 
 import pytest
 
-from cc_continuity import cli, config, handoff, meter, rehearse
+from cc_continuity import cli, config, meter, rehearse
+from cc_continuity.rotation import handoff
 from cc_continuity.install import settings
 from cc_continuity.rehearse.scripted_model import ScriptedModel, validate_scenario
 

@@ -26,7 +26,8 @@ import time
 
 import pytest
 
-from cc_continuity import config, ledger, handover, session
+from cc_continuity import config, ledger, session
+from cc_continuity.rotation import handover
 from helpers.hookdriver import (HookDriver, WriteFaults, file_contains, handoff_text, tokens_at,
                                wait_for_snapshot_jobs)
 

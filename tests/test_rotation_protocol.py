@@ -15,7 +15,8 @@ import time
 
 import pytest
 
-from cc_continuity import config, handover, session
+from cc_continuity import config, session
+from cc_continuity.rotation import handover
 from helpers.hookdriver import HookDriver, handoff_text, tokens_at
 
 SECTIONS = config.HANDOFF_SECTIONS

@@ -427,7 +427,7 @@ SID = "5e55e55e-0000-4000-8000-00000000000a"
 
 
 def _standby_setup(server, tmp_path, standby_s=1.5):
-    from cc_continuity import handover
+    from cc_continuity.rotation import handover
 
     s = Setup(server, tmp_path, session_id=SID)
     s.plan["timeouts"]["standby_s"] = standby_s
@@ -438,7 +438,7 @@ def _standby_setup(server, tmp_path, standby_s=1.5):
 
 
 def test_nobody_takes_the_offered_hand_over_so_the_standby_rotator_does_it(server, tmp_path):
-    from cc_continuity import handover
+    from cc_continuity.rotation import handover
 
     s = _standby_setup(server, tmp_path)
     res = s.rotate()
@@ -450,7 +450,7 @@ def test_nobody_takes_the_offered_hand_over_so_the_standby_rotator_does_it(serve
 
 
 def test_when_the_mod_takes_the_hand_over_the_rotator_types_nothing(server, tmp_path):
-    from cc_continuity import handover
+    from cc_continuity.rotation import handover
 
     s = _standby_setup(server, tmp_path, standby_s=10)
 
@@ -483,7 +483,7 @@ def test_when_the_mod_takes_the_hand_over_the_rotator_types_nothing(server, tmp_
 
 
 def test_a_mod_that_cleared_then_failed_gives_back_and_the_rotator_types_the_continuation(server, tmp_path):
-    from cc_continuity import handover
+    from cc_continuity.rotation import handover
 
     s = _standby_setup(server, tmp_path, standby_s=10)
     s.plan["timeouts"]["delivery_s"] = 8
@@ -512,7 +512,7 @@ def test_a_mod_that_cleared_then_failed_gives_back_and_the_rotator_types_the_con
 
 
 def test_exactly_one_of_many_racing_drivers_takes_the_hand_over(tmp_path):
-    from cc_continuity import handover
+    from cc_continuity.rotation import handover
 
     code = ("import sys, time; from cc_continuity import rotation; t = float(sys.argv[1])\n"
             "while time.time() < t: pass\n"

@@ -3,7 +3,8 @@
 import os
 import time
 
-from cc_continuity import config, protocol, session
+from cc_continuity import config, session
+from cc_continuity.rotation import protocol
 from helpers.hookdriver import HookDriver, handoff_text, tokens_at
 
 S1 = "fcfcfcfc-0000-4000-8000-000000000001"

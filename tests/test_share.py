@@ -16,7 +16,8 @@ import time
 
 import pytest
 
-from cc_continuity import config, paths, protocol, session, share
+from cc_continuity import config, paths, session
+from cc_continuity.rotation import protocol, share
 from helpers.hookdriver import HookDriver, handoff_text, tokens_at
 
 S1 = "a1a1a1a1-0000-4000-8000-0000000000a1"

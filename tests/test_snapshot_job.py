@@ -107,7 +107,7 @@ def test_a_slow_snapshot_leaves_the_hook_and_holds_back_file_changes_until_it_is
     shown = drv.git("show", done["ref"] + ":src/app.py").decode()
     assert shown == "print('v2: at the handoff')\n"
     # Later claims and readers see the finished snapshot.
-    from cc_continuity import checkpoint
+    from cc_continuity.rotation import checkpoint
 
     assert checkpoint.git_entry(drv.sdir(S1))["ref"] == done["ref"]
     wait_for_snapshot_jobs(drv.cc_home)

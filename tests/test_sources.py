@@ -5,7 +5,8 @@ import subprocess
 
 import pytest
 
-from cc_continuity import config, handoff, sources
+from cc_continuity import config
+from cc_continuity.rotation import handoff, sources
 from helpers import recall_corpus as corpus
 from helpers.hookdriver import HookDriver, handoff_text, tokens_at
 

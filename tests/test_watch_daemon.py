@@ -457,7 +457,7 @@ def test_deterministic_cycle_with_an_injected_clock(git_repo, isolated_home, tmp
 @pytest.mark.parametrize("state", ["ROTATING", "AWAITING_MANUAL_CLEAR"])
 def test_a_stuck_rotation_is_pushed_urgently_and_retried_once_from_its_saved_plan(
         state, git_repo, isolated_home, tmp_path, server, ntfy):
-    from cc_continuity import handover
+    from cc_continuity.rotation import handover
     from cc_continuity.project import Project
 
     wd_dir = tmp_path / "pane"
@@ -528,7 +528,7 @@ def test_a_stuck_rotation_is_pushed_urgently_and_retried_once_from_its_saved_pla
 @needs_tmux
 def test_a_stuck_rotation_is_not_retried_when_the_session_was_used_since(git_repo, isolated_home, tmp_path,
                                                                         server, ntfy):
-    from cc_continuity import handover
+    from cc_continuity.rotation import handover
     from cc_continuity.project import Project
 
     run, pid = start_claude_pane(server, str(tmp_path / "pane"))

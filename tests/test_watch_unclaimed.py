@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from cc_continuity import protocol, share
+from cc_continuity.rotation import protocol, share
 from cc_continuity.watch import Settings
 from cc_continuity.watch.daemon import Daemon, load_state
 from test_share import claim_cli, machine, published

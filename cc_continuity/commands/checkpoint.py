@@ -6,7 +6,8 @@ the session keeps going.  Useful before a risky step.
 
 import time
 
-from .. import checkpoint, ledger, protocol, redact, session
+from ..rotation import checkpoint, protocol
+from .. import ledger, redact, session
 from ..snapshot import worktree, retention, job
 from ._util import current_project, load_config, print_json
 from .signal import find_session

@@ -10,7 +10,7 @@ import os
 import subprocess
 import sys
 
-from .. import share
+from ..rotation import share
 from ..realclaude import find_real_claude
 from ._util import current_project, die, load_config
 

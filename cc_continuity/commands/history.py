@@ -9,7 +9,8 @@ taken: the rotation point.  A chain of rotations reads at a glance, one line per
 import json
 import os
 
-from .. import recall, session
+from ..rotation import recall
+from .. import session
 from ._util import ago, count, current_project, print_json
 
 BLOCKS = "▁▂▃▄▅▆▇█"

@@ -11,7 +11,8 @@ given) and ``facts.json`` (``{"machine": [...], "model": [...]}``, each fact
 import json
 import os
 
-from .. import errors, recall, session
+from .. import errors, session
+from ..rotation import recall
 from ._util import current_project, print_json
 
 

@@ -6,7 +6,8 @@ the foreground: the remote's answer is printed, nothing is retried.
 
 import os
 
-from .. import session, share
+from .. import session
+from ..rotation import share
 from ._util import current_project, die, load_config, print_json
 
 

@@ -6,7 +6,8 @@ and state; ``--all-projects``: the fleet view of every live and recent session o
 import sys
 import time
 
-from .. import protocol, session, share
+from ..rotation import protocol, share
+from .. import session
 from ._util import ago, count, current_project, load_config, print_json
 from ..procs import pid_alive
 

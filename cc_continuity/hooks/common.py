@@ -1,4 +1,4 @@
-"""The hook side of :class:`cc_continuity.protocol.Context`: a hook call's facts and its effects.
+"""The hook side of :class:`cc_continuity.rotation.protocol.Context`: a hook call's facts and its effects.
 
 The protocol names three ports; here they are filled: a push goes to the
 notifier's spool (a detached flusher sends it), whether tmux can drive and the
@@ -6,7 +6,7 @@ rotator's spawn go to ``tmux/``.  Those two are imported when used: the mod
 calls in at every turn's end and should not pay for loading tmux.
 """
 
-from .. import protocol
+from ..rotation import protocol
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time nothing is imported
 if TYPE_CHECKING:

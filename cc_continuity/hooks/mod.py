@@ -23,7 +23,8 @@ Every call also leaves the mod's heartbeat (:func:`handover.mod_heartbeat`), whi
 is how the Stop hook knows it may choose the mod.
 """
 
-from .. import checkpoint, meter, paths, procs, protocol, handover, session
+from ..rotation import checkpoint, protocol, handover
+from .. import meter, paths, procs, session
 from .common import HookContext
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time nothing is imported (hot path)

@@ -49,7 +49,7 @@ def handle(call: "Call") -> "dict[str, Any] | None":
 
 def slow(call: "Call", logged: "bool" = False) -> "dict[str, Any] | None":
     """Register or refresh the session, then record a level change if there is one."""
-    from .. import protocol
+    from ..rotation import protocol
     from .common import HookContext
 
     ctx = HookContext(call)
@@ -81,7 +81,7 @@ def _effect_outcome(call: "Call", c: "dict[str, Any]", code: "int | None") -> No
     tid = call.payload.get("tool_use_id")
     pdir = c["sdir"].rstrip("/").rsplit("/", 2)[0]
     if isinstance(tid, str) and tid and "/" not in tid and posix.access(pdir + "/effects.pending/" + tid, posix.F_OK):
-        from .. import effects
+        from ..rotation import effects
 
         effects.outcome(pdir, call.payload, code, call.session_id)
 

@@ -133,7 +133,8 @@ def may_have_effect(c: "dict[str, Any]", tool: "object", tool_input: "object") -
 
 def _effect_gate(call: "Call", c: "dict[str, Any]", rec: "Record") -> "dict[str, Any] | None":
     """A call that may have a side effect outside the work tree: hold a harmful repeat, record the intent (slow path)."""
-    from .. import effects, fastjson
+    from ..rotation import effects
+    from .. import fastjson
 
     sdir = c["sdir"]
     pdir = sdir.rstrip("/").rsplit("/", 2)[0]
@@ -190,7 +191,7 @@ def _fresh_card(call: "Call") -> "dict[str, Any] | None":
     through whenever the card happened to be stale (seen on the real binary:
     the status line's first render invalidates the card SessionStart made).
     """
-    from .. import protocol
+    from ..rotation import protocol
     from .common import HookContext
 
     ctx = HookContext(call)
@@ -226,7 +227,7 @@ def _handoff_target_ok(sdir: "str", path: "str") -> "bool":
     """Only a plain file (or nothing yet) in our own 0700 checkpoint dir: a link there would redirect the write."""
     import os
 
-    from ..checkpoint import handoff_target_ok
+    from ..rotation.checkpoint import handoff_target_ok
 
     os.makedirs(session.checkpoint_dir(sdir), mode=0o700, exist_ok=True)
     return handoff_target_ok(sdir, path)
@@ -234,7 +235,7 @@ def _handoff_target_ok(sdir: "str", path: "str") -> "bool":
 
 def _record_hard(call: "Call", tokens: "int | None") -> "Record":
     """First sight of the hard level: record it (state, note, push) through the slow path."""
-    from .. import protocol
+    from ..rotation import protocol
     from .common import HookContext
 
     ctx = HookContext(call)

@@ -1,4 +1,4 @@
-"""Stop: the rotation gate, at the end of each turn (:func:`cc_continuity.protocol.turn_ended`).
+"""Stop: the rotation gate, at the end of each turn (:func:`cc_continuity.rotation.protocol.turn_ended`).
 
 - below *rotate*: update the meter; a level note is parked for the next prompt
   (Stop output would make the turn continue);
@@ -18,7 +18,7 @@ neither arrives, it does not act on the stale one: the late Stop
 requests the handoff then.
 """
 
-from .. import protocol
+from ..rotation import protocol
 from .common import HookContext
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time nothing is imported

@@ -1,4 +1,4 @@
-"""The late Stop: a second look at the turn's end, for a crossing the Stop hook could not see (:func:`cc_continuity.protocol.late_turn_end`).
+"""The late Stop: a second look at the turn's end, for a crossing the Stop hook could not see (:func:`cc_continuity.rotation.protocol.late_turn_end`).
 
 Installed as an *async* Stop hook with ``asyncRewake``: Claude Code does not wait
 for it, and when it exits 2 its stderr wakes the model at once, even in an idle
@@ -18,7 +18,7 @@ one ledger read), when the session moved on (a new prompt or tool call), or
 when the reading never arrives.
 """
 
-from .. import protocol
+from ..rotation import protocol
 from .common import HookContext
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time nothing is imported

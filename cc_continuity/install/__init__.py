@@ -21,7 +21,8 @@ import shlex
 import shutil
 import time
 
-from .. import __version__, atomic, config, errors, paths, share
+from .. import __version__, atomic, config, errors, paths
+from ..rotation import share
 from ..lock import Lock
 from ..realclaude import find_real_claude
 from . import app, blocks, bootstrap, manifest, plugin, settings, skills, wrapper

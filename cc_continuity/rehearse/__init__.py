@@ -31,7 +31,8 @@ import tempfile
 import threading
 import time
 
-from .. import config, errors, ledger, meter, paths, handover, session
+from .. import config, errors, ledger, meter, paths, session
+from ..rotation import handover
 from ..install import plugin, settings
 from ..procs import pid_alive, reap
 from ..tmux import Pane

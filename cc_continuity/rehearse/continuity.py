@@ -28,7 +28,8 @@ import time
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from .. import claims, ledger
+from ..rotation import claims
+from .. import ledger
 from ..install import settings as install_settings
 
 APP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -59,7 +59,8 @@ import subprocess
 import sys
 import time
 
-from .. import atomic, errors, ledger, notify, paths, procs, handover, session
+from .. import atomic, errors, ledger, notify, paths, procs, session
+from ..rotation import handover
 from ..lock import Lock
 from .pane import KEYS_PER_CALL, Pane, TmuxError
 

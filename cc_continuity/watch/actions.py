@@ -40,7 +40,8 @@ from dataclasses import dataclass
 
 import psutil
 
-from .. import ledger, log, notify, paths, handover, session
+from .. import ledger, log, notify, paths, session
+from ..rotation import handover
 from ..lock import Lock
 from ..procs import pid_alive
 from ..redact import redact

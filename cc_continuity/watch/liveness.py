@@ -27,7 +27,8 @@ import threading
 import time
 from dataclasses import dataclass
 
-from .. import fastjson, log, protocol, session
+from .. import fastjson, log, session
+from ..rotation import protocol
 from ..project import all_projects
 from . import LOG
 

@@ -11,7 +11,8 @@ claimed or gone) is remembered in the watchdog's state.json, so a checkpoint is 
 
 import threading
 
-from .. import config, log, session, share
+from .. import config, log, session
+from ..rotation import share
 from ..project import all_projects
 from . import LOG
 

@@ -21,7 +21,7 @@ import time
 
 import pytest
 
-from cc_continuity import handover
+from cc_continuity.rotation import handover
 from cc_continuity.rehearse import rotation_scenario
 from cc_continuity.tmux import Pane
 

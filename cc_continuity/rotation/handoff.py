@@ -9,14 +9,14 @@ model can fix precisely what is wrong on its next try.
 import os
 import re
 
-from .digest import sha256
+from ..digest import sha256
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time typing is not imported (the Stop hook runs this)
 if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any
 
-    from .config import Config
+    from ..config import Config
 
 HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
 # Path-like tokens worth checking: in backticks, or list items in "Files touched".
@@ -121,7 +121,7 @@ class Validation:
 
 def validate(path: str, root: str, cfg: "Config | Mapping[str, Any]", max_read: int = 1 << 21) -> Validation:
     """Check the handoff at ``path`` against ``cfg``; paths resolve against ``root``."""
-    from . import safefile
+    from .. import safefile
 
     v = Validation()
     try:
@@ -155,7 +155,7 @@ def validate(path: str, root: str, cfg: "Config | Mapping[str, Any]", max_read: 
             v.missing_paths.append(tok)
     if v.missing_paths:
         v.problems.append("these named paths do not exist (relative to %s): %s" % (root, ", ".join(v.missing_paths[:20])))
-    from . import redact
+    from .. import redact
 
     hits = redact.find_secrets(text)
     if hits:
@@ -193,7 +193,7 @@ def machine_handoff(snap: "dict[str, Any]", sections: list[str], draft_problems:
              (" (%s)" % "; ".join(draft_problems[:5]) if draft_problems else "")]
     for name in sections:
         lines += ["", "## %s" % name, fill.get(normalise(name), "not recorded (machine handoff)")]
-    from . import redact  # prompts, commit subjects and todo items can all hold a secret
+    from .. import redact  # prompts, commit subjects and todo items can all hold a secret
 
     return redact.redact("\n".join(lines) + "\n")
 

@@ -18,8 +18,9 @@ that cites nothing is *uncited*: reported, and a problem only with
 import os
 import re
 
-from . import claims, ledger, safefile, session
-from .snapshot import worktree
+from . import claims
+from .. import ledger, safefile, session
+from ..snapshot import worktree
 from .handoff import BACKTICK, PATHISH, normalise, sections_of
 
 TYPE_CHECKING = False

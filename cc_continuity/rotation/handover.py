@@ -14,14 +14,14 @@
 import os
 import time
 
-from . import atomic, fastjson, paths, safefile, session
+from .. import atomic, fastjson, paths, safefile, session
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time nothing is imported (the Stop hook loads this)
 if TYPE_CHECKING:
     from typing import Any
 
-    from .config import Config
-    from .session import Record
+    from ..config import Config
+    from ..session import Record
 
 DRIVERS = ("mod", "tmux", "manual")
 # The rotator's identity: how it is started (``python -m``) and recognised among processes.
@@ -85,7 +85,7 @@ def _heartbeat_path(pid: int) -> str:
 
 def mod_heartbeat(pid: int | None, version: object = None, now: float | None = None) -> None:
     """The mod of Claude process ``pid`` is loaded and reached us (written by the mod's calls)."""
-    from .procs import start_time
+    from ..procs import start_time
 
     if not (isinstance(pid, int) and not isinstance(pid, bool) and pid > 0):
         return
@@ -100,7 +100,7 @@ def mod_heartbeat(pid: int | None, version: object = None, now: float | None = N
 
 def mod_alive(pid: int | None, now: float | None = None) -> bool:
     """Has the mod of Claude process ``pid`` (this very process, still running) spoken to us lately?"""
-    from .procs import start_time
+    from ..procs import start_time
 
     if not (isinstance(pid, int) and not isinstance(pid, bool) and pid > 0):
         return False
@@ -152,7 +152,7 @@ def offer_handover(session_id: str, plan: "dict[str, Any]", bound: "dict[str, An
 def offer_binding(pid: int | None, prompt_id: object, checkpoint: object, state_file: str) -> "dict[str, Any]":
     """What an offer is bound to: this process (pid, and its start in clock ticks since boot, as /proc has
     it), this turn, the checkpoint, and the record that says whether it is still unclaimed."""
-    from .procs import start_ticks
+    from ..procs import start_ticks
 
     return {"pid": pid, "pid_ticks": start_ticks(pid) if pid else None,
             "prompt_id": prompt_id if isinstance(prompt_id, str) else None,

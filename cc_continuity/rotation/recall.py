@@ -18,7 +18,8 @@ only: ``history`` shows that figure); :func:`score` scores any fact list against
 import os
 import re
 
-from . import checkpoint, fastjson, ledger, handover, session
+from . import checkpoint, handover
+from .. import fastjson, ledger, session
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -25,16 +25,17 @@ checkpoint, from what it left (prompts, todos, last reply, actions, git state).
 import os
 import time
 
-from . import checkpoint, effects, faults, ledger, session
-from .procs import pid_alive
+from . import checkpoint, effects
+from .. import faults, ledger, session
+from ..procs import pid_alive
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time typing is not imported (SessionStart runs this)
 if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any
 
-    from .config import Config
-    from .session import Record
+    from ..config import Config
+    from ..session import Record
 
 VERDICTS = ("fresh", "drifted", "stale")
 MAX_FILES_SHOWN = 25
@@ -59,7 +60,7 @@ def _age(seconds: float | None) -> str:
 def revalidate(root: str, pdir: str, prec: "Record", cfg: "Config | Mapping[str, Any]",
                claimer_pid: int | None = None, now: float | None = None) -> "dict[str, Any]":
     """Compare predecessor ``prec``'s checkpoint with the world now; a JSON-able result with ``verdict``."""
-    from .snapshot import worktree, job
+    from ..snapshot import worktree, job
 
     t0 = time.monotonic()
     now = time.time() if now is None else now
@@ -163,7 +164,7 @@ def _missing_named(root: str, pdir: str, cfg: "Config | Mapping[str, Any]", comm
             named.append(tok)
     if not named or not commit:
         return named[:50]
-    from .snapshot import worktree
+    from ..snapshot import worktree
 
     rel = [t for t in named if not t.startswith("/")]
     try:
@@ -361,7 +362,7 @@ def actions_text(acts: "list[dict[str, Any]]", heading: str = "Actions after the
 def since_text(root: str, pdir: str, prec: "Record", cfg: "Config | Mapping[str, Any]",
                claimer_pid: int | None = None) -> "tuple[dict[str, Any], str]":
     """(the revalidation result, the dynamic bootstrap text: revalidation + actions, redacted and bounded)."""
-    from . import redact
+    from .. import redact
 
     res = revalidate(root, pdir, prec, cfg, claimer_pid)
     cid = (prec.get("checkpoint") or {}).get("id")
@@ -382,8 +383,8 @@ def since_text(root: str, pdir: str, prec: "Record", cfg: "Config | Mapping[str,
 def crash_handoff(root: str, dsdir: str, drec: "Record", cfg: "Config | Mapping[str, Any]",
                   budget_chars: int) -> "tuple[str, dict[str, Any]]":
     """The machine handoff for session ``drec`` that died with no checkpoint (degraded; redacted; bounded)."""
-    from .snapshot import worktree
-    from . import paths, redact, transcript
+    from ..snapshot import worktree
+    from .. import paths, redact, transcript
 
     tpath = drec.get("transcript")
     asked = checkpoint.prompts(dsdir, limit=0, chars=600)
@@ -392,7 +393,7 @@ def crash_handoff(root: str, dsdir: str, drec: "Record", cfg: "Config | Mapping[
     g = worktree.git_facts(root, max_commits=5, max_files=40,
                           index=paths.project_dir(paths.project_key(root)) + "/facts.index")
     acts = actions_after(dsdir, harmful=cfg.get("effects_harmful"))
-    from .snapshot import job
+    from ..snapshot import job
 
     turn = job.read_result(job.turn_result_path(dsdir)) or {}
     since_turn = None

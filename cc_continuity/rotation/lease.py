@@ -21,7 +21,7 @@ before that point gets its lease in the same atomic push as the checkpoint.  So:
 **Renewal.**  Every lease this machine holds is listed in its project's leases.json
 (share.remember).  A Stop of any live session of that project (the turn's end, never a
 tool call) starts, at most every ``RENEW_EVERY_S``, a detached job
-(``python -m cc_continuity.lease <project dir>``) that renews them all in one atomic push
+(``python -m cc_continuity.rotation.lease <project dir>``) that renews them all in one atomic push
 (a child commit of each lease with ``renewed_at``, each only if unchanged there); a lease
 replaced or deleted on the remote is dropped from the list.  ``--steal`` and
 ``status --remote`` count a lease's age from its last renewal (share.lease_time).
@@ -31,15 +31,15 @@ import os
 import sys
 import time
 
-from . import fastjson, session
+from .. import fastjson, session
 from .claim import bootstrap_text
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time typing is not imported
 if TYPE_CHECKING:
     from typing import Any
 
-    from .project import Project
-    from .session import Record
+    from ..project import Project
+    from ..session import Record
 
 LOCAL_TIMEOUT_S = 3.0  # the local claim's one push to the remote (SessionStart's budget is 12 s)
 RENEW_EVERY_S = 3600  # a live holder renews hourly; --steal needs 24 h without one
@@ -232,7 +232,7 @@ def renew_due(proj: "Project", now: float | None = None) -> "int | None":
 
 def start(proj_dir: str) -> int:
     """The renewal job, detached (share.start_job: the publish job's way)."""
-    return int(_share().start_job("cc_continuity.lease", proj_dir))
+    return int(_share().start_job("cc_continuity.rotation.lease", proj_dir))
 
 
 def renew(proj_dir: str, now: float | None = None) -> "dict[str, list[str]]":
@@ -291,7 +291,7 @@ def renew(proj_dir: str, now: float | None = None) -> "dict[str, list[str]]":
 
 def main(argv: "list[str]") -> int:
     if len(argv) != 1 or not os.path.isdir(argv[0]):
-        print("usage: python -m cc_continuity.lease <project state dir>", file=sys.stderr)
+        print("usage: python -m cc_continuity.rotation.lease <project state dir>", file=sys.stderr)
         return 2
     res = renew(argv[0])
     print("%s lease renewal %s: %d renewed, %d dropped (gone or taken over), %d failed" % (

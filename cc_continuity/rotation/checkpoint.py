@@ -12,17 +12,18 @@ git state, the last user prompts, the open todo list, the meter reading.
 import os
 import time
 
-from . import atomic, fastjson, ledger, paths, handover, safefile, session
-from .session import ledger_path
+from .. import atomic, fastjson, ledger, paths, safefile, session
+from . import handover
+from ..session import ledger_path
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time typing is not imported (hooks import this)
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
     from typing import Any
 
-    from .config import Config
+    from ..config import Config
     from .handoff import Validation
-    from .session import Record
+    from ..session import Record
 
 PROMPT_CHARS = 500
 PROMPTS_KEPT = 5
@@ -114,7 +115,7 @@ def prompts(sdir: str, since: float | None = None, limit: int = PROMPTS_KEPT,
         text = rec["text"].strip()
         if handover.is_continuation(text):
             continue  # our own continuation prompt is not the user's
-        from . import redact  # only with a prompt to quote: compiling its rules costs ~50 ms
+        from .. import redact  # only with a prompt to quote: compiling its rules costs ~50 ms
 
         text = redact.redact(text)
         out.append({"ts": rec.get("ts"), "text": text[:chars] + ("…" if len(text) > chars else "")})
@@ -124,8 +125,8 @@ def prompts(sdir: str, since: float | None = None, limit: int = PROMPTS_KEPT,
 def collect(root: str, sdir: str, rec: "Record", reading: "dict[str, Any]", payload: "dict[str, Any]",
             cfg: "Config | Mapping[str, Any]", out_dir: str | None = None) -> "dict[str, Any]":
     """Machine facts for the snapshot; written to ``<out_dir>/`` :data:`session.SNAPSHOT` and returned."""
-    from .snapshot import worktree  # here: the claim reads checkpoints and must stay light
-    from . import transcript
+    from ..snapshot import worktree  # here: the claim reads checkpoints and must stay light
+    from .. import transcript
 
     out_dir = out_dir or cp_dir(sdir)
     os.makedirs(out_dir, mode=0o700, exist_ok=True)
@@ -166,8 +167,8 @@ def finalize(root: str, slug: str, sdir: str, rec: "Record", check: "Validation"
     older install's, or one a crashed attempt of this very checkpoint left — is
     never moved or deleted; this checkpoint takes the next free ``cp-<NNN>-<k>``.
     """
-    from .snapshot import worktree  # here: the claim reads checkpoints and must stay light
-    from . import redact
+    from ..snapshot import worktree  # here: the claim reads checkpoints and must stay light
+    from .. import redact
 
     number = rec["number"]
     cid = checkpoint_id(number)
@@ -181,7 +182,7 @@ def finalize(root: str, slug: str, sdir: str, rec: "Record", check: "Validation"
     except ValueError as e:
         git: "dict[str, Any]" = {"git": None, "error": str(e)[:500]}
     else:
-        from .snapshot import job
+        from ..snapshot import job
 
         git = job.run_for_checkpoint(root, sdir, ref, message, cfg)  # or pending: its job finishes it
     reading = snap.get("reading") or {}
@@ -229,7 +230,7 @@ def snapshot_wait(git: "dict[str, Any]") -> "dict[str, Any]":
 
 def git_entry(sdir: str) -> "dict[str, Any]":
     """The checkpoint's git entry now (a pending snapshot's result once its job wrote it), or {}."""
-    from .snapshot import job
+    from ..snapshot import job
 
     try:
         manifest = read_json(session.manifest_path(sdir))
@@ -273,7 +274,7 @@ def write_machine_handoff(sdir: str, snap: "dict[str, Any]", cfg: "Config | Mapp
     text = handoff.machine_handoff(snap, cfg["handoff_sections"], problems)
     atomic.write_text(handoff_path(sdir), text, mode=paths.FILE_MODE, follow=False)
     v = handoff.Validation()
-    from .digest import sha256
+    from ..digest import sha256
 
     v.sha256 = sha256(text.encode("utf-8")).hexdigest()
     v.chars = len(text)

@@ -33,7 +33,7 @@ here; nothing is written for a call with no harmful effect.
 import posix
 import time
 
-from . import digest, fastjson
+from .. import digest, fastjson
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time typing is not imported (PreToolUse's slow path)
 if TYPE_CHECKING:

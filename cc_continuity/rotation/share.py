@@ -2,7 +2,7 @@
 
 With ``share_remote`` set (a remote name of the user's own config; a repository's
 config can never set it), every verified checkpoint is published to that remote in a
-detached job (``python -m cc_continuity.share '<plan>'``): the rotation never waits on
+detached job (``python -m cc_continuity.rotation.share '<plan>'``): the rotation never waits on
 the network.  One ref per checkpoint::
 
     refs/continuity/shared/<machine id>/<project key>/cp-NNN  ->  the publish commit
@@ -37,18 +37,19 @@ import subprocess
 import sys
 import time
 
-from . import atomic, checkpoint, config, errors, paths, resume, safefile, session
+from .. import atomic, config, errors, paths, safefile, session
+from . import checkpoint, revalidation
 from .claim import bootstrap_text
-from .lock import Lock
-from .project import LEASES, Project, all_projects
+from ..lock import Lock
+from ..project import LEASES, Project, all_projects
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time typing is not imported
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
     from typing import Any
 
-    from .config import Config
-    from .session import Record
+    from ..config import Config
+    from ..session import Record
 
 SHARED_PREFIX = "refs/continuity/shared/"
 FETCHED_PREFIX = "refs/continuity/fetched/"  # what a claim fetched, in the claimer's own repository
@@ -326,7 +327,7 @@ def after_verified(proj: "Project", number: int, cfg: "Config | Mapping[str, Any
 
 def start(p: "dict[str, Any]") -> int:
     """Start the publish job fully detached."""
-    return start_job("cc_continuity.share", json.dumps(p))
+    return start_job("cc_continuity.rotation.share", json.dumps(p))
 
 
 def start_job(module: str, arg: str) -> int:
@@ -357,7 +358,7 @@ def _snapshot_entry(sdir: str, deadline: float) -> "dict[str, Any]":
 
 
 def _redacted(obj: "Any") -> "Any":
-    from . import redact  # here: compiling its rules costs every verb's start ~50 ms
+    from .. import redact  # here: compiling its rules costs every verb's start ~50 ms
 
     if isinstance(obj, str):
         return redact.redact(obj)
@@ -418,7 +419,7 @@ def _commit_tree(root: str, tree: str, parents: "Sequence[str]", message: str) -
 
 def publish_commit(p: "dict[str, Any]", git_: "dict[str, Any]") -> "tuple[str, dict[str, Any]]":
     """(the publish commit, its publisher.json) for plan ``p`` whose snapshot is ``git_``."""
-    from . import redact  # here: compiling its rules costs every verb's start ~50 ms
+    from .. import redact  # here: compiling its rules costs every verb's start ~50 ms
 
     root, sdir = p["root"], p["sdir"]
     snap = git_["commit"] if p["untracked"] else tracked_only(root, git_["commit"])
@@ -829,7 +830,7 @@ def claim_from(root: str, remote: str, spec: str | None = None, *, fork: bool = 
 def bootstrap(proj: "Project", n: int, rec: "Record", cfg: "Config | Mapping[str, Any]") -> str:
     """The text the successor in the new worktree gets (revalidated against its tree), without claiming it."""
     try:
-        _, since = resume.since_text(proj.root, proj.session_dir(n), rec, cfg)
+        _, since = revalidation.since_text(proj.root, proj.session_dir(n), rec, cfg)
     except Exception:  # noqa: BLE001 - the handoff still goes through, as at a local claim
         since = ""
     return bootstrap_text(proj, n, rec, proj.session_name(proj.peek_next_number()), cfg["bootstrap_max_tokens"],
@@ -954,7 +955,7 @@ def main(argv: "list[str]") -> int:
         p = None
     need = ("root", "key", "sdir", "cid", "remote", "machine", "status")
     if not isinstance(p, dict) or any(k not in p for k in need):
-        print("usage: python -m cc_continuity.share '<plan JSON>' (keys: %s)" % ", ".join(need), file=sys.stderr)
+        print("usage: python -m cc_continuity.rotation.share '<plan JSON>' (keys: %s)" % ", ".join(need), file=sys.stderr)
         return 2
     st = publish(p)
     if st["state"] == "published":

@@ -28,10 +28,10 @@ from __future__ import annotations
 import os
 import time
 
-from . import (atomic, card, checkpoint, claim, claims, config, effects, fastjson, faults, ledger, meter, once, paths, resume,
-    handover, safefile, session)
-from .procs import pid_alive
-from .project import Project, launch_dir
+from .. import atomic, card, config, fastjson, faults, ledger, meter, once, paths, safefile, session
+from . import checkpoint, claim, claims, effects, revalidation, handover
+from ..procs import pid_alive
+from ..project import Project, launch_dir
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # names only the type checker needs (the hooks do not pay for importing typing)
@@ -41,7 +41,7 @@ if TYPE_CHECKING:  # names only the type checker needs (the hooks do not pay for
     from .handoff import Validation
 
     Env = Mapping[str, str]
-    from .session import Record  # a session record: every key declared there
+    from ..session import Record  # a session record: every key declared there
     Reading = dict[str, Any]  # a meter reading (meter.reading)
     Output = dict[str, Any]  # what a hook prints (JSON)
     Push = dict[str, Any]  # the keywords of one notify.emit
@@ -606,7 +606,7 @@ def _stop_loop(ctx: Context, sdir: str, reading: Reading) -> Output:
 
 def _state_dirs_problem(sdir: str) -> str | None:
     """The state directories a rotation writes into, checked (and made private) at this turn's end."""
-    from .errors import StateDirError
+    from ..errors import StateDirError
 
     try:
         for d in (sdir, session.checkpoint_dir(sdir), paths.runtime_dir(), handover.handover_dir()):
@@ -619,7 +619,7 @@ def _state_dirs_problem(sdir: str) -> str | None:
 
 def _turn_snapshot(ctx: Context, n: int, sdir: str, rec: Record) -> None:
     """The rolling turn-end snapshot (a crash before any checkpoint then loses at most this turn's tree)."""
-    from .snapshot import job  # subprocess and git: loaded by the steps that snapshot, not by every hook (the mod)
+    from ..snapshot import job  # subprocess and git: loaded by the steps that snapshot, not by every hook (the mod)
 
     try:
         proc = job.start_turn(ctx.project.root, sdir, ctx.project.key, n, rec.get("name"), ctx.cfg)
@@ -892,7 +892,7 @@ def session_started(ctx: Context) -> Output | None:
         return None
     source = ctx.payload.get("source")
     source = source if isinstance(source, str) else None
-    from .errors import StateDirError
+    from ..errors import StateDirError
 
     try:
         n, sdir, rec = register(ctx, source)
@@ -1131,7 +1131,7 @@ def _revalidate(ctx: Context, sdir: str, pdir: str, prec: Record) -> tuple[str, 
     own budget (:data:`REVALIDATE_S`) it says "not compared: took too long" and the bootstrap goes out."""
     try:
         with faults.within(REVALIDATE_S):
-            res, since = resume.since_text(ctx.project.root, pdir, prec, ctx.cfg, ctx.claude_pid())
+            res, since = revalidation.since_text(ctx.project.root, pdir, prec, ctx.cfg, ctx.claude_pid())
     except faults.TookTooLong:
         res, since = {"verdict": None, "problems": ["not compared: took too long"]}, NOT_COMPARED % REVALIDATE_S
     except Exception as e:  # noqa: BLE001 - the handoff still goes through
@@ -1145,7 +1145,7 @@ def _revalidate(ctx: Context, sdir: str, pdir: str, prec: Record) -> tuple[str, 
             session.save(sdir, rec)
         ctx.log(sdir, dict(summ, ev="revalidation"))
         return since, summ
-    summ = resume.summary(res)
+    summ = revalidation.summary(res)
     summ.update(actions=res.get("actions"), actions_outside=res.get("actions_outside"))
     with ctx.project.lock():
         rec = session.load(sdir)
@@ -1179,7 +1179,7 @@ def crash_notice(ctx: Context, n: int) -> str | None:
         session.save(sdir, rec)
     budget = min(ctx.cfg["bootstrap_max_tokens"] * 4, claim.SPILL_LIMIT)
     try:
-        text, facts = resume.crash_handoff(proj.root, mdir, prev, ctx.cfg, budget)
+        text, facts = revalidation.crash_handoff(proj.root, mdir, prev, ctx.cfg, budget)
     except Exception as e:  # noqa: BLE001 - the short notice still tells the user what happened
         facts = {"error": "%s: %s" % (type(e).__name__, str(e)[:200])}
         text = ("cc-continuity: the previous session %s in this project died mid-work before any checkpoint. "

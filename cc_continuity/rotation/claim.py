@@ -16,16 +16,17 @@ reached meanwhile — it never tries a transition its state does not allow.
 import os
 import time
 
-from . import checkpoint, claims, fastjson, ledger, recall, handover, session
-from .procs import pid_alive
+from . import checkpoint, claims, recall, handover
+from .. import fastjson, ledger, session
+from ..procs import pid_alive
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time typing is not imported (SessionStart runs this)
 if TYPE_CHECKING:
     from collections.abc import Iterable
     from typing import Any
 
-    from .project import Project
-    from .session import Record
+    from ..project import Project
+    from ..session import Record
 
 SPILL_LIMIT = 9500  # Claude Code spills hook text over 10 000 chars to a file
 
@@ -166,7 +167,7 @@ def prepare(proj: "Project", pred_n: int, prec: "Record", max_tokens: int) -> No
     only adds what can change until then (prompts typed meanwhile, a draft) and
     does not compile the redactor's ~100 rules (~50 ms) when there is nothing new.
     """
-    from . import atomic, redact
+    from .. import atomic, redact
 
     pdir = proj.session_dir(pred_n)
     static, late = _parts(proj, pred_n, prec, SUCCESSOR, max_tokens, late=False)
@@ -197,12 +198,12 @@ def bootstrap_text(proj: "Project", pred_n: int, prec: "Record", succ_name: str,
     if static is not None and SUCCESSOR in static:
         late = _late(proj, pred_n)
         if late:
-            from . import redact
+            from .. import redact
 
             late = redact.redact(late)
         if len(static) + len(late) + len(since) + 2 <= budget - 200:  # else: the handoff must shrink, build it all
             return _insert(static.replace(SUCCESSOR, succ_name, 1), since) + late
-    from . import redact
+    from .. import redact
 
     static, late = _parts(proj, pred_n, prec, succ_name, max_tokens, reserve=len(since) + 2 if since else 0)
     # quoted prompts, commit subjects, todos: redacted before the cut
@@ -331,7 +332,7 @@ def _facts(snap: "dict[str, Any]", manifest: "dict[str, Any]", tools: "list[dict
             lines.append("  - %s %s" % (c.get("sha", "")[:9], c.get("subject", "")[:100]))
     else:
         lines.append("- git: not a git repository")
-    from .snapshot.job import current
+    from ..snapshot.job import current
 
     git = current(manifest.get("git"))
     ref = None if git.get("pending") else git.get("ref")  # a pending entry names the ref it will make
