@@ -12,7 +12,8 @@ import time
 
 import pytest
 
-from cc_continuity import __version__, atomic, launchenv, lock, paths
+from cc_continuity import __version__, atomic, lock, paths
+from cc_continuity.tmux import launchenv
 from cc_continuity.commands import doctor
 from cc_continuity.doctor import checks
 from cc_continuity.install import blocks, settings, wrapper

@@ -38,7 +38,7 @@ WHOLE_MODULES = {m: TO_REVISIT for m in (
     "cc_continuity.card", "cc_continuity.rotation.checkpoint", "cc_continuity.rotation.claim", "cc_continuity.cli",
     "cc_continuity.config", "cc_continuity.fastjson", "cc_continuity.snapshot.worktree", "cc_continuity.rotation.handoff",
     "cc_continuity.ledger", "cc_continuity.meter", "cc_continuity.once", "cc_continuity.paths", "cc_continuity.safefile",
-    "cc_continuity.procs", "cc_continuity.project", "cc_continuity.rotation.protocol", "cc_continuity.realclaude",
+    "cc_continuity.procs", "cc_continuity.project", "cc_continuity.rotation.protocol", "cc_continuity.hosts.claude.executable",
     "cc_continuity.rotation.revalidation",
     "cc_continuity.rotation.handover", "cc_continuity.session", "cc_continuity.snapshot.job", "cc_continuity.statusline",
     "cc_continuity.hooks", "cc_continuity.hooks.common", "cc_continuity.hooks.notification",
@@ -93,8 +93,8 @@ KEPT = {
     "cc_continuity.tmux.launch": {
         **{(fn, what): (SCRIPT, "the trampoline runs this file with python -I: no package, stdlib only")
            for fn, what in (("plan", "cc_continuity.config"), ("plan", "cc_continuity.project"),
-                            ("plan", "cc_continuity.realclaude.find_real_claude"),
-                            ("_plan", "cc_continuity.tmux.pane.tmux_name"), ("_plan", "cc_continuity.launchenv"),
+                            ("plan", "cc_continuity.hosts.claude.executable.find_real_claude"),
+                            ("_plan", "cc_continuity.tmux.pane.tmux_name"), ("_plan", "cc_continuity.tmux.launchenv"),
                             ("running_sessions", "cc_continuity.session"),
                             ("running_sessions", "cc_continuity.procs.pid_alive"))},
     },

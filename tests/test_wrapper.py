@@ -19,7 +19,8 @@ import time
 
 import pytest
 
-from cc_continuity import launchenv, realclaude
+from cc_continuity.tmux import launchenv
+from cc_continuity.hosts.claude import executable
 from cc_continuity.tmux import launch
 from cc_continuity.install import blocks, wrapper
 
@@ -267,7 +268,7 @@ def test_real_claude_with_a_bogus_flag_shows_its_error_and_returns_1(world, shel
     _skip_unless(shell)
     if not os.access(REAL_CLAUDE, os.X_OK):
         pytest.skip("no real Claude Code binary at %s" % REAL_CLAUDE)
-    status, out = world.run_tty(shell, ["--bogus-flag"], env={realclaude.ENV_CLAUDE: REAL_CLAUDE})
+    status, out = world.run_tty(shell, ["--bogus-flag"], env={executable.ENV_CLAUDE: REAL_CLAUDE})
     assert status == 1, out
     assert "[exited]" in out, out
     assert "error: unknown option '--bogus-flag'" in out.rsplit("[exited]", 1)[1], out
@@ -477,11 +478,11 @@ def test_find_real_claude_skips_our_own_shims(world, tmp_path):
     shim.write_text("#!/bin/sh\nexec cc-continuity launch -- \"$@\"\n")
     shim.chmod(0o755)
     env = dict(world.env, PATH="%s:%s" % (shim_dir, world.env["PATH"]))
-    assert realclaude.find_real_claude(env) == str(world.claude)
-    assert realclaude.find_real_claude(dict(env, PATH=str(shim_dir))) is None
-    assert realclaude.find_real_claude(dict(env, CC_CONTINUITY_CLAUDE=str(world.claude))) == str(world.claude)
+    assert executable.find_real_claude(env) == str(world.claude)
+    assert executable.find_real_claude(dict(env, PATH=str(shim_dir))) is None
+    assert executable.find_real_claude(dict(env, CC_CONTINUITY_CLAUDE=str(world.claude))) == str(world.claude)
     with pytest.raises(RuntimeError):
-        realclaude.find_real_claude(dict(env, CC_CONTINUITY_CLAUDE="claude"))
+        executable.find_real_claude(dict(env, CC_CONTINUITY_CLAUDE="claude"))
 
 
 def test_print_shows_the_plan_without_running_anything(world):

@@ -5,7 +5,7 @@ import os
 import sys
 
 from .. import config
-from ..clock import ago  # noqa: F401 - the verbs take it from here
+from ..watch import ago  # noqa: F401 - the verbs take it from here
 from ..project import Project
 
 

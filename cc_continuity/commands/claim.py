@@ -11,7 +11,7 @@ import subprocess
 import sys
 
 from ..rotation import share
-from ..realclaude import find_real_claude
+from ..hosts.claude.executable import find_real_claude
 from ._util import current_project, die, load_config
 
 

@@ -15,7 +15,7 @@ import signal
 import sys
 import time
 
-from .. import launchenv
+from ..tmux import launchenv
 from ..install.wrapper import FALLTHROUGH_STATUS
 from ..tmux.launch import discard, one_line, plan, report, wait_attached
 

@@ -20,11 +20,12 @@ import tempfile
 import time
 import urllib.parse
 
-from .. import __version__, atomic, config, launchenv, lock, notify, paths, procs, safefile
+from .. import __version__, atomic, config, lock, notify, paths, procs, safefile
+from ..tmux import launchenv
 from ..hooks import EVENT_OF
 from ..install import app, blocks, manifest, plugin, settings, wrapper
 from ..project import find_root
-from ..realclaude import find_real_claude
+from ..hosts.claude.executable import find_real_claude
 
 MIN_PYTHON = (3, 11)
 MIN_CLAUDE = (2, 1, 209)

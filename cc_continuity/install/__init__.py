@@ -24,7 +24,7 @@ import time
 from .. import __version__, atomic, config, errors, paths
 from ..rotation import share
 from ..lock import Lock
-from ..realclaude import find_real_claude
+from ..hosts.claude.executable import find_real_claude
 from . import app, blocks, bootstrap, manifest, plugin, settings, skills, wrapper
 
 CLAUDE_MD_BLOCK = "claude-md"

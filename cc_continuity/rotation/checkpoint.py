@@ -126,7 +126,7 @@ def collect(root: str, sdir: str, rec: "Record", reading: "dict[str, Any]", payl
             cfg: "Config | Mapping[str, Any]", out_dir: str | None = None) -> "dict[str, Any]":
     """Machine facts for the snapshot; written to ``<out_dir>/`` :data:`session.SNAPSHOT` and returned."""
     from ..snapshot import worktree  # here: the claim reads checkpoints and must stay light
-    from .. import transcript
+    from ..hosts.claude import transcript
 
     out_dir = out_dir or cp_dir(sdir)
     os.makedirs(out_dir, mode=0o700, exist_ok=True)

@@ -384,7 +384,8 @@ def crash_handoff(root: str, dsdir: str, drec: "Record", cfg: "Config | Mapping[
                   budget_chars: int) -> "tuple[str, dict[str, Any]]":
     """The machine handoff for session ``drec`` that died with no checkpoint (degraded; redacted; bounded)."""
     from ..snapshot import worktree
-    from .. import paths, redact, transcript
+    from .. import paths, redact
+    from ..hosts.claude import transcript
 
     tpath = drec.get("transcript")
     asked = checkpoint.prompts(dsdir, limit=0, chars=600)

@@ -93,7 +93,7 @@ def plan(claude_args, *, unattended=False, env, cwd, interactive=True):
     """Decide how to run claude; pure apart from reading config and asking tmux about a session."""
     # lazy: this file is also the trampoline (python -I, no package): its top level is stdlib only
     from .. import config, project
-    from ..realclaude import find_real_claude
+    from ..hosts.claude.executable import find_real_claude
 
     args, asked = _strip_unattended(claude_args)
     explicit = unattended or asked
@@ -158,7 +158,7 @@ def _plan(args, explicit, real, proj, cfg, env, cwd, interactive):
         env["CC_CONTINUITY_NAME"] = name
         target = tmux_name(name)
     # lazy: this file is also the trampoline (python -I, no package): its top level is stdlib only
-    from .. import launchenv
+    from . import launchenv
 
     env_path = launchenv.new_path(name)
     exit_path = launchenv.new_path(name, launchenv.EXIT_PREFIX)

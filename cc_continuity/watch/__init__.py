@@ -14,9 +14,25 @@ status`` shows, and the action counters that must survive a restart) and
 ``daemon.pid`` (the flock that keeps one instance at a time).
 """
 
+import time
 from dataclasses import dataclass, fields
 
 from .. import config, paths
+
+
+def ago(ts: "float | None", now: "float | None" = None) -> str:
+    """An age in words, the same in every view (``status``, ``history``, the fleet, the watchdog):
+    ``12s ago``, ``5m ago``, ``3h07m ago``, ``2d ago``; ``-`` when there is no time."""
+    if not ts:
+        return "-"
+    s = max(0, int((now or time.time()) - ts))
+    if s < 60:
+        return "%ds ago" % s
+    if s < 3600:
+        return "%dm ago" % (s // 60)
+    if s < 86400:
+        return "%dh%02dm ago" % (s // 3600, (s % 3600) // 60)
+    return "%dd ago" % (s // 86400)
 
 
 def state_dir():

@@ -28,9 +28,8 @@ import subprocess
 import time
 
 from .. import config, session
-from ..clock import ago
 from ..project import all_projects
-from . import Settings
+from . import Settings, ago
 from .liveness import ACTIVE, DEAD, DONE, EXIT_HUNG, FAILED, LIMITED, STALLED, WAITING, Scanner
 
 BLOCKED = (STALLED, FAILED, DEAD, EXIT_HUNG)

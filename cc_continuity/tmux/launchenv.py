@@ -10,7 +10,7 @@ nobody picked up are swept after :data:`MAX_AGE_S`.
 import json
 import os
 
-from . import atomic, paths
+from .. import atomic, paths
 
 MAX_AGE_S = 120  # the trampoline reads its file within a second, the launcher its exit file too
 ENV_PREFIX, EXIT_PREFIX = "env-", "exit-"

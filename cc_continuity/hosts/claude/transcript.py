@@ -5,8 +5,8 @@ its context is fullest, so the checkpoint reads it from the transcript.
 Bounded backwards scan, like the meter.
 """
 
-from . import fastjson
-from .meter import lines_backwards
+from ... import fastjson
+from ...meter import lines_backwards
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time typing is not imported
 if TYPE_CHECKING:

@@ -34,7 +34,7 @@ def find_real_claude(env: Mapping[str, str]) -> str | None:
 
 
 def _our_launchers() -> list[str]:
-    from . import paths
+    from ... import paths
 
     out = [os.path.join(paths.home(), "bin", "cc-continuity")]
     if sys.argv and sys.argv[0]:
