@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from .config import Config
+    from .session import Record
 
     Reading = dict[str, Any]  # a context reading: tokens, model, source, ... (see each function)
     Thresholds = Config | Mapping[str, Any]  # the config, or the card's copy of its thresholds
@@ -542,6 +543,14 @@ def at_least(level: "int | str", name: "str") -> "bool":
 def notified_through(index: "int") -> "list[str]":
     """The levels above ok up to ``index``: what a session at that level has been told about."""
     return list(LEVELS[WARN:index + 1])
+
+
+def notified_index(rec: "Record") -> "int":
+    """The highest level a session record says it was told about (:data:`OK` for none)."""
+    best = OK
+    for name in rec.get("levels_notified") or ():
+        best = max(best, level_index(name))
+    return best
 
 
 def reading(tokens: "int | None", window: "int | None", window_source: "str | None", cfg: "Thresholds",

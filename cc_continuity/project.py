@@ -9,7 +9,7 @@ Standard library only (hook fast path).
 import os
 import shutil
 
-from . import atomic, fastjson, paths, safefile
+from . import atomic, fastjson, paths, safefile, session
 from .card import valid_session_id
 from .lock import Lock
 from .paths import project_key, slugify  # noqa: F401 (their home is paths: config needs the key too)
@@ -22,6 +22,38 @@ if TYPE_CHECKING:
     from typing import Any
 
     from .session import Record
+
+
+class RecordEdit:
+    """The one way to change a session's record: take the project's lock, load the record fresh, and save it
+    when the block ends cleanly having changed it (a ``session.transition`` inside saves by itself; an
+    exception saves nothing).  The lock path is the project's (a detached process has it from its plan)."""
+
+    def __init__(self, sdir: str, lock_path: str, timeout: float = 10.0) -> None:
+        self.sdir = sdir
+        self.lock = Lock(lock_path, timeout=timeout)
+        self.rec: "Record | None" = None
+
+    def __enter__(self) -> "Record":
+        self.lock.acquire()
+        try:
+            self.rec = session.load(self.sdir)
+        except BaseException:
+            self.lock.release()
+            raise
+        return self.rec
+
+    def __exit__(self, exc_type: "object", exc: "object", tb: "object") -> None:
+        try:
+            if exc_type is None and self.rec is not None:
+                try:
+                    changed = fastjson.dumps(self.rec) != fastjson.dumps(session.load(self.sdir))
+                except (OSError, ValueError):
+                    changed = True
+                if changed:
+                    session.save(self.sdir, self.rec)
+        finally:
+            self.lock.release()
 
 
 def find_root(start: str) -> str:
@@ -91,6 +123,11 @@ class Project:
     def lock(self, timeout: float = 10.0) -> Lock:
         paths.ensure_dir(self.dir)
         return Lock(self.lock_path, timeout=timeout)
+
+    def edit(self, sdir: str, timeout: float = 10.0) -> "RecordEdit":
+        """``with proj.edit(sdir) as rec:`` - change a session's record (see :class:`RecordEdit`)."""
+        paths.ensure_dir(self.dir)
+        return RecordEdit(sdir, self.lock_path, timeout)
 
     def ensure(self) -> None:
         """Create the project's directories (0700), or check those there: ours and private (made 0700 again

@@ -301,16 +301,6 @@ def save(sdir: "str", rec: "Record") -> "None":
         _mark_open(marker, False)
 
 
-def notified_index(rec: "Record") -> "int":
-    """The highest context level this session has already been told about (0 = ok)."""
-    from . import meter  # the level scale's owner (already loaded wherever a record's level is asked)
-
-    best = meter.OK
-    for name in rec.get("levels_notified") or ():
-        best = max(best, meter.level_index(name))
-    return best
-
-
 def new_record(number: "int", name: "str", session_id: "str", state: "str" = ACTIVE, **fields: "Any") -> "Record":
     now = round(time.time(), 3)
     rec: "Record" = {

@@ -51,7 +51,8 @@ WATCH_ON_EVERY_VERB = (START_UP, "every verb's start: watch/ (fleet, liveness, s
 # module -> {(function, what it imports): (reason, why)}
 KEPT = {
     "cc_continuity.commands.status": {
-        (fn, "cc_continuity.watch.fleet"): WATCH_ON_EVERY_VERB for fn in ("_panes", "run", "run_fleet")
+        **{(fn, "cc_continuity.watch.fleet"): WATCH_ON_EVERY_VERB for fn in ("_panes", "run", "run_fleet")},
+        ("run_fleet", "cc_continuity.watch.actions"): WATCH_ON_EVERY_VERB,
     },
     "cc_continuity.commands.watchdog": {
         **{(fn, "cc_continuity.watch." + what): WATCH_ON_EVERY_VERB for fn, what in (
@@ -103,9 +104,6 @@ KEPT = {
         for fn, what in (("Pane._libtmux_server", "libtmux"), ("Pane._run", "libtmux.exc"),
                          ("Pane._libtmux_pane", "libtmux.exc"), ("Pane._libtmux_pane", "libtmux.pane.Pane"),
                          ("Pane.rename_session", "libtmux.exc"), ("Pane.rename_window", "libtmux.exc"))
-    },
-    "cc_continuity.watch.fleet": {
-        ("collect", "cc_continuity.watch.actions.Brain"): (CYCLE, "actions imports fleet at its top"),
     },
     "cc_continuity.watch.liveness": {
         **{(fn, "psutil"): (OPTIONAL, "`status` loads this module (via fleet) and runs without psutil; ~11 ms")

@@ -1,63 +1,78 @@
 """The layers, as built: who may import whom (docs/ARCHITECTURE.md, "Layers").
 
 Every import in the package counts, function-local ones included: a lazy import
-still ties the layers.  The root holds the foundation, the domain and what the
-per-tool-call path loads (the status line); it imports only itself.  Each folder
-is named after what it talks to (tmux, ntfy, Claude Code's hooks, ...) and
-imports the root, itself and the folders listed for it; nothing imports
-``commands/`` but the CLI.  A new edge is a decision: add it here, with why.
+still ties the layers.  Four layers, each import pointing down:
+
+1. the root: the foundation, and what a tool call loads (the kernel: card, meter,
+   session, ledger ...); it imports only the root;
+2. the domain, one folder each: ``snapshot/`` (the work-tree commit), ``rotation/``
+   (the protocol's steps and what they build on);
+3. the adapters, one folder per thing they talk to (Claude Code's hooks, tmux,
+   ntfy, an agent host ...), each importing the domain and the adapters listed for it;
+4. the entry points (``cli``, ``statusmain``, ``commands/``).
+
+No module imports itself back through others (no circle, lazy imports included).
+A new edge is a decision: add it here, with why.
 """
 
 import ast
 import os
+import shutil
 
 PKG_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "cc_continuity")
 
 # Entry points: run as commands, they put the layers together.
 ENTRY = {"cli", "__main__", "statusmain"}
-# Besides the root and itself, what each area may import.
+DOMAIN = ("snapshot", "rotation")
+# Besides the root and itself, what each folder may import.
 ALLOWED = {
-    "root": {"snapshot"},              # (until the rotation domain moves into its own folder: the next commits)
-    "snapshot": set(),                 # the work-tree commit, its detached job and retention: git and the root
+    # -- the domain
+    "snapshot": set(),                 # git and the root: nothing of the rotation
+    "rotation": {"snapshot"},          # a checkpoint holds a work-tree snapshot (its job, its ref, its diff);
+                                       # the host it runs in is a port (rotation/host.py), never imported
+    # -- adapters
+    "hosts": {"rotation"},             # each agent fills the rotation's host port (hosts/claude, hosts/codex)
     "notify": set(),                   # the push spool and its flusher talk to the ntfy server and the root only
-    "tmux": {"notify"},                # a failed rotation is never silent: the rotator sends the urgent push
-    "hooks": {"tmux", "notify"},       # Stop starts the rotator and asks whether tmux can drive (tmux.can_drive);
-                                       # lifecycle pushes go out from the hook that saw the step
-    "watch": {"install", "tmux", "notify"},  # service files name the installed launcher (install.app); the
-                                       # watchdog types into panes, re-spawns a rotator from its saved plan, pushes
-    "hosts": set(),                    # each agent's wire and files (hosts/codex: the rollout reader, the hook
-                                       # payloads and answers) is pure code over the root (meter's bounded tail read)
-    "install": set(),                  # it writes settings.json, blocks, the wrapper and the app copy: root only
-    "doctor": {"install", "hooks", "notify"},  # it reads what install wrote (install.settings, .manifest, ...),
-                                       # checks the hook table's events (hooks.EVENT_OF), --notify-test pushes once
-    "rehearse": {"install", "tmux"},   # it installs into a throwaway HOME, as the user would, and drives a real pane
-    "commands": {"hooks", "install", "watch", "rehearse", "tmux", "notify", "doctor"},
+    "tmux": {"rotation", "notify", "hosts"},  # the rotator is the tmux hand-over (rotation/handover.py's plan);
+                                       # a failed one pushes; launch finds the real claude (hosts/claude)
+    "hooks": {"rotation", "snapshot", "tmux", "notify", "hosts"},  # one protocol step per event, on the Claude
+                                       # host; PreToolUse waits for a snapshot job; Stop starts the rotator
+    "watch": {"rotation", "install", "tmux", "notify"},  # readings and hand-over plans; service files name the
+                                       # installed launcher (install.app); it types into panes, re-spawns a rotator
+    "install": {"rotation", "hosts"},  # uninstall --purge names what stays on share remotes; the real claude
+    "doctor": {"install", "hooks", "notify", "tmux", "hosts"},  # it reads what install wrote, the hook table's
+                                       # events, the pane's environment, the real claude; --notify-test pushes once
+    "rehearse": {"rotation", "install", "tmux"},  # it installs into a throwaway HOME and drives a real pane
+    "commands": {"rotation", "snapshot", "hooks", "hosts", "install", "watch", "rehearse", "tmux", "notify",
+                 "doctor"},
 }
-# Root modules that belong to a feature area (until they move into its folder): none left.
-AREA_OF_ROOT_MODULE: dict = {}
 
 
 def _area(module):
-    """The area of a dotted module name below the package."""
+    """The area of a dotted module name below the package: root, entry, or its folder."""
     parts = module.split(".")[1:]
     if not parts:
         return "root"
     if parts[0] in ENTRY and len(parts) == 1:
         return "entry"
-    if os.path.isdir(os.path.join(PKG_DIR, parts[0])):
+    if os.path.isdir(os.path.join(_area.pkg, parts[0])):
         return parts[0]
-    return AREA_OF_ROOT_MODULE.get(parts[0], "root")
+    return "root"
 
 
-def _imports():
+_area.pkg = PKG_DIR
+
+
+def _imports(pkg_dir=PKG_DIR):
     """(importing module, imported module) for every import of the package by the package."""
+    top = os.path.dirname(pkg_dir)
     out = []
-    for d, _dirs, files in os.walk(PKG_DIR):
+    for d, _dirs, files in os.walk(pkg_dir):
         for f in files:
             if not f.endswith(".py"):
                 continue
             path = os.path.join(d, f)
-            rel = os.path.relpath(path, os.path.dirname(PKG_DIR))[:-3].replace(os.sep, ".")
+            rel = os.path.relpath(path, top)[:-3].replace(os.sep, ".")
             module = rel[: -len(".__init__")] if rel.endswith(".__init__") else rel
             package = module if f == "__init__.py" else module.rsplit(".", 1)[0]
             with open(path, encoding="utf-8") as fh:
@@ -74,35 +89,107 @@ def _imports():
                     for alias in node.names:
                         sub = target + "." + alias.name
                         # `from .. import hooks` names a module; `from ..x import f` a name in x.
-                        is_module = os.path.exists(os.path.join(os.path.dirname(PKG_DIR), *sub.split(".")) + ".py") \
-                            or os.path.isdir(os.path.join(os.path.dirname(PKG_DIR), *sub.split(".")))
+                        is_module = os.path.exists(os.path.join(top, *sub.split(".")) + ".py") \
+                            or os.path.isdir(os.path.join(top, *sub.split(".")))
                         out.append((module, sub if is_module else target))
                 elif isinstance(node, ast.Import):
                     out.extend((module, a.name) for a in node.names if a.name.split(".")[0] == "cc_continuity")
     return out
 
 
+def wrong_edges(edges):
+    """The imports that do not point down the layers."""
+    wrong = []
+    for src, dst in edges:
+        a, b = _area(src), _area(dst)
+        if a == "entry" or a == b:
+            continue
+        if a == "root" and b != "root":
+            wrong.append("%s -> %s (the root imports only the root)" % (src, dst))
+        elif b != "root" and (b == "entry" or b not in ALLOWED.get(a, set())):
+            wrong.append("%s -> %s (%s may not import %s)" % (src, dst, a, b))
+    return sorted(set(wrong))
+
+
+def circles(edges):
+    """Every group of modules that import each other, directly or through others (Tarjan's SCCs > 1)."""
+    graph = {}
+    for src, dst in edges:
+        if src != dst and not dst.startswith(src + "."):  # (a package importing its own submodule is not a loop)
+            graph.setdefault(src, set()).add(dst)
+    index, low, stack, on, found = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for v in list(graph):
+        if v not in index:
+            visit(v)
+    return sorted(found)
+
+
 def test_the_walk_sees_the_package():
     edges = _imports()
     assert len(edges) > 200
-    assert ("cc_continuity.hooks.stop", "cc_continuity.session") in edges or any(
-        src == "cc_continuity.hooks.stop" for src, _ in edges)
+    assert any(src == "cc_continuity.hooks.stop" for src, _ in edges)
     assert _area("cc_continuity.hooks.stop") == "hooks" and _area("cc_continuity.meter") == "root"
+    assert _area("cc_continuity.rotation.protocol") == "rotation"
     assert _area("cc_continuity.cli") == "entry" and _area("cc_continuity.rehearse") == "rehearse"
 
 
 def test_every_import_runs_down_the_layers():
-    wrong = []
-    for src, dst in _imports():
-        a, b = _area(src), _area(dst)
-        if a == "entry" or b == "root" or a == b:
-            continue
-        if b == "entry" or b not in ALLOWED.get(a, set()):
-            wrong.append("%s -> %s (%s may not import %s)" % (src, dst, a, b))
-    assert not wrong, "\n".join(sorted(set(wrong)))
+    wrong = wrong_edges(_imports())
+    assert not wrong, "\n".join(wrong)
+
+
+def test_no_module_imports_itself_back():
+    found = circles(_imports())
+    assert not found, "import circles (lazy imports count):\n" + "\n".join(" <-> ".join(g) for g in found)
 
 
 def test_nothing_but_the_cli_imports_a_verb():
     wrong = sorted({"%s -> %s" % (s, d) for s, d in _imports()
                     if _area(d) == "commands" and _area(s) not in ("entry", "commands")})
     assert not wrong, "\n".join(wrong)
+
+
+def _planted(tmp_path, path, line):
+    """A copy of the package with ``line`` added inside a function of ``path``: the imports it has then."""
+    copy = tmp_path / "cc_continuity"
+    shutil.copytree(PKG_DIR, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    with open(copy / path, "a", encoding="utf-8") as f:
+        f.write("\n\ndef _planted():\n    %s\n" % line)
+    return _imports(str(copy))
+
+
+def test_a_planted_upward_import_fails_the_layers(tmp_path):
+    edges = _planted(tmp_path, "meter.py", "from .rotation import protocol  # noqa")
+    assert "cc_continuity.meter -> cc_continuity.rotation.protocol (the root imports only the root)" in \
+        wrong_edges(edges)
+    edges = _planted(tmp_path / "b", "snapshot/job.py", "from ..rotation import claim  # noqa")
+    assert "cc_continuity.snapshot.job -> cc_continuity.rotation.claim (snapshot may not import rotation)" in \
+        wrong_edges(edges)
+
+
+def test_a_planted_lazy_circle_fails(tmp_path):
+    edges = _planted(tmp_path, "ledger.py", "from . import session  # noqa")  # session imports ledger at its top
+    assert ["cc_continuity.ledger", "cc_continuity.session"] in circles(edges)
+    assert not wrong_edges(edges)  # within the root: only the circle test sees it

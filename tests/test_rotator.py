@@ -514,7 +514,7 @@ def test_a_mod_that_cleared_then_failed_gives_back_and_the_rotator_types_the_con
 def test_exactly_one_of_many_racing_drivers_takes_the_hand_over(tmp_path):
     from cc_continuity.rotation import handover
 
-    code = ("import sys, time; from cc_continuity import rotation; t = float(sys.argv[1])\n"
+    code = ("import sys, time; from cc_continuity.rotation import handover; t = float(sys.argv[1])\n"
             "while time.time() < t: pass\n"
             "print(handover.take_handover(sys.argv[2], sys.argv[3]))")
     for round_ in range(10):

@@ -42,7 +42,7 @@ def handle(call: "Call") -> "dict[str, Any] | None":
     ledger.append(c["ledger"], line)
     if line.get("tool") == "Bash":
         _effect_outcome(call, c, line.get("exit"))
-    if meter.level_index(lvl) == session.notified_index(rec):
+    if meter.level_index(lvl) == meter.notified_index(rec):
         return None
     return slow(call, logged=True)
 

@@ -74,7 +74,7 @@ def _gates(call: "Call", c: "dict[str, Any]", rec: "Record") -> "dict[str, Any] 
             return held
     if rec.get("resume_grace") or rec.get("loop_stopped"):
         return None  # a resumed conversation: nothing is denied before its first turn end (it was told)
-    hard = session.notified_index(rec) >= meter.HARD
+    hard = meter.notified_index(rec) >= meter.HARD
     if not hard and rec["state"] not in session.CLAIMABLE:
         tokens = this_response_tokens(call, c)
         if meter.level(tokens, c["window"], c) == "hard":

@@ -423,7 +423,7 @@ def tool_used(ctx: Context, n: int, sdir: str, rec: Record,
 
 
 def needs_level_change(rec: Record, reading: Reading) -> bool:
-    return bool(meter.level_index(reading["level"]) != session.notified_index(rec))
+    return bool(meter.level_index(reading["level"]) != meter.notified_index(rec))
 
 
 def level_note(reading: Reading, cfg: config.Config) -> str | None:
@@ -448,11 +448,10 @@ def level_note(reading: Reading, cfg: config.Config) -> str | None:
 
 def apply_level(ctx: Context, n: int, sdir: str, reading: Reading) -> tuple[str | None, Record]:
     """Record a level change (under the project lock).  Returns the note to show, once."""
-    with ctx.project.lock():
-        rec = session.load(sdir)
+    with ctx.project.edit(sdir) as rec:
         lvl = reading["level"]
         idx = meter.level_index(lvl)
-        have = session.notified_index(rec)
+        have = meter.notified_index(rec)
         if idx == have:
             return None, rec
         state = rec["state"]
@@ -462,16 +461,12 @@ def apply_level(ctx: Context, n: int, sdir: str, reading: Reading) -> tuple[str 
             target = {meter.OK: session.ACTIVE, meter.WARN: session.WARNED}.get(idx, state)
             if state in (session.WARNED, session.ROTATION_PENDING) and target != state and session.is_allowed(state, target):
                 session.transition(sdir, rec, target, "context shrank to %s" % lvl)
-            else:
-                session.save(sdir, rec)
             return None, rec
         rec["levels_notified"] = meter.notified_through(idx)
         rec["last_reading"] = {k: reading[k] for k in ("tokens", "window", "percent", "level")}
         target = STATE_FOR_LEVEL.get(lvl, state)  # no state of its own: stays
         if target and target != state and session.is_allowed(state, target):
             session.transition(sdir, rec, target, "context %s%% >= %s" % (reading["percent"], lvl))
-        else:
-            session.save(sdir, rec)
         ctx.log(sdir, {"ev": "level", "level": lvl, "tokens": reading["tokens"], "window": reading["window"],
                        "percent": reading["percent"]})
     if lvl == "warn":
@@ -505,10 +500,8 @@ def turn_ended(ctx: Context, wait_s: float | None = None) -> Output | None:
             ctx.log(sdir, {"ev": "state_dir_not_ours", "problem": problem[:300]})
         return {"systemMessage": "cc-continuity: %s." % problem}
     if rec.get("resume_grace"):  # a resumed conversation's first turn is over: the gates apply from now on
-        with ctx.project.lock():
-            rec = session.load(sdir)
+        with ctx.project.edit(sdir) as rec:
             rec.pop("resume_grace", None)
-            session.save(sdir, rec)
     reading, caught, waited = measure_turn_end(ctx, sdir, rec, STOP_WAIT_S if wait_s is None else wait_s, since)
     ctx.log(sdir, {"ev": "stop", "tokens": reading["tokens"], "percent": reading["percent"],
                    "level": reading["level"], "stop_hook_active": bool(ctx.payload.get("stop_hook_active")),
@@ -537,8 +530,7 @@ def turn_ended(ctx: Context, wait_s: float | None = None) -> Output | None:
     if state == session.AWAITING_MANUAL_CLEAR:
         return _ask_for_clear(rec)
     if state == session.ROTATING and not _rotator_alive(rec):
-        with ctx.project.lock():
-            rec = session.load(sdir)
+        with ctx.project.edit(sdir) as rec:
             if rec["state"] != session.ROTATING:
                 return None
             session.transition(sdir, rec, session.AWAITING_MANUAL_CLEAR, "rotator %s is gone" % rec.get("rotator_pid"))
@@ -590,10 +582,8 @@ def _first_request_past_rotate(ctx: Context, rec: Record, reading: Reading) -> b
 
 def _stop_loop(ctx: Context, sdir: str, reading: Reading) -> Output:
     """A successor past *rotate* before any tool: another rotation would start the same way (a loop)."""
-    with ctx.project.lock():
-        rec = session.load(sdir)
+    with ctx.project.edit(sdir) as rec:
         rec["loop_stopped"] = True
-        session.save(sdir, rec)
     ctx.log(sdir, {"ev": "rotation_loop_stopped", "percent": reading["percent"], "tokens": reading["tokens"]})
     ctx.push(rec, "lifecycle-failed", "rotation loop stopped at %s%%" % reading["percent"])
     ctx.outcome = "rotation loop stopped"
@@ -653,17 +643,14 @@ def decide(ctx: Context, n: int, sdir: str, rec: Record, reading: Reading, caugh
 
 
 def _park_note(ctx: Context, sdir: str, note: str) -> None:
-    with ctx.project.lock():
-        rec = session.load(sdir)
+    with ctx.project.edit(sdir) as rec:
         rec["pending_note"] = note
-        session.save(sdir, rec)
 
 
 def request_handoff(ctx: Context, n: int, sdir: str, reading: Reading) -> Output | None:
     from . import handoff  # its patterns load re: only the steps that read a handoff pay for it
 
-    with ctx.project.lock():
-        rec = session.load(sdir)
+    with ctx.project.edit(sdir) as rec:
         if rec["state"] not in session.WORKING:
             return None
         snap = checkpoint.collect(ctx.project.root, sdir, rec, reading, ctx.payload, ctx.cfg)
@@ -752,12 +739,10 @@ def _claims_contradicted(ctx: Context, sdir: str, path: str, check: Validation, 
     found = claims.problems(claims.check(text, claims.tool_lines(ledger.read(session.ledger_path(sdir))), path))
     if not found or tries >= ctx.cfg["handoff_max_tries"]:
         return None
-    with ctx.project.lock():
-        rec = session.load(sdir)
+    with ctx.project.edit(sdir) as rec:
         if rec.get("claims_shown") == check.sha256:
             return None
         rec["claims_shown"] = check.sha256 or ""
-        session.save(sdir, rec)
     ctx.log(sdir, {"ev": "claims_contradicted", "try": tries, "problems": found[:10]})
     ctx.outcome = "handoff claims contradicted (try %d)" % tries
     return {"decision": "block", "reason": (
@@ -769,11 +754,9 @@ def _claims_contradicted(ctx: Context, sdir: str, path: str, check: Validation, 
 
 def _count_try(ctx: Context, sdir: str) -> int:
     """One more check of the handoff, recorded under the project lock; its number."""
-    with ctx.project.lock():
-        rec = session.load(sdir)
+    with ctx.project.edit(sdir) as rec:
         tries = int(rec.get("handoff_tries") or 0) + 1
         rec["handoff_tries"] = tries
-        session.save(sdir, rec)
     return tries
 
 
@@ -806,8 +789,7 @@ def verified(ctx: Context, n: int, sdir: str, check: Validation, degraded: bool,
     """
     snap = checkpoint.snapshot_facts(sdir)
     proj = ctx.project
-    with proj.lock():
-        rec = session.load(sdir)
+    with proj.edit(sdir) as rec:
         summary = checkpoint.finalize(proj.root, proj.slug, sdir, rec, check, ctx.cfg, degraded, tries, snap)
         session.transition(sdir, rec, session.CHECKPOINT_VERIFIED,
                            "handoff %s after %d tries" % ("degraded" if degraded else "valid", tries),
@@ -833,7 +815,6 @@ def verified(ctx: Context, n: int, sdir: str, check: Validation, degraded: bool,
                                            session.state_path(sdir))
             handover.offer_handover(ctx.session_id, handover.handover(rec, sdir, successor_name, proj.root), bound)
             rec["handover_bound"] = {"pid": bound["pid"], "pid_ticks": bound["pid_ticks"]}
-            session.save(sdir, rec)
         ctx.log(sdir, {"ev": "driver", "driver": driver, "checkpoint": summary["id"]})
     ctx.push(rec, "checkpoint-verified", "%s %s" % (summary["id"], "degraded" if degraded else "valid"))
     ctx.outcome = "checkpoint %s verified%s, driver %s" % (summary["id"], " (degraded)" if degraded else "", driver)
@@ -841,10 +822,8 @@ def verified(ctx: Context, n: int, sdir: str, check: Validation, degraded: bool,
         try:
             standby = ctx.cfg["mod_standby_s"] if driver == "mod" else None
             pid = ctx.start_rotator(rec, sdir, successor_name, proj.lock_path, standby)
-            with proj.lock():
-                rec = session.load(sdir)
+            with proj.edit(sdir) as rec:
                 rec["rotator_pid"] = pid
-                session.save(sdir, rec)
             ctx.log(sdir, {"ev": "rotator_spawned", "pid": pid, "successor": successor_name,
                            "standby": bool(standby)})
             return None
@@ -852,8 +831,7 @@ def verified(ctx: Context, n: int, sdir: str, check: Validation, degraded: bool,
             ctx.log(sdir, {"ev": "rotator_failed", "error": str(e)[:300]})
             if driver == "mod":
                 return None  # the mod still hands over; it just has no tmux behind it
-            with proj.lock():
-                rec = session.load(sdir)
+            with proj.edit(sdir) as rec:
                 session.transition(sdir, rec, session.AWAITING_MANUAL_CLEAR, "rotator failed to start")
             ctx.push(rec, "lifecycle-failed", "rotator did not start: %s" % type(e).__name__)
     if driver == "mod":
@@ -977,8 +955,7 @@ def claim_for(ctx: Context, n: int, sdir: str, rec: Record, cleared: bool = Fals
     faults.point("claim:before_lock")
     gate = None  # a published checkpoint's claim asks the remote first (lease.py), outside the lock
     while True:
-        with proj.lock():
-            rec = session.load(sdir)
+        with proj.edit(sdir) as rec:
             if rec.get("predecessor_claimed"):
                 return None
             cands = claim.candidates(proj, ctx.claude_pid(), rec.get("predecessor"), me=n, cleared=cleared,
@@ -1048,12 +1025,10 @@ def _build_bootstrap(ctx: Context, sdir: str, rec: Record, pred_n: int, prec: Re
 def _send(ctx: Context, sdir: str) -> None:
     """Once this hook's answer (carrying the bootstrap) is written: the bootstrap was sent, by this event."""
     def sent() -> None:
-        with ctx.project.lock():
-            rec = session.load(sdir)
+        with ctx.project.edit(sdir) as rec:
             b = rec.get("bootstrap")
             if isinstance(b, dict) and not b.get("delivered_at"):
                 b["sent"], b["sent_at"] = ctx.event, round(time.time(), 3)
-                session.save(sdir, rec)
     ctx.after_output.append(sent)
 
 
@@ -1108,13 +1083,11 @@ def transcript_holds(path: str | None, needle: object, limit: int = 1 << 23) -> 
 
 
 def _delivered(ctx: Context, sdir: str, via: str) -> None:
-    with ctx.project.lock():
-        rec = session.load(sdir)
+    with ctx.project.edit(sdir) as rec:
         b = rec.get("bootstrap")
         if not isinstance(b, dict) or b.get("delivered_at"):
             return
         b["delivered_at"], b["via"] = round(time.time(), 3), via
-        session.save(sdir, rec)
     ctx.log(sdir, {"ev": "bootstrap_delivered", "checkpoint": b.get("checkpoint"), "via": via})
     pred = rec.get("predecessor")
     ctx.push(rec, "rotation-complete", "%s -> %s" % (
@@ -1139,18 +1112,14 @@ def _revalidate(ctx: Context, sdir: str, pdir: str, prec: Record) -> tuple[str, 
         return "", {}
     if res.get("verdict") is None:
         summ: dict[str, Any] = {"verdict": None, "reason": "not compared: took too long", "budget_s": REVALIDATE_S}
-        with ctx.project.lock():
-            rec = session.load(sdir)
+        with ctx.project.edit(sdir) as rec:
             rec["revalidation"] = summ
-            session.save(sdir, rec)
         ctx.log(sdir, dict(summ, ev="revalidation"))
         return since, summ
     summ = revalidation.summary(res)
     summ.update(actions=res.get("actions"), actions_outside=res.get("actions_outside"))
-    with ctx.project.lock():
-        rec = session.load(sdir)
+    with ctx.project.edit(sdir) as rec:
         rec["revalidation"] = summ
-        session.save(sdir, rec)
     ctx.log(sdir, dict(summ, ev="revalidation"))
     return since, summ
 
@@ -1258,23 +1227,17 @@ def prompt_submitted(ctx: Context) -> Output | None:
         due = bootstrap_due(ctx, sdir, session.load(sdir))  # a claim whose bootstrap never reached the model
         if due:
             context.append(due)
-    with ctx.project.lock():
-        rec = session.load(sdir)
-        changed = False
+    with ctx.project.edit(sdir) as rec:
         if rec.get("flags"):
             ctx.log(sdir, {"ev": "flags_cleared", "flags": sorted(rec["flags"])})
             rec["flags"] = {}
-            changed = True
         note = rec.pop("pending_note", None)
         if note:
             context.append(note)
-            changed = True
         first = rec["state"] == session.BOOTSTRAPPING
         if first:
             session.transition(sdir, rec, session.ACTIVE, "first prompt")
             out["sessionTitle"] = rec["name"]
-        elif changed:
-            session.save(sdir, rec)
     if first:
         ctx.push(rec, "successor-resumed", "continuing from %s" % rec.get("checkpoint_from"))
     pred_n = rec.get("predecessor")
@@ -1306,14 +1269,11 @@ def session_ended(ctx: Context) -> None:
     sdir = ctx.session_dir(n)
     reason = ctx.payload.get("reason")
     reason = reason if isinstance(reason, str) else "other"
-    with ctx.project.lock():
-        rec = session.load(sdir)
+    with ctx.project.edit(sdir) as rec:
         ctx.log(sdir, {"ev": "session_end", "reason": reason})
         rec["ended"] = {"reason": reason, "at": round(time.time(), 3)}
         if rec["state"] in session.LIVE:
             session.transition(sdir, rec, session.ENDED, "session_end:%s" % reason)
-        else:
-            session.save(sdir, rec)
     if reason == "clear":
         remember_clear(ctx, n)
     else:
@@ -1332,13 +1292,11 @@ def before_compact(ctx: Context) -> Output | None:
     n, sdir, rec = started
     trigger = ctx.payload.get("trigger")
     trigger = trigger if isinstance(trigger, str) else None
-    level = session.notified_index(rec)
+    level = meter.notified_index(rec)
     ctx.log(sdir, {"ev": "precompact", "trigger": trigger, "level_index": level})
     if trigger == "auto" and level >= meter.ROTATE and ctx.cfg["precompact_block"] and rec["state"] in session.LIVE:
-        with ctx.project.lock():
-            rec = session.load(sdir)
+        with ctx.project.edit(sdir) as rec:
             rec["rotate_requested"] = True
-            session.save(sdir, rec)
         ctx.outcome = "auto-compaction blocked; rotation requested"
         return {"decision": "block",
                 "reason": "cc-continuity: the session is past its rotate level; it hands off to a fresh session "
@@ -1429,8 +1387,7 @@ def rotate_instead_of_compacting(ctx: Context, n: int, sdir: str, rec: Record) -
         return None
     proj = ctx.project
     reading = measure(ctx, sdir, rec)
-    with proj.lock():
-        rec = session.load(sdir)
+    with proj.edit(sdir) as rec:
         if rec["state"] in session.WORKING:
             snap = checkpoint.collect(proj.root, sdir, rec, reading, ctx.payload, ctx.cfg)
             session.transition(sdir, rec, session.HANDOFF_REQUESTED, "auto-compaction: rotating instead",

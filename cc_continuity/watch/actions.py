@@ -40,14 +40,14 @@ from dataclasses import dataclass
 
 import psutil
 
-from .. import ledger, log, notify, paths, session
+from .. import config, ledger, log, notify, paths, session
 from ..rotation import handover
 from ..lock import Lock
 from ..procs import pid_alive
 from ..redact import redact
 from ..tmux import KEYS_PER_CALL, Pane, TmuxError, rotator
-from . import LOG, fleet
-from .liveness import (ACTIVE, DEAD, EXIT_HUNG, FAILED, LIMITED, RETRY_ERRORS, STALLED, ProcessTable,
+from . import LOG, Settings, fleet
+from .liveness import (ACTIVE, DEAD, EXIT_HUNG, FAILED, LIMITED, RETRY_ERRORS, STALLED, ProcessTable, Scanner,
                        classify)
 from .probe import DEGRADED, DOWN, UNKNOWN, UP, ServerState
 
@@ -1060,3 +1060,27 @@ class Executor:
         """On shutdown: leave a running power cycle alone (it is in its own session)."""
         self._power = None
 
+
+def collect_fleet(now=None, settings=None, recent_s=fleet.RECENT_S, recent_max=fleet.RECENT_MAX,
+                  tmux_timeout=fleet.TMUX_TIMEOUT_S):
+    """The fleet rows, built from the records now and classified by the same :class:`Brain` as the daemon's
+    (``status --all-projects``: no daemon needed; see :mod:`.fleet`)."""
+    now = time.time() if now is None else now
+    if settings is None:
+        try:
+            settings = Settings.load()
+        except config.ConfigError:
+            settings = Settings()
+    dirs = fleet.session_dirs(now, recent_s, recent_max)
+    found = Scanner(stall=settings.stall, dirs=lambda: dirs).scan(now)
+    for o in found:   # no inotify here: a transcript's mtime is its latest growth
+        if o.transcript and o.mid_turn and not o.finished:
+            try:
+                o.last_progress = max(o.last_progress or 0.0, os.stat(o.transcript).st_mtime)
+            except OSError:
+                pass
+    brain = Brain(settings)
+    brain.cycle(now, None, found)   # classification only: its plan is not carried out
+    keep = ("next", "counts", "last_action", "since")
+    rows = [{k: v for k, v in r.items() if k not in keep} for r in brain.status(now)["sessions"]]
+    return fleet.pane_states(rows, timeout=tmux_timeout)

@@ -15,7 +15,7 @@ One owner for each fact a row shows and for how the table is drawn:
 * :func:`render` draws the table for ``watchdog status`` and ``status --all-projects``.
 
 ``watchdog status`` shows the rows the daemon saved at its last cycle.
-``status --all-projects`` builds them now (:func:`collect`), without the daemon: the
+``status --all-projects`` builds them now (:func:`.actions.collect_fleet`), without the daemon: the
 open sessions from each project's index of open sessions, plus the ones that ended in the
 last :data:`RECENT_S` (at most :data:`RECENT_MAX`, found among the newest records of each
 project, so the history is not read), classified by the same :class:`actions.Brain`.
@@ -25,12 +25,11 @@ import os
 import shlex
 import shutil
 import subprocess
-import time
 
-from .. import config, session
+from .. import session
 from ..project import all_projects
-from . import Settings, ago
-from .liveness import ACTIVE, DEAD, DONE, EXIT_HUNG, FAILED, LIMITED, STALLED, WAITING, Scanner
+from . import ago
+from .liveness import ACTIVE, DEAD, DONE, EXIT_HUNG, FAILED, LIMITED, STALLED, WAITING
 
 BLOCKED = (STALLED, FAILED, DEAD, EXIT_HUNG)
 ROTATION_STATES = frozenset((session.ROTATION_PENDING, session.HANDOFF_REQUESTED, session.CHECKPOINT_VERIFIED, session.ROTATING))
@@ -195,27 +194,3 @@ def session_dirs(now, recent_s=RECENT_S, recent_max=RECENT_MAX):
                 ended.append((mtime, proj, n, sdir))
     ended.sort(key=lambda e: -e[0])
     return out + [(p, n, d) for _, p, n, d in ended[:recent_max]]
-
-
-def collect(now=None, settings=None, recent_s=RECENT_S, recent_max=RECENT_MAX, tmux_timeout=TMUX_TIMEOUT_S):
-    """The fleet rows, built from the records now (see the module's doc)."""
-    from .actions import Brain  # lazy: a cycle (actions imports this module at its top)
-    now = time.time() if now is None else now
-    if settings is None:
-        try:
-            settings = Settings.load()
-        except config.ConfigError:
-            settings = Settings()
-    dirs = session_dirs(now, recent_s, recent_max)
-    found = Scanner(stall=settings.stall, dirs=lambda: dirs).scan(now)
-    for o in found:   # no inotify here: a transcript's mtime is its latest growth
-        if o.transcript and o.mid_turn and not o.finished:
-            try:
-                o.last_progress = max(o.last_progress or 0.0, os.stat(o.transcript).st_mtime)
-            except OSError:
-                pass
-    brain = Brain(settings)
-    brain.cycle(now, None, found)   # classification only: its plan is not carried out
-    keep = ("next", "counts", "last_action", "since")
-    rows = [{k: v for k, v in r.items() if k not in keep} for r in brain.status(now)["sessions"]]
-    return pane_states(rows, timeout=tmux_timeout)
