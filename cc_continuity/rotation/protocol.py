@@ -955,7 +955,8 @@ def claim_for(ctx: Context, n: int, sdir: str, rec: Record, cleared: bool = Fals
     faults.point("claim:before_lock")
     gate = None  # a published checkpoint's claim asks the remote first (lease.py), outside the lock
     while True:
-        with proj.edit(sdir) as rec:
+        with proj.lock():  # (not an edit of one record: the claim writes both records itself)
+            rec = session.load(sdir)
             if rec.get("predecessor_claimed"):
                 return None
             cands = claim.candidates(proj, ctx.claude_pid(), rec.get("predecessor"), me=n, cleared=cleared,
