@@ -120,6 +120,29 @@ class Project:
     def session_name(self, number: int) -> str:
         return "%s-%03d" % (self.slug, number)
 
+    def remember_pid(self, pid: int | None, number: int, cleared: float | None) -> None:
+        """Which session an agent process runs now, and when it cleared it (``pids/<pid>``): the successor
+        a ``/clear`` starts in that process is paired by it (:meth:`cleared_by`)."""
+        if not pid:
+            return
+        paths.ensure_dir(os.path.join(self.dir, "pids"))
+        atomic.write_text(os.path.join(self.dir, "pids", str(pid)),
+                          fastjson.dumps({"number": number, "cleared": cleared}), fsync=False)
+
+    def cleared_by(self, pid: int | None) -> int | None:
+        """The session this agent process just cleared, if its end by ``/clear`` was seen."""
+        if not pid:
+            return None
+        try:
+            with open(os.path.join(self.dir, "pids", str(pid)), "rb") as f:
+                info = fastjson.loads(f.read())
+        except (OSError, ValueError):
+            return None
+        if isinstance(info, dict) and info.get("cleared"):
+            number = info.get("number")
+            return number if isinstance(number, int) else None
+        return None
+
     def lock(self, timeout: float = 10.0) -> Lock:
         paths.ensure_dir(self.dir)
         return Lock(self.lock_path, timeout=timeout)

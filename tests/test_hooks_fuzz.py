@@ -219,12 +219,12 @@ def test_huge_prompt_is_recorded_capped(world):
 
 # -- `run` itself must not raise: main() is the last line of defence, not the first ------------
 def test_run_survives_wrong_field_types_with_a_real_session(world, monkeypatch):
-    from cc_continuity.rotation import protocol
+    from cc_continuity.rotation import turn
     from cc_continuity.hooks import pre_tool_use
 
     # What is fuzzed is the shape of the input, not the waits for a transcript that never
     # catches up (3 s per Stop naming a reply that is not there): those have their own tests.
-    monkeypatch.setattr(protocol, "STOP_WAIT_S", 0.05)
+    monkeypatch.setattr(turn, "STOP_WAIT_S", 0.05)
     monkeypatch.setattr(pre_tool_use, "WAIT_S", 0.05)
 
     @settings(FUZZ, max_examples=120)

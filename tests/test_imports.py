@@ -38,7 +38,7 @@ WHOLE_MODULES = {m: TO_REVISIT for m in (
     "cc_continuity.card", "cc_continuity.rotation.checkpoint", "cc_continuity.rotation.claim", "cc_continuity.cli",
     "cc_continuity.config", "cc_continuity.fastjson", "cc_continuity.snapshot.worktree", "cc_continuity.rotation.handoff",
     "cc_continuity.ledger", "cc_continuity.meter", "cc_continuity.once", "cc_continuity.paths", "cc_continuity.safefile",
-    "cc_continuity.procs", "cc_continuity.project", "cc_continuity.rotation.protocol", "cc_continuity.hosts.claude.executable",
+    "cc_continuity.procs", "cc_continuity.project", 
     "cc_continuity.rotation.revalidation",
     "cc_continuity.rotation.handover", "cc_continuity.session", "cc_continuity.snapshot.job", "cc_continuity.statusline",
     "cc_continuity.hooks", "cc_continuity.hooks.common", "cc_continuity.hooks.notification",
@@ -90,6 +90,26 @@ KEPT = {
         (fn, "cc_continuity.redact"): (START_UP, "every verb's start (commands/share, commands/claim): its rules "
                                                  "compile, +~50 ms")
         for fn in ("_redacted", "publish_commit")
+    },
+    "cc_continuity.rotation.start": {
+        ("claim_for", "cc_continuity.rotation.lease"): (
+            START_UP, "SessionStart and every prompt: lease + share + subprocess +~10 ms, loaded only when a "
+                      "candidate checkpoint was published"),
+    },
+    "cc_continuity.rotation.turn": {
+        ("turn_ended", "cc_continuity.rotation.lease"): (
+            START_UP, "every turn's end (the mod calls in too): lease + share + subprocess +~10 ms, loaded only "
+                      "when this project holds remote leases"),
+        ("_turn_snapshot", "cc_continuity.snapshot.job"): (
+            START_UP, "every turn's end: the snapshot job (subprocess, git) +~8 ms, only when turn snapshots run"),
+        **{(fn, "cc_continuity.rotation.handoff"): (
+            START_UP, "every turn's end: the handoff's patterns compile (re) +~6 ms, only at the steps that read "
+                      "or ask for a handoff") for fn in ("request_handoff", "_request", "check_handoff",
+                                                         "rotate_instead_of_compacting")},
+        ("check_handoff", "cc_continuity.rotation.sources"): (
+            START_UP, "every turn's end: the citations' patterns (re) +~5 ms, only when a handoff is checked"),
+        ("_make_checkpoint", "cc_continuity.rotation.share"): (
+            START_UP, "the checkpoint's turn end: share + subprocess +~10 ms, only when the user shares"),
     },
     "cc_continuity.tmux.launch": {
         **{(fn, what): (SCRIPT, "the trampoline runs this file with python -I: no package, stdlib only")

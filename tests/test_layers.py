@@ -181,8 +181,8 @@ def _planted(tmp_path, path, line):
 
 
 def test_a_planted_upward_import_fails_the_layers(tmp_path):
-    edges = _planted(tmp_path, "meter.py", "from .rotation import protocol  # noqa")
-    assert "cc_continuity.meter -> cc_continuity.rotation.protocol (the root imports only the root)" in \
+    edges = _planted(tmp_path, "meter.py", "from .rotation import turn  # noqa")
+    assert "cc_continuity.meter -> cc_continuity.rotation.turn (the root imports only the root)" in \
         wrong_edges(edges)
     edges = _planted(tmp_path / "b", "snapshot/job.py", "from ..rotation import claim  # noqa")
     assert "cc_continuity.snapshot.job -> cc_continuity.rotation.claim (snapshot may not import rotation)" in \

@@ -18,7 +18,7 @@ import uuid
 
 import pytest
 
-from cc_continuity.rotation import lease, protocol, share
+from cc_continuity.rotation import lease, share, start, turn
 from cc_continuity import paths, session
 from helpers.hookdriver import dead_pid
 from helpers.hookdriver import tokens_at
@@ -27,7 +27,7 @@ from test_share import GOOD, S1, bare, claim_cli, free_port, git, machine, machi
 
 @pytest.fixture(autouse=True)
 def quick(monkeypatch):
-    monkeypatch.setattr(protocol, "STOP_WAIT_S", 0.3)
+    monkeypatch.setattr(turn, "STOP_WAIT_S", 0.3)
     monkeypatch.setattr(share, "LOCAL_CLAIM_WAIT_S", 1)
     monkeypatch.setattr(share, "RETRY_DELAYS_S", (1, 1))
 
@@ -83,10 +83,10 @@ def publish_unclaimed(tmp_path, url):
 
 def late_claim(drv, prev, sid):
     """A's session after ``prev`` is cleared: its SessionStart's context (or "") and the hook's seconds."""
-    step(drv, protocol.session_ended, "SessionEnd", prev, reason="clear")
+    step(drv, start.session_ended, "SessionEnd", prev, reason="clear")
     drv.transcript(sid)
     t0 = time.monotonic()
-    out, ctx = step(drv, protocol.session_started, "SessionStart", sid, source="clear")
+    out, ctx = step(drv, start.session_started, "SessionStart", sid, source="clear")
     took = time.monotonic() - t0
     return ((out or {}).get("hookSpecificOutput") or {}).get("additionalContext", ""), took
 
@@ -192,12 +192,12 @@ def test_two_published_checkpoints_and_a_silent_remote_cost_the_claim_one_bounde
     drv, spec = publish_unclaimed(tmp_path, "file://" + remote)
     s3 = sid()  # a second session of the same process rotates, unclaimed too: cp-002
     drv.transcript(s3).assistant(tokens_at(10))
-    step(drv, protocol.session_started, "SessionStart", s3, source="startup")
+    step(drv, start.session_started, "SessionStart", s3, source="startup")
     drv.transcript(s3).assistant(tokens_at(65), "Step finished.")
-    step(drv, protocol.turn_ended, "Stop", s3)
+    step(drv, turn.turn_ended, "Stop", s3)
     with open(drv.handoff_path(s3), "w") as f:
         f.write(GOOD)
-    assert step(drv, protocol.turn_ended, "Stop", s3)[1].outcome.startswith("checkpoint cp-002 verified")
+    assert step(drv, turn.turn_ended, "Stop", s3)[1].outcome.startswith("checkpoint cp-002 verified")
     deadline = time.time() + 30
     while share.read_status(drv.sdir(s3)).get("state") != "published" and time.time() < deadline:
         time.sleep(0.1)
@@ -311,7 +311,7 @@ def test_the_holders_stop_renews_its_lease_in_a_detached_job(tmp_path, monkeypat
     monkeypatch.setattr(lease, "RENEW_EVERY_S", 0)
     drv.transcript(s2).assistant(20000, "Done.")
     t0 = time.monotonic()
-    step(drv, protocol.turn_ended, "Stop", s2)
+    step(drv, turn.turn_ended, "Stop", s2)
     took = time.monotonic() - t0
     deadline = time.time() + 30
     while time.time() < deadline and share.held(proj.dir)[0]["sha"] == old:

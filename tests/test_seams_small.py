@@ -4,7 +4,8 @@ import os
 import time
 
 from cc_continuity import config, session
-from cc_continuity.rotation import protocol
+from cc_continuity.hosts.claude.host import CLAUDE
+from cc_continuity.rotation import context, start
 from helpers.hookdriver import HookDriver, handoff_text, tokens_at
 
 S1 = "fcfcfcfc-0000-4000-8000-000000000001"
@@ -26,9 +27,9 @@ def test_a_prompt_typed_after_the_request_with_the_clock_stepped_back_is_carried
     requested(drv)
     real = time.time
     monkeypatch.setattr(time, "time", lambda: real() - 3600)  # the clock stepped back an hour
-    ctx = protocol.Context("UserPromptSubmit", drv.payload("UserPromptSubmit", S1, prompt="also handle tabs"),
-                           drv.env(S1))
-    protocol.prompt_submitted(ctx)
+    ctx = context.Context("UserPromptSubmit", drv.payload("UserPromptSubmit", S1, prompt="also handle tabs"),
+                           drv.env(S1), host=CLAUDE)
+    start.prompt_submitted(ctx)
     monkeypatch.setattr(time, "time", real)
     with open(drv.handoff_path(S1), "w") as f:
         f.write(GOOD)

@@ -17,7 +17,8 @@ import time
 import pytest
 
 from cc_continuity import config, paths, session
-from cc_continuity.rotation import protocol, share
+from cc_continuity.hosts.claude.host import CLAUDE
+from cc_continuity.rotation import context, share, start, turn
 from helpers.hookdriver import HookDriver, handoff_text, tokens_at
 
 S1 = "a1a1a1a1-0000-4000-8000-0000000000a1"
@@ -76,7 +77,7 @@ def daemon(tmp_path):
 
 @pytest.fixture(autouse=True)
 def quick(monkeypatch):
-    monkeypatch.setattr(protocol, "STOP_WAIT_S", 0.3)
+    monkeypatch.setattr(turn, "STOP_WAIT_S", 0.3)
     monkeypatch.setattr(share, "LOCAL_CLAIM_WAIT_S", 3)
     monkeypatch.setattr(share, "RETRY_DELAYS_S", (1, 1))
 
@@ -92,15 +93,15 @@ def machine_a(tmp_path, url, **cfg):
 
 
 def step(drv, fn, event, sid, **fields):
-    ctx = protocol.Context(event, drv.payload(event, sid, **fields), drv.env(sid))
+    ctx = context.Context(event, drv.payload(event, sid, **fields), drv.env(sid), host=CLAUDE)
     return fn(ctx), ctx
 
 
 def rotate(drv, claim_locally=True, delete=None):
     """One in-process rotation of S1 to a verified checkpoint (and S2 claiming it); the Stop's seconds."""
     drv.transcript(S1).assistant(tokens_at(10))
-    step(drv, protocol.session_started, "SessionStart", S1, source="startup")
-    step(drv, protocol.prompt_submitted, "UserPromptSubmit", S1, prompt="build the parser")
+    step(drv, start.session_started, "SessionStart", S1, source="startup")
+    step(drv, start.prompt_submitted, "UserPromptSubmit", S1, prompt="build the parser")
     with open(os.path.join(drv.root, "src/app.py"), "w") as f:
         f.write("print(2)\n")
     with open(os.path.join(drv.root, "notes.txt"), "w") as f:
@@ -108,17 +109,17 @@ def rotate(drv, claim_locally=True, delete=None):
     if delete:
         os.unlink(os.path.join(drv.root, delete))
     drv.transcript(S1).assistant(tokens_at(65), "Step finished.")
-    step(drv, protocol.turn_ended, "Stop", S1)
+    step(drv, turn.turn_ended, "Stop", S1)
     with open(drv.handoff_path(S1), "w") as f:
         f.write(GOOD)
     t0 = time.monotonic()
-    out, ctx = step(drv, protocol.turn_ended, "Stop", S1)
+    out, ctx = step(drv, turn.turn_ended, "Stop", S1)
     took = time.monotonic() - t0
     assert ctx.outcome.startswith("checkpoint cp-001 verified"), ctx.outcome
     if claim_locally:
-        step(drv, protocol.session_ended, "SessionEnd", S1, reason="clear")
+        step(drv, start.session_ended, "SessionEnd", S1, reason="clear")
         drv.transcript(S2)
-        out, _ = step(drv, protocol.session_started, "SessionStart", S2, source="clear")
+        out, _ = step(drv, start.session_started, "SessionStart", S2, source="clear")
         assert out["hookSpecificOutput"]["additionalContext"].startswith("Continuing from cp-001")
     return took
 

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from cc_continuity.rotation import protocol, share
+from cc_continuity.rotation import share, turn
 from cc_continuity.watch import Settings
 from cc_continuity.watch.daemon import Daemon, load_state
 from test_share import claim_cli, machine, published
@@ -19,7 +19,7 @@ LIMIT_S = 30 * 60  # share_unclaimed_alert_min's default
 
 @pytest.fixture(autouse=True)
 def quick(monkeypatch):
-    monkeypatch.setattr(protocol, "STOP_WAIT_S", 0.3)
+    monkeypatch.setattr(turn, "STOP_WAIT_S", 0.3)
     monkeypatch.setattr(share, "LOCAL_CLAIM_WAIT_S", 0.5)
     monkeypatch.setattr(share, "RETRY_DELAYS_S", (1, 1))
 

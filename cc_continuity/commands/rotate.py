@@ -14,12 +14,10 @@ def register(sub):
 def run(args):
     proj = current_project()
     n, sdir = find_session(proj, args.session)
-    with proj.lock():
-        rec = session.load(sdir)
+    with proj.edit(sdir) as rec:
         if rec["state"] not in session.WORKING:
             die("%s is %s; nothing to rotate" % (rec.get("name"), rec["state"]), code=1)
         rec["rotate_requested"] = True
-        session.save(sdir, rec)
         ledger.append(session.ledger_path(sdir), {"ev": "rotate_requested", "by": "cli"})
     print("%s will hand off and rotate when the current turn ends." % rec.get("name"))
     return 0

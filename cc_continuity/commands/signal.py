@@ -53,10 +53,8 @@ def run(args):
     proj = current_project()
     n, sdir = find_session(proj, args.session)
     flag = KINDS[args.kind]
-    with proj.lock():
-        rec = session.load(sdir)
+    with proj.edit(sdir) as rec:
         rec.setdefault("flags", {})[flag] = {"text": text[:500], "at": round(time.time(), 3)}
-        session.save(sdir, rec)
         ledger.append(session.ledger_path(sdir), {"ev": "signal", "kind": args.kind, "text": text[:500]})
     _notify(args.kind, rec, text)
     print("%s flagged %s: %s" % (rec.get("name"), args.kind, text[:120]))

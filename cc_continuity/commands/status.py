@@ -6,7 +6,8 @@ and state; ``--all-projects``: the fleet view of every live and recent session o
 import sys
 import time
 
-from ..rotation import protocol, share
+from .. import hosts
+from ..rotation import context, share
 from .. import session
 from ._util import ago, count, current_project, load_config, print_json
 from ..procs import pid_alive
@@ -33,7 +34,7 @@ def describe(proj, cfg, n):
         return {"number": n, "name": proj.session_name(n), "state": "UNREADABLE", "error": str(e)}
     reading = None
     if rec["state"] not in session.TERMINAL and rec.get("transcript"):
-        reading = protocol.session_reading(sdir, rec, cfg)
+        reading = context.session_reading(sdir, rec, cfg, hosts.of_record(rec))
     if reading is None or reading["tokens"] is None:
         reading = rec.get("last_reading") or reading
     return {

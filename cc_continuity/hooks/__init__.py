@@ -101,7 +101,7 @@ class Call:
         self.outcome = "ok"
         self.rewake: "str | None" = None  # text that wakes the model (REWAKE handlers only)
         self.claude_version: "str | None" = None  # "2.1.332", when a handler learned it (the transcript row's)
-        self.after_output: "list[Any]" = []  # callables run once the answer is on stdout (protocol.Context's)
+        self.after_output: "list[Any]" = []  # callables run once the answer is on stdout (rotation.context.Context's)
 
     def getenv(self, name: "str") -> "str | None":
         if self.env is not None:

@@ -1,12 +1,14 @@
-"""The hook side of :class:`cc_continuity.rotation.protocol.Context`: a hook call's facts and its effects.
+"""The hook side of :class:`cc_continuity.rotation.context.Context`: a Claude Code hook call's facts and effects.
 
-The protocol names three ports; here they are filled: a push goes to the
-notifier's spool (a detached flusher sends it), whether tmux can drive and the
-rotator's spawn go to ``tmux/``.  Those two are imported when used: the mod
-calls in at every turn's end and should not pay for loading tmux.
+The rotation names its ports; here they are filled for Claude Code: the host is
+:data:`~cc_continuity.hosts.claude.host.CLAUDE` (its transcript, ``CLAUDE_PID``), a
+push goes to the notifier's spool (a detached flusher sends it), whether tmux can
+drive and the rotator's spawn go to ``tmux/``.  Those two are imported when used:
+the mod calls in at every turn's end and should not pay for loading tmux.
 """
 
-from ..rotation import protocol
+from ..hosts.claude.host import CLAUDE
+from ..rotation import context
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time nothing is imported
 if TYPE_CHECKING:
@@ -16,14 +18,14 @@ if TYPE_CHECKING:
     from . import Call
 
 
-class HookContext(protocol.Context):
-    """The protocol's context for one :class:`~cc_continuity.hooks.Call`; the outcome goes back to the call."""
+class HookContext(context.Context):
+    """The rotation's context for one :class:`~cc_continuity.hooks.Call`; the outcome goes back to the call."""
 
     session_id: str  # hooks.dispatch runs no handler without a usable session id (the same check as here)
 
     def __init__(self, call: "Call") -> None:
         self.call = call
-        super().__init__(call.event, call.payload, call.env)
+        super().__init__(call.event, call.payload, call.env, host=CLAUDE)
         self.after_output = call.after_output  # hooks.main runs them once the answer is written
 
     @property
@@ -35,11 +37,11 @@ class HookContext(protocol.Context):
         self.call.outcome = value
 
     @property
-    def claude_version(self) -> str | None:
+    def agent_version(self) -> str | None:
         return self.call.claude_version
 
-    @claude_version.setter
-    def claude_version(self, value: str | None) -> None:
+    @agent_version.setter
+    def agent_version(self, value: str | None) -> None:
         self.call.claude_version = value
 
     def deliver(self, push: "dict[str, Any]") -> None:
@@ -63,7 +65,7 @@ class HookContext(protocol.Context):
 
 
 def begin(call: "Call") -> "tuple[HookContext, int, str, Record] | None":
-    """(ctx, n, sdir, rec) for this call's session of an enabled project, or None (:func:`protocol.begin`)."""
+    """(ctx, n, sdir, rec) for this call's session of an enabled project, or None (:func:`context.begin`)."""
     ctx = HookContext(call)
-    started = protocol.begin(ctx)
+    started = context.begin(ctx)
     return None if started is None else (ctx,) + started

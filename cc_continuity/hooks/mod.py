@@ -23,8 +23,8 @@ Every call also leaves the mod's heartbeat (:func:`handover.mod_heartbeat`), whi
 is how the Stop hook knows it may choose the mod.
 """
 
-from ..rotation import checkpoint, protocol, handover
 from .. import meter, paths, procs, session
+from ..rotation import checkpoint, context, handover, texts, turn
 from .common import HookContext
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time nothing is imported (hot path)
@@ -34,17 +34,17 @@ if TYPE_CHECKING:
     from . import Call
 
 MOD_EVENTS = ("ModHello", "ModTurnEnd", "ModCompact", "ModDone")
-SKIP_REASON = protocol.COMPACT_SKIP
+SKIP_REASON = texts.COMPACT_SKIP
 
 
 def handle(call: "Call") -> "dict[str, Any] | None":
     ctx = HookContext(call)
     mod = ctx.payload.get("mod")
-    handover.mod_heartbeat(ctx.claude_pid(), mod.get("version") if isinstance(mod, dict) else None)
+    handover.mod_heartbeat(ctx.agent_pid(), mod.get("version") if isinstance(mod, dict) else None)
     if call.event == "ModHello":
         ctx.outcome = "mod heartbeat"
         return {"runtime": paths.runtime_dir()}  # where the mod finds an offered hand-over by itself
-    found = protocol.known(ctx)
+    found = context.known(ctx)
     if found is None:
         return None
     n, sdir = found
@@ -76,7 +76,7 @@ def _hand_over(ctx: HookContext, n: int, sdir: str, last_request: str | None = N
     plan = handover.handover(rec, sdir, proj.session_name(proj.peek_next_number()), proj.root, last_request)
     if handover.handover_holder(ctx.session_id) is None and (last_request or not handover.handover_offered(ctx.session_id)):
         handover.offer_handover(ctx.session_id, plan,  # this plan (it restates the request), or one lost
-                                handover.offer_binding(ctx.claude_pid(), None, plan["checkpoint"], session.state_path(sdir)))
+                                handover.offer_binding(ctx.agent_pid(), None, plan["checkpoint"], session.state_path(sdir)))
     if not handover.take_handover(ctx.session_id, "mod"):
         ctx.outcome = "hand-over already taken (%s)" % handover.handover_holder(ctx.session_id)
         return None
@@ -87,7 +87,7 @@ def _hand_over(ctx: HookContext, n: int, sdir: str, last_request: str | None = N
 
 
 def _this_process(ctx: HookContext, bound: "dict[str, Any]") -> bool:
-    pid = ctx.claude_pid()
+    pid = ctx.agent_pid()
     if pid is None or pid != bound.get("pid"):
         return False
     return bound.get("pid_ticks") is None or procs.start_ticks(pid) == bound["pid_ticks"]
@@ -103,7 +103,7 @@ def compact(ctx: HookContext, n: int, sdir: str) -> "dict[str, Any] | None":
     if rec["state"] in session.CLAIMABLE:
         out = _hand_over(ctx, n, sdir, last) if rec.get("driver") == "mod" else None
         return dict(out or {}, skip=SKIP_REASON)
-    handoff = protocol.rotate_instead_of_compacting(ctx, n, sdir, rec)
+    handoff = turn.rotate_instead_of_compacting(ctx, n, sdir, rec)
     if handoff is None:
         return None
     ctx.log(sdir, {"ev": "mod", "step": "compaction_skipped", "trigger": "auto", "degraded": handoff == "degraded"})
@@ -136,8 +136,7 @@ def done(ctx: HookContext, n: int, sdir: str) -> None:
     handover.give_back(ctx.session_id, "mod")
     rec = session.load(sdir)
     if not (rec.get("rotator_pid") and ctx.can_drive(rec)):
-        with proj.lock():
-            rec = session.load(sdir)
+        with proj.edit(sdir) as rec:
             if rec["state"] == session.ROTATING:
                 session.transition(sdir, rec, session.AWAITING_MANUAL_CLEAR, "the mod's hand-over failed")
         ctx.push(rec, "lifecycle-failed", "the mod could not hand over: type /clear")

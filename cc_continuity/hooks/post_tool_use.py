@@ -49,25 +49,25 @@ def handle(call: "Call") -> "dict[str, Any] | None":
 
 def slow(call: "Call", logged: "bool" = False) -> "dict[str, Any] | None":
     """Register or refresh the session, then record a level change if there is one."""
-    from ..rotation import protocol
+    from ..rotation import context, turn
     from .common import HookContext
 
     ctx = HookContext(call)
-    started = protocol.begin(ctx)
+    started = context.begin(ctx)
     if started is None:
         return None
     n, sdir, rec = started
-    built = protocol.refresh_card(ctx, n, sdir, rec)
-    reading = protocol.measure(ctx, sdir, rec)
+    built = context.refresh_card(ctx, n, sdir, rec)
+    reading = ctx.reading(sdir, rec)
     if not logged:
         line = _line(call, reading["tokens"], reading["percent"])
         ctx.log(sdir, line)
         if line.get("tool") == "Bash":
             _effect_outcome(call, built, line.get("exit"))
-    if not protocol.needs_level_change(rec, reading):
+    if not turn.needs_level_change(rec, reading):
         ctx.outcome = "card refreshed"
         return None
-    note, rec = protocol.tool_used(ctx, n, sdir, rec, reading)
+    note, rec = turn.tool_used(ctx, n, sdir, rec, reading)
     ctx.outcome = "level %s" % reading["level"]
     if not note:
         return None

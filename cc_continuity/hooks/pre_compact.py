@@ -1,4 +1,4 @@
-"""PreCompact: an auto-compaction we did not want (:func:`cc_continuity.rotation.protocol.before_compact`).
+"""PreCompact: an auto-compaction we did not want (:func:`cc_continuity.rotation.turn.before_compact`).
 
 At or past *rotate*, an automatic compaction is blocked (configurable) and a
 handoff is requested at the next turn end instead — compaction is slow and
@@ -6,7 +6,7 @@ forgets intent.  Otherwise an emergency machine checkpoint (facts only, not
 claimable: the session goes on) is written and compaction proceeds.
 """
 
-from ..rotation import protocol
+from ..rotation import turn
 from .common import HookContext
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time nothing is imported
@@ -17,4 +17,4 @@ if TYPE_CHECKING:
 
 
 def handle(call: "Call") -> "dict[str, Any] | None":
-    return protocol.before_compact(HookContext(call))
+    return turn.before_compact(HookContext(call))

@@ -133,6 +133,7 @@ def may_have_effect(c: "dict[str, Any]", tool: "object", tool_input: "object") -
 
 def _effect_gate(call: "Call", c: "dict[str, Any]", rec: "Record") -> "dict[str, Any] | None":
     """A call that may have a side effect outside the work tree: hold a harmful repeat, record the intent (slow path)."""
+    from ..hosts.claude.host import CLAUDE
     from ..rotation import effects
     from .. import fastjson
 
@@ -158,7 +159,7 @@ def _effect_gate(call: "Call", c: "dict[str, Any]", rec: "Record") -> "dict[str,
                                       "HOME": call.getenv("HOME") or ""}))}
     unattended = bool(rec.get("unattended")) or call.getenv("CC_CONTINUITY_UNATTENDED") == "1"
     what, out = effects.decide(pdir, command, env, call.payload, call.session_id, rec.get("name"),
-                               root if isinstance(root, str) else None, unattended)
+                               root if isinstance(root, str) else None, unattended, CLAUDE.call_ran)
     call.outcome = what
     return out
 
@@ -191,7 +192,7 @@ def _fresh_card(call: "Call") -> "dict[str, Any] | None":
     through whenever the card happened to be stale (seen on the real binary:
     the status line's first render invalidates the card SessionStart made).
     """
-    from ..rotation import protocol
+    from ..rotation import context
     from .common import HookContext
 
     ctx = HookContext(call)
@@ -202,7 +203,7 @@ def _fresh_card(call: "Call") -> "dict[str, Any] | None":
     # The card just built, not a re-read: a file it depends on may change in between (the
     # status line noting the window), and a re-read would then say "stale" and skip the gate
     # (seen on 2.1.328: the crossing response's first tool let through, 1 run in 10).
-    return protocol.refresh_card(ctx, n, sdir, rec)
+    return context.refresh_card(ctx, n, sdir, rec)
 
 
 def _is_our_cli(command: "object", env_get: "Callable[[str], str | None]") -> "bool":
@@ -235,12 +236,12 @@ def _handoff_target_ok(sdir: "str", path: "str") -> "bool":
 
 def _record_hard(call: "Call", tokens: "int | None") -> "Record":
     """First sight of the hard level: record it (state, note, push) through the slow path."""
-    from ..rotation import protocol
+    from ..rotation import turn
     from .common import HookContext
 
     ctx = HookContext(call)
     n, sdir, rec = ctx.load_session()
-    _, rec = protocol.tool_used(ctx, n, sdir, rec, protocol.reading_of(ctx, sdir, rec, tokens, "transcript"))
+    _, rec = turn.tool_used(ctx, n, sdir, rec, ctx.reading_for(sdir, rec, tokens, "transcript"))
     return rec
 
 
@@ -325,9 +326,8 @@ def _forget_wait(call: "Call", event: "str", waited_ms: "int", result: "str | No
     got = read_result(result) if result else None
 
     ctx = HookContext(call)
-    n, sdir, rec = ctx.load_session()
-    with ctx.project.lock():
-        rec = session.load(sdir)
+    _, sdir, _rec = ctx.load_session()
+    with ctx.project.edit(sdir) as rec:
         cp = rec.get("checkpoint")
         gone: object = rec.pop("snapshot_wait", None)
         if isinstance(cp, dict) and cp.pop("snapshot_wait", None) is not None:
@@ -335,7 +335,6 @@ def _forget_wait(call: "Call", event: "str", waited_ms: "int", result: "str | No
             if got and got.get("ref"):
                 cp["ref"] = got["ref"]
         if gone:
-            session.save(sdir, rec)
             ctx.log(sdir, {"ev": event, "waited_ms": waited_ms})
     if call.outcome == "ok":
         call.outcome = "%s after %d ms" % (event.replace("_", " "), waited_ms)

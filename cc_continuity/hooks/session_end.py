@@ -1,10 +1,10 @@
-"""SessionEnd: mark the session ended, or cleared when ``/clear`` started a successor (:func:`cc_continuity.rotation.protocol.session_ended`).
+"""SessionEnd: mark the session ended, or cleared when ``/clear`` started a successor (:func:`cc_continuity.rotation.start.session_ended`).
 
 A session holding a verified checkpoint stays claimable: only the fact that
 its process left is recorded.  Kept tiny — SessionEnd hooks share a short budget.
 """
 
-from ..rotation import protocol
+from ..rotation import start
 from .common import HookContext
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time nothing is imported
@@ -13,4 +13,4 @@ if TYPE_CHECKING:
 
 
 def handle(call: "Call") -> None:
-    return protocol.session_ended(HookContext(call))
+    return start.session_ended(HookContext(call))

@@ -1,4 +1,4 @@
-"""SessionStart: register the session, then claim a waiting checkpoint (:func:`cc_continuity.rotation.protocol.session_started`).
+"""SessionStart: register the session, then claim a waiting checkpoint (:func:`cc_continuity.rotation.start.session_started`).
 
 After ``/clear`` the same Claude process starts a new session id; the
 SessionEnd(clear) seen just before names the predecessor.  On clear,
@@ -8,7 +8,7 @@ returned as ``additionalContext``.  The rotator waits for the started-marker
 written here.
 """
 
-from ..rotation import protocol
+from ..rotation import start
 from .common import HookContext
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time nothing is imported
@@ -19,4 +19,4 @@ if TYPE_CHECKING:
 
 
 def handle(call: "Call") -> "dict[str, Any] | None":
-    return protocol.session_started(HookContext(call))
+    return start.session_started(HookContext(call))

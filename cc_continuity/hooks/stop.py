@@ -1,4 +1,4 @@
-"""Stop: the rotation gate, at the end of each turn (:func:`cc_continuity.rotation.protocol.turn_ended`).
+"""Stop: the rotation gate, at the end of each turn (:func:`cc_continuity.rotation.turn.turn_ended`).
 
 - below *rotate*: update the meter; a level note is parked for the next prompt
   (Stop output would make the turn continue);
@@ -11,14 +11,14 @@
   tmux rotator (ROTATING) or ask the user for ``/clear`` (AWAITING_MANUAL_CLEAR).
 
 The reading that decides is the turn's *last* reply, and the transcript can lag
-it: this hook waits (at most ``protocol.STOP_WAIT_S``) for the row the payload's
+it: this hook waits (at most ``turn.STOP_WAIT_S``) for the row the payload's
 ``last_assistant_message`` names, or for the status line's own reading.  If
 neither arrives, it does not act on the stale one: the late Stop
 (``stop_late``, an async hook that can wake the model) waits longer and
 requests the handoff then.
 """
 
-from ..rotation import protocol
+from ..rotation import turn
 from .common import HookContext
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time nothing is imported
@@ -29,4 +29,4 @@ if TYPE_CHECKING:
 
 
 def handle(call: "Call") -> "dict[str, Any] | None":
-    return protocol.turn_ended(HookContext(call))
+    return turn.turn_ended(HookContext(call))

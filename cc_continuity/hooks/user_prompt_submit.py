@@ -1,4 +1,4 @@
-"""UserPromptSubmit: record the prompt; first prompt of a successor; flags and notes (:func:`cc_continuity.rotation.protocol.prompt_submitted`).
+"""UserPromptSubmit: record the prompt; first prompt of a successor; flags and notes (:func:`cc_continuity.rotation.start.prompt_submitted`).
 
 Prompts are kept in the ledger so a rotation can carry over anything typed
 after the handoff was requested (it would otherwise be lost).  The first
@@ -7,7 +7,7 @@ arrived, and names the session (``sessionTitle``).  If SessionStart could not
 claim (it timed out, say), the continuation prompt claims here instead.
 """
 
-from ..rotation import protocol
+from ..rotation import start
 from .common import HookContext
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time nothing is imported
@@ -18,4 +18,4 @@ if TYPE_CHECKING:
 
 
 def handle(call: "Call") -> "dict[str, Any] | None":
-    return protocol.prompt_submitted(HookContext(call))
+    return start.prompt_submitted(HookContext(call))

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
     from ..config import Config
     from .handoff import Validation
+    from .host import Host
     from ..session import Record
 
 PROMPT_CHARS = 500
@@ -123,10 +124,10 @@ def prompts(sdir: str, since: float | None = None, limit: int = PROMPTS_KEPT,
 
 
 def collect(root: str, sdir: str, rec: "Record", reading: "dict[str, Any]", payload: "dict[str, Any]",
-            cfg: "Config | Mapping[str, Any]", out_dir: str | None = None) -> "dict[str, Any]":
-    """Machine facts for the snapshot; written to ``<out_dir>/`` :data:`session.SNAPSHOT` and returned."""
+            cfg: "Config | Mapping[str, Any]", host: "Host", out_dir: str | None = None) -> "dict[str, Any]":
+    """Machine facts for the checkpoint (``host`` reads the agent's todo list); written to ``<out_dir>/``
+    :data:`session.SNAPSHOT` and returned."""
     from ..snapshot import worktree  # here: the claim reads checkpoints and must stay light
-    from ..hosts.claude import transcript
 
     out_dir = out_dir or cp_dir(sdir)
     os.makedirs(out_dir, mode=0o700, exist_ok=True)
@@ -144,7 +145,7 @@ def collect(root: str, sdir: str, rec: "Record", reading: "dict[str, Any]", payl
         "reading": {k: reading.get(k) for k in ("tokens", "window", "percent", "level", "window_source")},
         "git": worktree.git_facts(root, index=paths.project_dir(paths.project_key(root)) + "/facts.index"),
         "prompts": prompts(sdir),
-        "todos": transcript.open_todos(tpath) if isinstance(tpath, str) else None,
+        "todos": host.open_todos(tpath) if isinstance(tpath, str) else None,
         "last_assistant_message": last[:1000] if isinstance(last, str) else None,
     }
     _write_json(out_dir + "/" + session.SNAPSHOT, snap)

@@ -11,7 +11,7 @@ the last command that would show it, and gives each claim a status:
   older than the code), or it never ran at all.
 
 The writer sees the contradictions while it can still fix the handoff
-(protocol.check_handoff), and the successor's bootstrap lists them as "claimed,
+(turn.check_handoff), and the successor's bootstrap lists them as "claimed,
 not confirmed" apart from what the machine confirmed (:func:`section`).
 """
 

@@ -37,7 +37,7 @@ from .. import digest, fastjson
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time typing is not imported (PreToolUse's slow path)
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
     from typing import Any
 
 SCRIPT_MAX = 64 * 1024
@@ -717,35 +717,12 @@ def record_override(pdir: str, prompt: str, sid: str | None, name: str | None) -
 
 # -- a repeat, held -----------------------------------------------------------------------------------------
 
-def _ran(transcript: "str | None", tool_use_id: str) -> "str | None":
-    """What the transcript says of a call with no recorded outcome: "not run", "ran", or None (nothing: uncertain)."""
-    if not transcript:
-        return None
-    needle = ('"tool_use_id":"%s"' % tool_use_id).encode()
-    got = _tail(transcript, 8 << 20)
-    if got is None:
-        return None
-    for ln in got[0].split(b"\n"):
-        if needle not in ln.replace(b'": "', b'":"') or b'"tool_result"' not in ln:
-            continue
-        try:
-            row = fastjson.loads(ln)
-        except (ValueError, UnicodeDecodeError):
-            continue
-        for part in ((row.get("message") or {}).get("content") or []) if isinstance(row, dict) else []:
-            if not isinstance(part, dict) or part.get("tool_use_id") != tool_use_id:
-                continue
-            body = part.get("content")
-            body = body if isinstance(body, str) else fastjson.dumps(body)
-            if part.get("is_error") and ("hook error" in body or "doesn't want to proceed" in body
-                                         or "was rejected" in body or "denied" in body.lower()):
-                return "not run"
-            return "ran"
-    return None
+def history(pdir: str, k: str, transcripts: "Mapping[str, str] | None" = None,
+            ran: "Callable[[str | None, str], str | None] | None" = None) -> "dict[str, Any]":
+    """What the records say of effect ``k``: the last achieved or uncertain run, and an unused override.
 
-
-def history(pdir: str, k: str, transcripts: "Mapping[str, str] | None" = None) -> "dict[str, Any]":
-    """What the records say of effect ``k``: the last achieved or uncertain run, and an unused override."""
+    ``ran`` (the host's :meth:`~.host.Host.call_ran`) settles an intent with no recorded outcome from
+    the agent's transcript: a call that never ran is not held against a repeat."""
     recs = read(pdir)
     code = k[:CODE_LEN]
     intents: "dict[str, dict[str, Any]]" = {}
@@ -769,7 +746,7 @@ def history(pdir: str, k: str, transcripts: "Mapping[str, str] | None" = None) -
     achieved = None
     for i in sorted(intents.values(), key=lambda r: r.get("ts") or 0):
         if i["state"] == "uncertain" and "evidence" not in i:
-            seen = _ran((transcripts or {}).get(i.get("sid") or "") or i.get("tr"), i["tu"])
+            seen = ran((transcripts or {}).get(i.get("sid") or "") or i.get("tr"), i["tu"]) if ran else None
             if seen == "not run":
                 i["state"] = "not run"
             elif seen == "ran":
@@ -810,7 +787,8 @@ def hold_reason(h: "dict[str, Any]", what: str) -> str:
 
 
 def decide(pdir: str, command: str, env: "dict[str, Any]", payload: "Mapping[str, Any]", sid: str | None,
-           name: str | None, root: str | None, env_unattended: bool) -> "tuple[str, dict[str, Any] | None]":
+           name: str | None, root: str | None, env_unattended: bool,
+           ran: "Callable[[str | None, str], str | None] | None" = None) -> "tuple[str, dict[str, Any] | None]":
     """PreToolUse for a Bash call: (what happened, the hook output or None to let it run).
 
     Records the intent (and the pending marker) of a harmful effect that runs; records
@@ -822,7 +800,7 @@ def decide(pdir: str, command: str, env: "dict[str, Any]", payload: "Mapping[str
     state = git_state(root) if root and any(e["git"] for e in effects) else None
     k = key(effects, state)
     tr = payload.get("transcript_path")
-    h = history(pdir, k, {sid: tr} if sid and isinstance(tr, str) else None)
+    h = history(pdir, k, {sid: tr} if sid and isinstance(tr, str) else None, ran)
     what = "; ".join(dict.fromkeys(e["what"] for e in effects))[:200]
     tid = payload.get("tool_use_id")
     intent = {"ph": "intent", "k": k, "tu": tid, "sid": sid, "n": name, "what": what,

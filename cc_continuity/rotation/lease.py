@@ -3,7 +3,7 @@
 share.py publishes a checkpoint and claims one from another machine; this module keeps
 "claimed exactly once across machines" true for the publishing machine's own claims too.
 
-**The local claim** (protocol.claim_for, through :class:`Gate`).  The publish job decides
+**The local claim** (start.claim_for, through :class:`Gate`).  The publish job decides
 each try under the project lock (``share._before_try``): a successor that claimed here
 before that point gets its lease in the same atomic push as the checkpoint.  So:
 

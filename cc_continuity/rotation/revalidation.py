@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
     from ..config import Config
     from ..session import Record
+    from .host import Host
 
 VERDICTS = ("fresh", "drifted", "stale")
 MAX_FILES_SHOWN = 25
@@ -381,16 +382,16 @@ def since_text(root: str, pdir: str, prec: "Record", cfg: "Config | Mapping[str,
 # -- a crash before any checkpoint -------------------------------------------------------------------
 
 def crash_handoff(root: str, dsdir: str, drec: "Record", cfg: "Config | Mapping[str, Any]",
-                  budget_chars: int) -> "tuple[str, dict[str, Any]]":
-    """The machine handoff for session ``drec`` that died with no checkpoint (degraded; redacted; bounded)."""
+                  budget_chars: int, host: "Host") -> "tuple[str, dict[str, Any]]":
+    """The machine handoff for session ``drec`` that died with no checkpoint (degraded; redacted; bounded);
+    ``host`` reads the agent's todo list and last reply."""
     from ..snapshot import worktree
     from .. import paths, redact
-    from ..hosts.claude import transcript
 
     tpath = drec.get("transcript")
     asked = checkpoint.prompts(dsdir, limit=0, chars=600)
-    todos = transcript.open_todos(tpath) if isinstance(tpath, str) else None
-    last = transcript.last_assistant_text(tpath) if isinstance(tpath, str) else None
+    todos = host.open_todos(tpath) if isinstance(tpath, str) else None
+    last = host.last_reply(tpath) if isinstance(tpath, str) else None
     g = worktree.git_facts(root, max_commits=5, max_files=40,
                           index=paths.project_dir(paths.project_key(root)) + "/facts.index")
     acts = actions_after(dsdir, harmful=cfg.get("effects_harmful"))

@@ -61,7 +61,7 @@ import time
 
 from .. import atomic, errors, ledger, notify, paths, procs, session
 from ..rotation import handover
-from ..lock import Lock
+from ..project import RecordEdit
 from .pane import KEYS_PER_CALL, Pane, TmuxError
 
 DEFAULT_TIMEOUTS = {"idle_s": 120.0, "marker_s": 60.0, "delivery_s": 20.0, "type_s": 5.0,
@@ -607,8 +607,7 @@ class Rotator:
         if not sdir or not lock_path:
             return
         try:
-            with Lock(lock_path, timeout=10):
-                rec = session.load(sdir)
+            with RecordEdit(sdir, lock_path) as rec:
                 if rec["state"] != session.ROTATING:
                     return
                 session.transition(sdir, rec, session.AWAITING_MANUAL_CLEAR, "rotator failed: %s" % reason[:200])

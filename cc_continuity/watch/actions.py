@@ -42,7 +42,7 @@ import psutil
 
 from .. import config, ledger, log, notify, paths, session
 from ..rotation import handover
-from ..lock import Lock
+from ..project import RecordEdit
 from ..procs import pid_alive
 from ..redact import redact
 from ..tmux import KEYS_PER_CALL, Pane, TmuxError, rotator
@@ -958,8 +958,7 @@ class Executor:
         why = self._holder_problem(action, plan["socket"], plan["pane"])
         if why:
             return None, why
-        with Lock(plan["project_lock"], timeout=10):
-            rec = session.load(action.sdir)
+        with RecordEdit(action.sdir, plan["project_lock"]) as rec:
             if rec.get("state") != action.state:
                 return None, "it moved on (%s)" % rec.get("state")
             if _is_rotator(rec.get("rotator_pid")):

@@ -28,7 +28,7 @@ import time
 from dataclasses import dataclass
 
 from .. import fastjson, log, session
-from ..rotation import protocol
+from ..rotation import start
 from ..project import all_projects
 from . import LOG
 
@@ -172,7 +172,7 @@ class LedgerFollower:
         if ev == "prompt":
             self.prompt = ts
             text = rec.get("text")
-            self.prompt_text = text[:protocol.PROMPT_KEEP] if isinstance(text, str) else None
+            self.prompt_text = text[:start.PROMPT_KEEP] if isinstance(text, str) else None
             chars = rec.get("chars")
             self.prompt_chars = chars if isinstance(chars, int) and not isinstance(chars, bool) else None
         elif ev == "stop":

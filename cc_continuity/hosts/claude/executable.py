@@ -8,6 +8,8 @@ import os
 import sys
 from collections.abc import Mapping
 
+from ... import paths
+
 ENV_CLAUDE = "CC_CONTINUITY_CLAUDE"  # absolute path of the real claude, when it is not on PATH
 
 
@@ -34,8 +36,6 @@ def find_real_claude(env: Mapping[str, str]) -> str | None:
 
 
 def _our_launchers() -> list[str]:
-    from ... import paths
-
     out = [os.path.join(paths.home(), "bin", "cc-continuity")]
     if sys.argv and sys.argv[0]:
         out.append(sys.argv[0])

@@ -1,0 +1,147 @@
+"""Every sentence the rotation's steps give the model or the user, in one place.
+
+The steps decide; this module says it.  Each function returns the whole text of one
+message (a Stop's request for more, a system message, a note added to a prompt), so a
+wording change is made here and read here, next to the others.  No state is read here.
+"""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # names only the type checker needs (the hooks do not pay for importing typing)
+    from collections.abc import Mapping
+    from typing import Any
+
+    Reading = Mapping[str, Any]
+    Thresholds = Mapping[str, Any]
+
+COMPACT_SKIP = "cc-continuity: rotating to a fresh session instead of compacting"
+NOT_COMPARED = ("## Since the checkpoint\nNot compared: took too long (over %g s). Check `git status` and `git log` "
+                "before relying on the handoff's picture of the work tree.")
+
+
+# -- the context's levels --------------------------------------------------------------------------
+def level_note(reading: Reading, cfg: Thresholds) -> str | None:
+    """The one note a session gets when its context first reaches a level (None below *warn*)."""
+    pct, win, lvl = reading["percent"], reading["window"], reading["level"]
+    size = "%dk" % (win // 1000) if win else "unknown"
+    if lvl == "warn":
+        return ("cc-continuity: context is at %.0f%% of the %s-token window. At %g%% this session will be asked "
+                "to write a handoff and continue in a fresh context; plan to reach a clean stopping point."
+                % (pct, size, cfg["rotate"]))
+    if lvl == "rotate":
+        return ("cc-continuity: context is at %.0f%% of the %s-token window (rotate level %g%%). When this turn "
+                "ends, a handoff will be requested so the work continues in a fresh session. Finish the current "
+                "step; avoid starting large new reads." % (pct, size, cfg["rotate"]))
+    if lvl == "hard":
+        return ("cc-continuity: context is at %.0f%% of the %s-token window, past the hard ceiling of %g%%. Tool "
+                "calls other than writing the handoff are now denied; end the turn so the handoff can be written."
+                % (pct, size, cfg["hard"]))
+    return None
+
+
+# -- the handoff: asked for, checked -----------------------------------------------------------------
+def handoff_request(reading: Reading, path: str, cfg: Thresholds, template: str) -> str:
+    """What the model is asked at the turn's end once the context is past *rotate*."""
+    win = reading.get("window")
+    return (
+        "cc-continuity: this session's context is at %s%% of its %s-token window (rotate level %g%%). The work "
+        "continues in a fresh session that starts from a handoff file, so the handoff needs to be written before "
+        "this turn can end.\n\n"
+        "Handoff file (absolute path): %s\n\n"
+        "Write it with the Write tool using the template below. Every section must be present and non-empty "
+        "(write \"none\" where there is nothing), %d-%d characters, no secrets or tokens, and every file path it names "
+        "must exist (relative to the project root, in backticks). In \"Current state\" and \"How to verify\", give "
+        "each claim a source the next session can re-check: a file with a line or symbol (`src/app.py:42`, "
+        "`src/app.py:parse`), a commit, or a command with the exit code it had (`pytest -q` (exit 1))%s. Git state, "
+        "the recent user prompts and the todo list are recorded automatically. Once the file is written, ending the "
+        "turn completes the hand-over; the next session continues from it without the user having to re-explain "
+        "anything.\n\n%s"
+        % (reading.get("percent"), "{:,}".format(win) if win else "?", cfg["rotate"], path,
+           cfg["handoff_min_chars"], cfg["handoff_max_chars"],
+           "; a claim without one is sent back" if cfg.get("handoff_require_sources") else "", template)
+    )
+
+
+def handoff_missing(tries: int, max_tries: int, request: str) -> str:
+    """The handoff file is not there at the next turn's end: the request again, in full."""
+    return "The handoff file does not exist yet (check %d of %d).\n\n%s" % (tries, max_tries, request)
+
+
+def handoff_incomplete(path: str, tries: int, max_tries: int, problems: list[str]) -> str:
+    """The handoff is there but does not pass the validator: each problem, one line."""
+    return ("cc-continuity: the handoff at %s is not complete yet (check %d of %d). What is wrong:\n%s\n\n"
+            "Fix these in the file, then end the turn." % (path, tries, max_tries, "\n".join("- " + p for p in problems)))
+
+
+def claims_contradicted(path: str, found: list[str]) -> str:
+    """A valid handoff says what the tool record does not confirm ("tests pass", "pushed" ...)."""
+    return ("cc-continuity: the handoff at %s is complete, but the tool record does not confirm what it says:\n%s\n\n"
+            "Correct those statements (or run the check again and update the handoff), then end the turn. Whatever "
+            "stays is shown to the next session as \"claimed, not confirmed\"." % (path, "\n".join("- " + p for p in found)))
+
+
+def handoff_path_was_a_directory(path: str, aside: str) -> str:
+    return ("cc-continuity: the handoff path %s was a directory, not a file; it is kept whole at %s, and a "
+            "machine handoff took its place." % (path, aside))
+
+
+# -- the hand-over -----------------------------------------------------------------------------------
+def type_clear(checkpoint_id: str) -> str:
+    """No driver can clear for the user: they type /clear (the status line says so too)."""
+    return ("cc-continuity: handoff %s is verified. Type /clear to continue in a fresh session; it picks up the "
+            "handoff automatically." % checkpoint_id)
+
+
+def compaction_blocked() -> str:
+    """An automatic compaction past *rotate*: refused, the handoff comes at the turn's end instead."""
+    return ("cc-continuity: the session is past its rotate level; it hands off to a fresh session at the end of this "
+            "turn instead of compacting.")
+
+
+def rotation_loop(percent: object, rotate: float) -> str:
+    """A successor whose start alone is past *rotate*: it will not rotate (another would start the same way)."""
+    return ("cc-continuity: this session is at %s%% of its context window after its first reply, before any tool "
+            "ran: its start alone is past the rotate level (%g%%), so a rotation would only start the next session "
+            "the same way. It will not rotate; raise `rotate` or `window`, or lower `bootstrap_max_tokens` "
+            "(`cc-continuity configure`)." % (percent, rotate))
+
+
+def state_dir_not_ours(problem: str) -> str:
+    return "cc-continuity: %s." % problem
+
+
+# -- a session starts ----------------------------------------------------------------------------------
+def resumed_after_rotation(name: object, checkpoint_id: object, successor: str, went_on: str | None, here: str,
+                           percent: int | None) -> str:
+    """``claude --resume`` of a conversation that was rotated away from: what happened, and that it runs alone.
+
+    ``went_on``: the successor's name and whether it runs, when it is known; ``percent``: set when this
+    conversation is already past *rotate* (it hands off at this turn's end)."""
+    lines = ["cc-continuity: this conversation (%s) was rotated away from: its checkpoint %s was handed to %s." % (
+        name, checkpoint_id or "?", successor)]
+    if went_on:
+        lines.append(went_on)
+    lines.append("It continues here as a session of its own, %s; nothing of the chain is taken over." % here)
+    if percent is not None:
+        lines.append("It is at %d%% of its context window already: no tool is held back before this turn ends, and "
+                     "at its end it hands off to a fresh session." % percent)
+    return " ".join(lines)
+
+
+def successor_went_on(name: object, running: bool, session_id: object) -> str:
+    return "The work went on there (%s, %s; `claude --resume %s` opens it)." % (
+        name, "still running" if running else "its process is gone", session_id)
+
+
+def repository_keys_ignored(path: str, keys: list[str]) -> str:
+    """A repository tried to set keys only the user's own config may set, or values out of bounds."""
+    return ("cc-continuity: %s tries to set %s, which a repository may not (a key only your own config may set, or "
+            "a value out of bounds), so %s ignored (`cc-continuity config show` explains; said once per version of "
+            "the file)." % (path, ", ".join(keys), "it is" if len(keys) == 1 else "they are"))
+
+
+def crashed_without_checkpoint(name: object, session_id: object) -> str:
+    """The short notice when a crashed session's machine handoff could not be built."""
+    return ("cc-continuity: the previous session %s in this project died mid-work before any checkpoint. Its "
+            "conversation can be reopened with `claude --resume %s`." % (name, session_id))
