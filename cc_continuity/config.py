@@ -17,7 +17,8 @@ Standard library only (read on every hook).
 
 import os
 
-from . import atomic, errors, fastjson, paths, safefile
+from . import atomic, fastjson, paths, safefile
+from .errors import ConfigError as ConfigError  # (config.ConfigError: where its callers look for it)
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time typing is not imported (read on every hook)
 if TYPE_CHECKING:
@@ -235,17 +236,6 @@ REPO_NARROW: dict[str, bool | str] = {
 #   share_remote, share_untracked   what leaves the machine, and to which server
 #   share_unclaimed_alert_min       when the watchdog contacts that server (and pushes)
 #   handoff_require_sources         each rejection costs the user a model turn (three: a degraded handoff)
-
-
-class ConfigError(errors.ConfigError, ValueError):
-    """A config file or value is wrong.  ``file`` and ``key`` say where."""
-
-    def __init__(self, file: str, key: str | None, msg: str) -> None:
-        self.file = file
-        self.key = key
-        self.msg = msg
-        where = file if key is None else "%s: key %r" % (file, key)
-        super().__init__("%s: %s" % (where, msg))
 
 
 class Config:

@@ -17,8 +17,15 @@ class Error(Exception):
     exit_code = 1
 
 
-class ConfigError(Error):
-    """A configuration file or value that cannot be used."""
+class ConfigError(Error, ValueError):
+    """A config file or value that cannot be used.  ``file`` and ``key`` say where."""
+
+    def __init__(self, file: str, key: str | None, msg: str) -> None:
+        self.file = file
+        self.key = key
+        self.msg = msg
+        where = file if key is None else "%s: key %r" % (file, key)
+        super().__init__("%s: %s" % (where, msg))
 
 
 class InstallError(Error):
@@ -37,9 +44,14 @@ class WatchError(Error):
     """The watchdog service could not be installed, started or read."""
 
 
-class RehearsalError(Error):
-    """The offline rehearsal did not complete."""
+class RehearsalError(Error, RuntimeError):
+    """The offline rehearsal did not complete (no claude, nothing installed, no tmux ...): says what to do."""
 
 
-class ShareError(Error):
-    """Publishing a checkpoint to a git remote, or claiming one from it, failed."""
+class ShareError(Error, RuntimeError):
+    """Publishing a checkpoint to a git remote, or claiming one from it, failed (the message says what git said).
+
+    ``nothing_landed``: a push that failed in a way that proves the remote changed nothing (it
+    answered with a refusal of the whole atomic push, or git never reached it); False when unknown."""
+
+    nothing_landed = False

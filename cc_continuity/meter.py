@@ -402,21 +402,6 @@ def await_tool_reading(path: "str", tool_use_id: "str", bound_s: "float",
         time.sleep(POLL_S)
 
 
-def await_reply_reading(path: "str", last_message: "object", bound_s: "float") -> "tuple[bool, Reading | None, int]":
-    """Poll :func:`reply_reading` until caught up or ``bound_s``; ``(caught_up, reading, waited_ms)``."""
-    t0 = time.monotonic()
-    deadline = t0 + bound_s
-    while True:
-        try:
-            ok, got = reply_reading(path, last_message)
-        except OSError:
-            ok, got = False, None
-        now = time.monotonic()
-        if ok or now >= deadline:
-            return ok, got, int((now - t0) * 1000)
-        time.sleep(POLL_S * 2)
-
-
 # -- the status line's own reading --------------------------------------------
 #
 # Hooks get no usage from Claude Code, but the status line does

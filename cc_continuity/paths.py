@@ -160,10 +160,6 @@ def project_config_file(root: "str") -> "str":
     return project_dir(project_key(root)) + "/config.json"
 
 
-def session_dir(key: "str", number: "int") -> "str":
-    return "%s/projects/%s/sessions/%03d" % (home(), key, number)
-
-
 def spool_dir() -> "str":
     """Notifications waiting for delivery."""
     return home() + "/spool"

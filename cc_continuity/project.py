@@ -284,16 +284,6 @@ class Project:
         os.rename(tmp, self.open_dir)
 
 
-def is_enabled(project_root: str, env: "Mapping[str, str] | None" = None) -> bool:
-    """Rotation is on for this project (config ``enabled`` and not CC_CONTINUITY=0)."""
-    from . import config
-
-    env = os.environ if env is None else env
-    if env.get("CC_CONTINUITY") == "0":
-        return False
-    return bool(config.load(project_root, env)["enabled"])
-
-
 def all_projects() -> list[Project]:
     """Every project we have state for (for status/verify/watchdog)."""
     out: list[Project] = []

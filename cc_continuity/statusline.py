@@ -295,18 +295,6 @@ def wait_chained(p: "Popen[bytes]", timeout_s: "float") -> "str | None":
     return out.decode("utf-8", "replace").strip("\n")
 
 
-def run_chained(command: "str", raw: "bytes", timeout_ms: "float") -> "str":
-    """Run the user's status line with our stdin; its output, or '' if it fails or is slow (its group killed)."""
-    p = start_chained(command, raw)
-    if p is None:
-        return ""
-    out = wait_chained(p, timeout_ms / 1000.0)
-    if out is None:
-        _kill_group(p)
-        return ""
-    return out
-
-
 def _finish_later(p: "Popen[bytes]", cache: "str | None", text: "str", timeout_ms: "float") -> "None":
     """Leave a slow chained status line running; a child of ours keeps its output when it ends.
 

@@ -34,7 +34,7 @@ def test_add_is_idempotent_and_an_upgrade_replaces_in_place(text, style):
     once = blocks.add(text, "wrapper", "1.0", BODY, style)
     assert blocks.add(once, "wrapper", "1.0", BODY, style) == once
     upgraded = blocks.add(once, "wrapper", "2.0", "new body\n", style)
-    assert blocks.version_of(upgraded, "wrapper", style) == "2.0"
+    assert blocks.find(upgraded, "wrapper", style).version == "2.0"
     assert "new body\n" in upgraded and BODY not in upgraded
     assert upgraded.startswith(text)  # their text untouched, ours still where it was
     assert blocks.remove(upgraded, "wrapper", style) == text

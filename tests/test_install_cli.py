@@ -15,6 +15,7 @@ import pytest
 from cc_continuity import __version__, install, paths
 from cc_continuity.cli import main
 from cc_continuity.install import app, settings, skills
+from helpers import frontmatter
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -403,7 +404,7 @@ def test_skills_have_valid_frontmatter_and_run_their_verb():
 
     verbs = set(build_parser()._subparsers._group_actions[0].choices)
     for name, data in skills.shipped().items():
-        fields, body = skills.parse_frontmatter(data.decode())
+        fields, body = frontmatter.parse_frontmatter(data.decode())
         verb = name[len("continuity-"):]
         assert fields["name"] == name
         assert 20 < len(fields["description"]) < 1536
@@ -417,9 +418,9 @@ def test_skills_have_valid_frontmatter_and_run_their_verb():
 def test_frontmatter_parser_refuses_what_yaml_would_read_differently():
     for bad in ("---\nname: a: b\n---\n", "---\ndescription: [x]\n---\n", "---\nname: x\n", "name: x\n---\n",
                 "---\nname: x\nname: y\n---\n", "---\nkey without colon\n---\n"):
-        with pytest.raises(skills.FrontmatterError):
-            skills.parse_frontmatter(bad)
-    assert skills.parse_frontmatter('---\na: "q: x"\nb: \'it\'\'s\'\n---\nbody')[0] == {"a": "q: x", "b": "it's"}
+        with pytest.raises(frontmatter.FrontmatterError):
+            frontmatter.parse_frontmatter(bad)
+    assert frontmatter.parse_frontmatter('---\na: "q: x"\nb: \'it\'\'s\'\n---\nbody')[0] == {"a": "q: x", "b": "it's"}
 
 
 def test_claude_md_block_states_facts_and_names_the_signals():
@@ -520,7 +521,7 @@ def test_what_the_model_runs_is_the_launcher_itself_so_no_path_is_needed(capsys,
     for name in skills.NAMES:
         verb = name[len("continuity-"):]
         with open(skills.target(claude_dir(), name), encoding="utf-8") as f:
-            fields, body = skills.parse_frontmatter(f.read())
+            fields, body = frontmatter.parse_frontmatter(f.read())
         assert fields["allowed-tools"] == "Bash(%s %s:*)" % (launcher, verb)
         command = re.search(r"Run `([^`]+)` with the Bash tool", body).group(1)
         assert command.startswith(launcher + " " + verb)

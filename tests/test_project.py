@@ -186,16 +186,6 @@ def test_launch_dir_prefers_claude_project_dir(tmp_path):
     assert project.launch_dir({"cwd": {"a": 1}}, {}) == os.getcwd()
 
 
-def test_is_enabled(tmp_path):
-    root = str(tmp_path / "proj")
-    os.makedirs(os.path.join(root, ".claude"))
-    assert project.is_enabled(root, env={})
-    assert not project.is_enabled(root, env={"CC_CONTINUITY": "0"})
-    with open(os.path.join(root, ".claude", "continuity.json"), "w") as f:
-        json.dump({"enabled": False}, f)
-    assert not project.is_enabled(root, env={})
-
-
 def test_all_projects_lists_only_consistent_ones(tmp_path):
     a = Project(str(tmp_path / "a"))
     b = Project(str(tmp_path / "b"))

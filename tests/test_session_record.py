@@ -129,7 +129,7 @@ def test_the_scan_sees_the_records():
     """A scanner that found nothing would pass the test above: it finds the keys every part uses."""
     found = record_keys()
     assert {"state", "checkpoint", "successor", "pid", "levels_notified", "handoff_tries"} <= set(found)
-    assert any(p.startswith("claim.py:") for p in found["successor"])
+    assert any(p.startswith("rotation/claim.py:") for p in found["successor"])
     assert sum(len(v) for v in found.values()) > 150
     assert "ev" not in found and "torn_bytes" not in found  # ledger rows are not records
     assert "original_known" not in found  # nor is the install record

@@ -106,25 +106,6 @@ def test_busy_then_idle(server, tmp_path):
     assert run.pane.wait_idle(timeout=3, settle=0.1)
 
 
-def test_half_typed_input_is_cleared_with_ctrl_u(server, tmp_path):
-    half = "half typed words " * 20  # wraps over several rows
-    run = server.start_fake(str(tmp_path / "f"), "--initial", half)
-    assert Pane.input_text(run.pane.capture()).startswith("half typed words")
-    assert run.pane.clear_input() == ""
-    assert Pane.input_text(run.pane.capture()) == ""
-    raw = run.raw_bytes()
-    assert b"\x15" in raw and b"\x1b" not in raw  # C-u, never Escape
-    run.pane.type_literal("fresh")
-    run.pane.press("Enter")
-    assert [e["line"] for e in run.wait_events(1)] == ["fresh"]
-
-
-def test_clear_input_does_nothing_on_an_empty_box(server, tmp_path):
-    run = server.start_fake(str(tmp_path / "f"))
-    assert run.pane.clear_input() == ""
-    assert run.raw_bytes() == b""
-
-
 TRICKY = (
     r'''say "double" and 'single'; echo $(whoami) `id` ${HOME} C-c Enter Escape '''
     r'''\x1b[31m not red \n not a newline #{pane_id} %% ~ -x -- {a} } üñí 日本 ❯ end;'''

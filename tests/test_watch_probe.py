@@ -198,7 +198,7 @@ def test_state_machine_counts_consecutive_failures_and_records_the_outage():
     assert s.open_outage() == [30, None]                               # down *from the first failure*
     assert s.observe(result(60, False)) is None
     assert s.observe(result(95, True)) == (DOWN, UP)
-    assert s.last_outage() == [30, 95] and s.up_since() == 95 and s.failures == 0
+    assert s.last_outage() == [30, 95] and (s.state, s.since) == (UP, 95) and s.failures == 0
     again = ServerState.from_json(json.loads(json.dumps(s.to_json())), 3)
     assert (again.state, again.since, again.outages) == (UP, 95, [[30, 95]])
     assert ServerState.from_json({"state": "bogus", "outages": "x"}).state == UNKNOWN

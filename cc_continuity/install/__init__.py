@@ -21,7 +21,8 @@ import shlex
 import shutil
 import time
 
-from .. import __version__, atomic, config, errors, paths
+from .. import __version__, atomic, config, paths
+from ..errors import InstallError
 from ..rotation import share
 from ..lock import Lock
 from ..hosts.claude.executable import find_real_claude
@@ -32,10 +33,6 @@ WRAPPER_BLOCK = "wrapper"
 CLAUDE_MD_TEXT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "claude_md_block.md")
 BACKUPS_KEPT = 10
 USER_DIR_MODE = 0o700
-
-
-class InstallError(errors.InstallError):
-    """Install or uninstall cannot go on; says why."""
 
 
 class Options:

@@ -128,11 +128,6 @@ def remove(text, name, style, where="file"):
     return before + after
 
 
-def version_of(text, name, style, where="file"):
-    b = find(text, name, style, where)
-    return None if b is None else b.version
-
-
 def decode(data):
     return data.decode("utf-8", "surrogateescape")
 

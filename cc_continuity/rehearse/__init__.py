@@ -31,7 +31,8 @@ import tempfile
 import threading
 import time
 
-from .. import config, errors, ledger, meter, paths, session
+from .. import config, ledger, meter, paths, session
+from ..errors import RehearsalError
 from ..rotation import handover
 from ..install import plugin, settings
 from ..procs import pid_alive, reap
@@ -52,10 +53,6 @@ TMUX_SESSION = "rehearse"
 REHEARSAL_MARKET = "cc-continuity-rehearsal"  # the throwaway HOME's marketplace, naming the user's plugin copy
 SIZE = (200, 50)
 POLL_S = 0.05
-
-
-class RehearsalError(errors.RehearsalError, RuntimeError):
-    """The rehearsal cannot start (no claude, nothing installed, no tmux); says what to do."""
 
 
 # -- scenario builders (also used by tests/e2e) ---------------------------------

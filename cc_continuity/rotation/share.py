@@ -37,7 +37,8 @@ import subprocess
 import sys
 import time
 
-from .. import atomic, config, errors, paths, safefile, session
+from .. import atomic, config, paths, safefile, session
+from ..errors import ShareError
 from . import checkpoint, revalidation
 from .claim import bootstrap_text
 from ..lock import Lock
@@ -64,15 +65,6 @@ _LOCAL_ENV = ("GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_COMMON_DIR", "GIT_DIR", "
               "GIT_OBJECT_DIRECTORY", "GIT_WORK_TREE", "GIT_NAMESPACE", "GIT_PREFIX", "GIT_ASKPASS",
               "SSH_ASKPASS")
 _NO_HOOKS = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false")
-
-
-class ShareError(errors.ShareError, RuntimeError):
-    """Publishing to or claiming from a remote failed (the message says what git said).
-
-    ``nothing_landed``: a push that failed in a way that proves the remote changed nothing (it
-    answered with a refusal of the whole atomic push, or git never reached it); False when unknown."""
-
-    nothing_landed = False
 
 
 class LeaseHeld(ShareError):

@@ -12,8 +12,10 @@ if TYPE_CHECKING:  # names only the type checker needs (the hooks do not pay for
     from collections.abc import Mapping
     from typing import Any
 
+    from ..config import Config
+
     Reading = Mapping[str, Any]
-    Thresholds = Mapping[str, Any]
+    Thresholds = Config
 
 COMPACT_SKIP = "cc-continuity: rotating to a fresh session instead of compacting"
 NOT_COMPARED = ("## Since the checkpoint\nNot compared: took too long (over %g s). Check `git status` and `git log` "

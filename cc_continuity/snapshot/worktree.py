@@ -232,11 +232,6 @@ def _locate_repo(path: "StrPath", timeout: float = 10.0, head: bool = False) -> 
     return top, index, common, oid_len, parent, None
 
 
-def find_git_root(path: "StrPath") -> str | None:
-    """The work tree's top directory containing ``path``; None if not a repo or no git."""
-    return _locate(path)[0]
-
-
 # ----------------------------------------------------------------- ref names
 
 _BAD_REF_CHARS = frozenset(" ~^:?*[\\\x7f") | frozenset(chr(c) for c in range(32))

@@ -380,28 +380,6 @@ class Pane:
 
     # -- typing -----------------------------------------------------------
 
-    def clear_input(self, max_presses=8, poll=0.05, wait=0.5):
-        """Empty the input box with ``C-u`` (Escape does not clear it), verifying each press.
-
-        Returns what is left in the box: "" when verified empty, else text that two
-        presses in a row did not change (a placeholder, or a box that ignores keys).
-        """
-        text = self.input_text(self.capture())
-        unchanged = 0
-        presses = 0
-        while text and presses < max_presses and unchanged < 2:
-            self.press("C-u")
-            presses += 1
-            deadline = time.monotonic() + wait
-            while True:
-                now_text = self.input_text(self.capture())
-                if now_text != text or time.monotonic() >= deadline:
-                    break
-                time.sleep(poll)
-            unchanged = unchanged + 1 if now_text == text else 0
-            text = now_text
-        return text
-
     def type_literal(self, text):
         """Type ``text`` into the pane without submitting it; return what was sent.
 

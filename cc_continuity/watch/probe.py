@@ -152,10 +152,6 @@ class ServerState:
         self.state, self.since = new, result.at
         return old, new
 
-    def up_since(self):
-        """When the server came (back) UP, or None when it is not UP."""
-        return self.since if self.state == UP else None
-
     def open_outage(self):
         return self.outages[-1] if self.outages and self.outages[-1][1] is None else None
 
