@@ -9,6 +9,7 @@ replaced, its target never touched: for files whose path others may tamper with)
 """
 
 import os
+import time
 
 TMP_MARK = ".cc-continuity-tmp-"
 
@@ -73,3 +74,25 @@ def _fsync_dir(d: str) -> None:
         pass
     finally:
         os.close(fd)
+
+
+def aside_name(d: str, stem: str, suffix: str = "") -> str:
+    """A new path in ``d`` for a copy put aside now: ``<stem><UTC stamp><suffix>``, or with ``-2``, ``-3`` ...
+    before the suffix when that is taken (an existing file is never the answer)."""
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+    path, n = os.path.join(d, "%s%s%s" % (stem, stamp, suffix)), 1
+    while os.path.lexists(path):
+        n += 1
+        path = os.path.join(d, "%s%s-%d%s" % (stem, stamp, n, suffix))
+    return path
+
+
+def keep_newest(d: str, names: "list[str]", keep: int, extras: "tuple[str, ...]" = ()) -> None:
+    """Delete all but the last ``keep`` of ``names`` (oldest first) from ``d``, each with its ``name + extra``
+    companions; a file already gone is fine."""
+    for name in names[:-keep] if keep else names:
+        for victim in (name,) + tuple(name + e for e in extras):
+            try:
+                os.unlink(os.path.join(d, victim))
+            except FileNotFoundError:
+                pass

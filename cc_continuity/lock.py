@@ -14,6 +14,7 @@ from .procs import pid_alive
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time typing is not imported (hooks import this)
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Literal, Self
 
 
@@ -90,19 +91,27 @@ def holder_pid(path: str) -> int | None:
         return None
 
 
-def is_held(path: str) -> bool:
-    """True when some live process holds the lock right now."""
+def _while_free(path: str, then: "Callable[[], bool]") -> "bool | None":
+    """Take the lock at ``path`` without waiting and return ``then()`` run while holding it; None when a
+    live process holds it; False when the file cannot be opened (or ``then`` fails)."""
     try:
         fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
     except OSError:
         return False
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return then()
     except BlockingIOError:
-        return True
+        return None
+    except OSError:
+        return False
     finally:
         os.close(fd)
-    return False
+
+
+def is_held(path: str) -> bool:
+    """True when some live process holds the lock right now."""
+    return _while_free(path, lambda: False) is None
 
 
 def is_stale(path: str) -> bool:
@@ -117,18 +126,11 @@ def remove_if_stale(path: str) -> bool:
     (Acquirers re-check the inode after locking, so one waiting on the removed file
     moves to a new one.)
     """
-    try:
-        fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    def remove() -> bool:
         pid = holder_pid(path)
         if pid is None or pid_alive(pid):
             return False
         os.unlink(path)
         return True
-    except OSError:
-        return False
-    finally:
-        os.close(fd)
+
+    return bool(_while_free(path, remove))

@@ -93,26 +93,22 @@ def _counted(name: "str", wiring: "str") -> "bool":
 def _claim(name: "str") -> "bool":
     path = once_dir() + "/" + name
     flags = posix.O_WRONLY | posix.O_CREAT | posix.O_EXCL | posix.O_CLOEXEC
-    try:
-        posix.close(posix.open(path, flags, 0o600))
-        return True
-    except FileExistsError:
-        return False
-    except FileNotFoundError:
-        pass
-    except OSError:
-        return True  # cannot tell (a full disk, a read-only home): handling twice beats handling never
-    try:
-        paths.ensure_dir(once_dir())
-    except OSError:
-        return True
-    try:
-        posix.close(posix.open(path, flags, 0o600))
-        return True
-    except FileExistsError:
-        return False
-    except OSError:
-        return True  # cannot tell: handling twice beats handling never
+    for first in (True, False):
+        try:
+            posix.close(posix.open(path, flags, 0o600))
+            return True
+        except FileExistsError:
+            return False
+        except FileNotFoundError:
+            if not first:
+                return True
+        except OSError:
+            return True  # cannot tell (a full disk, a read-only home): handling twice beats handling never
+        try:
+            paths.ensure_dir(once_dir())  # (the first call after a fresh install or a sweep)
+        except OSError:
+            return True
+    return True
 
 
 def sweep(now: "float | None" = None, keep_s: "float" = KEEP_S) -> "int":

@@ -84,19 +84,11 @@ def backup(path, data):
     """Keep ``data`` (the file's bytes before we rewrite it) under ``backups/``; return the copy's path."""
     bdir = paths.ensure_dir(os.path.join(paths.home(), "backups"))
     base = os.path.basename(path).lstrip(".") or "file"
-    stamp = time.strftime("%Y%m%dT%H%M%S")
-    dest, n = os.path.join(bdir, "%s.%s" % (base, stamp)), 1
-    while os.path.lexists(dest):
-        n += 1
-        dest = os.path.join(bdir, "%s.%s-%d" % (base, stamp, n))
+    dest = atomic.aside_name(bdir, base + ".")
     atomic.write_bytes(dest, data, mode=paths.FILE_MODE)
     ours = sorted((f for f in os.listdir(bdir) if f.startswith(base + ".") and f[len(base) + 1:][:1].isdigit()),
                   key=lambda f: os.stat(os.path.join(bdir, f)).st_mtime_ns)
-    for old in ours[:-BACKUPS_KEPT]:
-        try:
-            os.unlink(os.path.join(bdir, old))
-        except OSError:
-            pass
+    atomic.keep_newest(bdir, ours, BACKUPS_KEPT)
     return dest
 
 

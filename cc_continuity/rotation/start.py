@@ -27,14 +27,9 @@ if TYPE_CHECKING:  # names only the type checker needs (the hooks do not pay for
     from collections.abc import Iterator
     from typing import Any
 
-    from ..session import Record  # a session record: every key declared there
     from ..project import Project
-    from .context import Context
-
-    Reading = dict[str, Any]  # a meter reading (meter.reading)
-    Output = dict[str, Any]  # what a hook prints (JSON)
-    Push = dict[str, Any]  # the keywords of one notify.emit
-    Started = tuple[int, str, Record]  # (session number, session dir, record)
+    from ..session import Record
+    from .context import Context, Output
 
 
 PROMPT_KEEP = 4000  # characters of each prompt kept in the ledger (carried over by a rotation)

@@ -23,14 +23,9 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # names only the type checker needs (the hooks do not pay for importing typing)
     from typing import Any
 
-    from ..session import Record  # a session record: every key declared there
+    from ..session import Record
+    from .context import Context, Output, Reading
     from .handoff import Validation
-    from .context import Context
-
-    Reading = dict[str, Any]  # a meter reading (meter.reading)
-    Output = dict[str, Any]  # what a hook prints (JSON)
-    Push = dict[str, Any]  # the keywords of one notify.emit
-    Started = tuple[int, str, Record]  # (session number, session dir, record)
 
 
 STOP_WAIT_S = 3.0  # Stop waits this long for the transcript to hold the turn's last reply

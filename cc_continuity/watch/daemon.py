@@ -49,23 +49,14 @@ def rotate_ledger(path, max_bytes=LEDGER_MAX_BYTES, keep=LEDGER_KEEP):
         return None
     d, base = os.path.split(path)
     stem = base[:-len(".jsonl")]
-    new = os.path.join(d, "%s-%s.jsonl" % (stem, time.strftime("%Y%m%dT%H%M%S", time.gmtime())))
-    n = 1
-    while os.path.exists(new):
-        n += 1
-        new = os.path.join(d, "%s-%s-%d.jsonl" % (stem, time.strftime("%Y%m%dT%H%M%S", time.gmtime()), n))
+    new = atomic.aside_name(d, stem + "-", ".jsonl")
     os.replace(path, new)
     try:
         os.replace(path + ".head", new + ".head")
     except FileNotFoundError:
         pass
     old = sorted(f for f in os.listdir(d) if f.startswith(stem + "-") and f.endswith(".jsonl"))
-    for name in old[:-keep] if keep else old:
-        for victim in (name, name + ".head"):
-            try:
-                os.unlink(os.path.join(d, victim))
-            except FileNotFoundError:
-                pass
+    atomic.keep_newest(d, old, keep, extras=(".head",))
     return new
 
 
