@@ -91,6 +91,13 @@ KEPT = {
                                                  "compile, +~50 ms")
         for fn in ("_redacted", "publish_commit")
     },
+    "cc_continuity.hooks.mod": {
+        ("compact", "cc_continuity.rotation.turn"): (
+            START_UP, "the mod calls in at every turn's end: turn + start + claim + effects + revalidation +~9 ms, "
+                      "needed only when it skips a compaction"),
+        ("_last_request", "cc_continuity.rotation.checkpoint"): (
+            START_UP, "the mod's every turn: checkpoint +~1 ms, needed only when it skips a compaction"),
+    },
     "cc_continuity.rotation.start": {
         ("claim_for", "cc_continuity.rotation.lease"): (
             START_UP, "SessionStart and every prompt: lease + share + subprocess +~10 ms, loaded only when a "

@@ -24,7 +24,7 @@ is how the Stop hook knows it may choose the mod.
 """
 
 from .. import meter, paths, procs, session
-from ..rotation import checkpoint, context, handover, texts, turn
+from ..rotation import context, handover, texts
 from .common import HookContext
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time nothing is imported (hot path)
@@ -103,6 +103,8 @@ def compact(ctx: HookContext, n: int, sdir: str) -> "dict[str, Any] | None":
     if rec["state"] in session.CLAIMABLE:
         out = _hand_over(ctx, n, sdir, last) if rec.get("driver") == "mod" else None
         return dict(out or {}, skip=SKIP_REASON)
+    from ..rotation import turn  # the compaction's step: not loaded at every turn's end (the mod calls in then)
+
     handoff = turn.rotate_instead_of_compacting(ctx, n, sdir, rec)
     if handoff is None:
         return None
@@ -112,6 +114,8 @@ def compact(ctx: HookContext, n: int, sdir: str) -> "dict[str, Any] | None":
 
 
 def _last_request(sdir: str) -> str | None:
+    from ..rotation import checkpoint  # (a compaction's only: see compact)
+
     asked = checkpoint.prompts(sdir, limit=1, chars=600)
     text: str | None = asked[-1]["text"] if asked else None
     return text
