@@ -41,7 +41,7 @@ WHOLE_MODULES = {m: TO_REVISIT for m in (
     "cc_continuity.procs", "cc_continuity.project", 
     "cc_continuity.rotation.revalidation",
     "cc_continuity.rotation.handover", "cc_continuity.session", "cc_continuity.snapshot.job", "cc_continuity.statusline",
-    "cc_continuity.hooks", "cc_continuity.hooks.common", "cc_continuity.hooks.notification",
+    "cc_continuity.hooks", "cc_continuity.hooks.notification",
     "cc_continuity.hooks.post_tool_use", "cc_continuity.hooks.pre_tool_use", "cc_continuity.hooks.stop_failure",
 )}
 
@@ -90,6 +90,15 @@ KEPT = {
         (fn, "cc_continuity.redact"): (START_UP, "every verb's start (commands/share, commands/claim): its rules "
                                                  "compile, +~50 ms")
         for fn in ("_redacted", "publish_commit")
+    },
+    "cc_continuity.hosts.claude.host": {
+        ("HookContext.deliver", "cc_continuity.notify"): (
+            START_UP, "the mod calls in at every turn's end: notify +~3 ms, loaded when a push goes out"),
+        ("HookContext.can_drive", "cc_continuity.tmux"): (
+            START_UP, "the mod calls in at every turn's end: tmux (pane, libtmux when present) +~5 ms, loaded when "
+                      "a hand-over needs a driver"),
+        ("HookContext.start_rotator", "cc_continuity.tmux.rotator"): (
+            START_UP, "the rotator's module (subprocess, notify) +~8 ms, loaded when one is started"),
     },
     "cc_continuity.hooks.mod": {
         ("compact", "cc_continuity.rotation.turn"): (

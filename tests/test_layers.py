@@ -31,12 +31,13 @@ ALLOWED = {
     "rotation": {"snapshot"},          # a checkpoint holds a work-tree snapshot (its job, its ref, its diff);
                                        # the host it runs in is a port (rotation/host.py), never imported
     # -- adapters
-    "hosts": {"rotation"},             # each agent fills the rotation's host port (hosts/claude, hosts/codex)
+    "hosts": {"rotation", "tmux", "notify"},  # each agent fills the rotation's ports (hosts/claude, hosts/codex):
+                                       # its own files and process, and for a hook call pushes and the tmux rotator
     "notify": set(),                   # the push spool and its flusher talk to the ntfy server and the root only
     "tmux": {"rotation", "notify", "hosts"},  # the rotator is the tmux hand-over (rotation/handover.py's plan);
                                        # a failed one pushes; launch finds the real claude (hosts/claude)
-    "hooks": {"rotation", "snapshot", "tmux", "notify", "hosts"},  # one protocol step per event, on the Claude
-                                       # host; PreToolUse waits for a snapshot job; Stop starts the rotator
+    "hooks": {"rotation", "snapshot", "hosts"},  # one step per Claude Code event, with the Claude host's context;
+                                       # PreToolUse waits for a snapshot job
     "watch": {"rotation", "install", "tmux", "notify"},  # readings and hand-over plans; service files name the
                                        # installed launcher (install.app); it types into panes, re-spawns a rotator
     "install": {"rotation", "hosts"},  # uninstall --purge names what stays on share remotes; the real claude

@@ -25,7 +25,7 @@ is how the Stop hook knows it may choose the mod.
 
 from .. import meter, paths, procs, session
 from ..rotation import context, handover, texts
-from .common import HookContext
+from ..hosts.claude.host import HookContext
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time nothing is imported (hot path)
 if TYPE_CHECKING:

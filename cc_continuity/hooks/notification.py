@@ -36,9 +36,9 @@ def handle(call: "Call") -> None:
         return None
     c = card.load(call.session_id)
     if c is None:
-        from . import common
+        from ..hosts.claude.host import begin
 
-        started = common.begin(call)
+        started = begin(call)
         if started is None:
             return None
         ctx, n, sdir, _ = started

@@ -50,7 +50,7 @@ def handle(call: "Call") -> "dict[str, Any] | None":
 def slow(call: "Call", logged: "bool" = False) -> "dict[str, Any] | None":
     """Register or refresh the session, then record a level change if there is one."""
     from ..rotation import context, turn
-    from .common import HookContext
+    from ..hosts.claude.host import HookContext
 
     ctx = HookContext(call)
     started = context.begin(ctx)

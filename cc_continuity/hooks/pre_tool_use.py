@@ -193,7 +193,7 @@ def _fresh_card(call: "Call") -> "dict[str, Any] | None":
     the status line's first render invalidates the card SessionStart made).
     """
     from ..rotation import context
-    from .common import HookContext
+    from ..hosts.claude.host import HookContext
 
     ctx = HookContext(call)
     if not ctx.cfg["enabled"]:
@@ -237,7 +237,7 @@ def _handoff_target_ok(sdir: "str", path: "str") -> "bool":
 def _record_hard(call: "Call", tokens: "int | None") -> "Record":
     """First sight of the hard level: record it (state, note, push) through the slow path."""
     from ..rotation import turn
-    from .common import HookContext
+    from ..hosts.claude.host import HookContext
 
     ctx = HookContext(call)
     n, sdir, rec = ctx.load_session()
@@ -321,7 +321,7 @@ def _alive(pid: "object") -> "bool":
 def _forget_wait(call: "Call", event: "str", waited_ms: "int", result: "str | None" = None) -> None:
     """The snapshot is there (or never will be): stop checking, once, on the slow path."""
     from ..snapshot.job import read_result
-    from .common import HookContext
+    from ..hosts.claude.host import HookContext
 
     got = read_result(result) if result else None
 

@@ -5,7 +5,7 @@ its process left is recorded.  Kept tiny — SessionEnd hooks share a short budg
 """
 
 from ..rotation import start
-from .common import HookContext
+from ..hosts.claude.host import HookContext
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time nothing is imported
 if TYPE_CHECKING:

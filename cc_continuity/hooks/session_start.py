@@ -9,7 +9,7 @@ written here.
 """
 
 from ..rotation import start
-from .common import HookContext
+from ..hosts.claude.host import HookContext
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time nothing is imported
 if TYPE_CHECKING:

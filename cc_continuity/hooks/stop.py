@@ -19,7 +19,7 @@ requests the handoff then.
 """
 
 from ..rotation import turn
-from .common import HookContext
+from ..hosts.claude.host import HookContext
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time nothing is imported
 if TYPE_CHECKING:

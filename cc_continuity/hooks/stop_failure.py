@@ -54,9 +54,9 @@ def handle(call: "Call") -> None:
 
 
 def slow(call: "Call") -> None:
-    from . import common
+    from ..hosts.claude.host import begin
 
-    started = common.begin(call)
+    started = begin(call)
     if started is None:
         return None
     ctx, n, sdir, _ = started

@@ -1,21 +1,159 @@
-"""Claude Code as the rotation's host: the port of rotation/host.py filled from its own files.
+"""Claude Code as the rotation's host: its transcript, its process, and the context of one of its hook calls.
 
-The transcript is the JSONL Claude Code keeps per session; its context reading is the
-root's meter (the per-tool-call path reads it too); the rest is hosts/claude/transcript.
-The status line leaves Claude Code's own context numbers in the session's directory,
-a reading the transcript may not hold yet at a turn's end.  ``CLAUDE_PID`` names the
-process a ``/clear`` keeps.
+* the transcript is the JSONL Claude Code keeps per session: the context reading is the
+  root's meter (the per-tool-call path reads it too); the rest - the todo list, the last
+  reply, the very first request's size, whether our hooks' context reached it, whether a
+  tool call ran - is read here, each bounded like the meter;
+* the status line leaves Claude Code's own context numbers in the session's directory,
+  a reading the transcript may not hold yet at a turn's end;
+* ``CLAUDE_PID`` names the process a ``/clear`` keeps;
+* :class:`HookContext` fills the rotation's ports for one hook call: this host, pushes to
+  the notifier's spool (a detached flusher sends them), tmux for the rotator.  tmux and
+  notify are imported when used: the mod calls in at every turn's end and should not pay
+  for loading tmux.
 """
 
 from __future__ import annotations
 
-from ... import meter
+from ... import fastjson, meter
+from ...meter import lines_backwards
+from ...rotation import context
 from ...rotation.host import Host
-from . import transcript
 
-TYPE_CHECKING = False
+TYPE_CHECKING = False  # mypy takes this name as true; at run time nothing is imported
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from typing import Any
+
+    Call = Any  # a hook call (cc_continuity.hooks.Call: event, payload, env, outcome, after_output ...)
     from ...rotation.host import Env, Got
+    from ...session import Record
+
+TODO_SCAN = 16 * 1024 * 1024
+_TODO = b'"TodoWrite"'
+
+
+def _assistant_contents(path: str, scan: int, *needles: bytes) -> "Iterator[list[Any]]":
+    """The content lists of main-thread assistant rows, newest first, among lines holding every
+    one of ``needles`` (a byte test before any parse).  OSError from reading propagates."""
+    for line, _ in lines_backwards(path, scan):
+        if b'"isSidechain":true' in line or not all(n in line for n in needles):
+            continue
+        try:
+            row = fastjson.loads(line)
+        except (ValueError, UnicodeDecodeError):
+            continue
+        msg = row.get("message") if isinstance(row, dict) else None
+        content = msg.get("content") if isinstance(msg, dict) else None
+        if row.get("type") == "assistant" and isinstance(content, list):
+            yield content
+
+
+def open_todos(path: str, max_items: int = 30, max_chars: int = 200) -> list[dict[str, str]] | None:
+    """Items of the latest TodoWrite call that are not completed, or None if there is none."""
+    try:
+        for content in _assistant_contents(path, TODO_SCAN, _TODO):
+            for block in reversed(content):
+                if isinstance(block, dict) and block.get("type") == "tool_use" and block.get("name") == "TodoWrite":
+                    todos = (block.get("input") or {}).get("todos")
+                    if isinstance(todos, list):
+                        return _open_items(todos, max_items, max_chars)
+    except OSError:
+        return None
+    return None
+
+
+def _open_items(todos: "list[Any]", max_items: int, max_chars: int) -> list[dict[str, str]]:
+    out: list[dict[str, str]] = []
+    for t in todos:
+        if not isinstance(t, dict) or t.get("status") == "completed":
+            continue
+        text = t.get("content") or t.get("activeForm") or ""
+        if isinstance(text, str) and text.strip():
+            out.append({"status": t.get("status") or "pending", "content": text.strip()[:max_chars]})
+        if len(out) >= max_items:
+            break
+    return out
+
+
+def last_assistant_text(path: str, max_chars: int = 1500, scan: int = TODO_SCAN) -> str | None:
+    """The text of the newest main-thread assistant reply, or None."""
+    try:
+        for content in _assistant_contents(path, scan, b'"assistant"', b'"text"'):
+            texts = [b["text"] for b in content if isinstance(b, dict) and b.get("type") == "text"
+                     and isinstance(b.get("text"), str) and b["text"].strip()]
+            if texts:
+                text = "\n".join(texts).strip()
+                return text[:max_chars] + ("…" if len(text) > max_chars else "")
+    except OSError:
+        return None
+    return None
+
+
+def first_request_tokens(path: str, limit: int = 1 << 23) -> int | None:
+    """The context of the session's very first main-thread model request (its start alone), or None."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read(limit)
+    except OSError:
+        return None
+    for line in data.splitlines():
+        if b'"assistant"' not in line:
+            continue
+        try:
+            row = fastjson.loads(line)
+        except (ValueError, UnicodeDecodeError):
+            continue
+        if not isinstance(row, dict) or row.get("type") != "assistant" or row.get("isSidechain"):
+            continue
+        u = (row.get("message") or {}).get("usage") or {}
+        return sum(u.get(k) or 0 for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+                   if isinstance(u.get(k), int))
+    return None
+
+
+def holds_context(path: str | None, needle: object, limit: int = 1 << 23) -> bool | None:
+    """Does the transcript hold ``needle`` in a hook's added context?  None: no transcript, or no hook
+    context recorded in it yet (Claude Code writes one as a ``hook_additional_context`` attachment)."""
+    if not path or not isinstance(needle, str):
+        return None
+    want = fastjson.dumps(needle)[1:-1].encode("utf-8")
+    try:
+        with open(path, "rb") as f:
+            data = f.read(limit)
+    except OSError:
+        return None
+    if b'"attachment"' not in data:
+        return None
+    return any(b'"hook_additional_context"' in line and want in line for line in data.splitlines())
+
+
+def call_ran(path: str | None, tool_use_id: str, scan: int = 8 << 20) -> str | None:
+    """What the transcript says of a call with no recorded outcome: "not run" (denied by a hook, declined at
+    the prompt), "ran", or None (nothing: uncertain)."""
+    if not path:
+        return None
+    needle = ('"tool_use_id":"%s"' % tool_use_id).encode()
+    try:
+        for ln, _ in lines_backwards(path, scan):
+            if needle not in ln.replace(b'": "', b'":"') or b'"tool_result"' not in ln:
+                continue
+            try:
+                row = fastjson.loads(ln)
+            except (ValueError, UnicodeDecodeError):
+                continue
+            for part in ((row.get("message") or {}).get("content") or []) if isinstance(row, dict) else []:
+                if not isinstance(part, dict) or part.get("tool_use_id") != tool_use_id:
+                    continue
+                body = part.get("content")
+                body = body if isinstance(body, str) else fastjson.dumps(body)
+                if part.get("is_error") and ("hook error" in body or "doesn't want to proceed" in body
+                                             or "was rejected" in body or "denied" in body.lower()):
+                    return "not run"
+                return "ran"
+    except OSError:
+        return None
+    return None
 
 
 class ClaudeHost(Host):
@@ -42,19 +180,75 @@ class ClaudeHost(Host):
                 "cc_version": version if isinstance(version, str) else None}
 
     def first_request_tokens(self, transcript_path: str) -> int | None:
-        return transcript.first_request_tokens(transcript_path)
+        return first_request_tokens(transcript_path)
 
     def holds_context(self, transcript_path: str | None, needle: object) -> bool | None:
-        return transcript.holds_context(transcript_path, needle)
+        return holds_context(transcript_path, needle)
 
     def open_todos(self, transcript_path: str) -> list[dict[str, str]] | None:
-        return transcript.open_todos(transcript_path)
+        return open_todos(transcript_path)
 
     def last_reply(self, transcript_path: str) -> str | None:
-        return transcript.last_assistant_text(transcript_path)
+        return last_assistant_text(transcript_path)
 
     def call_ran(self, transcript_path: str | None, tool_use_id: str) -> str | None:
-        return transcript.call_ran(transcript_path, tool_use_id)
+        return call_ran(transcript_path, tool_use_id)
 
 
 CLAUDE = ClaudeHost()
+
+
+class HookContext(context.Context):
+    """The rotation's context for one Claude Code hook call (:class:`~cc_continuity.hooks.Call`): the host is
+    :data:`CLAUDE`; pushes go to the notifier's spool; tmux drives the rotator.  The outcome goes back to the call."""
+
+    session_id: str  # hooks.dispatch runs no handler without a usable session id (the same check as here)
+
+    def __init__(self, call: "Call") -> None:
+        self.call = call
+        super().__init__(call.event, call.payload, call.env, host=CLAUDE)
+        self.after_output = call.after_output  # hooks.main runs them once the answer is written
+
+    @property
+    def outcome(self) -> str:
+        said: str = self.call.outcome
+        return said
+
+    @outcome.setter
+    def outcome(self, value: str) -> None:
+        self.call.outcome = value
+
+    @property
+    def agent_version(self) -> str | None:
+        version: str | None = self.call.claude_version
+        return version
+
+    @agent_version.setter
+    def agent_version(self, value: str | None) -> None:
+        self.call.claude_version = value
+
+    def deliver(self, push: "dict[str, Any]") -> None:
+        from ... import notify  # (when a push goes out: the mod's every turn does not pay for it)
+
+        notify.emit(push["event"], slug=push["slug"], session=push["session"], ratio=push["ratio"],
+                    text=push["text"], project_root=push["project_root"])
+
+    def can_drive(self, rec: "Record") -> bool:
+        from ... import tmux  # (when a hand-over needs a driver)
+
+        usable: bool = tmux.can_drive(rec, self.cfg)  # (tmux/ is not typed yet)
+        return usable
+
+    def start_rotator(self, rec: "Record", sdir: str, successor_name: str, project_lock: str | None,
+                      standby_s: float | None) -> int:
+        from ...tmux import rotator  # (when one is started)
+
+        pid: int = rotator.start(rec, sdir, self.cfg, successor_name, project_lock, standby_s)  # (tmux/ is not typed yet)
+        return pid
+
+
+def begin(call: "Call") -> "tuple[HookContext, int, str, Record] | None":
+    """(ctx, n, sdir, rec) for this call's session of an enabled project, or None (:func:`context.begin`)."""
+    ctx = HookContext(call)
+    started = context.begin(ctx)
+    return None if started is None else (ctx,) + started
