@@ -120,6 +120,11 @@ def runtime_dir() -> "str":
     return home() + "/runtime"
 
 
+def handover_dir() -> "str":
+    """Where a verified checkpoint's hand-over is offered to the mod (rotation/handover.py)."""
+    return home() + "/runtime/handover"
+
+
 def cards_dir() -> "str":
     return home() + "/runtime/cards"
 

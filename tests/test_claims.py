@@ -2,7 +2,7 @@
 
 import pytest
 
-from cc_continuity.rotation import claims
+from cc_continuity.rotation import handoff
 from cc_continuity import config
 from helpers.hookdriver import HookDriver, handoff_text, tokens_at
 
@@ -26,33 +26,33 @@ def edit(path):
     ("The parser was rewritten.", []),
 ])
 def test_claims_are_found_in_affirmative_sentences_only(text, found):
-    assert claims.claimed(text) == found
+    assert handoff.claimed(text) == found
 
 
 def test_a_green_claim_after_a_failing_run_is_contradicted():
-    got = claims.check("All tests pass.", [bash("python3 -m pytest -q", 0), bash("python3 -m pytest -q", 1)])
+    got = handoff.check_claims("All tests pass.", [bash("python3 -m pytest -q", 0), bash("python3 -m pytest -q", 1)])
     assert got == [{"claim": "tests pass", "status": "contradicted",
                     "evidence": "the last `python3 -m pytest -q` exited 1"}]
 
 
 def test_files_changed_after_the_run_void_the_claim_but_the_handoff_itself_does_not():
     tools = [bash("pytest -q"), edit("/p/src/app.py"), edit("/state/handoff.md")]
-    assert claims.check("Tests pass.", tools)[0]["status"] == "contradicted"
-    assert "changed after it (app.py" in claims.check("Tests pass.", tools)[0]["evidence"]
-    assert claims.check("Tests pass.", tools[:1] + tools[2:], "/state/handoff.md")[0]["status"] == "confirmed"
+    assert handoff.check_claims("Tests pass.", tools)[0]["status"] == "contradicted"
+    assert "changed after it (app.py" in handoff.check_claims("Tests pass.", tools)[0]["evidence"]
+    assert handoff.check_claims("Tests pass.", tools[:1] + tools[2:], "/state/handoff.md")[0]["status"] == "confirmed"
 
 
 def test_a_claim_with_no_command_behind_it_is_not_confirmed():
-    got = claims.check("I pushed it and the build is green.", [bash("git status")])
+    got = handoff.check_claims("I pushed it and the build is green.", [bash("git status")])
     assert [g["status"] for g in got] == ["contradicted", "contradicted"]
-    assert claims.check("Pushed.", [bash("git push origin main")])[0]["status"] == "confirmed"
+    assert handoff.check_claims("Pushed.", [bash("git push origin main")])[0]["status"] == "confirmed"
 
 
 def test_the_section_separates_confirmed_from_claimed():
-    sec = claims.section(claims.check("Tests pass. Pushed.", [bash("pytest", 1), bash("git push")]))
+    sec = handoff.claims_section(handoff.check_claims("Tests pass. Pushed.", [bash("pytest", 1), bash("git push")]))
     assert "- claimed, not confirmed: tests pass — the last `pytest` exited 1" in sec
     assert "- confirmed by the machine: pushed" in sec
-    assert claims.section([]) == ""
+    assert handoff.claims_section([]) == ""
 
 
 def test_the_writer_is_shown_the_contradiction_once_and_the_successor_is_told(tmp_path):

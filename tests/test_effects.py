@@ -10,7 +10,7 @@ import uuid
 
 import pytest
 
-from cc_continuity.rotation import effects
+from cc_continuity.rotation import effects, texts
 from helpers.hookdriver import HookDriver, tokens_at
 
 S1 = "e1e1e1e1-0000-4000-8000-0000000000e1"
@@ -260,12 +260,10 @@ def test_an_override_lets_exactly_one_repeat_through(tmp_path):
 
 
 def test_an_override_from_our_continuation_or_the_watchdog_does_not_count(tmp_path):
-    from cc_continuity.rotation import handover
-
     w = World(tmp_path)
     w.run(S1, POST)
     code = w.records()[0]["k"][:8]
-    w.drv.hook("UserPromptSubmit", S1, prompt=handover.continuation_head("cp-001", "x-002") + " repeat %s" % code)
+    w.drv.hook("UserPromptSubmit", S1, prompt=texts.continuation_head("cp-001", "x-002") + " repeat %s" % code)
     w.drv.hook("UserPromptSubmit", S1, prompt="%s please continue; repeat %s" % (effects.WATCHDOG_PREFIX, code))
     assert not [r for r in w.records() if r["ph"] == "override"]
     assert decision(w.run(S1, POST, permission_mode="bypassPermissions")) == "deny"

@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from cc_continuity.rotation import checkpoint, claim, handoff, handover
+from cc_continuity.rotation import checkpoint, claim, handoff, texts
 from cc_continuity import config, ledger, session
 from cc_continuity.project import Project
 
@@ -65,12 +65,12 @@ def test_hash_lines_inside_a_tilde_fence_stay_in_the_section():
 
 
 def test_template_lists_every_section_with_a_placeholder():
-    t = handoff.template(SECTIONS)
+    t = texts.handoff_template(SECTIONS)
     secs = handoff.sections_of(t)
     assert secs.pop("handoff") == ""  # the title
     assert list(secs) == [handoff.normalise(s) for s in SECTIONS]
     hinted = {handoff.normalise(s) for s in SECTIONS} & set(handoff.SOURCED)
-    assert hinted == {"current state", "how to verify"}  # their claims cite a source (sources.py)
+    assert hinted == {"current state", "how to verify"}  # their claims cite a source (check_sources)
     assert all(body == (handoff.SOURCE_HINT if name in hinted else "<text>") for name, body in secs.items())
 
 
@@ -93,7 +93,7 @@ def test_none_is_content_but_placeholders_are_not(root, cfg):
 
 
 def test_the_template_itself_is_rejected_section_by_section(root, cfg):
-    v = check(root, handoff.template(SECTIONS), cfg)
+    v = check(root, texts.handoff_template(SECTIONS), cfg)
     for name in SECTIONS:
         assert 'section "## %s" is empty (write "none" if there is nothing)' % name in v.problems
     assert not v.ok
@@ -295,8 +295,8 @@ def test_prompts_typed_after_the_bootstrap_was_prepared_are_in_it(tmp_path):
 
 def test_our_continuations_are_told_apart_from_the_users_prompts():
     """The prompt the driver submits and the bootstrap text both open with the one prefix; a user's does not."""
-    assert handover.is_continuation(handover.continuation_prompt("cp-004", "proj-005"))
-    assert handover.is_continuation(handover.continuation_prompt("cp-004-2", "proj-005", "mod", "/r", "/h", "go"))
-    assert handover.continuation_head("cp-004", "proj-005") == "Continuing from cp-004 (proj-005)."
-    assert not handover.is_continuation("Continuing from where we left off, please")
-    assert not handover.is_continuation(None)
+    assert texts.is_continuation(texts.continuation_prompt("cp-004", "proj-005"))
+    assert texts.is_continuation(texts.continuation_prompt("cp-004-2", "proj-005", "mod", "/r", "/h", "go"))
+    assert texts.continuation_head("cp-004", "proj-005") == "Continuing from cp-004 (proj-005)."
+    assert not texts.is_continuation("Continuing from where we left off, please")
+    assert not texts.is_continuation(None)

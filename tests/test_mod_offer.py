@@ -17,7 +17,7 @@ import sys
 import pytest
 
 from cc_continuity import config, paths, safefile, session
-from cc_continuity.rotation import handover
+from cc_continuity.rotation import handover, texts
 from helpers.hookdriver import REPO, HookDriver, handoff_text, tokens_at
 
 S1 = "f6f6f6f6-0000-4000-8000-000000000001"
@@ -122,7 +122,7 @@ def test_a_forged_offer_for_an_active_session_is_refused_and_removed(drv, mod_js
 
 def test_an_unbound_offer_is_refused(drv, mod_js, claude):
     active(drv, S1)
-    safefile.private_dir(handover.handover_dir())
+    safefile.private_dir(paths.handover_dir())
     with open(handover.handover_file(S1), "w") as f:
         f.write(json.dumps({"session_id": S1, "checkpoint": "cp-001", "continuation": FORGED,
                             "delivered_marker": "/x"}))
@@ -159,7 +159,7 @@ def test_a_linked_or_foreign_offer_is_refused_removed_and_never_followed(drv, mo
         assert os.stat(path).st_uid == 65534
     else:  # our own file, in a directory others may write into
         shutil.copy(target, path)
-        os.chmod(handover.handover_dir(), 0o733)
+        os.chmod(paths.handover_dir(), 0o733)
     did = run_mod(drv, mod_js, S1, claude)
     assert FORGED not in did["submits"], did
     why = refused(drv, S1)
@@ -167,7 +167,7 @@ def test_a_linked_or_foreign_offer_is_refused_removed_and_never_followed(drv, mo
     if how != "open directory":
         assert not os.path.lexists(path) and target.read_text().startswith("{")  # removed; the target untouched
     # what the record says is real: the mod's own Python answer hands over (never the file's text)
-    assert did["submits"] in ([], [handover.continuation_prompt(
+    assert did["submits"] in ([], [texts.continuation_prompt(
         drv.state(S1)["checkpoint"]["id"], json.loads(target.read_text())["successor"])]) or \
         all(s != FORGED for s in did["submits"])
 
@@ -203,13 +203,13 @@ def test_the_stop_hook_never_writes_the_offer_through_a_planted_link(drv, tmp_pa
     victim = tmp_path / "victim"
     victim.write_text("the victim's own file\n")
     os.chmod(victim, 0o600)
-    os.makedirs(handover.handover_dir(), mode=0o755, exist_ok=True)
-    os.chmod(handover.handover_dir(), 0o755)
+    os.makedirs(paths.handover_dir(), mode=0o755, exist_ok=True)
+    os.chmod(paths.handover_dir(), 0o755)
     os.symlink(victim, handover.handover_file(S1))
     plan = verified(drv, S1)
     assert victim.read_text() == "the victim's own file\n"
     assert not os.path.islink(handover.handover_file(S1)) and plan["session_id"] == S1
-    assert os.stat(handover.handover_dir()).st_mode & 0o777 == 0o700  # made private again at this use
+    assert os.stat(paths.handover_dir()).st_mode & 0o777 == 0o700  # made private again at this use
 
 
 def test_a_state_directory_not_ours_stops_the_rotation_with_one_message(drv, tmp_path):
@@ -218,13 +218,13 @@ def test_a_state_directory_not_ours_stops_the_rotation_with_one_message(drv, tmp
     drv.hook("SessionStart", S1, source="startup")
     elsewhere = tmp_path / "theirs"
     elsewhere.mkdir(mode=0o700)
-    shutil.rmtree(handover.handover_dir(), ignore_errors=True)
-    os.makedirs(os.path.dirname(handover.handover_dir()), mode=0o700, exist_ok=True)
-    os.symlink(elsewhere, handover.handover_dir())  # planted: the offers would land somewhere else
+    shutil.rmtree(paths.handover_dir(), ignore_errors=True)
+    os.makedirs(os.path.dirname(paths.handover_dir()), mode=0o700, exist_ok=True)
+    os.symlink(elsewhere, paths.handover_dir())  # planted: the offers would land somewhere else
     drv.hook("UserPromptSubmit", S1, prompt="build the parser")
     drv.transcript(S1).assistant(tokens_at(65), "Step finished.")
     out = drv.hook("Stop", S1)
-    assert "is not ours" in out["systemMessage"] and handover.handover_dir() in out["systemMessage"], out
+    assert "is not ours" in out["systemMessage"] and paths.handover_dir() in out["systemMessage"], out
     assert drv.state(S1)["state"] == session.ACTIVE  # no handoff request, no rotation
     drv.transcript(S1).assistant(tokens_at(66), "More.")
     assert drv.hook("Stop", S1) is None  # said once

@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from cc_continuity.rotation import checkpoint, recall
+from cc_continuity.rotation import checkpoint, handoff, recall
 from cc_continuity import ledger, session
 from helpers import recall_corpus as corpus
 from helpers.hookdriver import HookDriver, tokens_at
@@ -84,10 +84,10 @@ def test_a_fact_needs_every_needle_and_ignores_case_and_spacing():
 
 def test_the_last_failing_command_is_cleared_by_the_same_command_passing():
     bash = lambda cmd, code: {"ev": "tool", "tool": "Bash", "target": cmd, "exit": code, "failed": bool(code)}
-    assert recall.last_failing([bash("pytest -q", 1), bash("ls", 0)])["target"] == "pytest -q"
-    assert recall.last_failing([bash("pytest -q", 1), bash("pytest  -q", 0)]) is None
-    assert recall.last_failing([bash("make", 2), bash("pytest -q", 1)])["target"] == "pytest -q"
-    assert recall.last_failing([{"ev": "tool", "tool": "Edit", "target": "/p/a.py"}]) is None
+    assert handoff.last_failing([bash("pytest -q", 1), bash("ls", 0)])["target"] == "pytest -q"
+    assert handoff.last_failing([bash("pytest -q", 1), bash("pytest  -q", 0)]) is None
+    assert handoff.last_failing([bash("make", 2), bash("pytest -q", 1)])["target"] == "pytest -q"
+    assert handoff.last_failing([{"ev": "tool", "tool": "Edit", "target": "/p/a.py"}]) is None
 
 
 S1, S2 = corpus.S1, corpus.S2

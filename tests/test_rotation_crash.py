@@ -27,7 +27,7 @@ import time
 import pytest
 
 from cc_continuity import config, ledger, session
-from cc_continuity.rotation import handover
+from cc_continuity.rotation import handover, texts
 from helpers.hookdriver import (HookDriver, WriteFaults, file_contains, handoff_text, tokens_at,
                                wait_for_snapshot_jobs)
 
@@ -37,7 +37,7 @@ S2 = "b2b2b2b2-0000-4000-8000-000000000002"
 S3 = "c3c3c3c3-0000-4000-8000-000000000003"
 S4 = "d4d4d4d4-0000-4000-8000-000000000004"
 FILES = {"README.md": "hello\n", "src/app.py": "print('v1')\n"}
-CONTINUATION = handover.continuation_prompt("cp-001", "proj-002")
+CONTINUATION = texts.continuation_prompt("cp-001", "proj-002")
 
 
 def valid_handoff():

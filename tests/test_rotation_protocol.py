@@ -16,7 +16,7 @@ import time
 import pytest
 
 from cc_continuity import config, session
-from cc_continuity.rotation import handover
+from cc_continuity.rotation import texts
 from helpers.hookdriver import HookDriver, handoff_text, tokens_at
 
 SECTIONS = config.HANDOFF_SECTIONS
@@ -256,7 +256,7 @@ def test_tmux_rotation_end_to_end(tmp_path, server):
         assert text.startswith("Continuing from cp-001 (proj-002).")
         # The rotator sees the started-marker, waits for idle and types the continuation.
         lines = wait_until(lambda: run.submitted() if len(run.submitted()) >= 2 else None, 40, "continuation")
-        expected = handover.continuation_prompt("cp-001", "proj-002")
+        expected = texts.continuation_prompt("cp-001", "proj-002")
         assert lines == ["/clear", expected]
         assert drv.hook("UserPromptSubmit", S2, prompt=lines[1])["hookSpecificOutput"]["sessionTitle"] == "proj-002"
         wait_until(lambda: {"renamed", "failed"} & set(rotator_steps(drv, S1)), 40, "the rotator to finish")

@@ -1,4 +1,4 @@
-"""Sourced handoffs: each claim of "Current state" / "How to verify" cites something re-checkable (sources.py)."""
+"""Sourced handoffs: each claim of "Current state" / "How to verify" cites something re-checkable (rotation/handoff.py)."""
 
 import os
 import subprocess
@@ -6,7 +6,7 @@ import subprocess
 import pytest
 
 from cc_continuity import config
-from cc_continuity.rotation import handoff, sources
+from cc_continuity.rotation import handoff, texts
 from helpers import recall_corpus as corpus
 from helpers.hookdriver import HookDriver, handoff_text, tokens_at
 
@@ -31,7 +31,7 @@ def repo(git_repo):
 def test_a_claim_is_a_list_item_or_a_sentence():
     body = ("- `pytest -q` exits 1 on the parser.\n"
             "The cache is done. Next the docs; then the release notes.\nnone\n")
-    assert sources.claims_in(body) == ["`pytest -q` exits 1 on the parser.", "The cache is done.",
+    assert handoff.claims_in(body) == ["`pytest -q` exits 1 on the parser.", "The cache is done.",
                                        "Next the docs; then the release notes."]
 
 
@@ -43,11 +43,11 @@ def test_citations_that_hold_and_claims_that_cite_nothing(repo):
                "- Committed as %s.\n- `python3 -m pytest -q` exits 1: one test fails.\n"
                "- Everything else is fine." % head,
                "Run `python3 -m pytest -q` (last run: exit 1).")
-    res = sources.check(text, str(repo), tools)
+    res = handoff.check_sources(text, str(repo), tools)
     assert (res.claims, res.cited, res.wrong) == (6, 5, [])
     assert res.uncited == ["Everything else is fine."]
-    assert sources.problems(res, required=False) == []
-    [p] = sources.problems(res, required=True)
+    assert handoff.source_problems(res, required=False) == []
+    [p] = handoff.source_problems(res, required=True)
     assert '"Everything else is fine."' in p and "cite nothing re-checkable" in p
 
 
@@ -59,26 +59,26 @@ def test_citations_that_hold_and_claims_that_cite_nothing(repo):
     ("`python3 -m pytest -q` exits 0 now.", "cited with exit 0, but its last run in this session exited 1"),
 ])
 def test_a_citation_that_does_not_hold_is_a_problem_even_when_sources_are_optional(repo, claim, wrong):
-    res = sources.check(doc(claim), str(repo), [bash("python3 -m pytest -q", 1)])
+    res = handoff.check_sources(doc(claim), str(repo), [bash("python3 -m pytest -q", 1)])
     assert res.cited == 1 and len(res.wrong) == 1 and wrong in res.wrong[0], res.wrong
-    assert sources.problems(res, required=False) == ["a citation does not hold: %s" % res.wrong[0]]
+    assert handoff.source_problems(res, required=False) == ["a citation does not hold: %s" % res.wrong[0]]
 
 
 def test_files_outside_the_project_are_not_read(repo, tmp_path):
     outside = tmp_path / "secret.txt"
     outside.write_text("one line\n")
     os.symlink(str(outside), str(repo / "src" / "link.py"))
-    res = sources.check(doc("- It is `%s:99`.\n- And `src/link.py:99`." % outside), str(repo), [])
+    res = handoff.check_sources(doc("- It is `%s:99`.\n- And `src/link.py:99`." % outside), str(repo), [])
     assert (res.cited, res.wrong) == (2, [])  # cited, and neither file read: no line count to compare
 
 
 def test_a_bare_hex_word_is_a_citation_only_when_it_is_a_commit(repo):
-    res = sources.check(doc("The digest is 0123456789abcdef0123 and that is fine."), str(repo), [])
+    res = handoff.check_sources(doc("The digest is 0123456789abcdef0123 and that is fine."), str(repo), [])
     assert (res.cited, res.wrong, len(res.uncited)) == (0, [], 1)
 
 
 def test_a_command_this_session_never_ran_is_cited_but_not_held_against_it(repo):
-    res = sources.check(doc("`make release` exited 0 in the last session."), str(repo), [])
+    res = handoff.check_sources(doc("`make release` exited 0 in the last session."), str(repo), [])
     assert (res.cited, res.wrong, res.uncited) == (1, [], [])
 
 
@@ -108,7 +108,7 @@ def _write(drv, extra):
 def test_the_request_asks_for_sources_and_says_when_they_are_required(tmp_path):
     _, reason = _at_handoff(tmp_path / "a")
     assert "give each claim a source the next session can re-check" in reason and "sent back" not in reason
-    assert handoff.SOURCE_HINT in reason
+    assert texts.SOURCE_HINT in reason
     _, reason = _at_handoff(tmp_path / "b", {"handoff_require_sources": True})
     assert "; a claim without one is sent back" in reason
 

@@ -33,7 +33,7 @@ import time
 
 from .. import config, ledger, meter, paths, session
 from ..errors import RehearsalError
-from ..rotation import handover
+from ..rotation import handover, texts
 from ..install import plugin, settings
 from ..procs import pid_alive, reap
 from ..tmux import Pane
@@ -43,7 +43,7 @@ MODEL = "claude-sonnet-4-5"  # Claude Code gives it a 200k window and no auto mo
 ROTATE_AT = 66.0  # percent the scripted work reports: past the default rotate level (62)
 START_AT = 10.0  # percent a fresh session reports
 HANDOFF_REQUEST = "Handoff file (absolute path):"
-CONTINUATION = handover.CONTINUATION_PREFIX
+CONTINUATION = texts.CONTINUATION_PREFIX
 BOOTSTRAP_MARK = "SessionStart hook additional context: " + CONTINUATION  # how the successor's context arrives
 TASK = "Rehearsal task: keep a work log in this repository, one file per step."
 WORK_MARK = "Working on step"  # every work reply says it: the successor must not see it

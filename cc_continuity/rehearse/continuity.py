@@ -12,7 +12,7 @@ recovery) is scripted to redo *everything* its plan names.
 
 Per scenario: side effects attempted again, executed again (what the server counted
 twice: must be 0), held, and the handoff's claims confirmed / contradicted
-(claims.check on the record the hooks wrote).  A sixth row replays an ordinary
+(handoff.check_claims on the record the hooks wrote).  A sixth row replays an ordinary
 session (new commits pushed, a commit re-pushed, a version bumped and published
 once, reads): nothing may be held there.
 """
@@ -28,7 +28,7 @@ import time
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from ..rotation import claims
+from ..rotation import handoff
 from .. import ledger
 from ..install import settings as install_settings
 
@@ -181,9 +181,9 @@ class World:
                                                                     "new_string": text},
                   tool_use_id=tid, tool_response={"filePath": path})
 
-    def claims_of(self, sid, handoff):
+    def claims_of(self, sid, handoff_text):
         """The handoff's claims checked against session ``sid``'s tool record: (confirmed, contradicted)."""
-        got = claims.check(handoff, claims.tool_lines(ledger.read(self._ledger(sid))))
+        got = handoff.check_claims(handoff_text, handoff.tool_lines(ledger.read(self._ledger(sid))))
         return (sum(1 for g in got if g["status"] == "confirmed"), sum(1 for g in got if g["status"] != "confirmed"))
 
     def _ledger(self, sid):

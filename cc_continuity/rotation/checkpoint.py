@@ -13,7 +13,7 @@ import os
 import time
 
 from .. import atomic, fastjson, ledger, paths, safefile, session
-from . import handover
+from . import texts
 from ..session import ledger_path
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time typing is not imported (hooks import this)
@@ -114,7 +114,7 @@ def prompts(sdir: str, since: float | None = None, limit: int = PROMPTS_KEPT,
         elif since is not None and rec.get("ts", 0) < since:
             continue
         text = rec["text"].strip()
-        if handover.is_continuation(text):
+        if texts.is_continuation(text):
             continue  # our own continuation prompt is not the user's
         from .. import redact  # only with a prompt to quote: compiling its rules costs ~50 ms
 

@@ -16,7 +16,7 @@ reached meanwhile — it never tries a transition its state does not allow.
 import os
 import time
 
-from . import checkpoint, claims, recall, handover
+from . import checkpoint, handoff, texts
 from .. import fastjson, ledger, session
 from ..procs import pid_alive
 
@@ -131,7 +131,7 @@ def finish(proj: "Project", n: int, sdir: str, pred_n: int, prec: "Record") -> "
     rec["predecessor"], rec["predecessor_claimed"], rec["checkpoint_from"] = pred_n, True, cid
     rec.pop("claiming", None)
     if (rec.get("bootstrap") or {}).get("checkpoint") != cid:  # on its way until the transcript holds it
-        rec["bootstrap"] = {"checkpoint": cid, "needle": handover.continuation_head(cid or "?", rec["name"]),
+        rec["bootstrap"] = {"checkpoint": cid, "needle": texts.continuation_head(cid or "?", rec["name"]),
                             "due_at": round(time.time(), 3)}
     wait = cp.get("snapshot_wait")
     if isinstance(wait, dict) and isinstance(wait.get("result"), str) and not os.path.exists(wait["result"]):
@@ -257,14 +257,14 @@ def _parts(proj: "Project", pred_n: int, prec: "Record", succ_name: str, max_tok
         handoff_text = ""
     status = "valid" if not cp.get("degraded") else "degraded (machine-written after %s invalid tries)" % cp.get("tries")
     reading = snap.get("reading") or {}
-    head = [handover.continuation_head(cid, succ_name),
+    head = [texts.continuation_head(cid, succ_name),
             "This session continues the work of %s, which handed off at %s%% of its context window. "
             "Its handoff is %s; it follows below%s." % (
                 prec.get("name"), reading.get("percent", "?"), status,
                 "" if not cp.get("degraded") else " and was written from machine facts")] + _shared(pdir, prec)
-    tools = claims.tool_lines(ledger.read(session.ledger_path(pdir)), cid)
+    tools = handoff.tool_lines(ledger.read(session.ledger_path(pdir)), cid)
     facts = _facts(snap, manifest, tools)
-    checked = claims.section(claims.check(handoff_text, tools, hpath))
+    checked = handoff.claims_section(handoff.check_claims(handoff_text, tools, hpath))
     if checked:
         facts += "\n\n" + checked  # what the machine confirmed, apart from what the model says
     late_txt = _late(proj, pred_n) if late else ""
@@ -352,7 +352,7 @@ def _facts(snap: "dict[str, Any]", manifest: "dict[str, Any]", tools: "list[dict
     dirty: "list[str]" = [d["path"] for d in g.get("dirty") or [] if isinstance(d, dict) and isinstance(d.get("path"), str)]
     if dirty:  # the paths themselves: a successor reads them first (recall.py counts them)
         lines.append("- changed files: %s%s" % (", ".join(dirty[:20]), " …" if len(dirty) > 20 else ""))
-    failing = recall.last_failing(tools or [])
+    failing = handoff.last_failing(tools or [])
     if failing:
         lines.append("- last failing command: `%s` (exit %s)" % (
             failing["target"][:200].replace("`", "'"), failing.get("exit", "?")))

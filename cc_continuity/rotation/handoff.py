@@ -1,15 +1,23 @@
-"""The handoff: its template, its validation, and the machine-written fallback.
+"""The handoff: its template, its validation, what it says checked, and the machine-written fallback.
 
 A handoff is only as good as what can be checked: every required section is
 present and non-empty, the size is within bounds, the files it names exist,
 and it carries no secrets.  Problems are reported as an exact list, so the
-model can fix precisely what is wrong on its next try.
+model can fix precisely what is wrong on its next try.  Two checks look at what
+it says (below, "What it claims" and "Where its claims come from"):
+
+* no self-certification: "the tests pass", "the build is green", "deployed",
+  "pushed" are checked against the session's tool record (:func:`check_claims`);
+* sources: each claim of "Current state" and "How to verify" should cite something
+  re-checkable, and what it cites is checked (:func:`check_sources`).
 """
 
 import os
 import re
 
+from .. import ledger, safefile, session
 from ..digest import sha256
+from .texts import SOURCE_HINT, SOURCED_SECTIONS
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time typing is not imported (the Stop hook runs this)
 if TYPE_CHECKING:
@@ -31,18 +39,6 @@ tf hcl nix el clj dart zig v sv vhd asm s bat ps1 pem crt txt log patch diff
 """.split())
 NOT_A_PATH = frozenset(("n/a", "na", "none", "-", "--", "tbd", "todo", "nothing"))
 GONE_WORDS = ("deleted", "removed", "renamed from", "(gone)", "will create", "to create", "new file", "(planned)")
-
-
-SOURCED = ("current state", "how to verify")  # sections whose claims cite a source (sources.py)
-SOURCE_HINT = "<text: each claim with its source, e.g. `src/app.py:42`, `src/app.py:parse`, a commit, `pytest -q` (exit 1)>"
-
-
-def template(sections: list[str]) -> str:
-    """The skeleton the model fills in."""
-    lines = ["# Handoff", ""]
-    for name in sections:
-        lines += ["## %s" % name, SOURCE_HINT if normalise(name) in SOURCED else "<text>", ""]
-    return "\n".join(lines)
 
 
 def sections_of(text: str) -> dict[str, str]:
@@ -105,7 +101,7 @@ class Validation:
         self.missing_paths: list[str] = []
         self.sha256: str | None = None
         self.chars = 0
-        self.sources: "dict[str, Any] | None" = None  # sources.apply: claims, cited, uncited, wrong
+        self.sources: "dict[str, Any] | None" = None  # apply_sources: claims, cited, uncited, wrong
 
     @property
     def ok(self) -> bool:
@@ -208,3 +204,344 @@ def _git_state(g: "dict[str, Any]") -> str:
     if isinstance(ds, dict) and ds.get("files"):
         parts.append("diff: %s files, +%s -%s" % (ds.get("files"), ds.get("insertions"), ds.get("deletions")))
     return "; ".join(parts)
+
+
+
+
+# -- What it claims -----------------------------------------------------------------------------
+#
+# No self-certification: what a handoff says about verification, checked against the ledger.
+#
+# A handoff is the model's own account.  When it says "the tests pass", "the build
+# is green", "deployed" or "pushed", :func:`check` looks in the session's ledger
+# (the ``tool`` lines: the command, its exit code, the files edited after it) for
+# the last command that would show it, and gives each claim a status:
+#
+# - ``confirmed``: that command ran, exited 0, and (for tests and builds) no file
+#   was changed after it;
+# - ``contradicted``: it exited non-zero, or files changed after it (the claim is
+#   older than the code), or it never ran at all.
+#
+# The writer sees the contradictions while it can still fix the handoff
+# (turn.check_handoff), and the successor's bootstrap lists them as "claimed,
+# not confirmed" apart from what the machine confirmed (:func:`section`).
+
+# claim -> (phrases that make it, words of a command that would show it, whether a later edit voids it)
+CLAIMS: "dict[str, tuple[tuple[str, ...], tuple[str, ...], bool]]" = {
+    "tests pass": (("tests pass", "tests are passing", "tests passing", "tests passed", "tests are green",
+                    "tests green", "test suite passes", "suite is green", "all green", "tests now pass",
+                    "tests all pass", "tests succeed"),
+                   ("pytest", "npm test", "npm run test", "yarn test", "pnpm test", "go test", "cargo test",
+                    "make test", "make check", "tox", "jest", "vitest", "unittest", "rspec", "phpunit", "ctest",
+                    "mvn test", "gradle test", "dotnet test", "mix test", "bun test"), True),
+    "build is green": (("build is green", "build passes", "build succeeds", "build is passing", "builds cleanly",
+                        "build succeeded", "build passed", "ci is green", "compiles cleanly"),
+                       ("make", "npm run build", "yarn build", "pnpm build", "cargo build", "go build", "tsc",
+                        "gradle build", "mvn package", "mvn install", "python -m build", "python3 -m build",
+                        "dotnet build", "bazel build", "cmake --build", "ninja"), True),
+    "deployed": (("deployed", "is live", "released to"),
+                 ("deploy", "fly deploy", "vercel", "netlify deploy", "firebase deploy", "wrangler", "kubectl apply",
+                  "helm upgrade", "terraform apply", "release"), False),
+    "pushed": (("pushed",), ("git push",), False),
+}
+NEGATIONS = ("not ", "n't", "never", "fail", "yet to", "still need", "todo", "to do:", "unable", "until", "once ",
+             "before ", "should ", "will ", "would ", "must ", "need to", "next:")
+EDIT_TOOLS = frozenset(("Write", "Edit", "MultiEdit", "NotebookEdit"))
+
+
+def _sentences(text: str) -> "list[str]":
+    out: "list[str]" = []
+    for line in text.lower().replace("\r", "").split("\n"):
+        for s in line.replace("; ", ". ").split(". "):
+            if s.strip():
+                out.append(s.strip())
+    return out
+
+
+def claimed(text: str) -> "list[str]":
+    """The claims a handoff makes (an affirmative sentence with one of the phrases), in CLAIMS order."""
+    found = set()
+    for s in _sentences(text):
+        if any(n in s for n in NEGATIONS):
+            continue
+        for name, (phrases, _, _) in CLAIMS.items():
+            if any(p in s for p in phrases):
+                found.add(name)
+    return [n for n in CLAIMS if n in found]
+
+
+def _matches(target: str, words: "tuple[str, ...]") -> bool:
+    low = " " + target.lower().replace("&&", ";").replace("|", ";") + " "
+    for part in low.split(";"):
+        p = " " + part.strip() + " "
+        for w in words:
+            if (" " + w + " ") in p or p.startswith(" " + w) or ("/" + w) in p or (" -m " + w) in p:
+                return True
+    return False
+
+
+def check_claims(text: str, tools: "list[dict[str, Any]]", skip_path: "str | None" = None) -> "list[dict[str, Any]]":
+    """Each claim of ``text`` with its status and evidence, from ``tools`` (the ``tool`` ledger lines, oldest first).
+
+    ``skip_path``: a file whose edits do not count (the handoff itself).
+    """
+    out: "list[dict[str, Any]]" = []
+    for name in claimed(text):
+        _, words, edits_void = CLAIMS[name]
+        last = None
+        for i, r in enumerate(tools):
+            tgt = r.get("target")
+            if r.get("tool") == "Bash" and isinstance(tgt, str) and _matches(tgt, words):
+                last = i
+        if last is None:
+            out.append({"claim": name, "status": "contradicted",
+                        "evidence": "no command that would show it ran in this session"})
+            continue
+        r = tools[last]
+        cmd = "`%s`" % str(r.get("target"))[:80].replace("`", "'")
+        code = r.get("exit")
+        failed = bool(r.get("failed")) or (isinstance(code, int) and code != 0)
+        edited = [t.get("target") for t in tools[last + 1:] if t.get("tool") in EDIT_TOOLS
+                  and isinstance(t.get("target"), str) and t.get("target") != skip_path]
+        if failed:
+            status, why = "contradicted", "the last %s exited %s" % (cmd, code if code is not None else "with a failure")
+        elif code is None:
+            status, why = "contradicted", "the last %s has no recorded exit code" % cmd
+        elif edits_void and edited:
+            status, why = "contradicted", "the last %s exited 0, but %d file%s changed after it (%s)" % (
+                cmd, len(set(edited)), "" if len(set(edited)) == 1 else "s",
+                ", ".join(sorted({str(p).rsplit("/", 1)[-1] for p in edited})[:5]))
+        else:
+            status, why = "confirmed", "the last %s exited 0%s" % (cmd, ", nothing changed after it" if edits_void else "")
+        out.append({"claim": name, "status": status, "evidence": why})
+    return out
+
+
+def claim_problems(results: "list[dict[str, Any]]") -> "list[str]":
+    """The contradictions, one line each, for the writer."""
+    return ["the handoff says %s, but %s" % (r["claim"], r["evidence"]) for r in results if r["status"] != "confirmed"]
+
+
+def claims_section(results: "list[dict[str, Any]]") -> str:
+    """The bootstrap's "checked against the record" section ("" when the handoff claims nothing checkable)."""
+    if not results:
+        return ""
+    lines = ["## The handoff's claims, checked against the record",
+             "The handoff is the predecessor's own account; this is what its tool record shows."]
+    for r in results:
+        if r["status"] == "confirmed":
+            lines.append("- confirmed by the machine: %s (%s)" % (r["claim"], r["evidence"]))
+        else:
+            lines.append("- claimed, not confirmed: %s — %s" % (r["claim"], r["evidence"]))
+    return "\n".join(lines)
+
+
+def tool_lines(recs: "list[dict[str, Any]]", checkpoint_id: "str | None" = None) -> "list[dict[str, Any]]":
+    """The ``tool`` lines of a session's ledger up to its checkpoint ``checkpoint_id`` (all when it is not there)."""
+    out = []
+    for r in recs:
+        if checkpoint_id is not None and r.get("ev") == "checkpoint" and r.get("id") == checkpoint_id:
+            break
+        if r.get("ev") == "tool":
+            out.append(r)
+    return out
+
+
+def last_failing(tools: "list[dict[str, Any]]") -> "dict[str, Any] | None":
+    """The last Bash ``tool`` line that failed, unless the same command passed after it."""
+    failing = None
+    for r in tools:
+        if r.get("tool") != "Bash" or not isinstance(r.get("target"), str):
+            continue
+        if r.get("failed") or r.get("exit") not in (None, 0):
+            failing = r
+        elif failing is not None and " ".join(r["target"].lower().split()) == " ".join(failing["target"].lower().split()):
+            failing = None  # the same command passed since: nothing is failing
+    return failing
+
+
+# -- Where its claims come from ------------------------------------------------------------------
+#
+# Sources: each claim of a handoff's "Current state" and "How to verify", checked for something re-checkable.
+#
+# A handoff that keeps its conclusions but drops their sources helps a successor little, so
+# every claim (a list item, or a sentence) in those sections should cite one of:
+#
+# - a file with a line or a symbol: `src/app.py:42`, `src/app.py:12-30`, `src/app.py:parse`;
+# - a commit: `1a2b3c4` (7 to 40 hex digits; without backticks it counts only when it is one);
+# - a command with its exit code: `python3 -m pytest -q` ... exit 1.
+#
+# :func:`check` looks at the citations given: the file exists and has that line, the symbol
+# occurs in it, the commit is in the repository, the command's last run in this session's
+# record (the ``tool`` ledger lines, effects.py, check_claims) exited with the code cited.  A
+# citation that does not hold is a problem (like a named path that does not exist); a claim
+# that cites nothing is *uncited*: reported, and a problem only with
+# ``handoff_require_sources`` (the user's config: a rejection costs a model turn).
+
+AT_LINE = re.compile(r"^(.+?):(\d+)(?:-(\d+))?$")
+AT_SYMBOL = re.compile(r"^(.+?):([A-Za-z_][\w.]*)(?:\(\))?$")
+COMMIT = re.compile(r"^[0-9a-f]{7,40}$")
+BARE_COMMIT = re.compile(r"(?<![\w/.-])(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}(?![\w/-]|\.\w)")
+EXIT = re.compile(r"\bexit(?:s|ed)?(?: code| status)?:?\s+(?:with\s+)?(-?\d+)", re.I)
+TRIVIAL = frozenset(("none", "n/a", "na", "nothing", "-", "nothing yet", "none yet"))
+READ_CAP = 1 << 20
+MAX_COMMITS = 10
+
+
+class SourcesResult:
+    """What :func:`check_sources` found: claims, cited ones, the uncited and the wrong citations."""
+
+    def __init__(self) -> None:
+        self.claims = 0
+        self.cited = 0
+        self.uncited: "list[str]" = []
+        self.wrong: "list[str]" = []
+
+    def as_dict(self) -> "dict[str, Any]":
+        return {"claims": self.claims, "cited": self.cited, "uncited": self.uncited[:10], "wrong": self.wrong[:10]}
+
+
+def claims_in(body: str) -> "list[str]":
+    """The claims of a section: its list items, and the sentences of its other lines."""
+    out: "list[str]" = []
+    for line in body.splitlines():
+        text = line.strip().lstrip("-*+").strip()
+        if not text or text.startswith("#"):
+            continue
+        spans: "list[str]" = []
+
+        def keep(m: "re.Match[str]") -> str:  # a backticked span stays whole: it may hold a ". "
+            spans.append(m.group(0))
+            return "\0%d\0" % (len(spans) - 1)
+
+        masked = BACKTICK.sub(keep, text)
+        for part in re.split(r"(?<=[.!?;])\s+(?=[A-Z`\0])", masked):
+            part = re.sub(r"\0(\d+)\0", lambda m: spans[int(m.group(1))], part).strip()
+            if len(part) >= 12 and part.lower().rstrip(".") not in TRIVIAL:
+                out.append(part)
+    return out
+
+
+def _lines_of(path: str, root: str) -> "list[str] | None":
+    """The file's lines (a repository's file: links only inside ``root``, no FIFO, a size cap); None: not there."""
+    try:
+        return safefile.read_bounded(path, READ_CAP, inside=root).decode("utf-8", "replace").splitlines()
+    except FileNotFoundError:
+        return None
+    except OSError:
+        return []  # a link out, a FIFO, too large...: cited, and nothing to check it against
+
+
+def _path_cite(tok: str, root: str) -> "tuple[bool, str | None] | None":
+    """(cited, problem) for `path:line` / `path:symbol`, None when ``tok`` is neither."""
+    m = AT_LINE.match(tok) or AT_SYMBOL.match(tok)
+    if not m or not PATHISH.match(m.group(1)) or "." not in m.group(1).rsplit("/", 1)[-1] and "/" not in m.group(1):
+        return None
+    rel = m.group(1)
+    full = os.path.normpath(rel if rel.startswith("/") else os.path.join(root, rel))
+    if os.path.commonpath([full, os.path.normpath(root)]) != os.path.normpath(root):
+        return True, None  # outside the project: not read
+    lines = _lines_of(full, root)
+    if lines is None:
+        return True, "`%s` cites %s, which does not exist" % (tok, rel)
+    if not lines:
+        return True, None
+    if m.re is AT_LINE:
+        last = int(m.group(3) or m.group(2))
+        if not 1 <= int(m.group(2)) <= last <= len(lines):
+            return True, "`%s` cites line %s of %s, which has %d lines" % (tok, m.group(3) and "%s-%s" % (
+                m.group(2), m.group(3)) or m.group(2), rel, len(lines))
+        return True, None
+    sym = m.group(2).rsplit(".", 1)[-1]
+    if not any(re.search(r"(?<!\w)%s(?!\w)" % re.escape(sym), ln) for ln in lines):
+        return True, "`%s` cites %s in %s, which does not contain it" % (tok, sym, rel)
+    return True, None
+
+
+def _commit_cite(sha: str, root: str) -> "str | None":
+    try:
+        from ..snapshot import worktree  # (git: only for a handoff that cites a commit)
+
+        done = worktree._git(["cat-file", "-e", sha + "^{commit}"], root, timeout=5)
+    except (OSError, ValueError):
+        return None  # git unavailable: nothing to say against the citation
+    return None if done.returncode == 0 else "commit %s is not in this repository" % sha
+
+
+def _last_exit(cmd: str, tools: "list[dict[str, Any]]") -> "tuple[bool, Any]":
+    want = " ".join(cmd.split())
+    found, code = False, None
+    for r in tools:
+        tgt = r.get("target")
+        if r.get("tool") == "Bash" and isinstance(tgt, str) and " ".join(tgt.split()) == want:
+            found, code = True, r.get("exit")
+    return found, code
+
+
+def check_sources(text: str, root: str, tools: "list[dict[str, Any]]", sections: "tuple[str, ...]" = SOURCED_SECTIONS) -> SourcesResult:
+    """The citations of ``text``'s claims in ``sections``, checked against ``root`` and the record ``tools``."""
+    res = SourcesResult()
+    commits = 0  # git calls made: at most MAX_COMMITS a handoff (each is a process in the Stop hook)
+    secs = sections_of(text)
+    for name in sections:
+        for claim in claims_in(secs.get(normalise(name), "")):
+            res.claims += 1
+            cited = False
+            exit_m = EXIT.search(claim)
+            for m in BACKTICK.finditer(claim):
+                tok = m.group(1).strip()
+                got = _path_cite(tok, root)
+                if got is not None:
+                    cited = True
+                    if got[1]:
+                        res.wrong.append(got[1])
+                elif COMMIT.match(tok):
+                    cited = True
+                    why = _commit_cite(tok, root) if commits < MAX_COMMITS else None
+                    commits += 1
+                    if why:
+                        res.wrong.append(why)
+                elif exit_m and " " in tok:
+                    cited = True
+                    found, code = _last_exit(tok, tools)
+                    if found and code is not None and str(code) != exit_m.group(1):
+                        res.wrong.append("`%s` is cited with exit %s, but its last run in this session exited %s" % (
+                            tok[:80], exit_m.group(1), code))
+            for sha in BARE_COMMIT.findall(BACKTICK.sub("", claim))[:3]:
+                if commits < MAX_COMMITS and not _commit_cite(sha, root):
+                    cited = True  # a bare hex word counts only when it is a commit (it may be any digest)
+                commits += 1
+            if cited:
+                res.cited += 1
+            else:
+                res.uncited.append(claim[:160])
+    return res
+
+
+def source_problems(res: SourcesResult, required: bool) -> "list[str]":
+    """The writer's problems: every citation that does not hold, and (``required``) every uncited claim."""
+    out = ["a citation does not hold: %s" % w for w in res.wrong]
+    if required and res.uncited:
+        out.append("these claims cite nothing re-checkable (a file with a line or symbol like `src/app.py:42` or "
+                   "`src/app.py:parse`, a commit, or a command with its exit code like `pytest -q` (exit 1)): %s"
+                   % "; ".join('"%s"' % c for c in res.uncited[:8]))
+    return out
+
+
+def apply_sources(v: "Any", path: str, root: str, sdir: str, cfg: "Any") -> "SourcesResult | None":
+    """Add the sources' verdict to ``v``, the handoff.Validation of the file at ``path``."""
+    if v.sha256 is None:
+        return None  # no file to read
+    try:
+        text = safefile.read_regular(path, cfg["handoff_max_chars"] * 4 + 1).decode("utf-8", "replace")
+    except OSError:
+        return None
+    res = check_sources(text, root, tool_lines(ledger.read(session.ledger_path(sdir))))
+    required = bool(cfg.get("handoff_require_sources"))
+    found = source_problems(res, required)
+    if not required and v.problems and res.uncited:  # going back to the writer anyway: say it now, for free
+        found.append("(optional) these claims cite nothing re-checkable: %s" % "; ".join(
+            '"%s"' % c for c in res.uncited[:8]))
+    v.problems.extend(found)
+    v.sources = res.as_dict()
+    return res

@@ -15,6 +15,7 @@ import os
 import time
 
 from .. import atomic, fastjson, paths, safefile, session
+from . import texts
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time nothing is imported (the Stop hook loads this)
 if TYPE_CHECKING:
@@ -27,10 +28,6 @@ DRIVERS = ("mod", "tmux", "manual")
 # The rotator's identity: how it is started (``python -m``) and recognised among processes.
 ROTATOR_MODULE = "cc_continuity.tmux.rotator"
 MOD_FRESH_S = 24 * 3600  # a heartbeat older than this is not taken as a live mod
-# How every continuation opens (the successor's first prompt and its bootstrap text alike):
-# a prompt that starts with CONTINUATION_PREFIX is ours, never the user's.
-_CONTINUING = "Continuing from "
-CONTINUATION_PREFIX = _CONTINUING + session.CHECKPOINT_PREFIX
 
 
 def runs_rotator(pid: int) -> bool | None:
@@ -44,37 +41,6 @@ def runs_rotator(pid: int) -> bool | None:
             return ROTATOR_MODULE.encode() in f.read()
     except OSError:
         return None
-
-
-def continuation_head(cid: str, successor_name: str) -> str:
-    """The continuation's first sentence: which checkpoint, which session it starts."""
-    return "%s%s (%s)." % (_CONTINUING, cid, successor_name)
-
-
-def is_continuation(prompt: object) -> bool:
-    """Is ``prompt`` one of our continuations (not something the user typed)?"""
-    return isinstance(prompt, str) and prompt.startswith(CONTINUATION_PREFIX)
-
-
-def continuation_prompt(cid: str, successor_name: str, driver: str = "tmux", root: str | None = None,
-                        handoff: str | None = None, last_request: str | None = None) -> str:
-    """What the successor is asked first.
-
-    Submitted by the mod, the first turn arrives without Claude Code's own
-    ``# Environment`` block (observed), so it names the project directory and
-    the handoff itself, and restates the user's last request (a compaction the
-    mod skipped ends its turn without retrying that prompt).
-    """
-    text = continuation_head(cid, successor_name) + (" The handoff and machine facts are in this session's context; "
-                                                     "carry on with its next steps.")
-    if driver == "mod":
-        if root:
-            text += " The project is %s." % root
-        if handoff:
-            text += " The handoff file is %s." % handoff
-        if last_request:
-            text += " The user's last request was: %s" % last_request
-    return text
 
 
 # -- the mod's heartbeat: which Claude processes have a working mod -------------
@@ -124,12 +90,8 @@ def mod_alive(pid: int | None, now: float | None = None) -> bool:
 # rotator stands by.  Whoever *renames* the file first does the /clear: rename(2) is
 # atomic, and both sides have it (the mod runs ``mv``; the rotator ``os.rename``).
 
-def handover_dir() -> str:
-    return paths.runtime_dir() + "/handover"
-
-
 def handover_file(session_id: str, taken_by: str | None = None) -> str:
-    return "%s/%s.%s" % (handover_dir(), session_id, taken_by or "json")
+    return "%s/%s.%s" % (paths.handover_dir(), session_id, taken_by or "json")
 
 
 def offer_handover(session_id: str, plan: "dict[str, Any]", bound: "dict[str, Any] | None" = None) -> None:
@@ -143,7 +105,7 @@ def offer_handover(session_id: str, plan: "dict[str, Any]", bound: "dict[str, An
     replaced, never written through).
     """
     safefile.private_dir(paths.runtime_dir())
-    safefile.private_dir(handover_dir())
+    safefile.private_dir(paths.handover_dir())
     if bound is not None:
         plan = dict(plan, bound=bound)
     atomic.write_text(handover_file(session_id), fastjson.dumps(plan), fsync=False, follow=False)
@@ -201,7 +163,7 @@ def give_back(session_id: str, who: str) -> None:
 
 def sweep_handovers(now: float | None = None, keep_s: float = 24 * 3600) -> int:
     """Remove hand-over files (offered or taken) older than ``keep_s``; returns how many."""
-    return paths.remove_older(handover_dir(), keep_s, now)
+    return paths.remove_older(paths.handover_dir(), keep_s, now)
 
 
 def choose_driver(rec: "Record", cfg: "Config", tmux_usable: bool) -> str:
@@ -232,7 +194,7 @@ def plan(rec: "Record", sdir: str, cfg: "Config", successor_name: str, project_l
         "pane": rec["tmux_pane"],
         "started_marker": started_marker(sdir),
         "delivered_marker": delivered_marker(sdir),
-        "continuation": continuation_prompt(cid, successor_name),
+        "continuation": texts.continuation_prompt(cid, successor_name),
         "ledger": session.ledger_path(sdir),
         "successor_name": successor_name,
         "sdir": sdir,
@@ -257,5 +219,5 @@ def handover(rec: "Record", sdir: str, successor_name: str, root: str,
     cid = (rec.get("checkpoint") or {}).get("id") or session.checkpoint_id(rec["number"])
     return {"checkpoint": cid, "successor": successor_name, "delivered_marker": delivered_marker(sdir),
             "session_id": rec.get("session_id"),
-            "continuation": continuation_prompt(cid, successor_name, "mod", root, session.handoff_path(sdir),
+            "continuation": texts.continuation_prompt(cid, successor_name, "mod", root, session.handoff_path(sdir),
                                                 last_request)}

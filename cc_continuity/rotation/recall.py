@@ -18,7 +18,8 @@ only: ``history`` shows that figure); :func:`score` scores any fact list against
 import os
 import re
 
-from . import checkpoint, handover
+from . import checkpoint, texts
+from .handoff import last_failing
 from .. import fastjson, ledger, session
 
 TYPE_CHECKING = False
@@ -55,7 +56,7 @@ def machine_facts(recs: "list[dict[str, Any]]", snap: "dict[str, Any]",
         if checkpoint_id is not None and r.get("ev") == "checkpoint" and r.get("id") == checkpoint_id:
             break
         text = r.get("text")
-        if r.get("ev") == "prompt" and isinstance(text, str) and not handover.is_continuation(text.strip()):
+        if r.get("ev") == "prompt" and isinstance(text, str) and not texts.is_continuation(text.strip()):
             add("prompt", text)
         elif r.get("ev") == "tool":
             tools.append(r)
@@ -69,19 +70,6 @@ def machine_facts(recs: "list[dict[str, Any]]", snap: "dict[str, Any]",
     if failing:
         add("failing", failing["target"])
     return facts
-
-
-def last_failing(tools: "list[dict[str, Any]]") -> "dict[str, Any] | None":
-    """The last Bash ``tool`` line that failed, unless the same command passed after it."""
-    failing = None
-    for r in tools:
-        if r.get("tool") != "Bash" or not isinstance(r.get("target"), str):
-            continue
-        if r.get("failed") or r.get("exit") not in (None, 0):
-            failing = r
-        elif failing is not None and norm(r["target"]) == norm(failing["target"]):
-            failing = None  # the same command passed since: nothing is failing
-    return failing
 
 
 def present(fact: "dict[str, Any]", text_norm: str) -> bool:

@@ -396,7 +396,7 @@ def prompt_submitted(ctx: Context) -> Output | None:
     prompt = prompt if isinstance(prompt, str) else ""
     ctx.log(sdir, {"ev": "prompt", "text": prompt[:PROMPT_KEEP], "chars": len(prompt),
                    "prompt_id": ctx.payload.get("prompt_id")})
-    if "repeat " in prompt and not handover.is_continuation(prompt) and not prompt.startswith(effects.WATCHDOG_PREFIX):
+    if "repeat " in prompt and not texts.is_continuation(prompt) and not prompt.startswith(effects.WATCHDOG_PREFIX):
         # the user's own words (not our continuation, not a watchdog nudge) let one held repeat through
         for code in effects.record_override(ctx.project.dir, prompt, ctx.session_id, rec.get("name")):
             ctx.log(sdir, {"ev": "effect_override", "code": code})
@@ -404,7 +404,7 @@ def prompt_submitted(ctx: Context) -> Output | None:
         ctx.log(sdir, {"ev": "offer_withdrawn", "why": "a new prompt"})
     out = {}
     added = []
-    continuation = handover.is_continuation(prompt) and rec["state"] == session.ACTIVE
+    continuation = texts.is_continuation(prompt) and rec["state"] == session.ACTIVE
     # a SessionStart killed mid-claim, or before it: complete, roll back, or claim now
     cut_short = rec.get("claiming") is not None or rec.get("claim_pending") is not None
     if (continuation or cut_short) and not rec.get("predecessor_claimed"):

@@ -7,6 +7,9 @@ wording change is made here and read here, next to the others.  No state is read
 
 from __future__ import annotations
 
+from .. import session
+
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # names only the type checker needs (the hooks do not pay for importing typing)
     from collections.abc import Mapping
@@ -17,6 +20,10 @@ if TYPE_CHECKING:  # names only the type checker needs (the hooks do not pay for
     Reading = Mapping[str, Any]
     Thresholds = Config
 
+# The handoff's template: the sections whose claims cite a source, and what those say until written
+# (the validator reads both back: rotation/handoff.py).
+SOURCED_SECTIONS = ("Current state", "How to verify")
+SOURCE_HINT = "<text: each claim with its source, e.g. `src/app.py:42`, `src/app.py:parse`, a commit, `pytest -q` (exit 1)>"
 COMPACT_SKIP = "cc-continuity: rotating to a fresh session instead of compacting"
 NOT_COMPARED = ("## Since the checkpoint\nNot compared: took too long (over %g s). Check `git status` and `git log` "
                 "before relying on the handoff's picture of the work tree.")
@@ -43,7 +50,16 @@ def level_note(reading: Reading, cfg: Thresholds) -> str | None:
 
 
 # -- the handoff: asked for, checked -----------------------------------------------------------------
-def handoff_request(reading: Reading, path: str, cfg: Thresholds, template: str) -> str:
+def handoff_template(sections: list[str]) -> str:
+    """The skeleton the model fills in: a heading per section; those whose claims cite a source say how."""
+    sourced = {name.lower() for name in SOURCED_SECTIONS}
+    lines = ["# Handoff", ""]
+    for name in sections:
+        lines += ["## %s" % name, SOURCE_HINT if name.strip().lower() in sourced else "<text>", ""]
+    return "\n".join(lines)
+
+
+def handoff_request(reading: Reading, path: str, cfg: Thresholds) -> str:
     """What the model is asked at the turn's end once the context is past *rotate*."""
     win = reading.get("window")
     return (
@@ -61,7 +77,8 @@ def handoff_request(reading: Reading, path: str, cfg: Thresholds, template: str)
         "anything.\n\n%s"
         % (reading.get("percent"), "{:,}".format(win) if win else "?", cfg["rotate"], path,
            cfg["handoff_min_chars"], cfg["handoff_max_chars"],
-           "; a claim without one is sent back" if cfg.get("handoff_require_sources") else "", template)
+           "; a claim without one is sent back" if cfg.get("handoff_require_sources") else "",
+           handoff_template(cfg["handoff_sections"]))
     )
 
 
@@ -147,3 +164,41 @@ def crashed_without_checkpoint(name: object, session_id: object) -> str:
     """The short notice when a crashed session's machine handoff could not be built."""
     return ("cc-continuity: the previous session %s in this project died mid-work before any checkpoint. Its "
             "conversation can be reopened with `claude --resume %s`." % (name, session_id))
+
+
+# -- the successor's first prompt ------------------------------------------------------------------
+# How every continuation opens (the successor's first prompt and its bootstrap text alike):
+# a prompt that starts with CONTINUATION_PREFIX is ours, never the user's.
+CONTINUING = "Continuing from "
+CONTINUATION_PREFIX = CONTINUING + session.CHECKPOINT_PREFIX
+
+
+def continuation_head(cid: str, successor_name: str) -> str:
+    """The continuation's first sentence: which checkpoint, which session it starts."""
+    return "%s%s (%s)." % (CONTINUING, cid, successor_name)
+
+
+def is_continuation(prompt: object) -> bool:
+    """Is ``prompt`` one of our continuations (not something the user typed)?"""
+    return isinstance(prompt, str) and prompt.startswith(CONTINUATION_PREFIX)
+
+
+def continuation_prompt(cid: str, successor_name: str, driver: str = "tmux", root: str | None = None,
+                        handoff: str | None = None, last_request: str | None = None) -> str:
+    """What the successor is asked first.
+
+    Submitted by the mod, the first turn arrives without Claude Code's own
+    ``# Environment`` block (observed), so it names the project directory and
+    the handoff itself, and restates the user's last request (a compaction the
+    mod skipped ends its turn without retrying that prompt).
+    """
+    text = continuation_head(cid, successor_name) + (" The handoff and machine facts are in this session's context; "
+                                                     "carry on with its next steps.")
+    if driver == "mod":
+        if root:
+            text += " The project is %s." % root
+        if handoff:
+            text += " The handoff file is %s." % handoff
+        if last_request:
+            text += " The user's last request was: %s" % last_request
+    return text

@@ -14,10 +14,10 @@ from __future__ import annotations
 import os
 import time
 
-from .. import config, ledger, meter, paths, safefile, session
+from .. import ledger, meter, paths, safefile, session
 from ..errors import StateDirError
 from ..procs import pid_alive
-from . import checkpoint, claim, claims, context, handover, start, texts
+from . import checkpoint, claim, context, handover, start, texts
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # names only the type checker needs (the hooks do not pay for importing typing)
@@ -218,7 +218,7 @@ def _stop_loop(ctx: Context, sdir: str, reading: Reading) -> Output:
 def _state_dirs_problem(sdir: str) -> str | None:
     """The state directories a rotation writes into, checked (and made private) at this turn's end."""
     try:
-        for d in (sdir, session.checkpoint_dir(sdir), paths.runtime_dir(), handover.handover_dir()):
+        for d in (sdir, session.checkpoint_dir(sdir), paths.runtime_dir(), paths.handover_dir()):
             if d == sdir or os.path.lexists(d):
                 safefile.private_dir(d)
     except StateDirError as e:
@@ -285,18 +285,11 @@ def request_handoff(ctx: Context, n: int, sdir: str, reading: Reading) -> Output
         if check.ok:
             return checkpoint_and_hand_over(ctx, n, sdir, check, degraded=False, tries=1)
     ctx.outcome = "handoff requested"
-    return {"decision": "block", "reason": _request(reading, path, ctx.cfg)}
-
-
-def _request(reading: Reading, path: str, cfg: config.Config) -> str:
-    """The whole request for the handoff, with the template of this project's sections."""
-    from . import handoff  # its patterns load re: only the steps that read a handoff pay for it
-
-    return texts.handoff_request(reading, path, cfg, handoff.template(cfg["handoff_sections"]))
+    return {"decision": "block", "reason": texts.handoff_request(reading, path, ctx.cfg)}
 
 
 def check_handoff(ctx: Context, n: int, sdir: str) -> Output | None:
-    from . import handoff, sources  # their patterns load re: only the steps that read a handoff pay for it
+    from . import handoff  # its patterns load re: only the steps that read a handoff pay for it
 
     path = checkpoint.handoff_path(sdir)
     if not os.path.exists(path):
@@ -307,10 +300,10 @@ def check_handoff(ctx: Context, n: int, sdir: str) -> Output | None:
             ctx.log(sdir, {"ev": "handoff_check", "try": tries, "ok": False, "problems": ["missing"]})
             ctx.outcome = "handoff missing (try %d)" % tries
             return {"decision": "block", "reason": texts.handoff_missing(tries, ctx.cfg["handoff_max_tries"],
-                                                                          _request(reading, path, ctx.cfg))}
+                                                                          texts.handoff_request(reading, path, ctx.cfg))}
         return fall_back(ctx, n, sdir, handoff.validate(path, ctx.project.root, ctx.cfg).problems, tries)
     check = handoff.validate(path, ctx.project.root, ctx.cfg)
-    sources.apply(check, path, ctx.project.root, sdir, ctx.cfg)
+    handoff.apply_sources(check, path, ctx.project.root, sdir, ctx.cfg)
     tries = _count_try(ctx, sdir)
     ctx.log(sdir, {"ev": "handoff_check", "try": tries, "ok": check.ok, "problems": check.problems[:10],
                    "chars": check.chars, "sha256": check.sha256, "sources": check.sources})
@@ -336,7 +329,9 @@ def _claims_contradicted(ctx: Context, sdir: str, path: str, check: Validation, 
         text = checkpoint.read_handoff(sdir).decode("utf-8", "replace")
     except OSError:
         return None
-    found = claims.problems(claims.check(text, claims.tool_lines(ledger.read(session.ledger_path(sdir))), path))
+    from . import handoff  # (see check_handoff)
+
+    found = handoff.claim_problems(handoff.check_claims(text, handoff.tool_lines(ledger.read(session.ledger_path(sdir))), path))
     if not found or tries >= ctx.cfg["handoff_max_tries"]:
         return None
     with ctx.project.edit(sdir) as rec:

@@ -21,7 +21,7 @@ import time
 
 import pytest
 
-from cc_continuity.rotation import handover
+from cc_continuity.rotation import texts
 from cc_continuity.rehearse import rotation_scenario
 from cc_continuity.tmux import Pane
 
@@ -33,7 +33,7 @@ from .harness import REPO_ROOT
 pytestmark = pytest.mark.e2e
 
 USER_TEXT = "also add a changelog entry for the exporter"
-CONT = handover.continuation_prompt("cp-001", "%s-002" % SLUG)
+CONT = texts.continuation_prompt("cp-001", "%s-002" % SLUG)
 
 
 def overhead_ms(sb, cont, succ_sid):
