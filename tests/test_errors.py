@@ -7,7 +7,7 @@ import sys
 from cc_continuity import cli, config, errors, tmux
 from cc_continuity.snapshot import worktree
 from cc_continuity.tmux import rotator
-from cc_continuity.install import app, blocks, manifest, plugin, settings, skills
+from cc_continuity.install import app, blocks, manifest, plugin, settings
 from cc_continuity.install import InstallError
 from cc_continuity.watch import service
 from cc_continuity import rehearse
@@ -19,7 +19,7 @@ def test_every_user_facing_error_has_its_area_and_its_builtin():
         errors.ConfigError: [(config.ConfigError, ValueError)],
         errors.InstallError: [(InstallError, Exception), (settings.SettingsError, ValueError),
                               (blocks.BlockError, ValueError), (manifest.ManifestError, ValueError),
-                              (skills.FrontmatterError, ValueError), (app.AppError, RuntimeError),
+                              (app.AppError, RuntimeError),
                               (plugin.PluginError, RuntimeError)],
         errors.RotationError: [(worktree.SnapshotError, RuntimeError), (tmux.TmuxError, RuntimeError),
                                (rotator.RotationFailed, RuntimeError), (rotator.PlanError, ValueError)],

@@ -69,9 +69,9 @@ def test_template_lists_every_section_with_a_placeholder():
     secs = handoff.sections_of(t)
     assert secs.pop("handoff") == ""  # the title
     assert list(secs) == [handoff.normalise(s) for s in SECTIONS]
-    hinted = {handoff.normalise(s) for s in SECTIONS} & set(handoff.SOURCED)
+    hinted = {handoff.normalise(s) for s in SECTIONS} & {handoff.normalise(s) for s in texts.SOURCED_SECTIONS}
     assert hinted == {"current state", "how to verify"}  # their claims cite a source (check_sources)
-    assert all(body == (handoff.SOURCE_HINT if name in hinted else "<text>") for name, body in secs.items())
+    assert all(body == (texts.SOURCE_HINT if name in hinted else "<text>") for name, body in secs.items())
 
 
 # -- validate ----------------------------------------------------------------------------------
