@@ -30,6 +30,7 @@ if TYPE_CHECKING:
         name: str                        # "<slug>-<NNN>", what the user and the ledgers see
         session_id: str                  # Claude Code's session id (the card and the hooks' payloads name it)
         session_ids: list[str]           # the Claude Code session ids this record has had
+        host: str                        # the agent it runs in ("claude", "codex"); absent: "claude" (older records)
         state: str                       # one of STATES; changed only through transition()
         created: float                   # epoch seconds, when the record was made
         updated: float                   # epoch seconds, set by every save()

@@ -91,6 +91,24 @@ KEPT = {
                                                  "compile, +~50 ms")
         for fn in ("_redacted", "publish_commit")
     },
+    "cc_continuity.hosts": {
+        ("of_record", "cc_continuity.hosts.codex.host.CODEX"): (
+            START_UP, "every verb that reads a session (status, checkpoint) loads hosts/: the Codex reader "
+                      "(rollout, its context) +~2 ms, only for a Codex session's record"),
+    },
+    "cc_continuity.hosts.codex.hooks": {
+        **{(fn, "cc_continuity.rotation." + mod): (
+            START_UP, "a Codex tool call's hook: start / turn (claim, revalidation, checkpoint, handover) +~9 ms, "
+                      "loaded by the events that run them, or at a level change")
+           for fn, mod in (("answer", "start"), ("answer", "turn"), ("_pre_tool_use", "turn"),
+                           ("_post_tool_use", "turn"))},
+        ("_post_tool_use", "cc_continuity.redact.redact"): (
+            START_UP, "a Codex tool call's hook: the redactor's ~100 patterns compile, +~20 ms, only for a call "
+                      "with a command to record"),
+    },
+    "cc_continuity.hosts.codex.host": {
+        ("CodexContext.deliver", "cc_continuity.notify"): (START_UP, "notify +~3 ms, when a push goes out"),
+    },
     "cc_continuity.hosts.claude.host": {
         ("HookContext.deliver", "cc_continuity.notify"): (
             START_UP, "the mod calls in at every turn's end: notify +~3 ms, loaded when a push goes out"),

@@ -7,4 +7,8 @@ from .claude.host import CLAUDE
 
 def of_record(rec: "dict[str, object]") -> Host:
     """The host a session record was made by (records without one are Claude Code's: they came first)."""
+    if rec.get("host") == "codex":
+        from .codex.host import CODEX  # (its reader: only for a Codex session's record)
+
+        return CODEX
     return CLAUDE

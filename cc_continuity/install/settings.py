@@ -321,9 +321,12 @@ def render_fragment(fragment, python, app):
     return out
 
 
-def boot_code(app):
-    """The ``-c`` program of every hook: put the app on sys.path and dispatch, or exit 0."""
-    return BOOT % (app, app + "/lib")
+def boot_code(app, mark=HOOK_MARK):
+    """The ``-c`` program of every hook: put the app on sys.path and dispatch, or exit 0.
+
+    ``mark``: the import of the hook entry (Claude Code's by default; Codex CLI's hooks run
+    ``cc_continuity.hosts.codex.hooks.HOOK_MARK``)."""
+    return BOOT.replace(HOOK_MARK, mark) % (app, app + "/lib")
 
 
 def app_of_handler(handler):

@@ -118,9 +118,9 @@ class Context:
         return session_reading(sdir, rec, self.cfg, self.host, self.payload.get("transcript_path"), self.env)
 
     def reading_for(self, sdir: str, rec: Record, tokens: int | None, source: str | None,
-                    model: str | None = None) -> Reading:
+                    model: str | None = None, agent_window: int | None = None) -> Reading:
         """A whole reading (window, ratio, level) for ``tokens`` in this call's session."""
-        return reading_for(sdir, rec, self.cfg, tokens, source, model, self.env)
+        return reading_for(sdir, rec, self.cfg, tokens, source, model, self.env, agent_window)
 
     def push(self, rec: Record, event: str, text: str = "", reading: Reading | None = None) -> None:
         """Ask for a push about ``rec`` (never raises, never waits: the adapter spools it)."""
@@ -192,7 +192,7 @@ def register(ctx: Context, source: str | None) -> Started:
             n, proj.session_name(n), ctx.session_id,
             project_root=proj.root, project_key=proj.key, slug=proj.slug,
             launch_dir=launch_dir(ctx.payload, ctx.env), source=source,
-            unattended=bool(cfg["unattended"]),
+            unattended=bool(cfg["unattended"]), host=ctx.host.name,
             **_live_fields(ctx, sock, pane),
         )
         pred = proj.cleared_by(ctx.agent_pid()) if source in ("clear", None) else None
@@ -217,7 +217,7 @@ def _resumed(ctx: Context, old_n: int, old: Record, sock: str | None, pane: str 
     sdir = proj.session_dir(n)
     sid = ctx.session_id or ""
     rec = session.new_record(n, proj.session_name(n), sid, project_root=proj.root, project_key=proj.key,
-                             slug=proj.slug, launch_dir=launch_dir(ctx.payload, ctx.env), source="resume",
+                             slug=proj.slug, launch_dir=launch_dir(ctx.payload, ctx.env), source="resume", host=ctx.host.name,
                              unattended=bool(ctx.cfg["unattended"]), resumed_from=old_n, resume_grace=True,
                              **_live_fields(ctx, sock, pane))
     session.save(sdir, rec)
@@ -273,12 +273,18 @@ def session_reading(sdir: str, rec: Record, cfg: config.Config, host: Host, tran
             got = host.reading(path)
         except OSError:
             got = {"tokens": None, "model": None, "source": "transcript missing"}
-    return reading_for(sdir, rec, cfg, got["tokens"], got["source"], got.get("model"), env)
+    return reading_for(sdir, rec, cfg, got["tokens"], got["source"], got.get("model"), env, got.get("window"))
 
 
 def reading_for(sdir: str, rec: Record, cfg: config.Config, tokens: int | None, source: str | None,
-                model: str | None = None, env: Env | None = None) -> Reading:
-    """A full reading (window, ratio, level) for ``tokens`` in this session."""
-    window, wsrc = meter.resolve_window(cfg["window"], meter.reported_window(sdir), rec.get("model") or model, env)
+                model: str | None = None, env: Env | None = None, agent_window: int | None = None) -> Reading:
+    """A full reading (window, ratio, level) for ``tokens`` in this session.
+
+    The window: the user's config, else the one the agent reported (``agent_window``: a Codex
+    rollout's; Claude Code's status line leaves its own in the session dir), else the model's."""
+    if agent_window and not cfg["window"]:
+        window, wsrc = agent_window, "agent"
+    else:
+        window, wsrc = meter.resolve_window(cfg["window"], meter.reported_window(sdir), rec.get("model") or model, env)
     reading: Reading = meter.reading(tokens, window, wsrc, cfg, source)
     return reading

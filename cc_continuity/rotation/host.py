@@ -26,6 +26,7 @@ class Host:
     """The port.  Each method says what the rotation asks; a host answers from its own files."""
 
     name = "agent"
+    write_with = "with your tool for writing files"  # how the handoff request says to write the file
 
     def agent_pid(self, env: Env) -> int | None:
         """The process the session lives in (a ``/clear`` keeps it: it pairs a successor with its predecessor)."""

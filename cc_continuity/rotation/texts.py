@@ -59,7 +59,7 @@ def handoff_template(sections: list[str]) -> str:
     return "\n".join(lines)
 
 
-def handoff_request(reading: Reading, path: str, cfg: Thresholds) -> str:
+def handoff_request(reading: Reading, path: str, cfg: Thresholds, write_with: str = "with the Write tool") -> str:
     """What the model is asked at the turn's end once the context is past *rotate*."""
     win = reading.get("window")
     return (
@@ -67,7 +67,7 @@ def handoff_request(reading: Reading, path: str, cfg: Thresholds) -> str:
         "continues in a fresh session that starts from a handoff file, so the handoff needs to be written before "
         "this turn can end.\n\n"
         "Handoff file (absolute path): %s\n\n"
-        "Write it with the Write tool using the template below. Every section must be present and non-empty "
+        "Write it %s using the template below. Every section must be present and non-empty "
         "(write \"none\" where there is nothing), %d-%d characters, no secrets or tokens, and every file path it names "
         "must exist (relative to the project root, in backticks). In \"Current state\" and \"How to verify\", give "
         "each claim a source the next session can re-check: a file with a line or symbol (`src/app.py:42`, "
@@ -75,7 +75,7 @@ def handoff_request(reading: Reading, path: str, cfg: Thresholds) -> str:
         "the recent user prompts and the todo list are recorded automatically. Once the file is written, ending the "
         "turn completes the hand-over; the next session continues from it without the user having to re-explain "
         "anything.\n\n%s"
-        % (reading.get("percent"), "{:,}".format(win) if win else "?", cfg["rotate"], path,
+        % (reading.get("percent"), "{:,}".format(win) if win else "?", cfg["rotate"], path, write_with,
            cfg["handoff_min_chars"], cfg["handoff_max_chars"],
            "; a claim without one is sent back" if cfg.get("handoff_require_sources") else "",
            handoff_template(cfg["handoff_sections"]))

@@ -76,7 +76,7 @@ def measure_turn_end(ctx: Context, sdir: str, rec: Record, bound_s: float,
         time.sleep(0.02)
     got = got or {"tokens": None, "model": None, "source": "none"}
     ctx.agent_version = version  # how a Stop asks for more (hooks.stop_wire)
-    reading = ctx.reading_for(sdir, rec, got.get("tokens"), got.get("source"), got.get("model"))
+    reading = ctx.reading_for(sdir, rec, got.get("tokens"), got.get("source"), got.get("model"), got.get("window"))
     return reading, ok, int((now - t0) * 1000)
 
 
@@ -285,7 +285,7 @@ def request_handoff(ctx: Context, n: int, sdir: str, reading: Reading) -> Output
         if check.ok:
             return checkpoint_and_hand_over(ctx, n, sdir, check, degraded=False, tries=1)
     ctx.outcome = "handoff requested"
-    return {"decision": "block", "reason": texts.handoff_request(reading, path, ctx.cfg)}
+    return {"decision": "block", "reason": texts.handoff_request(reading, path, ctx.cfg, ctx.host.write_with)}
 
 
 def check_handoff(ctx: Context, n: int, sdir: str) -> Output | None:
@@ -300,7 +300,7 @@ def check_handoff(ctx: Context, n: int, sdir: str) -> Output | None:
             ctx.log(sdir, {"ev": "handoff_check", "try": tries, "ok": False, "problems": ["missing"]})
             ctx.outcome = "handoff missing (try %d)" % tries
             return {"decision": "block", "reason": texts.handoff_missing(tries, ctx.cfg["handoff_max_tries"],
-                                                                          texts.handoff_request(reading, path, ctx.cfg))}
+                                                                          texts.handoff_request(reading, path, ctx.cfg, ctx.host.write_with))}
         return fall_back(ctx, n, sdir, handoff.validate(path, ctx.project.root, ctx.cfg).problems, tries)
     check = handoff.validate(path, ctx.project.root, ctx.cfg)
     handoff.apply_sources(check, path, ctx.project.root, sdir, ctx.cfg)

@@ -158,6 +158,7 @@ def call_ran(path: str | None, tool_use_id: str, scan: int = 8 << 20) -> str | N
 
 class ClaudeHost(Host):
     name = "claude"
+    write_with = "with the Write tool"
 
     def agent_pid(self, env: Env) -> int | None:
         raw = env.get("CLAUDE_PID", "")
