@@ -120,6 +120,12 @@ def runtime_dir() -> "str":
     return home() + "/runtime"
 
 
+def package_parent() -> "str":
+    """The folder holding the ``cc_continuity`` package (a detached ``python -S -m`` job gets it as PYTHONPATH)."""
+    here = __file__ if __file__.startswith("/") else posix.getcwd() + "/" + __file__
+    return here.rpartition("/")[0].rpartition("/")[0] or "/"
+
+
 def handover_dir() -> "str":
     """Where a verified checkpoint's hand-over is offered to the mod (rotation/handover.py)."""
     return home() + "/runtime/handover"

@@ -17,7 +17,10 @@ import os
 import signal
 import stat
 import subprocess
+import sys
 import time
+
+import pytest
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -221,3 +224,36 @@ def test_the_prune_rule(refs, claimable_sessions, keep, max_age_days):
         over = (keep is not None and rank >= keep) or (max_age_days is not None and now - created > max_age_days * 86400)
         protected = ref in claimable or ref in newest.values()
         assert (ref in doomed) == (over and not protected), (ref, rank, created)
+
+
+@pytest.mark.parametrize("start", ["snapshot", "share"])
+def test_a_detached_job_finds_the_package_with_no_pythonpath_of_ours(tmp_path, monkeypatch, start):
+    """The jobs run as ``python -S -m <module>`` (no site, no editable install): the PYTHONPATH their start
+    gives them must name the folder holding the package, wherever the module sits in it (a job moved into
+    a sub-folder once pointed at the package itself: every e2e checkpoint then lacked its snapshot)."""
+    import subprocess as sp
+
+    from cc_continuity import paths
+    from cc_continuity.rotation import share
+    from cc_continuity.snapshot import job
+
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+    seen = {}
+
+    class Spy:
+        def __init__(self, argv, **kw):
+            seen.update(argv=argv, env=kw["env"])
+            self.pid = 0
+
+    real = sp.Popen
+    monkeypatch.setattr(sp, "Popen", Spy)
+    if start == "snapshot":
+        job.start({"plan": "x"})
+    else:
+        share.start_job("cc_continuity.rotation.share", "{}")
+    monkeypatch.setattr(sp, "Popen", real)
+    module = seen["argv"][seen["argv"].index("-m") + 1]
+    assert seen["env"]["PYTHONPATH"].split(os.pathsep)[0] == paths.package_parent()
+    res = subprocess.run([sys.executable, "-S", "-c", "import %s" % module], cwd="/", capture_output=True, text=True,
+                         env={"PATH": os.environ["PATH"], "PYTHONPATH": seen["env"]["PYTHONPATH"]})
+    assert res.returncode == 0, res.stderr

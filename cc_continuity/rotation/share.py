@@ -326,8 +326,7 @@ def start_job(module: str, arg: str) -> int:
     """Start ``python -m <module> <arg>`` fully detached (own session, stdin from /dev/null, output to the
     share log): the publish job here, the lease renewal (lease.start)."""
     env = dict(os.environ)
-    package_parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env["PYTHONPATH"] = os.pathsep.join(x for x in (package_parent, env.get("PYTHONPATH", "")) if x)
+    env["PYTHONPATH"] = os.pathsep.join(x for x in (paths.package_parent(), env.get("PYTHONPATH", "")) if x)
     log = paths.logs_dir() + "/share.log"
     paths.ensure_dir(os.path.dirname(log))
     out = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, paths.FILE_MODE)

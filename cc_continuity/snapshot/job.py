@@ -74,8 +74,7 @@ def start(p: "dict[str, Any]", log_path: str | None = None) -> "subprocess.Popen
     The plan travels as the argument: nothing to write (or to leave behind) before the job runs.
     """
     env = dict(os.environ)
-    package_parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env["PYTHONPATH"] = os.pathsep.join(x for x in (package_parent, env.get("PYTHONPATH", "")) if x)
+    env["PYTHONPATH"] = os.pathsep.join(x for x in (paths.package_parent(), env.get("PYTHONPATH", "")) if x)
     out = subprocess.DEVNULL
     if log_path:
         paths.ensure_dir(os.path.dirname(log_path))
