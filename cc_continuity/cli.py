@@ -17,7 +17,7 @@ from . import __version__, commands, errors
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="cc-continuity",
-        description="Zero-touch session rotation for Claude Code.",
+        description="Zero-touch session rotation for Claude Code and Codex CLI.",
     )
     parser.add_argument("--version", action="version", version="cc-continuity %s" % __version__)
     sub = parser.add_subparsers(dest="verb", metavar="<command>")

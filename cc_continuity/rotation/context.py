@@ -64,6 +64,11 @@ class Context:
         """Can a tmux rotator drive this session?  (The plain context has no tmux.)"""
         return False
 
+    def own_driver(self) -> str | None:
+        """The driver that hands this session over by itself, when the adapter has one (``headless``: a run loop
+        that starts the successor when the agent's process ends); None: the rotation chooses."""
+        return None
+
     def start_rotator(self, rec: Record, sdir: str, successor_name: str, project_lock: str | None,
                       standby_s: float | None) -> int:
         """Spawn the tmux rotator for a verified checkpoint; its pid."""

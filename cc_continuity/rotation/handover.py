@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from ..config import Config
     from ..session import Record
 
-DRIVERS = ("mod", "tmux", "manual")
+DRIVERS = ("mod", "tmux", "headless", "manual")
 # The rotator's identity: how it is started (``python -m``) and recognised among processes.
 ROTATOR_MODULE = "cc_continuity.tmux.rotator"
 MOD_FRESH_S = 24 * 3600  # a heartbeat older than this is not taken as a live mod

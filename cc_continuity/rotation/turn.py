@@ -373,17 +373,20 @@ def checkpoint_and_hand_over(ctx: Context, n: int, sdir: str, check: Validation,
     """The handoff is settled: make the checkpoint, then hand over to the successor by one driver.
 
     Both in one critical section of the project (no claim sees the checkpoint without its
-    driver), then the tmux rotator is started outside it.  ``driver`` (mod, tmux or manual)
-    is chosen unless given: the plugin's mod when this agent process's mod is alive (it hands
-    over at the turn's end, in-process; a tmux rotator stands by in case it does not), else
-    the tmux rotator, else the user's own /clear.  The ledger and the record say which.
+    driver), then the tmux rotator is started outside it.  ``driver`` (mod, tmux, headless or
+    manual) is the adapter's own when it has one (``headless``: the run loop starts the successor
+    once the agent's process ends), else chosen: the plugin's mod when this agent process's mod
+    is alive (it hands over at the turn's end, in-process; a tmux rotator stands by in case it
+    does not), else the tmux rotator, else the user's own /clear.  The ledger and the record say
+    which.
     """
     snap = checkpoint.snapshot_facts(sdir)
     proj = ctx.project
     with proj.edit(sdir) as rec:
         summary = _make_checkpoint(ctx, n, sdir, rec, check, degraded, tries, snap)
         successor_name = proj.session_name(proj.peek_next_number())
-        tmux_ok = ctx.can_drive(rec)
+        driver = driver or ctx.own_driver()
+        tmux_ok = driver != "headless" and ctx.can_drive(rec)
         driver = driver or handover.choose_driver(rec, ctx.cfg, tmux_ok)
         _offer(ctx, sdir, rec, summary, driver, successor_name)
     ctx.push(rec, "checkpoint-verified", "%s %s" % (summary["id"], "degraded" if degraded else "valid"))
@@ -422,7 +425,7 @@ def _offer(ctx: Context, sdir: str, rec: Record, summary: dict[str, Any], driver
     """ROTATING by ``driver`` (AWAITING_MANUAL_CLEAR for the user's own /clear); for the mod, the hand-over is
     offered where it reads it at the turn's end, bound to this process and turn.  Under the project lock."""
     why = {"mod": "the mod hands over in-process", "tmux": "tmux pane %s" % rec.get("tmux_pane"),
-           "manual": "no tmux: manual /clear"}[driver]
+           "headless": "the run loop starts the successor", "manual": "no tmux: manual /clear"}[driver]
     session.transition(sdir, rec, session.AWAITING_MANUAL_CLEAR if driver == "manual" else session.ROTATING,
                        why, driver=driver)
     if driver == "mod" and ctx.session_id:

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from ...rotation.host import Env, Got
     from ...session import Record
 
+HEADLESS_ENV = "CC_CONTINUITY_HEADLESS"  # set by `cc-continuity run` for the codex exec it starts
 SCAN = 8 << 20  # bytes of a rollout looked at for a fact (its first line alone is ~22 KB)
 AGENT_NAMES = ("codex",)
 
@@ -145,6 +146,10 @@ class CodexContext(context.Context):
 
         notify.emit(push["event"], slug=push["slug"], session=push["session"], ratio=push["ratio"],
                     text=push["text"], project_root=push["project_root"])
+
+    def own_driver(self) -> str | None:
+        """``headless`` under ``cc-continuity run --agent codex`` (its loop starts the successor: no typing)."""
+        return "headless" if self.env.get(HEADLESS_ENV) == "1" else None
 
     def can_drive(self, rec: Record) -> bool:
         return False
