@@ -98,7 +98,7 @@ def test_every_live_and_recent_session_across_projects_blocked_first(tmp_path, s
     text = fleet_cli().stdout
     assert text.startswith("sessions on this machine: 3 open (2 blocked), 1 ended in the last 24h"), text
     line = next(l for l in text.splitlines() if l.lstrip().startswith("alpha-002"))
-    assert re.search(r"alpha-002\s+active\s+ACTIVE\s+40%%\s+tmux\s+\d+s\s+%d\s+tmux -S %s attach -t %s "
+    assert re.search(r"alpha-002\s+claude\s+active\s+ACTIVE\s+40%%\s+tmux\s+\d+s\s+%d\s+tmux -S %s attach -t %s "
                      r"\(detached: no terminal shows it\)$" % (pid_a, re.escape(server.socket), pane_a), line), line
     assert "[NEEDS-HUMAN]" in next(l for l in text.splitlines() if "alpha-001" in l)
     assert "beta-001" not in text   # ended three days ago: not recent
@@ -163,12 +163,13 @@ def test_columns_stay_aligned_when_a_state_is_longer_than_its_column():
     rows = [{"name": "proj-001", "class": "blocked", "state": session.AWAITING_MANUAL_CLEAR,
              "flags": {"needs_human": 1}, "percent": 64.2, "driver": "tmux", "pid": 4242},
             {"name": "a-much-longer-project-name-042", "class": "active", "state": session.ACTIVE, "percent": 7,
-             "driver": None, "pid": 17}]
+             "driver": "headless", "pid": 17, "host": "codex"}]
     out = []
     fleet.render(rows, time.time(), out.append)
     lines = [line.rstrip("\n") for line in out]
     assert "AWAITING_MANUAL_CLEAR [NEEDS-HUMAN]" in lines[1]
-    for column in ("CLASS", "STATE", "CTX", "DRIVER", "MOVED", "PID"):
+    assert " claude " in lines[1] and " codex " in lines[2]  # both agents' sessions, each named
+    for column in ("AGENT", "CLASS", "STATE", "CTX", "DRIVER", "MOVED", "PID"):
         at = lines[0].index(column)
         for line, row in zip(lines[1:], rows):
             # every row's cell starts (CTX: ends) where its header does

@@ -302,7 +302,7 @@ def test_a_turn_frozen_with_the_server_up_is_interrupted_and_pushed_urgently(
         assert out.returncode == 0
         assert "watchdog: running (pid %d" % wd.proc.pid in out.stdout
         assert re.search(r"model server: UP since \d+s ago", out.stdout)
-        row = re.search(r"^  %s\s+stalled\s+ACTIVE\s+-\s+tmux\s+\d+[smh]\s+%d\s+tmux -S %s attach -t %s"
+        row = re.search(r"^  %s\s+claude\s+stalled\s+ACTIVE\s+-\s+tmux\s+\d+[smh]\s+%d\s+tmux -S %s attach -t %s"
                         r" \(detached: no terminal shows it\)\n"
                         r"\s+last: escalate done [^;]*; next: (.*)$" % (s.name, pid, re.escape(server.socket),
                                                                        run.pane_id), out.stdout, re.M)

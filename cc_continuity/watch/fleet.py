@@ -45,6 +45,7 @@ def row(obs, cls):
     """The fields of one fleet row (JSON-ready)."""
     return {"key": obs.key, "name": obs.name, "slug": obs.slug, "class": cls, "state": obs.state,
             "percent": obs.percent, "pane": list(obs.pane) if obs.pane else None, "driver": obs.driver,
+            "host": obs.host,
             "last_progress": obs.last_progress, "pid": obs.pid, "error": obs.failed_error,
             "flags": list(obs.flags or ()), "ended_at": obs.ended_at}
 
@@ -140,8 +141,8 @@ def pane_text(r):
     return where
 
 
-COLUMNS = ("SESSION", "CLASS", "STATE", "CTX", "DRIVER", "MOVED", "PID", "PANE")
-MIN_WIDTHS = (24, 9, 22, 5, 7, 9, 8, 0)  # the usual widths; a longer cell widens its whole column
+COLUMNS = ("SESSION", "AGENT", "CLASS", "STATE", "CTX", "DRIVER", "MOVED", "PID", "PANE")
+MIN_WIDTHS = (24, 6, 9, 22, 5, 7, 9, 8, 0)  # the usual widths; a longer cell widens its whole column
 
 
 def render(rows, now, write, detail=None):
@@ -153,7 +154,7 @@ def render(rows, now, write, detail=None):
         if r.get("error"):
             state = "%s (%s)" % (state, r["error"])
         flags = " ".join("[%s]" % f.upper().replace("_", "-") for f in r.get("flags") or ())
-        table.append((str(r.get("name")), str(r.get("class")), ("%s %s" % (state, flags)).strip(),
+        table.append((str(r.get("name")), r.get("host") or "claude", str(r.get("class")), ("%s %s" % (state, flags)).strip(),
                       "%d%%" % round(pct) if isinstance(pct, (int, float)) else "-",
                       r.get("driver") or "-", _ago(r.get("last_progress"), now), str(r.get("pid") or "-"),
                       pane_text(r)))

@@ -87,6 +87,7 @@ class SessionObs:
     sdir: str = None             # the session's directory
     rotator_pid: int = None      # the tmux rotator spawned for its checkpoint
     driver: str = None           # what drives its rotations: the record's own word, else tmux / manual
+    host: str = "claude"         # the agent it runs in (the record's "host"; older records are Claude Code's)
     flags: tuple = ()            # the record's flags (needs_human, done: `cc-continuity signal`)
 
     @property
@@ -543,6 +544,7 @@ class Scanner:
             rotator_pid=rotator if isinstance(rotator, int) and not isinstance(rotator, bool) else None,
             driver=rec.get("driver") if isinstance(rec.get("driver"), str) else
             ("tmux" if isinstance(pane_id, str) and pane_id else "manual"),
+            host=rec.get("host") if isinstance(rec.get("host"), str) else "claude",
             flags=tuple(sorted(k for k in rec["flags"] if isinstance(k, str))) if isinstance(rec.get("flags"), dict)
             else (),
         )
