@@ -133,3 +133,36 @@ def drop(session_id: "str") -> "None":
         posix.unlink(card_path(session_id))
     except OSError:
         pass
+
+
+# -- the side-effect pre-filter (both hosts' PreToolUse) -------------------------------------------
+# A Bash command with none of these (lower-cased) cannot have a side effect that
+# effects.classify would hold, so this hook goes no further for it:
+# string tests only, nothing read, nothing written.  A word here only sends the call
+# to the slow path, which decides (a GET, a push, `kubectl apply` run without a word).
+EFFECT_WORDS = ("curl", "wget", "http", "xh ", "gh ", "publish", "deploy", "release", "upload", "mail", "psql",
+                "mysql", "mariadb", "sqlite3", "mongo", "redis-cli", "cqlsh", "clickhouse", "kubectl", "helm",
+                "terraform", "pulumi", "version", "bump", "fly", "vercel", "netlify", "firebase", "wrangler", "heroku",
+                "aws ", "gcloud", "az ", "ansible", "./", ".sh", "sh ", "npm", "yarn", "pnpm", "bun ", "twine", "cargo",
+                "gem ", "mvn", "gradle", "dotnet", "yank", "effects.")
+
+
+def may_have_effect(c: "dict[str, Any]", tool: "object", tool_input: "object") -> "bool":
+    """Could this call have a side effect a repeat of which is held?  (False: it is not looked at again.)"""
+    if tool != "Bash" or not isinstance(tool_input, dict):
+        return False
+    cmd = tool_input.get("command")
+    fx = c.get("fx")
+    if not isinstance(cmd, str) or not isinstance(fx, dict) or not fx.get("hold"):
+        return False
+    low = cmd.lower()
+    for w in EFFECT_WORDS:
+        if w in low:
+            return True
+    first = cmd.lstrip().split(None, 1)[0] if cmd.strip() else ""
+    if "/" in first:
+        return True  # a script named as the command
+    for w in fx.get("words") or ():
+        if w in cmd:
+            return True  # an alias, or a command the user declared
+    return False

@@ -223,3 +223,156 @@ def _digest_of_line(path: "str", n: "int") -> "str | None":
             if lineno == n:
                 return sha256(raw.rstrip(b"\n")).hexdigest()
     return None
+
+
+# -- the action record ------------------------------------------------------------------------------
+# A ``tool`` line carries ``target`` (the file path, the URL or pattern, or the first line of a shell
+# command, at most TARGET_MAX characters), for both hosts' tool hooks.  Here, in a module every tool
+# call loads anyway: a module more on that path costs ~0.5 M instructions (about a sixth of what the
+# whole call adds to the interpreter's start).  The path cannot afford ``redact`` (~100 regular
+# expressions), so ``mask`` hides what plainly carries a secret with string operations alone:
+# NAME=value where the name says secret, the word after --password/Bearer-like words, URL userinfo,
+# known token prefixes, long random-looking words.  Every reader that quotes a target (the
+# successor's bootstrap) runs the full redactor over it too; which actions reached outside the work
+# tree is decided there (``revalidation.side_effect``).
+
+TARGET_MAX = 200
+MASK = "[REDACTED]"
+
+_PATH_KEYS = ("file_path", "notebook_path", "path", "url", "pattern", "query", "description", "prompt")
+_SECRET_WORDS = ("pass", "pwd", "token", "secret", "apikey", "api_key", "api-key", "auth", "cred",
+                 "private_key", "privatekey", "access_key", "signature", "cookie", "session_key")
+_SECRET_FLAGS = frozenset(("--password", "--pass", "--passwd", "--token", "--api-key", "--apikey", "--secret",
+                           "--auth", "--auth-token", "--access-token", "--client-secret", "--otp", "-password",
+                           "bearer", "basic", "token", "authorization:", "x-api-key:", "--header-token",
+                           "sshpass", "--registry-token", "--npm-token"))
+_TOKEN_PREFIXES = ("sk-", "sk_", "pk_", "rk_", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-",
+                   "xoxb-", "xoxp-", "xoxa-", "xapp-", "akia", "asia", "aiza", "npm_", "pypi-", "hf_", "dop_v1_",
+                   "sq0", "shpat_", "eyj")
+
+
+def target(tool_input: "object") -> "str | None":
+    """The action's target, masked and cut to ``TARGET_MAX`` (None when the call names none)."""
+    if not isinstance(tool_input, dict):
+        return None
+    cmd = tool_input.get("command")
+    if isinstance(cmd, str):
+        line = cmd.strip().split("\n", 1)[0].strip()
+        more = "\n" in cmd.strip()
+        text = mask(line)  # the whole first line, then the cut: no secret is cut in two before it is masked
+        return _cut(text + (" …" if more else ""))
+    for key in _PATH_KEYS:
+        v = tool_input.get(key)
+        if isinstance(v, str) and v:
+            return _cut(mask(v.split("\n", 1)[0]))
+    return None
+
+
+def _cut(text: "str") -> "str":
+    """At most TARGET_MAX characters; a cut never leaves a quote open (it goes back to before that quote).
+
+    Readers run the full redactor over the cut text: half a quoted value would read as a bare one.
+    """
+    if len(text) <= TARGET_MAX:
+        return text
+    kept = text[:TARGET_MAX - 1]
+    opened = -1
+    for i, c in enumerate(kept):
+        if c == "'" or c == '"':
+            if opened < 0:
+                opened = i
+            elif kept[opened] == c:
+                opened = -1
+    return (kept[:opened].rstrip() if opened >= 0 else kept) + "…"
+
+
+def _secret_name(name: "str") -> "bool":
+    low = name.lower().lstrip("-$").rstrip(":")
+    if not low or low.endswith(("_file", "_path", "file", "_len", "_count", "_url", "_id", "_name", "tokens")) \
+            or low.startswith(("max", "min", "num")):
+        return False  # about a secret (where it is, how long), not one
+    return any(w in low for w in _SECRET_WORDS)
+
+
+def _random_looking(word: "str") -> "bool":
+    w = word.strip("'\"`,;()[]{}")
+    if len(w) < 24 or "/" in w or "." in w[:-1] and w.count(".") != 2:  # paths, hosts, dotted names (a JWT: 2 dots)
+        return False
+    digits = sum(1 for c in w if c.isdigit())
+    upper = sum(1 for c in w if c.isupper())
+    lower = sum(1 for c in w if c.islower())
+    if digits == len(w) or all(c in "0123456789abcdefABCDEF-" for c in w):
+        return False  # numbers, hashes, UUIDs
+    return digits >= 2 and (upper >= 2 and lower >= 2 or digits >= 6 and upper + lower >= 6)
+
+
+def _masked_word(word: "str") -> "str":
+    low = word.lower().strip("'\"")
+    if "://" in word and "@" in word.split("://", 1)[1].split("/", 1)[0]:
+        scheme, rest = word.split("://", 1)
+        host = rest.split("@", 1)[1]
+        return scheme + "://" + MASK + "@" + host
+    if "=" in word:
+        name, _, value = word.partition("=")
+        if value and _secret_name(name) and not value.isdigit():
+            return name + "=" + MASK
+        if value and _masked_word(value) != value:
+            return name + "=" + _masked_word(value)
+    if len(low) >= 16 and low.startswith(_TOKEN_PREFIXES):
+        return MASK
+    if _random_looking(word):
+        return MASK
+    return word
+
+
+def mask(text: "str") -> "str":
+    """``text`` with what plainly carries a secret masked (a first pass; the full redactor follows on output)."""
+    if not text:
+        return text
+    words = text.split(" ")
+    out: list[str] = []
+    hide_next = False
+    quote = ""  # a masked value's quote still open: the words up to its close are part of it
+    for w in words:
+        if quote:
+            if w.endswith(quote):
+                quote = ""
+            continue
+        if not w:
+            out.append(w)
+            continue
+        if hide_next and (w in ("-p", "-P", "-a", "-w") or w.lower().strip("'\"") in ("bearer", "basic", "token")):
+            # sshpass -p X, Authorization: Bearer X: the value comes after the flag or the scheme
+            out.append(w)
+            continue
+        if hide_next:
+            out.append(MASK)
+            hide_next = False
+            quote = _open_quote(w)
+            continue
+        low = w.lower().strip("'\"")
+        if low in _SECRET_FLAGS or (low.startswith("-") and _secret_name(low) and "=" not in low):
+            out.append(w)
+            hide_next = True
+            continue
+        if low in ("-u", "--user") and len(out) and out[0].lower() in ("curl", "wget"):
+            out.append(w)
+            hide_next = True
+            continue
+        if w.startswith(("-p'", '-p"')):  # mysql -p'pass phrase'
+            out.append("-p" + MASK)
+            quote = _open_quote(w[2:])
+            continue
+        masked = _masked_word(w)
+        if masked != w and "=" in w:
+            quote = _open_quote(w.partition("=")[2])
+        out.append(masked)
+    return " ".join(out)
+
+
+def _open_quote(value: "str") -> "str":
+    """The quote ``value`` opens and does not close ("" when none)."""
+    q = value[:1]
+    if q not in ("'", '"') or (len(value) > 1 and value.endswith(q)):
+        return ""
+    return q

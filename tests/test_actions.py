@@ -1,8 +1,8 @@
-"""The action record's target and side-effect marks (actions.py: string rules, hot path)."""
+"""The action record's target and side-effect marks (ledger.target: string rules, the per-tool-call path)."""
 
 import pytest
 
-from cc_continuity import redact
+from cc_continuity import ledger, redact
 from cc_continuity.rotation import revalidation
 from cc_continuity.hooks import post_tool_use as actions
 
@@ -16,7 +16,7 @@ from cc_continuity.hooks import post_tool_use as actions
     ("DB_PASS=Zq8uPl2Xv9Lm4 ./run", "DB_PASS=[REDACTED] ./run"),
 ])
 def test_secrets_in_commands_are_masked(command, masked):
-    assert actions.target("Bash", {"command": command}) == masked
+    assert ledger.target({"command": command}) == masked
 
 
 @pytest.mark.parametrize("command", [
@@ -25,15 +25,15 @@ def test_secrets_in_commands_are_masked(command, masked):
     "export PASSWORD_FILE=/run/secrets/db", "docker compose up -d web",
 ])
 def test_ordinary_commands_pass_untouched(command):
-    assert actions.target("Bash", {"command": command}) == command
+    assert ledger.target({"command": command}) == command
 
 
 def test_targets_are_bounded_and_one_line():
-    t = actions.target("Bash", {"command": "echo " + "a" * 1000 + "\nrm -rf build"})
-    assert len(t) <= actions.TARGET_MAX and "\n" not in t and t.endswith("…")
-    assert actions.target("Edit", {"file_path": "/p/src/app.py", "old_string": "x"}) == "/p/src/app.py"
-    assert actions.target("WebFetch", {"url": "https://x.example/a", "prompt": "read"}) == "https://x.example/a"
-    assert actions.target("Bash", "not a dict") is None
+    t = ledger.target({"command": "echo " + "a" * 1000 + "\nrm -rf build"})
+    assert len(t) <= ledger.TARGET_MAX and "\n" not in t and t.endswith("…")
+    assert ledger.target({"file_path": "/p/src/app.py", "old_string": "x"}) == "/p/src/app.py"
+    assert ledger.target({"url": "https://x.example/a", "prompt": "read"}) == "https://x.example/a"
+    assert ledger.target("not a dict") is None
 
 
 def test_failed_comes_from_the_event_or_an_interrupted_response():
@@ -69,7 +69,7 @@ def test_side_effects_outside_the_work_tree_are_recognised(tool, target, why):
 
 
 def test_the_full_redactor_agrees_with_the_mask_on_what_it_hides():
-    t = actions.target("Bash", {"command": "curl -H 'Authorization: Bearer abcDEF123456ghiJKL789012' x"})
+    t = ledger.target({"command": "curl -H 'Authorization: Bearer abcDEF123456ghiJKL789012' x"})
     assert "abcDEF123456ghiJKL789012" not in t and "abcDEF123456ghiJKL789012" not in redact.redact(t)
 
 

@@ -91,20 +91,22 @@ KEPT = {
                                                  "compile, +~50 ms")
         for fn in ("_redacted", "publish_commit")
     },
-    "cc_continuity.hosts": {
-        ("of_record", "cc_continuity.hosts.codex.host.CODEX"): (
-            START_UP, "every verb that reads a session (status, checkpoint) loads hosts/: the Codex reader "
-                      "(rollout, its context) +~2 ms, only for a Codex session's record"),
-    },
     "cc_continuity.hosts.codex.hooks": {
-        **{(fn, "cc_continuity.rotation." + mod): (
-            START_UP, "a Codex tool call's hook: start / turn (claim, revalidation, checkpoint, handover) +~9 ms, "
-                      "loaded by the events that run them, or at a level change")
-           for fn, mod in (("answer", "start"), ("answer", "turn"), ("_pre_tool_use", "turn"),
-                           ("_post_tool_use", "turn"))},
-        ("_post_tool_use", "cc_continuity.redact.redact"): (
-            START_UP, "a Codex tool call's hook: the redactor's ~100 patterns compile, +~20 ms, only for a call "
-                      "with a command to record"),
+        # A Codex tool call's hook loads the card, the record and the rollout's tail only (as Claude Code's
+        # does); the steps' world (the Codex context, the project, config, effects: ~80 ms with what they
+        # import) loads when something must be decided, and each step's module with its event.
+        **{(fn, what): (START_UP, "a Codex tool call's hook: the steps' world +~80 ms, only when it must decide")
+           for fn, what in (("answer", "cc_continuity.hosts.codex.host.CodexContext"),
+                            ("_pre_tool_use", "cc_continuity.rotation.context"),
+                            ("_pre_tool_use", "cc_continuity.rotation.effects"),
+                            ("_pre_tool_use", "cc_continuity.rotation.turn"),
+                            ("_post_tool_use", "cc_continuity.rotation.context"),
+                            ("_post_tool_use", "cc_continuity.rotation.effects"),
+                            ("_post_tool_use", "cc_continuity.rotation.turn"))},
+        **{("answer", "cc_continuity.rotation." + mod): (
+            START_UP, "each event loads its own step's module (start: claim, revalidation; turn: checkpoint, "
+                      "handover) +~9 ms") for mod in ("start", "turn")},
+        ("main", "cc_continuity.log"): (START_UP, "after the answer is out: log +~2 ms the call does not wait for"),
     },
     "cc_continuity.hosts.codex.host": {
         ("CodexContext.deliver", "cc_continuity.notify"): (START_UP, "notify +~3 ms, when a push goes out"),

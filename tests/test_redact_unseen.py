@@ -63,16 +63,16 @@ def test_a_whole_quoted_value_is_masked_never_half():
 
 # -- the PostToolUse action record: mask over the whole first line, then a cut that leaves no quote open --
 def test_action_targets_never_keep_a_piece_of_a_secret():
-    from cc_continuity.hooks.post_tool_use import TARGET_MAX, target
+    from cc_continuity.ledger import TARGET_MAX, target
 
     secret = "c0rrect horse battery staple"
     for pad in range(150, 260, 7):  # the cut lands before, inside and after the quoted value
         for cmd in ("echo %s; DB_PASSWORD='%s' ./run.sh" % ("x" * pad, secret),
                     "echo %s && sshpass -p '%s' ssh deploy@h" % ("x" * pad, secret),
                     "echo %s; mysql -u root -p'%s' shop" % ("x" * pad, secret)):
-            t = target("Bash", {"command": cmd})
+            t = target({"command": cmd})
             assert len(t) <= TARGET_MAX
             out = redact.redact(t)  # as the successor's bootstrap quotes it
             assert not any(w in out for w in secret.split()), (pad, cmd, t)
-    t = target("Bash", {"command": 'curl -H "Authorization: Bearer abcdefghij0123456789" https://x'})
+    t = target({"command": 'curl -H "Authorization: Bearer abcdefghij0123456789" https://x'})
     assert "abcdefghij" not in t

@@ -5,6 +5,8 @@ import os
 import sys
 
 from .. import config
+from ..hosts.claude.host import CLAUDE
+from ..hosts.codex.host import CODEX
 from ..watch import ago  # noqa: F401 - the verbs take it from here
 from ..project import Project
 
@@ -33,3 +35,8 @@ def count(n, word):
 
 def print_json(obj):
     sys.stdout.write(json.dumps(obj, indent=2, sort_keys=False) + "\n")
+
+
+def host_of(rec):
+    """The agent host a session record was made by (records without one are Claude Code's: they came first)."""
+    return CODEX if rec.get("host") == "codex" else CLAUDE

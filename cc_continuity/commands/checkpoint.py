@@ -6,11 +6,10 @@ the session keeps going.  Useful before a risky step.
 
 import time
 
-from .. import hosts
 from ..rotation import checkpoint, context
 from .. import ledger, redact, session
 from ..snapshot import worktree, retention, job
-from ._util import current_project, load_config, print_json
+from ._util import host_of, current_project, load_config, print_json
 from .signal import find_session
 
 
@@ -31,8 +30,8 @@ def run(args):
     out_dir = session.manual_dir(sdir, stamp)
     reading = {"tokens": None, "window": None, "percent": None, "level": None}
     if rec.get("transcript"):
-        reading = context.session_reading(sdir, rec, cfg, hosts.of_record(rec))
-    snap = checkpoint.collect(proj.root, sdir, rec, reading, {}, cfg, hosts.of_record(rec), out_dir=out_dir)
+        reading = context.session_reading(sdir, rec, cfg, host_of(rec))
+    snap = checkpoint.collect(proj.root, sdir, rec, reading, {}, cfg, host_of(rec), out_dir=out_dir)
     ref = "%smanual/%03d-%s" % (worktree.ref_name(proj.key, n).rsplit("cp-", 1)[0], n, stamp.lower())
     try:
         git = worktree.snapshot(proj.root, ref, redact.redact("%s %s: %s" % (rec.get("name"), stamp, args.message)),

@@ -6,10 +6,9 @@ and state; ``--all-projects``: the fleet view of every live and recent session o
 import sys
 import time
 
-from .. import hosts
 from ..rotation import context, share
 from .. import session
-from ._util import ago, count, current_project, load_config, print_json
+from ._util import host_of, ago, count, current_project, load_config, print_json
 from ..procs import pid_alive
 
 
@@ -34,7 +33,7 @@ def describe(proj, cfg, n):
         return {"number": n, "name": proj.session_name(n), "state": "UNREADABLE", "error": str(e)}
     reading = None
     if rec["state"] not in session.TERMINAL and rec.get("transcript"):
-        reading = context.session_reading(sdir, rec, cfg, hosts.of_record(rec))
+        reading = context.session_reading(sdir, rec, cfg, host_of(rec))
     if reading is None or reading["tokens"] is None:
         reading = rec.get("last_reading") or reading
     return {

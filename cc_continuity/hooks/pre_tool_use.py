@@ -34,17 +34,6 @@ WAIT_S = 2.0
 # While a checkpoint's snapshot is still being taken (hooks/stop.py left it to its job):
 # wait this long for it, then hold back tools that can change files.
 SNAPSHOT_WAIT_S = 3.0
-# A Bash command with none of these (lower-cased) cannot have a side effect that
-# effects.classify would hold, so this hook goes no further for it:
-# string tests only, nothing read, nothing written.  A word here only sends the call
-# to the slow path, which decides (a GET, a push, `kubectl apply` run without a word).
-EFFECT_WORDS = ("curl", "wget", "http", "xh ", "gh ", "publish", "deploy", "release", "upload", "mail", "psql",
-                "mysql", "mariadb", "sqlite3", "mongo", "redis-cli", "cqlsh", "clickhouse", "kubectl", "helm",
-                "terraform", "pulumi", "version", "bump", "fly", "vercel", "netlify", "firebase", "wrangler", "heroku",
-                "aws ", "gcloud", "az ", "ansible", "./", ".sh", "sh ", "npm", "yarn", "pnpm", "bun ", "twine", "cargo",
-                "gem ", "mvn", "gradle", "dotnet", "yank", "effects.")
-
-
 READ_ONLY_TOOLS = frozenset(("Read", "Glob", "Grep", "LS", "NotebookRead", "WebFetch", "WebSearch", "TodoWrite",
                              "Task", "AskUserQuestion", "ExitPlanMode"))
 
@@ -58,7 +47,7 @@ def handle(call: "Call") -> "dict[str, Any] | None":
     except (OSError, ValueError):
         return None
     out = _gates(call, c, rec)
-    if out is None and may_have_effect(c, call.payload.get("tool_name"), call.payload.get("tool_input")):
+    if out is None and card.may_have_effect(c, call.payload.get("tool_name"), call.payload.get("tool_input")):
         return _effect_gate(call, c, rec)
     return out
 
@@ -108,27 +97,6 @@ def _gates(call: "Call", c: "dict[str, Any]", rec: "Record") -> "dict[str, Any] 
             "%s (the Write tool is allowed for it); after that, ending the turn lets the work continue in a "
             "fresh session." % ("?" if pct is None else pct, c["hard"], hpath)),
     }}
-
-
-def may_have_effect(c: "dict[str, Any]", tool: "object", tool_input: "object") -> "bool":
-    """Could this call have a side effect a repeat of which is held?  (False: it is not looked at again.)"""
-    if tool != "Bash" or not isinstance(tool_input, dict):
-        return False
-    cmd = tool_input.get("command")
-    fx = c.get("fx")
-    if not isinstance(cmd, str) or not isinstance(fx, dict) or not fx.get("hold"):
-        return False
-    low = cmd.lower()
-    for w in EFFECT_WORDS:
-        if w in low:
-            return True
-    first = cmd.lstrip().split(None, 1)[0] if cmd.strip() else ""
-    if "/" in first:
-        return True  # a script named as the command
-    for w in fx.get("words") or ():
-        if w in cmd:
-            return True  # an alias, or a command the user declared
-    return False
 
 
 def _effect_gate(call: "Call", c: "dict[str, Any]", rec: "Record") -> "dict[str, Any] | None":

@@ -26,7 +26,7 @@ session restarted, rotated or recovered a crashed one.  Three parts:
 hold — ``deny`` when no one is there to answer, else ``ask`` — with a reason that
 names when and in which session the effect happened and what to say to do it anyway.
 
-Only calls PreToolUse's pre-filter (``hooks/pre_tool_use.may_have_effect``) lets through come
+Only calls PreToolUse's pre-filter (``card.may_have_effect``) lets through come
 here; nothing is written for a call with no harmful effect.
 """
 

@@ -22,19 +22,21 @@ Per event (the answers are Codex's own: :mod:`.wire`):
 * SessionEnd        ENDED (Codex ends a thread late, when it unloads it, or at exit).
 """
 
-import os
 import posix
-import signal
 import time
 
-from ... import fastjson, log, meter, session
-from ...rotation import context, effects
-from . import wire
-from .host import CodexContext
+from ... import card, fastjson, ledger, meter, session
+from . import rollout, wire
 
-TYPE_CHECKING = False
+TYPE_CHECKING = False  # mypy takes this name as true; at run time only the else branch runs (a tool call's path)
 if TYPE_CHECKING:
+    import signal as _signal  # the builtin has no stubs: its public face has them
+    from collections.abc import Mapping
     from typing import Any, NoReturn
+
+    from .host import CodexContext
+else:
+    import _signal
 
 EVENTS = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop", "PreCompact", "SessionEnd")
 # Seconds; the timeout written into hooks.json is one more.  Codex clamps SessionEnd's to 3 s.
@@ -43,6 +45,7 @@ BUDGET = {"SessionStart": 12.0, "UserPromptSubmit": 8.0, "PreToolUse": 4.0, "Pos
 TIMEOUTS = {e: int(b) + 1 for e, b in BUDGET.items()}
 HOOK_MARK = "from cc_continuity.hosts.codex.hooks import main"
 MAX_STDIN = wire.MAX_PAYLOAD
+SLOW = None  # what a tool call's fast path returns when the slow path (the steps, the Codex context) must decide
 
 
 class BudgetExceeded(BaseException):
@@ -53,44 +56,66 @@ def _on_alarm(signum: "int", frame: "object") -> "NoReturn":
     raise BudgetExceeded()
 
 
-def answer(event: str, raw: "bytes | str", env: "dict[str, str] | None" = None
+def answer(event: str, raw: "bytes | str", env: "Mapping[str, str] | None" = None
            ) -> "tuple[str | None, str, str | None, list[Any]]":
     """(stdout text or None, outcome for the log, session id, what to run once the answer is out) for one
     hook call; raises what a step raises."""
     p = wire.parse(raw, expect=event)
-    payload = fastjson.loads(raw)
-    ctx = CodexContext(event, payload, env)
     sid = p["session_id"]
-    if ctx.env.get("CC_CONTINUITY") == "0":
+    if _getenv(env, "CC_CONTINUITY") == "0":
         return None, "disabled", sid, []
+    if event == "PostToolUse":
+        done = _post_tool_use_fast(p)
+        if done is not SLOW:
+            return None, done, sid, []
+    elif event == "PreToolUse":
+        fast = _pre_tool_use_fast(p)
+        if fast is not SLOW:
+            return fast[0], fast[1], sid, []
+    from .host import CodexContext  # the steps' world: not on a tool call's path unless it must decide
+
+    ctx = CodexContext(event, fastjson.loads(raw), env)
     out: "dict[str, Any] | None" = None
     text: "str | None" = None
-    if event in ("SessionStart", "UserPromptSubmit", "SessionEnd"):
-        from ...rotation import start  # (not on a tool call's path: claim, revalidation, effects +~9 ms)
-    elif event in ("PostToolUse", "Stop", "PreCompact"):
-        from ...rotation import turn  # (a tool call loads it only when its level changed: see _post_tool_use)
     if event == "SessionStart":
+        from ...rotation import start  # (its event's step only)
+
         out = start.session_started(ctx)
     elif event == "UserPromptSubmit":
+        from ...rotation import start  # (its event's step only)
+
         out = start.prompt_submitted(ctx)
+    elif event == "SessionEnd":
+        from ...rotation import start  # (its event's step only)
+
+        start.session_ended(ctx)
     elif event == "PreToolUse":
         text = _pre_tool_use(ctx, p)
     elif event == "PostToolUse":
-        _post_tool_use(ctx)
+        _post_tool_use(ctx, p)
     elif event == "Stop":
+        from ...rotation import turn  # (its event's step only)
+
         out = turn.turn_ended(ctx)
     elif event == "PreCompact":
+        from ...rotation import turn  # (its event's step only)
+
         out = turn.before_compact(ctx)
         if out and out.get("decision") == "block":  # a veto would interrupt the turn: let it compact
             ctx.outcome += "; compaction let through (a veto interrupts Codex's turn)"
             out = None
-    elif event == "SessionEnd":
-        start.session_ended(ctx)
     else:
         return None, "ignored", sid, []
     if text is None and out:
         text = _wire(event, out)
     return text, ctx.outcome, sid, ctx.after_output if text is not None else []
+
+
+def _getenv(env: "Mapping[str, str] | None", name: str) -> "str | None":
+    if env is not None:
+        return env.get(name)
+    v = posix.environ.get(name.encode())
+    return None if v is None else v.decode("utf-8", "surrogateescape")
 
 
 def _wire(event: str, out: "dict[str, Any]") -> "str | None":
@@ -108,8 +133,75 @@ def _wire(event: str, out: "dict[str, Any]") -> "str | None":
     return fastjson.dumps(fields) if fields else None
 
 
-def _pre_tool_use(ctx: CodexContext, p: "dict[str, Any]") -> "str | None":
+# -- a tool call: the card, the record and the rollout's tail; the steps only when something changes -------
+
+def _steady(p: "dict[str, Any]") -> "tuple[dict[str, Any], session.Record, dict[str, Any]] | None":
+    """(card, record, reading) of a registered session whose card is current; None: the slow path decides."""
+    c = card.load(p["session_id"])
+    if c is None:
+        return None
+    try:
+        rec = session.load(c["sdir"])
+    except (OSError, ValueError):
+        return None
+    path = p.get("transcript_path") or c["transcript"]
+    try:
+        got = rollout.read_rollout(path) if isinstance(path, str) and path else {"tokens": None, "window": None}
+    except OSError:
+        got = {"tokens": None, "window": None}
+    window = got["window"] or c["window"]
+    tokens = got["tokens"]
+    return c, rec, {"tokens": tokens, "window": window, "level": meter.level(tokens, window, c),
+                    "percent": None if tokens is None else round(100.0 * tokens / window, 1)}
+
+
+def _post_tool_use_fast(p: "dict[str, Any]") -> "str | None":
+    """The outcome when the level is unchanged (the action recorded); SLOW for a level change, an effect's
+    outcome to record, or a session whose card is not current."""
+    got = _steady(p)
+    if got is None:
+        return SLOW
+    c, rec, reading = got
+    if not c["enabled"]:
+        return "project disabled"
+    tid = p.get("tool_use_id")
+    pdir = c["sdir"].rstrip("/").rsplit("/", 2)[0]
+    if isinstance(tid, str) and tid and "/" not in tid and posix.access(pdir + "/effects.pending/" + tid, posix.F_OK):
+        return SLOW
+    if meter.level_index(reading["level"]) != meter.notified_index(rec):
+        return SLOW
+    ledger.append(c["ledger"], _tool_line(p, reading))
+    return "ok"
+
+
+def _pre_tool_use_fast(p: "dict[str, Any]") -> "tuple[str | None, str] | None":
+    """(answer, outcome) when nothing is to decide: below the hard ceiling and no possible side effect; SLOW else."""
+    got = _steady(p)
+    if got is None:
+        return SLOW
+    c, rec, reading = got
+    if not c["enabled"]:
+        return None, "project disabled"
+    if rec.get("resume_grace") or rec.get("loop_stopped") or rec["state"] in session.CLAIMABLE:
+        return None, "ok"
+    if meter.notified_index(rec) >= meter.HARD or reading["level"] == "hard":
+        return SLOW
+    if card.may_have_effect(c, p.get("tool_name"), p.get("tool_input")):
+        return SLOW
+    return None, "ok"
+
+
+def _tool_line(p: "dict[str, Any]", reading: "dict[str, Any]") -> "dict[str, Any]":
+    """The ``tool`` ledger line: the reading and the action (Codex 0.171 sends the shell's output as
+    ``tool_response``, no exit code: ``exit`` stays unknown)."""
+    return {"ev": "tool", "tool": p.get("tool_name"), "tokens": reading["tokens"], "percent": reading["percent"],
+            "target": ledger.target(p.get("tool_input")), "exit": None}
+
+
+def _pre_tool_use(ctx: "CodexContext", p: "dict[str, Any]") -> "str | None":
     """None lets the call run; a deny past the hard ceiling (but for the handoff's own write), or for a repeat."""
+    from ...rotation import context, effects, turn  # (the steps' world: only when a tool call must be decided)
+
     started = context.begin(ctx)
     if started is None:
         return None
@@ -121,8 +213,6 @@ def _pre_tool_use(ctx: CodexContext, p: "dict[str, Any]") -> "str | None":
     if not hard:
         reading = ctx.reading(sdir, rec)
         if reading["level"] == "hard":
-            from ...rotation import turn  # (the first sight of the hard level only)
-
             _, rec = turn.tool_used(ctx, n, sdir, rec, reading)
             hard = True
     hpath = session.handoff_path(sdir)
@@ -134,11 +224,10 @@ def _pre_tool_use(ctx: CodexContext, p: "dict[str, Any]") -> "str | None":
             "writes that file is allowed); then end the turn so the work continues in a fresh session."
             % (ctx.cfg["hard"], hpath))
     if command and ctx.cfg["effects_hold"]:
-        what, out = effects.decide(ctx.project.dir, command, {"cwd": p.get("cwd"), "harmful": ctx.cfg["effects_harmful"],
-                                                              "harmless": ctx.cfg["effects_harmless"],
-                                                              "local_exempt": ctx.cfg["effects_local_exempt"],
-                                                              "aliases": {}},
-                                   dict(ctx.payload), ctx.session_id, rec.get("name"), ctx.project.root, True)
+        env = {"cwd": p.get("cwd"), "harmful": ctx.cfg["effects_harmful"], "harmless": ctx.cfg["effects_harmless"],
+               "local_exempt": ctx.cfg["effects_local_exempt"], "aliases": {}}
+        what, out = effects.decide(ctx.project.dir, command, env, dict(ctx.payload), ctx.session_id, rec.get("name"),
+                                   ctx.project.root, True)  # Codex can only deny: a repeat is held, never asked
         ctx.outcome = what
         hso = (out or {}).get("hookSpecificOutput") or {}
         if hso.get("permissionDecision") in ("deny", "ask"):
@@ -146,25 +235,23 @@ def _pre_tool_use(ctx: CodexContext, p: "dict[str, Any]") -> "str | None":
     return None
 
 
-def _post_tool_use(ctx: CodexContext) -> None:
+def _post_tool_use(ctx: "CodexContext", p: "dict[str, Any]") -> None:
+    """The slow path of a tool call: register (or refresh the card), record the action, an effect's outcome,
+    a level change."""
+    from ...rotation import context, effects, turn  # (the steps' world: only when a tool call must be decided)
+
     started = context.begin(ctx)
     if started is None:
         return
     n, sdir, rec = started
+    context.refresh_card(ctx, n, sdir, rec)
     reading = ctx.reading(sdir, rec)
-    from ...redact import redact  # (~100 patterns compile: a tool call without a command does not pay)
-
-    command = (ctx.payload.get("tool_input") or {}).get("command")
-    # Codex 0.171 sends the shell's output as tool_response, no exit code: "exit" stays unknown.
-    ctx.log(sdir, {"ev": "tool", "tool": ctx.payload.get("tool_name"), "tokens": reading["tokens"],
-                   "percent": reading["percent"], "exit": None,
-                   "target": redact(command.splitlines()[0][:300]) if isinstance(command, str) and command else None})
-    tid = ctx.payload.get("tool_use_id")
-    if isinstance(tid, str) and tid and "/" not in tid and os.path.exists(effects.pending_dir(ctx.project.dir) + "/" + tid):
+    ctx.log(sdir, _tool_line(p, reading))
+    tid = p.get("tool_use_id")
+    if isinstance(tid, str) and tid and "/" not in tid and \
+            posix.access(effects.pending_dir(ctx.project.dir) + "/" + tid, posix.F_OK):
         effects.outcome(ctx.project.dir, ctx.payload, None, ctx.session_id)
     if meter.level_index(reading["level"]) != meter.notified_index(rec):
-        from ...rotation import turn  # (a level change only)
-
         turn.tool_used(ctx, n, sdir, rec, reading)
         ctx.outcome = "level %s" % reading["level"]
 
@@ -178,13 +265,13 @@ def main(argv: "list[str]") -> "NoReturn":
     after: "list[Any]" = []
     raw = b""
     try:
-        signal.signal(signal.SIGALRM, _on_alarm)
-        signal.setitimer(signal.ITIMER_REAL, BUDGET.get(event, 4.0))
+        _signal.signal(_signal.SIGALRM, _on_alarm)
+        _signal.setitimer(_signal.ITIMER_REAL, BUDGET.get(event, 4.0))
         try:
             raw = _read_stdin()
             out, outcome, sid, after = answer(event, raw)
         finally:
-            signal.setitimer(signal.ITIMER_REAL, 0)
+            _signal.setitimer(_signal.ITIMER_REAL, 0)
     except BudgetExceeded:
         out, outcome = None, "budget-exceeded"
     except wire.PayloadError as e:
@@ -199,6 +286,8 @@ def main(argv: "list[str]") -> "NoReturn":
         except Exception:  # noqa: BLE001 - the answer is out; a failed note about it costs nothing more
             pass
     try:
+        from ... import log  # (after the answer: the log line costs the call nothing it waits for)
+
         log.hook("codex:" + event, sid, (time.monotonic() - t0) * 1000, outcome)
     except BaseException:
         pass
