@@ -18,6 +18,7 @@ import pytest
 
 from cc_continuity import config, ledger, session
 from cc_continuity.hosts.codex import hooks as codex_hooks
+from cc_continuity.hosts.codex import wire
 from cc_continuity.install import settings
 from cc_continuity.project import Project
 from helpers.codex import CodexSandbox, find_codex_bin
@@ -44,7 +45,9 @@ def install_ours(box):
     table = {}
     for event in codex_hooks.EVENTS:
         cmd = shlex.join([sys.executable, "-S", "-c", settings.boot_code(REPO, codex_hooks.HOOK_MARK), event])
-        table[event] = [{"hooks": [{"type": "command", "command": cmd, "timeout": codex_hooks.TIMEOUTS[event]}]}]
+        handler = {"type": "command", "command": cmd, "timeout": codex_hooks.TIMEOUTS[event]}
+        handler.update(codex_hooks.HANDLER_FIELDS.get(event, {}))
+        table[event] = [{"hooks": [handler]}]
     with open(box.hooks_path, "w") as f:
         json.dump({"hooks": table}, f, indent=2)
 
@@ -94,10 +97,15 @@ def test_the_headless_chain_rotates_three_times_with_no_typing(codex_bin, tmp_pa
         mains = model.requests("main")
         threads = list(dict.fromkeys(r.thread_id for r in mains))
         assert len(threads) == 4, [(r.thread_id, r.rule) for r in mains]
+        sizes = []
         for k, tid in enumerate(threads[1:], 1):
             first = model.requests("main", thread_id=tid)[0]
-            assert "Continuing from cp-%03d" % k in "\n".join(first.messages("developer")), first.text[:2000]
+            [boot] = [m for m in first.messages("developer") if "Continuing from cp-%03d" % k in m]
+            assert "truncated" not in boot, boot[-300:]  # whole: within the limit our handler declares
+            sizes.append(len(boot.encode("utf-8")))
             assert "Step one done." not in first.text  # nothing of the old thread came along
+        print("bootstrap bytes: %s (Codex's default limit %d, ours %d)" % (
+            sizes, wire.INJECT_LIMIT_TOKENS * wire.BYTES_PER_TOKEN, codex_hooks.CONTEXT_LIMIT_TOKENS * wire.BYTES_PER_TOKEN))
         assert not model.requests("compaction"), "Codex never compacted: the rotation came first"
 
         # The chain: each checkpoint claimed exactly once, by the next session; the last one still open.

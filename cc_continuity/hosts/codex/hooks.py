@@ -44,6 +44,11 @@ BUDGET = {"SessionStart": 12.0, "UserPromptSubmit": 8.0, "PreToolUse": 4.0, "Pos
           "PreCompact": 25.0, "SessionEnd": 2.0}
 TIMEOUTS = {e: int(b) + 1 for e, b in BUDGET.items()}
 HOOK_MARK = "from cc_continuity.hosts.codex.hooks import main"
+# What our SessionStart and UserPromptSubmit handlers declare as ``additionalContextLimit`` (Codex cuts
+# longer context at 2 500 tokens of 4 UTF-8 bytes by default and spills the rest to a file): a bootstrap
+# (at most claim.SPILL_LIMIT = 9 500 chars) then arrives whole even if every char took 4 bytes.
+CONTEXT_LIMIT_TOKENS = 10_000
+HANDLER_FIELDS = {e: {"additionalContextLimit": CONTEXT_LIMIT_TOKENS} for e in ("SessionStart", "UserPromptSubmit")}
 MAX_STDIN = wire.MAX_PAYLOAD
 SLOW = None  # what a tool call's fast path returns when the slow path (the steps, the Codex context) must decide
 
