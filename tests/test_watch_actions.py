@@ -931,3 +931,22 @@ def test_the_fleet_view_puts_what_needs_someone_first():
     assert (by["b-active"]["percent"], by["b-active"]["state"], by["b-active"]["pane"]) == (40.4, "ACTIVE",
                                                                                            ["/tmp/sock", "%1"])
     assert by["d-failed"]["error"] == "server_error" and by["c-rotating"]["driver"] == "tmux"
+
+
+def test_a_codex_session_is_never_typed_into_only_pushed():
+    """The executor's screen reading, Escape and resubmit are Claude Code's TUI: a Codex session's frozen turn
+    is pushed (a failed action says why), and nothing is sent to its pane."""
+    from cc_continuity.watch import actions
+
+    sent = []
+
+    class NoPane(actions.Executor):
+        def _pane(self, action):
+            sent.append(action)
+            raise AssertionError("a Codex pane was looked up to be typed into")
+
+    ex = NoPane.__new__(NoPane)
+    act = actions.Action(actions.ESCALATE, why="frozen", session="k/001", name="x-001", pane=("/s", "%1"),
+                         host="codex", text="go on")
+    outcome, detail = ex._bring_back(act, lambda: act.text, interrupt=True)
+    assert outcome == "failed" and "codex session" in detail and not sent

@@ -99,6 +99,7 @@ class Action:
     pid: int = None
     registered_at: float = None
     pane: tuple = None
+    host: str = "claude"         # the agent the session runs in: the watchdog types into Claude Code's TUI only
     text: str = None             # typed into the pane (nudge / escalate) or pushed (server)
     event: str = None            # push event (server changes)
     episode: str = None          # what this answers ("fail:<ts>", "outage:<ts>", ...): once done, never again
@@ -334,7 +335,7 @@ class Brain:
 
     def _action(self, kind, obs, why, **kw):
         return Action(kind, why=why, session=obs.key, name=obs.name, slug=obs.slug, number=obs.number,
-                      pid=obs.pid, registered_at=obs.registered_at, pane=obs.pane, **kw)
+                      pid=obs.pid, registered_at=obs.registered_at, pane=obs.pane, host=obs.host, **kw)
 
     def _pane_action(self, kind, obs, mem, why, episode, text):
         """A nudge or an escalation: the turn it is about, and whether we already interrupted it."""
@@ -885,6 +886,9 @@ class Executor:
           except when we were to interrupt a running turn and it is not running
           (``idle``: nothing typed, the turn counts as over).
         """
+        if action.host != "claude":  # (its screen, Escape and a resubmit are Claude Code's: nothing typed here)
+            return "failed", "a %s session: the watchdog types into Claude Code's TUI only; look at it yourself" % (
+                action.host)
         pane, why = self._pane(action)
         if pane is None:
             return "failed", why
