@@ -82,7 +82,7 @@ def main():
         os.chmod(session.handoff_path(sdir), 0o600)
         with open(session.manifest_path(sdir), "w") as f:
             json.dump({"id": "cp-%03d" % r, "session": "bench-%03d" % r, "verified_at": time.time(), "git": snap}, f)
-        with open(session.snapshot_path(sdir), "w") as f:
+        with open(session.facts_path(sdir), "w") as f:
             json.dump({"git": {"branch": "main", "head": snap["parent"]}}, f)
         p = share.plan(proj, r, {"share_remote": "origin", "share_untracked": False})
         p.update(local_wait_s=0, delays=[])

@@ -143,7 +143,8 @@ EMERGENCY = "emergency"              # PreCompact's facts when the context compa
 MANUAL = "manual"                    # ``cc-continuity checkpoint``: one dir of facts per manual checkpoint
 CHECKPOINT = "checkpoint"            # the rotation's checkpoint dir, holding:
 HANDOFF = "handoff.md"               # - what the successor starts from (model- or machine-written)
-SNAPSHOT = "snapshot.json"           # - facts taken by code when the handoff was requested (also in emergency/, manual/*)
+FACTS = "snapshot.json"              # - the machine facts taken when the handoff was requested (also in emergency/, manual/*;
+#                                      the name predates the work-tree snapshot: older records read it)
 MANIFEST = "manifest.json"           # - id, handoff sha256 + validation, git ref, trigger reading
 SNAPSHOT_RESULT = "snapshot-%s.json"  # - a snapshot job's result, by job id (snapshot.job.result_path)
 BOOTSTRAP = "bootstrap.json"         # - the successor's bootstrap text, prepared at the verified turn's end
@@ -196,8 +197,8 @@ def handoff_path(sdir: "str") -> "str":
     return checkpoint_dir(sdir) + "/" + HANDOFF
 
 
-def snapshot_path(sdir: "str") -> "str":
-    return checkpoint_dir(sdir) + "/" + SNAPSHOT
+def facts_path(sdir: "str") -> "str":
+    return checkpoint_dir(sdir) + "/" + FACTS
 
 
 def manifest_path(sdir: "str") -> "str":

@@ -151,7 +151,7 @@ def test_a_secret_is_reported_by_kind_and_line_never_by_value(root, cfg):
 
 
 # -- machine_handoff ---------------------------------------------------------------------------
-def snapshot_facts(git=True):
+def facts(git=True):
     return {
         "git": {"git": True, "branch": "feature/x", "head": "0123456789abcdef0123", "dirty_count": 2,
                 "dirty": [{"path": "src/app.py", "status": ".M"}, {"path": "notes.txt", "status": "??"}],
@@ -164,7 +164,7 @@ def snapshot_facts(git=True):
 
 
 def test_machine_handoff_carries_the_facts_in_every_section(root, cfg):
-    text = handoff.machine_handoff(snapshot_facts(), SECTIONS, ["it is 12 characters; the minimum is 400"])
+    text = handoff.machine_handoff(facts(), SECTIONS, ["it is 12 characters; the minimum is 400"])
     secs = handoff.sections_of(text)
     assert [handoff.normalise(s) for s in SECTIONS] == [k for k in secs if k != "handoff machine written"]
     assert "- port the exporter\n- also keep the CLI flags" == secs["goal"]

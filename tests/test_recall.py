@@ -62,7 +62,7 @@ def test_the_ledger_derives_the_machine_facts_the_script_holds(tmp_path):
         entry = corpus.load(name)
         got = corpus.replay(entry, "thin", tmp_path / name)
         facts = recall.machine_facts(ledger.read(session.ledger_path(got["sdir"])),
-                                     checkpoint.snapshot_facts(got["sdir"]), got["checkpoint"])
+                                     checkpoint.facts(got["sdir"]), got["checkpoint"])
         truth = corpus.machine_truth(entry)
         assert sorted(f["kind"] for f in facts) == sorted(f["kind"] for f in truth), name
         for f in facts:  # a new file in a new folder is the folder, as git status names it ("db/migrations/")

@@ -84,14 +84,14 @@ def _object_or_empty(path: str) -> "dict[str, Any]":
     return doc if isinstance(doc, dict) else {}
 
 
-def snapshot_facts(sdir: str) -> "dict[str, Any]":
+def facts(sdir: str) -> "dict[str, Any]":
     """The facts taken when the handoff was requested (the checkpoint's snapshot.json), or {}."""
-    return _object_or_empty(session.snapshot_path(sdir))
+    return _object_or_empty(session.facts_path(sdir))
 
 
 def facts_and_manifest(sdir: str) -> "tuple[dict[str, Any], dict[str, Any]]":
     """(snapshot.json, manifest.json) of the session's checkpoint; {} for one that cannot be read."""
-    return snapshot_facts(sdir), _object_or_empty(session.manifest_path(sdir))
+    return facts(sdir), _object_or_empty(session.manifest_path(sdir))
 
 
 def prompts(sdir: str, since: float | None = None, limit: int = PROMPTS_KEPT,
@@ -126,7 +126,7 @@ def prompts(sdir: str, since: float | None = None, limit: int = PROMPTS_KEPT,
 def collect(root: str, sdir: str, rec: "Record", reading: "dict[str, Any]", payload: "dict[str, Any]",
             cfg: "Config | Mapping[str, Any]", host: "Host", out_dir: str | None = None) -> "dict[str, Any]":
     """Machine facts for the checkpoint (``host`` reads the agent's todo list); written to ``<out_dir>/``
-    :data:`session.SNAPSHOT` and returned."""
+    :data:`session.FACTS` and returned."""
     from ..snapshot import worktree  # here: the claim reads checkpoints and must stay light
 
     out_dir = out_dir or cp_dir(sdir)
@@ -148,7 +148,7 @@ def collect(root: str, sdir: str, rec: "Record", reading: "dict[str, Any]", payl
         "todos": host.open_todos(tpath) if isinstance(tpath, str) else None,
         "last_assistant_message": last[:1000] if isinstance(last, str) else None,
     }
-    _write_json(out_dir + "/" + session.SNAPSHOT, snap)
+    _write_json(out_dir + "/" + session.FACTS, snap)
     return snap
 
 

@@ -226,7 +226,7 @@ def _insert(static: str, since: str) -> str:
 def _late(proj: "Project", pred_n: int) -> str:
     """What the user typed after the handoff was requested: prompts sent, and a draft the rotator kept."""
     pdir = proj.session_dir(pred_n)
-    facts = checkpoint.snapshot_facts(pdir)
+    facts = checkpoint.facts(pdir)
     seq = facts.get("requested_seq")  # by the ledger's order, not the clock (a clock stepped back drops none)
     late = checkpoint.prompts(pdir, since=facts.get("requested_at"), limit=10, chars=500,
                               after_seq=seq if isinstance(seq, int) and not isinstance(seq, bool) else None)

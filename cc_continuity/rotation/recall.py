@@ -114,5 +114,5 @@ def of_checkpoint(pdir: str, checkpoint_id: "str | None") -> "dict[str, Any] | N
     text = first_context(pdir)
     if text is None or not os.path.isdir(checkpoint.cp_dir(pdir)):
         return None
-    facts = machine_facts(ledger.read(session.ledger_path(pdir)), checkpoint.snapshot_facts(pdir), checkpoint_id)
+    facts = machine_facts(ledger.read(session.ledger_path(pdir)), checkpoint.facts(pdir), checkpoint_id)
     return score(facts, text)

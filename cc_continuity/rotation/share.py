@@ -756,7 +756,7 @@ def import_checkpoint(dest: str, branch: str, remote: str, pub: "dict[str, Any]"
         cdir = session.checkpoint_dir(sdir)
         paths.ensure_dir(cdir)
         atomic.write_bytes(session.handoff_path(sdir), handoff, mode=paths.FILE_MODE)
-        atomic.write_text(session.snapshot_path(sdir), json.dumps(facts), mode=paths.FILE_MODE)
+        atomic.write_text(session.facts_path(sdir), json.dumps(facts), mode=paths.FILE_MODE)
         manifest = dict(meta, git={"git": True, "ref": snap_ref, "commit": snap, "parent": publisher.get("head")})
         atomic.write_text(session.manifest_path(sdir), json.dumps(manifest), mode=paths.FILE_MODE)
         hs0 = meta.get("handoff")

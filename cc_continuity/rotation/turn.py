@@ -294,7 +294,7 @@ def check_handoff(ctx: Context, n: int, sdir: str) -> Output | None:
     path = checkpoint.handoff_path(sdir)
     if not os.path.exists(path):
         # Nothing written yet (or the request never reached the model): ask again, in full.
-        reading = checkpoint.snapshot_facts(sdir).get("reading") or {}
+        reading = checkpoint.facts(sdir).get("reading") or {}
         tries = _count_try(ctx, sdir)
         if tries < ctx.cfg["handoff_max_tries"]:
             ctx.log(sdir, {"ev": "handoff_check", "try": tries, "ok": False, "problems": ["missing"]})
@@ -354,7 +354,7 @@ def _count_try(ctx: Context, sdir: str) -> int:
 def fall_back(ctx: Context, n: int, sdir: str, problems: list[str], tries: int,
               driver: str | None = None) -> Output | None:
     """No valid handoff from the model in time: write one from machine facts (degraded) and verify it."""
-    snap = checkpoint.snapshot_facts(sdir)
+    snap = checkpoint.facts(sdir)
     aside = checkpoint.move_aside_non_file(sdir)
     if aside:
         ctx.log(sdir, {"ev": "handoff_path_not_a_file", "moved_to": aside})
@@ -380,7 +380,7 @@ def checkpoint_and_hand_over(ctx: Context, n: int, sdir: str, check: Validation,
     does not), else the tmux rotator, else the user's own /clear.  The ledger and the record say
     which.
     """
-    snap = checkpoint.snapshot_facts(sdir)
+    snap = checkpoint.facts(sdir)
     proj = ctx.project
     with proj.edit(sdir) as rec:
         summary = _make_checkpoint(ctx, n, sdir, rec, check, degraded, tries, snap)
@@ -489,7 +489,7 @@ def before_compact(ctx: Context) -> Output | None:
     reading = ctx.reading(sdir, rec)
     out = session.emergency_dir(sdir)
     checkpoint.collect(ctx.project.root, sdir, rec, reading, ctx.payload, ctx.cfg, ctx.host, out_dir=out)
-    ctx.log(sdir, {"ev": "emergency_checkpoint", "trigger": trigger, "path": out + "/" + session.SNAPSHOT})
+    ctx.log(sdir, {"ev": "emergency_checkpoint", "trigger": trigger, "path": out + "/" + session.FACTS})
     ctx.outcome = "emergency checkpoint"
     return None
 
