@@ -587,7 +587,8 @@ def _install_codex(opts, out, check_only=False):
                                        hooks_file, ours, prev_codex.get("hashes") or ()),
         "hashes": sorted(set(prev_codex.get("hashes") or ()) | {e["hash"] for e in ours if e["hash"]}),
         "installed_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "installed_ts": time.time(),  # doctor: our hooks fired since (hooks.log)
+        # doctor: our hooks fired since they were last written (hooks.log)
+        "installed_ts": time.time() if hooks_change.changed or not prev_codex else prev_codex.get("installed_ts"),
     }
     manifest.save(record)  # before Codex's files are touched, so an interrupted install can still be undone
 

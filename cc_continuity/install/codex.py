@@ -372,8 +372,8 @@ def plan_trust(old, trusts, where=CONFIG_FILE):
     (its other lines, such as ``enabled = false``, stay), else a new table after the last
     ``[hooks.state...]`` table (where Codex puts them), else at the end.  The bytes (``old`` when nothing
     changes)."""
+    doc = load_config(old, where)  # first: a file Codex could not read is refused as it is
     text = (old or b"").decode("utf-8")
-    doc = load_config(old, where)
     state = trust_state(doc)
     todo = {k: h for k, h in trusts.items() if state.get(k, {}).get("trusted_hash") != h}
     if not todo:
@@ -425,8 +425,8 @@ def plan_untrust(old, keys, drop_state_header, where=CONFIG_FILE):
     ``old`` when there is nothing to take out."""
     if old is None:
         return None, []
-    text = old.decode("utf-8")
     doc = load_config(old, where)
+    text = old.decode("utf-8")
     present = [k for k in keys if k in trust_state(doc)]
     lines, headers = _parse_text(text, where)
     spans = _spans(lines, headers)

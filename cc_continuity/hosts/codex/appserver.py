@@ -19,6 +19,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Mapping
+from typing import Any
 
 ENV_CODEX = "CC_CONTINUITY_CODEX"  # absolute path of the codex to ask, when it is not on PATH
 SCRATCH_CONFIG = ('check_for_update_on_startup = false\nanalytics.enabled = false\nfeatures.plugins = false\n')
@@ -39,7 +40,7 @@ def find_codex(env: Mapping[str, str]) -> str | None:
     return shutil.which("codex", path=env.get("PATH") or os.defpath)
 
 
-def hooks_list(codex: str, hooks_json: bytes, timeout: float = TIMEOUT_S) -> "tuple[str, list[dict]]":
+def hooks_list(codex: str, hooks_json: bytes, timeout: float = TIMEOUT_S) -> "tuple[str, list[dict[str, Any]]]":
     """``(which Codex answered, [entry])`` for ``hooks_json`` as the user's hooks.json; an entry's ``key``
     has the hooks.json path cut off (``stop:0:0``)."""
     with tempfile.TemporaryDirectory(prefix="cc-continuity-codex-") as scratch:
@@ -66,8 +67,8 @@ def hooks_list(codex: str, hooks_json: bytes, timeout: float = TIMEOUT_S) -> "tu
         return agent, found
 
 
-def _call(codex: str, env: "dict[str, str]", cwd: str, calls: "list[tuple[str, dict]]",
-          timeout: float) -> "list[dict]":
+def _call(codex: str, env: "dict[str, str]", cwd: str, calls: "list[tuple[str, dict[str, Any]]]",
+          timeout: float) -> "list[dict[str, Any]]":
     deadline = time.monotonic() + timeout
     try:
         proc = subprocess.Popen([codex, "app-server"], cwd=cwd, env=env, stdin=subprocess.PIPE,
