@@ -426,3 +426,24 @@ def test_doctor_says_so_when_codex_hooks_are_off_and_reads_an_unusable_hooks_jso
     got = codex_results()
     assert not got["codex-hooks"].ok and got["codex-hooks"].fix.startswith("repair %s by hand" % hooks_file)
     assert listing(codex_dir()) == before
+
+
+def test_uninstall_without_the_record_still_finds_ours_by_their_bootstrap_and_hash(capsys):
+    write(os.path.join(codex_dir(), "hooks.json"), THEIRS)
+    write(os.path.join(codex_dir(), "config.toml"), read_data("trust-all-before.toml"))
+    before = listing(codex_dir())
+    assert cli(capsys, "install", "--agent", "codex", "--trust")[0] == 0
+    os.unlink(install.manifest.path())  # a deleted state dir, a second CC_CONTINUITY_HOME
+    rc, out, _ = cli(capsys, "uninstall")
+    assert rc == 0 and "7 trust entries of ours removed" in out
+    after = listing(codex_dir())
+    assert after["config.toml"] == before["config.toml"], "the tables, and the header Codex would add, by text"
+    # Without the original bytes, hooks.json is their document again, written in their indent (as settings.json).
+    assert codex.parse_hooks(after["hooks.json"][0]) == codex.parse_hooks(THEIRS)
+
+
+def test_a_claude_only_uninstall_is_not_held_back_by_an_unusable_codex_home(capsys, monkeypatch, tmp_path):
+    assert cli(capsys, "install", "--no-wrapper")[0] == 0
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path / "gone"))
+    rc, out, _ = cli(capsys, "uninstall", "--agent", "claude")
+    assert rc == 0 and not os.path.exists(os.path.join(paths.home(), "app")), out

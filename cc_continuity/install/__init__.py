@@ -847,10 +847,15 @@ def _still_installed(agent, rec):
         return True
     try:
         if agent == "claude":
-            data = read(os.path.join(paths.claude_config_dir(), "settings.json"))
-            return bool(data) and settings.has_ours(settings.parse(settings.decode(data)))
-        hooks_file = codex.hooks_path(codex.codex_home())
-        return bool(codex.entries(codex.parse_hooks(read(hooks_file), hooks_file), hooks_file))
+            path = os.path.join(paths.claude_config_dir(), "settings.json")
+        else:
+            try:
+                path = codex.hooks_path(codex.codex_home())
+            except codex.CodexError:
+                return False  # no CODEX_HOME Codex would use, so no hook of ours it runs
+        data = read(path)
+        doc = settings.parse(settings.decode(data, path), path) if data else {}
+        return settings.has_ours(doc, settings.HOOK_MARK if agent == "claude" else codex.mark())
     except InstallError:
         return True  # a file we cannot read may hold our hooks: keep what they run
 
