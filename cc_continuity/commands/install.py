@@ -1,7 +1,8 @@
 """``cc-continuity install``: hooks, status line, CLAUDE.md block, shell wrapper, skills, launcher.
 
-Safe to re-run (a second run changes nothing; an upgrade replaces ours in
-place).  ``--dry-run`` prints the diff of every file and writes nothing.
+``--agent codex``: the hooks into Codex CLI's ``$CODEX_HOME/hooks.json`` instead (``--trust``
+also records Codex's trust for them).  Safe to re-run (a second run changes nothing; an
+upgrade replaces ours in place).  ``--dry-run`` prints the diff of every file and writes nothing.
 """
 
 import sys
@@ -13,6 +14,13 @@ from .configure import parse_thresholds, parse_tokens, parse_url_or_off
 
 def register(sub):
     p = sub.add_parser("install", help="install hooks, status line, CLAUDE.md block, shell wrapper and skills")
+    p.add_argument("--agent", choices=install.AGENTS, default="claude",
+                   help="the agent CLI to install into: Claude Code (default; ~/.claude) or Codex CLI (hooks into "
+                        "$CODEX_HOME/hooks.json, default ~/.codex)")
+    p.add_argument("--trust", action="store_true",
+                   help="--agent codex: also trust our hooks, and only ours, in Codex's config.toml (by the hash "
+                        "`codex app-server` gives each), instead of choosing \"Trust all\" on Codex's \"Hooks need "
+                        "review\" screen")
     p.add_argument("--window", type=parse_tokens, metavar="N",
                    help="context window in tokens, e.g. 200000, 200k, 1m (default: detect)")
     p.add_argument("--thresholds", type=parse_thresholds, metavar="WARN,ROTATE,HARD",
@@ -36,7 +44,7 @@ def register(sub):
 def run(args):
     opts = install.Options(window=args.window, thresholds=args.thresholds, ntfy=args.ntfy,
                            unattended=args.unattended, shell=args.shell, no_wrapper=args.no_wrapper,
-                           dry_run=args.dry_run, plugin=args.plugin)
+                           dry_run=args.dry_run, plugin=args.plugin, agent=args.agent, trust=args.trust)
     try:
         if args.check:
             return install.check(opts)

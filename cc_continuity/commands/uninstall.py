@@ -1,6 +1,7 @@
-"""``cc-continuity uninstall [--purge]``: remove exactly what install added.
+"""``cc-continuity uninstall [--agent claude|codex] [--purge]``: remove exactly what install added.
 
-Every other byte of the user's files stays.  Safe to run twice.
+Every other byte of the user's files stays.  Both agents' installs by default; the app copy
+goes with the last of them.  Safe to run twice.
 """
 
 from .. import install
@@ -8,10 +9,13 @@ from .. import install
 
 def register(sub):
     p = sub.add_parser("uninstall", help="remove what install added (hooks, blocks, skills, launcher, app copy)")
+    p.add_argument("--agent", choices=install.AGENTS,
+                   help="take out only this agent's install (default: both; the app copy and launcher stay while "
+                        "the other's hooks run them)")
     p.add_argument("--purge", action="store_true",
                    help="also delete $CC_CONTINUITY_HOME (config, checkpoints, logs)")
     p.set_defaults(func=run)
 
 
 def run(args):
-    return install.uninstall(purge=args.purge)
+    return install.uninstall(purge=args.purge, agents=(args.agent,) if args.agent else install.AGENTS)

@@ -1,4 +1,4 @@
-"""``cc-continuity install`` / ``uninstall``: into a user's Claude Code setup and out again.
+"""``cc-continuity install`` / ``uninstall``: into a user's Claude Code or Codex CLI setup and out again.
 
 Install first *plans* every file change while only reading, so a file it
 cannot use (unparseable settings.json, unbalanced block markers) stops it
@@ -7,8 +7,13 @@ diff.  Then it applies them in an order that never leaves a hook pointing at
 a missing file: config, app copy, launcher, settings.json, CLAUDE.md, shell
 rc, skills, and last the record (``install.json``) uninstall works from.
 
+``--agent codex`` merges the same hooks, as Codex takes them, into
+``$CODEX_HOME/hooks.json`` (:mod:`.codex`), beside the same app copy and launcher;
+``--trust`` records Codex's trust for those entries only, in its config.toml.
+
 Uninstall runs the other way round and removes only what is ours: hook
-groups by command path, blocks by marker, skills and links by content.  It
+groups by command path, blocks by marker, skills and links by content,
+Codex's trust tables by the key of an entry of ours.  It
 works without the record too (then the replaced status line cannot be
 brought back).  Backups of every user file we rewrite go to
 ``$CC_CONTINUITY_HOME/backups/`` (0600; the newest few kept), not beside the
@@ -26,22 +31,26 @@ from ..errors import InstallError
 from ..rotation import share
 from ..lock import Lock
 from ..hosts.claude.executable import find_real_claude
-from . import app, blocks, bootstrap, manifest, plugin, settings, skills, wrapper
+from ..hosts.codex import appserver
+from . import app, blocks, bootstrap, codex, manifest, plugin, settings, skills, wrapper
 
 CLAUDE_MD_BLOCK = "claude-md"
 WRAPPER_BLOCK = "wrapper"
 CLAUDE_MD_TEXT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "claude_md_block.md")
 BACKUPS_KEPT = 10
 USER_DIR_MODE = 0o700
+AGENTS = ("claude", "codex")
+AGENT_NAMES = {"claude": "Claude Code", "codex": "Codex CLI"}
 
 
 class Options:
     """What ``cc-continuity install`` was asked to do (mirrors the CLI flags)."""
 
     def __init__(self, window=None, thresholds=None, ntfy=None, unattended=False, shell="auto",
-                 no_wrapper=False, dry_run=False, plugin=False):
+                 no_wrapper=False, dry_run=False, plugin=False, agent="claude", trust=False):
         self.window, self.thresholds, self.ntfy, self.unattended = window, thresholds, ntfy, unattended
         self.shell, self.no_wrapper, self.dry_run, self.plugin = shell, no_wrapper, dry_run, plugin
+        self.agent, self.trust = agent, trust
 
 
 # -- small file helpers --------------------------------------------------------
@@ -224,18 +233,19 @@ class _InstallLock:
 
 def install(opts, out=print):
     """Install (or re-install / upgrade) everything; with ``opts.dry_run`` print diffs and write nothing."""
+    plan = _install_codex if opts.agent == "codex" else _install
     if opts.dry_run:
-        return _install(opts, out)  # only reads: no lock (it would create the state dir)
-    _install(opts, lambda *a: None, check_only=True)  # a file it cannot use is refused before anything is written
+        return plan(opts, out)  # only reads: no lock (it would create the state dir)
+    plan(opts, lambda *a: None, check_only=True)  # a file it cannot use is refused before anything is written
     with _InstallLock():
         if opts.plugin:
             _install_plugin(out)  # before settings are planned: `claude plugin install` writes them too
-        return _install(opts, out)  # planned again: the install before ours may have changed things
+        return plan(opts, out)  # planned again: the install before ours may have changed things
 
 
 def check(opts):
     """Raise what :func:`install` would refuse (options, files it cannot use), writing nothing; else 0."""
-    return _install(opts, lambda *a: None, check_only=True)
+    return (_install_codex if opts.agent == "codex" else _install)(opts, lambda *a: None, check_only=True)
 
 
 def _install_plugin(out):
@@ -257,6 +267,8 @@ def _install_plugin(out):
 
 
 def _install(opts, out, check_only=False):
+    if opts.trust:
+        raise InstallError("--trust is Codex's (it records Codex's hook trust): use it with --agent codex")
     home = paths.home()
     cdir = paths.claude_config_dir()
     user_home = os.path.expanduser("~")
@@ -328,13 +340,7 @@ def _install(opts, out, check_only=False):
     if changes:
         config.update_global(changes)
         out("config: %s" % describe_config(changes))
-    copied, dists = app.install(home)
-    out("app: cc-continuity %s %s %s (with %s)" % (
-        __version__, "copied to" if copied else "up to date in", show(app_dir),
-        ", ".join(d.metadata["Name"] for d in dists)))
-    launcher_change.apply(created)
-    os.chmod(launcher, 0o700)
-    out("launcher: %s %s" % (show(launcher), "written" if launcher_change.changed else "unchanged"))
+    _install_app(out, home, python, app_dir, launcher, launcher_change, created)
     path_link = _install_link(out, link, link_state, launcher, created, shell, [ch.path for ch in rc_changes
                                                                                if ch.new is not None])
 
@@ -444,6 +450,21 @@ def _report_settings(out, change, srec, events):
         out("settings: warning: disableAllHooks is true, so Claude Code will not run our hooks")
 
 
+def _shared_record(prev, keep, python, app_dir, launcher, path_link, created):
+    """The record's keys every agent's install shares (the app copy, the launcher, the dirs we made), with
+    the keys ``keep`` of ``prev``: the other agent's part of the record stays as it was."""
+    return dict({k: prev[k] for k in keep if k in prev}, **{
+        "version": __version__,
+        "installed_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "python": python,
+        "app": app_dir,
+        "launcher": launcher,
+        "path_link": path_link or prev.get("path_link"),
+        "created_dirs": sorted(set(created)),
+        "checkout": checkout() or prev.get("checkout"),  # where `install.py --uninstall --purge` is
+    })
+
+
 def _record(prev, python, app_dir, launcher, path_link, settings_path, srec, md_change, rc_changes, shell,
             skill_changes, created):
     def block_entry(change, extra=None):
@@ -461,21 +482,15 @@ def _record(prev, python, app_dir, launcher, path_link, settings_path, srec, md_
     claude_md.append(block_entry(md_change))
     skill_hashes = dict(prev.get("skills") or {})
     skill_hashes.update({ch.path: skills.sha256(ch.new) for ch in skill_changes})
-    return {
-        "version": __version__,
-        "installed_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "python": python,
-        "app": app_dir,
-        "launcher": launcher,
-        "path_link": path_link or prev.get("path_link"),
+    record = _shared_record(prev, ("codex",), python, app_dir, launcher, path_link, created)
+    record.update({
         "settings": dict(srec, path=settings_path),
         "statusline_chain": srec.get("statusline_chain"),
         "claude_md": claude_md,
         "rc": rc,
         "skills": skill_hashes,
-        "created_dirs": sorted(set(created)),
-        "checkout": checkout() or prev.get("checkout"),  # where `install.py --uninstall --purge` is
-    }
+    })
+    return record
 
 
 def _print_plan(out, changes, home, file_changes, link, link_state, launcher, foreign):
@@ -503,24 +518,354 @@ def _print_plan(out, changes, home, file_changes, link, link_state, launcher, fo
     return 0
 
 
+# -- Codex CLI ---------------------------------------------------------------------
+
+CLAUDE_ONLY = (("plugin", "--plugin"), ("unattended", "--unattended"), ("no_wrapper", "--no-wrapper"))
+TRUST_HOW = ('Codex runs new hooks only once they are trusted: at its next start it shows "Hooks need review"; '
+             'choose "Trust all and continue" there (it trusts every hook that screen lists; "Review hooks" shows '
+             'each), or run `cc-continuity install --agent codex --trust` to trust these %d only. Until then '
+             '`codex exec` skips them without a word')
+
+
+def _install_codex(opts, out, check_only=False):
+    """``install --agent codex``: the app copy and launcher as for Claude Code, our hooks merged into
+    ``$CODEX_HOME/hooks.json``, and with ``--trust`` Codex's trust for those entries in its config.toml."""
+    given = [flag for attr, flag in CLAUDE_ONLY if getattr(opts, attr)] + (["--shell"] * (opts.shell != "auto"))
+    if given:
+        raise InstallError("%s: Claude Code's only (its wrapper, plugin and permission prompts); --agent codex "
+                           "installs Codex's hooks" % ", ".join(given))
+    home = paths.home()
+    user_home = os.path.expanduser("~")
+    prev = _load_manifest(out) or {}
+    python, app_dir, launcher = app.base_interpreter(), app.app_link(home), app.launcher_path(home)
+
+    # ---- plan (read only) ----
+    changes = config_changes(opts)
+    if changes:
+        config.validate(changes, paths.config_file())
+    chome = codex.codex_home()
+    hooks_file, cfg_file = codex.hooks_path(chome), codex.config_path(chome)
+    prev_codex = prev.get("codex") if (prev.get("codex") or {}).get("home") == chome else {}
+    old = read(hooks_file)
+    new, hrec = codex.plan_hooks(old, python, app_dir, prev_codex.get("hooks"), where=hooks_file)
+    hooks_change = FileChange(hooks_file, old, new, keep_backup=True)
+    ours = codex.entries(codex.parse_hooks(new, hooks_file), hooks_file)
+    cfg_old = read(cfg_file)
+    hashes, how = {e["key"]: e["hash"] for e in ours}, "computed as Codex 0.171 computes them"
+    trust_change = None
+    if opts.trust:
+        if not (check_only or opts.dry_run):  # Codex's own hashes (a process, a scratch dir): the real run only
+            hashes, how = _codex_hashes(new, hooks_file, ours)
+        trust_change = FileChange(cfg_file, cfg_old, codex.plan_trust(cfg_old, hashes, where=cfg_file),
+                                  keep_backup=True)
+    launcher_change = FileChange(launcher, read(launcher), app.launcher_text(python, app_dir).encode("utf-8"),
+                                 mode=0o700)
+    link = app.path_link(user_home)
+    link_state = "ours" if app.is_our_link(link, launcher) else ("foreign" if os.path.lexists(link) else "absent")
+    file_changes = [launcher_change, hooks_change] + [ch for ch in (trust_change,) if ch]
+
+    if check_only:
+        return 0
+    if opts.dry_run:
+        _print_plan(out, changes, home, file_changes, link, link_state, launcher, [])
+        if opts.trust:
+            out("codex: trust: hashes %s (the real run asks `codex app-server` when there is one)" % how)
+        return 0
+
+    # ---- apply ----
+    created = list(prev.get("created_dirs") or [])
+    if changes:
+        config.update_global(changes)
+        out("config: %s" % describe_config(changes))
+    _install_app(out, home, python, app_dir, launcher, launcher_change, created)
+    path_link = _install_link(out, link, link_state, launcher, created)
+    record = _shared_record(prev, [k for k in prev if k != "codex"], python, app_dir, launcher, path_link, created)
+    record["codex"] = {
+        "home": chome,
+        "hooks": dict(hrec, path=hooks_file),
+        "config": _codex_config_record(prev_codex.get("config") or {}, cfg_file, cfg_old, trust_change, hashes,
+                                       hooks_file, ours, prev_codex.get("hashes") or ()),
+        "hashes": sorted(set(prev_codex.get("hashes") or ()) | {e["hash"] for e in ours if e["hash"]}),
+        "installed_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        # doctor: our hooks fired since they were last written (hooks.log)
+        "installed_ts": time.time() if hooks_change.changed or not prev_codex else prev_codex.get("installed_ts"),
+    }
+    manifest.save(record)  # before Codex's files are touched, so an interrupted install can still be undone
+
+    hooks_change.apply(created)
+    line = "codex: %s " % show(hooks_file)
+    if hooks_change.changed:
+        line += "hooks merged (%d events)" % len(ours)
+        if hooks_change.backup_path:
+            line += ", backup %s" % show(hooks_change.backup_path)
+    else:
+        line += "unchanged"
+    out(line)
+    if trust_change:
+        trust_change.apply(created)
+        out("codex: trust: our %d hooks %s in %s (%s; nothing else trusted)" % (
+            len(ours), "trusted" if trust_change.changed else "already trusted", show(cfg_file), how))
+    elif _codex_trusted(cfg_old, ours):
+        out("codex: trust: our %d hooks are trusted in %s" % (len(ours), show(cfg_file)))
+    else:
+        out("codex: " + TRUST_HOW % len(ours))
+    record["created_dirs"] = sorted(set(created))
+    manifest.save(record)
+    out("record: %s" % show(manifest.path()))
+    return 0
+
+
+def _install_app(out, home, python, app_dir, launcher, launcher_change, created):
+    """The app copy and the launcher, for any agent's install."""
+    copied, dists = app.install(home)
+    out("app: cc-continuity %s %s %s (with %s)" % (
+        __version__, "copied to" if copied else "up to date in", show(app_dir),
+        ", ".join(d.metadata["Name"] for d in dists)))
+    launcher_change.apply(created)
+    os.chmod(launcher, 0o700)
+    out("launcher: %s %s" % (show(launcher), "written" if launcher_change.changed else "unchanged"))
+
+
+def _codex_hashes(hooks_bytes, hooks_file, ours):
+    """``({key: hash}, how)`` for our entries: the hashes Codex itself gives them (``hooks/list`` of
+    ``codex app-server``, asked about a copy of the new hooks.json), each listed entry checked to be the one
+    we wrote; with no codex to ask, as computed (right for 0.171; a wrong one trusts nothing: Codex asks)."""
+    computed = {e["key"]: e["hash"] for e in ours}
+    try:
+        binary = appserver.find_codex(os.environ)
+        if binary is None:
+            return computed, ("computed as Codex 0.171 computes them: no `codex` on PATH to ask (%s names one)"
+                              % appserver.ENV_CODEX)
+        version, listed = appserver.hooks_list(binary, hooks_bytes)
+    except appserver.AppServerError as e:
+        raise InstallError("--trust: %s; nothing was trusted" % e) from None
+    by_place = {entry["key"]: entry for entry in listed}
+    hashes = {}
+    for e in ours:
+        got = by_place.get(e["key"][len(hooks_file) + 1:]) or {}
+        if (got.get("source"), got.get("command")) != ("user", e["handler"]["command"]) or not str(
+                got.get("currentHash")).startswith("sha256:"):
+            raise InstallError("--trust: %s lists %s otherwise than we wrote it; nothing was trusted"
+                               % (version, e["key"]))
+        hashes[e["key"]] = got["currentHash"]
+    differ = sum(hashes[k] != computed[k] for k in hashes)
+    return hashes, "the hashes %s gives them%s" % (version, "; it hashes %d of them otherwise than 0.171" % differ
+                                                      if differ else "")
+
+
+def _codex_trusted(cfg_bytes, ours):
+    """Does config.toml trust every entry of ours as it is now?"""
+    try:
+        state = codex.trust_state(codex.load_config(cfg_bytes))
+    except InstallError:
+        return False
+    return bool(ours) and all(state.get(e["key"], {}).get("trusted_hash") == e["hash"] for e in ours)
+
+
+def _codex_config_record(prev, path, old, change, hashes, hooks_file, ours, known_hashes):
+    """What uninstall needs of config.toml: whether it existed and had an explicit ``[hooks.state]`` before
+    our first install (Codex adds that header), and after ``--trust`` the bytes before ours (exact when known:
+    the file as it was when nobody wrote it since) and the keys we trusted."""
+    same = prev.get("path") == path
+    rec = {"path": path,
+           "existed": prev.get("existed", old is not None) if same else old is not None,
+           "state_header": prev.get("state_header", codex.has_state_header(old)) if same else codex.has_state_header(old)}
+    for k in ("original", "original_known", "written_sha256", "trusted"):
+        if same and k in prev:
+            rec[k] = prev[k]
+    if change is None or not change.changed:
+        return rec
+    if same and prev.get("original_known") and prev.get("written_sha256") == settings.sha256(old or b""):
+        pass  # the file is still what we wrote: its original stays the one recorded
+    elif not codex.our_trust_keys(codex.load_config(old, path), hooks_file, ours, known_hashes):
+        rec["original"], rec["original_known"] = (None if old is None else old.decode("utf-8")), True
+    else:
+        rec["original"], rec["original_known"] = None, False
+    rec["written_sha256"] = settings.sha256(change.new)
+    rec["trusted"] = dict(hashes)
+    return rec
+
+
+def _uninstall_codex(out, rec):
+    """Codex's part, for the CODEX_HOME recorded and the current one: ``(problems, whether no hook of ours
+    is left in a hooks.json)``."""
+    crec = (rec or {}).get("codex") or {}
+    homes = [crec["home"]] if crec.get("home") else []
+    try:
+        current = codex.codex_home()
+    except codex.CodexError as e:
+        if not homes:
+            out("codex: %s: nothing to look at" % e)
+        current = None
+    if current and current not in homes:
+        homes.append(current)
+    problems, gone = 0, True
+    for chome in homes:
+        more, left = _uninstall_codex_home(out, chome, crec if crec.get("home") == chome else {})
+        problems += more
+        gone = gone and not left
+    return problems, gone
+
+
+def _uninstall_codex_home(out, chome, record):
+    """Our entries out of ``chome``'s hooks.json, then the trust tables naming them out of its config.toml:
+    the file's bytes from before our ``--trust`` when nobody wrote it since, else only those tables.
+    ``(problems, whether hooks of ours are left)``."""
+    hooks_file, cfg_file = codex.hooks_path(chome), codex.config_path(chome)
+    old = read(hooks_file)
+    try:
+        ours = codex.entries(codex.parse_hooks(old, hooks_file), hooks_file)
+        new = codex.plan_unhooks(old, record.get("hooks"), where=hooks_file)
+    except InstallError as e:
+        out("codex: %s -- left untouched, so our hooks are still in it; fix it and run uninstall again" % e)
+        return 1, True
+    cfg_old, cfg_new, removed, problem = read(cfg_file), None, [], None
+    crec = record.get("config") or {}
+    try:
+        cfg_doc = codex.load_config(cfg_old, cfg_file)
+        keys = codex.our_trust_keys(cfg_doc, hooks_file, ours, record.get("hashes") or ())
+        removed = sorted(k for k in keys if k in codex.trust_state(cfg_doc))
+        if cfg_old is not None and crec.get("original_known") and crec.get("written_sha256") == settings.sha256(
+                cfg_old):
+            cfg_new = None if crec.get("original") is None else crec["original"].encode("utf-8")
+        else:
+            cfg_new, removed = codex.plan_untrust(cfg_old, keys, not crec.get("state_header"), where=cfg_file)
+            if cfg_new is not None and crec and not crec.get("existed", True) and not cfg_new.strip():
+                cfg_new = None  # only our trust was in a file that was not there before
+    except InstallError as e:
+        cfg_new, problem = cfg_old, e
+
+    if new != old:
+        FileChange(hooks_file, old, new, keep_backup=True).apply([])
+        out("codex: %s %s" % (show(hooks_file), "deleted (install created it)" if new is None
+                              else "our %d hooks removed" % len(ours)))
+    else:
+        out("codex: nothing of ours in %s" % show(hooks_file))
+    if problem:
+        out("codex: %s -- our trust entries are left in it (they trust nothing once our hooks are gone)" % problem)
+        return 1, False
+    if cfg_new != cfg_old:
+        FileChange(cfg_file, cfg_old, cfg_new, keep_backup=True).apply([])
+        out("codex: %s: %d trust entr%s of ours removed%s" % (show(cfg_file), len(removed),
+                                                            "y" if len(removed) == 1 else "ies",
+                                                            " (file deleted: nothing else was in it)"
+                                                            if cfg_new is None else ""))
+    elif cfg_old is not None:
+        out("codex: no trust entry of ours in %s" % show(cfg_file))
+    return 0, False
+
+
 # -- uninstall -----------------------------------------------------------------
 
-def uninstall(purge=False, out=print):
-    """Remove what install added; ``purge`` also deletes ``$CC_CONTINUITY_HOME``.  Returns an exit status."""
+def uninstall(purge=False, out=print, agents=AGENTS):
+    """Remove what install added for ``agents`` (both by default); ``purge`` also deletes
+    ``$CC_CONTINUITY_HOME`` once no agent's install is left.  Returns an exit status."""
     if not os.path.isdir(paths.home()):
-        return _uninstall(purge, out)
+        return _uninstall(purge, out, agents)
     with _InstallLock(remove=True):
-        return _uninstall(purge, out)
+        return _uninstall(purge, out, agents)
 
 
-def _uninstall(purge, out):
+# The record's keys that are one agent's (the rest, the app copy and launcher, are shared).
+RECORD_KEYS = {"claude": ("settings", "statusline_chain", "claude_md", "rc", "skills", "plugin"),
+               "codex": ("codex",)}
+HOOK_FILES = {"claude": "settings.json", "codex": "Codex's hooks.json"}
+
+
+def _uninstall(purge, out, agents):
     home = paths.home()
-    cdir = paths.claude_config_dir()
     user_home = os.path.expanduser("~")
     rec = _load_manifest(out)
     problems = 0
+    running, kept = [], [a for a in AGENTS if a not in agents and _still_installed(a, rec)]
+    for agent in agents:  # each agent's hook file first: no hook may outlive the files it runs
+        more, gone = (_uninstall_claude if agent == "claude" else _uninstall_codex)(out, rec)
+        problems += more
+        if not gone:
+            running.append(agent)
 
-    # settings.json first: no hook may outlive the files it runs.
+    launcher = app.launcher_path(home)
+    if running:
+        out("app: kept, because %s still runs our hooks from it" % " and ".join(HOOK_FILES[a] for a in running))
+        problems += 1
+    elif kept:
+        out("app: kept, %s's hooks run from it (`cc-continuity uninstall` takes out both)" % " and ".join(
+            AGENT_NAMES[a] for a in kept))
+    else:
+        link = (rec or {}).get("path_link") or app.path_link(user_home)
+        if app.is_our_link(link, launcher):
+            os.unlink(link)
+            out("PATH: %s removed" % show(link))
+        else:
+            out("PATH: no link of ours at %s" % show(link))
+        removed = _unlink(launcher)
+        out("launcher: %s %s" % (show(launcher), "removed" if removed else "not there"))
+        out("app: %s %s" % (show(app.app_link(home)), "removed" if app.remove(home) else "not there"))
+        if os.path.isdir(bootstrap.venv_dir(home)):
+            shutil.rmtree(bootstrap.venv_dir(home))
+            out("venv: %s removed (install.py's)" % show(bootstrap.venv_dir(home)))
+
+    for d in sorted(set((rec or {}).get("created_dirs") or []), key=len, reverse=True):
+        try:
+            os.rmdir(d)
+        except OSError:
+            pass  # not empty any more (someone else uses it) or already gone
+
+    if problems:
+        out("record: kept %s for the next run" % show(manifest.path()))
+        if purge:
+            out("purge: not done, %s is still needed; fix the errors above and run again" % show(home))
+        return 1
+    if kept:
+        manifest.save({k: v for k, v in (rec or {}).items()
+                       if not any(k in RECORD_KEYS[a] for a in agents)})
+        out("record: %s keeps %s's part" % (show(manifest.path()), " and ".join(AGENT_NAMES[a] for a in kept)))
+        if purge:
+            out("purge: not done, %s's install still uses %s; `cc-continuity uninstall --purge` takes out both"
+                % (" and ".join(AGENT_NAMES[a] for a in kept), show(home)))
+            return 1
+        return 0
+    out("record: %s" % ("removed" if manifest.remove() else "none"))
+    if purge:
+        for remote, root, cmd in share.left_on_remotes():  # the state dir goes; what was pushed stays there
+            out("remote: %s (of %s) keeps the checkpoints published from here; remove them with: %s" % (
+                remote, show(root), cmd))
+        if os.path.isdir(home):
+            shutil.rmtree(home)
+            out("purge: %s deleted" % show(home))
+        else:
+            out("purge: %s not there" % show(home))
+    elif os.path.isdir(home):
+        out("kept: %s (%s: your config, checkpoints, handoffs and logs); to delete it too: %s"
+            % (show(home), _size(home), purge_command(home, (rec or {}).get("checkout"))))
+    return 0
+
+
+def _still_installed(agent, rec):
+    """Is ``agent``'s install still there (its part of the record, or hooks of ours in its hook file)?"""
+    if rec and any(k in rec for k in RECORD_KEYS[agent]):
+        return True
+    try:
+        if agent == "claude":
+            path = os.path.join(paths.claude_config_dir(), "settings.json")
+        else:
+            try:
+                path = codex.hooks_path(codex.codex_home())
+            except codex.CodexError:
+                return False  # no CODEX_HOME Codex would use, so no hook of ours it runs
+        data = read(path)
+        doc = settings.parse(settings.decode(data, path), path) if data else {}
+        return settings.has_ours(doc, settings.HOOK_MARK if agent == "claude" else codex.mark())
+    except InstallError:
+        return True  # a file we cannot read may hold our hooks: keep what they run
+
+
+def _uninstall_claude(out, rec):
+    """Claude Code's part: settings.json, the CLAUDE.md and shell blocks, skills, the plugin.
+    ``(problems, whether no hook of ours is left in settings.json)``."""
+    cdir = paths.claude_config_dir()
+    user_home = os.path.expanduser("~")
+    problems = 0
     hooks_gone = True
     srec = (rec or {}).get("settings") or None
     targets = [(srec["path"], srec)] if srec and srec.get("path") else []
@@ -529,7 +874,7 @@ def _uninstall(purge, out):
         targets.append((current, None))
     for path, record in targets:
         try:
-            ok = _uninstall_settings(out, path, record, rec is not None)
+            ok = _uninstall_settings(out, path, record, srec is not None)
         except (settings.SettingsError, OSError) as e:
             out("settings: %s -- left untouched, so our hooks are still in it; fix it and run uninstall again" % e)
             problems += 1
@@ -546,50 +891,7 @@ def _uninstall(purge, out):
 
     _remove_skills(out, cdir, (rec or {}).get("skills") or {})
     problems += _uninstall_plugin(out, (rec or {}).get("plugin"), cdir, srec)
-
-    launcher = app.launcher_path(home)
-    if hooks_gone:
-        link = (rec or {}).get("path_link") or app.path_link(user_home)
-        if app.is_our_link(link, launcher):
-            os.unlink(link)
-            out("PATH: %s removed" % show(link))
-        else:
-            out("PATH: no link of ours at %s" % show(link))
-        removed = _unlink(launcher)
-        out("launcher: %s %s" % (show(launcher), "removed" if removed else "not there"))
-        out("app: %s %s" % (show(app.app_link(home)), "removed" if app.remove(home) else "not there"))
-        if os.path.isdir(bootstrap.venv_dir(home)):
-            shutil.rmtree(bootstrap.venv_dir(home))
-            out("venv: %s removed (install.py's)" % show(bootstrap.venv_dir(home)))
-    else:
-        out("app: kept, because settings.json still runs our hooks from it")
-        problems += 1
-
-    for d in sorted(set((rec or {}).get("created_dirs") or []), key=len, reverse=True):
-        try:
-            os.rmdir(d)
-        except OSError:
-            pass  # not empty any more (someone else uses it) or already gone
-
-    if problems:
-        out("record: kept %s for the next run" % show(manifest.path()))
-        if purge:
-            out("purge: not done, %s is still needed; fix the errors above and run again" % show(home))
-        return 1
-    out("record: %s" % ("removed" if manifest.remove() else "none"))
-    if purge:
-        for remote, root, cmd in share.left_on_remotes():  # the state dir goes; what was pushed stays there
-            out("remote: %s (of %s) keeps the checkpoints published from here; remove them with: %s" % (
-                remote, show(root), cmd))
-        if os.path.isdir(home):
-            shutil.rmtree(home)
-            out("purge: %s deleted" % show(home))
-        else:
-            out("purge: %s not there" % show(home))
-    elif os.path.isdir(home):
-        out("kept: %s (%s: your config, checkpoints, handoffs and logs); to delete it too: %s"
-            % (show(home), _size(home), purge_command(home, (rec or {}).get("checkout"))))
-    return 0
+    return problems, hooks_gone
 
 
 def checkout():

@@ -165,7 +165,7 @@ def main(argv, source_root, cli):
     code = cli.main(["install", "--check"] + list(argv))
     if code:
         return code
-    note = claude_version_note()
+    note = claude_version_note() if args.agent == "claude" else None  # (Codex CLI's install needs no claude)
     if note:
         say("warning: " + note)
     deps = have_dependencies()

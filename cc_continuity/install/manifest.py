@@ -8,7 +8,11 @@ Keys: ``version``, ``installed_at``, ``python``, ``app``, ``launcher``,
 ``path_link`` (the PATH symlink we made, or null), ``settings`` (the record from
 :func:`settings.plan_install` plus ``path``), ``statusline_chain``,
 ``claude_md`` / ``rc`` (lists of ``{"path", "created"}``), ``skills``
-(``{path: sha256}``), ``created_dirs``.
+(``{path: sha256}``), ``created_dirs``; ``codex`` (``install --agent codex``: ``home``, ``hooks``
+(hooks.json's record, as ``settings``), ``config`` (config.toml: whether it existed and had a
+``[hooks.state]`` header, after ``--trust`` its bytes before and the keys trusted), ``hashes`` (our
+entries', every install's), ``installed_at`` / ``installed_ts``).  Each agent's part stays when
+the other's install or uninstall runs.
 """
 
 import json

@@ -344,14 +344,16 @@ def app_of_handler(handler):
 
 # -- recognising ours ----------------------------------------------------------
 
-def is_our_handler(handler):
+def is_our_handler(handler, mark=HOOK_MARK):
+    """Does ``handler`` run our bootstrap?  ``mark`` is the entry's import (Claude Code's by default;
+    a Codex hooks.json entry carries ``hosts.codex.hooks.HOOK_MARK`` in its shell command)."""
     if not isinstance(handler, dict):
         return False
     words = [handler.get("command")]
     args = handler.get("args")
     if isinstance(args, list):
         words.extend(args)
-    return any(isinstance(w, str) and HOOK_MARK in w for w in words)
+    return any(isinstance(w, str) and mark in w for w in words)
 
 
 def is_our_statusline(value):
@@ -393,51 +395,52 @@ def _handlers(group):
     return None
 
 
-def _group_kind(group):
+def _group_kind(group, mark=HOOK_MARK):
     """'ours' (only our handlers), 'mixed', or 'theirs'."""
     hs = _handlers(group)
     if not hs:
         return "theirs"
-    mine = [is_our_handler(h) for h in hs]
+    mine = [is_our_handler(h, mark) for h in hs]
     if all(mine):
         return "ours"
     return "mixed" if any(mine) else "theirs"
 
 
-def _strip_ours(groups):
+def _strip_ours(groups, mark=HOOK_MARK):
     """``groups`` without our handlers: our groups dropped, mixed groups keep theirs."""
     out = []
     for g in groups:
-        kind = _group_kind(g)
+        kind = _group_kind(g, mark)
         if kind == "ours":
             continue
         if kind == "mixed":
             g = dict(g)
-            g["hooks"] = [h for h in g["hooks"] if not is_our_handler(h)]
+            g["hooks"] = [h for h in g["hooks"] if not is_our_handler(h, mark)]
         out.append(g)
     return out
 
 
-def has_ours(doc):
+def has_ours(doc, mark=HOOK_MARK):
     """Does the document contain any handler or status line of ours?"""
     if is_our_statusline(doc.get("statusLine")):
         return True
     hooks = doc.get("hooks")
     if isinstance(hooks, dict):
         for groups in hooks.values():
-            if isinstance(groups, list) and any(_group_kind(g) != "theirs" for g in groups):
+            if isinstance(groups, list) and any(_group_kind(g, mark) != "theirs" for g in groups):
                 return True
     return False
 
 
 # -- merge / unmerge -----------------------------------------------------------
 
-def merge(doc, rendered):
+def merge(doc, rendered, mark=HOOK_MARK):
     """A copy of ``doc`` with our hook groups and status line in it.
 
     Our existing group for an event is replaced where it stands; stray copies
     of our handlers elsewhere are removed; an event without ours gets our
-    group appended.
+    group appended.  A ``rendered`` without ``statusLine`` (Codex's hooks.json)
+    leaves the status line alone.
     """
     doc = copy.deepcopy(doc)
     if "hooks" not in doc and rendered["hooks"]:
@@ -454,23 +457,24 @@ def merge(doc, rendered):
             raise SettingsError('"hooks.%s" is not a JSON array; fix or remove it, then run install again' % event)
         out, placed = [], False
         for g in groups:
-            kind = _group_kind(g)
+            kind = _group_kind(g, mark)
             if kind == "ours":
                 if not placed:
                     out.append(copy.deepcopy(ours))
                     placed = True
             elif kind == "mixed":
-                out.extend(_strip_ours([g]))
+                out.extend(_strip_ours([g], mark))
             else:
                 out.append(g)
         if not placed:
             out.append(copy.deepcopy(ours))
         hooks[event] = out
-    doc["statusLine"] = copy.deepcopy(rendered["statusLine"])
+    if "statusLine" in rendered:
+        doc["statusLine"] = copy.deepcopy(rendered["statusLine"])
     return doc
 
 
-def unmerge(doc, record=None):
+def unmerge(doc, record=None, mark=HOOK_MARK):
     """A copy of ``doc`` without anything of ours.
 
     ``record`` is the install record (see :func:`plan_install`): it says which
@@ -488,7 +492,7 @@ def unmerge(doc, record=None):
             groups = hooks[event]
             if not isinstance(groups, list):
                 continue
-            kept = _strip_ours(groups)
+            kept = _strip_ours(groups, mark)
             changed = kept != groups
             removed = removed or changed
             if not kept and ((known and event in created_events) or (not known and changed)):
@@ -510,7 +514,7 @@ def unmerge(doc, record=None):
 
 # -- whole-file plans ----------------------------------------------------------
 
-def plan_install(old, rendered, previous=None, where="settings.json"):
+def plan_install(old, rendered, previous=None, where="settings.json", mark=HOOK_MARK):
     """What install writes: ``(new_bytes, record)``.
 
     ``old`` is the file's bytes (None when absent); ``previous`` the record of
@@ -518,6 +522,9 @@ def plan_install(old, rendered, previous=None, where="settings.json"):
     holds what uninstall needs: the original bytes when they are known exactly,
     the sha256 of what we wrote, which containers we created, and the user's
     status line (``statusline_chain``) for ours to run.
+
+    Codex's hooks.json has the same hook table and no status line: ``rendered``
+    without ``statusLine``, and ``mark`` the Codex entry's import.
     """
     if old is None:
         text, doc, indent = None, {}, 2
@@ -540,19 +547,21 @@ def plan_install(old, rendered, previous=None, where="settings.json"):
             chain, had = None, False  # never chain to ourselves
     else:
         had, chain = True, current
-    rendered = dict(rendered, statusLine=with_chain(rendered["statusLine"], chain if had else None))
+    status = "statusLine" in rendered
+    if status:
+        rendered = dict(rendered, statusLine=with_chain(rendered["statusLine"], chain if had else None))
 
     target = doc
     if not rendered["hooks"]:
         # A cc-continuity plugin carries the hooks: none of ours in settings.json (Claude Code
         # does not deduplicate the two, so both would run every event twice).
-        target = unmerge(doc, prev)
+        target = unmerge(doc, prev, mark)
         if "statusLine" in doc:
             target["statusLine"] = doc["statusLine"]
         elif "statusLine" in target:
             del target["statusLine"]
     try:
-        new_doc = merge(target, rendered)
+        new_doc = merge(target, rendered, mark)
     except SettingsError as e:
         raise SettingsError("%s: %s" % (where, e)) from None
     if text is not None and new_doc == doc:
@@ -560,18 +569,17 @@ def plan_install(old, rendered, previous=None, where="settings.json"):
     else:
         new = dumps(new_doc, indent).encode("utf-8")
 
-    base = unmerge(doc, prev)  # the document as it would be without us
+    base = unmerge(doc, prev, mark)  # the document as it would be without us
     base_hooks = base.get("hooks")
     record = {
         "created_hooks_key": "hooks" not in base,
         "created_events": [e for e in rendered["hooks"]
                            if not (isinstance(base_hooks, dict) and e in base_hooks)],
-        # json-able copy for older readers; the exact one travels in the status line command
-        "statusline_had_key": had,
-        "statusline_chain": plain(chain) if had else None,
     }
+    if status:  # json-able copy for older readers; the exact one travels in the status line command
+        record.update(statusline_had_key=had, statusline_chain=plain(chain) if had else None)
 
-    if not has_ours(doc):
+    if not has_ours(doc, mark):
         record["original"] = text
         record["original_known"] = True
     elif prev and prev.get("original_known") and prev.get("written_sha256") == sha256(old):
@@ -583,7 +591,7 @@ def plan_install(old, rendered, previous=None, where="settings.json"):
     return new, record
 
 
-def plan_uninstall(current, record=None, where="settings.json"):
+def plan_uninstall(current, record=None, where="settings.json", mark=HOOK_MARK):
     """What uninstall leaves: bytes to write, ``None`` to delete the file, or ``current`` (nothing to do).
 
     Exact original bytes when the file is still what we wrote; otherwise only
@@ -596,7 +604,7 @@ def plan_uninstall(current, record=None, where="settings.json"):
         return None if original is None else original.encode("utf-8")
     text = decode(current, where)
     doc = parse(text, where)
-    new_doc = unmerge(doc, record)
+    new_doc = unmerge(doc, record, mark)
     if new_doc == doc:
         return current
     if not new_doc and record and record.get("original_known") and record.get("original") is None:

@@ -13,8 +13,7 @@ import shutil
 import pytest
 
 from cc_continuity.hosts.codex import rollout, wire
-from helpers.codex import CodexSandbox, CodexTui, find_codex_bin
-from helpers.responses_model import ResponsesModel
+from helpers.codex import CodexTui, find_codex_bin, ok
 
 pytestmark = pytest.mark.codex
 DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "codex")
@@ -25,33 +24,6 @@ TOOL = {"name": "tool", "when": {"latest_contains": "please run a tool"},
         "then": ["Tool done."]}
 
 
-@pytest.fixture(scope="session")
-def codex_bin():
-    try:
-        path = find_codex_bin()
-    except FileNotFoundError as e:
-        pytest.fail(str(e))
-    if path is None:
-        pytest.fail("no Codex CLI for the codex e2e tests: set CC_CONTINUITY_CODEX_BIN or run "
-                    "`bash .ci/install-codex.sh` (it needs npm)")
-    return path
-
-
-@pytest.fixture
-def box(codex_bin, tmp_path):
-    """``box(scenario, **sandbox kw)`` -> a CodexSandbox on a started ResponsesModel (stopped at teardown)."""
-    models = []
-
-    def make(scenario=None, **kw):
-        model = ResponsesModel(scenario, log_path=tmp_path / ("model-%d.jsonl" % len(models))).start()
-        models.append(model)
-        return CodexSandbox(codex_bin, model, tmp_path / ("box-%d" % len(models)), **kw)
-
-    yield make
-    for m in models:
-        m.stop()
-
-
 def reading_at(b, call):
     """The rollout's reading as it was when the hook ``call`` ran (the probe noted its flushed size)."""
     with open(call["payload"]["transcript_path"], "rb") as f:
@@ -60,11 +32,6 @@ def reading_at(b, call):
     with open(snap, "wb") as f:
         f.write(head)
     return rollout.read_rollout(snap)["tokens"]
-
-
-def ok(p):
-    assert p.returncode == 0, "rc %d\n%s\n%s" % (p.returncode, p.stdout[-3000:], p.stderr[-3000:])
-    return p
 
 
 def test_a_text_and_tool_turn_runs_offline_and_the_readers_read_it(box):
@@ -228,8 +195,7 @@ def tui(box):
 
 def trusted_folder(b):
     """config.toml with the work dir trusted (the first-launch "Trust this folder?" answered)."""
-    with open(b.config_path, "a") as f:
-        f.write('\n[projects.%s]\ntrust_level = "trusted"\n' % json.dumps(b.work))
+    b.trust_folder()
 
 
 def test_trust_all_in_the_tui_writes_a_hash_per_entry_and_exec_then_runs_them(box, tui):
@@ -342,9 +308,7 @@ def test_a_hooks_list_hash_written_to_config_toml_trusts_the_entry_and_a_reposit
         ("%s:session_start:0:0" % b.hooks_path, "user", "untrusted"), ("%s:stop:0:0" % b.hooks_path, "user", "untrusted")
     ], "an untrusted folder's .codex/ is not even loaded"
     assert all(h["currentHash"].startswith("sha256:") and len(h["currentHash"]) == 71 for h in hooks)
-    with open(b.config_path, "a") as f:
-        for h in hooks:
-            f.write('\n[hooks.state.%s]\ntrusted_hash = "%s"\n' % (json.dumps(h["key"]), h["currentHash"]))
+    b.trust_hooks(hooks)
     assert [h["trustStatus"] for h in b.hooks_list()] == ["trusted", "trusted"]
     ok(b.exec("hi", bypass_trust=False))
     assert [c["event"] for c in b.hook_calls()] == ["SessionStart", "Stop"]

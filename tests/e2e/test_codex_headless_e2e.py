@@ -45,9 +45,7 @@ def install_ours(box):
     table = {}
     for event in codex_hooks.EVENTS:
         cmd = shlex.join([sys.executable, "-S", "-c", settings.boot_code(REPO, codex_hooks.HOOK_MARK), event])
-        handler = {"type": "command", "command": cmd, "timeout": codex_hooks.TIMEOUTS[event]}
-        handler.update(codex_hooks.HANDLER_FIELDS.get(event, {}))
-        table[event] = [{"hooks": [handler]}]
+        table[event] = [{"hooks": [{"type": "command", "command": cmd, "timeout": codex_hooks.TIMEOUTS[event]}]}]
     with open(box.hooks_path, "w") as f:
         json.dump({"hooks": table}, f, indent=2)
 
@@ -101,11 +99,10 @@ def test_the_headless_chain_rotates_three_times_with_no_typing(codex_bin, tmp_pa
         for k, tid in enumerate(threads[1:], 1):
             first = model.requests("main", thread_id=tid)[0]
             [boot] = [m for m in first.messages("developer") if "Continuing from cp-%03d" % k in m]
-            assert "truncated" not in boot, boot[-300:]  # whole: within the limit our handler declares
+            assert "truncated" not in boot, boot[-300:]  # whole: within Codex's cut
             sizes.append(len(boot.encode("utf-8")))
             assert "Step one done." not in first.text  # nothing of the old thread came along
-        print("bootstrap bytes: %s (Codex's default limit %d, ours %d)" % (
-            sizes, wire.INJECT_LIMIT_TOKENS * wire.BYTES_PER_TOKEN, codex_hooks.CONTEXT_LIMIT_TOKENS * wire.BYTES_PER_TOKEN))
+        print("bootstrap bytes: %s (Codex cuts at %d)" % (sizes, wire.INJECT_LIMIT_TOKENS * wire.BYTES_PER_TOKEN))
         assert not model.requests("compaction"), "Codex never compacted: the rotation came first"
 
         # The chain: each checkpoint claimed exactly once, by the next session; the last one still open.

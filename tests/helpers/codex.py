@@ -142,6 +142,17 @@ class CodexSandbox:
         with open(self.hooks_path, "w") as f:
             json.dump({"hooks": table}, f, indent=2)
 
+    def trust_folder(self, path=None):
+        """config.toml with ``path`` (the work dir) trusted: the first-launch "Trust this folder?" answered."""
+        with open(self.config_path, "a") as f:
+            f.write('\n[projects.%s]\ntrust_level = "trusted"\n' % json.dumps(path or self.work))
+
+    def trust_hooks(self, hooks):
+        """config.toml trusting each ``hooks/list`` entry given, as the review screen would (its key, its hash)."""
+        with open(self.config_path, "a") as f:
+            for h in hooks:
+                f.write('\n[hooks.state.%s]\ntrusted_hash = "%s"\n' % (json.dumps(h["key"]), h["currentHash"]))
+
     def script_replies(self, event, outputs):
         """The probe's stdout for its next calls on ``event``: a dict (JSON), a str, or None (nothing)."""
         with open(os.path.join(self.replies, event + ".json"), "w") as f:
@@ -198,9 +209,9 @@ class CodexSandbox:
             proc.kill()
             proc.wait(10)
 
-    def hooks_list(self):
+    def hooks_list(self, cwd=None):
         """The hooks Codex sees for the work dir (``hooks/list``): key, source, currentHash, trustStatus, ..."""
-        (got,) = self.app_server(("hooks/list", {"cwds": [self.work]}))
+        (got,) = self.app_server(("hooks/list", {"cwds": [cwd or self.work]}))
         (entry,) = got["data"]
         assert entry["errors"] == [], entry["errors"]
         return entry["hooks"]
@@ -220,17 +231,24 @@ class CodexSandbox:
                       key=os.path.getmtime)
 
 
-class CodexTui:
-    """The Codex TUI of ``box`` in a private tmux server (``tmux -S <socket>``), driven by typing."""
+def ok(p):
+    """``p`` (a CompletedProcess) when it exited 0, else AssertionError with the ends of its output."""
+    assert p.returncode == 0, "rc %d\n%s\n%s" % (p.returncode, p.stdout[-3000:], p.stderr[-3000:])
+    return p
 
-    def __init__(self, box, *args, size=(160, 50)):
+
+class CodexTui:
+    """The Codex TUI of ``box`` in a private tmux server (``tmux -S <socket>``), driven by typing; in the
+    box's work dir unless ``cwd`` says where."""
+
+    def __init__(self, box, *args, size=(160, 50), cwd=None):
         self.box = box
         self.socket = os.path.join(box.root, "tmux.sock")
         env = box.env()
         # The pane's own TMUX / TMUX_PANE go through (a rotator finds its pane by them); nothing else does.
         assign = " ".join("%s=%s" % (k, shlex.quote(v)) for k, v in env.items())
         cmd = 'cd %s && exec env -i %s TMUX="$TMUX" TMUX_PANE="$TMUX_PANE" %s --no-alt-screen %s' % (
-            shlex.quote(box.work), assign, shlex.quote(box.bin), " ".join(shlex.quote(a) for a in args))
+            shlex.quote(cwd or box.work), assign, shlex.quote(box.bin), " ".join(shlex.quote(a) for a in args))
         # remain-on-exit: a Codex that exits leaves its last screen and status to read, not a gone server.
         self.tmux("new-session", "-d", "-s", "cx", "-x", str(size[0]), "-y", str(size[1]), cmd, ";",
                   "set-option", "-t", "cx", "remain-on-exit", "on")

@@ -1,5 +1,6 @@
-"""Codex CLI 0.171 as a host: its rollout (the meter's reading) and its hooks' wire.
+"""Codex CLI 0.171 as a host: its rollout (the meter's reading), its hooks' wire and entry, the host port.
 
-Pure code over bytes and dicts: nothing here installs, runs or types anything
-(that is the host port's, step two of issue 28).  Facts: shared/reference/codex-cli-0.171.md.
+appserver.py asks the binary itself (``codex app-server``: what it makes of a hooks.json), for
+install and doctor; nothing here installs anything (install/codex.py does).
+Facts: shared/reference/codex-cli-0.171.md.
 """

@@ -1,7 +1,7 @@
 """Codex CLI's hook entry: read the payload, run one rotation step with the Codex context, answer, fail open.
 
 What ``install --agent codex`` writes into ``$CODEX_HOME/hooks.json`` runs
-``<python> -S -c <BOOT> <Event>`` (:func:`command`), which calls :func:`main`.  The same
+``<python> -S -c <BOOT> <Event>`` (``install.codex.command``), which calls :func:`main`.  The same
 promise as Claude Code's hooks: whatever happens inside — a payload that is not what
 Codex 0.171 sends, a corrupt state file, a full disk, a bug — the process exits 0 with
 nothing on stdout and one line in ``logs/hooks.log``; a budget (SIGALRM) below the
@@ -44,11 +44,10 @@ BUDGET = {"SessionStart": 12.0, "UserPromptSubmit": 8.0, "PreToolUse": 4.0, "Pos
           "PreCompact": 25.0, "SessionEnd": 2.0}
 TIMEOUTS = {e: int(b) + 1 for e, b in BUDGET.items()}
 HOOK_MARK = "from cc_continuity.hosts.codex.hooks import main"
-# What our SessionStart and UserPromptSubmit handlers declare as ``additionalContextLimit`` (Codex cuts
-# longer context at 2 500 tokens of 4 UTF-8 bytes by default and spills the rest to a file): a bootstrap
-# (at most claim.SPILL_LIMIT = 9 500 chars) then arrives whole even if every char took 4 bytes.
-CONTEXT_LIMIT_TOKENS = 10_000
-HANDLER_FIELDS = {e: {"additionalContextLimit": CONTEXT_LIMIT_TOKENS} for e in ("SessionStart", "UserPromptSubmit")}
+# Codex cuts a hook's added context past 2 500 tokens of 4 UTF-8 bytes (10 000 bytes) and spills the whole
+# text to a file it names to the model.  A bootstrap stays under claim.SPILL_LIMIT (9 500 chars): whole
+# unless its text is mostly non-ASCII.  (A handler's ``additionalContextLimit`` would raise the cut, but it
+# changes the entry's trust hash in a way not yet checked against the binary: not written.)
 MAX_STDIN = wire.MAX_PAYLOAD
 SLOW = None  # what a tool call's fast path returns when the slow path (the steps, the Codex context) must decide
 
