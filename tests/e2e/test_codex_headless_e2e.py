@@ -21,7 +21,7 @@ from cc_continuity.hosts.codex import hooks as codex_hooks
 from cc_continuity.hosts.codex import wire
 from cc_continuity.install import settings
 from cc_continuity.project import Project
-from helpers.codex import CodexSandbox, find_codex_bin
+from helpers.codex import CodexSandbox
 from helpers.hookdriver import REPO, handoff_text
 from helpers.responses_model import ResponsesModel
 
@@ -30,14 +30,6 @@ WINDOW = 100_000          # configured; Codex reports 95 000 (its effective wind
 OVER = 60_000             # 63 % of 95 000: past rotate (62 %), below hard (72 %) and Codex's own compaction (90 000)
 UNDER = 20_000
 HANDOFF = handoff_text(config.HANDOFF_SECTIONS, extra={"Files touched": "- `README.md` (read)"})
-
-
-@pytest.fixture(scope="module")
-def codex_bin():
-    path = find_codex_bin()
-    if path is None:
-        pytest.fail("no Codex CLI: set CC_CONTINUITY_CODEX_BIN or run `bash .ci/install-codex.sh`")
-    return path
 
 
 def install_ours(box):
