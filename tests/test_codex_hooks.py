@@ -15,6 +15,7 @@ from cc_continuity import ledger, session
 from cc_continuity.hosts.codex import hooks, rollout
 from cc_continuity.install import settings
 from cc_continuity.project import Project
+from cc_continuity.rotation import handoff
 from helpers.hookdriver import REPO
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "codex")
@@ -67,7 +68,10 @@ def test_a_session_registers_with_the_codex_host_and_its_window(tmp_path):
     [line] = [r for r in ledger.read(session.ledger_path(w.sdir())) if r["ev"] == "tool"]
     got = rollout.read_rollout(w.rollout)
     assert line["tokens"] == got["tokens"] and line["percent"] == round(100.0 * got["tokens"] / got["window"], 1)
-    assert line["target"] == "echo hello-from-tool && pwd" and line["exit"] is None
+    assert line["target"] == "echo hello-from-tool && pwd" and line["exit"] is None  # not in the rollout yet, live
+    w.call("Stop", last_assistant_message="Tool done.")  # the turn's end: the rollout has the call's record
+    [got] = [r for r in handoff.tool_lines(ledger.read(session.ledger_path(w.sdir())))]
+    assert got["exit"] == 0  # "Process exited with code 0", settled by a tool_exit line
 
 
 def test_past_rotate_the_stop_asks_for_the_handoff_in_codexs_wire(tmp_path):

@@ -337,12 +337,18 @@ def claims_section(results: "list[dict[str, Any]]") -> str:
 
 
 def tool_lines(recs: "list[dict[str, Any]]", checkpoint_id: "str | None" = None) -> "list[dict[str, Any]]":
-    """The ``tool`` lines of a session's ledger up to its checkpoint ``checkpoint_id`` (all when it is not there)."""
+    """The ``tool`` lines of a session's ledger up to its checkpoint ``checkpoint_id`` (all when it is not there).
+
+    A call whose exit code was not known when its line was written (Codex records it in its rollout after
+    the hook ran) has it from a later ``tool_exit`` line naming its call (``tu``)."""
+    exits = {r["tu"]: r.get("exit") for r in recs if r.get("ev") == "tool_exit" and isinstance(r.get("tu"), str)}
     out = []
     for r in recs:
         if checkpoint_id is not None and r.get("ev") == "checkpoint" and r.get("id") == checkpoint_id:
             break
         if r.get("ev") == "tool":
+            if r.get("exit") is None and r.get("tu") in exits:
+                r = dict(r, exit=exits[r["tu"]])
             out.append(r)
     return out
 

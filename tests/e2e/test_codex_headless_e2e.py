@@ -17,6 +17,7 @@ import sys
 import pytest
 
 from cc_continuity import config, ledger, session
+from cc_continuity.rotation import handoff
 from cc_continuity.hosts.codex import hooks as codex_hooks
 from cc_continuity.hosts.codex import wire
 from cc_continuity.install import settings
@@ -110,6 +111,10 @@ def test_the_headless_chain_rotates_three_times_with_no_typing(codex_bin, tmp_pa
         for n in range(1, 5):
             ok, why = ledger.verify(session.ledger_path(proj.session_dir(n)))[:2]
             assert ok, why
+        # Each shell call's exit code: from the rollout, settled at its turn's end.
+        ran = [r for n in (2, 3) for r in handoff.tool_lines(ledger.read(session.ledger_path(proj.session_dir(n))))
+               if r["target"].startswith("echo ")]
+        assert [(r["target"], r["exit"]) for r in ran] == [("echo step-1-ran", 0), ("echo step-2-ran", 0)], ran
         # P4 per rotation: the predecessor's last model request -> the successor's first.
         p4 = []
         for a, b in zip(threads, threads[1:]):

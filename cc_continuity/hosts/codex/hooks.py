@@ -100,6 +100,7 @@ def answer(event: str, raw: "bytes | str", env: "Mapping[str, str] | None" = Non
     elif event == "Stop":
         from ...rotation import turn  # (its event's step only)
 
+        _settle_exits(ctx)
         out = turn.turn_ended(ctx)
     elif event == "PreCompact":
         from ...rotation import turn  # (its event's step only)
@@ -196,10 +197,38 @@ def _pre_tool_use_fast(p: "dict[str, Any]") -> "tuple[str | None, str] | None":
 
 
 def _tool_line(p: "dict[str, Any]", reading: "dict[str, Any]") -> "dict[str, Any]":
-    """The ``tool`` ledger line: the reading and the action (Codex 0.171 sends the shell's output as
-    ``tool_response``, no exit code: ``exit`` stays unknown)."""
+    """The ``tool`` ledger line: the reading and the action.  Codex 0.171 sends only the shell's output as
+    ``tool_response`` and writes the exit code into its rollout after this hook: the line names its call
+    (``tu``) and the turn's end settles the code (:func:`_settle_exits`)."""
+    tid = p.get("tool_use_id")
     return {"ev": "tool", "tool": p.get("tool_name"), "tokens": reading["tokens"], "percent": reading["percent"],
-            "target": ledger.target(p.get("tool_input")), "exit": None}
+            "target": ledger.target(p.get("tool_input")), "exit": None,
+            "tu": tid if isinstance(tid, str) and p.get("tool_name") == wire.SHELL_TOOL else None}
+
+
+def _settle_exits(ctx: "CodexContext") -> None:
+    """At a turn's end (the rollout has every call's record by then): a ``tool_exit`` line for each shell call
+    of this session whose exit code its line could not know (what a handoff's "tests pass" is checked
+    against).  Bounded: the ledger's last 200 lines."""
+    from ...rotation import context  # (the Stop's own world: loaded for it anyway)
+
+    found = context.known(ctx)
+    path = ctx.payload.get("transcript_path")
+    if found is None or not isinstance(path, str):
+        return
+    led = session.ledger_path(found[1])
+    recent = ledger.tail(led, 200)
+    settled = {r.get("tu") for r in recent if r.get("ev") == "tool_exit"}
+    for r in recent:
+        tu = r.get("tu")
+        if r.get("ev") != "tool" or r.get("exit") is not None or not isinstance(tu, str) or tu in settled:
+            continue
+        try:
+            code = rollout.exit_code(path, tu)
+        except OSError:
+            return
+        if code is not None:
+            ledger.append(led, {"ev": "tool_exit", "tu": tu, "exit": code})
 
 
 def _pre_tool_use(ctx: "CodexContext", p: "dict[str, Any]") -> "str | None":

@@ -131,3 +131,30 @@ def percent_left(tokens: "int", window: "int") -> "int":
     usable = window - BASELINE_TOKENS
     used = max(tokens - BASELINE_TOKENS, 0)
     return max(0, min(100, round(100 * (usable - used) / usable)))
+
+
+_EXITED = "Process exited with code "
+
+
+def exit_code(path: "str", call_id: "str", max_scan: "int" = 1 << 20) -> "int | None":
+    """A shell call's exit code as the rollout's ``function_call_output`` for ``call_id`` says it ("Process
+    exited with code N"): Codex's PostToolUse payload carries only the output.  None when it is not there
+    (yet), or says none.  Raises OSError when the file cannot be opened."""
+    needle = call_id.encode("utf-8")
+    for line, _ in lines_backwards(path, max_scan=max_scan):
+        if needle not in line or b'"function_call_output"' not in line:
+            continue
+        try:
+            row = fastjson.loads(line)
+        except (ValueError, UnicodeDecodeError):
+            continue
+        payload = row.get("payload") if isinstance(row, dict) else None
+        if not isinstance(payload, dict) or payload.get("call_id") != call_id:
+            continue
+        out = payload.get("output")
+        if not isinstance(out, str) or _EXITED not in out:
+            return None
+        rest = out[out.index(_EXITED) + len(_EXITED):]
+        num = rest.split(None, 1)[0] if rest.strip() else ""
+        return int(num) if num.lstrip("-").isdigit() else None
+    return None
