@@ -107,7 +107,8 @@ KEPT = {
                             ("_pre_tool_use", "cc_continuity.rotation.turn"),
                             ("_post_tool_use", "cc_continuity.rotation.context"),
                             ("_post_tool_use", "cc_continuity.rotation.effects"),
-                            ("_post_tool_use", "cc_continuity.rotation.turn"))},
+                            ("_post_tool_use", "cc_continuity.rotation.turn"),
+                            ("_settle_exits", "cc_continuity.rotation.context"))},
         **{("answer", "cc_continuity.rotation." + mod): (
             START_UP, "each event loads its own step's module (start: claim, revalidation; turn: checkpoint, "
                       "handover) +~9 ms") for mod in ("start", "turn")},
