@@ -2,6 +2,7 @@
 
 import http.client
 import json
+import threading
 
 import pytest
 
@@ -150,6 +151,23 @@ def test_when_keys_extract_templates_and_times(model):
     assert done_items(events)[0]["content"][0]["text"] == "OK."
 
 
+def test_a_held_reply_waits_for_its_release_and_is_seen_before(model):
+    """A slow reply with no clock in it: the request is there to wait for, its answer goes once released."""
+    model.set_scenario({"rules": [{"name": "slow", "when": {"latest_contains": "slow"}, "reply": "late",
+                                   "hold": "slow"}]})
+    got = []
+    t = threading.Thread(target=lambda: got.append(post(model, body(msg("user", "a slow one")))))
+    t.start()
+    (req,) = model.wait_for(lambda reqs: [r for r in reqs if r.hold == "slow"], timeout=5)
+    t.join(0.2)
+    assert t.is_alive() and not got, "no answer before the release"
+    assert done_items(post(model, body(msg("user", "another")))[1])[0]["content"][0]["text"] == "OK.", \
+        "other requests are answered meanwhile"
+    model.release("slow")
+    t.join(5)
+    assert done_items(got[0][1])[0]["content"][0]["text"] == "late" and req.rule == "slow"
+
+
 def test_requests_are_logged_without_the_key(model, tmp_path):
     log = tmp_path / "model.jsonl"
     m = ResponsesModel({"default": {"reply": "hi"}}, log_path=log).start()
@@ -186,6 +204,7 @@ def test_what_is_not_scripted_is_refused_clearly(model):
     ({"usage_plan": {"per": "session"}}, "'per' is 'thread' or 'request'"),
     ({"usage_plan": {"input_tokens": {"begin": 1}}}, "usage_plan.input_tokens: unknown key(s) begin"),
     ({"title": 5}, "scenario.title must be a string"),
+    ({"rules": [{"reply": "x", "hold": ""}]}, "hold must be a non-empty name"),
 ])
 def test_a_malformed_scenario_names_the_place(scenario, where):
     with pytest.raises(ScenarioError) as e:
