@@ -125,6 +125,11 @@ def test_usage_is_planned_per_thread_and_a_rule_overrides_it(model):
     assert usage(post(model, body(msg("user", "n")), thread="other")[1])["input_tokens"] == 9000, "per thread"
     u = usage(post(model, body(msg("user", "big")))[1])
     assert (u["input_tokens"], u["output_tokens"], u["total_tokens"]) == (18000, 40, 18040)
+    # A "then" reply may carry its own usage (the context a tool's output left); one without keeps the plan.
+    model.set_scenario({"rules": [{"name": "step", "when": {"latest_contains": "step"}, "reply": "a",
+                                   "then": [{"reply": "b", "usage": {"input_tokens": 25000}}, "c"]}]})
+    seen = [usage(post(model, body(msg("user", "step")), thread="t3")[1])["input_tokens"] for _ in range(3)]
+    assert seen[1] == 25000 and seen[0] < 1000 and seen[2] < 1000
 
 
 def test_by_default_input_tokens_grow_with_the_request(model):
@@ -205,6 +210,7 @@ def test_what_is_not_scripted_is_refused_clearly(model):
     ({"usage_plan": {"input_tokens": {"begin": 1}}}, "usage_plan.input_tokens: unknown key(s) begin"),
     ({"title": 5}, "scenario.title must be a string"),
     ({"rules": [{"reply": "x", "hold": ""}]}, "hold must be a non-empty name"),
+    ({"rules": [{"reply": "x", "then": [{"reply": "y", "usage": {"input_tokens": -1}}]}]}, "then[0].usage must map"),
 ])
 def test_a_malformed_scenario_names_the_place(scenario, where):
     with pytest.raises(ScenarioError) as e:

@@ -14,6 +14,8 @@ import os
 import pytest
 
 from cc_continuity.rehearse.scripted_model import ScriptedModel
+from helpers.codex import CodexSandbox, CodexTui, find_codex_bin
+from helpers.responses_model import ResponsesModel
 
 from .harness import CLAUDE_BIN_ENV, ClaudeBinError, ClaudeSandbox, claude_version, find_claude_bin
 
@@ -81,3 +83,47 @@ def sandbox_factory(claude_bin, claude_bin_version):
     yield make
     for sandbox in sandboxes:
         sandbox.close()
+
+
+# -- the Codex CLI (marker codex): its binary, a sandbox on the scripted Responses API, its TUI in tmux --
+
+
+@pytest.fixture(scope="session")
+def codex_bin():
+    try:
+        path = find_codex_bin()
+    except FileNotFoundError as e:
+        pytest.fail(str(e))
+    if path is None:
+        pytest.fail("no Codex CLI for the codex e2e tests: set CC_CONTINUITY_CODEX_BIN or run "
+                    "`bash .ci/install-codex.sh` (it needs npm)")
+    return path
+
+
+@pytest.fixture
+def box(codex_bin, tmp_path):
+    """``box(scenario, **sandbox kw)`` -> a CodexSandbox on a started ResponsesModel (stopped at teardown)."""
+    models = []
+
+    def make(scenario=None, **kw):
+        model = ResponsesModel(scenario, log_path=tmp_path / ("model-%d.jsonl" % len(models))).start()
+        models.append(model)
+        return CodexSandbox(codex_bin, model, tmp_path / ("box-%d" % len(models)), **kw)
+
+    yield make
+    for m in models:
+        m.stop()
+
+
+@pytest.fixture
+def tui(box):
+    runs = []
+
+    def start(b, *args):
+        run = CodexTui(b, *args)
+        runs.append(run)
+        return run
+
+    yield start
+    for run in runs:
+        run.close()

@@ -15,11 +15,15 @@ import pwd
 import shlex
 import shutil
 import subprocess
+import sys
 import time
 
+from cc_continuity.hosts.codex import hooks as codex_hooks
 from cc_continuity.hosts.codex.screen import PLACEHOLDER, CodexScreen
+from cc_continuity.install import settings
 from cc_continuity.tmux.pane import Pane
 
+CHECKOUT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CODEX_BIN_ENV = "CC_CONTINUITY_CODEX_BIN"
 PINNED = "0.171.0"  # .ci/install-codex.sh's default
 FAKE_KEY = "scripted-responses-model-not-a-secret"
@@ -91,8 +95,9 @@ def toml_value(value):
 class CodexSandbox:
     """One throwaway Codex world under ``root``; ``model`` is a started ResponsesModel."""
 
-    def __init__(self, codex_bin, model, root, window=20000, config=None):
+    def __init__(self, codex_bin, model, root, window=20000, config=None, env=None):
         self.bin = codex_bin
+        self.extra_env = dict(env or {})  # more of Codex's environment (its hooks inherit it)
         self.model = model
         self.root = os.fspath(root)
         self.home = os.path.join(self.root, "home")
@@ -145,6 +150,45 @@ class CodexSandbox:
         with open(self.hooks_path, "w") as f:
             json.dump({"hooks": table}, f, indent=2)
 
+    def install_ours(self, app=CHECKOUT, events=codex_hooks.EVENTS):
+        """$CODEX_HOME/hooks.json: our real Codex hook entry on each of ``events``, as an install writes it
+        (``<python> -S -c <boot> <Event>``, the event's timeout), run from the checkout ``app``."""
+        table = {}
+        for event in events:
+            command = shlex.join([sys.executable, "-S", "-c", settings.boot_code(app, codex_hooks.HOOK_MARK), event])
+            table[event] = [{"hooks": [{"type": "command", "command": command,
+                                        "timeout": codex_hooks.TIMEOUTS[event]}]}]
+        with open(self.hooks_path, "w") as f:
+            json.dump({"hooks": table}, f, indent=2)
+
+    def trust_folder(self):
+        """config.toml with the work dir trusted (the first launch's "Trust this folder?" answered)."""
+        with open(self.config_path, "a") as f:
+            f.write('\n[projects.%s]\ntrust_level = "trusted"\n' % json.dumps(self.work))
+
+    def trust_hooks(self):
+        """Trust every hook entry as the TUI's "Trust all" does: its current hash (``hooks/list``) in config.toml."""
+        listed = self.hooks_list()
+        with open(self.config_path, "a") as f:
+            for h in listed:
+                f.write('\n[hooks.state.%s]\ntrusted_hash = "%s"\n' % (json.dumps(h["key"]), h["currentHash"]))
+        return listed
+
+    def commit_files(self, files):
+        """Write ``files`` ({path: text}) into the work dir and commit them (a git identity in the sandbox HOME)."""
+        with open(os.path.join(self.home, ".gitconfig"), "w") as f:
+            f.write("[user]\n\tname = Sandbox\n\temail = sandbox@example.invalid\n")
+        for rel, text in files.items():
+            path = os.path.join(self.work, rel)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "w") as f:
+                f.write(text)
+        env = dict(os.environ, HOME=self.home, GIT_CONFIG_NOSYSTEM="1")
+        for k in ("GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL"):
+            env.pop(k, None)
+        subprocess.run(["git", "add", "-A"], cwd=self.work, env=env, check=True)
+        subprocess.run(["git", "commit", "-qm", "start"], cwd=self.work, env=env, check=True)
+
     def script_replies(self, event, outputs):
         """The probe's stdout for its next calls on ``event``: a dict (JSON), a str, or None (nothing)."""
         with open(os.path.join(self.replies, event + ".json"), "w") as f:
@@ -159,6 +203,7 @@ class CodexSandbox:
         if python:  # the probe's interpreter first, as the user's PATH would have it
             env["PATH"] = os.path.dirname(python) + ":" + env["PATH"]
         os.makedirs(env["TMPDIR"], exist_ok=True)
+        env.update(self.extra_env)
         env.update(extra)
         return env
 

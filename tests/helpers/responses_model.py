@@ -12,7 +12,8 @@ sections 4-5 for the wire as observed)::
          "when": {"latest_contains": "write the handoff"},
          "extract": {"path": r"to (/\\S+\\.md)"},   # must match; group 1 -> {path}
          "reply": [{"type": "exec_command", "cmd": "cat > {path} <<'EOF'\\n{handoff}\\nEOF"}],
-         "then": ["Handoff written."],            # the next replies of this thread, in order
+         "then": ["Handoff written."],            # the next replies of this thread, in order; one may be
+                                                  # {"reply": ..., "usage": {...}} (its own usage)
          "usage": {"input_tokens": 15000},
          "times": 1,
          "hold": "slow"}                          # the reply waits for model.release("slow")
@@ -157,14 +158,20 @@ def _check_rule(rule, where, allow_when=True):
     if not isinstance(then, list):
         raise ScenarioError("%s.then must be a list of replies" % where)
     for i, reply in enumerate(then):
-        _check_reply(reply, "%s.then[%d]" % (where, i))
-    usage = rule.get("usage", {})
-    if not isinstance(usage, dict) or not all(k in USAGE_FIELDS and _is_count(v) for k, v in usage.items()):
-        raise ScenarioError("%s.usage must map %s to non-negative integers" % (where, "/".join(USAGE_FIELDS)))
+        if isinstance(reply, dict):
+            _check_rule(reply, "%s.then[%d]" % (where, i), allow_when=False)
+        else:
+            _check_reply(reply, "%s.then[%d]" % (where, i))
+    _check_usage(rule.get("usage", {}), where)
     if "times" in rule and not (_is_count(rule["times"]) and rule["times"] >= 1):
         raise ScenarioError("%s.times must be an integer >= 1" % where)
     if "hold" in rule and not (isinstance(rule["hold"], str) and rule["hold"]):
         raise ScenarioError("%s.hold must be a non-empty name" % where)
+
+
+def _check_usage(usage, where):
+    if not isinstance(usage, dict) or not all(k in USAGE_FIELDS and _is_count(v) for k, v in usage.items()):
+        raise ScenarioError("%s.usage must map %s to non-negative integers" % (where, "/".join(USAGE_FIELDS)))
 
 
 def _check_reply(reply, where):
@@ -463,6 +470,8 @@ class ResponsesModel:
         pending = self._then.get(req.thread_id) if req.kind == "main" else None
         if pending:
             name, reply = "then", pending.pop(0)
+            if isinstance(reply, dict):
+                reply, fields = reply["reply"], dict(reply.get("usage", {}))
         else:
             for index, rule in enumerate(sc.get("rules", [])):
                 got = self._match(index, rule, req, nth, thread_nth)
