@@ -128,6 +128,9 @@ def _pre_tool_use(ctx: CodexContext, p: "dict[str, Any]") -> "str | None":
     hpath = session.handoff_path(sdir)
     if hard and hpath not in command and not command.strip().startswith("cc-continuity"):
         ctx.outcome = "denied at hard ceiling"
+        # The deny names the handoff file before any Stop asked for it (and made its folder): the shell
+        # command that writes it (cat > <path>) cannot make the folder, as Claude Code's Write tool does.
+        os.makedirs(session.checkpoint_dir(sdir), mode=0o700, exist_ok=True)
         return wire.deny_tool(
             "cc-continuity: the context is past the hard ceiling of %g%% of the window, so tool calls are denied "
             "to keep it from overflowing. Write the session's state to the handoff file %s (one command that "
