@@ -52,17 +52,18 @@ BIG_OUTPUT = 16 * 1024
 TASK = "Codex task: keep a work log in this repository, one line per step."
 CONTINUATION = texts.CONTINUATION_PREFIX               # "Continuing from cp-"
 USER_TEXT = "also add a changelog entry"
+DRAFT = "remember to bump the version number in the changelog"
 FINISH = "Picked up the handoff; the task is complete."
 
 
 # -- the scripts ---------------------------------------------------------------------------------
 
 
-def _step(name, when, times=None):
-    """A step of work: one shell command, then a reply whose request reports WORK_AT (its output was big)."""
+def _step(name, when, times=None, at=WORK_AT):
+    """A step of work: one shell command, then a reply whose request reports ``at`` (its output was big)."""
     rule = {"name": name, "when": when,
             "reply": [{"type": "exec_command", "cmd": "echo 'step {n}' >> work.log"}],
-            "then": [{"reply": "Step {n} is done.", "usage": {"input_tokens": WORK_AT}}]}
+            "then": [{"reply": "Step {n} is done.", "usage": {"input_tokens": at}}]}
     if times:
         rule["times"] = times
     return rule
@@ -76,15 +77,15 @@ def _handoff(name="handoff", when=None, path=r"Handoff file \(absolute path\): (
             "then": [{"reply": "Handoff written.", "usage": {"input_tokens": at + 400}}]}
 
 
-def chain_scenario(rotations):
+def chain_scenario(rotations, at=WORK_AT):
     """``rotations`` rotations back to back: the task and each continuation but the last do a step of work
-    past rotate; the handoff request is answered with a valid handoff; the last successor confirms.
+    past rotate (to ``at``); the handoff request is answered with a valid handoff; the last successor confirms.
     A successor's first request reports its real size (the body / 4): Codex's base prompt and our bootstrap."""
-    rules = [_handoff()]
+    rules = [_handoff(at=at)]
     if rotations > 1:
-        rules.append(_step("continue", {"latest_contains": CONTINUATION}, times=rotations - 1))
+        rules.append(_step("continue", {"latest_contains": CONTINUATION}, times=rotations - 1, at=at))
     rules.append({"name": "finish", "when": {"latest_contains": CONTINUATION}, "reply": FINISH})
-    rules.append(_step("task", {"latest_contains": TASK}, times=1))  # after them: a bootstrap quotes the task
+    rules.append(_step("task", {"latest_contains": TASK}, times=1, at=at))  # after them: a bootstrap quotes the task
     return {"rules": rules, "vars": {"handoff": handoff_text()}, "title": "Work log"}
 
 
@@ -108,8 +109,12 @@ def jump_scenario():
 class Rig:
     """A committed project, our hooks installed and trusted, the Codex TUI up in tmux with an empty composer."""
 
-    def __init__(self, box, tui, scenario, files=None, hooks=True):
-        self.box = box(scenario, window=WINDOW, env={"CC_CONTINUITY_HOME": paths.home()})
+    def __init__(self, box, tui, scenario, files=None, hooks=True, window=WINDOW, settings=None):
+        if settings:  # the user's own config ($CC_CONTINUITY_HOME/config.json)
+            os.makedirs(paths.home(), exist_ok=True)
+            with open(os.path.join(paths.home(), "config.json"), "w") as f:
+                json.dump(settings, f)
+        self.box = box(scenario, window=window, env={"CC_CONTINUITY_HOME": paths.home()})
         self.model = self.box.model
         self.box.commit_files(dict({"README.md": "A work log, one line per step.\n"}, **(files or {})))
         if hooks:
@@ -285,13 +290,16 @@ def test_a_crossing_that_would_compact_rotates_instead(box, tui):
     report_metrics("codex_tui_p4", {"test": "compaction", "p4_ms": p4_ms(rig)})
 
 
-def test_a_user_typing_during_the_rotation_is_never_mixed_with_our_text(box, tui):
-    """A person types into the composer (through an attached client) while the rotator waits to type: each
-    prompt submitted is theirs whole or ours whole, theirs exactly once; the rotation completes."""
+@pytest.mark.parametrize("after", ["begin", "cleared"])
+def test_a_user_typing_during_the_rotation_is_never_mixed_with_our_text(box, tui, after):
+    """A person types into the composer (through an attached client) while the rotator waits to type, from
+    the rotator's start (their prompt goes to the predecessor) or from the moment the new thread is on screen
+    (theirs goes to the successor, before or instead of our continuation): each prompt submitted is theirs
+    whole or ours whole, theirs exactly once; the rotation completes and its bootstrap reaches the model."""
     rig = Rig(box, tui, chain_scenario(1))
-    rig.run.type(TASK)
-    rig.wait("the rotator started", lambda: 1 in rig.sessions() and rig.steps(1), 120)
     kb = Keyboard(["tmux", "-S", rig.run.socket], rig.run.session, size=(160, 50))
+    rig.run.type(TASK)
+    rig.wait("the rotator's %s" % after, lambda: 1 in rig.sessions() and after in rig.steps(1), 120)
     try:
         kb.type(USER_TEXT, cps=12)  # ~2.2 s of typing, across the turn's end and the rotator's first look
         kb.press(b"\r")
@@ -307,6 +315,56 @@ def test_a_user_typing_during_the_rotation_is_never_mixed_with_our_text(box, tui
     assert sum(p.startswith(CONTINUATION) for p in prompts) <= 1, prompts
     sessions = rig.sessions()
     assert sessions[1][1]["state"] == session.ROTATED and sessions[2][1]["predecessor_claimed"]
+    assert "failed" not in rig.steps(1), rig.steps(1)
+    first = rig.threads()[1][0]
+    assert first.metadata.get("history_initialization") == "cleared"
+    assert texts.continuation_head(session.checkpoint_id(1), sessions[2][1]["name"]) in "\n".join(
+        first.messages("developer"))
     users = [m for r in rig.main() for m in r.messages("user")]
     assert not [m for m in users if USER_TEXT in m and m != USER_TEXT], "never typed into our text, nor ours into theirs"
-    report_metrics("codex_tui_typing", {"steps": rig.steps(1), "prompts": [p[:40] for p in prompts]})
+    report_metrics("codex_tui_typing", {"after": after, "steps": rig.steps(1), "prompts": [p[:40] for p in prompts],
+                                        "to": [n for n in sorted(sessions) for r in rig.events(n, "prompt")
+                                               if r["text"] == USER_TEXT]})
+
+
+def test_a_window_too_small_for_a_fresh_start_rotates_once_then_stops_the_loop(box, tui):
+    """Codex's 20 000-token window (19 000 reported) under our defaults: a new thread starts at ~13 000 (its
+    base prompt, our bootstrap), past rotate (11 780) by its start alone.  The first rotation happens; its
+    successor, past rotate before any tool ran, says so once and never rotates (turn._first_request_past_rotate):
+    no loop, where the reference's demo rotated every ~6 s."""
+    small = 20_000
+    effective = rollout.effective_window(small)
+    rotate, hard = (effective * config.DEFAULTS[k] // 100 for k in ("rotate", "hard"))
+    rig = Rig(box, tui, chain_scenario(1, at=(rotate + hard) // 2), window=small)
+    rig.run.type(TASK)
+    rig.wait("the successor's answer", lambda: [r for r in rig.main() if r.rule == "finish"], 120)
+    rig.wait("the loop stopped", lambda: 2 in rig.sessions() and rig.events(2, "rotation_loop_stopped"), 60)
+    rig.wait("the rotator done", lambda: rig.rotated(1), 60)
+    first = rig.threads()[1][0]
+    assert first.metadata.get("history_initialization") == "cleared" and first.usage["total_tokens"] >= rotate
+    _, rec = rig.sessions()[2]
+    assert rec["loop_stopped"] and rec["state"] == session.ACTIVE and rig.steps(2) == []
+    assert sorted(rig.sessions()) == [1, 2] and len(rig.threads()) == 2
+
+
+def test_a_draft_left_in_the_composer_is_kept_and_put_back_in_the_successors(box, tui):
+    """A person types a draft and leaves it (``rotator_draft_wait_s`` 1 s): the rotator cuts it into Codex's kill
+    buffer (C-e C-u), clears, continues, and yanks it back (C-y) into the successor's composer; the successor's
+    bootstrap quotes it too."""
+    rig = Rig(box, tui, chain_scenario(1), settings={"rotator_draft_wait_s": 1})
+    rig.run.type(TASK)
+    rig.wait("the rotator started", lambda: 1 in rig.sessions() and rig.steps(1), 120)
+    kb = Keyboard(["tmux", "-S", rig.run.socket], rig.run.session, size=(160, 50))
+    try:
+        kb.type(DRAFT, cps=20)
+        rig.wait("the rotator done", lambda: rig.rotated(1), 120)
+    finally:
+        kb.close()
+    steps = rig.steps(1)
+    assert "failed" not in steps and steps.index("draft_kept") < steps.index("clear_sent"), steps
+    assert [r["ok"] for r in rig.events(1, "rotator") if r["step"] == "draft_restored"] == [True], steps
+    assert screen.input_text(rig.pane.capture()) == DRAFT, "back in the successor's composer"
+    assert DRAFT not in rig.prompts() and not any(DRAFT in m for r in rig.main() for m in r.messages("user"))
+    first = rig.threads()[1][0]
+    assert DRAFT in "\n".join(first.messages("developer")), "the bootstrap quotes the kept draft"
+
