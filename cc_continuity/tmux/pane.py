@@ -488,7 +488,9 @@ class Pane:
         submitted: Claude Code takes the burst for a paste), while the same text as a
         *bracketed* paste and Enter submits every time (40 of 40) — so prompts go
         bracketed.  A slash command must not (it would be inserted as text, not run);
-        typed raw, a short one like ``/clear`` with its Enter submitted 40 of 40.
+        typed raw, a short one like ``/clear`` with its Enter submitted 40 of 40.  Codex
+        CLI 0.171 the other way round for ``/clear`` (raw 0 of 15, bracketed 35 of 35):
+        which one a text needs is the reader's (``reader.bracketed(text)``).
         """
         sent = literal_text(text)
         buf = "cc-continuity-%d" % os.getpid()

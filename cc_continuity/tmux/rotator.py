@@ -41,8 +41,10 @@ What it guarantees, and how:
 * **Nothing the user types is lost.**  A prompt they submit goes where they sent
   it (the predecessor, or the successor as its first prompt - the continuation is
   then not needed).  Text left in the box unchanged for ``draft_s`` is kept: cut
-  into Claude Code's kill ring, written to ``draft_file`` (the successor's
-  bootstrap quotes it) and put back with ``C-y`` into the successor's box.
+  into the agent's kill ring (Claude Code: ``C-w`` batches; Codex: ``C-e C-u``; a
+  draft that cannot be cut whole is put back and the rotation left to the user),
+  written to ``draft_file`` (the successor's bootstrap quotes it) and put back with
+  ``C-y`` into the successor's box.
 * **A failure is never silent.**  The session moves from ROTATING to
   AWAITING_MANUAL_CLEAR (the status line asks for ``/clear``) and an urgent push
   says why.

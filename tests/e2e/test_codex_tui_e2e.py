@@ -128,6 +128,19 @@ class Rig:
         self.wait("an idle, empty composer", lambda: (lambda sc: screen.is_idle(sc) and screen.fresh_thread(sc))(
             self.pane.capture()), 30)
 
+    def attach(self):
+        """A person's terminal attached to the TUI's session (a :class:`helpers.Keyboard`), once the TUI has
+        redrawn for it: attached, the pane loses a row to tmux's status line and Codex redraws.  A prompt
+        sent by tmux right after the attach never reached the composer in 2 runs of 20 (not reproduced in
+        30 tries alone): the test waits for the redraw, as a person would see it, before anything is typed."""
+        kb = Keyboard(["tmux", "-S", self.run.socket], self.run.session, size=(160, 50))
+        attached = lambda: self.run.tmux("display-message", "-p", "-t", self.run.pane,
+                                         "#{session_attached} #{pane_width}").split()
+        self.wait("the terminal attached", lambda: attached() == ["1", "160"], 10)
+        self.wait("the TUI redrawn", lambda: (lambda sc: screen.is_idle(sc) and sc == self.run.settled())(
+            self.pane.capture()), 10)
+        return kb
+
     def wait(self, what, predicate, timeout):
         """Poll ``predicate`` until it gives something true; that, or AssertionError with what was seen."""
         deadline = time.monotonic() + timeout
@@ -208,6 +221,9 @@ def assert_chain(rig, rotations):
         assert succ["predecessor"] == n and succ["predecessor_claimed"] and succ["checkpoint_from"] == cid, succ
         claims = [r for m in sessions for r in rig.events(m, "claim") if r.get("checkpoint") == cid]
         assert len(claims) == 1, (cid, claims)
+        with open(session.rotator_plan_path(rig.sessions()[n][0])) as f:
+            plan = json.load(f)
+        assert (plan["host"], plan["claude_pid"]) == ("codex", rig.run.pid), "the Codex the hooks ran under"
         steps = rig.steps(n)
         assert "failed" not in steps and steps[-1] == "renamed", steps
         assert steps.index("clear_sent") < steps.index("cleared") < steps.index("continuation_sent") \
@@ -297,7 +313,7 @@ def test_a_user_typing_during_the_rotation_is_never_mixed_with_our_text(box, tui
     (theirs goes to the successor, before or instead of our continuation): each prompt submitted is theirs
     whole or ours whole, theirs exactly once; the rotation completes and its bootstrap reaches the model."""
     rig = Rig(box, tui, chain_scenario(1))
-    kb = Keyboard(["tmux", "-S", rig.run.socket], rig.run.session, size=(160, 50))
+    kb = rig.attach()
     rig.run.type(TASK)
     rig.wait("the rotator's %s" % after, lambda: 1 in rig.sessions() and after in rig.steps(1), 120)
     try:
@@ -352,9 +368,9 @@ def test_a_draft_left_in_the_composer_is_kept_and_put_back_in_the_successors(box
     buffer (C-e C-u), clears, continues, and yanks it back (C-y) into the successor's composer; the successor's
     bootstrap quotes it too."""
     rig = Rig(box, tui, chain_scenario(1), settings={"rotator_draft_wait_s": 1})
+    kb = rig.attach()
     rig.run.type(TASK)
     rig.wait("the rotator started", lambda: 1 in rig.sessions() and rig.steps(1), 120)
-    kb = Keyboard(["tmux", "-S", rig.run.socket], rig.run.session, size=(160, 50))
     try:
         kb.type(DRAFT, cps=20)
         rig.wait("the rotator done", lambda: rig.rotated(1), 120)
