@@ -16,7 +16,8 @@ Per event (the answers are Codex's own: :mod:`.wire`):
                     Codex takes); a repeat of a side effect already done is denied, never asked;
 * PostToolUse       the level after the call, recorded once (Codex takes no note back here);
 * Stop              the turn's end: ask for the handoff (block with the request), check it, make the
-                    checkpoint, hand over;
+                    checkpoint, hand over (in tmux the rotator types /clear and the continuation into
+                    the TUI: hosts/ports.py, tmux/rotator.py);
 * PreCompact        an emergency record of the facts; never a veto (Codex then interrupts the turn):
                     the rotation's levels sit below Codex's automatic compaction instead;
 * SessionEnd        ENDED (Codex ends a thread late, when it unloads it, or at exit).
