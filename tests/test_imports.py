@@ -114,16 +114,13 @@ KEPT = {
                       "handover) +~9 ms") for mod in ("start", "turn")},
         ("main", "cc_continuity.log"): (START_UP, "after the answer is out: log +~2 ms the call does not wait for"),
     },
-    "cc_continuity.hosts.codex.host": {
-        ("CodexContext.deliver", "cc_continuity.notify"): (START_UP, "notify +~3 ms, when a push goes out"),
-    },
-    "cc_continuity.hosts.claude.host": {
-        ("HookContext.deliver", "cc_continuity.notify"): (
+    "cc_continuity.hosts.ports": {
+        ("HookPorts.deliver", "cc_continuity.notify"): (
             START_UP, "the mod calls in at every turn's end: notify +~3 ms, loaded when a push goes out"),
-        ("HookContext.can_drive", "cc_continuity.tmux"): (
+        ("HookPorts.can_drive", "cc_continuity.tmux"): (
             START_UP, "the mod calls in at every turn's end: tmux (pane, libtmux when present) +~5 ms, loaded when "
                       "a hand-over needs a driver"),
-        ("HookContext.start_rotator", "cc_continuity.tmux.rotator"): (
+        ("HookPorts.start_rotator", "cc_continuity.tmux.rotator"): (
             START_UP, "the rotator's module (subprocess, notify) +~8 ms, loaded when one is started"),
     },
     "cc_continuity.hooks.mod": {
@@ -158,6 +155,11 @@ KEPT = {
                             ("_plan", "cc_continuity.tmux.pane.tmux_name"), ("_plan", "cc_continuity.tmux.launchenv"),
                             ("running_sessions", "cc_continuity.session"),
                             ("running_sessions", "cc_continuity.procs.pid_alive"))},
+    },
+    "cc_continuity.tmux.rotator": {
+        ("reader_of", "cc_continuity.hosts.codex.screen.CodexScreen"): (
+            START_UP, "the rotator's start: hosts/ (its __init__ loads the Claude host, rotation.context, effects) "
+                      "+~25 ms, for a Codex plan only"),
     },
     "cc_continuity.tmux.pane": {
         (fn, what): (OPTIONAL, "can_drive runs in the plugin's hooks, maybe without libtmux; ~70 ms")

@@ -2,6 +2,7 @@
 
 import http.client
 import json
+import threading
 
 import pytest
 
@@ -124,6 +125,11 @@ def test_usage_is_planned_per_thread_and_a_rule_overrides_it(model):
     assert usage(post(model, body(msg("user", "n")), thread="other")[1])["input_tokens"] == 9000, "per thread"
     u = usage(post(model, body(msg("user", "big")))[1])
     assert (u["input_tokens"], u["output_tokens"], u["total_tokens"]) == (18000, 40, 18040)
+    # A "then" reply may carry its own usage (the context a tool's output left); one without keeps the plan.
+    model.set_scenario({"rules": [{"name": "step", "when": {"latest_contains": "step"}, "reply": "a",
+                                   "then": [{"reply": "b", "usage": {"input_tokens": 25000}}, "c"]}]})
+    seen = [usage(post(model, body(msg("user", "step")), thread="t3")[1])["input_tokens"] for _ in range(3)]
+    assert seen[1] == 25000 and seen[0] < 1000 and seen[2] < 1000
 
 
 def test_by_default_input_tokens_grow_with_the_request(model):
@@ -148,6 +154,23 @@ def test_when_keys_extract_templates_and_times(model):
     _, events = post(model, body(msg("user", "write the handoff to /tmp/a.md"), msg("assistant", "done"),
                                  msg("user", "thanks")), thread="t2")
     assert done_items(events)[0]["content"][0]["text"] == "OK."
+
+
+def test_a_held_reply_waits_for_its_release_and_is_seen_before(model):
+    """A slow reply with no clock in it: the request is there to wait for, its answer goes once released."""
+    model.set_scenario({"rules": [{"name": "slow", "when": {"latest_contains": "slow"}, "reply": "late",
+                                   "hold": "slow"}]})
+    got = []
+    t = threading.Thread(target=lambda: got.append(post(model, body(msg("user", "a slow one")))))
+    t.start()
+    (req,) = model.wait_for(lambda reqs: [r for r in reqs if r.hold == "slow"], timeout=5)
+    t.join(0.2)
+    assert t.is_alive() and not got, "no answer before the release"
+    assert done_items(post(model, body(msg("user", "another")))[1])[0]["content"][0]["text"] == "OK.", \
+        "other requests are answered meanwhile"
+    model.release("slow")
+    t.join(5)
+    assert done_items(got[0][1])[0]["content"][0]["text"] == "late" and req.rule == "slow"
 
 
 def test_requests_are_logged_without_the_key(model, tmp_path):
@@ -186,6 +209,8 @@ def test_what_is_not_scripted_is_refused_clearly(model):
     ({"usage_plan": {"per": "session"}}, "'per' is 'thread' or 'request'"),
     ({"usage_plan": {"input_tokens": {"begin": 1}}}, "usage_plan.input_tokens: unknown key(s) begin"),
     ({"title": 5}, "scenario.title must be a string"),
+    ({"rules": [{"reply": "x", "hold": ""}]}, "hold must be a non-empty name"),
+    ({"rules": [{"reply": "x", "then": [{"reply": "y", "usage": {"input_tokens": -1}}]}]}, "then[0].usage must map"),
 ])
 def test_a_malformed_scenario_names_the_place(scenario, where):
     with pytest.raises(ScenarioError) as e:

@@ -8,8 +8,11 @@ import time
 
 import pytest
 
-from cc_continuity import ledger
+from cc_continuity import config, ledger
+from cc_continuity.hosts.codex.screen import CodexScreen
+from cc_continuity.rotation import handover
 from cc_continuity.tmux import rotator
+from cc_continuity.tmux.pane import ClaudeScreen
 from cc_continuity.tmux.pane import TmuxError
 
 pytestmark = pytest.mark.skipif(not __import__("shutil").which("tmux"), reason="needs tmux")
@@ -286,6 +289,7 @@ def test_second_rotator_on_the_same_pane_refuses(server, tmp_path):
     ({"timeouts": {"marker_s": "60"}}, "marker_s"),
     ({"retries": 11}, "retries"),
     ({"retries": True}, "retries"),
+    ({"host": "vim"}, "'host' must be one of claude, codex"),
 ])
 def test_bad_plans_are_refused_with_a_clear_reason(tmp_path, change, message):
     plan = {"socket": "/tmp/s", "pane": "%1", "started_marker": "/tmp/m", "continuation": "go",
@@ -314,6 +318,17 @@ def test_unreadable_plan_and_defaults(tmp_path):
     assert plan["timeouts"] == {"idle_s": 7.0, "marker_s": 60.0, "delivery_s": 20.0, "type_s": 5.0,
                                 "quiet_s": 1.0, "draft_s": 60.0, "standby_s": 0.0}
     assert plan["retries"] == 3
+
+
+def test_the_plan_names_the_host_whose_tui_is_read_absent_for_claude_code(tmp_path):
+    rec = {"number": 4, "session_id": "s", "tmux_socket": "/tmp/s", "tmux_pane": "%1", "pid": os.getpid()}
+    cfg = config.load(str(tmp_path))
+    claude = handover.plan(dict(rec, host="claude"), str(tmp_path), cfg, "p-005")
+    codex = handover.plan(dict(rec, host="codex"), str(tmp_path), cfg, "p-005")
+    assert "host" not in claude and "host" not in handover.plan(rec, str(tmp_path), cfg, "p-005")
+    assert codex == dict(claude, host="codex") and codex["claude_pid"] == os.getpid()
+    assert rotator.reader_of(codex) is CodexScreen and rotator.reader_of(claude) is ClaudeScreen
+    assert rotator.Rotator(dict(codex, timeouts={}, retries=0)).pane.reader is CodexScreen
 
 
 def test_spawned_rotator_outlives_its_short_lived_parent(server, tmp_path):

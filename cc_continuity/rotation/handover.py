@@ -203,6 +203,8 @@ def plan(rec: "Record", sdir: str, cfg: "Config", successor_name: str, project_l
                      "delivery_s": cfg["rotator_delivery_timeout_s"], "draft_s": cfg["rotator_draft_wait_s"]},
         "retries": cfg["rotator_retries"],
     }
+    if rec.get("host") not in (None, "claude"):
+        out["host"] = rec.get("host")  # whose TUI the rotator types into (absent: Claude Code's)
     if project_lock:
         out["project_lock"] = project_lock
     if standby_s:

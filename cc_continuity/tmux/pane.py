@@ -1,6 +1,10 @@
-"""The tmux pane Claude Code runs in: read its screen, type into its input box.
+"""The tmux pane an agent's TUI runs in: read its screen, type into its input box.
 
-Why a module of its own: the rotator must type into Claude Code exactly like a
+The screen is read by the pane's *reader*, one per agent TUI: :class:`ClaudeScreen` (the
+default) here, Codex CLI's in ``hosts/codex/screen.py``; everything else - how keys reach
+tmux, and when - is the same for both.
+
+Why a module of its own: the rotator must type into the agent exactly like a
 person would, and each way that goes wrong is handled here once:
 
 * key names (``C-c``, ``Enter``) must not be interpreted: text goes through
@@ -192,6 +196,116 @@ def _lines(screen):
     return screen.split("\n") if isinstance(screen, str) else list(screen)
 
 
+class ClaudeScreen:
+    """Claude Code's TUI as the rotator reads and edits it: the default reader of a :class:`Pane`.
+
+    A reader answers from a captured screen only (pure functions): whether the agent waits
+    for input, what the user typed in its box, whether a subagent's view is in front; and it
+    says what typing into that TUI takes (how a draft is cut, whether a prompt goes as a
+    bracketed paste, whether the successor's SessionStart runs at ``/clear`` itself).  Codex
+    CLI's is :class:`cc_continuity.hosts.codex.screen.CodexScreen`.
+    """
+
+    name = "claude"
+    # Observed: a paste's content does not survive /clear (only its placeholder does).
+    PASTED = "[Pasted text #"
+    # The successor's SessionStart runs at /clear itself: the rotator waits for its marker.
+    STARTS_AT_CLEAR = True
+
+    @staticmethod
+    def is_idle(screen):
+        """True when Claude Code waits for input: the input box is shown and nothing is running.
+
+        The box is a line starting with ``❯`` right under a ``───`` rule; busy means
+        ``esc to interrupt`` in the few status lines above that rule or anywhere below.
+        """
+        lines = _lines(screen)
+        box = _find_box(lines)
+        if box is None:
+            return False
+        status = lines[max(0, box - 1 - STATUS_LINES_ABOVE):]
+        return not any(BUSY_MARK in line for line in status)
+
+    @staticmethod
+    def input_text(screen):
+        """What is typed in the input box ("" when empty or no box is shown).
+
+        Rows of a wrapped input are joined with newlines: the screen cannot tell a
+        wrap from a line break, so compare with whitespace ignored.  With a styled
+        capture (:class:`Screen`), placeholders and hints drawn in the empty box
+        are not counted as typed.
+        """
+        lines = _lines(screen)
+        box = _find_box(lines)
+        if box is None:
+            return ""
+        styled = getattr(screen, "styled", None)
+        end = box + 1
+        while end < len(lines) and not _is_rule(lines[end]):
+            end += 1
+        if styled is not None and len(styled) == len(lines):
+            rows = [typed_text(line) for line in styled[box:end]]
+            rows[0] = rows[0].lstrip()[len(PROMPT):] if rows[0].lstrip().startswith(PROMPT) else rows[0]
+        else:
+            rows = [lines[box][len(PROMPT):]] + lines[box + 1:end]
+        return "\n".join(r.strip() for r in rows).strip()
+
+    @staticmethod
+    def conversations(screen):
+        """The list of conversations Claude Code shows under the box while agents run.
+
+        ``[(name, in_front, highlighted)]``, top to bottom: ``●`` marks the one in
+        front, ``◯`` the others, and ``❯`` the row the list's focus is on.
+        Empty when no list is shown.
+        """
+        out = []
+        for line in _lines(screen):
+            words = line.split()
+            highlighted = words[:1] == [PROMPT]
+            if highlighted:
+                words = words[1:]
+            if len(words) >= 2 and words[0] in ("●", "◯"):
+                out.append((words[1], words[0] == "●", highlighted))
+        return out
+
+    @classmethod
+    def main_view(cls, screen):
+        """False when a subagent's view is in front (its typing goes to the subagent), else True."""
+        return not any(name == "main" and not front for name, front, _ in cls.conversations(screen))
+
+    @staticmethod
+    def fresh_thread(screen):
+        """Unused for Claude Code (its successor's SessionStart marks the clear); False."""
+        return False
+
+    @staticmethod
+    def bracketed(text):
+        """Send ``text`` as a bracketed paste?  Prompts yes, a slash command no (see
+        :meth:`Pane.submit_if_quiet`: pasted, ``/clear`` would be inserted as text)."""
+        return not text.startswith("/")
+
+    @staticmethod
+    def cut_keys(text):
+        """Key batches that cut the draft ``text`` into the kill ring (``C-y`` puts it back).
+
+        Claude Code ignores a long burst of control keys (observed: 68 C-w in one read killed
+        nothing), so the cut goes in batches of :data:`KEYS_PER_CALL`."""
+        kills = 2 * len(text.split()) + text.count("\n") + 8
+        return [["C-w"] * min(KEYS_PER_CALL, kills - start) for start in range(0, kills, KEYS_PER_CALL)]
+
+
+class _ReadWith:
+    """A screen question asked of the pane's reader (:attr:`Pane.reader`).  On the class itself
+    (``Pane.is_idle(screen)``, as the watchdog and the rehearsal ask) it is the default reader's:
+    Claude Code's."""
+
+    def __set_name__(self, owner, name):
+        self.name = name
+
+    def __get__(self, pane, owner):
+        return getattr((pane if pane is not None else owner).reader, self.name)
+
+
 class Pane:
     """One tmux pane, addressed by its server socket and pane id (``%3``).
 
@@ -200,7 +314,9 @@ class Pane:
     raises :class:`TmuxError` instead of acting on stale state.
     """
 
-    def __init__(self, socket_path, pane_id, tmux_bin=None):
+    reader = ClaudeScreen  # how its screen is read (the agent's TUI): Claude Code's unless given
+
+    def __init__(self, socket_path, pane_id, tmux_bin=None, reader=None):
         if not socket_path:
             raise ValueError("socket_path is required")
         if not isinstance(pane_id, str) or not _PANE_ID.match(pane_id):
@@ -208,6 +324,8 @@ class Pane:
         self.socket_path = str(socket_path)
         self.pane_id = pane_id
         self.tmux_bin = tmux_bin
+        if reader is not None:
+            self.reader = reader
         self._server = None
 
     @classmethod
@@ -272,6 +390,12 @@ class Pane:
 
     # -- reading ----------------------------------------------------------
 
+    is_idle = _ReadWith()
+    input_text = _ReadWith()
+    conversations = _ReadWith()
+    main_view = _ReadWith()
+    fresh_thread = _ReadWith()
+
     def exists(self):
         """True when the pane is there and its program still runs (not a dead remain-on-exit pane)."""
         try:
@@ -292,67 +416,6 @@ class Pane:
             raise TmuxError("the program in tmux pane %s has exited" % self.pane_id)
         styled = out[1:]
         return Screen("\n".join(strip_styles(line) for line in styled), styled)
-
-    @staticmethod
-    def is_idle(screen):
-        """True when Claude Code waits for input: the input box is shown and nothing is running.
-
-        The box is a line starting with ``❯`` right under a ``───`` rule; busy means
-        ``esc to interrupt`` in the few status lines above that rule or anywhere below.
-        """
-        lines = _lines(screen)
-        box = _find_box(lines)
-        if box is None:
-            return False
-        status = lines[max(0, box - 1 - STATUS_LINES_ABOVE):]
-        return not any(BUSY_MARK in line for line in status)
-
-    @staticmethod
-    def input_text(screen):
-        """What is typed in the input box ("" when empty or no box is shown).
-
-        Rows of a wrapped input are joined with newlines: the screen cannot tell a
-        wrap from a line break, so compare with whitespace ignored.  With a styled
-        capture (:class:`Screen`), placeholders and hints drawn in the empty box
-        are not counted as typed.
-        """
-        lines = _lines(screen)
-        box = _find_box(lines)
-        if box is None:
-            return ""
-        styled = getattr(screen, "styled", None)
-        end = box + 1
-        while end < len(lines) and not _is_rule(lines[end]):
-            end += 1
-        if styled is not None and len(styled) == len(lines):
-            rows = [typed_text(line) for line in styled[box:end]]
-            rows[0] = rows[0].lstrip()[len(PROMPT):] if rows[0].lstrip().startswith(PROMPT) else rows[0]
-        else:
-            rows = [lines[box][len(PROMPT):]] + lines[box + 1:end]
-        return "\n".join(r.strip() for r in rows).strip()
-
-    @staticmethod
-    def conversations(screen):
-        """The list of conversations Claude Code shows under the box while agents run.
-
-        ``[(name, in_front, highlighted)]``, top to bottom: ``●`` marks the one in
-        front, ``◯`` the others, and ``❯`` the row the list's focus is on.
-        Empty when no list is shown.
-        """
-        out = []
-        for line in _lines(screen):
-            words = line.split()
-            highlighted = words[:1] == [PROMPT]
-            if highlighted:
-                words = words[1:]
-            if len(words) >= 2 and words[0] in ("●", "◯"):
-                out.append((words[1], words[0] == "●", highlighted))
-        return out
-
-    @classmethod
-    def main_view(cls, screen):
-        """False when a subagent's view is in front (its typing goes to the subagent), else True."""
-        return not any(name == "main" and not front for name, front, _ in cls.conversations(screen))
 
     def wait_idle(self, timeout, poll=0.1, settle=0.3, check=None):
         """Wait until the pane has looked idle for ``settle`` seconds; False after ``timeout``.
@@ -425,7 +488,9 @@ class Pane:
         submitted: Claude Code takes the burst for a paste), while the same text as a
         *bracketed* paste and Enter submits every time (40 of 40) — so prompts go
         bracketed.  A slash command must not (it would be inserted as text, not run);
-        typed raw, a short one like ``/clear`` with its Enter submitted 40 of 40.
+        typed raw, a short one like ``/clear`` with its Enter submitted 40 of 40.  Codex
+        CLI 0.171 the other way round for ``/clear`` (raw 0 of 15, bracketed 35 of 35):
+        which one a text needs is the reader's (``reader.bracketed(text)``).
         """
         sent = literal_text(text)
         buf = "cc-continuity-%d" % os.getpid()

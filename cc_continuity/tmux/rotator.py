@@ -1,4 +1,4 @@
-"""The detached process that types ``/clear`` and the continuation into Claude Code's pane.
+"""The detached process that types ``/clear`` and the continuation into the agent's pane.
 
 Why detached: the Stop hook that decides to rotate is part of the turn that must
 end before ``/clear`` can run (typed while Claude is busy it is swallowed), so the
@@ -12,16 +12,24 @@ Usage: ``python -m cc_continuity.tmux.rotator <plan.json>``. The plan::
      "delivered_marker": "/abs/...",  # optional; created by its UserPromptSubmit hook
      "continuation": "Continuing from cp-004 (proj-005).",
      "ledger": "/abs/.../ledger.jsonl", "successor_name": "proj-005",
-     "claude_pid": 4242,              # optional: the Claude Code process this rotation serves
+     "host": "codex",                 # optional: the agent's TUI (absent: Claude Code's)
+     "claude_pid": 4242,              # optional: the agent process this rotation serves (Claude Code's, or
+                                      # with host codex the Codex process its hooks ran under)
      "sdir": "/abs/...", "project_lock": "/abs/.../lock",   # optional: where to record a failure
      "draft_file": "/abs/.../draft.txt",                     # optional: where a kept draft goes
      "timeouts": {"idle_s": 120, "marker_s": 60, "delivery_s": 20, "type_s": 5,
                   "quiet_s": 1, "draft_s": 60},
      "retries": 3}
 
+The agent's TUI is read and typed into through the pane's reader (``host``: Claude
+Code's :class:`~.pane.ClaudeScreen`, Codex CLI's ``hosts.codex.screen.CodexScreen``).
+Codex differs in one step: its successor's SessionStart fires only at the thread's first
+prompt (the continuation), so after ``/clear`` the rotator waits for the new, empty thread
+on screen instead of the started marker, and the delivered marker proves the rest.
+
 What it guarantees, and how:
 
-* **It types only into the Claude Code it serves.**  Before every keystroke batch
+* **It types only into the agent it serves.**  Before every keystroke batch
   the ``claude_pid`` must still be alive, the same process (start time) and the
   program in the pane or below it; otherwise it stops (a ``kill -9`` and a
   restart in the same pane must not get our ``/clear``).
@@ -33,8 +41,10 @@ What it guarantees, and how:
 * **Nothing the user types is lost.**  A prompt they submit goes where they sent
   it (the predecessor, or the successor as its first prompt - the continuation is
   then not needed).  Text left in the box unchanged for ``draft_s`` is kept: cut
-  into Claude Code's kill ring, written to ``draft_file`` (the successor's
-  bootstrap quotes it) and put back with ``C-y`` into the successor's box.
+  into the agent's kill ring (Claude Code: ``C-w`` batches; Codex: ``C-e C-u``; a
+  draft that cannot be cut whole is put back and the rotation left to the user),
+  written to ``draft_file`` (the successor's bootstrap quotes it) and put back with
+  ``C-y`` into the successor's box.
 * **A failure is never silent.**  The session moves from ROTATING to
   AWAITING_MANUAL_CLEAR (the status line asks for ``/clear``) and an urgent push
   says why.
@@ -44,7 +54,7 @@ waiting for the user does not use them up.  A marker that already exists counts
 as done, so re-running a plan after a crash never clears twice.  Every step goes
 to the ledger as ``{"ev": "rotator", "step": …, "ms": …}``: ``begin, idle,
 clear_sent, started, idle, continuation_sent, delivered, renamed`` on the happy
-path; ``held`` (the user typed), ``taken_back``, ``draft_kept``,
+path (Codex: ``cleared`` in place of ``started``); ``held`` (the user typed), ``taken_back``, ``draft_kept``,
 ``draft_restored``, ``not_typed``/``stuck`` (before a retry) and ``failed``.
 Exit status 0 on success, 1 on failure (also for an unusable plan: reported on
 stderr and, when the plan names a ledger, as ``failed`` there).
@@ -60,9 +70,9 @@ import sys
 import time
 
 from .. import atomic, errors, ledger, notify, paths, procs, session
-from ..rotation import handover
 from ..project import RecordEdit
-from .pane import KEYS_PER_CALL, Pane, TmuxError
+from ..rotation import handover
+from .pane import KEYS_PER_CALL, ClaudeScreen, Pane, TmuxError
 
 DEFAULT_TIMEOUTS = {"idle_s": 120.0, "marker_s": 60.0, "delivery_s": 20.0, "type_s": 5.0,
                     "quiet_s": 1.0, "draft_s": 60.0, "standby_s": 0.0}
@@ -74,7 +84,7 @@ SUBMIT_S = 0.5  # an Enter that took empties the box within this
 # Claude Code 2.1.331+: /clear typed while a subagent's view is in front asks first
 # ("/clear acts on the main conversation, not this agent", starting on No).
 SUBAGENT_CONFIRM = "acts on the main conversation"
-PASTED = "[Pasted text #"  # how the box shows a paste
+HOSTS = ("claude", "codex")  # a plan's "host": whose TUI it types into
 _REQUIRED = ("socket", "pane", "started_marker", "continuation", "ledger", "successor_name")
 _ABSOLUTE = ("started_marker", "delivered_marker", "ledger", "sdir", "project_lock", "draft_file")
 
@@ -87,8 +97,8 @@ class RotationFailed(errors.RotationError, RuntimeError):
     """A step did not complete within its bounds; the message is the ledger reason."""
 
 
-class ClaudeGone(RotationFailed):
-    """The Claude Code process this rotation serves has exited or left the pane."""
+class AgentGone(RotationFailed):
+    """The agent process this rotation serves has exited or left the pane."""
 
 
 def load_plan(path):
@@ -109,6 +119,8 @@ def load_plan(path):
         value = plan.get(key)
         if value is not None and (not isinstance(value, str) or not os.path.isabs(value)):
             raise PlanError("plan %s: %r must be an absolute path" % (path, key))
+    if plan.get("host", "claude") not in HOSTS:
+        raise PlanError("plan %s: 'host' must be one of %s" % (path, ", ".join(HOSTS)))
     pid = plan.get("claude_pid")
     if pid is not None and (isinstance(pid, bool) or not isinstance(pid, int) or pid <= 0):
         raise PlanError("plan %s: 'claude_pid' must be a positive integer" % path)
@@ -135,6 +147,15 @@ def load_plan(path):
     return plan
 
 
+def reader_of(plan):
+    """How the plan's agent TUI is read and typed into (a :class:`Pane`'s reader, by the plan's host)."""
+    if plan.get("host") == "codex":
+        from ..hosts.codex.screen import CodexScreen  # (the rotator's start: hosts/ +~25 ms, a Codex plan's only)
+
+        return CodexScreen
+    return ClaudeScreen
+
+
 def _wait_for(predicate, timeout):
     """Poll ``predicate`` until true (return True) or ``timeout`` passes (return False)."""
     deadline = time.monotonic() + timeout
@@ -157,37 +178,40 @@ def _box_holds(box, sent):
     return bool(want) and _squash(box) == want
 
 
-class ClaudeProcess:
-    """The Claude Code process a rotation serves: its pid and start time, checked against the pane."""
+class AgentProcess:
+    """The agent process a rotation serves (``name``: claude, codex): its pid and start time, checked
+    against the pane."""
 
-    def __init__(self, pid):
+    def __init__(self, pid, name="claude"):
         self.pid = pid
+        self.name = name
         self.started = procs.start_time(pid)
         if self.started is None:
-            raise ClaudeGone("claude %d has exited" % pid)
+            raise AgentGone("%s %d has exited" % (name, pid))
 
     def check(self, pane):
-        """Raise ClaudeGone unless this very process is alive and is (or runs under) the pane's program."""
+        """Raise AgentGone unless this very process is alive and is (or runs under) the pane's program."""
         now = procs.start_time(self.pid)
         if now is None:
-            raise ClaudeGone("claude %d has exited" % self.pid)
+            raise AgentGone("%s %d has exited" % (self.name, self.pid))
         if now != self.started:
-            raise ClaudeGone("claude %d has exited (its pid now belongs to another process)" % self.pid)
+            raise AgentGone("%s %d has exited (its pid now belongs to another process)" % (self.name, self.pid))
         owner = pane.pane_pid()
         if owner != self.pid and owner not in procs.ancestors(self.pid):
-            raise ClaudeGone("claude %d is no longer the program in pane %s" % (self.pid, pane.pane_id))
+            raise AgentGone("%s %d is no longer the program in pane %s" % (self.name, self.pid, pane.pane_id))
 
 
 class Rotator:
     """Runs one plan against one pane. ``pane`` can be injected (tests, other drivers)."""
 
-    def __init__(self, plan, pane=None, claude=None):
+    def __init__(self, plan, pane=None, agent=None):
         self.plan = plan
-        self.pane = pane or Pane(plan["socket"], plan["pane"], plan.get("tmux_bin"))
+        self.pane = pane or Pane(plan["socket"], plan["pane"], plan.get("tmux_bin"),
+                                 reader=reader_of(plan))
         self.timeouts = plan["timeouts"]
         self.attempts = plan["retries"] + 1
         self.t0 = time.monotonic()
-        self.claude = claude
+        self.agent = agent
         self.draft = None  # the user's unsent text we cut from the predecessor's box
 
     def note(self, step, **fields):
@@ -207,8 +231,8 @@ class Rotator:
             with _pane_lock(self.plan):
                 self.note("begin", pid=os.getpid(), pane=self.plan["pane"],
                           successor=self.plan["successor_name"])
-                if self.claude is None and self.plan.get("claude_pid"):
-                    self.claude = ClaudeProcess(self.plan["claude_pid"])
+                if self.agent is None and self.plan.get("claude_pid"):
+                    self.agent = AgentProcess(self.plan["claude_pid"], self.pane.reader.name)
                 self._clear()
                 self._continue()
                 self._restore_draft()
@@ -222,8 +246,8 @@ class Rotator:
         except TmuxError as e:
             reason = "tmux: %s" % e
             try:
-                self._check()  # a pane gone with its program: say which claude left it
-            except ClaudeGone as gone:
+                self._check()  # a pane gone with its program: say which agent left it
+            except AgentGone as gone:
                 reason = "%s (%s)" % (gone, reason)
             except Exception:
                 pass
@@ -238,15 +262,15 @@ class Rotator:
     # -- guards -------------------------------------------------------------
 
     def _check(self):
-        """Before every keystroke batch: the pane still runs the Claude Code we serve."""
-        if self.claude is not None:
-            self.claude.check(self.pane)
+        """Before every keystroke batch: the pane still runs the agent we serve."""
+        if self.agent is not None:
+            self.agent.check(self.pane)
 
     def _box(self):
         return self.pane.input_text(self.pane.capture())
 
     def _idle(self, phase, attempt):
-        # Watch the Claude process all along: a claude killed and restarted in the same pane
+        # Watch the agent process all along: a claude killed and restarted in the same pane
         # may draw a screen we never see as idle (2.1.328 falls back to its classic renderer).
         if not self.pane.wait_idle(self.timeouts["idle_s"], check=self._check):
             raise RotationFailed("pane %s not idle within %gs (%s)"
@@ -293,23 +317,25 @@ class Rotator:
 
     def _keep_draft(self, text, stamp):
         """Cut the resting draft into the kill ring and save it for the successor; True when done."""
-        if PASTED in text:
+        if self.pane.reader.PASTED in text:
             # Observed: a paste's content does not survive /clear (only its placeholder does).
             raise RotationFailed("text pasted into the input box would be lost by /clear; "
                                  "send it or clear it, then type /clear")
         self._check()
         self._save_draft(text)
-        kills = 2 * len(text.split()) + text.count("\n") + 8
-        # Claude Code ignores a long burst of control keys (observed: 68 C-w in one read killed
-        # nothing), so the cut goes in batches, each only if the user is still away; they
-        # follow each other in a few ms, after the draft has rested for draft_s.
-        for start in range(0, kills, KEYS_PER_CALL):
-            if not self.pane.press_if_quiet(stamp, *["C-w"] * min(KEYS_PER_CALL, kills - start)):
-                if start:
+        # The reader's batches (Claude Code's C-w ..., Codex's C-e C-u), each only if the user is
+        # still away; they follow each other in a few ms, after the draft has rested for draft_s.
+        for n, keys in enumerate(self.pane.reader.cut_keys(text)):
+            if not self.pane.press_if_quiet(stamp, *keys):
+                if n:
                     self.pane.press("C-y")  # the user is back mid-cut: give the text back at once
                 return False
         if not _wait_for(lambda: not self._box(), self.timeouts["type_s"]):
-            raise RotationFailed("cannot empty the input box (it shows %r)" % self._box()[:80])
+            left = self._box()
+            self._check()
+            self.pane.press("C-y")  # what was cut goes back before the box is left to the user
+            raise RotationFailed("cannot empty the input box (it shows %r): send the text or clear it, "
+                                 "then type /clear" % left[:80])
         self.draft = text
         self.note("draft_kept", chars=len(text))
         return True
@@ -388,7 +414,7 @@ class Rotator:
                 self._main_forward()
                 continue
             self._check()
-            sent = self.pane.submit_if_quiet(text, stamp, bracketed=not text.startswith("/"))
+            sent = self.pane.submit_if_quiet(text, stamp, bracketed=self.pane.reader.bracketed(text))
             if sent is None:
                 self.note("held", what=what, reason="a key arrived", attempt=attempt)
                 continue
@@ -497,12 +523,22 @@ class Rotator:
                 self.note("started", attempt=at, late=True)
                 return
             self.note("clear_sent", attempt=attempt)
+            if not self.pane.reader.STARTS_AT_CLEAR:
+                # Codex: the successor's SessionStart runs at its first prompt, our continuation;
+                # the clear is seen on screen (the new thread, the old conversation gone).
+                if _wait_for(lambda: started() or self.pane.fresh_thread(self.pane.capture()),
+                             self.timeouts["marker_s"]):
+                    self.note("started" if started() else "cleared", attempt=attempt)
+                    return
+                continue
             if _wait_for(lambda: started() or SUBAGENT_CONFIRM in self.pane.capture(), self.timeouts["marker_s"]):
                 if started():
                     self.note("started", attempt=attempt)
                     return
                 self._decline_subagent_clear()
                 continue
+        if not self.pane.reader.STARTS_AT_CLEAR:
+            raise RotationFailed("no new thread on screen after %d /clear attempt(s)" % self.attempts)
         raise RotationFailed("successor did not start: %s missing after %d /clear attempt(s)"
                              % (marker, self.attempts))
 

@@ -14,7 +14,7 @@ import os
 import pytest
 
 from cc_continuity.rehearse.scripted_model import ScriptedModel
-from helpers.codex import CodexSandbox, find_codex_bin
+from helpers.codex import CodexSandbox, CodexTui, find_codex_bin
 from helpers.responses_model import ResponsesModel
 
 from .harness import CLAUDE_BIN_ENV, ClaudeBinError, ClaudeSandbox, claude_version, find_claude_bin
@@ -85,7 +85,7 @@ def sandbox_factory(claude_bin, claude_bin_version):
         sandbox.close()
 
 
-# -- Codex CLI (marker codex) --------------------------------------------------------
+# -- the Codex CLI (marker codex): its binary, a sandbox on the scripted Responses API, its TUI in tmux --
 
 
 @pytest.fixture(scope="session")
@@ -113,3 +113,17 @@ def box(codex_bin, tmp_path):
     yield make
     for m in models:
         m.stop()
+
+
+@pytest.fixture
+def tui(box):
+    runs = []
+
+    def start(b, *args):
+        run = CodexTui(b, *args)
+        runs.append(run)
+        return run
+
+    yield start
+    for run in runs:
+        run.close()

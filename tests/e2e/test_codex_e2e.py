@@ -13,7 +13,7 @@ import shutil
 import pytest
 
 from cc_continuity.hosts.codex import rollout, wire
-from helpers.codex import CodexTui, find_codex_bin, ok
+from helpers.codex import find_codex_bin, ok
 
 pytestmark = pytest.mark.codex
 DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "codex")
@@ -179,29 +179,10 @@ def test_within_a_turn_the_tool_output_counts_toward_the_limit(box, call_total, 
 # -- the TUI in a real tmux -------------------------------------------------------
 
 
-@pytest.fixture
-def tui(box):
-    runs = []
-
-    def start(b, *args):
-        run = CodexTui(b, *args)
-        runs.append(run)
-        return run
-
-    yield start
-    for run in runs:
-        run.close()
-
-
-def trusted_folder(b):
-    """config.toml with the work dir trusted (the first-launch "Trust this folder?" answered)."""
-    b.trust_folder()
-
-
 def test_trust_all_in_the_tui_writes_a_hash_per_entry_and_exec_then_runs_them(box, tui):
     b = box({"default": {"reply": "ok"}})
     b.install_probe(["SessionStart", "UserPromptSubmit", "Stop"])
-    trusted_folder(b)
+    b.trust_folder()
     run = tui(b, "--no-daemon")
     run.wait_screen("Hooks need review")
     assert "3 hooks are new or changed" in run.screen()
@@ -233,7 +214,7 @@ def test_clear_typed_into_the_tui_starts_a_thread_whose_session_start_injects_at
     b.install_probe(["SessionStart", "UserPromptSubmit", "Stop", "SessionEnd"])
     b.script_replies("SessionStart", [None, json.loads(wire.add_context("SessionStart", handoff))])
     b.script_replies("Stop", [json.loads(wire.block_stop("write the handoff to HANDOFF.md")), None])
-    trusted_folder(b)
+    b.trust_folder()
     run = tui(b, "--no-daemon", "--dangerously-bypass-hook-trust")
     run.wait_screen("Ask Codex to do anything")
     run.type("do the work")
@@ -313,7 +294,7 @@ def test_a_hooks_list_hash_written_to_config_toml_trusts_the_entry_and_a_reposit
     ok(b.exec("hi", bypass_trust=False))
     assert [c["event"] for c in b.hook_calls()] == ["SessionStart", "Stop"]
     # The folder trusted, the repository's hook is listed as a project hook, untrusted, and never runs.
-    trusted_folder(b)
+    b.trust_folder()
     listed = {h["key"]: h for h in b.hooks_list()}
     repo = listed["%s:stop:0:0" % os.path.join(b.work, ".codex", "hooks.json")]
     assert (repo["source"], repo["trustStatus"]) == ("project", "untrusted")

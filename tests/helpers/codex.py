@@ -15,8 +15,15 @@ import pwd
 import shlex
 import shutil
 import subprocess
+import sys
 import time
 
+from cc_continuity.hosts.codex import hooks as codex_hooks
+from cc_continuity.hosts.codex.screen import PLACEHOLDER, CodexScreen
+from cc_continuity.install import settings
+from cc_continuity.tmux.pane import Pane
+
+CHECKOUT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CODEX_BIN_ENV = "CC_CONTINUITY_CODEX_BIN"
 PINNED = "0.171.0"  # .ci/install-codex.sh's default
 FAKE_KEY = "scripted-responses-model-not-a-secret"
@@ -88,8 +95,9 @@ def toml_value(value):
 class CodexSandbox:
     """One throwaway Codex world under ``root``; ``model`` is a started ResponsesModel."""
 
-    def __init__(self, codex_bin, model, root, window=20000, config=None):
+    def __init__(self, codex_bin, model, root, window=20000, config=None, env=None):
         self.bin = codex_bin
+        self.extra_env = dict(env or {})  # more of Codex's environment (its hooks inherit it)
         self.model = model
         self.root = os.fspath(root)
         self.home = os.path.join(self.root, "home")
@@ -142,16 +150,45 @@ class CodexSandbox:
         with open(self.hooks_path, "w") as f:
             json.dump({"hooks": table}, f, indent=2)
 
+    def install_ours(self, app=CHECKOUT, events=codex_hooks.EVENTS):
+        """$CODEX_HOME/hooks.json: our real Codex hook entry on each of ``events``, as an install writes it
+        (``<python> -S -c <boot> <Event>``, the event's timeout), run from the checkout ``app``."""
+        table = {}
+        for event in events:
+            command = shlex.join([sys.executable, "-S", "-c", settings.boot_code(app, codex_hooks.HOOK_MARK), event])
+            table[event] = [{"hooks": [{"type": "command", "command": command,
+                                        "timeout": codex_hooks.TIMEOUTS[event]}]}]
+        with open(self.hooks_path, "w") as f:
+            json.dump({"hooks": table}, f, indent=2)
+
     def trust_folder(self, path=None):
-        """config.toml with ``path`` (the work dir) trusted: the first-launch "Trust this folder?" answered."""
+        """config.toml with ``path`` (the work dir) trusted: the first launch's "Trust this folder?" answered."""
         with open(self.config_path, "a") as f:
             f.write('\n[projects.%s]\ntrust_level = "trusted"\n' % json.dumps(path or self.work))
 
-    def trust_hooks(self, hooks):
-        """config.toml trusting each ``hooks/list`` entry given, as the review screen would (its key, its hash)."""
+    def trust_hooks(self, hooks=None):
+        """config.toml trusting each ``hooks/list`` entry given (all the work dir's, by default), as the TUI's
+        "Trust all" does: its key, its current hash.  The entries trusted."""
+        listed = self.hooks_list() if hooks is None else hooks
         with open(self.config_path, "a") as f:
-            for h in hooks:
+            for h in listed:
                 f.write('\n[hooks.state.%s]\ntrusted_hash = "%s"\n' % (json.dumps(h["key"]), h["currentHash"]))
+        return listed
+
+    def commit_files(self, files):
+        """Write ``files`` ({path: text}) into the work dir and commit them (a git identity in the sandbox HOME)."""
+        with open(os.path.join(self.home, ".gitconfig"), "w") as f:
+            f.write("[user]\n\tname = Sandbox\n\temail = sandbox@example.invalid\n")
+        for rel, text in files.items():
+            path = os.path.join(self.work, rel)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "w") as f:
+                f.write(text)
+        env = dict(os.environ, HOME=self.home, GIT_CONFIG_NOSYSTEM="1")
+        for k in ("GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL"):
+            env.pop(k, None)
+        subprocess.run(["git", "add", "-A"], cwd=self.work, env=env, check=True)
+        subprocess.run(["git", "commit", "-qm", "start"], cwd=self.work, env=env, check=True)
 
     def script_replies(self, event, outputs):
         """The probe's stdout for its next calls on ``event``: a dict (JSON), a str, or None (nothing)."""
@@ -167,6 +204,7 @@ class CodexSandbox:
         if python:  # the probe's interpreter first, as the user's PATH would have it
             env["PATH"] = os.path.dirname(python) + ":" + env["PATH"]
         os.makedirs(env["TMPDIR"], exist_ok=True)
+        env.update(self.extra_env)
         env.update(extra)
         return env
 
@@ -239,21 +277,24 @@ def ok(p):
 
 class CodexTui:
     """The Codex TUI of ``box`` in a private tmux server (``tmux -S <socket>``), driven by typing; in the
-    box's work dir unless ``cwd`` says where."""
+    box's work dir unless ``cwd`` says where; inline (``--no-alt-screen``) unless ``alt_screen``."""
 
-    def __init__(self, box, *args, size=(160, 50), cwd=None):
+    def __init__(self, box, *args, size=(160, 50), cwd=None, alt_screen=False, session="cx"):
         self.box = box
-        self.socket = os.path.join(box.root, "tmux.sock")
+        # A server of its own per session name: a second TUI need not wait for the first one's server to go.
+        self.socket = os.path.join(box.root, "tmux.sock" if session == "cx" else "tmux-%s.sock" % session)
+        self.session = session
         env = box.env()
         # The pane's own TMUX / TMUX_PANE go through (a rotator finds its pane by them); nothing else does.
         assign = " ".join("%s=%s" % (k, shlex.quote(v)) for k, v in env.items())
-        cmd = 'cd %s && exec env -i %s TMUX="$TMUX" TMUX_PANE="$TMUX_PANE" %s --no-alt-screen %s' % (
-            shlex.quote(cwd or box.work), assign, shlex.quote(box.bin), " ".join(shlex.quote(a) for a in args))
+        cmd = 'cd %s && exec env -i %s TMUX="$TMUX" TMUX_PANE="$TMUX_PANE" %s %s%s' % (
+            shlex.quote(cwd or box.work), assign, shlex.quote(box.bin), "" if alt_screen else "--no-alt-screen ",
+            " ".join(shlex.quote(a) for a in args))
         # remain-on-exit: a Codex that exits leaves its last screen and status to read, not a gone server.
-        self.tmux("new-session", "-d", "-s", "cx", "-x", str(size[0]), "-y", str(size[1]), cmd, ";",
-                  "set-option", "-t", "cx", "remain-on-exit", "on")
-        self.pane = self.tmux("display-message", "-p", "-t", "cx", "#{pane_id}").strip()
-        self.pid = int(self.tmux("display-message", "-p", "-t", "cx", "#{pane_pid}").strip())
+        self.tmux("new-session", "-d", "-s", session, "-x", str(size[0]), "-y", str(size[1]), cmd, ";",
+                  "set-option", "-t", session, "remain-on-exit", "on")
+        self.pane = self.tmux("display-message", "-p", "-t", session, "#{pane_id}").strip()
+        self.pid = int(self.tmux("display-message", "-p", "-t", session, "#{pane_pid}").strip())
 
     def tmux(self, *args):
         return subprocess.run(["tmux", "-S", self.socket] + list(args), capture_output=True, text=True,
@@ -316,5 +357,157 @@ class CodexTui:
     def key(self, *keys):
         self.tmux("send-keys", "-t", self.pane, *keys)
 
+    def capture(self):
+        """The screen as the rotator captures it (a ``tmux.pane.Screen``: plain, and styled rows)."""
+        return Pane(self.socket, self.pane, reader=CodexScreen).capture()
+
+    def settled(self, timeout=10.0):
+        """The screen once two captures in a row agree (a frame drawn whole, not half of one)."""
+        deadline = time.monotonic() + timeout
+        last = self.capture()
+        while True:
+            time.sleep(0.05)
+            now = self.capture()
+            if now.styled == last.styled or time.monotonic() > deadline:
+                return now
+            last = now
+
     def close(self):
         subprocess.run(["tmux", "-S", self.socket, "kill-server"], capture_output=True, timeout=10)
+
+
+# -- a tour of the screens the rotator reads ----------------------------------------
+
+TOUR_SCENARIO = {"rules": [{"name": "slow", "when": {"latest_contains": "a slow one"}, "reply": "Slow answer.",
+                            "hold": "slow"}],
+                 "default": {"reply": "First answer."}, "title": "Scripted title"}
+WRAPPED = "a draft long enough to wrap " * 8
+# What each screen of the tour is, as the rotator must read it: idle (no turn runs, the composer
+# shown), the text the user typed (whitespace squashed when compared), a fresh thread on screen.
+SCREENS = {
+    "trust": {"idle": False, "text": "", "fresh": False},
+    "hooks-review": {"idle": False, "text": "", "fresh": False},
+    "start": {"idle": True, "text": "", "fresh": True},
+    "draft": {"idle": True, "text": "a typed draft", "fresh": True},
+    "slash-popup": {"idle": True, "text": "/cl", "fresh": True},
+    "after-turn": {"idle": True, "text": "", "fresh": False},
+    "hook-running": {"idle": False, "text": "", "fresh": False},
+    "busy": {"idle": False, "text": "", "fresh": False},
+    "busy-draft": {"idle": False, "text": "typed while busy", "fresh": False},
+    "idle-draft": {"idle": True, "text": "typed while busy", "fresh": False},
+    "draft-wrapped": {"idle": True, "text": WRAPPED, "fresh": False},
+    "draft-lines": {"idle": True, "text": "line one\n\nline three", "fresh": False},
+    "cleared": {"idle": True, "text": "", "fresh": True},
+    "alt-start": {"idle": True, "text": "", "fresh": True},
+    "alt-after-turn": {"idle": True, "text": "", "fresh": False},
+    "alt-cleared": {"idle": True, "text": "", "fresh": True},
+}
+
+
+def tour(box):
+    """Drive the real TUI of ``box`` (whose model plays :data:`TOUR_SCENARIO`) through each state of
+    :data:`SCREENS`; yield ``(name, screen)`` as the rotator would capture it, once drawn whole.
+
+    The folder starts untrusted and the hooks unreviewed (their screens come first); a Stop hook
+    waits while a file exists (the busy screen of a hook running)."""
+    hold = os.path.join(box.root, "stop-hold")
+    with open(box.hooks_path, "w") as f:
+        json.dump({"hooks": {"SessionStart": [{"hooks": [{"type": "command", "timeout": 10,
+                                                          "command": box.probe_command("SessionStart")}]}],
+                             "Stop": [{"hooks": [{"type": "command", "timeout": 30,
+                                                  "command": "while [ -e %s ]; do sleep 0.05; done" % hold}]}]}},
+                  f)
+    run = CodexTui(box, "--no-daemon")
+    try:
+        run.wait_screen("Trust this folder?")
+        yield "trust", run.settled()
+        run.key("Enter")
+        run.wait_screen("Hooks need review")
+        yield "hooks-review", run.settled()
+        run.choose("2", "› 2. Trust all and continue")
+        run.key("Enter")
+        run.wait_screen(PLACEHOLDER)
+        yield "start", run.settled()
+        yield from _drafts(run, "a typed draft", "draft")
+        run.type("/cl", enter=False)
+        run.wait_screen("clear the terminal")
+        yield "slash-popup", run.settled()
+        _empty(run)
+        _turn(run, "do the work", "First answer.")
+        yield "after-turn", run.settled()
+        open(hold, "w").close()
+        run.type("a turn whose stop hook is slow")
+        run.wait_screen("Running hook")
+        yield "hook-running", run.settled()
+        os.unlink(hold)
+        _wait_idle(run)
+        run.type("a slow one please")
+        box.model.wait_for(lambda reqs: [r for r in reqs if r.rule == "slow"], timeout=20)
+        run.wait_screen("esc to interrupt")
+        yield "busy", run.settled()
+        run.type("typed while busy", enter=False)
+        yield "busy-draft", run.settled()
+        box.model.release("slow")
+        run.wait_screen("Slow answer.")
+        _wait_idle(run)
+        yield "idle-draft", run.settled()
+        _empty(run)
+        yield from _drafts(run, WRAPPED, "draft-wrapped")
+        run.tmux("send-keys", "-t", run.pane, "-l", "line one")
+        run.wait_screen("line one")
+        run.key("C-j")
+        run.key("C-j")
+        run.tmux("send-keys", "-t", run.pane, "-l", "line three")
+        run.wait_screen("line three")
+        yield "draft-lines", run.settled()
+        _empty(run)
+        run.type("/clear")
+        run.wait_gone("First answer.")
+        run.wait_screen(PLACEHOLDER)
+        yield "cleared", run.settled()
+    finally:
+        run.close()
+    run = CodexTui(box, "--no-daemon", alt_screen=True, session="alt")
+    try:
+        run.wait_screen(PLACEHOLDER)
+        yield "alt-start", run.settled()
+        _turn(run, "do the work again", "First answer.")
+        yield "alt-after-turn", run.settled()
+        run.type("/clear")
+        run.wait_gone("First answer.")
+        run.wait_screen(PLACEHOLDER)
+        yield "alt-cleared", run.settled()
+    finally:
+        run.close()
+
+
+def _drafts(run, text, name):
+    run.type(text, enter=False)
+    yield name, run.settled()
+    _empty(run)
+
+
+def _empty(run, attempts=20):
+    """Empty the composer (``C-u`` a line, ``BSpace`` the break before it) until the placeholder shows
+    (the tour's own look at the screen, not the reader's under test)."""
+    for _ in range(attempts):
+        if PLACEHOLDER in run.screen():
+            return
+        run.key("C-e", "C-u", "BSpace")
+        time.sleep(0.05)
+    raise AssertionError("the composer did not empty:\n%s" % run.screen())
+
+
+def _wait_idle(run, timeout=20.0):
+    """Until no turn runs: ``esc to interrupt`` gone from the screen (its own words, not the reader's)."""
+    deadline = time.monotonic() + timeout
+    while "esc to interrupt" in run.screen():
+        if time.monotonic() > deadline:
+            raise AssertionError("still busy after %.0fs:\n%s" % (timeout, run.screen()))
+        time.sleep(0.05)
+
+
+def _turn(run, prompt, reply):
+    run.type(prompt)
+    run.wait_screen(reply)
+    _wait_idle(run)

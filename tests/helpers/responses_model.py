@@ -12,9 +12,11 @@ sections 4-5 for the wire as observed)::
          "when": {"latest_contains": "write the handoff"},
          "extract": {"path": r"to (/\\S+\\.md)"},   # must match; group 1 -> {path}
          "reply": [{"type": "exec_command", "cmd": "cat > {path} <<'EOF'\\n{handoff}\\nEOF"}],
-         "then": ["Handoff written."],            # the next replies of this thread, in order
+         "then": ["Handoff written."],            # the next replies of this thread, in order; one may be
+                                                  # {"reply": ..., "usage": {...}} (its own usage)
          "usage": {"input_tokens": 15000},
-         "times": 1}
+         "times": 1,
+         "hold": "slow"}                          # the reply waits for model.release("slow")
       ],
       "default": {"reply": "OK."},
       "vars": {"handoff": "..."},
@@ -32,6 +34,10 @@ a list: all must appear.  A reply is a string (one assistant message) or a list 
 steps: a string, ``{"type": "text", "text"}`` or ``{"type": "exec_command", "cmd", ...}``
 (a ``function_call`` whose arguments are the step's other keys).  Templates:
 ``{name}`` from ``vars`` and ``extract``, ``{thread_id}``, ``{n}``; unknown stay.
+
+``hold`` makes a reply slow for as long as a test needs it to be, with no clock in
+it: the request is logged (``wait_for`` sees it) and its reply waits until
+``release(name)`` (or ``HOLD_LIMIT_S``, so a failing test cannot hang the server).
 
 Requests are classified: ``compaction`` (``x-codex-turn-metadata`` says
 ``request_kind: compaction``, or the compaction prompt is the latest input),
@@ -57,9 +63,10 @@ COMPACT_MARK = "CONTEXT CHECKPOINT COMPACTION"
 TITLE_MARK = "task title"
 USAGE_FIELDS = ("input_tokens", "output_tokens", "cached_tokens", "reasoning_tokens")
 WHEN_KEYS = {"latest_contains", "any_contains", "kind", "nth", "thread_nth"}
-RULE_KEYS = {"name", "when", "extract", "reply", "then", "usage", "times"}
+RULE_KEYS = {"name", "when", "extract", "reply", "then", "usage", "times", "hold"}
 SCENARIO_KEYS = {"rules", "default", "vars", "usage_plan", "title", "compact_summary"}
 KINDS = ("main", "title", "compaction", "any")
+HOLD_LIMIT_S = 120.0  # a held reply goes out after this even unreleased
 _TEMPLATE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
@@ -151,12 +158,20 @@ def _check_rule(rule, where, allow_when=True):
     if not isinstance(then, list):
         raise ScenarioError("%s.then must be a list of replies" % where)
     for i, reply in enumerate(then):
-        _check_reply(reply, "%s.then[%d]" % (where, i))
-    usage = rule.get("usage", {})
-    if not isinstance(usage, dict) or not all(k in USAGE_FIELDS and _is_count(v) for k, v in usage.items()):
-        raise ScenarioError("%s.usage must map %s to non-negative integers" % (where, "/".join(USAGE_FIELDS)))
+        if isinstance(reply, dict):
+            _check_rule(reply, "%s.then[%d]" % (where, i), allow_when=False)
+        else:
+            _check_reply(reply, "%s.then[%d]" % (where, i))
+    _check_usage(rule.get("usage", {}), where)
     if "times" in rule and not (_is_count(rule["times"]) and rule["times"] >= 1):
         raise ScenarioError("%s.times must be an integer >= 1" % where)
+    if "hold" in rule and not (isinstance(rule["hold"], str) and rule["hold"]):
+        raise ScenarioError("%s.hold must be a non-empty name" % where)
+
+
+def _check_usage(usage, where):
+    if not isinstance(usage, dict) or not all(k in USAGE_FIELDS and _is_count(v) for k, v in usage.items()):
+        raise ScenarioError("%s.usage must map %s to non-negative integers" % (where, "/".join(USAGE_FIELDS)))
 
 
 def _check_reply(reply, where):
@@ -223,6 +238,7 @@ class Request:
     rule: str = None
     reply: list = field(default_factory=list)
     usage: dict = None
+    hold: str = None
 
     @property
     def input(self):
@@ -265,7 +281,7 @@ class Request:
 
     def to_json(self):
         return {"seq": self.seq, "time": self.time, "path": self.path, "kind": self.kind,
-                "thread_id": self.thread_id, "headers": self.headers, "rule": self.rule,
+                "thread_id": self.thread_id, "headers": self.headers, "rule": self.rule, "hold": self.hold,
                 "reply": self.reply, "usage": self.usage, "body": self.body}
 
 
@@ -342,6 +358,8 @@ class ResponsesModel:
         self._main_count = 0
         self._thread_counts = {}
         self._log_path = os.fspath(log_path) if log_path else None
+        self._released = set()
+        self._stopping = False
         self._server = None
         self._thread = None
 
@@ -355,6 +373,9 @@ class ResponsesModel:
         return self
 
     def stop(self):
+        with self._lock:  # held replies go out: their threads end with the server
+            self._stopping = True
+            self._lock.notify_all()
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
@@ -402,6 +423,19 @@ class ResponsesModel:
                     raise TimeoutError("no such request within %.1fs (seen: %s)" % (timeout, seen or "none"))
                 self._lock.wait(left)
 
+    def release(self, name):
+        """Let the replies held under ``name`` go out (now and from now on)."""
+        with self._lock:
+            self._released.add(name)
+            self._lock.notify_all()
+
+    def _await_release(self, req):
+        """Block the reply to ``req`` until its hold is released (or HOLD_LIMIT_S passed)."""
+        deadline = time.monotonic() + HOLD_LIMIT_S
+        with self._lock:
+            while req.hold not in self._released and not self._stopping and time.monotonic() < deadline:
+                self._lock.wait(deadline - time.monotonic())
+
     # answering
     def answer(self, path, headers, body, size):
         """Decide the reply for one request; return ``(Request, stream events)``."""
@@ -409,7 +443,7 @@ class ResponsesModel:
         thread_id = headers.get("thread-id") or headers.get("session-id")
         with self._lock:
             req = Request(len(self._requests) + 1, time.time(), path, headers, body, kind, thread_id)
-            rule, steps, usage = self._plan(req, size)
+            rule, steps, usage, req.hold = self._plan(req, size)
             req.rule, req.usage = rule, usage
             req.reply = steps
             self._requests.append(req)
@@ -420,6 +454,8 @@ class ResponsesModel:
                 finally:
                     os.close(fd)
             self._lock.notify_all()
+        if req.hold:
+            self._await_release(req)
         return req, stream_events("resp_%d" % req.seq, steps, usage)
 
     def _plan(self, req, size):
@@ -430,10 +466,12 @@ class ResponsesModel:
             self._main_count += 1
             self._thread_counts[req.thread_id] = self._thread_counts.get(req.thread_id, 0) + 1
             nth, thread_nth = self._main_count, self._thread_counts[req.thread_id]
-        name, reply, fields = None, None, {}
+        name, reply, fields, hold = None, None, {}, None
         pending = self._then.get(req.thread_id) if req.kind == "main" else None
         if pending:
             name, reply = "then", pending.pop(0)
+            if isinstance(reply, dict):
+                reply, fields = reply["reply"], dict(reply.get("usage", {}))
         else:
             for index, rule in enumerate(sc.get("rules", [])):
                 got = self._match(index, rule, req, nth, thread_nth)
@@ -442,6 +480,7 @@ class ResponsesModel:
                 variables.update(got)
                 self._used[index] = self._used.get(index, 0) + 1
                 name, reply, fields = rule.get("name", str(index)), rule["reply"], dict(rule.get("usage", {}))
+                hold = rule.get("hold")
                 if rule.get("then"):
                     self._then[req.thread_id] = list(rule["then"])
                 break
@@ -459,7 +498,7 @@ class ResponsesModel:
         planned.update(fields)
         planned.setdefault("input_tokens", size // 4)
         planned.setdefault("output_tokens", len(json.dumps(steps)) // 4 + 1)
-        return name, steps, _usage(planned)
+        return name, steps, _usage(planned), hold
 
     def _planned_usage(self, req, n):
         plan = self._scenario.get("usage_plan")

@@ -7,10 +7,8 @@
 * the status line leaves Claude Code's own context numbers in the session's directory,
   a reading the transcript may not hold yet at a turn's end;
 * ``CLAUDE_PID`` names the process a ``/clear`` keeps;
-* :class:`HookContext` fills the rotation's ports for one hook call: this host, pushes to
-  the notifier's spool (a detached flusher sends them), tmux for the rotator.  tmux and
-  notify are imported when used: the mod calls in at every turn's end and should not pay
-  for loading tmux.
+* :class:`HookContext` fills the rotation's ports for one hook call: this host; pushes to
+  the notifier's spool and tmux for the rotator, as every agent's hooks do (hosts/ports.py).
 """
 
 from __future__ import annotations
@@ -19,6 +17,7 @@ from ... import fastjson, meter
 from ...meter import lines_backwards
 from ...rotation import context
 from ...rotation.host import Host
+from ..ports import HookPorts
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time nothing is imported
 if TYPE_CHECKING:
@@ -199,9 +198,10 @@ class ClaudeHost(Host):
 CLAUDE = ClaudeHost()
 
 
-class HookContext(context.Context):
+class HookContext(HookPorts):
     """The rotation's context for one Claude Code hook call (:class:`~cc_continuity.hooks.Call`): the host is
-    :data:`CLAUDE`; pushes go to the notifier's spool; tmux drives the rotator.  The outcome goes back to the call."""
+    :data:`CLAUDE`; pushes and the rotator are the hook ports' (:class:`~..ports.HookPorts`).  The outcome goes
+    back to the call."""
 
     session_id: str  # hooks.dispatch runs no handler without a usable session id (the same check as here)
 
@@ -227,25 +227,6 @@ class HookContext(context.Context):
     @agent_version.setter
     def agent_version(self, value: str | None) -> None:
         self.call.claude_version = value
-
-    def deliver(self, push: "dict[str, Any]") -> None:
-        from ... import notify  # (when a push goes out: the mod's every turn does not pay for it)
-
-        notify.emit(push["event"], slug=push["slug"], session=push["session"], ratio=push["ratio"],
-                    text=push["text"], project_root=push["project_root"])
-
-    def can_drive(self, rec: "Record") -> bool:
-        from ... import tmux  # (when a hand-over needs a driver)
-
-        usable: bool = tmux.can_drive(rec, self.cfg)  # (tmux/ is not typed yet)
-        return usable
-
-    def start_rotator(self, rec: "Record", sdir: str, successor_name: str, project_lock: str | None,
-                      standby_s: float | None) -> int:
-        from ...tmux import rotator  # (when one is started)
-
-        pid: int = rotator.start(rec, sdir, self.cfg, successor_name, project_lock, standby_s)  # (tmux/ is not typed yet)
-        return pid
 
 
 def begin(call: "Call") -> "tuple[HookContext, int, str, Record] | None":

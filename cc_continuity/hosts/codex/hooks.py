@@ -16,7 +16,8 @@ Per event (the answers are Codex's own: :mod:`.wire`):
                     Codex takes); a repeat of a side effect already done is denied, never asked;
 * PostToolUse       the level after the call, recorded once (Codex takes no note back here);
 * Stop              the turn's end: ask for the handoff (block with the request), check it, make the
-                    checkpoint, hand over;
+                    checkpoint, hand over (in tmux the rotator types /clear and the continuation into
+                    the TUI: hosts/ports.py, tmux/rotator.py);
 * PreCompact        an emergency record of the facts; never a veto (Codex then interrupts the turn):
                     the rotation's levels sit below Codex's automatic compaction instead;
 * SessionEnd        ENDED (Codex ends a thread late, when it unloads it, or at exit).
@@ -251,6 +252,11 @@ def _pre_tool_use(ctx: "CodexContext", p: "dict[str, Any]") -> "str | None":
     hpath = session.handoff_path(sdir)
     if hard and hpath not in command and not command.strip().startswith("cc-continuity"):
         ctx.outcome = "denied at hard ceiling"
+        # The deny names the handoff file before any Stop asked for it (and made its folder): the shell
+        # command that writes it (cat > <path>) cannot make the folder, as Claude Code's Write tool does.
+        import os  # this rare path only: a tool call's fast path runs without it
+
+        os.makedirs(session.checkpoint_dir(sdir), mode=0o700, exist_ok=True)
         return wire.deny_tool(
             "cc-continuity: the context is past the hard ceiling of %g%% of the window, so tool calls are denied "
             "to keep it from overflowing. Write the session's state to the handoff file %s (one command that "

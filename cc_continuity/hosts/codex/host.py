@@ -15,8 +15,8 @@ import os
 
 from ... import fastjson, procs
 from ...meter import lines_backwards
-from ...rotation import context
 from ...rotation.host import Host
+from ..ports import HookPorts
 from . import rollout
 
 TYPE_CHECKING = False
@@ -24,7 +24,6 @@ if TYPE_CHECKING:
     from typing import Any
 
     from ...rotation.host import Env, Got
-    from ...session import Record
 
 HEADLESS_ENV = "CC_CONTINUITY_HEADLESS"  # set by `cc-continuity run` for the codex exec it starts
 SCAN = 8 << 20  # bytes of a rollout looked at for a fact (its first line alone is ~22 KB)
@@ -132,24 +131,17 @@ class CodexHost(Host):
 CODEX = CodexHost()
 
 
-class CodexContext(context.Context):
+class CodexContext(HookPorts):
     """The rotation's context for one Codex hook call: the host is :data:`CODEX`; a turn's id stands in
-    for Claude Code's prompt id; pushes go to the notifier's spool; no tmux rotator (yet)."""
+    for Claude Code's prompt id; pushes and the tmux rotator are the hook ports' (:class:`~..ports.HookPorts`):
+    the rotator types into Codex's TUI (its plan says ``host: codex``) and checks, before each batch of
+    keys, that the Codex process the hook ran under (:func:`agent_process`) is still the pane's."""
 
     def __init__(self, event: str, payload: "dict[str, Any]", env: "Env | None" = None) -> None:
         if payload.get("turn_id") and "prompt_id" not in payload:
             payload = dict(payload, prompt_id=payload["turn_id"])  # what pairs a turn's hooks (the late Stop, an offer)
         super().__init__(event, payload, env, host=CODEX)
 
-    def deliver(self, push: "dict[str, Any]") -> None:
-        from ... import notify  # (when a push goes out)
-
-        notify.emit(push["event"], slug=push["slug"], session=push["session"], ratio=push["ratio"],
-                    text=push["text"], project_root=push["project_root"])
-
     def own_driver(self) -> str | None:
         """``headless`` under ``cc-continuity run --agent codex`` (its loop starts the successor: no typing)."""
         return "headless" if self.env.get(HEADLESS_ENV) == "1" else None
-
-    def can_drive(self, rec: Record) -> bool:
-        return False

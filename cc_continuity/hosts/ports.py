@@ -1,0 +1,42 @@
+"""The ports a hook call's context fills the same way whatever the agent: pushes go to the notifier's
+spool, and a verified checkpoint is handed over by the detached tmux rotator.
+
+Claude Code's :class:`~.claude.host.HookContext` and Codex CLI's :class:`~.codex.host.CodexContext`
+both are a :class:`HookPorts`; what differs between them (the host, a turn's id, the outcome's
+home) stays in their own folder.  The rotator learns whose TUI it types into from the session's
+record (``host``, put in its plan by ``rotation.handover.plan``).  tmux and notify are imported
+when used: Claude Code's mod calls in at every turn's end and should not pay for loading them.
+"""
+
+from __future__ import annotations
+
+from ..rotation import context
+
+TYPE_CHECKING = False  # mypy takes this name as true; at run time nothing is imported
+if TYPE_CHECKING:
+    from typing import Any
+
+    from ..session import Record
+
+
+class HookPorts(context.Context):
+    """A rotation context whose ports are the real adapters: notify for pushes, tmux for the hand-over."""
+
+    def deliver(self, push: "dict[str, Any]") -> None:
+        from .. import notify  # (when a push goes out: the mod's every turn does not pay for it)
+
+        notify.emit(push["event"], slug=push["slug"], session=push["session"], ratio=push["ratio"],
+                    text=push["text"], project_root=push["project_root"])
+
+    def can_drive(self, rec: "Record") -> bool:
+        from .. import tmux  # (when a hand-over needs a driver)
+
+        usable: bool = tmux.can_drive(rec, self.cfg)  # (tmux/ is not typed yet)
+        return usable
+
+    def start_rotator(self, rec: "Record", sdir: str, successor_name: str, project_lock: str | None,
+                      standby_s: float | None) -> int:
+        from ..tmux import rotator  # (when one is started)
+
+        pid: int = rotator.start(rec, sdir, self.cfg, successor_name, project_lock, standby_s)  # (tmux/ is not typed yet)
+        return pid
