@@ -390,10 +390,15 @@ def test_a_draft_left_in_the_composer_is_kept_and_put_back_in_the_successors(box
                  lambda: screen.input_text(rig.pane.capture()) == DRAFT, 10)
     finally:
         kb.close()
+    # Waited for, not read once: in 1 of ~60 loaded runs one read of the ledger lacked this line, which the
+    # run's ledger holds in its place (n 27 of 28, between delivered and renamed) - not explained yet.
+    restored = rig.wait("the draft_restored step", lambda: [r for r in rig.events(1, "rotator")
+                                                            if r["step"] == "draft_restored"], 10)
     steps = rig.steps(1)
+    why = json.dumps(rig.events(1, "rotator"))
     assert "failed" not in steps and "draft_kept" in steps, rig.diagnose()
-    assert steps.index("draft_kept") < steps.index("clear_sent"), steps
-    assert [r["ok"] for r in rig.events(1, "rotator") if r["step"] == "draft_restored"] == [True], steps
+    assert steps.index("draft_kept") < steps.index("clear_sent"), why
+    assert [r["ok"] for r in restored] == [True], why
     assert DRAFT not in rig.prompts() and not any(DRAFT in m for r in rig.main() for m in r.messages("user"))
     first = rig.threads()[1][0]
     assert DRAFT in "\n".join(first.messages("developer")), "the bootstrap quotes the kept draft"
