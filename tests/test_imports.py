@@ -109,6 +109,8 @@ KEPT = {
                             ("_post_tool_use", "cc_continuity.rotation.effects"),
                             ("_post_tool_use", "cc_continuity.rotation.turn"),
                             ("_settle_exits", "cc_continuity.rotation.context"))},
+        ("_pre_tool_use", "os"): (START_UP, "a Codex tool call's hook runs under python -S without os; only the "
+                                            "deny past hard (it makes the handoff's folder) needs it"),
         **{("answer", "cc_continuity.rotation." + mod): (
             START_UP, "each event loads its own step's module (start: claim, revalidation; turn: checkpoint, "
                       "handover) +~9 ms") for mod in ("start", "turn")},
