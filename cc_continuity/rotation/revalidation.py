@@ -185,7 +185,7 @@ def _missing_named(root: str, pdir: str, cfg: "Config | Mapping[str, Any]", comm
 def text(res: "dict[str, Any]") -> str:
     """The bootstrap's revalidation section (not yet redacted)."""
     lines = ["## Since the checkpoint: %s — %s" % (res["verdict"], res["reason"])]
-    lines.append("- checkpoint age: %s; the predecessor's Claude process: %s" % (_age(res.get("age_s")),
+    lines.append("- checkpoint age: %s; the predecessor's agent process: %s" % (_age(res.get("age_s")),
                                                                                 res.get("process")))
     if res.get("head_now") or res.get("head_then"):
         lines.append("- git: branch %s then, %s now; HEAD %s then, %s now" % (

@@ -83,7 +83,7 @@ def test_a_hand_commit_after_the_checkpoint_is_reported_drifted(sandbox_factory)
     assert "## Since the checkpoint: drifted — 1 commit since; 1 file differ" in boot, boot[:1500]
     assert "docs: a hand commit after the checkpoint" in boot
     assert "  - README.md (modified)" in boot
-    assert "the predecessor's Claude process: gone" in boot
+    assert "the predecessor's agent process: gone" in boot
     rv = cont.events(2, "revalidation")
     assert [r["verdict"] for r in rv] == ["drifted"] and rv[0]["changed"] == ["README.md"]
     assert cont.record(2)["revalidation"]["verdict"] == "drifted"
