@@ -145,6 +145,20 @@ def lines_backwards(path: "str", max_scan: "int" = MAX_SCAN, chunk: "int" = CHUN
         posix.close(fd)
 
 
+def rows_backwards(path: "str", max_scan: "int", *needles: "bytes") -> "Iterator[dict[str, Any]]":
+    """The JSON object rows of ``path``'s lines holding every one of ``needles`` (a byte test before any
+    parse), newest first; lines that do not parse are skipped.  Raises OSError if unreadable."""
+    for line, _ in lines_backwards(path, max_scan):
+        if not all(n in line for n in needles):
+            continue
+        try:
+            row = fastjson.loads(line)
+        except (ValueError, UnicodeDecodeError):
+            continue
+        if isinstance(row, dict):
+            yield row
+
+
 def read_transcript(path: "str", max_scan: "int" = MAX_SCAN, chunk: "int | None" = None) -> "Reading":
     """Latest context reading from a transcript.
 

@@ -14,7 +14,7 @@
 from __future__ import annotations
 
 from ... import fastjson, meter
-from ...meter import lines_backwards
+from ...meter import lines_backwards, rows_backwards
 from ...rotation import context
 from ...rotation.host import Host
 from ..ports import HookPorts
@@ -35,16 +35,10 @@ _TODO = b'"TodoWrite"'
 def _assistant_contents(path: str, scan: int, *needles: bytes) -> "Iterator[list[Any]]":
     """The content lists of main-thread assistant rows, newest first, among lines holding every
     one of ``needles`` (a byte test before any parse).  OSError from reading propagates."""
-    for line, _ in lines_backwards(path, scan):
-        if b'"isSidechain":true' in line or not all(n in line for n in needles):
-            continue
-        try:
-            row = fastjson.loads(line)
-        except (ValueError, UnicodeDecodeError):
-            continue
-        msg = row.get("message") if isinstance(row, dict) else None
+    for row in rows_backwards(path, scan, *needles):
+        msg = row.get("message")
         content = msg.get("content") if isinstance(msg, dict) else None
-        if row.get("type") == "assistant" and isinstance(content, list):
+        if row.get("type") == "assistant" and not row.get("isSidechain") and isinstance(content, list):
             yield content
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 
 from ... import fastjson, procs
-from ...meter import lines_backwards
+from ...meter import rows_backwards
 from ...rotation.host import Host
 from ..ports import HookPorts
 from . import rollout
@@ -45,14 +45,8 @@ def agent_process(start: int) -> int | None:
 
 def _rows(path: str, scan: int, *needles: bytes) -> "Any":
     """The rollout's lines holding every one of ``needles``, newest first, parsed; OSError propagates."""
-    for line, _ in lines_backwards(path, scan):
-        if not all(n in line for n in needles):
-            continue
-        try:
-            row = fastjson.loads(line)
-        except (ValueError, UnicodeDecodeError):
-            continue
-        if isinstance(row, dict) and isinstance(row.get("payload"), dict):
+    for row in rows_backwards(path, scan, *needles):
+        if isinstance(row.get("payload"), dict):
             yield row
 
 

@@ -20,7 +20,7 @@ instructions, is ~22 KB).  ``posix``, not ``os``: a PreToolUse may call this.
 """
 
 from ... import fastjson
-from ...meter import CHUNK, lines_backwards
+from ...meter import CHUNK, lines_backwards, rows_backwards
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time nothing is imported (hot path)
 if TYPE_CHECKING:
@@ -140,15 +140,8 @@ def exit_code(path: "str", call_id: "str", max_scan: "int" = 1 << 20) -> "int | 
     """A shell call's exit code as the rollout's ``function_call_output`` for ``call_id`` says it ("Process
     exited with code N"): Codex's PostToolUse payload carries only the output.  None when it is not there
     (yet), or says none.  Raises OSError when the file cannot be opened."""
-    needle = call_id.encode("utf-8")
-    for line, _ in lines_backwards(path, max_scan=max_scan):
-        if needle not in line or b'"function_call_output"' not in line:
-            continue
-        try:
-            row = fastjson.loads(line)
-        except (ValueError, UnicodeDecodeError):
-            continue
-        payload = row.get("payload") if isinstance(row, dict) else None
+    for row in rows_backwards(path, max_scan, call_id.encode("utf-8"), b'"function_call_output"'):
+        payload = row.get("payload")
         if not isinstance(payload, dict) or payload.get("call_id") != call_id:
             continue
         out = payload.get("output")
