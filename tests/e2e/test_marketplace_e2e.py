@@ -19,6 +19,7 @@ import pytest
 
 from cc_continuity.rehearse import MODEL, rotation_scenario, work_rule
 from tests.helpers.githttp import GitHTTP
+from tests.test_plugin import LEAN_LIMIT
 
 from .common import Continuity, assert_clean_successor, first_request, prompt, report_metrics
 from .harness import REPO_ROOT
@@ -149,7 +150,7 @@ def test_marketplace_route_three_rotations_through_the_mod_then_purge(sandbox_fa
     (version,) = copy
     root = os.path.join(sb.home, ".claude", "plugins", "cache", "cc-continuity", "cc-continuity", version)
     size = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(root) for f in fs)
-    assert size <= 1_300_000 and not os.path.exists(os.path.join(root, "tests")), size
+    assert size <= LEAN_LIMIT and not os.path.exists(os.path.join(root, "tests")), size
     cont = Continuity(sb)
     sb.start_claude()
     prompt(sb, TASK_CHAIN)
