@@ -124,6 +124,12 @@ def rotate(drv, claim_locally=True, delete=None):
     return took
 
 
+def niceness(pid):
+    """A process's nice value, from /proc (field 19 of its stat line)."""
+    with open("/proc/%d/stat" % pid) as f:
+        return int(f.read().rsplit(")", 1)[1].split()[16])
+
+
 def wait_status(drv, want, timeout=30):
     deadline = time.time() + timeout
     st = {}
@@ -198,6 +204,7 @@ def test_a_rejecting_or_down_remote_never_delays_or_breaks_the_rotation(tmp_path
     assert drv.state(S1)["state"] == session.ROTATED and drv.state(S2)["state"] == session.BOOTSTRAPPING
     st = wait_status(drv, ("retrying",))
     assert st["tries"] == 1 and st["error"]
+    assert niceness(st["pid"]) == min(19, os.nice(0) + share.JOB_NICE)  # the job (asleep now) yields the CPU
     if kind == "rejecting":
         assert "pre-receive hook declined" in st["error"] or "rejected" in st["error"], st
     st = wait_status(drv, ("failed",), timeout=60)

@@ -293,6 +293,7 @@ def main(argv: "list[str]") -> int:
     if len(argv) != 1 or not os.path.isdir(argv[0]):
         print("usage: python -m cc_continuity.rotation.lease <project state dir>", file=sys.stderr)
         return 2
+    _share().behind_the_session()
     res = renew(argv[0])
     print("%s lease renewal %s: %d renewed, %d dropped (gone or taken over), %d failed" % (
         time.strftime("%Y-%m-%dT%H:%M:%S"), argv[0], len(res["renewed"]), len(res["dropped"]), len(res["failed"])))

@@ -322,9 +322,12 @@ def start(p: "dict[str, Any]") -> int:
     return start_job("cc_continuity.rotation.share", json.dumps(p))
 
 
+JOB_NICE = 10  # a job started by start_job yields the CPU to the session it serves (as the turn snapshot does)
+
+
 def start_job(module: str, arg: str) -> int:
     """Start ``python -m <module> <arg>`` fully detached (own session, stdin from /dev/null, output to the
-    share log): the publish job here, the lease renewal (lease.start)."""
+    share log): the publish job here, the lease renewal (lease.start).  Its main calls :func:`behind_the_session`."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(x for x in (paths.package_parent(), env.get("PYTHONPATH", "")) if x)
     log = paths.logs_dir() + "/share.log"
@@ -337,6 +340,14 @@ def start_job(module: str, arg: str) -> int:
     finally:
         os.close(out)
     return proc.pid
+
+
+def behind_the_session() -> None:
+    """Lower this job's priority: it starts while the successor starts, and must not slow it down."""
+    try:
+        os.nice(JOB_NICE)
+    except OSError:
+        pass
 
 
 def _snapshot_entry(sdir: str, deadline: float) -> "dict[str, Any]":
@@ -948,6 +959,7 @@ def main(argv: "list[str]") -> int:
     if not isinstance(p, dict) or any(k not in p for k in need):
         print("usage: python -m cc_continuity.rotation.share '<plan JSON>' (keys: %s)" % ", ".join(need), file=sys.stderr)
         return 2
+    behind_the_session()
     st = publish(p)
     if st["state"] == "published":
         try:
