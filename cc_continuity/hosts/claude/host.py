@@ -14,7 +14,7 @@
 from __future__ import annotations
 
 from ... import fastjson, meter
-from ...meter import lines_backwards, rows_backwards
+from ...meter import rows_backwards
 from ...rotation import context
 from ...rotation.host import Host
 from ..ports import HookPorts
@@ -126,16 +126,9 @@ def call_ran(path: str | None, tool_use_id: str, scan: int = 8 << 20) -> str | N
     the prompt), "ran", or None (nothing: uncertain)."""
     if not path:
         return None
-    needle = ('"tool_use_id":"%s"' % tool_use_id).encode()
     try:
-        for ln, _ in lines_backwards(path, scan):
-            if needle not in ln.replace(b'": "', b'":"') or b'"tool_result"' not in ln:
-                continue
-            try:
-                row = fastjson.loads(ln)
-            except (ValueError, UnicodeDecodeError):
-                continue
-            for part in ((row.get("message") or {}).get("content") or []) if isinstance(row, dict) else []:
+        for row in rows_backwards(path, scan, tool_use_id.encode(), b'"tool_result"'):
+            for part in (row.get("message") or {}).get("content") or []:
                 if not isinstance(part, dict) or part.get("tool_use_id") != tool_use_id:
                     continue
                 body = part.get("content")
