@@ -101,3 +101,11 @@ def reap(pids: list[int] | tuple[int, ...] | set[int], grace: float = 5.0) -> No
                 os.kill(pid, 9)  # SIGKILL (the signal module pulls in enum: 12 ms)
             except ProcessLookupError:
                 pass
+
+
+def yield_cpu(increment: int) -> None:
+    """Lower this process's priority by ``increment`` (a background job's first act); a refusal keeps it."""
+    try:
+        os.nice(increment)
+    except OSError:
+        pass

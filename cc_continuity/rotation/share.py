@@ -37,7 +37,7 @@ import subprocess
 import sys
 import time
 
-from .. import atomic, config, paths, safefile, session
+from .. import atomic, config, paths, procs, safefile, session
 from ..errors import ShareError
 from . import checkpoint, revalidation
 from .claim import bootstrap_text
@@ -344,10 +344,7 @@ def start_job(module: str, arg: str) -> int:
 
 def behind_the_session() -> None:
     """Lower this job's priority: it starts while the successor starts, and must not slow it down."""
-    try:
-        os.nice(JOB_NICE)
-    except OSError:
-        pass
+    procs.yield_cpu(JOB_NICE)
 
 
 def _snapshot_entry(sdir: str, deadline: float) -> "dict[str, Any]":

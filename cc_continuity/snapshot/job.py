@@ -23,7 +23,7 @@ import subprocess
 import sys
 import time
 
-from .. import atomic, paths, session
+from .. import atomic, paths, procs, session
 from . import worktree
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time typing is not imported (the Stop hook runs this)
@@ -175,10 +175,7 @@ def main(argv: list[str]) -> int:
               file=sys.stderr)
         return 2
     if isinstance(p.get("nice"), int) and p["nice"] > 0:
-        try:
-            os.nice(p["nice"])
-        except OSError:
-            pass
+        procs.yield_cpu(p["nice"])
     git = take(p)
     git["finished_at"] = round(time.time(), 3)
     atomic.write_text(p["result"], json.dumps(git) + "\n", mode=paths.FILE_MODE, fsync=False)
