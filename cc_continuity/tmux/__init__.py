@@ -1,6 +1,6 @@
 """The adapter to tmux: the pane Claude Code runs in, and the rotator that types into it.
 
-* :mod:`.pane` - a typed :class:`Pane` over the tmux CLI (libtmux when present),
+* :mod:`.pane` - a typed :class:`Pane` over the tmux CLI (the standard library only),
   the screen it shows (read by the agent's reader: :class:`ClaudeScreen` by default),
   literal text and tmux-safe names.
 * :mod:`.rotator` - the detached process that types ``/clear`` and the

@@ -23,13 +23,15 @@ person would, and each way that goes wrong is handled here once:
   if no key arrived since a given stamp: our text and our Enter go in together,
   never between the user's keystrokes, and theirs never between ours.
 
-libtmux is imported lazily, inside the functions that need it (adapter layer:
-hooks on the fast path import nothing from here until they actually rotate).
+Every tmux command goes through one runner, :meth:`Pane._run`, on the standard library:
+the rotation must work on the Python the agent's hooks run, which may have none of our
+packages (a plugin installed from a marketplace runs the interpreter it finds).
 """
 
 import os
 import re
 import shutil
+import subprocess
 import time
 
 from .. import errors
@@ -45,12 +47,21 @@ STATUS_LINES_ABOVE = 6
 # limit (16 KiB) even for 4-byte UTF-8 characters.
 CHUNK_CHARS = 1000
 KEYS_PER_CALL = 10
+TMUX_TIMEOUT_S = 10.0  # one tmux command; a server that does not answer is an error, not a hang
 _PANE_ID = re.compile(r"^%[0-9]+$")
 _KEY_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]*$")
 
 
 class TmuxError(errors.RotationError, RuntimeError):
     """tmux is missing, the server or pane is gone, or a tmux command failed."""
+
+
+def _lines_of(data):
+    """tmux's output as lines, without the empty ones at its end (invalid UTF-8 replaced)."""
+    lines = data.decode("utf-8", "replace").split("\n")
+    while lines and lines[-1] == "":
+        lines.pop()
+    return lines
 
 
 def literal_text(text):
@@ -309,9 +320,9 @@ class _ReadWith:
 class Pane:
     """One tmux pane, addressed by its server socket and pane id (``%3``).
 
-    Holds no tmux objects between calls except a lazily made libtmux Server;
-    every method talks to tmux afresh, so a pane that died in the meantime
-    raises :class:`TmuxError` instead of acting on stale state.
+    Holds nothing between calls but the tmux binary's path: every method runs
+    tmux afresh, so a pane that died in the meantime raises :class:`TmuxError`
+    instead of acting on stale state.
     """
 
     reader = ClaudeScreen  # how its screen is read (the agent's TUI): Claude Code's unless given
@@ -326,7 +337,7 @@ class Pane:
         self.tmux_bin = tmux_bin
         if reader is not None:
             self.reader = reader
-        self._server = None
+        self._bin = None
 
     @classmethod
     def from_env(cls, env=None):
@@ -350,43 +361,38 @@ class Pane:
 
     # -- plumbing ---------------------------------------------------------
 
-    def _libtmux_server(self):
-        if self._server is None:
-            tmux_bin = self.tmux_bin or shutil.which("tmux")
-            if tmux_bin is None:
+    def _tmux(self):
+        if self._bin is None:
+            self._bin = self.tmux_bin or shutil.which("tmux")
+            if self._bin is None:
                 raise TmuxError("tmux binary not found on PATH")
-            import libtmux  # lazy: may be missing (a plugin's hooks run PATH's python3); ~70 ms
-
-            self._server = libtmux.Server(socket_path=self.socket_path, tmux_bin=tmux_bin)
-        return self._server
+        return self._bin
 
     def _run(self, *args, target=True):
-        """Run one tmux command (optionally ``-t <pane>``); raise TmuxError if it fails."""
-        from libtmux import exc  # lazy: optional dependency (see _libtmux_server)
+        """Run one tmux command (optionally ``-t <pane>`` after its name); its stdout lines.
 
-        server = self._libtmux_server()
+        The standard library only (``subprocess``): the rotation runs on whatever Python
+        the agent's hooks run, which may have none of our packages.  Bounded: a tmux
+        server that does not answer within ``TMUX_TIMEOUT_S`` is an error, not a hang.
+        """
+        argv = [self._tmux(), "-S", self.socket_path, args[0]]
+        if target:
+            argv += ["-t", self.pane_id]
+        argv += list(args[1:])
         try:
-            res = server.cmd(args[0], *args[1:], target=self.pane_id if target else None)
-        except exc.TmuxCommandNotFound:
-            raise TmuxError("tmux binary not found: %s" % server.tmux_bin) from None
+            res = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=TMUX_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            raise TmuxError("tmux %s on %s (socket %s) did not answer within %gs"
+                            % (args[0], self.pane_id, self.socket_path, TMUX_TIMEOUT_S)) from None
+        except FileNotFoundError:
+            raise TmuxError("tmux binary not found: %s" % argv[0]) from None
         except OSError as e:
-            raise TmuxError("cannot run tmux: %s" % e) from None
+            raise TmuxError("cannot run tmux (%s): %s" % (argv[0], e.strerror or e)) from None
         if res.returncode != 0:
-            why = "; ".join(res.stderr) or "exit status %s" % res.returncode
+            why = "; ".join(_lines_of(res.stderr)) or "exit status %s" % res.returncode
             raise TmuxError("tmux %s on %s (socket %s) failed: %s"
                             % (args[0], self.pane_id, self.socket_path, why))
-        return res.stdout
-
-    def _libtmux_pane(self):
-        from libtmux import exc  # lazy: optional dependency (see _libtmux_server)
-        from libtmux.pane import Pane as LibPane  # lazy: optional dependency (see _libtmux_server)
-
-        try:
-            return LibPane.from_pane_id(server=self._libtmux_server(), pane_id=self.pane_id)
-        except exc.TmuxObjectDoesNotExist:
-            raise TmuxError("tmux pane %s is gone (socket %s)" % (self.pane_id, self.socket_path)) from None
-        except exc.LibTmuxException as e:
-            raise TmuxError("tmux server at %s unreachable: %s" % (self.socket_path, e)) from None
+        return _lines_of(res.stdout)
 
     # -- reading ----------------------------------------------------------
 
@@ -398,12 +404,12 @@ class Pane:
 
     def exists(self):
         """True when the pane is there and its program still runs (not a dead remain-on-exit pane)."""
+        self._tmux()  # a missing binary is an error, not "no pane"
         try:
-            pane = self._libtmux_pane()
+            out = self._run("display-message", "-p", "#{pane_dead}")
         except TmuxError:
-            self._libtmux_server()  # a missing binary is an error, not "no pane"
             return False
-        return pane.pane_dead in (None, "", "0")
+        return bool(out) and out[0].strip() in ("", "0")
 
     def capture(self):
         """The visible screen (a :class:`Screen`: plain text, styles in ``.styled``)."""
@@ -530,21 +536,11 @@ class Pane:
 
     def rename_session(self, name):
         """Rename the session holding this pane (``.`` and ``:`` become ``_``, as tmux requires)."""
-        from libtmux import exc  # lazy: optional dependency (see _libtmux_server)
-
-        try:
-            self._libtmux_pane().session.rename_session(tmux_name(name))
-        except exc.LibTmuxException as e:
-            raise TmuxError("cannot rename session of %s to %r: %s" % (self.pane_id, name, e)) from None
+        self._run("rename-session", "--", tmux_name(name))
 
     def rename_window(self, name):
         """Rename the window holding this pane (this also stops tmux's automatic renaming)."""
-        from libtmux import exc  # lazy: optional dependency (see _libtmux_server)
-
-        try:
-            self._libtmux_pane().window.rename_window(tmux_name(name))
-        except exc.LibTmuxException as e:
-            raise TmuxError("cannot rename window of %s to %r: %s" % (self.pane_id, name, e)) from None
+        self._run("rename-window", "--", tmux_name(name))
 
 
 def tmux_name(name):
