@@ -147,6 +147,9 @@ SCHEMA: "dict[str, tuple[Any, Check, str]]" = {
     "mod": (True, _bool, "hand over in-process through the plugin's mod when it is loaded (else tmux)"),
     "compact_to_rotation": (True, _bool, "with the mod loaded: rotate instead of letting Claude Code auto-compact"),
     "mod_standby_s": (15, _int(1, 600), "how long the tmux rotator stands by for the mod's hand-over before typing"),
+    "fetch_packages": (True, _bool, "a plugin installed from a marketplace builds its optional packages (the shell "
+                                    "parser of side-effect holds, the watchdog's) in its data folder, from your "
+                                    "package index (about 35 MB); false = never, holds read shell the simpler way"),
     "statusline_chain_timeout_ms": (1000, _int(50, 10000), "budget for the chained user status line"),
     "statusline_color": (True, _bool, "ANSI colours in the status line"),
     "effects_hold": (True, _bool, "hold a repeat of a side effect already achieved (a POST, a release, a publish): "
@@ -235,6 +238,8 @@ REPO_NARROW: dict[str, bool | str] = {
 #   snapshot_keep, snapshot_max_age_days   deleting the user's snapshots sooner is not "doing less"
 #   share_remote, share_untracked   what leaves the machine, and to which server
 #   share_unclaimed_alert_min       when the watchdog contacts that server (and pushes)
+#   fetch_packages                  whether a package index is contacted (and what is installed from it); off, the
+#                                   holds' shell parser is never built (a repository may not weaken the holds)
 #   handoff_require_sources         each rejection costs the user a model turn (three: a degraded handoff)
 
 

@@ -160,3 +160,29 @@ def read_bounded(path: "str", limit: "int" = 1 << 20, inside: "str | None" = Non
         return data
     finally:
         posix.close(fd)
+
+
+def untrusted_program(path: "str") -> "str | None":
+    """Why the program at ``path`` may not be run by us; None when it may.
+
+    A program found on PATH (a Python, ``uv``, ``pip``) is run only when the folder it was found in,
+    the file it resolves to and that file's folder are owned by this user or root and writable by no
+    one else: a ``python3`` (or a link named so) dropped into a world-writable folder early on PATH is
+    never executed, not even to ask its version.  The rule of the plugin's interpreter chooser
+    (plugin/hooks/python.sh).
+    """
+    import os.path  # (a program's check only, never on a tool call)
+
+    given = paths.normalize(path)
+    real = os.path.realpath(given)
+    for what in dict.fromkeys((os.path.dirname(given), real, os.path.dirname(real))):
+        try:
+            st = posix.stat(what)
+        except OSError as e:
+            return "%s cannot be examined (%s)" % (what, e.strerror)
+        if st.st_uid not in (posix.geteuid(), 0):
+            return "%s belongs to uid %d" % (what, st.st_uid)
+        if st.st_mode & 0o022:
+            return "%s is writable by others (mode %o)" % (what, st.st_mode & 0o777)
+    return None
+

@@ -1,7 +1,6 @@
 """install.py's helpers without the network: where the private venv gets its pip, and the
 refusals that come before anything is changed (tests/test_readme_install.py runs the whole line)."""
 
-import importlib.util
 import os
 import subprocess
 import sys
@@ -10,26 +9,23 @@ import pytest
 
 from cc_continuity import cli
 from cc_continuity.install import bootstrap
+from tests.helpers.pkgindex import PackageIndex, use_index
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def test_requirements_are_pyprojects():
-    assert bootstrap.requirements(REPO) == ["psutil>=5.9", "libtmux>=0.37", "watchdog>=4.0", "requests>=2.31"]
-
-
-def test_no_ensurepip_uses_the_system_pip_to_fill_the_venv(tmp_path, monkeypatch):
-    """Debian's python3 without python3-venv: a pip-less venv, filled by `python3 -m pip --python`."""
-    real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "ensurepip" else real(name, *a))
-    venv = str(tmp_path / "state" / "venv")
-    pip = bootstrap.make_venv(venv, python=sys.executable)
-    assert pip == [sys.executable, "-m", "pip", "--python", os.path.join(venv, "bin", "python")]
-    assert not os.path.exists(os.path.join(venv, "bin", "pip")), "made --without-pip"
-    assert oct(os.stat(venv).st_mode & 0o777) == "0o700"
-    listed = subprocess.run(pip + ["list", "--format=freeze"], capture_output=True, text=True, timeout=120)
-    assert listed.returncode == 0, listed.stderr
-    assert "psutil" not in listed.stdout, "it lists the venv's packages, not this interpreter's"
+def test_a_refusing_index_is_named_with_its_credentials_masked(tmp_path, isolated_home, monkeypatch):
+    """install.py fills its venv the way a plugin builds its packages (deps.build.make: the user's own index,
+    every file's hash); an index that refuses is named in the error, its credentials masked."""
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")  # no uv: pip from ensurepip
+    with PackageIndex(tmp_path, status=403) as index:
+        use_index(isolated_home, index.url.replace("//", "//ci:tok3n-value-of-the-index@"))
+        venv = os.path.join(bootstrap.venv_dir())
+        with pytest.raises(bootstrap.BootstrapError) as e:
+            bootstrap.fill_venv(venv, python=sys.executable)
+    assert "answered HTTP 403" in str(e.value) and "tok3n-value" not in str(e.value), e.value
+    assert "pipx/uv" in str(e.value)
+    assert index.requests and all(path.startswith("/simple/") for _, path in index.requests)
 
 
 def test_missing_git_or_tmux_is_named_and_nothing_is_done(tmp_path, monkeypatch, capsys):

@@ -50,6 +50,10 @@ WATCH_ON_EVERY_VERB = (START_UP, "every verb's start: watch/ (fleet, liveness, s
 
 # module -> {(function, what it imports): (reason, why)}
 KEPT = {
+    "cc_continuity.deps": {
+        ("spawn", "subprocess"): (START_UP, "every prompt of a plugin session loads deps; subprocess +~4 ms, loaded "
+                                            "when a build starts (once per plugin and interpreter)"),
+    },
     "cc_continuity.commands.status": {
         **{(fn, "cc_continuity.watch.fleet"): WATCH_ON_EVERY_VERB for fn in ("_panes", "run", "run_fleet")},
         ("run_fleet", "cc_continuity.watch.actions"): WATCH_ON_EVERY_VERB,
@@ -74,8 +78,9 @@ KEPT = {
                       "and median of 15, after the parser); only install, uninstall and doctor of Codex need it"),
     },
     "cc_continuity.install.bootstrap": {
-        ("requirements", "tomllib"): (START_UP, "launch and every verb load install/: +~5 ms; install.py's only"),
-        ("make_venv", "urllib.request"): (START_UP, "launch and every verb load install/: +~20 ms; no-pip case"),
+        ("fill_venv", "cc_continuity.deps.build"): (START_UP, "launch and every verb load install/: the installers "
+                                                                "and the index (urllib, html, configparser) +~20 ms; "
+                                                                "install.py's only"),
     },
     "cc_continuity.notify": {
         ("format_message", "cc_continuity.redact.redact"): (
@@ -120,7 +125,7 @@ KEPT = {
         ("HookPorts.deliver", "cc_continuity.notify"): (
             START_UP, "the mod calls in at every turn's end: notify +~3 ms, loaded when a push goes out"),
         ("HookPorts.can_drive", "cc_continuity.tmux"): (
-            START_UP, "the mod calls in at every turn's end: tmux (pane, libtmux when present) +~5 ms, loaded when "
+            START_UP, "the mod calls in at every turn's end: tmux (pane) +~5 ms, loaded when "
                       "a hand-over needs a driver"),
         ("HookPorts.start_rotator", "cc_continuity.tmux.rotator"): (
             START_UP, "the rotator's module (subprocess, notify) +~8 ms, loaded when one is started"),
@@ -162,12 +167,6 @@ KEPT = {
         ("reader_of", "cc_continuity.hosts.codex.screen.CodexScreen"): (
             START_UP, "the rotator's start: hosts/ (its __init__ loads the Claude host, rotation.context, effects) "
                       "+~25 ms, for a Codex plan only"),
-    },
-    "cc_continuity.tmux.pane": {
-        (fn, what): (OPTIONAL, "can_drive runs in the plugin's hooks, maybe without libtmux; ~70 ms")
-        for fn, what in (("Pane._libtmux_server", "libtmux"), ("Pane._run", "libtmux.exc"),
-                         ("Pane._libtmux_pane", "libtmux.exc"), ("Pane._libtmux_pane", "libtmux.pane.Pane"),
-                         ("Pane.rename_session", "libtmux.exc"), ("Pane.rename_window", "libtmux.exc"))
     },
     "cc_continuity.watch.liveness": {
         **{(fn, "psutil"): (OPTIONAL, "`status` loads this module (via fleet) and runs without psutil; ~11 ms")

@@ -31,16 +31,20 @@ ALLOWED = {
     "rotation": {"snapshot"},          # a checkpoint holds a work-tree snapshot (its job, its ref, its diff);
                                        # the host it runs in is a port (rotation/host.py), never imported
     # -- adapters
+    "deps": set(),                     # the optional packages: where they are for this interpreter, their build
+                                       # (pip, uv, the package index); the root only, so any folder may ask it
     "hosts": {"rotation", "tmux", "notify"},  # each agent fills the rotation's ports (hosts/claude, hosts/codex):
                                        # its own files and process, and for a hook call pushes and the tmux rotator
     "notify": set(),                   # the push spool and its flusher talk to the ntfy server and the root only
     "tmux": {"rotation", "notify", "hosts"},  # the rotator is the tmux hand-over (rotation/handover.py's plan);
                                        # a failed one pushes; launch finds the real claude (hosts/claude)
-    "hooks": {"rotation", "snapshot", "hosts"},  # one step per Claude Code event, with the Claude host's context;
-                                       # PreToolUse waits for a snapshot job
+    "hooks": {"rotation", "snapshot", "hosts", "deps"},  # one step per Claude Code event, with the Claude host's
+                                       # context; PreToolUse waits for a snapshot job; a plugin session starts
+                                       # its optional packages' build
     "watch": {"rotation", "install", "tmux", "notify"},  # readings and hand-over plans; service files name the
                                        # installed launcher (install.app); it types into panes, re-spawns a rotator
-    "install": {"rotation", "hosts"},  # uninstall --purge names what stays on share remotes; the real claude
+    "install": {"rotation", "hosts", "deps"},  # uninstall --purge names what stays on share remotes; the real claude;
+                                       # install.py fills its venv the way a plugin builds its packages
     "doctor": {"install", "hooks", "notify", "tmux", "hosts"},  # it reads what install wrote, the hook table's
                                        # events, the pane's environment, the real claude; --notify-test pushes once
     "rehearse": {"rotation", "install", "tmux"},  # it installs into a throwaway HOME and drives a real pane

@@ -62,6 +62,7 @@ HOSTILE = {
     "share_remote": "origin",           # would push every checkpoint (handoff, facts, tree) to a server
     "share_untracked": True,            # would publish untracked files too
     "share_unclaimed_alert_min": 0.5,   # would make the watchdog contact the remote (and push) sooner
+    "fetch_packages": False,            # would keep the shell parser out: holds read shell the simpler way
     "snapshot_timeout_s": 10,
     "effects_hold": False,              # would let a successor post, publish, release twice
     "effects_local_exempt": False,

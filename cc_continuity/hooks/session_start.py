@@ -9,6 +9,7 @@ written here.
 """
 
 from ..rotation import start
+from . import plugin_env
 from ..hosts.claude.host import HookContext
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time nothing is imported
@@ -19,4 +20,5 @@ if TYPE_CHECKING:
 
 
 def handle(call: "Call") -> "dict[str, Any] | None":
-    return start.session_started(HookContext(call))
+    ctx = HookContext(call)
+    return plugin_env.noted(ctx, start.session_started(ctx))

@@ -8,6 +8,7 @@ claim (it timed out, say), the continuation prompt claims here instead.
 """
 
 from ..rotation import start
+from . import plugin_env
 from ..hosts.claude.host import HookContext
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time nothing is imported
@@ -18,4 +19,5 @@ if TYPE_CHECKING:
 
 
 def handle(call: "Call") -> "dict[str, Any] | None":
-    return start.prompt_submitted(HookContext(call))
+    ctx = HookContext(call)
+    return plugin_env.noted(ctx, start.prompt_submitted(ctx))

@@ -26,11 +26,11 @@ import shutil
 import sys
 import time
 
-from .. import __version__, atomic, errors, paths
+from .. import __version__, atomic, deps, errors, paths
 from .wrapper import FALLTHROUGH_STATUS
 
-# pyproject's runtime dependencies; their own requirements are followed from metadata.
-RUNTIME_DISTS = ("psutil", "libtmux", "watchdog", "requests")
+# pyproject's dependencies (the optional packages, deps.PACKAGES); their own requirements are followed from metadata.
+RUNTIME_DISTS = deps.PACKAGES
 _SKIP_DIRS = {"__pycache__"}
 _SKIP_SUFFIXES = (".pyc", ".pyo")
 

@@ -10,23 +10,22 @@ dependencies into the app copy, write the launcher for the *base*
 interpreter (app.py), merge settings, rc block and skills.  Nothing is built
 and nothing of ours comes from an index.
 
-Where that venv gets pip: ``ensurepip`` when the interpreter has it; else
-the system's ``python3 -m pip --python VENV``; else pip's own zipapp from
-bootstrap.pypa.io (the dependencies come from the network anyway).
+The venv is made and filled the way a marketplace plugin's environment is
+(:func:`cc_continuity.deps.build.make`): ``requirements.lock`` with every
+file's hash, binary wheels only; with a trusted ``uv``, else pip from
+``ensurepip``, else pip's own wheel from your package index (hash pinned).
 
 Runs on the standard library only: the dependencies are what it installs.
 """
 
-import importlib.util
 import os
 import shutil
 import subprocess
 import sys
 
-from .. import paths
+from .. import deps, paths
 from . import app
 
-PIP_ZIPAPP_URL = "https://bootstrap.pypa.io/pip/pip.pyz"
 # Claude Code versions older than this lack hook fields the rotation relies on.
 MIN_CLAUDE = (2, 1, 209)
 
@@ -47,14 +46,6 @@ def venv_dir(home=None):
 def say(msg):
     sys.stderr.write("install.py: %s\n" % msg)
     sys.stderr.flush()
-
-
-def requirements(source_root):
-    """The runtime requirements, as pyproject.toml spells them (one place for them)."""
-    import tomllib  # lazy: only install.py needs it; +~5 ms to launch and every verb (they load install/)
-
-    with open(os.path.join(source_root, "pyproject.toml"), "rb") as f:
-        return list(tomllib.load(f)["project"]["dependencies"])
 
 
 def missing_tools(env=None):
@@ -92,46 +83,23 @@ def have_dependencies():
     return True
 
 
-def _run(cmd, what):
-    p = subprocess.run(cmd, stdin=subprocess.DEVNULL)
-    if p.returncode != 0:
-        raise BootstrapError("%s failed (exit %d): %s" % (what, p.returncode, " ".join(cmd)))
-
-
 def _venv_python(venv):
     return os.path.join(venv, "bin", "python")
 
 
-def _has_pip(python):
-    return subprocess.run([python, "-m", "pip", "--version"], capture_output=True,
-                          stdin=subprocess.DEVNULL).returncode == 0
+def fill_venv(venv, python=sys.executable):
+    """The private venv at ``venv`` with the locked packages in it (made when missing); its python."""
+    from ..deps import build  # (install.py's only: the installers and the index; +~25 ms to every verb else)
 
-
-def make_venv(venv, python=sys.executable):
-    """A virtualenv at ``venv`` and the pip command that installs into it."""
-    vpy = _venv_python(venv)
-    if os.path.isfile(vpy) and _has_pip(vpy):
-        return [vpy, "-m", "pip"]
     paths.ensure_dir(os.path.dirname(venv))
-    with_pip = importlib.util.find_spec("ensurepip") is not None
-    say("creating %s%s" % (venv, "" if with_pip else " (this Python has no ensurepip)"))
-    _run([python, "-m", "venv", "--clear"] + ([] if with_pip else ["--without-pip"]) + [venv], "python -m venv")
-    os.chmod(venv, paths.DIR_MODE)
-    if _has_pip(vpy):
-        return [vpy, "-m", "pip"]
-    if _has_pip(python):  # Debian's python3-pip can install into another environment
-        return [python, "-m", "pip", "--python", vpy]
-    pyz = os.path.join(venv, "pip.pyz")
-    say("fetching pip from %s" % PIP_ZIPAPP_URL)
+    say("installing %s into %s" % (", ".join(deps.PACKAGES), venv))
     try:
-        import urllib.request  # lazy: only without pip; +~20 ms to launch and every verb (they load install/)
-
-        with urllib.request.urlopen(PIP_ZIPAPP_URL, timeout=60) as r, open(pyz, "wb") as f:
-            shutil.copyfileobj(r, f)
-    except OSError as e:
-        raise BootstrapError("no pip for %s and cannot fetch one (%s); install python3-venv "
-                             "(sudo apt-get install python3-venv) or use pipx/uv (see README)" % (venv, e)) from None
-    return [vpy, pyz]
+        build.make(venv, python, say=say)
+    except build.BuildError as e:
+        raise BootstrapError("%s; the dependencies come from your package index (pip.conf / uv.toml), or use "
+                             "pipx/uv (see README)" % e) from None
+    os.chmod(venv, paths.DIR_MODE)
+    return _venv_python(venv)
 
 
 def main(argv, source_root, cli):
@@ -168,26 +136,21 @@ def main(argv, source_root, cli):
     note = claude_version_note() if args.agent == "claude" else None  # (Codex CLI's install needs no claude)
     if note:
         say("warning: " + note)
-    deps = have_dependencies()
+    have = have_dependencies()
     if args.dry_run:
-        if not deps:
+        if not have:
             say("dry run: would create the virtualenv %s and install %s into it"
-                % (venv_dir(), ", ".join(requirements(source_root))))
+                % (venv_dir(), ", ".join(deps.PACKAGES)))
         return cli.main(["install"] + list(argv))
-    if deps:
-        python, pip = sys.executable, None
+    if have:
+        python = sys.executable
     else:
-        venv = venv_dir()
         try:
-            pip = make_venv(venv)
-            say("installing %s into %s" % (", ".join(requirements(source_root)), venv))
-            _run(pip + ["install", "-q", "--disable-pip-version-check"] + requirements(source_root),
-                 "pip install")
+            python = fill_venv(venv_dir())
         except BootstrapError as e:
             say("error: %s" % e)
             say("nothing of your Claude Code setup was changed")
             return 1
-        python = _venv_python(venv)
     code = ("import sys; sys.path.insert(0, %r); from cc_continuity.cli import main; "
             "sys.exit(main(['install'] + sys.argv[1:]))" % source_root)
     return subprocess.run([python, "-c", code] + list(argv)).returncode

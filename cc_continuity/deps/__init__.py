@@ -1,0 +1,204 @@
+"""The optional packages: where they come from for the Python the hooks run, and the build of their own
+environment where the host gives us a folder for one.
+
+Nothing the rotation needs is optional: every hook, the tmux driver and pushes (``urllib``) run on the
+standard library.  The packages in ``requirements.lock`` serve the rest: tree-sitter's shell parser
+(side-effect holds and the handoff's claims read shell with it; without it, with the simpler reader),
+psutil and watchdog (the watchdog daemon), requests (pushes with certifi's certificates).  They come from:
+
+* the app copy's ``lib/`` (``python3 install.py`` and ``cc-continuity install`` put them there), or
+* a Claude Code plugin installed from a marketplace, which carries none: its first SessionStart (or
+  prompt) starts :mod:`.build`, detached and never awaited, which makes a virtualenv of its own under
+  ``${CLAUDE_PLUGIN_DATA}`` (Claude Code's folder for exactly this: it survives updates and goes with the
+  plugin's last uninstall)::
+
+      ${CLAUDE_PLUGIN_DATA}/envs/<name>/          one per interpreter (realpath, major.minor) and lock
+      ${CLAUDE_PLUGIN_DATA}/envs/<name>/.complete  written last, with what was built (JSON)
+      ${CLAUDE_PLUGIN_DATA}/envs/<name>.failed     why the last try failed (JSON) and whether it was shown
+      ${CLAUDE_PLUGIN_DATA}/envs/.lock             one builder at a time
+
+An environment is complete before it is renamed into place and never changed after; a new lock or a new
+interpreter gets a new name, so two plugin versions or two sessions never rebuild one in use.
+
+This module runs in the prompt's and the session's hooks (``python -S``): the standard library only, a
+few stats and one small read per call.
+"""
+
+import fcntl
+import hashlib
+import json
+import os
+import sys
+import time
+
+from .. import atomic, paths
+
+LOCK_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "requirements.lock")
+# The packages asked for (the lock pins them and what they need); what a built environment must import.
+PACKAGES = ("psutil", "watchdog", "requests", "tree-sitter", "tree-sitter-bash")
+IMPORTS = ("psutil", "watchdog", "requests", "tree_sitter", "tree_sitter_bash")
+RETRY_S = 6 * 3600  # a failed build is tried again at a session or prompt this long after it failed
+BUILD_MODULE = "cc_continuity.deps.build"
+COMPLETE = ".complete"
+_digest = None
+
+
+def lock_digest():
+    """The lock's sha256 (hex, first 16): part of every environment's name."""
+    global _digest
+    if _digest is None:
+        with open(LOCK_FILE, "rb") as f:
+            _digest = hashlib.sha256(f.read()).hexdigest()[:16]
+    return _digest
+
+
+def env_name(python, version):
+    """The folder name for ``python`` (its realpath) at ``version`` ("3.11") and this lock."""
+    key = "%s\0%s\0%s" % (os.path.realpath(python), version, lock_digest())
+    return "py%s-%s" % (version, hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:12])
+
+
+def plugin_data(env=None):
+    """``${CLAUDE_PLUGIN_DATA}`` when a plugin's hook (or the mod) runs us, else None."""
+    d = (os.environ if env is None else env).get("CLAUDE_PLUGIN_DATA") or ""
+    return d if os.path.isabs(d) else None
+
+
+def envs_dir(data):
+    return os.path.join(data, "envs")
+
+
+def running_version():
+    return "%d.%d" % sys.version_info[:2]
+
+
+def env_dir(data, python=None, version=None):
+    """Where the environment for ``python`` (default: this interpreter) lives under ``data``."""
+    return os.path.join(envs_dir(data), env_name(python or sys.executable, version or running_version()))
+
+
+def site_dir(env, version=None):
+    return os.path.join(env, "lib", "python%s" % (version or running_version()), "site-packages")
+
+
+def complete(env):
+    """What the builder wrote when ``env`` was finished (a dict), or None while it is not."""
+    try:
+        with open(os.path.join(env, COMPLETE), encoding="utf-8") as f:
+            info = json.load(f)
+    except (OSError, ValueError):
+        return None
+    return info if isinstance(info, dict) else None
+
+
+def failure(env):
+    """The last failed try for ``env`` (a dict: at, why, fix, shown), or None."""
+    try:
+        with open(env + ".failed", encoding="utf-8") as f:
+            info = json.load(f)
+    except (OSError, ValueError):
+        return None
+    return info if isinstance(info, dict) else None
+
+
+def app_lib():
+    """``<app>/lib`` beside the package we run from, when there is one (the app copy's packages)."""
+    lib = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "lib")
+    return lib if os.path.isdir(lib) else None
+
+
+def extra_paths(env=None):
+    """The folders that hold the optional packages for this interpreter: the app copy's lib/, then the
+    plugin's built environment (when complete).  What a child process of ours gets on PYTHONPATH."""
+    out = []
+    lib = app_lib()
+    if lib:
+        out.append(lib)
+    data = plugin_data(env)
+    if data:
+        built = env_dir(data)
+        if complete(built) is not None:
+            out.append(site_dir(built))
+    return out
+
+
+def activate():
+    """Make the optional packages importable in this process (appended to ``sys.path``); the folders added."""
+    added = [p for p in extra_paths() if p not in sys.path]
+    sys.path.extend(added)
+    return added
+
+
+def building(data):
+    """Is a builder at work on ``data`` now (it holds the lock)?"""
+    try:
+        fd = os.open(os.path.join(envs_dir(data), ".lock"), os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+def needed(cfg, env=None):
+    """The plugin data folder to build in, when this session needs the environment and may fetch it."""
+    data = plugin_data(env)
+    if data is None or app_lib() is not None or not cfg["fetch_packages"]:
+        return None
+    return data
+
+
+def at_session(cfg, env=None, now=None):
+    """At a SessionStart or a prompt of a plugin session: start the build when it is due (detached, never
+    awaited) and return the one line the user is to see about it, once per failure (else None)."""
+    data = needed(cfg, env)
+    if data is None:
+        return None
+    built = env_dir(data)
+    if complete(built) is not None:
+        return None
+    failed = failure(built)
+    now = time.time() if now is None else now
+    due = failed is None or not isinstance(failed.get("at"), (int, float)) or now - failed["at"] >= RETRY_S
+    if due and not building(data):
+        spawn(data)
+    if failed is not None and not failed.get("shown"):
+        mark_shown(built, failed)
+        return failed_line(failed)
+    return None
+
+
+def failed_line(failed):
+    return ("cc-continuity could not build its optional packages (%s): %s. Rotation works without them; "
+            "side-effect holds read shell commands with the simpler reader meanwhile. Finish it with: %s"
+            % (", ".join(PACKAGES), failed.get("why") or "unknown", failed.get("fix") or "cc-continuity doctor --fix"))
+
+
+def mark_shown(env, failed):
+    try:
+        atomic.write_text(env + ".failed", json.dumps(dict(failed, shown=True)) + "\n", mode=paths.FILE_MODE)
+    except OSError:
+        pass
+
+
+def spawn(data, python=None):
+    """Start :mod:`.build` for ``data`` detached (its own session, no terminal, output to its log); its pid."""
+    import subprocess  # a build's start only (once per plugin and interpreter): +~4 ms on every prompt else
+
+    python = python or sys.executable
+    package_parent = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    env["PYTHONPATH"] = package_parent
+    logs = paths.ensure_dir(paths.logs_dir())
+    out = os.open(os.path.join(logs, "deps.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC,
+                  paths.FILE_MODE)
+    try:
+        proc = subprocess.Popen([python, "-S", "-m", BUILD_MODULE, "--data", data], stdin=subprocess.DEVNULL,
+                                stdout=out, stderr=out, cwd="/", env=env, start_new_session=True, close_fds=True)
+    finally:
+        os.close(out)
+    return proc.pid
