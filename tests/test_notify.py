@@ -61,6 +61,14 @@ def reap_flushers():
     assert wait_until(lambda: all(gone(p) for p in procs), timeout=5)
 
 
+@pytest.fixture(params=["requests", "stdlib"])
+def transport(request, monkeypatch):
+    """Each delivery test twice: with requests, and where the flusher's Python has none (urllib)."""
+    if request.param == "stdlib":
+        monkeypatch.setitem(sys.modules, "requests", None)  # `import requests` raises ImportError
+    return request.param
+
+
 def configure(url, token=None, events=None):
     changes = {"ntfy_url": url, "ntfy_token": token}
     if events is not None:
@@ -241,7 +249,7 @@ def spool_one(ntfy, event="done", token=None, now=None, text="all green"):
     return notify.spool(msg, ntfy.url, token, now=now)
 
 
-def test_server_down_keeps_the_message_and_delivers_when_it_is_back(ntfy):
+def test_server_down_keeps_the_message_and_delivers_when_it_is_back(ntfy, transport):
     t0 = time.time()
     path = spool_one(ntfy, now=t0)
     stats = notify.flush(now=t0)
@@ -258,7 +266,7 @@ def test_server_down_keeps_the_message_and_delivers_when_it_is_back(ntfy):
     assert spool_files() == []
 
 
-def test_slow_server_costs_one_timeout_and_the_messages_stay_spooled(ntfy):
+def test_slow_server_costs_one_timeout_and_the_messages_stay_spooled(ntfy, transport):
     ntfy.delay = 30
     ntfy.start()
     t0 = time.time()
@@ -276,7 +284,7 @@ def test_slow_server_costs_one_timeout_and_the_messages_stay_spooled(ntfy):
     assert read_spool(second)["next_at"] == read_spool(first)["next_at"]
 
 
-def test_500_is_retried_with_bounded_backoff_then_dropped_and_logged(ntfy):
+def test_500_is_retried_with_bounded_backoff_then_dropped_and_logged(ntfy, transport):
     ntfy.status = 500
     ntfy.start()
     t0 = time.time()
@@ -299,7 +307,7 @@ def test_500_is_retried_with_bounded_backoff_then_dropped_and_logged(ntfy):
     assert notify.flush(now=now + 10000)["sent"] == 0 and len(ntfy.requests) == notify.MAX_ATTEMPTS
 
 
-def test_4xx_is_dropped_at_once_but_429_waits_for_retry_after(ntfy):
+def test_4xx_is_dropped_at_once_but_429_waits_for_retry_after(ntfy, transport):
     ntfy.status = 403
     ntfy.start()
     t0 = time.time()
@@ -356,9 +364,42 @@ def test_notify_flush_verb_delivers_the_spool(ntfy, capsys):
     assert len(ntfy.requests) == 1 and spool_files() == []
 
 
+def test_a_redirect_is_dropped_and_never_followed_with_the_token(ntfy, transport):
+    ntfy.status = 302
+    ntfy.headers = {"Location": "http://127.0.0.1:%d/elsewhere" % ntfy.port}
+    ntfy.start()
+    t0 = time.time()
+    spool_one(ntfy, token=NTFY_TOKEN, now=t0)
+    assert notify.flush(now=t0)["dropped"] == 1
+    assert [r["path"] for r in ntfy.requests] == ["/cc-demo-topic"] and "HTTP 302" in notify_log()
+
+
+SYSTEM_PYTHON = "/usr/bin/python3"
+
+
+def test_the_flusher_delivers_on_a_system_python_without_requests(ntfy, tmp_path):
+    """A plugin's hooks may run the distribution's Python (PEP 668, no requests): emit there starts the
+    flusher on that same Python, which pushes with urllib, headers exact."""
+    has = lambda mod: subprocess.run([SYSTEM_PYTHON, "-S", "-c", "import " + mod], capture_output=True).returncode == 0
+    if not os.path.exists(SYSTEM_PYTHON) or has("requests"):
+        if os.environ.get("CI") == "true":
+            pytest.fail("CI's machine must have a system python3 without requests (issue 32)")
+        pytest.skip("needs a /usr/bin/python3 without requests")
+    ntfy.start()
+    configure(ntfy.url, token=NTFY_TOKEN)
+    code = ("from cc_continuity import notify; "
+            "notify.emit('blocked', slug='demo', session=7, ratio=0.58, text='which DB?', host='devbox')")
+    subprocess.run([SYSTEM_PYTHON, "-S", "-c", code], check=True, timeout=30, stdin=subprocess.DEVNULL)
+    (req,) = ntfy.wait_for(1)
+    assert req["headers"]["Authorization"] == "Bearer " + NTFY_TOKEN and req["headers"]["Priority"] == "5"
+    assert title_of(req) == "cc-continuity · demo-007 · BLOCKED, needs you"
+    assert req["body"] == "which DB?\ndemo-007 · ctx 58% · devbox"
+    assert wait_until(lambda: not spool_files())
+
+
 # --- send_test: doctor --notify-test ----------------------------------------------------
 
-def test_send_test_reports_success_and_failure(ntfy):
+def test_send_test_reports_success_and_failure(ntfy, transport):
     assert notify.send_test() == (False, "no ntfy URL configured (cc-continuity configure --ntfy URL)")
     configure(ntfy.url, token=NTFY_TOKEN)
     ok, detail = notify.send_test()

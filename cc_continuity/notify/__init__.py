@@ -22,7 +22,7 @@ import sys
 import time
 from urllib.parse import urlsplit
 
-from .. import atomic, config, fastjson, log, paths
+from .. import atomic, config, deps, fastjson, log, paths
 from ..lock import Lock, LockTimeout
 
 BODY_MAX = 200
@@ -211,10 +211,7 @@ def spool(msg, url, token=None, now=None):
 
 def spawn_flusher():
     """``python -m cc_continuity.notify`` (``notify/__main__.py``: :func:`main`) in its own session, stdio on /dev/null; the Popen."""
-    env = dict(os.environ)
-    parent = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    extra = [parent] + ([parent + "/lib"] if os.path.isdir(parent + "/lib") else [])
-    env["PYTHONPATH"] = os.pathsep.join(p for p in extra + [env.get("PYTHONPATH", "")] if p)
+    env = deps.child_env()  # requests where the app copy or a plugin's built packages have it (else urllib)
     return subprocess.Popen(
         [sys.executable, "-m", "cc_continuity.notify"],
         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -249,8 +246,6 @@ def post(msg, timeout=TIMEOUT):
     (any other answer: a 4xx or a redirect will not get better by waiting).
     ``detail`` names the failure without the URL, token or message text.
     """
-    import requests  # optional dependency, flusher side only (emit must not import it)
-
     headers = {
         "Title": _header(msg["title"]),
         "Priority": str(int(msg.get("priority", 3))),
@@ -259,6 +254,10 @@ def post(msg, timeout=TIMEOUT):
     }
     if msg.get("token"):
         headers["Authorization"] = "Bearer " + msg["token"]
+    try:
+        import requests  # optional (certifi's certificates): flusher side only, emit must not import it
+    except ImportError:
+        return _post_urllib(msg, headers, timeout)
     connect = min(2.0, timeout / 2.0)
     try:
         r = requests.post(msg["url"], data=msg["body"].encode("utf-8"), headers=headers,
@@ -271,11 +270,49 @@ def post(msg, timeout=TIMEOUT):
         return "drop", "bad request (%s)" % type(e).__name__, None
     status = r.status_code
     r.close()
+    return _answer(status, r.headers.get("Retry-After"))
+
+
+def _post_urllib(msg, headers, timeout):
+    """:func:`post` on the standard library (no requests where the flusher runs): the same outcomes."""
+    import http.client  # the flusher's only, without requests (emit is on every hook's path: +~25 ms there)
+    import socket  # (the same)
+    import urllib.error  # (the same)
+    import urllib.request  # (the same)
+
+    class NoRedirect(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *args, **kwargs):
+            return None  # a redirect is an answer (3xx: dropped), never followed with the token
+
+    req = urllib.request.Request(msg["url"], data=msg["body"].encode("utf-8"), headers=headers, method="POST")
+    try:
+        with urllib.request.build_opener(NoRedirect).open(req, timeout=timeout) as r:
+            return _answer(r.status, r.headers.get("Retry-After"))
+    except urllib.error.HTTPError as e:
+        status, after = e.code, e.headers.get("Retry-After") if e.headers else None
+        e.close()
+        return _answer(status, after)
+    except (TimeoutError, socket.timeout):
+        return "retry", "no answer within %gs" % timeout, None
+    except urllib.error.URLError as e:
+        if isinstance(e.reason, (TimeoutError, socket.timeout)):
+            return "retry", "no answer within %gs" % timeout, None
+        if isinstance(e.reason, OSError):
+            return "retry", "cannot connect", None
+        return "drop", "bad request (%s)" % type(e.reason).__name__, None
+    except (http.client.HTTPException, ConnectionError):
+        return "retry", "cannot connect", None
+    except (ValueError, KeyError, TypeError) as e:
+        return "drop", "bad request (%s)" % type(e).__name__, None
+
+
+def _answer(status, retry_after):
+    """The outcome of an HTTP answer: sent (2xx), retry (429, 5xx; Retry-After seconds), else drop."""
     if 200 <= status < 300:
         return "sent", "HTTP %d" % status, None
     if status == 429 or status >= 500:
         try:
-            after = float(r.headers.get("Retry-After", ""))
+            after = float(retry_after or "")
         except ValueError:
             after = None
         return "retry", "HTTP %d" % status, after
