@@ -86,6 +86,9 @@ KEPT = {
         ("format_message", "cc_continuity.redact.redact"): (
             START_UP, "the hooks' push port imports notify even with pushes off: +~20 ms (its rules compile)"),
         ("post", "requests"): (OPTIONAL, "flusher side only; emit must not import it (tests/test_notify.py)"),
+        **{("_post_urllib", what): (START_UP, "the flusher's only, without requests: emit is on every hook's path, "
+                                              "+~25 ms there") for what in ("http.client", "socket", "urllib.error",
+                                                                             "urllib.request")},
     },
     "cc_continuity.rehearse": {
         ("Rehearsal.run", "cc_continuity.rehearse.scripted_model.ScriptedModel"): (

@@ -35,8 +35,9 @@ ALLOWED = {
                                        # (pip, uv, the package index); the root only, so any folder may ask it
     "hosts": {"rotation", "tmux", "notify"},  # each agent fills the rotation's ports (hosts/claude, hosts/codex):
                                        # its own files and process, and for a hook call pushes and the tmux rotator
-    "notify": set(),                   # the push spool and its flusher talk to the ntfy server and the root only
-    "tmux": {"rotation", "notify", "hosts"},  # the rotator is the tmux hand-over (rotation/handover.py's plan);
+    "notify": {"deps"},                # the push spool and its flusher talk to the ntfy server and the root only
+                                       # (the flusher starts with the optional packages where they are)
+    "tmux": {"rotation", "notify", "hosts", "deps"},  # the rotator is the tmux hand-over (rotation/handover.py's plan);
                                        # a failed one pushes; launch finds the real claude (hosts/claude)
     "hooks": {"rotation", "snapshot", "hosts", "deps"},  # one step per Claude Code event, with the Claude host's
                                        # context; PreToolUse waits for a snapshot job; a plugin session starts

@@ -14,7 +14,7 @@ import sys
 import pytest
 
 from cc_continuity import config, meter, session
-from cc_continuity.rotation import handover
+from cc_continuity.rotation import handover, texts
 from helpers.hookdriver import HookDriver, dead_pid, handoff_text, tokens_at
 
 S1 = "d4d4d4d4-0000-4000-8000-000000000001"
@@ -132,11 +132,27 @@ def test_a_failed_hand_over_is_given_back_and_without_a_rotator_the_user_is_aske
     mod(drv, "ModHello", S1, cwd=drv.root)
     to_verified(drv, S1)
     assert handover.take_handover(S1, "mod")
-    assert mod(drv, "ModDone", S1, ok=False, step="clear", error="clear refused") is None
+    cid = drv.state(S1)["checkpoint"]["id"]
+    # The mod pins it under the prompt at once (no turn's end may come to say it), and at every turn's end after.
+    said = mod(drv, "ModDone", S1, ok=False, step="clear", error="clear refused")
+    assert said == {"notice": texts.type_clear(cid)}
     assert handover.handover_offered(S1) and handover.handover_holder(S1) is None
     assert drv.state(S1)["state"] == session.AWAITING_MANUAL_CLEAR
     failed = drv.ledger(S1, ev="mod")
     assert failed[-1]["ok"] is False and failed[-1]["error"] == "clear refused"
+    assert mod(drv, "ModTurnEnd", S1, usage={"tokens": tokens_at(66), "window": 200000}) == said
+
+
+def test_a_failed_hand_over_with_a_dead_rotator_behind_it_asks_the_user_too(drv):
+    """A rotator was spawned but is gone (it failed, or was killed): nobody would take the hand-over back."""
+    mod(drv, "ModHello", S1, cwd=drv.root)
+    to_verified(drv, S1)
+    with drv.project.edit(drv.sdir(S1)) as rec:
+        rec["rotator_pid"], rec["tmux_socket"], rec["tmux_pane"] = dead_pid(), "/tmp/no-such-socket", "%1"
+    assert handover.take_handover(S1, "mod")
+    said = mod(drv, "ModDone", S1, ok=False, step="submit", error="submit refused")
+    assert said and "Type /clear" in said["notice"]
+    assert drv.state(S1)["state"] == session.AWAITING_MANUAL_CLEAR
 
 
 def test_a_done_hand_over_is_recorded(drv):

@@ -57,6 +57,15 @@ class Setup:
         return [r["step"] for r in self.records()]
 
 
+def wait_for(cond, timeout):
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
 def names(server, pane_id):
     return server.tmux("display-message", "-p", "-t", pane_id, "#{session_name}|#{window_name}").strip()
 
@@ -384,7 +393,12 @@ def test_a_failed_rotation_asks_for_clear_and_pushes_why(server, tmp_path):
     lock = str(tmp_path / "lock")
     s = Setup(server, tmp_path, "--busy-start", "60", sdir=str(sdir), project_lock=lock,
               timeouts={"idle_s": 1, "marker_s": 1, "delivery_s": 1, "type_s": 1, "quiet_s": 0})
-    res = s.rotate()
+    kb = server.keyboard()  # a person looking at the pane: tmux shows them the message at once
+    try:
+        res = s.rotate()
+        assert wait_for(lambda: b"cp-003 waits: type /clear" in bytes(kb.output), 5), bytes(kb.output)[-400:]
+    finally:
+        kb.close()
     assert res.returncode == 1
     with Lock(lock, timeout=5):
         after = session.load(str(sdir))
@@ -546,3 +560,79 @@ def test_exactly_one_of_many_racing_drivers_takes_the_hand_over(tmp_path):
             assert json.load(f) == {"n": round_}
         handover.give_back(sid, winner)  # a failed driver puts it back for the other one
         assert handover.handover_offered(sid) and handover.handover_holder(sid) is None
+
+
+# -- the rotation needs no package; a standby that fails never takes the hand-over down ---------------
+
+def test_a_whole_rotation_runs_on_a_python_with_no_site_packages_at_all(server, tmp_path):
+    """What a plugin from a marketplace has (issue 32): the rotator on `python -S -I` (no site-packages,
+    no user site, no PYTHON* variables), this package alone on sys.path: the same rotation, byte-exact."""
+    s = Setup(server, tmp_path)
+    code = ("import sys; sys.path.insert(0, %r); "
+            "import cc_continuity.tmux.rotator as r; sys.exit(r.main([%r]))" % (os.path.dirname(
+                os.path.dirname(os.path.abspath(__file__))), s.plan_path))
+    probe = subprocess.run([sys.executable, "-S", "-I", "-c", "import psutil"], capture_output=True)
+    assert probe.returncode != 0  # the interpreter as the test runs it really has no third-party package
+    res = subprocess.run([sys.executable, "-S", "-I", "-c", code], capture_output=True, text=True, timeout=40,
+                         env={"PATH": os.environ["PATH"], "HOME": os.environ["HOME"],
+                              "CC_CONTINUITY_HOME": os.environ["CC_CONTINUITY_HOME"]})
+    assert res.returncode == 0, res.stderr
+    assert s.run.submitted() == ["/clear", CONTINUATION] and s.steps() == HAPPY_STEPS
+
+
+def _failing_standby(server, tmp_path, standby_s):
+    """A standby rotator that fails at its first pane check (its tmux is not there), for a ROTATING session."""
+    from cc_continuity import session
+
+    sdir = tmp_path / "session"
+    sdir.mkdir(exist_ok=True)
+    session.save(str(sdir), session.new_record(3, "proj-003", SID, state=session.ROTATING, slug="proj",
+                                               project_root=str(tmp_path), checkpoint={"id": "cp-003"}))
+    s = _standby_setup(server, tmp_path, standby_s=standby_s)
+    s.plan.update(sdir=str(sdir), project_lock=str(tmp_path / "lock"), claude_pid=os.getpid(),
+                  tmux_bin=str(tmp_path / "no-tmux-here"))
+    with open(s.plan_path, "w") as f:
+        json.dump(s.plan, f)
+    return s, str(sdir)
+
+
+def test_a_standby_rotator_that_fails_leaves_the_record_to_the_mods_hand_over(server, tmp_path):
+    """It failed before it won the hand-over: the mod takes the offer at its turn's end and goes ahead
+    (its check wants the record ROTATING with the mod as driver); the rotator changes nothing."""
+    from cc_continuity import session
+
+    s, sdir = _failing_standby(server, tmp_path, standby_s=10)
+    import threading
+
+    def the_mod():
+        deadline = time.monotonic() + 30
+        while "failed" not in s.steps() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        time.sleep(0.3)
+        assert handover.take_handover(SID, "mod")
+
+    t = threading.Thread(target=the_mod)
+    t.start()
+    t0 = time.monotonic()
+    res = s.rotate()
+    t.join()
+    assert res.returncode == 1 and time.monotonic() - t0 < 8
+    assert session.load(sdir)["state"] == session.ROTATING
+    assert "tmux binary not found" in [r for r in s.records() if r["step"] == "failed"][0]["reason"]
+    assert [r["holder"] for r in s.records() if r["step"] == "left_to_mod"] == ["mod"]
+    assert handover.handover_holder(SID) == "mod"
+    assert not [r for r in ledger.read(os.path.join(sdir, "ledger.jsonl")) if r.get("ev") == "transition"]
+
+
+def test_a_standby_rotator_that_fails_and_nobody_takes_the_offer_asks_for_clear(server, tmp_path):
+    from cc_continuity import session
+    from cc_continuity.lock import Lock
+
+    s, sdir = _failing_standby(server, tmp_path, standby_s=1.5)
+    res = s.rotate()
+    assert res.returncode == 1
+    with Lock(str(tmp_path / "lock"), timeout=5):
+        assert session.load(sdir)["state"] == session.AWAITING_MANUAL_CLEAR
+    assert handover.handover_holder(SID) == "tmux"  # taken before it gave up: the mod cannot start one now
+    over = [r for r in s.records() if r["step"] == "standby_over"]
+    assert [r.get("after") for r in over] == ["failed"] and over[0]["ms"] >= 1400

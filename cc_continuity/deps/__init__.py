@@ -122,6 +122,16 @@ def extra_paths(env=None):
     return out
 
 
+def child_env(base=None):
+    """The environment for a detached child of ours run as ``python -m cc_continuity...``: this package
+    first on PYTHONPATH, then the folders with the optional packages (:func:`extra_paths`)."""
+    env = dict(os.environ if base is None else base)
+    package_parent = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    parts = [package_parent] + extra_paths(env) + [env.get("PYTHONPATH", "")]
+    env["PYTHONPATH"] = os.pathsep.join(p for p in parts if p)
+    return env
+
+
 def activate():
     """Make the optional packages importable in this process (appended to ``sys.path``); the folders added."""
     added = [p for p in extra_paths() if p not in sys.path]

@@ -20,6 +20,7 @@ half-made environment.
 """
 
 import argparse
+import base64
 import configparser
 import fcntl
 import hashlib
@@ -112,8 +113,6 @@ def _open(url, accept=None, timeout=FETCH_TIMEOUT_S):
     parts = urllib.parse.urlsplit(url)
     headers = {"Accept": accept} if accept else {}
     if parts.username is not None:
-        import base64  # (an index with credentials only)
-
         pair = "%s:%s" % (urllib.parse.unquote(parts.username), urllib.parse.unquote(parts.password or ""))
         headers["Authorization"] = "Basic " + base64.b64encode(pair.encode()).decode()
         host = parts.hostname + (":%d" % parts.port if parts.port else "")

@@ -19,6 +19,10 @@ one JSON object back on stdout):
 * ``ModDone`` - what the mod did; a failure gives the hand-over back to the tmux
   rotator standing by, or asks the user for /clear.
 
+While a session waits for the user's /clear (AWAITING_MANUAL_CLEAR), ModDone's and
+ModTurnEnd's answers carry ``{"notice": text}``, which the mod pins under the prompt
+(``$.ui.status``) at once: no turn's end may come to say it (issue 32).
+
 Every call also leaves the mod's heartbeat (:func:`handover.mod_heartbeat`), which
 is how the Stop hook knows it may choose the mod.
 """
@@ -31,6 +35,7 @@ TYPE_CHECKING = False  # mypy takes this name as true; at run time nothing is im
 if TYPE_CHECKING:
     from typing import Any
 
+    from ..session import Record
     from . import Call
 
 MOD_EVENTS = ("ModHello", "ModTurnEnd", "ModCompact", "ModDone")
@@ -60,6 +65,8 @@ def turn_end(ctx: HookContext, n: int, sdir: str) -> "dict[str, Any] | None":
         window = usage.get("window") if isinstance(usage.get("window"), int) else None
         meter.save_status_reading(sdir, ctx.session_id, usage["tokens"], window)
     rec = session.load(sdir)
+    if rec["state"] == session.AWAITING_MANUAL_CLEAR:
+        return _notice(rec)  # however it came to wait (a driver that failed, no driver at all): shown now
     if rec["state"] != session.ROTATING or rec.get("driver") != "mod" or not ctx.cfg["mod"]:
         return None
     return _hand_over(ctx, n, sdir)
@@ -121,7 +128,7 @@ def _last_request(sdir: str) -> str | None:
     return text
 
 
-def done(ctx: HookContext, n: int, sdir: str) -> None:
+def done(ctx: HookContext, n: int, sdir: str) -> "dict[str, Any] | None":
     p = ctx.payload
     ok = p.get("ok") is True
     record: "dict[str, Any]" = {"ev": "mod", "step": p.get("step") if isinstance(p.get("step"), str) else ("done" if ok else "failed"),
@@ -135,14 +142,23 @@ def done(ctx: HookContext, n: int, sdir: str) -> None:
     if ok:
         ctx.outcome = "mod %s" % record["step"]
         return None
-    # Give the hand-over back: a tmux rotator standing by takes it, else the user types /clear.
+    # Give the hand-over back: a tmux rotator standing by (and still running) takes it, else the user types
+    # /clear, and the mod shows it under the prompt at once (no turn's end may come).
     proj = ctx.project
     handover.give_back(ctx.session_id, "mod")
     rec = session.load(sdir)
-    if not (rec.get("rotator_pid") and ctx.can_drive(rec)):
-        with proj.edit(sdir) as rec:
-            if rec["state"] == session.ROTATING:
-                session.transition(sdir, rec, session.AWAITING_MANUAL_CLEAR, "the mod's hand-over failed")
-        ctx.push(rec, "lifecycle-failed", "the mod could not hand over: type /clear")
     ctx.outcome = "mod failed: %s" % record["error"][:80]
-    return None
+    if rec.get("rotator_pid") and handover.rotator_alive(rec) and ctx.can_drive(rec):
+        return None
+    with proj.edit(sdir) as rec:
+        if rec["state"] == session.ROTATING:
+            session.transition(sdir, rec, session.AWAITING_MANUAL_CLEAR, "the mod's hand-over failed")
+    ctx.push(rec, "lifecycle-failed", "the mod could not hand over: type /clear")
+    return _notice(rec)
+
+
+def _notice(rec: "Record") -> "dict[str, Any] | None":
+    """What the mod pins under the prompt while the session waits for the user's /clear (``$.ui.status``)."""
+    if rec.get("state") != session.AWAITING_MANUAL_CLEAR:
+        return None
+    return {"notice": texts.type_clear((rec.get("checkpoint") or {}).get("id") or "the checkpoint")}

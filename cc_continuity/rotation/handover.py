@@ -43,6 +43,19 @@ def runs_rotator(pid: int) -> bool | None:
         return None
 
 
+def rotator_alive(rec: "Record") -> bool:
+    """Is the rotator spawned for this checkpoint (``rotator_pid``) still running?  Unknown counts as alive;
+    no rotator recorded as alive too (the caller asks whether one would take over)."""
+    from ..procs import pid_alive
+
+    pid = rec.get("rotator_pid")
+    if not isinstance(pid, int) or isinstance(pid, bool):
+        return True
+    if not pid_alive(pid):
+        return False
+    return runs_rotator(pid) is not False  # a recycled pid is not our rotator; unreadable: alive
+
+
 # -- the mod's heartbeat: which Claude processes have a working mod -------------
 
 def _heartbeat_path(pid: int) -> str:

@@ -16,7 +16,6 @@ import time
 
 from .. import ledger, meter, paths, safefile, session
 from ..errors import StateDirError
-from ..procs import pid_alive
 from . import checkpoint, claim, context, handover, start, texts
 
 TYPE_CHECKING = False
@@ -173,7 +172,7 @@ def turn_ended(ctx: Context, wait_s: float | None = None) -> Output | None:
         return check_handoff(ctx, n, sdir)
     if state == session.AWAITING_MANUAL_CLEAR:
         return _ask_for_clear(rec)
-    if state == session.ROTATING and not _rotator_alive(rec):
+    if state == session.ROTATING and not handover.rotator_alive(rec):
         with ctx.project.edit(sdir) as rec:
             if rec["state"] != session.ROTATING:
                 return None
@@ -455,16 +454,6 @@ def _start_rotator(ctx: Context, sdir: str, rec: Record, driver: str, successor_
 
 def _ask_for_clear(rec: Record) -> Output:
     return {"systemMessage": texts.type_clear((rec.get("checkpoint") or {}).get("id", "the checkpoint"))}
-
-
-def _rotator_alive(rec: Record) -> bool:
-    """Is the rotator spawned for this checkpoint still running?  (Unknown counts as alive.)"""
-    pid = rec.get("rotator_pid")
-    if not isinstance(pid, int):
-        return True
-    if not pid_alive(pid):
-        return False
-    return handover.runs_rotator(pid) is not False  # a recycled pid is not our rotator; unreadable: alive
 
 
 # -- compaction ------------------------------------------------------------------------------------

@@ -532,6 +532,11 @@ class Pane:
                 raise ValueError("not a single tmux key name: %r" % (key,))
         self._run("send-keys", *keys)
 
+    def tell(self, text):
+        """Show ``text`` on the status line of the client looking at this pane until a key is pressed
+        (``display-message -d 0``; tmux 3.2+).  Plain text: ``#`` is doubled so tmux expands nothing."""
+        self._run("display-message", "-d", "0", "--", literal_text(text).replace("#", "##"))
+
     # -- naming -----------------------------------------------------------
 
     def rename_session(self, name):

@@ -69,7 +69,7 @@ import subprocess
 import sys
 import time
 
-from .. import atomic, errors, ledger, notify, paths, procs, session
+from .. import atomic, deps, errors, ledger, notify, paths, procs, session
 from ..project import RecordEdit
 from ..rotation import handover
 from .pane import KEYS_PER_CALL, ClaudeScreen, Pane, TmuxError
@@ -213,6 +213,9 @@ class Rotator:
         self.t0 = time.monotonic()
         self.agent = agent
         self.draft = None  # the user's unsent text we cut from the predecessor's box
+        # A rotator standing by for the mod has no hand-over until it wins the offered one
+        # (handover.take_handover): until then the session's record is not its to change.
+        self.owns = not (self.timeouts.get("standby_s") and plan.get("session_id"))
 
     def note(self, step, **fields):
         """Append one step to the predecessor's ledger; a ledger error never stops the handover."""
@@ -256,7 +259,8 @@ class Rotator:
         except Exception as e:  # a bug or a missing module: say so where doctor and Stop look
             reason = "%s: %s" % (type(e).__name__, e)
         self.note("failed", reason=reason)
-        self._give_up(reason)
+        if self.owns or self._offer_left_to_us():
+            self._give_up(reason)
         return 1
 
     # -- guards -------------------------------------------------------------
@@ -484,6 +488,7 @@ class Rotator:
         _wait_for(lambda: (self._check() or True) and (
             os.path.exists(self.plan["started_marker"]) or handover.handover_holder(sid) == "mod"), wait)
         if handover.take_handover(sid, "tmux"):
+            self.owns = True
             self.note("standby_over", by="tmux")
             return False
         self.note("standby_over", by=handover.handover_holder(sid) or "mod")
@@ -503,6 +508,7 @@ class Rotator:
         if _wait_for(lambda: (self._check() or True) and (done() or back()), self.timeouts[timeout]) and done():
             return True
         if back() and handover.take_handover(sid, "tmux"):
+            self.owns = True
             self.note("handover_back", by="tmux")
             return False
         raise RotationFailed("the mod took the hand-over but %s within %gs" % (what, self.timeouts[timeout]))
@@ -637,6 +643,20 @@ class Rotator:
 
     # -- failure --------------------------------------------------------------
 
+    def _offer_left_to_us(self):
+        """A standby rotator failed before it won the hand-over: the mod has the rest of the standby to
+        take the offer (its turn's end), and the record stays as it is.  Only an offer nobody took by then
+        is this rotator's failure to report (it takes the offer first: never both)."""
+        sid = self.plan["session_id"]
+        left = self.timeouts["standby_s"] - (time.monotonic() - self.t0)
+        _wait_for(lambda: handover.handover_holder(sid) is not None
+                  or os.path.exists(self.plan["started_marker"]), max(0.0, left))
+        if handover.take_handover(sid, "tmux"):
+            self.note("standby_over", by="tmux", after="failed")
+            return True
+        self.note("left_to_mod", holder=handover.handover_holder(sid) or "none")
+        return False
+
     def _give_up(self, reason):
         """ROTATING -> AWAITING_MANUAL_CLEAR (the status line asks for /clear) and an urgent push."""
         sdir, lock_path = self.plan.get("sdir"), self.plan.get("project_lock")
@@ -648,6 +668,10 @@ class Rotator:
                     return
                 session.transition(sdir, rec, session.AWAITING_MANUAL_CLEAR, "rotator failed: %s" % reason[:200])
             cid = (rec.get("checkpoint") or {}).get("id") or "the checkpoint"
+            try:  # said where the user looks, at once: no turn's end may come to say it
+                self.pane.tell("cc-continuity: %s waits: type /clear (the rotation stopped: %s)" % (cid, reason[:120]))
+            except (TmuxError, ValueError):
+                pass  # no client attached, or tmux itself is what failed: the push and the status line say it
             notify.emit("lifecycle-failed", slug=rec.get("slug"), session=rec.get("number"),
                         text="%s waits: type /clear (the rotation stopped: %s)" % (cid, reason),
                         project_root=rec.get("project_root"))
@@ -689,13 +713,7 @@ def spawn(plan_path, log_path=None):
     whose stdout pipe stayed open in a child would keep Claude Code waiting.
     """
     plan_path = os.path.abspath(plan_path)
-    env = dict(os.environ)
-    package_parent = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    # The app copy keeps its dependencies (libtmux) in <app>/lib: the base
-    # interpreter the hooks run on need not have them.
-    lib = os.path.join(package_parent, "lib")
-    extra = [package_parent] + ([lib] if os.path.isdir(lib) else [])
-    env["PYTHONPATH"] = os.pathsep.join(p for p in extra + [env.get("PYTHONPATH", "")] if p)
+    env = deps.child_env()  # (it needs none of the optional packages; a push it sends may)
     out = subprocess.DEVNULL
     if log_path:
         out = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, paths.FILE_MODE)

@@ -18,6 +18,23 @@ let runtime = null; // cc-continuity's runtime folder, from ModHello's answer
 let handing = false; // a hand-over is running in this process
 let headless = false; // claude -p (a plugin eval's run too): the process ends when the turn's handlers return
 let deferred = null; // headless: a hand-over a skipped compaction asked for, done at the turn's end
+let pinned = false; // a notice of ours is pinned under the prompt ($.ui.status)
+
+// A session that waits for the user's /clear says so under the prompt at once (the Python answers
+// {"notice": text}); the next answer without one, or a new session, takes it away.
+function notice($, answer) {
+  try {
+    if (answer && typeof answer.notice === "string") {
+      $.ui.status(answer.notice);
+      pinned = true;
+    } else if (pinned) {
+      $.ui.status(null);
+      pinned = false;
+    }
+  } catch (err) {
+    $.ui.log(`cc-continuity: status failed: ${err}`, { to: "debug" });
+  }
+}
 
 // The command of the Stop hook (a tool call's: the Python SessionStart chose, a link: no shell
 // starts), or for ModHello the SessionStart's (the chooser, which links the Python when there is
@@ -141,7 +158,7 @@ async function handOver($, plan, fromSession, via) {
       cleared_ms: cleared - t0, submitted_ms: Date.now() - t0,
     });
   } catch (err) {
-    await call($, "ModDone", { session_id: fromSession, ok: false, step, via, error: String(err) });
+    notice($, await call($, "ModDone", { session_id: fromSession, ok: false, step, via, error: String(err) }));
   } finally {
     handing = false;
   }
@@ -151,6 +168,7 @@ export function register(on) {
   on("session.start", async ($, e, next) => {
     const started = await next(e);
     headless = e.isInteractive === false;
+    notice($, null); // a new session (a /clear): whatever waited is over
     void (async () => {
       const hello = await call($, "ModHello", { session_id: await $.session.id(), cwd: e.cwd });
       if (typeof hello.runtime === "string") runtime = hello.runtime;
@@ -173,6 +191,7 @@ export function register(on) {
         const { context } = await $.session.usage();
         const refused = offered && offered.refused ? { offer_refused: offered.refused } : {};
         const answer = await call($, "ModTurnEnd", { session_id: session, usage: context, ...refused });
+        notice($, answer);
         if (answer.handover) await handOver($, answer.handover, session, "ModTurnEnd");
       })();
       if (headless) await work; // interactive: the turn ends at once, the hand-over follows

@@ -100,6 +100,7 @@ class Keyboard:
         import threading
 
         self._stop = False
+        self.output = bytearray()  # what the client drew (its last MiB): tmux's own messages show here
         self._reader = threading.Thread(target=self._drain, daemon=True)
         self._reader.start()
 
@@ -110,8 +111,12 @@ class Keyboard:
         while not self._stop:
             try:
                 ready, _, _ = select.select([self.fd], [], [], 0.1)
-                if ready and not os.read(self.fd, 65536):
-                    return
+                if ready:
+                    got = os.read(self.fd, 65536)
+                    if not got:
+                        return
+                    self.output += got
+                    del self.output[:-(1 << 20)]
             except OSError:
                 return
 
