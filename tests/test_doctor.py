@@ -773,6 +773,41 @@ def test_the_plugins_python_off_is_red_with_the_words_the_hook_showed(inst, tmp_
     assert r["hook-probe"].ok and "the hook ran" in r["hook-probe"].detail, r["hook-probe"]
 
 
+def test_the_plugins_packages_row_is_red_on_a_refusing_index_and_fix_builds_them(inst, tmp_path, monkeypatch):
+    """A marketplace plugin's optional packages (cc_continuity/deps): a build the user's own index refused
+    is red with why and the one command that finishes it; `doctor --fix` runs that build, green after."""
+    from cc_continuity import deps
+    from cc_continuity.install import plugin
+    from tests.helpers.pkgindex import PackageIndex, use_index, wheel
+
+    market_copy(inst)
+    data = plugin.data_dir(MARKET_ID, paths.claude_config_dir())
+    os.makedirs(data)
+    os.symlink(os.path.realpath(sys.executable), os.path.join(data, "python"))  # what the SessionStart chose
+    assert "not built yet" in inst.check("plugin-packages")["plugin-packages"].detail
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")  # pip from ensurepip (no uv)
+    files = tmp_path / "wheels"
+    files.mkdir()
+    _, digest = wheel(files, "tinypkg", "1.0", {"tinypkg/__init__.py": "VALUE = 1\n"})
+    lock = tmp_path / "tiny.lock"
+    lock.write_text("tinypkg==1.0 --hash=sha256:%s\n" % digest)
+    with PackageIndex(files, status=403) as index:
+        use_index(os.environ["HOME"], index.url)
+        p = subprocess.run([sys.executable, "-S", "-m", "cc_continuity.deps.build", "--data", data, "--lock", str(lock)],
+                           capture_output=True, text=True, timeout=300)
+        assert p.returncode == 1
+        red = inst.check("plugin-packages")["plugin-packages"]
+        assert not red.ok and "answered HTTP 403" in red.detail and red.fix == "cc-continuity doctor --fix", red
+        index.status = 200
+        monkeypatch.setattr(deps, "LOCK_FILE", str(lock))  # --fix builds the real lock; here, the tiny one
+        from cc_continuity.deps import build
+
+        real = build.build
+        monkeypatch.setattr(build, "build", lambda d, py: real(d, py, lock=str(lock)))
+        fixed = inst.check("plugin-packages", fix=True)["plugin-packages"]
+    assert fixed.ok and "built in" in fixed.detail and "pip" in fixed.detail, fixed
+
+
 def test_after_an_uninstall_inside_claude_code_doctor_names_what_is_left(inst):
     from cc_continuity.install import plugin
 

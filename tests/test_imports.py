@@ -50,6 +50,10 @@ WATCH_ON_EVERY_VERB = (START_UP, "every verb's start: watch/ (fleet, liveness, s
 
 # module -> {(function, what it imports): (reason, why)}
 KEPT = {
+    "cc_continuity.watch.service": {
+        ("unit_paths", "plistlib"): (START_UP, "every verb's start loads watch/; xml's parser +~3 ms, read for a "
+                                               "launchd service only"),
+    },
     "cc_continuity.deps": {
         ("spawn", "subprocess"): (START_UP, "every prompt of a plugin session loads deps; subprocess +~4 ms, loaded "
                                             "when a build starts (once per plugin and interpreter)"),
@@ -66,6 +70,10 @@ KEPT = {
         ("collect", "cc_continuity.watch.daemon.load_state"): (START_UP, "every verb's start: +~22 ms"),
     },
     "cc_continuity.doctor.checks": {
+        ("check_watchdog_unit", "cc_continuity.watch.service"): WATCH_ON_EVERY_VERB,
+        ("check_plugin_packages", "cc_continuity.deps.build"): (
+            START_UP, "every verb's parser loads doctor's checks: the installers and the index (urllib, html, "
+                      "configparser) +~20 ms; only a plugin from a marketplace needs them"),
         ("package_version", "importlib.metadata"): (START_UP, "every verb's start (commands/doctor): +~15 ms"),
         ("check_ntfy", "socket"): (START_UP, "every verb's start (commands/doctor): +~5 ms"),
     },

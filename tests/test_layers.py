@@ -46,7 +46,7 @@ ALLOWED = {
                                        # installed launcher (install.app); it types into panes, re-spawns a rotator
     "install": {"rotation", "hosts", "deps"},  # uninstall --purge names what stays on share remotes; the real claude;
                                        # install.py fills its venv the way a plugin builds its packages
-    "doctor": {"install", "hooks", "notify", "tmux", "hosts"},  # it reads what install wrote, the hook table's
+    "doctor": {"install", "hooks", "notify", "tmux", "hosts", "deps", "watch"},  # it reads what install wrote, the hook table's
                                        # events, the pane's environment, the real claude; --notify-test pushes once
     "rehearse": {"rotation", "install", "tmux"},  # it installs into a throwaway HOME and drives a real pane
     "commands": {"rotation", "snapshot", "hooks", "hosts", "install", "watch", "rehearse", "tmux", "notify",

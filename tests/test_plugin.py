@@ -71,6 +71,9 @@ def test_hooks_json_runs_the_same_entry_as_a_settings_install():
 
 def test_the_plugins_hook_command_runs_from_any_copy_of_the_plugin(tmp_path, git_repo):
     """What Claude Code runs: the chooser, then the bootstrap, ${CLAUDE_PLUGIN_*} replaced by the copy's."""
+    from cc_continuity import config
+
+    config.update_global({"fetch_packages": False})  # no build of the optional packages behind this test
     root = tmp_path / "plugin-copy"
     shutil.copytree(os.path.join(REPO, "cc_continuity"), root / "cc_continuity", symlinks=True,
                     ignore=shutil.ignore_patterns("__pycache__"))
@@ -120,7 +123,7 @@ def test_bin_launcher_runs_the_plugins_own_package(tmp_path):
     assert p.returncode == 127 and "needs Python 3.11" in p.stderr
 
 
-LEAN_LIMIT = 1_380_000  # bytes of files in the plugin copy (docs/ARCHITECTURE.md, "The plugin copy")
+LEAN_LIMIT = 1_450_000  # bytes of files in the plugin copy (docs/ARCHITECTURE.md, "The plugin copy")
 
 
 def test_the_plugin_copy_is_what_the_plugin_runs_and_stays_lean():

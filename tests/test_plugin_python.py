@@ -132,6 +132,39 @@ def test_a_python_others_can_write_is_refused(tmp_path):
     assert os.path.samefile(os.readlink(data / "python"), sys.executable), p.stdout
 
 
+def _planted(tmp_path):
+    """A `python3` (and a link named python3.12) in a world-writable folder: each writes a marker if ever run."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    marker = tmp_path / "planted-ran"
+    for name in ("python3", "real-python3"):
+        (shared / name).write_text("#!/bin/sh\necho ran >> %s\nexec %s \"$@\"\n" % (marker, sys.executable))
+        (shared / name).chmod(0o755)  # the file itself is not writable by others: its folder is
+    (shared / "python3.12").symlink_to(shared / "real-python3")
+    return str(shared), marker
+
+
+def test_a_python_in_a_folder_others_can_write_is_never_run_not_even_to_ask_its_version(tmp_path):
+    """Issue 34: it was run (`python3 -S -c ...` for its version) before its owner and folder were checked."""
+    shared, marker = _planted(tmp_path)
+    data = tmp_path / "data"
+    data.mkdir()
+    p = choose(data, shared + ":" + bindir(tmp_path, "bin", python3=sys.executable) + ":/usr/bin:/bin")
+    assert p.returncode == 0, p.stderr
+    assert not marker.exists(), "a planted python3 ran"
+    assert os.path.samefile(os.readlink(data / "python"), sys.executable)
+
+
+def test_the_plugins_command_never_runs_a_python_others_can_write(tmp_path):
+    shared, marker = _planted(tmp_path)
+    p = subprocess.run([os.path.join(REPO, "bin", "cc-continuity"), "--version"], capture_output=True, text=True,
+                       timeout=60, env={"PATH": shared + ":" + os.path.dirname(sys.executable) + ":/usr/bin:/bin",
+                                        "HOME": os.environ["HOME"]})
+    assert p.returncode == 0, p.stderr
+    assert not marker.exists(), "a planted python3 ran"
+
+
 def test_a_data_folder_others_can_write_is_not_used(tmp_path):
     data = tmp_path / "data"
     data.mkdir()

@@ -293,3 +293,48 @@ def test_status_right_after_install_knows_the_service_is_there(isolated_home, ca
     import json
     svc = json.loads(capsys.readouterr().out)["daemon"]["service"]
     assert svc["path"] == service.unit_path() and svc["kind"] == "systemd"
+
+
+# -- never from a plugin's copy; a unit whose paths are gone is red (issue 32) -------------------------
+
+def test_a_plugins_copy_is_never_what_the_service_runs(isolated_home, monkeypatch, tmp_path):
+    """Claude Code replaces a plugin's versioned cache copy at each update (the old one is swept later)
+    and deletes its data folder at the last uninstall: the service would stop working by itself."""
+    cache = os.path.join(str(isolated_home), ".claude", "plugins", "cache", "cc-continuity", "cc-continuity", "0.1.0")
+    os.makedirs(cache)
+    os.symlink(os.path.join(REPO, "cc_continuity"), os.path.join(cache, "cc_continuity"))
+    code = "import sys; from cc_continuity.watch import service; service.install(platform='linux')"
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                       env=dict(os.environ, PYTHONPATH=cache), cwd=str(tmp_path))
+    assert p.returncode != 0 and "the watchdog runs from a copy that stays where it is" in p.stderr, p.stderr
+    assert "cc-continuity install" in p.stderr and not os.path.exists(unit_file(isolated_home))
+    data = os.path.join(str(isolated_home), ".claude", "plugins", "data", "cc-continuity-cc-continuity")
+    monkeypatch.setattr(sys, "executable", os.path.join(data, "envs", "py3.11-x", "bin", "python"))
+    with pytest.raises(service.ServiceError, match="plugin's copy"):
+        service.runtime()
+
+
+@pytest.mark.parametrize("kind", ["linux", "darwin"])
+def test_a_service_whose_python_or_package_is_gone_is_named(isolated_home, tmp_path, kind):
+    python = tmp_path / "py" / "bin" / "python3"
+    python.parent.mkdir(parents=True)
+    os.symlink(os.path.realpath(sys.executable), python)
+    app = tmp_path / "app 100%"  # quoting and %-doubling of the unit read back
+    app.mkdir()
+    vals = dict(service.values(), PYTHON=str(python), PYTHONPATH="%s:%s/lib" % (app, app))
+    path = service.plist_path() if kind == "darwin" else unit_file(isolated_home)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(service.render_plist(vals) if kind == "darwin" else service.render_unit(vals))
+    platform = "darwin" if kind == "darwin" else "linux"
+    orig = service.installed_service
+    service.installed_service = lambda platform_=None, runner=None: orig(platform, Runner())
+    try:
+        assert service.unit_paths() == (str(python), [str(app), "%s/lib" % app])
+        assert service.unit_problem() == "the watchdog's service file names %s/lib, which is gone" % app
+        (app / "lib").mkdir()
+        assert service.unit_problem() is None
+        os.unlink(python)
+        assert service.unit_problem() == "the watchdog's service file names %s, which is gone" % python
+    finally:
+        service.installed_service = orig

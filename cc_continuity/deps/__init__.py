@@ -139,6 +139,21 @@ def activate():
     return added
 
 
+def state(data, python, version):
+    """``(status, info)`` of the environment for ``python`` at ``version`` under ``data``: "built" (info: what
+    .complete says), "building", "failed" (info: the failure record) or "absent"."""
+    env = env_dir(data, python, version)
+    info = complete(env)
+    if info is not None:
+        return "built", dict(info, path=env)
+    if building(data):
+        return "building", {"path": env}
+    failed = failure(env)
+    if failed is not None:
+        return "failed", dict(failed, path=env)
+    return "absent", {"path": env}
+
+
 def building(data):
     """Is a builder at work on ``data`` now (it holds the lock)?"""
     try:

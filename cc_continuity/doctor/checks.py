@@ -21,7 +21,7 @@ import tempfile
 import time
 import urllib.parse
 
-from .. import __version__, atomic, config, lock, notify, paths, procs, safefile
+from .. import __version__, atomic, config, deps, lock, notify, paths, procs, safefile
 from ..tmux import launchenv
 from ..hooks import EVENT_OF
 from ..install import RECORD_KEYS, app, blocks, codex, manifest, plugin, settings, wrapper
@@ -861,6 +861,68 @@ def check_plugin_python(ctx):
     return Result("plugin-python", True, "the plugin's hooks run %s (chosen once, no shell on a tool call)" % text)
 
 
+def check_plugin_packages(ctx):
+    """The optional packages of a plugin from a marketplace: built in its data folder (cc_continuity/deps)."""
+    if not ctx.plugin():
+        return Result("plugin-packages", True, "no plugin")
+    pid, root = ctx.plugin()
+    try:
+        command = (_plugin_table(root) or {})["hooks"]["PostToolUse"][0]["hooks"][0]["command"]
+    except (KeyError, IndexError, TypeError):
+        command = None
+    if command != settings.PLUGIN_PYTHON:
+        return Result("plugin-packages", True, "the plugin runs the app copy, whose lib/ carries them")
+    cfg, _ = ctx.config()
+    if cfg is not None and not cfg["fetch_packages"]:
+        return Result("plugin-packages", True, "not built (fetch_packages: false): side-effect holds read shell "
+                      "commands the simpler way, and the watchdog needs `cc-continuity install`")
+    chosen, python = plugin.chosen_python(pid, paths.claude_config_dir())
+    if chosen != "chosen":
+        return Result("plugin-packages", True, "built once the first session has chosen its Python")
+    data = plugin.data_dir(pid, paths.claude_config_dir())
+    python = os.path.realpath(python)
+    from ..deps import build  # (doctor's and --fix's only: the installers and the index)
+
+    try:
+        version = build._version(python)
+    except (build.BuildError, OSError, subprocess.SubprocessError) as e:
+        return Result("plugin-packages", False, "the plugin's Python %s does not answer: %s" % (python, e),
+                      "start a new session (it chooses a Python again)")
+    status, info = deps.state(data, python, version)
+    if status in ("failed", "absent") and ctx.fix:
+        print("doctor --fix: building the plugin's optional packages in %s ..." % info["path"], flush=True)
+        try:
+            build.build(data, python)
+        except build.BuildError:
+            pass
+        status, info = deps.state(data, python, version)
+    if status == "built":
+        return Result("plugin-packages", True, "built in %s (%s, %.0f MB, %.0f s)" % (
+            info["path"], info.get("installer"), (info.get("bytes") or 0) / 1e6, info.get("seconds") or 0))
+    if status == "building":
+        return Result("plugin-packages", True, "being built now in %s (a session started it)" % info["path"])
+    if status == "failed":
+        return Result("plugin-packages", False, "could not be built (%s): %s; side-effect holds read shell commands "
+                      "the simpler way meanwhile" % (", ".join(deps.PACKAGES), info.get("why")), build.FIX)
+    return Result("plugin-packages", True, "not built yet: the next session (or prompt) starts it")
+
+
+def check_watchdog_unit(ctx):
+    """An installed watchdog service runs from paths that are still there."""
+    from ..watch import service  # (this check's only: watch/ is not loaded by the other checks)
+
+    try:
+        problem = service.unit_problem()
+    except OSError as e:
+        return Result("watchdog-unit", False, "cannot read the watchdog's service file: %s" % e.strerror,
+                      "cc-continuity watchdog install")
+    if problem:
+        return Result("watchdog-unit", False, problem + ": it cannot start",
+                      "cc-continuity watchdog install (it writes the service again for the copy you have)")
+    return Result("watchdog-unit", True, "a watchdog service is installed and its paths are there"
+                  if service.installed_service() else "no watchdog service installed")
+
+
 def check_mods(ctx):
     """Can plugin mods load here?  ``claude plugin test`` on a folder without one says (tested on 2.1.328-332)."""
     if not ctx.plugin():
@@ -1399,8 +1461,8 @@ def _redact_url(url):
 
 CHECKS = [
     check_python, check_git, check_tmux, check_claude, check_config,
-    check_plugin, check_plugin_python, check_hooks, check_hook_probe, check_mods, check_statusline, check_wrapper,
+    check_plugin, check_plugin_python, check_plugin_packages, check_hooks, check_hook_probe, check_mods, check_statusline, check_wrapper,
     check_skills, check_skill_shell, check_app_copy, check_codex_hooks, check_codex_trust, check_codex_firing,
-    check_permissions, check_leftovers, check_trust, check_context_window, check_system_prompt, check_ntfy,
+    check_watchdog_unit, check_permissions, check_leftovers, check_trust, check_context_window, check_system_prompt, check_ntfy,
     check_mirror,
 ]

@@ -43,7 +43,9 @@ def template(kind):
 # -- what goes into the files --------------------------------------------------
 
 def runtime():
-    """``(python, pythonpath)`` the service should run with."""
+    """``(python, pythonpath)`` the service should run with: the stable app copy, else the package this
+    command runs from, but never a plugin's copy (Claude Code replaces and sweeps its versioned cache, and
+    deletes its data folder at the last uninstall: a unit naming either stops working by itself)."""
     app = appmod.app_link(paths.home())
     if os.path.isdir(os.path.join(app, "cc_continuity")):
         try:
@@ -51,7 +53,63 @@ def runtime():
         except appmod.AppError:
             pass
     package_parent = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    if _transient(package_parent) or _transient(sys.executable):
+        raise ServiceError("the watchdog runs from a copy that stays where it is, and this cc-continuity is the "
+                           "plugin's copy (%s), which Claude Code replaces at its updates: run `cc-continuity "
+                           "install` once (it makes the stable copy under %s; with the plugin enabled it writes "
+                           "no hooks), then `cc-continuity watchdog install`" % (package_parent, paths.home()))
     return sys.executable, package_parent
+
+
+def _transient(path):
+    """Is ``path`` inside Claude Code's plugin folders (a versioned cache copy, a plugin's data folder)?"""
+    real = os.path.realpath(path)
+    roots = [os.path.join(paths.claude_config_dir(), "plugins")]
+    roots += [v for v in (os.environ.get("CLAUDE_PLUGIN_ROOT"), os.environ.get("CLAUDE_PLUGIN_DATA")) if v]
+    return any(real == os.path.realpath(r) or real.startswith(os.path.realpath(r) + os.sep) for r in roots)
+
+
+def unit_paths():
+    """``(python, [PYTHONPATH entries])`` the installed service file runs, or None when none is installed."""
+    service = installed_service()
+    if service is None:
+        return None
+    with open(service["path"], "rb") as f:
+        data = f.read(1 << 16)
+    if service["kind"] == "launchd":
+        import plistlib  # a launchd service's only: every verb loads watch/, xml's parser +~3 ms
+
+        try:
+            doc = plistlib.loads(data)
+        except (plistlib.InvalidFileException, ValueError):
+            return None
+        python = (doc.get("ProgramArguments") or [None])[0]
+        pythonpath = (doc.get("EnvironmentVariables") or {}).get("PYTHONPATH") or ""
+    else:
+        python, pythonpath = None, ""
+        for line in data.decode("utf-8", "replace").splitlines():
+            if line.startswith("ExecStart="):
+                python = (shlex.split(line[len("ExecStart="):]) or [None])[0]
+            elif line.startswith("Environment="):
+                word = (shlex.split(line[len("Environment="):]) or [""])[0]
+                if word.startswith("PYTHONPATH="):
+                    pythonpath = word[len("PYTHONPATH="):]
+        python = python.replace("%%", "%") if python else python
+        pythonpath = pythonpath.replace("%%", "%")
+    return python, [p for p in pythonpath.split(os.pathsep) if p]
+
+
+def unit_problem():
+    """Why the installed service cannot start any more (a path it names is gone), or None."""
+    found = unit_paths()
+    if found is None:
+        return None
+    python, pythonpath = found
+    gone = [p for p in [python] + pythonpath if not p or not os.path.exists(p)]
+    if gone:
+        return "the watchdog's service file names %s, which %s gone" % (
+            ", ".join(str(g) for g in gone), "is" if len(gone) == 1 else "are")
+    return None
 
 
 def service_path(python):

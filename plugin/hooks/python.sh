@@ -37,9 +37,16 @@ fi
 
 found=
 choose() {  # $1: a Python (a name on PATH or a path), then the hook's arguments: run the hook on it when it is
-            # 3.11 or newer and trusted (linked first), else note in $found what it is
-    py=$1
+            # 3.11 or newer and trusted (linked first), else note in $found what it is.  Never run before it is
+            # checked: the file found, its folder, and (through links) the real file and its folder.
+    py=$(command -v -- "$1") || return 0
     shift
+    real=$(readlink -f -- "$py" 2>/dev/null) || real=$py
+    if ! trusted "$py" || ! trusted "$real"; then
+        found="$found, $py (writable by others: not run)"
+        untrusted=1
+        return 0
+    fi
     said=$("$py" -S -c 'import sys
 print(getattr(sys, "_base_executable", sys.executable) if sys.version_info >= (3, 11) else "%d.%d.%d" % sys.version_info[:3])' 2>/dev/null) || return 0
     case $said in
@@ -49,11 +56,23 @@ print(getattr(sys, "_base_executable", sys.executable) if sys.version_info >= (3
                 exec "$said" "$@"
             fi
             found="$found, $said (writable by others)" ;;
-        ?*) found="$found, $py $said ($(command -v "$py"))" ;;
+        ?*) found="$found, $py $said" ;;
     esac
 }
-for py in ${CC_CONTINUITY_PYTHON:-} python3 python3.14 python3.13 python3.12 python3.11; do
-    command -v "$py" >/dev/null 2>&1 && choose "$py" "$@"
+ifs=$IFS
+for name in ${CC_CONTINUITY_PYTHON:-} python3 python3.14 python3.13 python3.12 python3.11; do
+    case $name in
+        */*) [ -x "$name" ] && choose "$name" "$@" ;;
+        *) IFS=:  # the first of that name on PATH, or past one refused as untrusted, the next
+           for dir in $PATH; do
+               IFS=$ifs
+               [ -x "${dir:-.}/$name" ] && [ ! -d "${dir:-.}/$name" ] || continue
+               untrusted=
+               choose "${dir:-.}/$name" "$@"
+               [ -n "$untrusted" ] || break
+           done
+           IFS=$ifs ;;
+    esac
 done
 # Not on PATH, but installed where a version manager keeps its Pythons (pyenv, asdf, mise, uv): a 3.12 that
 # pyenv installed but that is not this folder's version is still a real interpreter, run by its path.
