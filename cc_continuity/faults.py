@@ -25,6 +25,18 @@ def point(where: "str") -> "None":
         posix.kill(posix.getpid(), 9)
 
 
+class Injected(RuntimeError):
+    """The error a test asked for at a named point (:func:`fail`)."""
+
+
+def fail(where: "str") -> "None":
+    """Like :func:`point`, but the process raises :class:`Injected` there: a code path that fails, not one
+    killed from outside (the e2e's rotator that cannot start, for one)."""
+    names = posix.environ.get(ENV)
+    if names is not None and where.encode() in names.split(b","):
+        raise Injected("a fault injected at %s (CC_CONTINUITY_FAULT)" % where)
+
+
 class TookTooLong(BaseException):
     """A part of a hook ran past its own budget (:class:`within`); a BaseException, so that no
     ``except Exception`` inside the block takes it for the block's own error and carries on."""

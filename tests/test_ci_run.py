@@ -45,6 +45,10 @@ def test_dry_run_with_everything_there_plans_the_readme_commands(tmp_path):
 
     p = dry(bin_dir(tmp_path, sys.executable), tmp_path)
     assert p.returncode == 0, p.stderr
+    venv = "%s/cache/cc-continuity/ci-venv" % tmp_path
+    # Never into a base interpreter (issue 32): CI's own virtualenv, whatever python3 is.
+    assert "test dependencies into the virtualenv %s (never into a base interpreter)" % venv in p.stdout
+    assert "would run: python3 -m venv %s" % venv in p.stdout
     assert "would run: python3 -m pip install -q --disable-pip-version-check -e .[dev]" in p.stdout
     assert "would run: ruff, mypy, python3 -m pytest -n auto, then python3 -m pytest -m e2e once per version" in p.stdout
     assert "into %s/cache/cc-continuity" % tmp_path in p.stdout, "Claude Code cached under the user's cache dir"
@@ -66,7 +70,7 @@ def test_an_externally_managed_python_gets_a_venv_in_the_cache_dir(tmp_path):
     p = dry(bin_dir(tmp_path, "/usr/bin/python3"), tmp_path)
     assert p.returncode == 0, p.stderr
     venv = "%s/cache/cc-continuity/ci-venv" % tmp_path
-    assert "is externally managed (PEP 668): using the virtualenv %s" % venv in p.stdout
+    assert "is externally managed (PEP 668): the virtualenv %s is CI's own anyway" % venv in p.stdout
     assert "would run: python3 -m venv %s" % venv in p.stdout
 
 

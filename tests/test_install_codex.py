@@ -328,7 +328,7 @@ def test_a_repository_codex_folder_changes_nothing_of_ours(tmp_path, capsys, mon
     try:
         assert cli(capsys, "install", "--agent", "codex", "--trust")[0] == 0
         rc, out, _ = cli(capsys, "doctor")
-        assert "ok    codex-trust     our 7 hooks trusted" in out, out
+        assert "ok    codex-trust      our 7 hooks trusted" in out, out
         assert cli(capsys, "uninstall", "--agent", "codex")[0] == 0
     finally:
         auditing[0] = False

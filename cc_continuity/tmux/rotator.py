@@ -69,7 +69,7 @@ import subprocess
 import sys
 import time
 
-from .. import atomic, deps, errors, ledger, notify, paths, procs, session
+from .. import atomic, deps, errors, faults, ledger, notify, paths, procs, session
 from ..project import RecordEdit
 from ..rotation import handover
 from .pane import KEYS_PER_CALL, ClaudeScreen, Pane, TmuxError
@@ -267,6 +267,7 @@ class Rotator:
 
     def _check(self):
         """Before every keystroke batch: the pane still runs the agent we serve."""
+        faults.fail("rotator:check")  # (tests: a rotator that cannot even look at its pane)
         if self.agent is not None:
             self.agent.check(self.pane)
 

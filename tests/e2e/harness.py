@@ -138,7 +138,7 @@ class ClaudeSandbox:
     """
 
     def __init__(self, claude_bin, *, scenario=None, model=None, model_name=None, max_context_tokens=None,
-                 extra_env=None, width=200, height=50, keep=None, version=None):
+                 extra_env=None, width=200, height=50, keep=None, version=None, python_first=None):
         if scenario is not None and model is not None:
             raise ValueError("pass a scenario or a running model, not both")
         self.claude_bin = claude_bin
@@ -154,6 +154,7 @@ class ClaudeSandbox:
         self.model_name = model_name
         self.max_context_tokens = max_context_tokens
         self.extra_env = dict(extra_env or {})
+        self.python_first = python_first  # a folder put first on PATH (its python3: what a user's PATH finds)
         self.size = (width, height)
         self.keep = keep if keep is not None else os.environ.get("CC_E2E_KEEP") == "1"
         self._owns_model = model is None
@@ -261,6 +262,7 @@ class ClaudeSandbox:
     def env(self):
         """The complete environment claude and every helper command get."""
         path = os.pathsep.join(dict.fromkeys([
+            *([self.python_first] if self.python_first else []),
             os.path.dirname(sys.executable),  # `python`, `cc-continuity` of the running interpreter
             os.path.dirname(self.claude_bin),
             *os.environ.get("PATH", "/usr/bin:/bin").split(os.pathsep)]))
@@ -323,29 +325,35 @@ class ClaudeSandbox:
             raise RuntimeError("tmux %s failed: %s" % (" ".join(args), proc.stderr.strip()))
         return proc.stdout
 
-    def start_claude(self, args=(), wait=True, timeout=30):
+    def start_claude(self, args=(), wait=True, timeout=30, tmux_env=True):
         """Start interactive claude in a tmux session; by default wait for the idle prompt.
 
         The tmux server inherits exactly ``env()``; tmux adds TMUX and TMUX_PANE
-        in the pane, so hook processes can find it.  The pane stays after claude
-        exits (remain-on-exit) so its last screen can still be read; starting
+        in the pane, so hook processes can find it (``tmux_env=False``: not, as for a
+        claude started outside tmux; the harness still reads its screen).  The pane stays
+        after claude exits (remain-on-exit) so its last screen can still be read; starting
         again (e.g. with ``--resume``) replaces it.
         """
         width, height = self.size
         if self.pane is None:
             self.tmux("new-session", "-d", "-s", SESSION, "-x", str(width), "-y", str(height),
-                      "-c", self.project, self.claude_bin, *args,
+                      "-c", self.project, *self._argv(args, tmux_env),
                       ";", "set-option", "-w", "-t", SESSION, "remain-on-exit", "on")
         elif self.claude_alive():
             raise RuntimeError("claude is still running in this sandbox")
         else:  # reuse the dead pane: killing the last session would take the server down mid-start
-            self.tmux("respawn-pane", "-t", self.pane, "-c", self.project, self.claude_bin, *args)
+            self.tmux("respawn-pane", "-t", self.pane, "-c", self.project, *self._argv(args, tmux_env))
         self.pane, pid = self.tmux("display-message", "-p", "-t", SESSION, "#{pane_id} #{pane_pid}").split()
         self.claude_pid = int(pid)
         self._pids.add(self.claude_pid)
         if wait:
             self.wait_idle(timeout)
         return self.pane
+
+    def _argv(self, args, tmux_env):
+        """claude and its arguments; without tmux's variables through env, which execs it (the same pid)."""
+        front = [] if tmux_env else ["env", "-u", "TMUX", "-u", "TMUX_PANE"]
+        return [*front, self.claude_bin, *args]
 
     def keyboard(self):
         """A person at a terminal attached to the sandbox's tmux session (their keys stamp tmux's
