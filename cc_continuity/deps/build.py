@@ -13,6 +13,9 @@ in the foreground by ``cc-continuity doctor --fix``, and by ``python3 install.py
    is checked against the lock's hashes and no source distribution's code ever runs;
 4. every package imported by the new interpreter, ``.complete`` written, the folder renamed into place.
 
+No cache of pip's or uv's is written (``--no-cache-dir``, ``--no-cache``): an uninstall leaves the user's
+HOME as it was, and a build happens once per interpreter and lock.
+
 The index is the user's own configuration (pip.conf, uv.toml); the ``PIP_*``/``UV_*`` variables of the
 environment are dropped, since a repository's ``.claude/settings.json`` ``env`` can set them for the
 hooks it starts.  A failure leaves ``<name>.failed`` (why, and the command that finishes it) and no
@@ -203,8 +206,8 @@ def make(dest, python, lock=LOCK_FILE, env=None, say=print):
         uv_env = dict(env, UV_PYTHON_DOWNLOADS="never")
         say("installing with %s" % uv)
         if not have:
-            _run([uv, "venv", "--quiet", "--python", python, dest], "uv venv", uv_env, cwd)
-        _run([uv, "pip", "install", "--quiet", "--python", vpy, "--require-hashes", "--only-binary", ":all:",
+            _run([uv, "venv", "--quiet", "--no-cache", "--python", python, dest], "uv venv", uv_env, cwd)
+        _run([uv, "pip", "install", "--quiet", "--no-cache", "--python", vpy, "--require-hashes", "--only-binary", ":all:",
               "--no-deps", "-r", lock], "uv pip install", uv_env, cwd)
         return "uv"
     how = "pip"
@@ -222,7 +225,7 @@ def make(dest, python, lock=LOCK_FILE, env=None, say=print):
         wheel = fetch_pip(dest, env)
         pip, how = [vpy, os.path.join(wheel, "pip")], "pip from the index"
     try:
-        _run(pip + ["install", "--quiet", "--no-input", "--disable-pip-version-check", "--require-hashes",
+        _run(pip + ["install", "--quiet", "--no-input", "--no-cache-dir", "--disable-pip-version-check", "--require-hashes",
                     "--only-binary", ":all:", "--no-deps", "-r", lock], "pip install", env, cwd)
     except BuildError as e:
         raise BuildError("%s%s" % (e, index_answer(index_url(env), pinned(lock)[:1], env))) from None

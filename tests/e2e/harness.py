@@ -284,6 +284,12 @@ class ClaudeSandbox:
             "XDG_RUNTIME_DIR": self.runtime,
             "CC_CONTINUITY_HOME": self.cc_home,
         }
+        # How this machine reaches the package registries (a plugin's first session builds its optional
+        # packages there): its certificate store and proxy, as a user's own environment carries them.
+        for name in ("SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "HTTPS_PROXY",
+                     "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy"):
+            if os.environ.get(name):
+                env.setdefault(name, os.environ[name])
         if self.model_name:
             env["ANTHROPIC_MODEL"] = self.model_name
         if self.max_context_tokens:

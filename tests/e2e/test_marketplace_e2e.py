@@ -14,6 +14,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 
 import pytest
 
@@ -34,7 +35,11 @@ CLAUDE_CODE_OWN = (".claude.json", ".claude/plugins", ".claude/telemetry",
                    ".claude/todos", ".claude/statsig", ".claude/debug", ".claude/ide", ".claude/file-history",
                    ".claude/paste-cache", ".claude/cache", ".claude/history.jsonl", ".claude/tasks",
                    ".claude/plans", ".claude/local", ".claude/.credentials.json", ".claude/sessions",
-                   ".local/share/applications/claude-code-url-handler.desktop")
+                   ".local/share/applications/claude-code-url-handler.desktop",
+                   # pip asks `rustc --version` for its user agent when building the plugin's packages; where
+                   # rustup's proxy is on PATH (this machine) it makes ~/.rustup in a fresh HOME (a user with
+                   # rustup has one): the machine's tool's, not ours
+                   ".rustup")
 
 
 def snapshot(dest):
@@ -138,10 +143,65 @@ def assert_none_of_ours_runs(sb):
 TASK_CHAIN = "Marketplace chain task: keep a work log"
 
 
+SYSTEM_PYTHON = "/usr/bin/python3"
+
+
+def pythons():
+    """The Pythons users have, first on PATH: a venv's (the plugin links its base interpreter, here the one CI
+    made its venv from) and the distribution's own (PEP 668, no pip-installed packages)."""
+    out = ["venv-base"]
+    if os.path.exists(SYSTEM_PYTHON):
+        out.append("system")
+    return out
+
+
+def base_of(python):
+    return subprocess.run([python, "-c", "import sys; print(getattr(sys, '_base_executable', sys.executable))"],
+                          capture_output=True, text=True, check=True, timeout=30).stdout.strip()
+
+
+def package_less(tmp_path, which):
+    """``(folder to put first on PATH or None, the interpreter the plugin will link)``, after asserting that
+    interpreter has none of our packages (issue 32: CI's did, so CI passed where users failed)."""
+    first, python = None, base_of(sys.executable)
+    if which == "system":  # its python3 first; before it, a `uv` in a folder anyone can write: never run, so
+        shared = tmp_path / "shared"   # the packages are built with pip (from ensurepip), not CI's uv
+        shared.mkdir()
+        shared.chmod(0o777)
+        (shared / "uv").write_text("#!/bin/sh\necho ran > %s\nexit 1\n" % (tmp_path / "planted-uv-ran"))
+        (shared / "uv").chmod(0o755)
+        sysdir = tmp_path / "system-first"
+        sysdir.mkdir()
+        os.symlink(SYSTEM_PYTHON, sysdir / "python3")
+        first, python = "%s:%s" % (shared, sysdir), base_of(SYSTEM_PYTHON)
+    for mod in ("psutil", "libtmux", "watchdog", "tree_sitter") + (("requests",) if which == "system" else ()):
+        p = subprocess.run([python, "-c", "import " + mod], capture_output=True, timeout=30)
+        assert p.returncode != 0, "%s can import %s: not a user's interpreter (.ci/run takes ours out)" % (python, mod)
+    return first, python
+
+
+def built_env(sb, timeout=240):
+    """The plugin's optional packages, once their build (started by the first session) is done: .complete."""
+    data = os.path.join(sb.home, ".claude", "plugins", "data", "cc-continuity-cc-continuity")
+
+    def done():
+        for path in glob.glob(os.path.join(data, "envs", "*", ".complete")):
+            with open(path) as f:
+                return dict(json.load(f), path=os.path.dirname(path))
+        failed = glob.glob(os.path.join(data, "envs", "*.failed"))
+        assert not failed, open(failed[0]).read()
+        return None
+
+    return sb.wait_for(done, timeout, what="the plugin's optional packages")
+
+
 @pytest.mark.parametrize("kind", ["git", "dir"])
-def test_marketplace_route_three_rotations_through_the_mod_then_purge(sandbox_factory, market, kind,
-                                                                      claude_bin_version):
-    sb = sandbox_factory(model_name=MODEL)
+@pytest.mark.parametrize("where", ["tmux", "no-tmux"])
+@pytest.mark.parametrize("python", pythons())
+def test_marketplace_route_three_rotations_through_the_mod_then_purge(sandbox_factory, market, kind, where, python,
+                                                                      claude_bin_version, tmp_path):
+    first, linked = package_less(tmp_path, python)
+    sb = sandbox_factory(model_name=MODEL, python_first=first)
     sb.model.set_scenario(rotation_scenario(sb.project, rotations=3, task=TASK_CHAIN))
     before = listing(sb.home)
     install_from(sb, market(kind))
@@ -152,7 +212,7 @@ def test_marketplace_route_three_rotations_through_the_mod_then_purge(sandbox_fa
     size = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(root) for f in fs)
     assert size <= LEAN_LIMIT and not os.path.exists(os.path.join(root, "tests")), size
     cont = Continuity(sb)
-    sb.start_claude()
+    sb.start_claude(tmux_env=where == "tmux")
     prompt(sb, TASK_CHAIN)
     done = sb.model.wait_for(lambda r: r.rule == "finish", timeout=180)
     sb.wait_for(lambda: [r.get("step") for r in cont.events(3, "mod")][-1:] == ["submitted"], 30,
@@ -169,12 +229,23 @@ def test_marketplace_route_three_rotations_through_the_mod_then_purge(sandbox_fa
     # The hooks ran the Python the SessionStart chose, through its link, and said nothing to the user.
     (data,) = [d for d in os.listdir(os.path.join(sb.home, ".claude", "plugins", "data"))]
     link = os.path.join(sb.home, ".claude", "plugins", "data", data, "python")
-    assert os.path.islink(link) and os.path.basename(os.path.realpath(link)).startswith("python3"), link
+    assert os.path.islink(link) and os.path.realpath(link) == os.path.realpath(linked), (link, linked)
     with open(os.path.join(sb.cc_home, "logs", "hooks.log")) as f:
         log = f.read()
     assert "PostToolUse" in log and " error" not in log.lower(), log[-2000:]
-    report_metrics("marketplace_p4_ms", {"kind": kind, "version": claude_bin_version, "p4_ms": figures,
-                                         "copy_bytes": size})
+    rotator = [r for n in (1, 2, 3) for r in cont.events(n, "rotator")]
+    if where == "tmux":  # a standby rotator behind the mod each time, none of which failed or typed
+        assert [r for r in rotator if r["step"] == "begin"] and not [r for r in rotator if r["step"] in (
+            "failed", "clear_sent")], rotator
+    else:
+        assert rotator == [], rotator  # no tmux to drive: the mod alone
+    env = built_env(sb)
+    assert env["python"] == os.path.realpath(linked)
+    assert env["installer"] == ("pip" if python == "system" else "uv"), env
+    assert not (tmp_path / "planted-uv-ran").exists()
+    report_metrics("marketplace_p4_ms", {"kind": kind, "where": where, "python": python, "version": claude_bin_version,
+                                         "p4_ms": figures, "copy_bytes": size, "env_s": env["seconds"],
+                                         "env_bytes": env["bytes"], "env_installer": env["installer"]})
     sb.exit_claude()
     # uninstall --purge: the plugin goes through Claude Code's commands, then nothing of ours runs.
     p = sb.cli("uninstall", "--purge", timeout=240)
@@ -187,8 +258,63 @@ def test_marketplace_route_three_rotations_through_the_mod_then_purge(sandbox_fa
         json.loads(before.pop(".claude/settings.json")), enabledPlugins={}, extraKnownMarketplaces={})
     assert sorted(set(after) ^ set(before)) == [] and after == before, sorted(set(after) ^ set(before))
     sb.model.set_scenario(REPLY)
-    assert_none_of_ours_runs(sb)
-    assert not os.path.exists(sb.cc_home)
+    assert_none_of_ours_runs(sb)  # the plugin's data folder, its packages' environment with it, is gone
+    assert not os.path.exists(env["path"]) and not os.path.exists(sb.cc_home)
+
+
+# -- a rotator that cannot start; an index that refuses ------------------------------------------------
+
+TASK_ONE = "Standby task: keep a work log"
+
+
+def test_a_rotator_that_cannot_start_is_logged_and_the_mods_hand_over_goes_ahead(sandbox_factory, market, tmp_path):
+    """Issue 32's race: the standby rotator failed at its first look at the pane and moved the record to
+    AWAITING_MANUAL_CLEAR while the mod's offer was pending; the mod then refused it.  Now the rotator logs
+    why and leaves the record to the mod's hand-over."""
+    first, _ = package_less(tmp_path, "venv-base")
+    sb = sandbox_factory(model_name=MODEL, python_first=first, extra_env={"CC_CONTINUITY_FAULT": "rotator:check"})
+    sb.model.set_scenario(rotation_scenario(sb.project, task=TASK_ONE))
+    install_from(sb, market("git"))
+    cont = Continuity(sb)
+    sb.start_claude()
+    prompt(sb, TASK_ONE)
+    done = sb.model.wait_for(lambda r: r.rule == "finish", timeout=120)
+    assert [e["driver"] for e in cont.events(1, "driver")] == ["mod"]
+    failed = cont.wait_event(1, "rotator", step="failed")
+    assert "a fault injected at rotator:check" in failed["reason"], failed
+    left = cont.wait_event(1, "rotator", step="left_to_mod")
+    assert left["holder"] == "mod", left
+    assert cont.record(1)["state"] == "ROTATED"
+    assert not [e for e in cont.events(1, "transition") if e.get("to") == "AWAITING_MANUAL_CLEAR"]
+    assert_clean_successor(first_request(sb, done.session_id), 1, 2, TASK_ONE)
+
+
+def test_a_refusing_index_leaves_one_message_and_a_red_doctor_row(sandbox_factory, market, tmp_path):
+    """The user's own pip.conf and uv.toml name an index that answers 403: the session works on, the user
+    is told once (a systemMessage), and doctor is red with the command that finishes it."""
+    from tests.helpers.pkgindex import PackageIndex, use_index
+
+    first, _ = package_less(tmp_path, "venv-base")
+    sb = sandbox_factory(scenario=REPLY, python_first=first)
+    with PackageIndex(tmp_path, status=403) as index:
+        use_index(sb.home, index.url)
+        install_from(sb, market("git"))
+        sb.start_claude()
+        sb.ask("hello")  # SessionStart started the build; it fails against the index
+        data = os.path.join(sb.home, ".claude", "plugins", "data", "cc-continuity-cc-continuity")
+        sb.wait_for(lambda: glob.glob(os.path.join(data, "envs", "*.failed")), 120, what="the build's failure")
+        assert index.requests, "the build did not ask the user's index"
+        for text in ("second prompt", "third prompt"):
+            sb.ask(text)
+        screen = sb.screen(scrollback=400)
+        assert screen.count("could not build its optional packages") == 1, screen
+        assert "cc-continuity doctor --fix" in screen
+        (root,) = glob.glob(os.path.join(sb.home, ".claude", "plugins", "cache", "cc-continuity", "cc-continuity", "*"))
+        d = sb.run([os.path.join(root, "bin", "cc-continuity"), "doctor", "--json"], timeout=180)
+    rows = {r["name"]: r for r in json.loads(d.stdout)}
+    row = rows["plugin-packages"]
+    assert not row["ok"] and "403" in row["detail"] and row["fix"] == "cc-continuity doctor --fix", row
+    assert rows["hooks"]["ok"] and rows["plugin-python"]["ok"], rows
 
 
 # -- uninstall after each route, in a HOME with no settings -----------------------------------------
