@@ -370,13 +370,14 @@ def test_rehearse_prints_each_step_as_it_happens_and_records_the_pane(claude_bin
 # -- the rotator with an interpreter that has no third-party packages ---------------------
 
 def test_rotation_when_the_hook_interpreter_has_no_site_packages(sandbox_factory, tmp_path):
-    """Hooks run the *base* interpreter; the app copy carries libtmux & co. in app/lib for exactly
-    this case (a pipx/venv install whose base Python has none of them).  A venv made without pip
+    """Hooks run the *base* interpreter, which may have none of our packages (a pipx/venv install's base
+    Python): the rotation needs none (the tmux driver is the standard library).  A venv made without pip
     stands in for such an interpreter: same stdlib, empty site-packages."""
     venv = tmp_path / "bare"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=60)
     bare = str(venv / "bin" / "python")
-    assert subprocess.run([bare, "-c", "import libtmux"], capture_output=True).returncode != 0
+    for mod in ("libtmux", "psutil", "requests"):
+        assert subprocess.run([bare, "-c", "import " + mod], capture_output=True).returncode != 0, mod
 
     task = "Bare-interpreter task: keep a work log"
     sb = installed_sandbox(sandbox_factory, lambda p: rotation_scenario(p, task=task))
