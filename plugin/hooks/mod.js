@@ -176,6 +176,11 @@ export function register(on) {
     return started;
   });
 
+  on("session.end", async ($, e, next) => {
+    notice($, null); // a /clear (or the end): whatever waited is over
+    return next(e);
+  });
+
   on("turn.complete", async ($, e, next) => {
     const done = await next(e);
     if (!e.agentId && !handing) {

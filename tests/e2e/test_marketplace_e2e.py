@@ -15,6 +15,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -315,6 +316,37 @@ def test_a_refusing_index_leaves_one_message_and_a_red_doctor_row(sandbox_factor
     row = rows["plugin-packages"]
     assert not row["ok"] and "403" in row["detail"] and row["fix"] == "cc-continuity doctor --fix", row
     assert rows["hooks"]["ok"] and rows["plugin-python"]["ok"], rows
+
+
+def test_a_session_waiting_for_clear_is_pinned_under_the_prompt_by_the_mod(sandbox_factory, market, tmp_path):
+    """No driver can clear (no tmux, and the mod may not hand over: "mod": false): the record waits for the
+    user's /clear.  The mod pins that under the prompt at the turn's end ($.ui.status), where it stays while
+    the session sits idle; the successor's start takes it away."""
+    first, _ = package_less(tmp_path, "venv-base")
+    sb = sandbox_factory(model_name=MODEL, python_first=first)
+    sb.model.set_scenario(rotation_scenario(sb.project, task=TASK_ONE))
+    install_from(sb, market("git"))
+    os.makedirs(sb.cc_home, exist_ok=True)
+    with open(os.path.join(sb.cc_home, "config.json"), "w") as f:
+        json.dump({"mod": False}, f)
+    cont = Continuity(sb)
+    sb.start_claude(tmux_env=False)
+    prompt(sb, TASK_ONE)
+    sb.wait_for(lambda: cont.record(1)["state"] == "AWAITING_MANUAL_CLEAR", 120, what="the session to wait")
+    cid = cont.record(1)["checkpoint"]["id"]
+    pinned = "handoff %s is verified. Type /clear" % cid
+
+    def under_the_prompt():
+        lines = sb.screen().splitlines()
+        at = max(i for i, line in enumerate(lines) if line.lstrip().startswith("\u276f"))
+        return pinned in " ".join(" ".join(lines[at + 1:]).split())  # below the input box, wrapped or not
+
+    sb.wait_for(under_the_prompt, 10, what="the notice under the prompt")
+    time.sleep(3)
+    assert under_the_prompt(), sb.screen()  # it stays while nothing happens
+    prompt(sb, "/clear")
+    sb.wait_for(lambda: cont.record(1)["state"] == "ROTATED", 60, what="the successor's claim")
+    sb.wait_for(lambda: not under_the_prompt(), 15, what="the notice to go")
 
 
 # -- uninstall after each route, in a HOME with no settings -----------------------------------------
