@@ -310,3 +310,23 @@ def test_an_unterminated_quote_falls_back_to_plain_words():
     assert effects.split("curl -X POST -H 'Authorization: x https://h/p") == [
         "curl", "-X", "POST", "-H", "'Authorization:", "x", "https://h/p"]
     assert effects.split('echo "a b" \'c d\' e\\ f; g') == ["echo", "a b", "c d", "e f", ";", "g"]
+
+
+@pytest.mark.parametrize("step_h", [-1, 1])
+def test_an_override_counts_in_record_order_whatever_the_clock_said(tmp_path, step_h):
+    """Issue 33: overrides were ordered by wall clock: typed with the clock an hour ahead, `repeat <code>` let
+    4 repeats through; an hour behind, none.  The record's order decides: exactly one."""
+    w = World(tmp_path)
+    w.run(S1, POST)
+    code = w.records()[0]["k"][:8]
+    w.drv.hook("UserPromptSubmit", S1, prompt="post it again: repeat %s" % code)
+    path = effects.store_path(w.pdir)
+    with open(path) as f:
+        lines = [json.loads(line) for line in f]
+    assert lines[-1]["ph"] == "override"
+    lines[-1]["ts"] += step_h * 3600  # the clock read an hour off when the user typed it
+    with open(path, "w") as f:
+        f.write("".join(json.dumps(r) + "\n" for r in lines))
+    assert w.run(S1, POST, permission_mode="bypassPermissions") is None  # the one repeat
+    for _ in range(3):
+        assert decision(w.run(S1, POST, permission_mode="bypassPermissions")) == "deny"

@@ -50,6 +50,12 @@ WATCH_ON_EVERY_VERB = (START_UP, "every verb's start: watch/ (fleet, liveness, s
 
 # module -> {(function, what it imports): (reason, why)}
 KEPT = {
+    "cc_continuity.holds.shell": {
+        ("_load", "cc_continuity.deps"): (START_UP, "a classified tool call's first parse only: deps (json, hashlib) "
+                                                    "+~6 ms"),
+        ("_load", "tree_sitter"): (OPTIONAL, "a binary wheel from the deps' lock; the tokenizer reads without it"),
+        ("_load", "tree_sitter_bash._binding.language"): (OPTIONAL, "the grammar, as tree_sitter"),
+    },
     "cc_continuity.watch.service": {
         ("unit_paths", "plistlib"): (START_UP, "every verb's start loads watch/; xml's parser +~3 ms, read for a "
                                                "launchd service only"),
@@ -70,6 +76,8 @@ KEPT = {
         ("collect", "cc_continuity.watch.daemon.load_state"): (START_UP, "every verb's start: +~22 ms"),
     },
     "cc_continuity.doctor.checks": {
+        ("check_shell_reader", "cc_continuity.deps.build"): (
+            START_UP, "as check_plugin_packages: only a plugin from a marketplace whose hooks lack the parser"),
         ("check_watchdog_unit", "cc_continuity.watch.service"): WATCH_ON_EVERY_VERB,
         ("check_plugin_packages", "cc_continuity.deps.build"): (
             START_UP, "every verb's parser loads doctor's checks: the installers and the index (urllib, html, "

@@ -28,7 +28,8 @@ DOMAIN = ("snapshot", "rotation")
 ALLOWED = {
     # -- the domain
     "snapshot": set(),                 # git and the root: nothing of the rotation
-    "rotation": {"snapshot"},          # a checkpoint holds a work-tree snapshot (its job, its ref, its diff);
+    "holds": {"deps"},                 # the shell reading and what repeats would harm; tree-sitter where deps put it
+    "rotation": {"snapshot", "holds"},  # a checkpoint holds a work-tree snapshot (its job, its ref, its diff);
                                        # the host it runs in is a port (rotation/host.py), never imported
     # -- adapters
     "deps": set(),                     # the optional packages: where they are for this interpreter, their build

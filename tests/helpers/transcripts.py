@@ -221,23 +221,24 @@ STATUSMAIN = os.path.join(REPO, "cc_continuity", "statusmain.py")
 _TABLE = {}
 
 
-def hook_command(event, python=None):
+def hook_command(event, python=None, root=REPO):
     """The hook command exactly as an install writes it (the plugin's hooks.json, rendered for
-    this checkout and ``python``): the tests run what users run, not a second bootstrap."""
+    this checkout, or an app-shaped ``root``, and ``python``): the tests run what users run, not a
+    second bootstrap."""
     import sys
 
     from cc_continuity.install import settings
 
     python = python or sys.executable
-    if python not in _TABLE:
-        _TABLE[python] = settings.render_fragment(settings.load_fragment(), python, REPO)["hooks"]
-    for groups in _TABLE[python].values():
+    if (python, root) not in _TABLE:
+        _TABLE[python, root] = settings.render_fragment(settings.load_fragment(), python, root)["hooks"]
+    for groups in _TABLE[python, root].values():
         for group in groups:
             for h in group["hooks"]:
                 if h.get("args", [])[-1:] == [event]:
                     return [h["command"]] + h["args"]
     # An event no table installs (the mod's, which mod.js runs itself) takes the same bootstrap.
-    return [python, "-S", "-c", settings.boot_code(REPO), event]
+    return [python, "-S", "-c", settings.boot_code(root), event]
 
 
 def hook_payload(event, session_id, transcript_path, cwd, **extra):
