@@ -148,6 +148,7 @@ FACTS = "snapshot.json"              # - the machine facts taken when the handof
 MANIFEST = "manifest.json"           # - id, handoff sha256 + validation, git ref, trigger reading
 SNAPSHOT_RESULT = "snapshot-%s.json"  # - a snapshot job's result, by job id (snapshot.job.result_path)
 BOOTSTRAP = "bootstrap.json"         # - the successor's bootstrap text, prepared at the verified turn's end
+FENCE = "fence.nonce"                # - the random marker fencing the handoff in the bootstrap (texts.fenced)
 BOOTSTRAP_DUE = "bootstrap.due.txt"  # a successor's built bootstrap, kept until its transcript holds it
 ROTATOR_PLAN = "rotator-plan.json"   # - the tmux rotator's plan (the watchdog re-spawns a rotator from it)
 DRAFT = "draft.txt"                  # - what the user had typed when the rotator cleared the input box
@@ -220,6 +221,10 @@ def bootstrap_due_path(sdir: "str") -> "str":
 
 def rotator_plan_path(sdir: "str") -> "str":
     return checkpoint_dir(sdir) + "/" + ROTATOR_PLAN
+
+
+def fence_path(sdir: "str") -> "str":
+    return checkpoint_dir(sdir) + "/" + FENCE
 
 
 def draft_file(sdir: "str") -> "str":

@@ -44,7 +44,7 @@ def test_files_changed_after_the_run_void_the_claim_but_the_handoff_itself_does_
 
 def test_a_claim_with_no_command_behind_it_is_not_confirmed():
     got = handoff.check_claims("I pushed it and the build is green.", [bash("git status")])
-    assert [g["status"] for g in got] == ["contradicted", "contradicted"]
+    assert [g["status"] for g in got] == ["unchecked", "unchecked"]  # claimed, not checked
     assert handoff.check_claims("Pushed.", [bash("git push origin main")])[0]["status"] == "confirmed"
 
 
@@ -93,3 +93,87 @@ def test_a_confirmed_claim_does_not_hold_the_handoff(tmp_path):
     drv.hook("Stop", S1, stop_hook_active=True)
     assert drv.state(S1)["state"] in ("AWAITING_MANUAL_CLEAR", "ROTATING")
     assert not drv.ledger(S1, ev="claims_contradicted")
+
+
+# -- issue 33: what a command's own exit status proves, and which sentences claim ------------------------
+
+# (the record, oldest first; the claim; its status)
+PROVING = [
+    ([bash("python3 -m pytest -q")], "tests pass", "confirmed"),
+    ([bash("pytest -q && echo ok")], "tests pass", "confirmed"),
+    ([bash("cd src && make test")], "tests pass", "confirmed"),
+    ([bash("make -C src test")], "tests pass", "confirmed"),
+    ([bash("set -o pipefail; pytest -q | tail -3")], "tests pass", "confirmed"),
+    ([bash("timeout 600 npm test")], "tests pass", "confirmed"),
+    ([bash("go test ./...")], "tests pass", "confirmed"),
+    ([bash("npm run test:unit")], "tests pass", "confirmed"),
+    ([bash("poetry run pytest")], "tests pass", "confirmed"),
+    ([bash("pytest -q"), bash("git status"), bash("cat src/app.py | grep x")], "tests pass", "confirmed"),
+    ([bash("cargo build --release")], "build is green", "confirmed"),
+    ([bash("make")], "build is green", "confirmed"),
+    ([bash("npm run build")], "build is green", "confirmed"),
+    ([bash("tsc -p .")], "build is green", "confirmed"),
+    ([bash("git push origin main")], "pushed", "confirmed"),
+    ([bash("git -C repo push")], "pushed", "confirmed"),
+    ([bash("fly deploy")], "deployed", "confirmed"),
+    ([bash("npm publish")], "deployed", "confirmed"),
+]
+NOT_PROVING = [
+    ([bash("python3 -m pytest -q 2>&1 | tail -3")], "tests pass"),
+    ([bash("pytest -q || true")], "tests pass"),
+    ([bash("pytest -q; echo done")], "tests pass"),
+    ([bash("pytest -q", 1), bash("pip install pytest")], "tests pass"),
+    ([bash("echo pytest")], "tests pass"),
+    ([bash("grep -rn pytest .")], "tests pass"),
+    ([bash("pytest --collect-only")], "tests pass"),
+    ([bash("pytest -q"), bash("sed -i s/a/b/ src/app.py")], "tests pass"),
+    ([bash("pytest -q"), bash("git stash pop")], "tests pass"),
+    ([bash("pytest -q"), bash("python3 gen.py")], "tests pass"),
+    ([bash("pytest -q"), bash("echo x > src/app.py")], "tests pass"),
+    ([bash("! pytest -q")], "tests pass"),
+    ([bash("git push --dry-run")], "pushed"),
+    ([bash("git push -n origin main")], "pushed"),
+    ([bash("gh release view v1")], "deployed"),
+    ([bash("git log --grep release")], "deployed"),
+    ([bash("make clean")], "build is green"),
+    ([bash("tsc --version")], "build is green"),
+    ([bash("npm publish --dry-run")], "deployed"),
+    ([bash("cargo build 2>&1 | tail -5")], "build is green"),
+]
+
+
+@pytest.mark.parametrize("tools, claim, status", PROVING, ids=[str(t[-1]["target"]) for t, _, _ in PROVING])
+def test_a_command_whose_own_exit_status_shows_it_confirms_the_claim(tools, claim, status):
+    text = {"tests pass": "All tests pass.", "build is green": "The build is green.", "pushed": "I pushed the branch.",
+            "deployed": "It is deployed."}[claim]
+    (got,) = handoff.check_claims(text, tools)
+    assert (got["claim"], got["status"]) == (claim, status), got
+
+
+@pytest.mark.parametrize("tools, claim", NOT_PROVING, ids=[str(t[-1]["target"]) for t, _ in NOT_PROVING])
+def test_a_record_that_proves_nothing_never_confirms(tools, claim):
+    text = {"tests pass": "All tests pass.", "build is green": "The build is green.", "pushed": "I pushed the branch.",
+            "deployed": "It is deployed."}[claim]
+    (got,) = handoff.check_claims(text, tools)
+    assert got["claim"] == claim and got["status"] != "confirmed", got
+
+
+CLAIMING = ["All tests pass.", "The tests pass now", "Tests passed locally with pytest.", "The build is green.",
+            "I pushed the branch to origin.", "The service is deployed to staging.", "CI is green and tests pass."]
+NOT_CLAIMING = [
+    "None of the tests pass.", "The tests do not pass yet.", "Tests don't pass.", "No tests pass.",
+    "Make sure tests pass.", "Merge when tests pass.", "Once tests pass, push.", "If the tests pass, deploy.",
+    "Tests should pass after the fix.", "Ensure the build is green before merging.", "Do the tests pass?",
+    "Verify that the tests pass.", "Nothing is pushed yet.", "It will be deployed tomorrow.",
+    "Run the suite until the tests pass.", "Tests pass only when the cache is warm? unclear.",
+]
+
+
+@pytest.mark.parametrize("sentence", CLAIMING)
+def test_an_affirmative_sentence_claims(sentence):
+    assert handoff.claimed(sentence), sentence
+
+
+@pytest.mark.parametrize("sentence", NOT_CLAIMING)
+def test_a_negated_conditional_or_imperative_sentence_claims_nothing(sentence):
+    assert handoff.claimed(sentence) == [], sentence

@@ -1,6 +1,7 @@
 """``cc-continuity doctor`` against real installs in a temp HOME: green when wired, red with a fix when not."""
 
 import http.server
+import importlib.util
 import json
 import os
 import shutil
@@ -33,6 +34,9 @@ class Install:
         paths.ensure_dir(self.cchome)
         self.app = os.path.join(self.cchome, "app.d", "v1")
         shutil.copytree(PKG, os.path.join(self.app, "cc_continuity"), ignore=shutil.ignore_patterns("__pycache__"))
+        os.makedirs(os.path.join(self.app, "lib"))  # the optional packages the hooks' python -S reads (the parser's)
+        for name in ("tree_sitter", "tree_sitter_bash"):
+            os.symlink(importlib.util.find_spec(name).submodule_search_locations[0], os.path.join(self.app, "lib", name))
         os.symlink("app.d/v1", os.path.join(self.cchome, "app"))
         self.settings_path = os.path.join(paths.claude_config_dir(), "settings.json")
         paths.ensure_dir(paths.claude_config_dir())
@@ -842,3 +846,14 @@ def test_the_marketplace_route_alone_lacks_no_status_line_wrapper_or_app_copy(in
     # Once `cc-continuity install` has run here, what it made is checked again: a lost status line is red.
     inst.save_manifest()
     _red(inst.check("statusline")["statusline"], "not set, not ours")
+
+
+def test_the_shell_reader_row_says_which_reading_the_hooks_use(inst):
+    """Issue 33: side-effect holds fall back to the simpler reader where tree-sitter cannot be imported by the
+    hooks' own Python (an app copy made before it was a dependency, a plugin whose packages are not built)."""
+    green = inst.check("shell-reader")["shell-reader"]
+    assert green.ok and "tree-sitter" in green.detail, green
+    kept = os.path.join(inst.app, "lib.kept")
+    os.rename(os.path.join(inst.app, "lib"), kept)  # an app copy made before the parser was a dependency
+    red = inst.check("shell-reader")["shell-reader"]
+    _red(red, "simpler reader", "No module named 'tree_sitter'", "cc-continuity install")

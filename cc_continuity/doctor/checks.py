@@ -497,10 +497,10 @@ def _marketplace_only(ctx):
     return root if command == settings.PLUGIN_PYTHON else None
 
 
-def check_hook_probe(ctx):
-    """Run our installed hook command for real, on an event it must ignore."""
+def _hook_handler(ctx):
+    """(the event, our installed handler of it) that a probe runs: the plugin's, else settings.json's."""
     doc, _ = ctx.settings()
-    handler = None
+    handler, on = None, None
     if ctx.plugin():
         on, handler = _plugin_handler(ctx)
     for event in () if handler else ("PostToolUse", "PreToolUse", "UserPromptSubmit", "Stop", "SessionStart",
@@ -509,6 +509,44 @@ def check_hook_probe(ctx):
         if found:
             handler, on = found[0][1], event
             break
+    return on, handler
+
+
+def check_shell_reader(ctx):
+    """Which shell reading the hooks' side-effect holds and claims use: tree-sitter's, or the simpler one."""
+    on, handler = _hook_handler(ctx)
+    python = (handler or {}).get("command")
+    boot = next((a for a in (handler or {}).get("args") or [] if "sys.path[0] = " in a), None)
+    if handler is None or boot is None or not python or not os.path.lexists(python):
+        return Result("shell-reader", True, "no hook of ours to ask yet")
+    m = re.search(r"sys\.path\[0\] = '([^']*)'", boot)
+    root = m.group(1) if m else None
+    if not root:
+        return Result("shell-reader", True, "the installed hook names no package folder to ask")
+    code = ("import sys; sys.path[0:0] = [%r]; sys.path.append(%r)\nfrom cc_continuity.holds import shell\n"
+            "print('tree-sitter' if shell.parser() is not None else 'tokenizer: %%s' %% shell.PROBLEM)"
+            % (root, root + "/lib"))
+    env = {k: v for k, v in ctx.env.items() if not k.startswith("CLAUDE")}
+    if ctx.plugin():
+        env["CLAUDE_PLUGIN_DATA"] = plugin.data_dir(ctx.plugin()[0], paths.claude_config_dir())
+    rc, out, err = _run([python, "-S", "-c", code], env=env, timeout=PROBE_TIMEOUT_S)
+    said = (out or "").strip()
+    if rc == 0 and said == "tree-sitter":
+        return Result("shell-reader", True, "side-effect holds and the handoff's claims read shell with tree-sitter")
+    fix = "cc-continuity install (it copies tree-sitter into the app copy's lib/)"
+    if ctx.plugin() and (handler.get("command") or "").endswith("/python"):
+        from ..deps import build  # (as check_plugin_packages)
+
+        fix = build.FIX
+    return Result("shell-reader", False, "side-effect holds read shell with the simpler reader (nested commands, "
+                  "wrappers with options and here-documents may be missed): %s" % (
+                      said.split(": ", 1)[-1] if said else _first_line(err) or "the hook's Python did not answer"), fix)
+
+
+def check_hook_probe(ctx):
+    """Run our installed hook command for real, on an event it must ignore."""
+    doc, _ = ctx.settings()
+    on, handler = _hook_handler(ctx)
     if handler is None:
         return Result("hook-probe", False, "no hook of ours to run", _settings_fix(ctx) if doc is None
                       else "cc-continuity install")
@@ -1461,8 +1499,9 @@ def _redact_url(url):
 
 CHECKS = [
     check_python, check_git, check_tmux, check_claude, check_config,
-    check_plugin, check_plugin_python, check_plugin_packages, check_hooks, check_hook_probe, check_mods, check_statusline, check_wrapper,
+    check_plugin, check_plugin_python, check_plugin_packages, check_hooks, check_hook_probe, check_shell_reader,
+    check_mods, check_statusline, check_wrapper,
     check_skills, check_skill_shell, check_app_copy, check_codex_hooks, check_codex_trust, check_codex_firing,
-    check_watchdog_unit, check_permissions, check_leftovers, check_trust, check_context_window, check_system_prompt, check_ntfy,
-    check_mirror,
+    check_watchdog_unit, check_permissions, check_leftovers, check_trust, check_context_window, check_system_prompt,
+    check_ntfy, check_mirror,
 ]

@@ -172,7 +172,8 @@ def prepare(proj: "Project", pred_n: int, prec: "Record", max_tokens: int) -> No
     pdir = proj.session_dir(pred_n)
     static, late = _parts(proj, pred_n, prec, SUCCESSOR, max_tokens, late=False)
     atomic.write_text(_prepared_path(pdir), fastjson.dumps(
-        {"text": redact.redact(static), "budget": min(max_tokens * 4, SPILL_LIMIT)}), fsync=False)
+        {"text": redact.redact(static), "budget": min(max_tokens * 4, SPILL_LIMIT),
+         "summary": SUMMARY_HEAD % (prec.get("checkpoint") or {}).get("id") in static}), fsync=False)
 
 
 def _prepared_path(pdir: str) -> str:
@@ -193,15 +194,17 @@ def bootstrap_text(proj: "Project", pred_n: int, prec: "Record", succ_name: str,
         with open(_prepared_path(pdir), "rb") as f:
             prepared = fastjson.loads(f.read())
         static: str | None = prepared["text"] if prepared.get("budget") == budget else None
+        summary = prepared.get("summary") is not False
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        static = None
+        static, summary = None, True
     if static is not None and SUCCESSOR in static:
         late = _late(proj, pred_n)
         if late:
             from .. import redact
 
             late = redact.redact(late)
-        if len(static) + len(late) + len(since) + 2 <= budget - 200:  # else: the handoff must shrink, build it all
+        # else: the handoff must shrink, build it all; and a summary's length was chosen without the late part
+        if len(static) + len(late) + len(since) + 2 <= budget - 200 and not (late and summary):
             return _insert(static.replace(SUCCESSOR, succ_name, 1), since) + late
     from .. import redact
 
@@ -211,6 +214,7 @@ def bootstrap_text(proj: "Project", pred_n: int, prec: "Record", succ_name: str,
 
 
 SINCE_AFTER = "\n\n## Handoff ("
+SUMMARY_HEAD = "\n\n## Handoff (%s)\nThe full handoff is at"  # (the bootstrap carries a summary, not the handoff)
 
 
 def _insert(static: str, since: str) -> str:
@@ -270,12 +274,47 @@ def _parts(proj: "Project", pred_n: int, prec: "Record", succ_name: str, max_tok
     late_txt = _late(proj, pred_n) if late else ""
     fixed = "\n".join(head) + "\n\n" + facts + late_txt
     room = budget - len(fixed) - 200 - reserve
-    if handoff_text and len(handoff_text) <= room:
-        body = "\n\n## Handoff (%s)\n%s" % (cid, handoff_text.strip())
+    nonce = _fence_nonce(pdir)
+    # What the handoff's heading and fence take too: the whole is then exactly what the prepared text's
+    # check at the claim counts (bootstrap_text), so both choose the full handoff or its summary alike.
+    room -= len("\n\n## Handoff (%s)\n" % cid) + len(texts.fenced("the predecessor's handoff", "", nonce))
+    if handoff_text and len(handoff_text.strip()) <= room:
+        body = "\n\n## Handoff (%s)\n%s" % (cid, texts.fenced("the predecessor's handoff", handoff_text.strip(), nonce))
     else:
-        body = "\n\n## Handoff (%s)\nThe full handoff is at %s (%d chars); read it first. Its key sections:\n%s" % (
-            cid, hpath, len(handoff_text), _summary(handoff_text, max(room - 300, 400)))
+        body = SUMMARY_HEAD % cid + " %s (%d chars); read it first. %s" % (
+            hpath, len(handoff_text),
+            texts.fenced("its key sections", _summary(handoff_text, max(room - 300, 400)), nonce))
     return "\n".join(head) + body + "\n\n" + facts, late_txt
+
+
+def _fence_nonce(pdir: str) -> str:
+    """The random marker of this checkpoint's fence: made once (the handoff is written by then, so it cannot know
+    it), kept so that the bootstrap prepared at the verified Stop and one built at the claim are the same."""
+    import binascii  # (a bootstrap's only)
+
+    path = session.fence_path(pdir)
+
+    def kept() -> "str | None":
+        try:
+            with open(path, encoding="ascii") as f:
+                got = f.read(64).strip()
+        except (OSError, ValueError):
+            return None
+        return got if len(got) == 16 and all(c in "0123456789abcdef" for c in got) else None
+
+    nonce = kept()
+    if nonce is not None:
+        return nonce
+    nonce = binascii.hexlify(os.urandom(8)).decode()
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except FileExistsError:
+        return kept() or nonce  # another builder made it first (or it is unusable: this one, unkept)
+    except OSError:
+        return nonce
+    with os.fdopen(fd, "w") as f:
+        f.write(nonce)
+    return nonce
 
 
 def _shared(pdir: str, prec: "Record") -> list[str]:

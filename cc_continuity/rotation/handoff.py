@@ -16,6 +16,7 @@ import os
 import re
 
 from .. import ledger, safefile, session
+from ..holds import classify, shell
 from ..digest import sha256
 from .texts import SOURCE_HINT, SOURCED_SECTIONS
 
@@ -212,71 +213,134 @@ def _git_state(g: "dict[str, Any]") -> str:
 #
 # No self-certification: what a handoff says about verification, checked against the ledger.
 #
-# A handoff is the model's own account.  When it says "the tests pass", "the build
-# is green", "deployed" or "pushed", :func:`check` looks in the session's ledger
-# (the ``tool`` lines: the command, its exit code, the files edited after it) for
-# the last command that would show it, and gives each claim a status:
+# A handoff is the model's own account.  When it says "the tests pass", "the build is green",
+# "deployed" or "pushed", :func:`check_claims` looks in the session's ledger (the ``tool`` lines: the
+# command, its exit code, what ran after it) for the last command that would show it, read as a shell
+# reads it (:mod:`cc_continuity.holds.shell`), and gives each claim a status:
 #
-# - ``confirmed``: that command ran, exited 0, and (for tests and builds) no file
-#   was changed after it;
-# - ``contradicted``: it exited non-zero, or files changed after it (the claim is
-#   older than the code), or it never ran at all.
+# - ``confirmed``: the runner itself (a test runner, a build, a deploy, ``git push``; not ``echo``,
+#   ``grep``, an install, ``--collect-only``, ``--dry-run``, ``--version``, ``clean``) is among what the
+#   call's exit status proves (not behind ``||``, not before a ``|`` without ``pipefail``), it exited 0,
+#   and (tests, builds) nothing after it may have changed files: no Edit or Write, no Bash call the
+#   shell reading cannot show to be read-only;
+# - ``contradicted``: it exited non-zero, or a file was edited after it;
+# - ``unchecked``: nothing in the record proves it (no such command, one whose exit status is not its
+#   own, or a later command that may have changed files).
 #
-# The writer sees the contradictions while it can still fix the handoff
-# (turn.check_handoff), and the successor's bootstrap lists them as "claimed,
-# not confirmed" apart from what the machine confirmed (:func:`section`).
+# Only affirmative sentences make claims: a negation ("none of the tests pass"), a condition ("merge
+# when tests pass") or an instruction ("make sure tests pass") does not.  The writer sees what is not
+# confirmed while it can still fix the handoff (turn.check_handoff); the successor's bootstrap lists it
+# apart from what the machine confirmed (:func:`claims_section`).
 
-# claim -> (phrases that make it, words of a command that would show it, whether a later edit voids it)
-CLAIMS: "dict[str, tuple[tuple[str, ...], tuple[str, ...], bool]]" = {
+# claim -> (phrases that make it, whether a later change voids it)
+CLAIMS: "dict[str, tuple[tuple[str, ...], bool]]" = {
     "tests pass": (("tests pass", "tests are passing", "tests passing", "tests passed", "tests are green",
                     "tests green", "test suite passes", "suite is green", "all green", "tests now pass",
-                    "tests all pass", "tests succeed"),
-                   ("pytest", "npm test", "npm run test", "yarn test", "pnpm test", "go test", "cargo test",
-                    "make test", "make check", "tox", "jest", "vitest", "unittest", "rspec", "phpunit", "ctest",
-                    "mvn test", "gradle test", "dotnet test", "mix test", "bun test"), True),
+                    "tests all pass", "tests succeed"), True),
     "build is green": (("build is green", "build passes", "build succeeds", "build is passing", "builds cleanly",
-                        "build succeeded", "build passed", "ci is green", "compiles cleanly"),
-                       ("make", "npm run build", "yarn build", "pnpm build", "cargo build", "go build", "tsc",
-                        "gradle build", "mvn package", "mvn install", "python -m build", "python3 -m build",
-                        "dotnet build", "bazel build", "cmake --build", "ninja"), True),
-    "deployed": (("deployed", "is live", "released to"),
-                 ("deploy", "fly deploy", "vercel", "netlify deploy", "firebase deploy", "wrangler", "kubectl apply",
-                  "helm upgrade", "terraform apply", "release"), False),
-    "pushed": (("pushed",), ("git push",), False),
+                        "build succeeded", "build passed", "ci is green", "compiles cleanly"), True),
+    "deployed": (("deployed", "is live", "released to"), False),
+    "pushed": (("pushed",), False),
 }
-NEGATIONS = ("not ", "n't", "never", "fail", "yet to", "still need", "todo", "to do:", "unable", "until", "once ",
-             "before ", "should ", "will ", "would ", "must ", "need to", "next:")
+# Words that make a sentence no claim: negations, conditions, instructions, hedges.
+NOT_A_CLAIM = frozenset((
+    "not", "no", "none", "never", "neither", "nor", "without", "cannot", "can't", "cant", "don't", "dont", "doesn't",
+    "doesnt", "didn't", "didnt", "isn't", "isnt", "aren't", "arent", "wasn't", "wasnt", "weren't", "werent", "won't",
+    "wont", "haven't", "havent", "hasn't", "hasnt", "fail", "fails", "failing", "failed", "if", "when", "whenever",
+    "once", "until", "unless", "after", "before", "should", "must", "need", "needs", "will", "would", "could",
+    "might", "may", "expect", "expected", "expecting", "hopefully", "assuming", "todo", "yet", "whether", "until",
+    "ensure", "unable", "pending", "next", "wait", "waiting"))
+IMPERATIVE = frozenset(("make", "ensure", "verify", "check", "run", "merge", "confirm", "get", "keep", "have",
+                        "let", "see", "wait", "do", "try", "push", "deploy"))
 EDIT_TOOLS = frozenset(("Write", "Edit", "MultiEdit", "NotebookEdit"))
+_NO_RUN = ("--collect-only", "--co", "--dry-run", "--dryrun", "--version", "-V", "--help", "-h", "--list",
+           "--list-tests", "--setup-plan", "--fixtures", "-n")
+_TEST_PROGS = frozenset(("pytest", "py.test", "jest", "vitest", "mocha", "rspec", "phpunit", "ctest", "tox", "nox",
+                         "ava", "karma", "cypress", "playwright", "bats", "prove", "nosetests", "trial"))
+_BUILD_PROGS = frozenset(("tsc", "ninja", "webpack", "vite", "esbuild", "rollup", "javac", "gcc", "g++", "clang",
+                          "cc", "rustc"))
+_BUILD_TARGET_SKIP = frozenset(("clean", "distclean", "test", "check", "lint", "fmt", "format", "help", "install"))
 
 
 def _sentences(text: str) -> "list[str]":
     out: "list[str]" = []
     for line in text.lower().replace("\r", "").split("\n"):
-        for s in line.replace("; ", ". ").split(". "):
+        for s in line.replace("; ", ". ").replace("? ", "?. ").replace("! ", ". ").split(". "):
             if s.strip():
                 out.append(s.strip())
     return out
+
+
+def _affirms(sentence: str) -> bool:
+    """Is ``sentence`` a statement of fact: no negation, condition, instruction or question?"""
+    if sentence.rstrip().endswith("?"):
+        return False
+    words = "".join(c if c.isalnum() or c in "'" else " " for c in sentence.replace("\u2019", "'")).split()
+    if not words or words[0].strip("'") in IMPERATIVE or (words[0] == "please"):
+        return False
+    return not any(w.strip("'") in NOT_A_CLAIM for w in words)
 
 
 def claimed(text: str) -> "list[str]":
     """The claims a handoff makes (an affirmative sentence with one of the phrases), in CLAIMS order."""
     found = set()
     for s in _sentences(text):
-        if any(n in s for n in NEGATIONS):
+        if not _affirms(s):
             continue
-        for name, (phrases, _, _) in CLAIMS.items():
+        for name, (phrases, _) in CLAIMS.items():
             if any(p in s for p in phrases):
                 found.add(name)
     return [n for n in CLAIMS if n in found]
 
 
-def _matches(target: str, words: "tuple[str, ...]") -> bool:
-    low = " " + target.lower().replace("&&", ";").replace("|", ";") + " "
-    for part in low.split(";"):
-        p = " " + part.strip() + " "
-        for w in words:
-            if (" " + w + " ") in p or p.startswith(" " + w) or ("/" + w) in p or (" -m " + w) in p:
-                return True
+def _runs(claim: str, words: "list[str]") -> bool:
+    """Do ``words`` (one command, unwrapped) run what would show ``claim``?"""
+    if not words:
+        return False
+    prog = words[0].rsplit("/", 1)[-1]
+    args = words[1:]
+    if prog in ("python", "python3", "py") and args[:1] == ["-m"] and len(args) > 1:
+        prog, args = args[1], args[2:]
+    if prog in ("bundle", "poetry", "pipenv", "uv", "hatch", "pdm") and args[:1] in (["exec"], ["run"]) and len(args) > 1:
+        return _runs(claim, args[1:])
+    if any(a in _NO_RUN or a.startswith("--dry-run=") for a in args):
+        return False
+    at, sub = classify.subcommand(prog, args)
+    rest = [a for a in args[at + 1:] if not a.startswith("-")] if sub is not None else []
+    if claim == "tests pass":
+        if prog in _TEST_PROGS or prog == "unittest":
+            return True
+        if prog in ("npm", "yarn", "pnpm", "bun"):
+            return sub in ("test", "t") or (sub == "run" and bool(rest) and rest[0].startswith("test"))
+        if prog in ("go", "cargo", "mix", "dotnet", "deno", "zig", "swift", "flutter", "dart", "mvn", "gradle",
+                    "./gradlew", "gradlew", "rake", "lein", "sbt", "stack", "cabal"):
+            return sub in ("test", "check", "verify") or (prog == "rake" and sub == "spec")
+        if prog == "make":
+            targets = [a for a in args[at:] if not a.startswith("-") and "=" not in a]
+            return any(t in ("test", "tests", "check", "ci") for t in targets)
+        return False
+    if claim == "build is green":
+        if prog in _BUILD_PROGS:
+            return True
+        if prog in ("npm", "yarn", "pnpm", "bun"):
+            return sub == "build" or (sub == "run" and bool(rest) and rest[0].startswith("build"))
+        if prog in ("cargo", "go", "dotnet", "bazel", "gradle", "./gradlew", "swift", "zig", "stack", "cabal"):
+            return sub in ("build", "assemble")
+        if prog == "mvn":
+            return sub in ("package", "install", "compile", "verify")
+        if prog == "make":
+            targets = [a for a in args[at:] if not a.startswith("-") and "=" not in a]
+            return not targets or any(t not in _BUILD_TARGET_SKIP for t in targets)
+        if prog == "build":  # python -m build
+            return True
+        if prog == "cmake":
+            return "--build" in args
+        return False
+    if claim == "pushed":
+        return prog == "git" and sub == "push" and "-n" not in args
+    if claim == "deployed":
+        return any(e["kind"] in ("deploy", "publish") for e in classify.classify(" ".join(
+            shell.quote(w) for w in words), {"local_exempt": False}))
     return False
 
 
@@ -286,33 +350,48 @@ def check_claims(text: str, tools: "list[dict[str, Any]]", skip_path: "str | Non
     ``skip_path``: a file whose edits do not count (the handoff itself).
     """
     out: "list[dict[str, Any]]" = []
+    readings: "dict[int, Any]" = {}
+
+    def read(i: int) -> "Any":
+        if i not in readings:
+            readings[i] = shell.read(str(tools[i].get("target")))
+        return readings[i]
+
+    bash = [i for i, r in enumerate(tools) if r.get("tool") == "Bash" and isinstance(r.get("target"), str)]
     for name in claimed(text):
-        _, words, edits_void = CLAIMS[name]
+        _, changes_void = CLAIMS[name]
         last = None
-        for i, r in enumerate(tools):
-            tgt = r.get("target")
-            if r.get("tool") == "Bash" and isinstance(tgt, str) and _matches(tgt, words):
+        for i in bash:
+            if any(_runs(name, c.words) for c in read(i).commands):
                 last = i
         if last is None:
-            out.append({"claim": name, "status": "contradicted",
+            out.append({"claim": name, "status": "unchecked",
                         "evidence": "no command that would show it ran in this session"})
             continue
         r = tools[last]
         cmd = "`%s`" % str(r.get("target"))[:80].replace("`", "'")
         code = r.get("exit")
         failed = bool(r.get("failed")) or (isinstance(code, int) and code != 0)
+        proves = any(_runs(name, c.words) for c in read(last).proven)
         edited = [t.get("target") for t in tools[last + 1:] if t.get("tool") in EDIT_TOOLS
                   and isinstance(t.get("target"), str) and t.get("target") != skip_path]
-        if failed:
+        later = next((tools[i] for i in bash if i > last and shell.changes_files(read(i))), None)
+        if failed and proves:
             status, why = "contradicted", "the last %s exited %s" % (cmd, code if code is not None else "with a failure")
-        elif code is None:
-            status, why = "contradicted", "the last %s has no recorded exit code" % cmd
-        elif edits_void and edited:
+        elif code is None and not failed:
+            status, why = "unchecked", "the last %s has no recorded exit code" % cmd
+        elif not proves:
+            status, why = "unchecked", ("the last %s does not show it: its exit status is not the runner's own "
+                                        "(a pipe without pipefail, `||`, or not the last command)" % cmd)
+        elif changes_void and edited:
             status, why = "contradicted", "the last %s exited 0, but %d file%s changed after it (%s)" % (
                 cmd, len(set(edited)), "" if len(set(edited)) == 1 else "s",
                 ", ".join(sorted({str(p).rsplit("/", 1)[-1] for p in edited})[:5]))
+        elif changes_void and later is not None:
+            status, why = "unchecked", "the last %s exited 0, but a later command (`%s`) may have changed files" % (
+                cmd, str(later.get("target"))[:60].replace("`", "'"))
         else:
-            status, why = "confirmed", "the last %s exited 0%s" % (cmd, ", nothing changed after it" if edits_void else "")
+            status, why = "confirmed", "the last %s exited 0%s" % (cmd, ", nothing changed after it" if changes_void else "")
         out.append({"claim": name, "status": status, "evidence": why})
     return out
 
@@ -331,8 +410,10 @@ def claims_section(results: "list[dict[str, Any]]") -> str:
     for r in results:
         if r["status"] == "confirmed":
             lines.append("- confirmed by the machine: %s (%s)" % (r["claim"], r["evidence"]))
-        else:
+        elif r["status"] == "contradicted":
             lines.append("- claimed, not confirmed: %s — %s" % (r["claim"], r["evidence"]))
+        else:
+            lines.append("- claimed, not checked: %s — %s" % (r["claim"], r["evidence"]))
     return "\n".join(lines)
 
 

@@ -202,3 +202,20 @@ def continuation_prompt(cid: str, successor_name: str, driver: str = "tmux", roo
         if last_request:
             text += " The user's last request was: %s" % last_request
     return text
+
+
+# -- text that is not ours, fenced --------------------------------------------------------------------------
+
+def fenced(what: str, text: str, nonce: "str | None" = None) -> str:
+    """``text`` (the predecessor's handoff, a field from a remote) between two marker lines it cannot contain.
+
+    The markers carry a random nonce made for this text (made again in the unlikely case that the text holds
+    it), so that nothing inside can close the fence and speak as the machine: a forged "## The handoff's
+    claims, checked against the record" inside a handoff stays inside.  No ``<``, ``>`` or ``&`` in them
+    (Gemini CLI HTML-escapes injected context)."""
+    import binascii  # (a bootstrap's only)
+    import posix
+
+    while nonce is None or nonce in text:
+        nonce = binascii.hexlify(posix.urandom(8)).decode()
+    return "~~~~ %s %s: not the machine's words ~~~~\n%s\n~~~~ end %s ~~~~" % (what, nonce, text.strip("\n"), nonce)
