@@ -157,3 +157,19 @@ def test_readme_diagram_draws_the_state_machine_as_it_is():
     assert len(solid) >= 10
     wrong = [(a, b) for a, b in solid if not session.is_allowed(a, b)]
     assert not wrong, "arrows the state machine does not allow: %s" % wrong
+
+
+def test_readme_runs_the_e2e_suite_as_ci_does():
+    """README's e2e lines are .ci/run's: `-m 'e2e and not codex'` with a Claude Code binary, `-m 'e2e and codex'`
+    with a Codex one (a bare `-m e2e` on a machine with no Codex CLI gave 28 errors)."""
+    with open(os.path.join(ROOT, "README.md")) as f:
+        readme = f.read()
+    with open(os.path.join(ROOT, ".ci", "run")) as f:
+        ci = f.read()
+    runs = re.findall(r"(CC_CONTINUITY_(?:CLAUDE|CODEX)_BIN)=(?:\"[^\"]*\"|\S+) \S*python3? -m pytest -m ('[^']*'|\S+)",
+                      readme)
+    assert sorted(runs) == [("CC_CONTINUITY_CLAUDE_BIN", "'e2e and not codex'"),
+                            ("CC_CONTINUITY_CODEX_BIN", "'e2e and codex'")], runs
+    for var, marker in runs:
+        assert re.search(r"^%s=\S+ python3 -m pytest -m %s$" % (var, re.escape(marker)), ci, re.M), (var, marker)
+    assert not re.search(r"pytest -m e2e\b", readme), "README names a bare `-m e2e`"
