@@ -39,7 +39,10 @@ from ..procs import pid_alive, reap
 from ..tmux import Pane
 
 WINDOW = 200_000
-MODEL = "claude-sonnet-4-5"  # Claude Code gives it a 200k window and no auto mode
+# Claude Code 2.1.328 and 2.1.332 give it a 200k window, no auto mode in the shift+tab cycle and no
+# retirement warning (claude-sonnet-4-5 was retired on 2026-11-30: 2.1.332 warns on screen);
+# tests/e2e/test_model_e2e.py fails when either starts to.
+MODEL = "claude-haiku-4-5"
 ROTATE_AT = 66.0  # percent the scripted work reports: past the default rotate level (62)
 START_AT = 10.0  # percent a fresh session reports
 HANDOFF_REQUEST = "Handoff file (absolute path):"
