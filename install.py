@@ -9,6 +9,10 @@ import shutil
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+# Nothing of this run writes bytecode into the checkout: a plugin made from it (a directory
+# marketplace links it live) would carry the __pycache__ folders.  The app copy that
+# `cc-continuity install` makes is byte-compiled on purpose (install/app.py).
+sys.dont_write_bytecode = True
 
 if sys.version_info < (3, 11):
     # macOS's /usr/bin/python3 is 3.9: a newer one may be on PATH under its own name.
@@ -16,7 +20,7 @@ if sys.version_info < (3, 11):
         other = shutil.which(name)
         if other and os.environ.get("CC_CONTINUITY_BOOTSTRAP_REEXEC") != "1":
             os.environ["CC_CONTINUITY_BOOTSTRAP_REEXEC"] = "1"
-            os.execv(other, [other, os.path.abspath(__file__)] + sys.argv[1:])
+            os.execv(other, [other, "-B", os.path.abspath(__file__)] + sys.argv[1:])
     sys.stderr.write("install.py: cc-continuity needs Python >= 3.11 (this is %d.%d); install one, e.g.\n"
                      "    sudo apt-get install python3      (Debian 12, Ubuntu 24.04: 3.11, 3.12)\n"
                      "    brew install python@3.12          (macOS)\n" % sys.version_info[:2])

@@ -10,6 +10,8 @@ import sys
 
 import pytest
 
+from helpers import leftovers
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 _SCRUB = (
@@ -88,3 +90,42 @@ def pytest_report_header(config):
         "yes" if shutil.which("tmux") else "no",
         "yes" if shutil.which("git") else "no",
     )
+
+
+# -- no process of this run outlives it ------------------------------------------------------------
+
+LEFTOVER_GRACE_S = 10.0  # a detached job that is finishing gets this long to end on its own (env: CC_TEST_LEFTOVER_GRACE_S)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session, exitstatus):
+    """Fail the run when a process it started is still alive (then kill it).
+
+    Ours = this run's basetemp root in the process's environment or command line (every test's
+    HOME and CC_CONTINUITY_HOME are under it; helpers/leftovers.py), never a process name: another
+    pytest on this machine has another root.  Under pytest-xdist each worker's basetemp is
+    ``<root>/popen-gwN``: the controller checks the shared root once the workers are done."""
+    if hasattr(session.config, "workerinput"):
+        return
+    factory = getattr(session.config, "_tmp_path_factory", None)
+    root = getattr(factory, "_basetemp", None)
+    if root is None:  # no test asked for a temp dir: nothing can hold one
+        return
+    grace = float(os.environ.get("CC_TEST_LEFTOVER_GRACE_S") or LEFTOVER_GRACE_S)
+    left = leftovers.wait_gone(str(root), grace)
+    if not left:
+        return
+    lines = ["%d process%s started by this run outlived it by %.0f s (killed now):" % (
+        len(left), "" if len(left) == 1 else "es", grace)]
+    lines += ["  pid %d: %s" % (pid, cmdline[:300]) for pid, cmdline in left]
+    tr = session.config.pluginmanager.get_plugin("terminalreporter")
+    if tr is not None:
+        tr.ensure_newline()
+    for line in lines:
+        if tr is not None:
+            tr.write_line(line, red=True)
+        else:
+            sys.stderr.write(line + "\n")
+    leftovers.kill(left)
+    if session.exitstatus == 0:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED

@@ -1,6 +1,7 @@
 """docs/USAGE.md covers every CLI verb and option; README starts with the two commands."""
 
 import argparse
+import json
 import os
 import re
 
@@ -157,3 +158,73 @@ def test_readme_diagram_draws_the_state_machine_as_it_is():
     assert len(solid) >= 10
     wrong = [(a, b) for a, b in solid if not session.is_allowed(a, b)]
     assert not wrong, "arrows the state machine does not allow: %s" % wrong
+
+
+def test_readme_runs_the_e2e_suite_as_ci_does():
+    """README's e2e lines are .ci/run's: `-m 'e2e and not codex'` with a Claude Code binary, `-m 'e2e and codex'`
+    with a Codex one (a bare `-m e2e` on a machine with no Codex CLI gave 28 errors)."""
+    with open(os.path.join(ROOT, "README.md")) as f:
+        readme = f.read()
+    with open(os.path.join(ROOT, ".ci", "run")) as f:
+        ci = f.read()
+    runs = re.findall(r"(CC_CONTINUITY_(?:CLAUDE|CODEX)_BIN)=(?:\"[^\"]*\"|\S+) \S*python3? -m pytest -m ('[^']*'|\S+)",
+                      readme)
+    assert sorted(runs) == [("CC_CONTINUITY_CLAUDE_BIN", "'e2e and not codex'"),
+                            ("CC_CONTINUITY_CODEX_BIN", "'e2e and codex'")], runs
+    for var, marker in runs:
+        assert re.search(r"^%s=\S+ python3 -m pytest -m %s$" % (var, re.escape(marker)), ci, re.M), (var, marker)
+    assert not re.search(r"pytest -m e2e\b", readme), "README names a bare `-m e2e`"
+
+
+def _options_of():
+    """{"verb [sub]": {every option string}} of the CLI."""
+    return {name: {o for a in p._actions for o in a.option_strings} for name, p in _parsers() if name}
+
+
+def test_every_command_the_docs_write_out_takes_the_options_they_give_it():
+    """A `cc-continuity <verb> … --opt` in README or docs/*.md names an option the verb has (README
+    implied `uninstall --dry-run`, and share's hint named `configure` for share_remote)."""
+    options = _options_of()
+    wrong = []
+    for doc in ["README.md"] + ["docs/" + n for n in sorted(os.listdir(os.path.join(ROOT, "docs"))) if n.endswith(".md")]:
+        with open(os.path.join(ROOT, doc), encoding="utf-8") as f:
+            text = f.read()
+        for span in re.findall(r"`(cc-continuity [^`\n]+)`", text):
+            words = span.split()[1:]
+            verb = next((" ".join(words[:n]) for n in (2, 1) if " ".join(words[:n]) in options), None)
+            if verb is None:
+                continue
+            for opt in re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)", span):
+                if opt not in options[verb]:
+                    wrong.append("%s: `%s`: %s has no %s" % (doc, span, verb, opt))
+    assert not wrong, "\n".join(wrong)
+
+
+def test_uninstall_has_no_dry_run_and_readme_does_not_offer_one():
+    assert "--dry-run" not in _options_of()["uninstall"]
+    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
+        for line in f:
+            if "uninstall" in line and "--dry-run" in line:
+                assert "uninstall has no dry run" in line, line
+
+
+def test_the_license_is_the_mit_text_the_metadata_names():
+    with open(os.path.join(ROOT, "LICENSE"), encoding="utf-8") as f:
+        text = f.read()
+    assert text.startswith("MIT License\n\nCopyright (c) 2026 cc-continuity maintainers\n"), text[:80]
+    assert "THE SOFTWARE IS PROVIDED \"AS IS\", WITHOUT WARRANTY OF ANY KIND" in text
+    with open(os.path.join(ROOT, "pyproject.toml"), encoding="utf-8") as f:
+        assert 'license = { text = "MIT" }' in f.read()
+    with open(os.path.join(ROOT, "plugin", ".claude-plugin", "plugin.json"), encoding="utf-8") as f:
+        assert json.load(f)["license"] == "MIT"
+
+
+def test_limitations_and_readme_agree_on_what_zero_touch_needs():
+    """README: the mod clears in-process with no tmux; LIMITATIONS said zero-touch needs tmux."""
+    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
+        readme = " ".join(f.read().split())
+    with open(os.path.join(ROOT, "docs", "LIMITATIONS.md"), encoding="utf-8") as f:
+        limits = " ".join(f.read().split())
+    assert "in-process, with no tmux" in readme
+    assert "Zero-touch needs tmux." not in limits
+    assert "Zero-touch needs the plugin's mod or tmux." in limits and "in-process: no tmux" in limits

@@ -43,3 +43,36 @@ def test_no_claude_anywhere_fails_loudly(tmp_path):
     assert "no Claude Code binary for the e2e suite" in p.stdout, p.stdout[-2000:]
     assert "put claude on PATH" in p.stdout and "install-claude.sh" in p.stdout
     assert "skipped" not in p.stdout.splitlines()[-1], p.stdout
+
+
+CODEX_ONE = "tests/e2e/test_codex_headless_e2e.py::test_the_headless_chain_rotates_three_times_with_no_typing"
+
+
+def codex_runner(tmp_path, **env_extra):
+    """The README's Claude-only machine: no CC_CONTINUITY_CODEX_BIN and an empty Codex cache."""
+    env = {k: v for k, v in os.environ.items() if k not in ("CC_CONTINUITY_CODEX_BIN", "CI")}
+    empty = tmp_path / "no-codex"
+    empty.mkdir(exist_ok=True)
+    env.update(CC_CODEX_CACHE=str(empty), **env_extra)
+    return subprocess.run([sys.executable, "-m", "pytest", "-m", "e2e", "-q", "-rs", "-p", "no:cacheprovider",
+                           CODEX_ONE], cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+
+
+def test_no_codex_skips_the_codex_tests_and_says_how_to_get_one(tmp_path):
+    # Before: `pytest -m e2e` with no Codex CLI errored in every Codex test (28 errors).
+    p = codex_runner(tmp_path)
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    last = p.stdout.strip().splitlines()[-1]
+    assert "1 skipped" in last and "error" not in last and "failed" not in last, p.stdout
+    assert "SKIPPED" in p.stdout and "CC_CONTINUITY_CODEX_BIN" in p.stdout and ".ci/install-codex.sh" in p.stdout
+
+
+def test_no_codex_under_ci_fails(tmp_path):
+    p = codex_runner(tmp_path, CI="true")
+    assert p.returncode != 0, p.stdout
+    assert "no Codex CLI for the codex e2e tests" in p.stdout and "skipped" not in p.stdout.splitlines()[-1]
+
+
+def test_a_codex_bin_that_is_no_executable_fails_even_outside_ci(tmp_path):
+    p = codex_runner(tmp_path, CC_CONTINUITY_CODEX_BIN=str(tmp_path / "nothing"))
+    assert p.returncode != 0 and "is not an executable file" in p.stdout, p.stdout[-2000:]

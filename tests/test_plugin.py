@@ -140,3 +140,16 @@ def test_the_plugin_copy_is_what_the_plugin_runs_and_stays_lean():
                 size += os.path.getsize(real)
                 count += 1
     assert 100 < count and size <= LEAN_LIMIT, (count, size)
+
+
+def test_a_git_marketplace_copy_holds_no_bytecode(tmp_path):
+    """A git marketplace is a clone: __pycache__ is ignored (.gitignore), so the plugin copy Claude Code
+    makes from it has none, even from a checkout where the suite ran (this one: it has them)."""
+    clone = str(tmp_path / "clone")
+    subprocess.run(["git", "clone", "-q", REPO, clone], check=True, capture_output=True, timeout=120)
+    found = [os.path.join(d, n) for d, dirs, files in os.walk(os.path.join(clone, "plugin"), followlinks=True)
+             for n in dirs + files if n == "__pycache__" or n.endswith(".pyc")]
+    assert found == []
+    ignored = subprocess.run(["git", "check-ignore", "-q", "cc_continuity/__pycache__/x.cpython-311.pyc"],
+                             cwd=REPO, timeout=30)
+    assert ignored.returncode == 0

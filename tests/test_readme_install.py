@@ -11,7 +11,9 @@ on PATH but the system's, and ``uninstall --purge`` gives HOME back.
 
 import json
 import os
+import shutil
 import subprocess
+import sys
 
 import pytest
 
@@ -119,3 +121,51 @@ def test_readme_first_line_on_the_system_python_in_a_fresh_home(tmp_path, git_re
     out = subprocess.run(["bash", "-c", command], env=env, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and "purge: ~/.claude-continuity deleted" in out.stdout, out.stdout + out.stderr
     assert tree(str(home)) == before, "uninstall --purge gives HOME back (pip's cache aside)"
+
+
+def checkout_copy(dest):
+    """This checkout's tracked files as they are in the work tree (symlinks kept): a fresh clone's
+    content, uncommitted changes included, and no __pycache__ of the suite's own runs."""
+    files = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, check=True).stdout
+    for rel in files.decode().split("\0"):
+        src = os.path.join(REPO, rel)
+        if not rel or not os.path.lexists(src):
+            continue
+        target = os.path.join(dest, rel)
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        if os.path.islink(src):
+            os.symlink(os.readlink(src), target)
+        else:
+            shutil.copy2(src, target)
+    return dest
+
+
+def bytecode_in(root):
+    return sorted(os.path.relpath(os.path.join(d, n), root) for d, dirs, files in os.walk(root)
+                  for n in dirs + files if n == "__pycache__" or n.endswith(".pyc"))
+
+
+@pytest.mark.parametrize("python", ["dev", "system"])
+def test_readme_first_line_writes_no_bytecode_into_the_checkout(tmp_path, python):
+    """A plugin made from the checkout (a directory marketplace follows plugin/cc_continuity's link)
+    carried the __pycache__ install.py left: 96 .pyc files in 14 folders before.  The app copy under
+    the state dir is byte-compiled on purpose."""
+    if python == "system" and not system_python_ok():
+        pytest.skip("needs a system /usr/bin/python3 >= 3.11")
+    clone = checkout_copy(str(tmp_path / "clone"))
+    assert bytecode_in(clone) == []
+    home = tmp_path / "fresh"
+    home.mkdir()
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    # "dev": an interpreter that has the dependencies (install runs on it); "system": the
+    # distribution's, which gets a private venv first.  Either way the checkout's package is imported.
+    os.symlink(sys.executable if python == "dev" else SYSTEM_PYTHON, bindir / "python3")
+    keep = {k: v for k, v in os.environ.items() if k.startswith("PIP_") or k in ("LANG", "LC_ALL", "TERM")}
+    env = dict(keep, HOME=str(home), SHELL="/bin/bash", PATH="%s:/usr/bin:/bin" % bindir,
+               CC_CONTINUITY_HOME=str(tmp_path / "state"))
+    p = subprocess.run(["bash", "-c", readme_first_line()], cwd=clone, env=env, capture_output=True, text=True,
+                       timeout=400, stdin=subprocess.DEVNULL)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    assert bytecode_in(clone) == []
+    assert any(n.endswith(".pyc") for n in bytecode_in(str(tmp_path / "state" / "app.d")))

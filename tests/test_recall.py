@@ -132,12 +132,30 @@ def test_history_and_recall_show_the_machine_figure_of_each_rotation(tmp_path):
     assert "machine 1/3 (33.3%)" in out and "missing machine file: src/app.py" in out, out
 
 
-@pytest.mark.parametrize("facts,why", [("{", "not valid JSON"), ('{"machine": 3}', "wants")])
+def _one_line_error(res):
+    """The CLI's one handler spoke: exit 1, one line on stderr, no traceback."""
+    lines = res.stderr.strip().splitlines()
+    assert res.returncode == 1 and len(lines) == 1 and "Traceback" not in res.stderr, res.stderr
+    assert lines[0].startswith("cc-continuity recall: "), res.stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize("facts,why", [("{", "not valid JSON"), ('{"machine": 3}', "wants"), (None, "No such file")])
 def test_a_broken_corpus_is_a_clear_error(tmp_path, facts, why):
     case = tmp_path / "c" / "one"
     case.mkdir(parents=True)
-    (case / "facts.json").write_text(facts)
+    if facts is not None:
+        (case / "facts.json").write_text(facts)
     (case / "first-request.txt").write_text("x")
-    res = cli("recall", "--corpus", str(tmp_path / "c"))
-    assert res.returncode == 1 and why in res.stderr and "facts.json" in res.stderr, res.stderr
-    assert cli("recall", "--corpus", str(tmp_path / "nowhere")).returncode == 1
+    line = _one_line_error(cli("recall", "--corpus", str(tmp_path / "c")))
+    assert why in line and str(case / "facts.json") in line, line
+
+
+def test_a_corpus_that_is_no_folder_is_a_clear_error(tmp_path):
+    # Before: CorpusError was raised with one argument where its base (ConfigError) takes three,
+    # so each of these printed a chained TypeError traceback instead of the message.
+    line = _one_line_error(cli("recall", "--corpus", str(tmp_path / "nowhere")))
+    assert line == "cc-continuity recall: %s: No such file or directory" % (tmp_path / "nowhere"), line
+    (tmp_path / "plain").write_text("not a folder")
+    line = _one_line_error(cli("recall", "--corpus", str(tmp_path / "plain")))
+    assert line == "cc-continuity recall: %s: Not a directory" % (tmp_path / "plain"), line

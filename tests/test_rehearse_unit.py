@@ -288,3 +288,74 @@ def test_progress_prints_each_step_as_it_comes_and_spins_only_on_a_terminal():
     assert "waiting for: first prompt typed" in text                     # after: the next one
     assert "\r\x1b[K  [   3.0s] claude started, input box idle\n" in text
     assert text.endswith("\r\x1b[K")                                     # the spinner line cleared
+
+
+# -- a rehearsal against a stand-in claude: the first words, the clock, the teardown ---------------
+
+FAKE_CLAUDE = """#!/bin/sh
+if [ "$1" = "--version" ]; then echo "2.1.332 (Claude Code)"; exit 0; fi
+# A late Stop hook: detached, it outlives the pane and writes into the state dir %(late)s s later.
+setsid sh -c 'sleep %(late)s; mkdir -p "$CC_CONTINUITY_HOME/logs"; echo late > "$CC_CONTINUITY_HOME/logs/late"' \\
+    </dev/null >/dev/null 2>&1 &
+exec %(python)s %(prompt)s --out "$TMPDIR/fake.out" --raw "$TMPDIR/fake.raw"
+"""
+
+
+def fake_claude(tmp_path, late=3):
+    import sys
+
+    from helpers import FAKE_PROMPT
+
+    path = tmp_path / "bin" / "claude"
+    path.parent.mkdir()
+    path.write_text(FAKE_CLAUDE % {"late": late, "python": sys.executable, "prompt": FAKE_PROMPT})
+    path.chmod(0o755)
+    return str(path)
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc") or not __import__("shutil").which("tmux"), reason="tmux, /proc")
+@pytest.mark.parametrize("form", ["settings", "plugin"])
+def test_a_rehearsal_says_its_form_first_counts_from_one_start_and_leaves_no_hook_behind(tmp_path, form):
+    """The stand-in shows an idle box and never calls the model, so the run stops after the prompt.
+    Before: the plugin form's first line said `hooks from ~/.claude/settings.json`; the clock restarted
+    when claude started (`[0.5s]` then `[0.0s]`); a hook still running after the teardown re-created
+    the removed sandbox."""
+    said = []
+    copy = None
+    if form == "plugin":
+        copy = ("cc-continuity@market", str(tmp_path / "plugin-copy"))
+    late = 6 if form == "settings" else 60  # the hook writes after the run's 3 s timeout (and teardown)
+    r = rehearse.Rehearsal(fake_claude(tmp_path, late), {"hooks": {}}, settings_path="/home/u/.claude/settings.json",
+                           timeout=3, progress=lambda key, what, sec: said.append((sec, what)))
+    r.plugin_copy = copy
+    r._install_plugin = lambda: None  # (the stand-in has no `plugin` verb)
+    setup = r.setup
+
+    def slow_setup():
+        version = setup()
+        time.sleep(0.5)  # a slow sandbox: claude starts half a second after the start
+        return version
+
+    r.setup = slow_setup
+    t0 = time.monotonic()
+    result = r.run()
+    took = time.monotonic() - t0
+    assert result["ok"] is False and "the first prompt never reached the model" in result["problems"], result
+    first = said[0][1]
+    if form == "plugin":
+        assert first == ("sandbox ready: claude 2.1.332, the plugin cc-continuity@market (Claude Code's copy "
+                         "at %s) installed into it" % copy[1]), said
+    else:
+        assert first == "sandbox ready: claude 2.1.332, hooks from /home/u/.claude/settings.json", said
+    whats = [w for _, w in said]
+    assert "claude started, input box idle" in whats and "first prompt typed" in whats, said
+    seconds = [sec for sec, _ in said]
+    assert seconds == sorted(seconds), said
+    starting = next(sec for sec, w in said if w.startswith("claude starting"))
+    assert starting >= 0.5, said  # counted from the run's start, not from claude's
+    # The teardown waited for (or killed) the late hook: the sandbox stays gone after it would have written.
+    assert took < late
+    assert not rehearse.sandbox_pids(r.root)
+    if form == "settings":
+        time.sleep(late + 1 - took)
+    assert not os.path.lexists(r.root), os.listdir(r.root)

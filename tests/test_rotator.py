@@ -14,6 +14,8 @@ from cc_continuity.rotation import handover
 from cc_continuity.tmux import rotator
 from cc_continuity.tmux.pane import ClaudeScreen
 from cc_continuity.tmux.pane import TmuxError
+from helpers import leftovers
+from helpers.ntfy import Ntfy
 
 pytestmark = pytest.mark.skipif(not __import__("shutil").which("tmux"), reason="needs tmux")
 
@@ -384,13 +386,20 @@ def test_a_failed_rotation_asks_for_clear_and_pushes_why(server, tmp_path):
     from cc_continuity import config, notify, paths, session
     from cc_continuity.lock import Lock
 
-    config.update_global({"ntfy_url": "http://127.0.0.1:9/topic"})  # spooled; nothing listens there
+    # A listening ntfy: the flusher the push starts delivers it and ends.  (It used to be a port
+    # nobody listens on: the detached flusher then stayed for hours, retrying with its backoff.)
+    ntfy = Ntfy().start()
+    config.update_global({"ntfy_url": ntfy.url})
     sdir = tmp_path / "session"
     sdir.mkdir()
     rec = session.new_record(3, "proj-003", "sid-3", state=session.ROTATING, slug="proj", project_root=str(tmp_path),
                              checkpoint={"id": "cp-003"})
     session.save(str(sdir), rec)
     lock = str(tmp_path / "lock")
+
+    def flushers():
+        return [p for p in leftovers.find(paths.home()) if "cc_continuity.notify" in p[1]]
+
     s = Setup(server, tmp_path, "--busy-start", "60", sdir=str(sdir), project_lock=lock,
               timeouts={"idle_s": 1, "marker_s": 1, "delivery_s": 1, "type_s": 1, "quiet_s": 0})
     kb = server.keyboard()  # a person looking at the pane: tmux shows them the message at once
@@ -405,10 +414,21 @@ def test_a_failed_rotation_asks_for_clear_and_pushes_why(server, tmp_path):
     assert after["state"] == session.AWAITING_MANUAL_CLEAR
     moved = [r for r in ledger.read(str(sdir / "ledger.jsonl")) if r.get("ev") == "transition"]
     assert moved[-1]["from"] == session.ROTATING and "rotator failed: pane" in moved[-1]["why"]
-    pushes = [notify._load(p) for p in notify.spooled()]
-    assert len(pushes) == 1 and pushes[0]["priority"] == notify.URGENT, pushes
-    assert pushes[0]["body"].startswith("cp-003 waits: type /clear (the rotation stopped: pane")
-    assert notify.spooled()[0].startswith(paths.home())
+    try:
+        got = ntfy.wait_for(1)
+        # The flusher ran with this test's state dir, took the push from its spool and is gone
+        # (the tmux server, this test's own, holds the state dir too until the fixture kills it).
+        deadline = time.monotonic() + 15
+        while flushers() and time.monotonic() < deadline:
+            time.sleep(0.1)
+    finally:
+        ntfy.stop()
+    assert not flushers(), flushers()
+    assert len(got) == 1 and got[0]["headers"]["Priority"] == str(notify.URGENT), got
+    assert got[0]["body"].startswith("cp-003 waits: type /clear (the rotation stopped: pane"), got
+    assert notify.spooled() == []
+    with open(os.path.join(paths.logs_dir(), notify.LOG)) as f:  # sent from this state dir's spool
+        assert "sent event=" in f.read()
 
 
 def test_a_failure_after_the_claim_leaves_the_rotated_session_alone(server, tmp_path):

@@ -7,6 +7,8 @@ a down one is a port nobody listens on.
 
 import json
 import os
+import re
+import shlex
 import signal
 import socket
 import stat
@@ -463,3 +465,38 @@ def test_share_by_hand_publishes_once_and_says_so_the_second_time(tmp_path):
     bad = drv.cli("share", "cp-009", "--remote", "origin", check=False)
     assert bad.returncode == 2 and "cp-009 has no verified checkpoint" in bad.stderr
     assert drv.cli("share", "cp-001", check=False).returncode == 2  # no remote named, none configured
+
+
+def test_the_no_remote_hint_names_a_command_that_sets_share_remote(tmp_path):
+    # Before: the hint said `cc-continuity configure`, which had no option for share_remote.
+    remote = bare(tmp_path)
+    drv = machine_a(tmp_path, "file://" + remote)
+    drv.config(share_remote=None)
+    rotate(drv)
+    res = drv.cli("share", "cp-001", check=False)
+    assert res.returncode == 2, res.stderr
+    hinted = re.search(r"`(cc-continuity configure [^`]*)`", res.stderr)
+    assert hinted, res.stderr
+    argv = shlex.split(hinted.group(1).replace("<name>", "origin"))
+    assert argv[0] == "cc-continuity"
+    out = drv.cli(*argv[1:]).stdout  # as written: it is accepted and says what it set
+    assert re.search(r"^\* share_remote +\"origin\"", out, re.M), out
+    assert config.load(drv.root)["share_remote"] == "origin"
+    ref = share.shared_ref(share.machine_id(), paths.project_key(drv.root), "cp-001")
+    assert drv.cli("share", "cp-001").stdout.startswith("cp-001 published to origin as %s" % ref)
+    assert git(remote, "rev-parse", ref)
+    off = drv.cli("configure", "--share-remote", "off").stdout
+    assert re.search(r"^\* share_remote +null", off, re.M) and config.load(drv.root)["share_remote"] is None
+    for bad in ("--upload-pack=evil", "two words", ""):
+        res = drv.cli("configure", "--share-remote", bad, check=False)
+        assert res.returncode == 2 and "--share-remote" in res.stderr, (bad, res.stderr)
+    assert config.load(drv.root)["share_remote"] is None
+
+
+def test_a_repository_cannot_set_share_remote_even_now_configure_can(tmp_path):
+    drv = HookDriver(tmp_path / "r", files={"README.md": "hello\n"})
+    os.makedirs(os.path.join(drv.root, ".claude"), exist_ok=True)
+    with open(os.path.join(drv.root, ".claude", "continuity.json"), "w") as f:
+        json.dump({"share_remote": "origin"}, f)
+    cfg = config.load(drv.root)
+    assert cfg["share_remote"] is None and any(key == "share_remote" for _p, key, _m in cfg.ignored)

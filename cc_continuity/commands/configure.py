@@ -1,7 +1,8 @@
 """``cc-continuity configure``: change settings without editing JSON by hand.
 
     cc-continuity configure [--window N|auto] [--thresholds W,R,H] [--rotate-tokens N|off]
-                            [--ntfy URL|off] [--unattended on|off] [--enable|--disable] [--project]
+                            [--ntfy URL|off] [--unattended on|off] [--share-remote NAME|off]
+                            [--enable|--disable] [--project]
 
 Writes the global config, or with ``--project`` the user's own settings for
 this project, kept in the state dir (``projects/<key>/config.json``) and never
@@ -29,6 +30,7 @@ SHOWN = (
     ("rotate_tokens", "--rotate-tokens"),
     ("unattended", "--unattended"),
     ("ntfy_url", "--ntfy"),
+    ("share_remote", "--share-remote"),
 )
 OPTION_OF = dict(SHOWN)
 
@@ -49,6 +51,9 @@ def register(subparsers):
     p.add_argument("--ntfy", type=parse_url_or_off, default=argparse.SUPPRESS, metavar="URL|off", help="ntfy topic URL for pushes, or off")
     p.add_argument("--unattended", type=parse_on_off, default=argparse.SUPPRESS, metavar="on|off",
                    help="start claude with --dangerously-skip-permissions for the whole rotation chain")
+    p.add_argument("--share-remote", type=parse_remote_or_off, default=argparse.SUPPRESS, metavar="NAME|off",
+                   help="publish every verified checkpoint to this git remote of the repository, or off "
+                        "(your config only: a repository's file cannot set it)")
     p.add_argument("--project", action="store_true", help="change your settings for this project (kept in the state dir, never in the repository)")
     onoff = p.add_mutually_exclusive_group()
     onoff.add_argument("--enable", dest="enabled", action="store_const", const=True, help="turn rotation on")
@@ -109,6 +114,16 @@ def parse_url_or_off(text):
     return text
 
 
+def parse_remote_or_off(text):
+    """A git remote name (or URL) for ``share_remote``; ``off`` -> None.  Never one git would read as an option."""
+    t = text.strip()
+    if t.lower() == "off":
+        return None
+    if not t or t != text or t.startswith("-") or any(c.isspace() or ord(c) < 32 for c in t):
+        raise argparse.ArgumentTypeError("expected a git remote name like origin, or off; got %r" % text)
+    return t
+
+
 def parse_on_off(text):
     t = text.strip().lower()
     if t in _ON:
@@ -122,7 +137,8 @@ def parse_on_off(text):
 
 # Options not given are absent from ``args`` (default=SUPPRESS), so "auto" and
 # "off" (which parse to None) stay distinguishable from "not given".
-_KEYS = {"window": "window", "rotate_tokens": "rotate_tokens", "ntfy": "ntfy_url", "unattended": "unattended"}
+_KEYS = {"window": "window", "rotate_tokens": "rotate_tokens", "ntfy": "ntfy_url", "unattended": "unattended",
+         "share_remote": "share_remote"}
 
 
 def changes_from(args):

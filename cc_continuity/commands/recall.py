@@ -16,8 +16,11 @@ from ..rotation import recall
 from ._util import current_project, print_json
 
 
-class CorpusError(errors.ConfigError, ValueError):
-    """A corpus folder cannot be read; the message names the file."""
+class CorpusError(errors.ConfigError):
+    """A corpus folder cannot be read: ``file`` names it, ``msg`` says why (one line, through ``cli.main``)."""
+
+    def __init__(self, file: str, msg: str) -> None:
+        super().__init__(file, None, msg)
 
 
 def register(sub):
@@ -51,23 +54,25 @@ def _read(path):
         with open(path, encoding="utf-8") as f:
             return f.read(1 << 22)
     except OSError as e:
-        raise CorpusError("%s: %s" % (path, e.strerror)) from None
+        raise CorpusError(path, e.strerror or str(e)) from None
 
 
 def corpus_rows(root):
     try:
         names = sorted(n for n in os.listdir(root) if os.path.isdir(os.path.join(root, n)))
     except OSError as e:
-        raise CorpusError("%s: %s" % (root, e.strerror)) from None
+        raise CorpusError(root, e.strerror or str(e)) from None
     rows = []
     for name in names:
         case = os.path.join(root, name)
+        facts_path = os.path.join(case, "facts.json")
+        raw = _read(facts_path)  # outside the try below: its CorpusError is a ValueError too
         try:
-            facts = json.loads(_read(os.path.join(case, "facts.json")))
+            facts = json.loads(raw)
         except ValueError as e:
-            raise CorpusError("%s: not valid JSON: %s" % (os.path.join(case, "facts.json"), e)) from None
+            raise CorpusError(facts_path, "not valid JSON: %s" % e) from None
         if not isinstance(facts, dict) or not all(isinstance(facts.get(k, []), list) for k in ("machine", "model")):
-            raise CorpusError("%s: wants {\"machine\": [...], \"model\": [...]}" % os.path.join(case, "facts.json"))
+            raise CorpusError(facts_path, "wants {\"machine\": [...], \"model\": [...]}")
         text = _read(os.path.join(case, "first-request.txt"))
         rows.append({"name": name, "machine": recall.score(facts.get("machine", []), text),
                      "model": recall.score(facts.get("model", []), text), "handoff": facts.get("handoff")})

@@ -34,7 +34,8 @@ def run(args):
         die("%s has no verified checkpoint in %s (see `cc-continuity history`)" % (cid, proj.slug))
     remote = args.remote or cfg["share_remote"]
     if not remote:
-        die("no remote: pass --remote <name> or set share_remote (`cc-continuity configure`)")
+        die("no remote: pass --remote <name>, or set share_remote with "
+            "`cc-continuity configure --share-remote <name>` (add --project for this project only)")
     p = share.plan(proj, number, {"share_remote": remote, "share_untracked": args.untracked or cfg["share_untracked"]})
     p.update(delays=[], local_wait_s=0)  # by hand: one try, and this machine's lease only if already claimed
     st = share.publish(p)

@@ -32,7 +32,7 @@ from ..rotation import share
 from ..lock import Lock
 from ..hosts.claude.executable import find_real_claude
 from ..hosts.codex import appserver
-from . import app, blocks, bootstrap, codex, manifest, plugin, settings, skills, wrapper
+from . import app, blocks, bootstrap, codex, manifest, plugin, settings, skills, tools, wrapper
 
 CLAUDE_MD_BLOCK = "claude-md"
 WRAPPER_BLOCK = "wrapper"
@@ -804,6 +804,9 @@ def _uninstall(purge, out, agents):
         if os.path.isdir(bootstrap.venv_dir(home)):
             shutil.rmtree(bootstrap.venv_dir(home))
             out("venv: %s removed (install.py's)" % show(bootstrap.venv_dir(home)))
+        for where, how, command in tools.tool_launchers():
+            out("launcher: %s stays: `%s` put it there, not install; remove it with: %s" % (
+                show(where), how, command))
 
     for d in sorted(set((rec or {}).get("created_dirs") or []), key=len, reverse=True):
         try:
@@ -891,7 +894,22 @@ def _uninstall_claude(out, rec):
 
     _remove_skills(out, cdir, (rec or {}).get("skills") or {})
     problems += _uninstall_plugin(out, (rec or {}).get("plugin"), cdir, srec)
+    _name_plugin_cache(out, cdir)
     return problems, hooks_gone
+
+
+def _name_plugin_cache(out, cdir):
+    """Claude Code's cached copies of our plugin stay after `claude plugin uninstall` (marked orphaned,
+    deleted by Claude Code itself later): say so, once no cc-continuity plugin is enabled any more."""
+    try:
+        data = read(os.path.join(cdir, "settings.json"))
+        if data and plugin.enabled(settings.parse(settings.decode(data))):
+            return  # still enabled (the step above said why): the copy is in use
+    except (settings.SettingsError, InstallError, OSError):
+        return
+    for copy in tools.plugin_cache_copies(cdir):
+        out("plugin: Claude Code keeps its cached copy %s (%s) and deletes it later by itself; nothing "
+            "runs from it" % (show(copy), _size(copy)))
 
 
 def checkout():

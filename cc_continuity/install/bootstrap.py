@@ -153,4 +153,6 @@ def main(argv, source_root, cli):
             return 1
     code = ("import sys; sys.path.insert(0, %r); from cc_continuity.cli import main; "
             "sys.exit(main(['install'] + sys.argv[1:]))" % source_root)
-    return subprocess.run([python, "-c", code] + list(argv)).returncode
+    # -B: this process imports the checkout's package, and no bytecode of it may land there
+    # (a plugin copy of the checkout would carry it); the app copy is compiled explicitly.
+    return subprocess.run([python, "-B", "-c", code] + list(argv)).returncode

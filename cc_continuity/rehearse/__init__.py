@@ -39,7 +39,10 @@ from ..procs import pid_alive, reap
 from ..tmux import Pane
 
 WINDOW = 200_000
-MODEL = "claude-sonnet-4-5"  # Claude Code gives it a 200k window and no auto mode
+# Claude Code 2.1.328 and 2.1.332 give it a 200k window, no auto mode in the shift+tab cycle and no
+# retirement warning (claude-sonnet-4-5 was retired on 2026-11-30: 2.1.332 warns on screen);
+# tests/e2e/test_model_e2e.py fails when either starts to.
+MODEL = "claude-haiku-4-5"
 ROTATE_AT = 66.0  # percent the scripted work reports: past the default rotate level (62)
 START_AT = 10.0  # percent a fresh session reports
 HANDOFF_REQUEST = "Handoff file (absolute path):"
@@ -394,7 +397,9 @@ class Rehearsal:
         self.record = record       # a path: write an asciinema v2 cast of the pane there
         self.recorder = None
         self._reported = set()
-        self._t0 = None
+        self._t0 = None            # the one start (epoch) every printed second counts from
+        self._m0 = None            # the same start on the monotonic clock
+        self._said = 0.0           # the last second printed: the clock never runs backwards
         self.root = None
         self.model = None
         self.pane = None
@@ -588,11 +593,11 @@ class Rehearsal:
 
         result = {"claude": self.claude, "settings": self.settings_path, "plugin": self.plugin_copy,
                   "events": sorted(self.hooks.get("hooks", {})), "kept": self.keep}
-        self._t0 = time.time()
+        self._t0, self._m0 = time.time(), time.monotonic()
         try:
             version = self.setup()
             result.update(version=version, sandbox=self.root)
-            self._say(None, "sandbox ready: claude %s, hooks from %s" % (version, self.settings_path))
+            self._say(None, "sandbox ready: claude %s, %s" % (version, self.form()))
             self.model = ScriptedModel(rotation_scenario(self.project), log_path=self.root + "/model.jsonl").start()
             result["model_url"] = self.model.url
             self._say(None, "scripted model listening on %s" % self.model.url)
@@ -603,11 +608,24 @@ class Rehearsal:
             self.close()
         return result
 
+    def form(self):
+        """The form rehearsed, in the words of the first progress line."""
+        if self.plugin_copy:
+            return "the plugin %s (Claude Code's copy at %s) installed into it" % tuple(self.plugin_copy)
+        return "hooks from %s" % self.settings_path
+
+    def _seconds(self, at=None):
+        """Seconds since the one start: of ``at`` (epoch, a ledger's or a file's time) or of now
+        (monotonic); never less than the last one printed."""
+        since = at - self._t0 if at is not None else time.monotonic() - self._m0
+        self._said = max(self._said, since)
+        return self._said
+
     def _say(self, key, what, at=None):
         if self.progress is None:
             return
         try:
-            self.progress(key, what, (at if at is not None else time.time()) - self._t0)
+            self.progress(key, what, self._seconds(at))
         except Exception:
             pass   # a broken terminal does not stop the rehearsal
 
@@ -652,7 +670,8 @@ class Rehearsal:
         self.recorder = None
 
     def _drive(self, result):
-        t0 = self._t0 = time.time()   # the steps' times, printed and reported, count from here
+        # The report's step times count from here (claude's start); the printed ones from the run's start.
+        t0 = time.time()
         deadline = time.monotonic() + self.timeout
         times = {}
         w, h = SIZE
@@ -787,7 +806,13 @@ class Rehearsal:
             self.model.stop()
             self.model = None
         if self.root and not self.keep:
-            shutil.rmtree(self.root, ignore_errors=True)
+            # A hook still running in the sandbox (a late Stop waits up to 30 s) would write into it
+            # after the removal and re-create the folder: none may outlive the teardown.
+            for _ in range(5):
+                reap(sandbox_pids(self.root), grace=1.0)
+                shutil.rmtree(self.root, ignore_errors=True)
+                if not os.path.lexists(self.root) and not sandbox_pids(self.root):
+                    break
 
     def _rotator_pids(self):
         """Rotators the rehearsal's hooks spawned (from the ledger), if they still run."""
@@ -799,6 +824,29 @@ class Rehearsal:
         except OSError:
             return []
         return [p for p in pids if _is_rotator(p)]
+
+
+def sandbox_pids(root):
+    """Processes running in the sandbox ``root``: its path in their environment (HOME,
+    CC_CONTINUITY_HOME, TMPDIR are all under it) or their command line.  Linux (/proc) only."""
+    mark = os.fsencode(root.rstrip("/") + "/")
+    found = set()
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return found
+    for name in names:
+        if not name.isdigit() or int(name) == os.getpid():
+            continue
+        for part in ("environ", "cmdline"):
+            try:
+                with open("/proc/%s/%s" % (name, part), "rb") as f:
+                    if mark in f.read():
+                        found.add(int(name))
+                        break
+            except OSError:  # gone, or not ours to read
+                break
+    return found
 
 
 def rehearse(claude=None, settings_path=None, keep=False, timeout=120.0, progress=None, record=None):

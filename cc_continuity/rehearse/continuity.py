@@ -31,6 +31,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from ..rotation import handoff
 from .. import ledger
 from ..install import settings as install_settings
+from . import MODEL
 
 APP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DEAD_PID = 2 ** 22 + 4242
@@ -132,7 +133,7 @@ class World:
                  "output_tokens": 50}
         row = {"type": "assistant", "uuid": str(uuid.uuid4()), "sessionId": sid, "cwd": self.root,
                "version": "2.1.332", "isSidechain": False,
-               "message": {"id": "msg_" + uuid.uuid4().hex[:20], "role": "assistant", "model": "claude-sonnet-4-5",
+               "message": {"id": "msg_" + uuid.uuid4().hex[:20], "role": "assistant", "model": MODEL,
                            "content": [content], "usage": usage, "stop_reason": "tool_use"}}
         with open(self._transcript(sid), "a") as f:
             f.write(json.dumps(row, separators=(",", ":")) + "\n")
@@ -148,7 +149,7 @@ class World:
 
     def start(self, sid):
         self._row(sid, {"type": "text", "text": "Starting."})
-        self.hook("SessionStart", sid, source="startup", model="claude-sonnet-4-5")
+        self.hook("SessionStart", sid, source="startup", model=MODEL)
         self.sessions[sid] = True
 
     def bash(self, sid, command, report=True):

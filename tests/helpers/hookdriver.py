@@ -21,12 +21,14 @@ import subprocess
 import sys
 import uuid
 
+from cc_continuity import rehearse
+
 from .transcripts import hook_command
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 STATUSMAIN = os.path.join(REPO, "cc_continuity", "statusmain.py")
 
-MODEL = "claude-sonnet-4-5"  # a 200k window: 1% = 2 000 tokens
+MODEL = rehearse.MODEL  # a 200k window: 1% = 2 000 tokens
 WINDOW = 200_000
 LOG_LINE = re.compile(r"^\S+ (\S+) sid=(\S+) (\d+(?:\.\d+)?)ms (.*)$")
 FAILED_OPEN = ("error", "budget-exceeded", "bad-stdin", "no-event")
@@ -254,7 +256,7 @@ class HookDriver:
     def statusline(self, session_id, percent=None, python=None):
         """The status line's output for this session (context_window as Claude Code sends it)."""
         p = {"session_id": session_id, "transcript_path": self.transcript(session_id).path, "cwd": self.root,
-             "model": {"id": MODEL, "display_name": "Sonnet 4.5"},
+             "model": {"id": MODEL, "display_name": "Haiku 4.5"},
              "workspace": {"current_dir": self.root, "project_dir": self.root, "added_dirs": []},
              "version": "2.1.328"}
         if percent is not None:
