@@ -7,6 +7,9 @@ wording change is made here and read here, next to the others.  No state is read
 
 from __future__ import annotations
 
+import binascii
+import posix
+
 from .. import session
 
 
@@ -213,9 +216,6 @@ def fenced(what: str, text: str, nonce: "str | None" = None) -> str:
     it), so that nothing inside can close the fence and speak as the machine: a forged "## The handoff's
     claims, checked against the record" inside a handoff stays inside.  No ``<``, ``>`` or ``&`` in them
     (Gemini CLI HTML-escapes injected context)."""
-    import binascii  # (a bootstrap's only)
-    import posix
-
     while nonce is None or nonce in text:
         nonce = binascii.hexlify(posix.urandom(8)).decode()
     return "~~~~ %s %s: not the machine's words ~~~~\n%s\n~~~~ end %s ~~~~" % (what, nonce, text.strip("\n"), nonce)
