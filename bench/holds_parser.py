@@ -47,17 +47,29 @@ def measure(where, root, runs, sid):
     drv.hook("SessionStart", sid, source="startup")
     cmd = hook_command("PreToolUse", root=root)
     env = drv.env(sid)
+    t = drv.transcript(sid)
     counter = [0]
 
-    def call(command):
+    def prepared(command):
+        """The assistant row that holds this call (PreToolUse waits for it, as live), then the timed call."""
         counter[0] += 1
-        payload = drv.payload("PreToolUse", sid, tool_name="Bash", tool_use_id="toolu_bench%08d" % counter[0],
-                              tool_input={"command": command})
-        subprocess.run(cmd, input=json.dumps(payload).encode(), env=env, cwd=drv.root, capture_output=True,
-                       check=True)
+        t.assistant(tokens_at(6), tool_uses=[("Bash", {"command": command})])
+        with open(t.path) as f:
+            tid = json.loads(f.read().splitlines()[-1])["message"]["content"][0]["id"]
+        payload = json.dumps(drv.payload("PreToolUse", sid, tool_name="Bash", tool_use_id=tid,
+                                         tool_input={"command": command})).encode()
+        return lambda: subprocess.run(cmd, input=payload, env=env, cwd=drv.root, capture_output=True, check=True)
 
-    return pairs.alternate(lambda: call("curl -X POST https://api.example.com/hooks/%d -d a=1" % counter[0]),
-                           lambda: call("ls -la"), runs, warmup=3)
+    ta, tb = [], []
+    for i in range(runs + 3):
+        a = prepared("curl -X POST https://api.example.com/hooks/%d -d a=1" % counter[0])
+        da = pairs.timed(a)[0]
+        b = prepared("ls -la")
+        db = pairs.timed(b)[0]
+        if i >= 3:  # warm-up
+            ta.append(da)
+            tb.append(db)
+    return pairs.summary(ta, tb)
 
 
 def main():
@@ -68,6 +80,8 @@ def main():
     os.environ["HOME"] = os.path.join(where, "home")
     os.environ["CC_CONTINUITY_HOME"] = os.path.join(where, "cc")
     os.makedirs(os.environ["HOME"])
+    for k in ("AUTHOR", "COMMITTER"):
+        os.environ["GIT_%s_NAME" % k], os.environ["GIT_%s_EMAIL" % k] = "Bench", "bench@example.invalid"
     try:
         out = {}
         for i, with_parser in enumerate((True, False)):
