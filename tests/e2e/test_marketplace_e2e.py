@@ -242,6 +242,11 @@ def test_marketplace_route_three_rotations_through_the_mod_then_purge(sandbox_fa
         assert rotator == [], rotator  # no tmux to drive: the mod alone
     env = built_env(sb)
     assert env["python"] == os.path.realpath(linked)
+    if (kind, where) == ("git", "tmux"):  # once built, the hooks' holds read shell with tree-sitter (issue 33)
+        d = sb.run([os.path.join(root, "bin", "cc-continuity"), "doctor", "--json"], timeout=180)
+        rows = {r["name"]: r for r in json.loads(d.stdout)}
+        assert rows["shell-reader"]["ok"] and rows["plugin-packages"]["ok"], (rows["shell-reader"],
+                                                                              rows["plugin-packages"])
     assert env["installer"] == ("pip" if python == "system" else "uv"), env
     assert not (tmp_path / "planted-uv-ran").exists()
     report_metrics("marketplace_p4_ms", {"kind": kind, "where": where, "python": python, "version": claude_bin_version,
