@@ -485,6 +485,18 @@ def test_find_real_claude_skips_our_own_shims(world, tmp_path):
         executable.find_real_claude(dict(env, CC_CONTINUITY_CLAUDE="claude"))
 
 
+def test_a_claude_script_whose_interpreter_lives_under_a_cc_continuity_folder_is_claude(tmp_path):
+    """A pipx or uv tool venv (…/venvs/cc-continuity/bin/python), or CI's own virtualenv under
+    ~/.cache/cc-continuity: the shebang names the folder, the script is not ours (it failed 18 tests
+    when CI moved its dependencies into its own virtualenv)."""
+    d = tmp_path / "bin"
+    d.mkdir()
+    fake = d / "claude"
+    fake.write_text("#!/home/u/.local/pipx/venvs/cc-continuity/bin/python\nprint('claude')\n")
+    fake.chmod(0o755)
+    assert executable.find_real_claude({"PATH": str(d)}) == str(fake)
+
+
 def test_print_shows_the_plan_without_running_anything(world):
     r = subprocess.run([str(world.launcher), "launch", "--print", "--", "--unattended", "a b", ""],
                        env=world.env, cwd=str(world.cwd), capture_output=True, text=True, timeout=30)

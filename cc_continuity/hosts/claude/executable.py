@@ -43,10 +43,14 @@ def _our_launchers() -> list[str]:
 
 
 def _looks_like_ours(path: str) -> bool:
-    """A script that mentions cc-continuity is a shim or wrapper of ours, not claude."""
+    """A script that mentions cc-continuity is a shim or wrapper of ours, not claude.
+
+    Its first line is left out: an interpreter that lives under a folder named cc-continuity (a pipx or
+    uv tool venv, CI's own virtualenv) says nothing of what the script is."""
     try:
         with open(path, "rb") as f:
             head = f.read(1024)
     except OSError:
         return True
-    return head.startswith(b"#!") and (b"cc-continuity" in head or b"cc_continuity" in head)
+    body = head.split(b"\n", 1)[1] if b"\n" in head else b""
+    return head.startswith(b"#!") and (b"cc-continuity" in body or b"cc_continuity" in body)
