@@ -201,20 +201,27 @@ def test_emit_delivers_through_the_detached_flusher_with_exact_headers(ntfy):
 
 def test_emit_returns_fast_without_network_even_when_the_server_is_down(ntfy, tmp_path):
     configure(ntfy.url)  # bound, not listening: connection refused
+    # The property, asserted directly: no socket is connected while emit runs (a wall-clock bound alone
+    # failed once at 0.83 s for a first call on a loaded CI machine, with no network involved).
     script = (
-        "import json, sys, time\n"
+        "import json, socket, sys, time\n"
         "from cc_continuity import notify\n"
+        "connects = []\n"
+        "real = socket.socket.connect\n"
+        "socket.socket.connect = lambda self, addr: (connects.append(repr(addr)), real(self, addr))[1]\n"
         "times = []\n"
         "for i in range(3):\n"
         "    t = time.perf_counter(); ok = notify.emit('lifecycle-failed', slug='demo', session=i, text='snapshot failed')\n"
         "    times.append(time.perf_counter() - t)\n"
-        "print(json.dumps({'ok': ok, 'times': times, 'requests': 'requests' in sys.modules}))\n"
+        "print(json.dumps({'ok': ok, 'times': times, 'requests': 'requests' in sys.modules, 'connects': connects}))\n"
     )
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True)
     res = json.loads(out.stdout)
     assert res["ok"] is True
     assert res["requests"] is False, "the caller must not even import requests"
-    assert min(res["times"]) < 0.05 and max(res["times"]) < 0.5, res["times"]
+    assert res["connects"] == [], "emit connected a socket: %s" % res["connects"]
+    # Milliseconds once warm; the first call (its imports, the flusher's fork) well below any network timeout.
+    assert min(res["times"]) < 0.05 and max(res["times"]) < 1.5, res["times"]
     assert ntfy.requests == []
     # Spooled, not lost: every message is still there (or being retried) and none was raised.
     assert len(spool_files()) == 3
