@@ -874,15 +874,20 @@ def check_plugin(ctx):
     return Result("plugin", True, "%s %s enabled (%s)" % (pid, have, root))
 
 
+def _tool_call_command(root):
+    """What the plugin at ``root`` runs on a tool call (its PostToolUse command), or None."""
+    try:
+        return (_plugin_table(root) or {})["hooks"]["PostToolUse"][0]["hooks"][0]["command"]
+    except (KeyError, IndexError, TypeError):
+        return None
+
+
 def check_plugin_python(ctx):
     """The Python the plugin's hooks run: chosen once a session by its SessionStart (plugin/hooks/python.sh)."""
     if not ctx.plugin():
         return Result("plugin-python", True, "no plugin")
     pid, root = ctx.plugin()
-    try:
-        command = (_plugin_table(root) or {})["hooks"]["PostToolUse"][0]["hooks"][0]["command"]
-    except (KeyError, IndexError, TypeError):
-        command = None
+    command = _tool_call_command(root)
     if command != settings.PLUGIN_PYTHON:
         return Result("plugin-python", True, "the plugin's hooks run %s (written by install --plugin)" % command)
     state, text = plugin.chosen_python(pid, paths.claude_config_dir())
@@ -904,10 +909,7 @@ def check_plugin_packages(ctx):
     if not ctx.plugin():
         return Result("plugin-packages", True, "no plugin")
     pid, root = ctx.plugin()
-    try:
-        command = (_plugin_table(root) or {})["hooks"]["PostToolUse"][0]["hooks"][0]["command"]
-    except (KeyError, IndexError, TypeError):
-        command = None
+    command = _tool_call_command(root)
     if command != settings.PLUGIN_PYTHON:
         return Result("plugin-packages", True, "the plugin runs the app copy, whose lib/ carries them")
     cfg, _ = ctx.config()
