@@ -6,6 +6,7 @@ at the publisher's HEAD with the snapshot's changes uncommitted, and starts ``cl
 its SessionStart claims the checkpoint and revalidates it against that tree (share.py).
 """
 
+import argparse
 import os
 import subprocess
 import sys
@@ -18,7 +19,8 @@ from ._util import current_project, die, load_config
 def register(sub):
     p = sub.add_parser("claim", help="continue a checkpoint published to a git remote: lease, worktree, claude")
     p.add_argument("spec", nargs="?", metavar="[MACHINE/]KEY/CP-NNN",
-                   help="the published checkpoint (default: the newest unclaimed one)")
+                   help="the published checkpoint (default: the newest unclaimed one when all are of one machine and "
+                        "project; otherwise they are listed)")
     p.add_argument("--from", dest="remote", required=True, help="the git remote it was published to")
     p.add_argument("--dir", help="where the new worktree goes (default: <this checkout>-cp-NNN)")
     p.add_argument("--fork", action="store_true",
@@ -26,15 +28,34 @@ def register(sub):
     p.add_argument("--steal", action="store_true", help="take a lease not renewed for 24 h (names the old holder)")
     p.add_argument("--print", dest="print_only", action="store_true",
                    help="take the lease and print the bootstrap instead of starting claude")
+    p.add_argument("--timeout", type=_seconds, default=share.TRY_TIMEOUT_S, metavar="SECONDS",
+                   help="give up on a remote that does not answer within this many seconds, per call "
+                        "(default %(default)s)")
     p.add_argument("claude_args", nargs="*", metavar="-- CLAUDE-ARGS", help="passed to claude after --")
     p.set_defaults(func=run)
+
+
+def _seconds(text):
+    try:
+        v = float(text)
+    except ValueError:
+        v = -1.0
+    if not 1 <= v <= 3600:
+        raise argparse.ArgumentTypeError("%r is not a number of seconds from 1 to 3600" % text)
+    return v
+
+
+def _say(line):
+    sys.stderr.write("cc-continuity: %s\n" % line)
+    sys.stderr.flush()
 
 
 def run(args):
     proj = current_project()
     try:
         got = share.claim_from(proj.root, args.remote, args.spec, fork=args.fork, steal=args.steal,
-                               dest=os.path.abspath(args.dir) if args.dir else None)
+                               dest=os.path.abspath(args.dir) if args.dir else None, timeout=args.timeout,
+                               say=_say)
     except share.LeaseHeld as e:
         die(str(e), code=e.exit_code)
     pub, claim = got["publisher"], got["claim"]

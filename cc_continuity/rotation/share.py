@@ -32,21 +32,22 @@ never a ref outside ``refs/continuity/`` named.  Standard library only.
 import json
 import os
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
 import time
 
-from .. import atomic, config, paths, procs, safefile, session
+from .. import atomic, config, faults, paths, procs, safefile, session
 from ..errors import ShareError
-from . import checkpoint, revalidation
+from . import checkpoint, effects, revalidation, share_data
 from .claim import bootstrap_text
 from ..lock import Lock
 from ..project import LEASES, Project, all_projects
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time typing is not imported
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Callable, Mapping, Sequence
     from typing import Any
 
     from ..config import Config
@@ -59,7 +60,7 @@ TRY_TIMEOUT_S = 60
 RETRY_DELAYS_S = (2, 5, 15, 30, 60, 120, 300, 600)  # after each failed try; then the publish gives up
 LOCAL_CLAIM_WAIT_S = 10  # how long the job waits for this machine's own successor to claim before pushing
 LEASE_STEAL_AFTER_S = 24 * 3600
-FILES = ("handoff.md", "manifest.json", "facts.json", "publisher.json")
+FILES = ("handoff.md", "manifest.json", "facts.json", "publisher.json", "effects.json")
 # Variables that point git at another repository/index; removed for every call made here.
 _LOCAL_ENV = ("GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_COMMON_DIR", "GIT_DIR", "GIT_INDEX_FILE",
               "GIT_OBJECT_DIRECTORY", "GIT_WORK_TREE", "GIT_NAMESPACE", "GIT_PREFIX", "GIT_ASKPASS",
@@ -110,12 +111,19 @@ def claim_ref(mid: str, key: str, cid: str) -> str:
     return "refs/continuity/%s/claims/%s/%s" % (key, mid, cid)
 
 
-def parse_shared(ref: str) -> "tuple[str, str, str] | None":
-    """(machine id, project key, checkpoint id) of a published ref, or None."""
+def parse_shared(ref: str, refused: "list[str] | None" = None) -> "tuple[str, str, str] | None":
+    """(machine id, project key, checkpoint id) of a published ref, or None.
+
+    A ref under the prefix whose parts do not have the shapes this program makes (a machine id of 12
+    hex digits, a project key, ``cp-NNN[-k]``) is refused: one line in the log and in ``refused``."""
     if not ref.startswith(SHARED_PREFIX):
         return None
     parts = ref[len(SHARED_PREFIX):].split("/")
-    if len(parts) != 3 or not parts[2].startswith(session.CHECKPOINT_PREFIX):
+    why = "not <machine>/<key>/cp-NNN" if len(parts) != 3 else share_data.name_problem(*parts)
+    if why:
+        line = share_data.refused(ref, why)
+        if refused is not None:
+            refused.append(line)
         return None
     return parts[0], parts[1], parts[2]
 
@@ -163,13 +171,14 @@ def _out(args: "Sequence[str]", cwd: str, **kw: "Any") -> str:
     return git(args, cwd, **kw).stdout.decode("utf-8", "replace").strip()
 
 
-def ls_remote(root: str, remote: str, pattern: str = "refs/continuity/*") -> dict[str, str]:
-    """{ref: object id} on ``remote`` matching ``pattern`` (one bounded call)."""
-    out = _out(["ls-remote", remote, pattern], root)
+def ls_remote(root: str, remote: str, pattern: str = "refs/continuity/*",
+              timeout: float = TRY_TIMEOUT_S) -> dict[str, str]:
+    """{ref: object id} on ``remote`` matching ``pattern`` (one bounded call; a line not of git's shape is skipped)."""
+    out = _out(["ls-remote", remote, pattern], root, timeout=timeout)
     refs = {}
     for line in out.splitlines():
         sha, _, ref = line.partition("\t")
-        if ref.startswith("refs/continuity/"):
+        if ref.startswith("refs/continuity/") and share_data.SHA_RE.match(sha):
             refs[ref] = sha
     return refs
 
@@ -430,10 +439,16 @@ def publish_commit(p: "dict[str, Any]", git_: "dict[str, Any]") -> "tuple[str, d
                  "verified_at": manifest.get("verified_at"), "snapshot": snap, "head": git_.get("parent"),
                  "branch": (facts.get("git") or {}).get("branch"), "untracked": p["untracked"],
                  "format": 1}
+    # The project's effect records travel with the checkpoint (digests and outcomes only, no command text):
+    # the machine that claims it holds a repeat of what ran here (share_data.imported_effects).
+    now = time.time()
+    recs = share_data.effect_records([r for r in effects.read(_proj_dir(p))
+                                      if not isinstance(r.get("ts"), (int, float)) or r["ts"] <= now])
     files = {"handoff.md": handoff.encode(),
              "manifest.json": json.dumps(_redacted(manifest), indent=1).encode(),
              "facts.json": json.dumps(_redacted(facts), indent=1).encode(),
-             "publisher.json": json.dumps(publisher, indent=1).encode()}
+             "publisher.json": json.dumps(publisher, indent=1).encode(),
+             share_data.EFFECTS_FILE: json.dumps({"records": recs}).encode()}
     msg = "cc-continuity: %s/%s published by %s\n" % (p["key"], p["cid"], p["machine"])
     return _commit(root, files, [snap], msg), publisher
 
@@ -571,12 +586,15 @@ def publish(p: "dict[str, Any]", sleep: "Any" = time.sleep) -> "dict[str, Any]":
 
 # -- claiming (machine B) ------------------------------------------------------------------------
 
-def remote_view(root: str, remote: str) -> "tuple[list[dict[str, Any]], dict[str, str]]":
-    """([published {machine, key, cid, ref, commit}], {lease ref: object}) on ``remote``: one ls-remote."""
-    refs = ls_remote(root, remote)
+def remote_view(root: str, remote: str, refused: "list[str] | None" = None,
+                timeout: float = TRY_TIMEOUT_S) -> "tuple[list[dict[str, Any]], dict[str, str]]":
+    """([published {machine, key, cid, ref, commit}], {lease ref: object}) on ``remote``: one ls-remote.
+
+    A published ref whose name is not of our shapes is left out (``refused`` gets its one line)."""
+    refs = ls_remote(root, remote, timeout=timeout)
     pubs = []
     for ref, sha in refs.items():
-        got = parse_shared(ref)
+        got = parse_shared(ref, refused)
         if got:
             pubs.append({"machine": got[0], "key": got[1], "cid": got[2], "ref": ref, "commit": sha})
     leases = {ref: sha for ref, sha in refs.items() if "/claims/" in ref and not ref.startswith(SHARED_PREFIX)}
@@ -596,10 +614,17 @@ def fetch(root: str, remote: str, refspecs: "Sequence[str]", timeout: float = TR
     git(["fetch", "--no-tags", "--no-write-fetch-head", "--quiet", remote, *refspecs], root, timeout=timeout)
 
 
+JSON_MAX = 4 << 20  # a remote's JSON file larger than this is not read
+
+
 def show_json(root: str, rev: str, name: str) -> "dict[str, Any]":
+    """A JSON object from the commit ``rev`` (remote data: check its fields with share_data), {} if none."""
     try:
+        size = _out(["cat-file", "-s", "%s:%s" % (rev, name)], root, timeout=30)
+        if not size.isdigit() or int(size) > JSON_MAX:
+            return {}
         doc = json.loads(git(["cat-file", "blob", "%s:%s" % (rev, name)], root, timeout=30).stdout)
-    except (ShareError, ValueError):
+    except (ShareError, ValueError, RecursionError):
         return {}
     return doc if isinstance(doc, dict) else {}
 
@@ -609,8 +634,26 @@ def commit_time(root: str, rev: str) -> int:
     return int(out) if out.isdigit() else 0
 
 
+def _number(cid: str) -> "tuple[int, int]":
+    n, _, k = cid[len(session.CHECKPOINT_PREFIX):].partition("-")
+    return int(n), int(k or 0)
+
+
+def listing(pubs: "list[dict[str, Any]]", leases: "Mapping[str, str]", limit: int = 20) -> str:
+    """What is published there, one line each (every part has our shapes: parse_shared checked them)."""
+    rows = sorted(pubs, key=lambda p: (p["machine"], p["key"], _number(p["cid"])))
+    lines = ["  %s/%s/%s%s" % (p["machine"], p["key"], p["cid"],
+                               "  (claimed)" if claim_ref(p["machine"], p["key"], p["cid"]) in leases else "")
+             for p in rows[:limit]]
+    if len(rows) > limit:
+        lines.append("  … and %d more (`cc-continuity status --remote`)" % (len(rows) - limit))
+    return "\n".join(lines)
+
+
 def choose(pubs: "list[dict[str, Any]]", leases: "Mapping[str, str]", spec: str | None) -> "dict[str, Any]":
-    """The published checkpoint ``spec`` names (``[<machine>/]<key>/cp-NNN``), or the newest unclaimed one."""
+    """The published checkpoint ``spec`` names (``[<machine>/]<key>/cp-NNN``); without one, the newest unclaimed
+    checkpoint when every unclaimed one is of one machine and project (numbers count per project there), and
+    otherwise a ShareError asking for one (nothing is fetched to choose: the claim lists them first)."""
     if spec:
         parts = spec.strip("/").split("/")
         hits = [p for p in pubs if (len(parts) == 2 and [p["key"], p["cid"]] == parts) or
@@ -626,21 +669,42 @@ def choose(pubs: "list[dict[str, Any]]", leases: "Mapping[str, str]", spec: str 
     if not free:
         raise ShareError("nothing unclaimed there (%d published; `cc-continuity status --remote` lists them)"
                          % len(pubs))
-    return max(free, key=lambda p: p.get("time") or 0)
+    if len({(p["machine"], p["key"]) for p in free}) > 1:
+        raise ShareError("%d unclaimed checkpoints of several machines or projects there: name one as "
+                         "[MACHINE/]KEY/CP-NNN" % len(free))
+    return max(free, key=lambda p: _number(p["cid"]))
 
 
-def holder(root: str, remote: str, ref: str, timeout: float = TRY_TIMEOUT_S * 5) -> "dict[str, Any]":
-    """The claim.json of the lease at ``ref`` on ``remote`` (fetched into refs/continuity/fetched/claims/)."""
+def holder(root: str, remote: str, ref: str, timeout: float = TRY_TIMEOUT_S * 5,
+           keep: bool = False) -> "dict[str, Any]":
+    """The claim.json of the lease at ``ref`` on ``remote``, its fields checked (share_data.claim).
+
+    Fetched into refs/continuity/fetched/claims/ and, unless ``keep``, that ref removed again once read
+    (the object stays until git's gc: a stolen lease can be put back)."""
     local = FETCHED_PREFIX + "claims/" + ref[len("refs/continuity/"):]
     fetch(root, remote, ["+%s:%s" % (ref, local)], timeout=timeout)
-    doc = show_json(root, local, "claim.json")
-    doc.setdefault("at", commit_time(root, local))
+    try:
+        doc = share_data.claim(show_json(root, local, "claim.json"), ref)
+        doc.setdefault("at", commit_time(root, local))
+    finally:
+        if not keep:
+            drop_fetched(root, [local])
     return doc
 
 
+def drop_fetched(root: str, refs: "Sequence[str]") -> None:
+    """Delete refs this machine fetched (only under refs/continuity/fetched/); never raises."""
+    for ref in refs:
+        if ref.startswith(FETCHED_PREFIX):
+            try:
+                git(["update-ref", "-d", ref], root, timeout=30, ok=(0, 1))
+            except ShareError:
+                pass
+
+
 def plain(value: object, limit: int = 120) -> str:
-    """A value read from the remote, fit for a terminal line: no control characters (no escape sequences)."""
-    return "".join(c if c.isprintable() else "?" for c in str(value))[:limit]
+    """A value read from the remote, fit for a terminal line: no control or direction characters."""
+    return "".join(c if c.isprintable() else "?" for c in share_data.plain(value, limit))
 
 
 def describe(h: "Mapping[str, Any]") -> str:
@@ -655,7 +719,7 @@ def describe(h: "Mapping[str, Any]") -> str:
 
 
 def take_lease(root: str, remote: str, pub: "dict[str, Any]", leases: "Mapping[str, str]", *, fork: bool = False,
-               steal: bool = False, now: float | None = None) -> "dict[str, Any]":
+               steal: bool = False, now: float | None = None, timeout: float = TRY_TIMEOUT_S) -> "dict[str, Any]":
     """Create this machine's lease on ``pub`` on the remote (an atomic ref creation); its claim.json.
 
     LeaseHeld names the holder when another machine has it (``--fork`` only past a lease of the
@@ -668,7 +732,7 @@ def take_lease(root: str, remote: str, pub: "dict[str, Any]", leases: "Mapping[s
                                "fork": False, "stolen_from": None}
     ref, expect = main, ""
     if main in leases:
-        held = holder(root, remote, main)
+        held = holder(root, remote, main, timeout=timeout)
         if held.get("machine") == me and not held.get("local_successor") and not fork:
             return dict(held, again=True, lease=main, sha=leases[main])  # ours already (a claim repeated here)
         if fork:
@@ -678,7 +742,7 @@ def take_lease(root: str, remote: str, pub: "dict[str, Any]", leases: "Mapping[s
             ref = claim_ref(pub["machine"], pub["key"], "%s-fork-%s" % (pub["cid"], me))
             claim.update(fork=True, forked_from=held)
             if ref in leases:
-                return dict(holder(root, remote, ref), again=True, lease=ref, sha=leases[ref])
+                return dict(holder(root, remote, ref, timeout=timeout), again=True, lease=ref, sha=leases[ref])
         elif steal:
             age = now - lease_time(held)  # from its last renewal: a live holder renews it hourly (lease.py)
             if age < LEASE_STEAL_AFTER_S:
@@ -692,10 +756,10 @@ def take_lease(root: str, remote: str, pub: "dict[str, Any]", leases: "Mapping[s
             raise LeaseHeld("%s/%s is claimed by %s%s" % (pub["key"], pub["cid"], describe(held), hint), held)
     sha = lease_commit(root, claim)
     try:
-        push(root, remote, [(sha, ref, expect)])
+        push(root, remote, [(sha, ref, expect)], timeout=timeout)
     except ShareError as e:
         try:  # lost a race: say who won
-            held = holder(root, remote, ref)
+            held = holder(root, remote, ref, timeout=timeout)
         except ShareError:
             raise e from None
         if held.get("machine"):
@@ -744,16 +808,23 @@ def restore(root: str, snap: str, head: str, cid: str, dest: str | None = None) 
 
 def import_checkpoint(dest: str, branch: str, remote: str, pub: "dict[str, Any]", local: str, snap: str,
                       claim: "dict[str, Any]", ms: "dict[str, int] | None" = None) -> "tuple[Project, int, Record]":
-    """Make the fetched checkpoint a claimable one of the new worktree's project (the successor claims it)."""
+    """Make the fetched checkpoint a claimable one of the new worktree's project (the successor claims it).
+
+    Every file read from the remote is data: its fields are checked (share_data), what is not of its shape
+    dropped with a line in the log; the publisher's effect records join this project's (they can only hold)."""
     proj = Project(dest)
-    meta = show_json(dest, local, "manifest.json")
-    facts = show_json(dest, local, "facts.json")
-    publisher = show_json(dest, local, "publisher.json")
+    src = pub["ref"]
+    meta = share_data.manifest(show_json(dest, local, "manifest.json"), src)
+    facts = share_data.facts(show_json(dest, local, "facts.json"), src)
+    publisher = share_data.publisher(show_json(dest, local, "publisher.json"), src)
+    recs = share_data.imported_effects(show_json(dest, local, share_data.EFFECTS_FILE), src, pub["machine"], pub["cid"])
+    size = _out(["cat-file", "-s", local + ":handoff.md"], dest, timeout=30)
+    if not size.isdigit() or int(size) > JSON_MAX:
+        raise ShareError("%s/%s: its handoff.md is missing or larger than %d bytes" % (pub["key"], pub["cid"], JSON_MAX))
     handoff = git(["cat-file", "blob", local + ":handoff.md"], dest, timeout=30).stdout
     snap_ref = local + "-snapshot"
     git(["update-ref", snap_ref, snap], dest, timeout=30)
-    g0 = facts.get("git")
-    g: "dict[str, Any]" = dict(g0) if isinstance(g0, dict) else {}
+    g: "dict[str, Any]" = dict(facts.get("git") or {})
     g.update(branch=branch, branch_on_publisher=g.get("branch"))
     facts = dict(facts, git=g, project_root=dest)
     with proj.lock():
@@ -767,13 +838,14 @@ def import_checkpoint(dest: str, branch: str, remote: str, pub: "dict[str, Any]"
         atomic.write_text(session.facts_path(sdir), json.dumps(facts), mode=paths.FILE_MODE)
         manifest = dict(meta, git={"git": True, "ref": snap_ref, "commit": snap, "parent": publisher.get("head")})
         atomic.write_text(session.manifest_path(sdir), json.dumps(manifest), mode=paths.FILE_MODE)
-        hs0 = meta.get("handoff")
-        hs: "dict[str, Any]" = hs0 if isinstance(hs0, dict) else {}
+        for r in recs:
+            effects.append(proj.dir, r)
+        hs: "dict[str, Any]" = meta.get("handoff") or {}
         imported = {"remote": remote, "machine": pub["machine"], "author": publisher.get("author"),
                     "session": publisher.get("session"),
                     "published_at": publisher.get("published_at"), "ref": pub["ref"], "lease": claim.get("lease"),
                     "fork": bool(claim.get("fork")), "stolen_from": claim.get("stolen_from"),
-                    "forked_from": claim.get("forked_from")}
+                    "forked_from": claim.get("forked_from"), "effects": len(recs)}
         rec = session.new_record(n, proj.session_name(n), "remote-%s-%s" % (pub["machine"], pub["cid"]),
                                  state=session.CHECKPOINT_VERIFIED, project_root=dest, project_key=proj.key,
                                  slug=proj.slug, pid=None, imported=imported,
@@ -786,11 +858,58 @@ def import_checkpoint(dest: str, branch: str, remote: str, pub: "dict[str, Any]"
     return proj, n, rec
 
 
-def claim_from(root: str, remote: str, spec: str | None = None, *, fork: bool = False, steal: bool = False,
-               dest: str | None = None) -> "dict[str, Any]":
-    """``cc-continuity claim --from``: lease, fetch, restore, import; what the verb prints and starts.
+def claimed_here(pub: "Mapping[str, Any]") -> "str | None":
+    """The worktree of this machine that already continues ``pub`` (a lease it holds, its root still there)."""
+    base = claim_ref(pub["machine"], pub["key"], pub["cid"])
+    for proj in all_projects():
+        for row in held(proj.dir):
+            ref, root = row.get("ref"), row.get("root")
+            if (ref == base or str(ref).startswith(base + "-fork-")) and isinstance(root, str) and os.path.isdir(root):
+                return root
+    return None
 
-    The stages' times go into the imported checkpoint's ledger line (``imported``: ``ms``)."""
+
+def release(root: str, remote: str, lease: "Mapping[str, Any]", before: "str | None") -> "str | None":
+    """Give back a lease this claim took (on its failure): the remote's ref back to ``before`` (a stolen lease's
+    old object) or deleted.  None, or why it could not (the lease then ages out: 24 h)."""
+    try:
+        if before:
+            push(root, remote, [(before, lease["lease"], lease["sha"])])
+        else:
+            push(root, remote, [("", lease["lease"], lease["sha"])])
+    except (ShareError, OSError) as e:
+        return str(e)[:300]
+    return None
+
+
+def _undo_worktree(root: str, wt: str, branch: "str | None") -> None:
+    """Remove a worktree this claim made (and its branch); never raises."""
+    for args in (["worktree", "remove", "--force", wt], ["worktree", "prune"]):
+        try:
+            git(args, root, timeout=120, ok=(0, 128))
+        except ShareError:
+            pass
+    if os.path.isdir(wt):
+        shutil.rmtree(wt, ignore_errors=True)
+    if branch:
+        try:
+            git(["branch", "-D", branch], root, timeout=30, ok=(0, 1))
+        except ShareError:
+            pass
+
+
+def claim_from(root: str, remote: str, spec: str | None = None, *, fork: bool = False, steal: bool = False,
+               dest: str | None = None, timeout: float = TRY_TIMEOUT_S,
+               say: "Callable[[str], None] | None" = None) -> "dict[str, Any]":
+    """``cc-continuity claim --from``: list, fetch, restore, then lease, then import; what the verb prints and starts.
+
+    The lease comes last: everything that can fail on this machine (the checkpoint's names and files,
+    the worktree, which is made in a temporary place and moved to ``dest`` only once the lease is
+    taken) is done first, and a failure after the lease gives it back.  A checkpoint this machine
+    already continues is refused.  Every call to the remote is bounded by ``timeout`` and announced
+    through ``say`` before it starts.  Only the claimed checkpoint is fetched; a fetched ref it does not
+    keep is removed.  The stages' times go into the imported checkpoint's ledger line (``imported``: ``ms``)."""
+    tell = say or (lambda _line: None)
     ms: "dict[str, int]" = {}
     t = time.monotonic()
 
@@ -800,28 +919,67 @@ def claim_from(root: str, remote: str, spec: str | None = None, *, fork: bool = 
         ms[name] = int((now - t) * 1000)
         t = now
 
-    pubs, leases = remote_view(root, remote)
-    if not spec:
-        if pubs:
-            fetch(root, remote, ["+%s*:%s*" % (SHARED_PREFIX, FETCHED_PREFIX)])
-        for p in pubs:
-            p["time"] = commit_time(root, fetched_ref(p["machine"], p["key"], p["cid"]))
+    tell("asking %s for its published checkpoints (git ls-remote, up to %d s)" % (remote, timeout))
+    refused: "list[str]" = []
+    pubs, leases = remote_view(root, remote, refused, timeout=timeout)
+    for line in refused[:10]:
+        tell(line)
+    if not spec and pubs:
+        tell("published there (%d):\n%s" % (len(pubs), listing(pubs, leases)))
     pub = choose(pubs, leases, spec)
+    dest = dest or "%s-%s" % (root.rstrip("/"), pub["cid"])
+    if os.path.lexists(dest):
+        raise ShareError("%s exists; pass --dir for the new worktree" % dest)
+    there = claimed_here(pub)
+    if there:
+        raise ShareError("%s/%s/%s is continued on this machine already, in %s (cd there and run claude; a second "
+                         "claim would repeat its work)" % (pub["machine"], pub["key"], pub["cid"], there))
     local = fetched_ref(pub["machine"], pub["key"], pub["cid"])
-    fetch(root, remote, ["+%s:%s" % (pub["ref"], local)])
-    snap = _out(["rev-parse", "--verify", local + "^1"], root, timeout=30)
-    head = _out(["rev-parse", "-q", "--verify", snap + "^1"], root, ok=(0, 1), timeout=30)
-    if not head:
-        raise ShareError("%s/%s has no commit under its snapshot (the publisher had no HEAD)" % (pub["key"], pub["cid"]))
-    lap("fetch")
-    lease = take_lease(root, remote, pub, leases, fork=fork, steal=steal)
-    lap("lease")
-    wt, branch = restore(root, snap, head, pub["cid"], dest)
-    lap("worktree")
-    proj, n, rec = import_checkpoint(wt, branch, remote, pub, local, snap, lease, ms)
+    partial = "%s.cc-continuity-partial-%d" % (dest.rstrip("/"), os.getpid())
+    wt: "str | None" = None
+    branch: "str | None" = None
+    lease: "dict[str, Any] | None" = None
+    before: "str | None" = None
+    try:
+        tell("fetching %s (git fetch, up to %d s)" % (pub["ref"], timeout))
+        fetch(root, remote, ["+%s:%s" % (pub["ref"], local)], timeout=timeout)
+        snap = _out(["rev-parse", "-q", "--verify", local + "^1"], root, ok=(0, 1), timeout=30)
+        head = _out(["rev-parse", "-q", "--verify", snap + "^1"], root, ok=(0, 1), timeout=30) if snap else ""
+        if not head:
+            raise ShareError("%s/%s has no commit under its snapshot (the publisher had no HEAD)" % (
+                pub["key"], pub["cid"]))
+        lap("fetch")
+        wt, branch = restore(root, snap, head, pub["cid"], partial)
+        lap("worktree")
+        tell("taking the lease on %s (git push, up to %d s)" % (remote, timeout))
+        before = leases.get(claim_ref(pub["machine"], pub["key"], pub["cid"])) if steal else None
+        lease = take_lease(root, remote, pub, leases, fork=fork, steal=steal, timeout=timeout)
+        if lease.get("again"):
+            before = None
+        lap("lease")
+        faults.fail("claim:after-lease")
+        git(["worktree", "move", wt, dest], root, timeout=120)
+        wt = dest
+        proj, n, rec = import_checkpoint(wt, branch, remote, pub, local, snap, lease, ms)
+        publisher = share_data.publisher(show_json(root, local, "publisher.json"), pub["ref"])
+    except BaseException:
+        if lease is not None and not lease.get("again"):
+            why = release(root, remote, lease, before)
+            if why:
+                tell("could not give the lease back (%s): it ages out in %d h" % (why, LEASE_STEAL_AFTER_S // 3600))
+            else:
+                tell("the lease is given back")
+        if wt is not None:
+            _undo_worktree(root, wt, branch)
+            try:
+                git(["update-ref", "-d", local + "-snapshot"], root, timeout=30, ok=(0, 1))
+            except ShareError:
+                pass
+        raise
+    finally:
+        drop_fetched(root, [local])  # what it keeps is the snapshot's ref (<local>-snapshot), made by the import
     if lease.get("sha"):  # renewed while the worktree's project has a live session (lease.py)
         remember(proj.dir, wt, remote, lease["lease"], lease["sha"])
-    publisher = show_json(root, local, "publisher.json")
     return {"worktree": wt, "branch": branch, "head": head, "snapshot": snap, "checkpoint": pub, "claim": lease,
             "publisher": publisher, "project": proj, "number": n, "record": rec}
 
