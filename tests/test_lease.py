@@ -7,6 +7,7 @@ in-process (test_share's), its late claims too or as the installed SessionStart 
 B claims with the real ``cc-continuity claim --from`` in a clone with its own HOME and state dir.
 """
 
+import glob
 import json
 import os
 import signal
@@ -19,6 +20,7 @@ import uuid
 import pytest
 
 from cc_continuity.rotation import lease, share, start, turn
+from cc_continuity.project import LEASES
 from cc_continuity import paths, session
 from helpers.hookdriver import dead_pid
 from helpers.hookdriver import tokens_at
@@ -288,6 +290,8 @@ def test_a_late_local_claim_racing_a_remote_claim_has_exactly_one_winner(tmp_pat
             git(remote, "update-ref", "-d", lref)
         if os.path.exists(drv.project.leases_path):
             os.unlink(drv.project.leases_path)
+        for kept in glob.glob(os.path.join(env_b["CC_CONTINUITY_HOME"], "projects", "*", LEASES)):
+            os.unlink(kept)  # B's own record of the lease: it would refuse the next round's claim as its second
     print("local-vs-remote race: %d rounds: %s" % (rounds, tally))
     assert tally["both"] == 0, tally
 
