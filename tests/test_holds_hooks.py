@@ -2,15 +2,14 @@
 127.0.0.1, its session crashes before its PostToolUse, and an unattended successor asks to run the same
 command: a harmful one is denied (the server saw it once), a harmless one runs again (twice)."""
 
-import http.server
 import json
 import os
 import subprocess
-import threading
 
 import pytest
 
 from cc_continuity.holds import shell
+from helpers.counting import Counter
 from helpers.hookdriver import HookDriver, tokens_at
 from helpers.transcripts import hook_command
 
@@ -18,38 +17,6 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 S1 = "a1a1a1a1-0000-4000-8000-0000000000a1"
 S2 = "a2a2a2a2-0000-4000-8000-0000000000a2"
-
-
-class Counter:
-    """Counts the requests for each path, whatever the method."""
-
-    def __init__(self):
-        self.hits = {}
-        owner = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def _count(self):
-                length = int(self.headers.get("Content-Length") or 0)
-                if length:
-                    self.rfile.read(length)
-                owner.hits.setdefault(self.path.split("?")[0], []).append(self.command)
-                self.send_response(200)
-                self.send_header("Content-Length", "2")
-                self.end_headers()
-                self.wfile.write(b"{}")
-
-            do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _count
-
-            def log_message(self, *a):
-                pass
-
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.base = "http://127.0.0.1:%d" % self.httpd.server_address[1]
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-
-    def close(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()
 
 
 @pytest.fixture(scope="module")

@@ -21,9 +21,8 @@ import pytest
 
 from cc_continuity import paths
 from cc_continuity.rotation import share
-from helpers.hookdriver import HookDriver, compact
-from helpers.transcripts import hook_command
-from test_holds_hooks import Counter
+from helpers.counting import Counter
+from helpers.hookdriver import HookDriver
 from test_share import S1, bare, claim_cli, daemon, git, machine, machine_a, mid_of, rotate, wait_status  # noqa: F401
 
 S9 = "d9d9d9d9-0000-4000-8000-0000000000d9"
