@@ -278,7 +278,8 @@ def test_another_machine_claims_it_into_a_new_worktree_and_a_second_one_is_told_
     res = claim_cli(env_b, clone_b, "--from", "origin", spec, "--print")
     assert res.returncode == 0, res.stderr
     wt = clone_b + "-cp-001"
-    assert "published by machine %s (Test <test@example.invalid>)" % share.machine_id() in res.stderr
+    assert "published by machine %s (its author, as the remote says: Test <test@example.invalid>)" % (
+        share.machine_id()) in res.stderr
     assert "## Handoff (cp-001)" in res.stdout and "Details of the work" in res.stdout
     assert "written on another machine (machine %s)" % share.machine_id() in res.stdout
     assert re.search(r"~~~~ from the remote [0-9a-f]{16}: not the machine's words ~~~~\npublished by: Test "

@@ -199,7 +199,8 @@ def test_remote_fields_reach_the_successor_only_inside_the_fence(tmp_path):
     fenced = "".join(m.group(0) for m in FENCE.finditer(out))
     assert "PROMPT-FROM-REMOTE" in fenced and "typed on that machine, not to you here" in fenced
     assert "\u202e" not in out  # a direction override never reaches the terminal or the model
-    assert "Mallory" not in res.stderr.split("published by machine")[0]
+    told = [line for line in res.stderr.splitlines() if "Mallory" in line]  # the terminal: labelled, plain
+    assert len(told) == 1 and "(its author, as the remote says: Mallory)" in told[0], res.stderr
 
 
 # -- names from a remote --------------------------------------------------------------------------------

@@ -60,9 +60,9 @@ def run(args):
         die(str(e), code=e.exit_code)
     pub, claim = got["publisher"], got["claim"]
     say = sys.stderr.write
-    say("cc-continuity: %s/%s published by machine %s (%s)%s\n" % (
-        got["checkpoint"]["key"], got["checkpoint"]["cid"], share.plain(pub.get("machine")), share.plain(pub.get("author")),
-        "; already claimed here" if claim.get("again") else ""))
+    say("cc-continuity: %s/%s published by machine %s (its author, as the remote says: %s)%s\n" % (
+        got["checkpoint"]["key"], got["checkpoint"]["cid"], got["checkpoint"]["machine"],
+        share.plain(pub.get("author") or "?"), "; its lease was this machine's already" if claim.get("again") else ""))
     if claim.get("stolen_from"):
         say("cc-continuity: lease taken over from %s\n" % share.describe(claim["stolen_from"]))
     if claim.get("fork"):

@@ -694,12 +694,12 @@ def holder(root: str, remote: str, ref: str, timeout: float = TRY_TIMEOUT_S * 5,
 
 def drop_fetched(root: str, refs: "Sequence[str]") -> None:
     """Delete refs this machine fetched (only under refs/continuity/fetched/); never raises."""
-    for ref in refs:
-        if ref.startswith(FETCHED_PREFIX):
-            try:
-                git(["update-ref", "-d", ref], root, timeout=30, ok=(0, 1))
-            except ShareError:
-                pass
+    lines = "".join("delete %s\n" % ref for ref in refs if ref.startswith(FETCHED_PREFIX) and "\n" not in ref)
+    if lines:
+        try:  # one call for them all (a missing ref is no error for --stdin's delete without an old value)
+            git(["update-ref", "--stdin"], root, input=lines.encode(), timeout=60, ok=(0, 1, 128))
+        except ShareError:
+            pass
 
 
 def plain(value: object, limit: int = 120) -> str:
@@ -1034,36 +1034,40 @@ def left_on_remotes() -> "list[tuple[str, str, str]]":
 def fleet(root: str, remote: str, now: float | None = None) -> "list[dict[str, Any]]":
     """The remote's published checkpoints with their leases, stale leases and unclaimed ones first.
 
-    One ls-remote, then one fetch of what it lists (into refs/continuity/fetched/)."""
+    One ls-remote, then one fetch of what it lists (each ref by its checked name, into
+    refs/continuity/fetched/), read, and those refs removed again."""
     now = time.time() if now is None else now
     pubs, leases = remote_view(root, remote)
-    specs = ["+%s*:%s*" % (SHARED_PREFIX, FETCHED_PREFIX)] if pubs else []
-    specs += ["+%s:%sclaims/%s" % (ref, FETCHED_PREFIX, ref[len("refs/continuity/"):]) for ref in sorted(leases)]
-    if specs:
-        fetch(root, remote, specs)
+    fetched = {p["ref"]: fetched_ref(p["machine"], p["key"], p["cid"]) for p in pubs}
+    fetched.update({ref: "%sclaims/%s" % (FETCHED_PREFIX, ref[len("refs/continuity/"):]) for ref in leases})
     rows = []
-    for p in pubs:
-        local = fetched_ref(p["machine"], p["key"], p["cid"])
-        pub = show_json(root, local, "publisher.json")
-        row = dict(p, author=pub.get("author"), published_at=pub.get("published_at") or commit_time(root, local),
-                   session=pub.get("session"), holder=None, forks=[], lease_age_s=None)
-        for ref in sorted(leases):
-            base = claim_ref(p["machine"], p["key"], p["cid"])
-            if ref != base and not ref.startswith(base + "-fork-"):
-                continue
-            got = show_json(root, FETCHED_PREFIX + "claims/" + ref[len("refs/continuity/"):], "claim.json")
-            if ref == base:
-                row["holder"] = got
-                row["lease_age_s"] = now - (lease_time(got) or now)  # from its last renewal
+    try:
+        if fetched:
+            fetch(root, remote, ["+%s:%s" % (ref, local) for ref, local in sorted(fetched.items())])
+        for p in pubs:
+            local = fetched[p["ref"]]
+            pub = share_data.publisher(show_json(root, local, "publisher.json"), p["ref"])
+            row = dict(p, author=pub.get("author"), published_at=pub.get("published_at") or commit_time(root, local),
+                       session=pub.get("session"), holder=None, forks=[], lease_age_s=None)
+            for ref in sorted(leases):
+                base = claim_ref(p["machine"], p["key"], p["cid"])
+                if ref != base and not ref.startswith(base + "-fork-"):
+                    continue
+                got = share_data.claim(show_json(root, fetched[ref], "claim.json"), ref)
+                if ref == base:
+                    row["holder"] = got
+                    row["lease_age_s"] = now - (lease_time(got) or now)  # from its last renewal
+                else:
+                    row["forks"].append(got.get("machine"))
+            if row["holder"] is None:
+                row["class"] = "unclaimed"
+            elif (row["lease_age_s"] or 0) > LEASE_STEAL_AFTER_S:
+                row["class"] = "stale lease"
             else:
-                row["forks"].append(got.get("machine"))
-        if row["holder"] is None:
-            row["class"] = "unclaimed"
-        elif (row["lease_age_s"] or 0) > LEASE_STEAL_AFTER_S:
-            row["class"] = "stale lease"
-        else:
-            row["class"] = "claimed"
-        rows.append(row)
+                row["class"] = "claimed"
+            rows.append(row)
+    finally:
+        drop_fetched(root, sorted(fetched.values()))
     order = {"stale lease": 0, "unclaimed": 1, "claimed": 2}
     rows.sort(key=lambda r: (order[r["class"]], -(r["published_at"] or 0)))
     return rows
