@@ -353,3 +353,16 @@ def test_steal_and_the_fleet_view_count_a_leases_age_from_its_last_renewal(tmp_p
     assert res["dropped"] == [share.claim_ref(share.machine_id(), *spec.split("/"))] and not res["renewed"], res
     assert share.held(drv.project.dir) == []
     assert remote_lease(remote, spec)[0]["machine"] == mid_of(env_c)
+
+
+def test_a_lease_that_is_this_machines_already_is_taken_again_with_its_object_and_no_ref_kept(tmp_path):
+    """An earlier claim here timed out after its push landed: the next take finds the lease is its own."""
+    remote = bare(tmp_path)
+    drv, spec = publish_unclaimed(tmp_path, "file://" + remote)
+    proj = drv.project
+    first, info = lease.take(proj, 1, "a-009")
+    assert first == lease.WON
+    again, info2 = lease.take(proj, 1, "a-010")
+    assert again == lease.WON and info2.get("again") is True, info2
+    assert info2["sha"] == info["sha"] == git(remote, "rev-parse", info["ref"]).strip()
+    assert not git(drv.root, "for-each-ref", "refs/continuity/fetched/").strip()

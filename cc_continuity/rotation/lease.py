@@ -204,9 +204,7 @@ def take(proj: "Project", c: int, me_name: str, timeout: float | None = None) ->
     except share.ShareError as e:
         return UNCONFIRMED, dict(base, error="the lease exists; its holder could not be read: %s" % str(e)[:200])
     if held.get("machine") == mid:  # this machine's (the publish carried it, or an earlier claim here timed out)
-        local = share.FETCHED_PREFIX + "claims/" + ref[len("refs/continuity/"):]
-        sha = share.git(["rev-parse", "--verify", local], proj.root, timeout=10).stdout.decode().strip()
-        return WON, dict(base, sha=sha, at=held.get("at"), again=True)
+        return WON, dict(base, sha=held.get("object"), at=held.get("at"), again=True)
     return HELD, dict(held, **base)
 
 

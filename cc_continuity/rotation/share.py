@@ -677,15 +677,15 @@ def choose(pubs: "list[dict[str, Any]]", leases: "Mapping[str, str]", spec: str 
 
 def holder(root: str, remote: str, ref: str, timeout: float = TRY_TIMEOUT_S * 5,
            keep: bool = False) -> "dict[str, Any]":
-    """The claim.json of the lease at ``ref`` on ``remote``, its fields checked (share_data.claim).
-
-    Fetched into refs/continuity/fetched/claims/ and, unless ``keep``, that ref removed again once read
+    """The claim.json of the lease at ``ref`` on ``remote``, its fields checked (share_data.claim), with
+    ``object``: the lease commit's id.  Fetched into refs/continuity/fetched/claims/ and, unless ``keep``, that ref removed again once read
     (the object stays until git's gc: a stolen lease can be put back)."""
     local = FETCHED_PREFIX + "claims/" + ref[len("refs/continuity/"):]
     fetch(root, remote, ["+%s:%s" % (ref, local)], timeout=timeout)
     try:
         doc = share_data.claim(show_json(root, local, "claim.json"), ref)
         doc.setdefault("at", commit_time(root, local))
+        doc["object"] = _out(["rev-parse", "-q", "--verify", local], root, ok=(0, 1), timeout=30)
     finally:
         if not keep:
             drop_fetched(root, [local])
