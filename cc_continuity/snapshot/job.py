@@ -145,8 +145,8 @@ def start_turn(root: str, sdir: str, key: str, number: int, name: str | None,
 
 
 def run_for_checkpoint(root: str, sdir: str, ref: str, message: str,
-                       cfg: "Config | Mapping[str, Any]") -> "dict[str, Any]":
-    """Snapshot for a checkpoint: in the job, waited for at most ``snapshot_hook_wait_s``.
+                       cfg: "Config | Mapping[str, Any]", wait_s: float | None = None) -> "dict[str, Any]":
+    """Snapshot for a checkpoint: in the job, waited for at most ``wait_s`` (default ``snapshot_hook_wait_s``).
 
     Returns the git entry: the result when the job finished in time, else a pending entry.
     A job that cannot be started is replaced by the snapshot in this process.
@@ -157,7 +157,7 @@ def run_for_checkpoint(root: str, sdir: str, ref: str, message: str,
     except OSError:
         return take(p)
     try:
-        proc.wait(timeout=cfg["snapshot_hook_wait_s"])
+        proc.wait(timeout=cfg["snapshot_hook_wait_s"] if wait_s is None else wait_s)
     except subprocess.TimeoutExpired:
         pass
     got = read_result(p["result"])
