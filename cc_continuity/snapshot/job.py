@@ -11,8 +11,8 @@ The job's result file (:func:`session.snapshot_result_path`, the snapshot's resu
 or its error) is the marker.  Until it exists the checkpoint's git entry is *pending*:
 the successor's claim says so in its bootstrap text, and PreToolUse holds back the tools
 that can change files (``hooks/pre_tool_use.py``), so nothing changes the work tree before
-the snapshot has read it.  A job that died leaves no result: its pid is gone, and the
-wait ends (the claim said the snapshot may be missing).
+the snapshot has read it.  A job that died leaves no result: its pid is gone, the wait
+ends, and a claim after that says the snapshot job did not finish (:func:`unfinished`).
 
 After its snapshot the job prunes the project's old snapshots (``retention``).
 """
@@ -109,6 +109,23 @@ def current(git: "dict[str, Any] | None") -> "dict[str, Any]":
     if isinstance(git, dict) and git.get("pending") and isinstance(git.get("result"), str):
         return read_result(git["result"]) or git
     return git or {}
+
+
+def unfinished(git: "dict[str, Any] | None") -> bool:
+    """Did the job of this pending entry stop without its result?  Its process is gone (a zombie counts as
+    gone) or it ran past its deadline (``until``), and no result file is there: the snapshot will never be.
+
+    The test PreToolUse's wait makes before it lets file changes through (``hooks/pre_tool_use._snapshot_gate``,
+    which may not import this module); the bootstrap and the revalidation say so instead of "being taken".
+    A pid we cannot tell about counts as running, as there.
+    """
+    if not isinstance(git, dict) or not git.get("pending") or not isinstance(git.get("result"), str):
+        return False
+    pid, until = git.get("pid"), git.get("until")
+    gone = isinstance(pid, int) and not isinstance(pid, bool) and pid > 0 and not procs.pid_alive(pid)
+    late = isinstance(until, (int, float)) and time.time() > until
+    # the result is looked at after the pid: a job that has just finished wrote it before it exited
+    return (gone or late) and not os.path.exists(git["result"])
 
 
 def turn_ref(key: str, number: int) -> str:
