@@ -58,11 +58,14 @@ def measure_turn_end(ctx: Context, sdir: str, rec: Record, bound_s: float,
     t0 = time.monotonic()
     deadline = t0 + bound_s
     version = None
+    refused = False
     while True:
         ok, got = False, None
         if isinstance(path, str) and path:
             try:
                 ok, got = ctx.host.reply_reading(path, last)
+            except safefile.NotRegular:  # a FIFO, a device: it never catches up; the agent's own reading, if any, now
+                path, refused = None, True
             except OSError:
                 ok, got = False, None
         version = (got or {}).get("cc_version") or version  # a stale row still names the agent's version
@@ -72,7 +75,7 @@ def measure_turn_end(ctx: Context, sdir: str, rec: Record, bound_s: float,
                 ok, got = True, own
                 version = version or own.get("cc_version")
         now = time.monotonic()
-        if ok or now >= deadline:
+        if ok or now >= deadline or refused:
             break
         time.sleep(0.02)
     got = got or {"tokens": None, "model": None, "source": "none"}
