@@ -45,6 +45,17 @@ def write(name: str, text: str, max_bytes: int = MAX_BYTES) -> None:
         pass
 
 
+_notes: list[str] = []  # what this process's hook call refused or skipped, for its one line (:func:`note`)
+
+
+def note(text: str) -> None:
+    """Something the hook call's one line in hooks.log should say besides its outcome (a transcript refused,
+    say), from code that does not know the call; said once however often it happens."""
+    if text not in _notes:
+        _notes.append(text)
+
+
 def hook(event: str, session_id: object, ms: float, outcome: str, detail: str = "") -> None:
     sid = (session_id or "-")[:8] if isinstance(session_id, str) else "-"
+    outcome += "".join("; " + n for n in _notes)
     write("hooks.log", "%s sid=%s %.1fms %s%s" % (event, sid, ms, outcome, (" " + detail) if detail else ""))

@@ -103,15 +103,56 @@ def _boundary_reading(line: "bytes") -> "int | None":
     return post if isinstance(post, int) and not isinstance(post, bool) else -1
 
 
+# -- opening a transcript -------------------------------------------------------
+#
+# Every hook payload names the agent's transcript (Claude Code's) or rollout (Codex's)
+# by path, and what is there is opened on every tool call.  A FIFO's open blocks until a
+# writer comes (the hook then sat out its whole budget: 4 s a tool call, 50 s at Stop) and
+# a device streams without end, so only a regular file is ever opened for reading.
+
+_S_IFMT, _S_IFREG = 0o170000, 0o100000
+
+
+def open_transcript(path: "str") -> "int":
+    """A read-only descriptor of the transcript or rollout at ``path``: the one way either is opened.
+
+    ``stat`` first (a link is followed, as ``open`` does): anything but a regular file raises
+    ``safefile.NotRegular`` (an OSError) at once, and the hook call's one line in hooks.log says
+    so (``log.note``).  The open then has ``O_NONBLOCK`` and ``O_NOCTTY``, so a FIFO or a terminal
+    swapped in after the ``stat`` blocks nothing either, and what was opened is checked again
+    (``fstat``).  Other errors (missing, no permission) are ``open``'s own OSError.  (No class of
+    its own here: creating one costs every tool call ~0.35 M instructions; safefile and log are
+    loaded for a refusal only.)
+    """
+    mode = posix.stat(path).st_mode
+    if mode & _S_IFMT == _S_IFREG:
+        fd = posix.open(path, posix.O_RDONLY | posix.O_NONBLOCK | posix.O_NOCTTY | posix.O_CLOEXEC)
+        try:
+            mode = posix.fstat(fd).st_mode
+        except OSError:
+            posix.close(fd)
+            raise
+        if mode & _S_IFMT == _S_IFREG:
+            return fd
+        posix.close(fd)
+    from . import log, safefile  # (a refusal only)
+
+    kind = {0o010000: "a FIFO", 0o020000: "a character device", 0o040000: "a directory", 0o060000: "a block device",
+            0o140000: "a socket"}.get(mode & _S_IFMT, "no file")
+    err = safefile.NotRegular("%s is %s, not a regular file: not read" % (path, kind))
+    log.note("transcript refused: %s" % err)
+    raise err
+
+
 def lines_backwards(path: "str", max_scan: "int" = MAX_SCAN, chunk: "int" = CHUNK,
                     line_max: "int" = LINE_MAX) -> "Iterator[tuple[bytes, int]]":
     """Yield ``(line, bytes_scanned)`` for the complete lines of ``path``, newest first.
 
     Reads ``chunk`` bytes at a time from the end, so a caller that stops at
     the first match pays only for the tail.  Stops (yields no more) at a line
-    longer than ``line_max``.  Raises OSError if unreadable.
+    longer than ``line_max``.  Raises OSError if unreadable (``safefile.NotRegular``: not a regular file).
     """
-    fd = posix.open(path, posix.O_RDONLY | posix.O_CLOEXEC)
+    fd = open_transcript(path)
     try:
         pos = posix.fstat(fd).st_size
         carry = b""  # the (partial) first line of the blocks read so far
@@ -171,7 +212,7 @@ def read_transcript(path: "str", max_scan: "int" = MAX_SCAN, chunk: "int | None"
     rest of the hook together.
     """
     chunk = chunk or CHUNK
-    fd = posix.open(path, posix.O_RDONLY | posix.O_CLOEXEC)
+    fd = open_transcript(path)
     try:
         pos = posix.fstat(fd).st_size
         buf = b""       # bytes [pos, pos + len(buf)) of the file not searched yet (and the partial first line)
@@ -284,7 +325,7 @@ def tool_reading(path: "str", tool_use_id: "str", max_scan: "int" = MAX_SCAN, ch
     when the transcript cannot be opened.
     """
     needle = tool_use_id.encode("utf-8", "surrogateescape")
-    fd = posix.open(path, posix.O_RDONLY | posix.O_CLOEXEC)
+    fd = open_transcript(path)
     try:
         pos = posix.fstat(fd).st_size
         buf = b""

@@ -3,7 +3,9 @@
 What a repository, the user's tree or another process could have put at a path we read or
 write: a link, a FIFO, a device, a directory, a huge file, a directory open to others. Kept
 out of ``paths`` (the per-tool-call path loads that module on every call, and none of this
-runs there). Standard library only, ``posix`` rather than ``os``, like ``paths``.
+runs there). Standard library only, ``posix`` rather than ``os``, like ``paths``.  The agent's
+transcript, which every tool call reads, has its own opener with the same rule in the kernel
+(``meter.open_transcript``: regular files only, a FIFO refused before it can block).
 """
 
 import posix

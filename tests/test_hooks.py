@@ -393,13 +393,12 @@ def test_fifo_transcript_cannot_hang_the_hook(claude, tmp_path):
     claude.hook("SessionStart")
     fifo = str(tmp_path / "transcript.fifo")
     os.mkfifo(fifo)
-    limit = dispatch.BUDGET["PostToolUse"] + 2
     t0 = time.monotonic()
-    res = run_hook("PostToolUse", claude.payload("PostToolUse", transcript_path=fifo), claude.env, timeout=limit + 30)
+    res = run_hook("PostToolUse", claude.payload("PostToolUse", transcript_path=fifo), claude.env, timeout=60)
     took = time.monotonic() - t0
     assert (res.returncode, res.stdout) == (0, b"")
-    assert took < limit, "hook took %.1fs, budget %.1fs" % (took, dispatch.BUDGET["PostToolUse"])
-    assert "budget-exceeded" in hook_log()[-1]
+    assert took < 1.0, "hook took %.1fs (it sat out its %.1f s budget before)" % (took, dispatch.BUDGET["PostToolUse"])
+    assert "transcript refused: %s is a FIFO" % fifo in hook_log()[-1]  # refused at once: never opened
 
 
 def test_corrupt_state_file_fails_open(claude):

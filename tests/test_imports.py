@@ -169,7 +169,7 @@ KEPT = {
             START_UP, "every turn's end: the snapshot job (subprocess, git) +~8 ms, only when turn snapshots run"),
         **{(fn, "cc_continuity.rotation.handoff"): (
             START_UP, "every turn's end: the handoff's patterns compile (re) +~6 ms, only at the steps that read "
-                      "or ask for a handoff") for fn in ("request_handoff", "check_handoff",
+                      "or ask for a handoff") for fn in ("request_handoff", "check_handoff", "verify_written",
                                                          "_claims_contradicted", "rotate_instead_of_compacting")},
         ("_make_checkpoint", "cc_continuity.rotation.share"): (
             START_UP, "the checkpoint's turn end: share + subprocess +~10 ms, only when the user shares"),

@@ -14,8 +14,9 @@ import pytest
 
 from cc_continuity import config, ledger, session
 from cc_continuity.rotation import context, handover, start, turn
+from cc_continuity.snapshot import job
 from helpers.fakehost import FakeHost
-from helpers.hookdriver import HookDriver, handoff_text, tokens_at
+from helpers.hookdriver import HookDriver, handoff_text, tokens_at, wait_for_snapshot_jobs
 
 S1 = "a1a1a1a1-0000-4000-8000-0000000000a1"
 S2 = "b2b2b2b2-0000-4000-8000-0000000000b2"
@@ -136,6 +137,65 @@ def test_a_handoff_never_written_falls_back_to_a_machine_handoff_after_the_tries
     assert rec["state"] == session.AWAITING_MANUAL_CLEAR and rec["checkpoint"]["degraded"] is True, rec
     assert ctx.pushes[-1]["text"] == "cp-001 degraded"
     assert "machine" in open(drv.handoff_path(S1)).read().lower()
+
+
+def test_a_handoff_its_killed_stop_never_checked_is_verified_when_the_session_ends(drv):
+    """The verifying Stop died (its timeout, the user's interrupt) and the user typed /clear: the complete
+    handoff is checked at SessionEnd as the Stop would have, and the successor claims its checkpoint."""
+    path = crossed(drv, S1)
+    with open(path, "w") as f:
+        f.write(GOOD)  # written; the Stop that would have checked it never did
+    out, ctx = step(drv, turn.session_ended, "SessionEnd", S1, reason="clear")
+    assert out is None and ctx.outcome.startswith("handoff verified at the session's end: checkpoint cp-001 verified")
+    rec = drv.state(S1)
+    assert rec["state"] == session.AWAITING_MANUAL_CLEAR and rec["checkpoint"]["degraded"] is False, rec["state"]
+    assert [p["event"] for p in ctx.pushes] == ["checkpoint-verified"] and ctx.pushes[0]["text"] == "cp-001 valid"
+    [check] = drv.ledger(S1, ev="handoff_check")
+    assert check["ok"] is True and check["by"] == "SessionEnd"
+    assert drv.ledger(S1, ev="handoff_verified_at_end")[0]["reason"] == "clear"
+    manifest = drv.checkpoint_file("manifest.json", S1)
+    assert manifest["handoff"]["validation"] == "valid" and manifest["id"] == "cp-001"
+
+    out, ctx = step(drv, start.session_started, "SessionStart", S2, source="clear")
+    text = out["hookSpecificOutput"]["additionalContext"]
+    assert text.startswith("Continuing from cp-001") and "src/app.py" in text
+    assert drv.state(S1)["state"] == session.ROTATED and drv.state(S2)["state"] == session.BOOTSTRAPPING
+    wait_for_snapshot_jobs(drv.cc_home)
+    git = job.current(drv.checkpoint_file("manifest.json", S1)["git"])
+    assert git.get("commit") and drv.git("rev-parse", "--verify", git["ref"]).decode().strip() == git["commit"]
+
+
+def test_a_second_verifier_of_the_same_handoff_makes_no_second_checkpoint(drv):
+    """A SessionEnd racing the Stop it outlived: whoever takes the lock second finds the checkpoint made."""
+    path = crossed(drv, S1)
+    with open(path, "w") as f:
+        f.write(GOOD)
+    _, ctx = step(drv, turn.turn_ended, "Stop", S1)
+    manifest = drv.checkpoint_file("manifest.json", S1)
+    check, tries = turn.verify_written(ctx, drv.sdir(S1))
+    assert check.ok and turn.checkpoint_and_hand_over(ctx, 1, drv.sdir(S1), check, False, tries) is None
+    assert ctx.outcome == "checkpoint already made (AWAITING_MANUAL_CLEAR)"
+    assert drv.checkpoint_file("manifest.json", S1) == manifest and len(drv.ledger(S1, ev="checkpoint")) == 1
+    assert drv.ledger(S1, ev="checkpoint_skipped")[0]["state"] == session.AWAITING_MANUAL_CLEAR
+
+
+@pytest.mark.parametrize("written", [None, "# Handoff\n\n## Goal\nshort\n"], ids=["none", "incomplete"])
+def test_without_a_valid_handoff_the_session_end_ends_it_and_says_why(drv, written):
+    path = crossed(drv, S1)
+    if written is not None:
+        with open(path, "w") as f:
+            f.write(written)
+    out, ctx = step(drv, turn.session_ended, "SessionEnd", S1, reason="clear")
+    assert out is None and drv.state(S1)["state"] == session.ENDED
+    [line] = drv.ledger(S1, ev="handoff_not_verified_at_end")
+    if written is None:
+        assert line["why"] == "no handoff was written" and not drv.ledger(S1, ev="handoff_check")
+    else:
+        assert line["why"] == "the handoff is not valid" and line["problems"], line
+    assert ctx.outcome == "handoff not verified at the session's end: %s" % line["why"]
+    assert not os.path.exists(session.manifest_path(drv.sdir(S1)))
+    out, _ = step(drv, start.session_started, "SessionStart", S2, source="clear")
+    assert out is None or "Continuing from" not in str(out)
 
 
 def test_with_tmux_the_rotator_is_started_and_its_pid_recorded(drv):

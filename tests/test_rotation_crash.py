@@ -266,6 +266,43 @@ def test_verify_retried_after_a_crash_past_update_ref_keeps_its_git_snapshot(tmp
     assert run.drv.git("rev-parse", "--verify", git["ref"]).decode().strip() == git["commit"]
 
 
+def test_a_verifying_stop_killed_before_it_verified_then_clear_still_hands_over(tmp_path):
+    """The verifying Stop dies at each of its writes before CHECKPOINT_VERIFIED is saved (the probe: killed at
+    ~1.25 s), and the user types /clear: the real SessionEnd hook verifies the complete handoff, and the
+    real SessionStart of the cleared session claims it (it was dropped, ENDED, 2 times in 3)."""
+    run = Run(tmp_path)
+    for i in range(VERIFY):
+        run.step(i)
+    write_handoff(run.drv)
+    run.freeze()
+    with WriteFaults() as probe:
+        run.step(VERIFY)
+    verified = next(k for k, w in enumerate(probe.writes) if w.endswith("HANDOFF_REQUESTED->CHECKPOINT_VERIFIED"))
+    for k in range(verified):  # (the transition's ledger line comes after its state save)
+        run.restore()
+        with WriteFaults(crash_at=k) as f:
+            run.step(VERIFY)
+        assert f.crashed, k
+        if run.drv.state(S1)["state"] != session.HANDOFF_REQUESTED:
+            continue  # the state save landed: the checkpoint is made (the other tests' case)
+        assert run.drv.hook("SessionEnd", S1, reason="clear") is None
+        pred = run.drv.state(S1)
+        assert pred["state"] == session.AWAITING_MANUAL_CLEAR, (f.crashed, pred["state"])
+        assert pred["checkpoint"]["degraded"] is False
+        assert run.drv.ledger(S1, ev="handoff_verified_at_end"), f.crashed
+        text = continuing(run.drv.hook("SessionStart", S2, source="clear"))
+        assert text and text.startswith("Continuing from cp-001 (proj-002)."), (f.crashed, text)
+        run.drv.hook("UserPromptSubmit", S2, prompt="carry on")
+        assert run.drv.state(S1)["state"] == session.ROTATED and run.drv.state(S2)["state"] == session.ACTIVE
+        wait_for_snapshot_jobs(run.drv.cc_home)
+        git = run.drv.checkpoint_file("manifest.json", S1)["git"]
+        from cc_continuity.snapshot import job
+
+        git = job.current(git)
+        assert git.get("commit") and run.drv.git("rev-parse", "--verify", git["ref"]).decode().strip() == git["commit"]
+        run.check()
+
+
 def test_request_interrupted_after_its_transition_still_shows_the_template(tmp_path):
     run = Run(tmp_path)
     for i in range(2):

@@ -25,7 +25,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cc_continuity import config, session
+from cc_continuity import config, procs, session
 from cc_continuity.snapshot import worktree, retention
 from helpers.hookdriver import HookDriver, handoff_text, tokens_at, wait_for_snapshot_jobs
 
@@ -135,6 +135,60 @@ def test_a_killed_snapshot_job_holds_nothing_back(tmp_path):
     assert drv.ledger(S1, ev="snapshot_missing")
     assert "snapshot_wait" not in (drv.state(S1).get("checkpoint") or {})
     hold.unlink()
+
+
+def test_after_a_killed_snapshot_job_the_successor_is_told_it_did_not_finish(tmp_path):
+    """The job dies after the Stop left the snapshot to it (the bootstrap was prepared then, saying "not there
+    yet"): the successor's bootstrap says the job stopped and what to do, not that edits wait for it."""
+    drv = HookDriver(tmp_path / "proj", files=FILES)
+    drv.config(snapshot_hook_wait_s=0)
+    bindir, hold = slow_git(tmp_path)
+    env1 = drv.env(S1, PATH=bindir + os.pathsep + os.environ["PATH"])
+    to_verified(drv, env1)
+    hold.write_text("")
+    try:
+        drv.hook("Stop", S1, env=env1, stop_hook_active=True)
+        git = drv.checkpoint_file("manifest.json", S1)["git"]
+        assert git["pending"] and "not there yet" in open(session.bootstrap_path(drv.sdir(S1))).read()
+        os.kill(git["pid"], signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while procs.pid_alive(git["pid"]) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        drv.hook("SessionEnd", S1, reason="clear")
+        env2 = drv.env(S2)
+        drv.transcript(S2).assistant(tokens_at(5))
+        text = drv.hook("SessionStart", S2, env=env2, source="clear")["hookSpecificOutput"]["additionalContext"]
+        assert text.startswith("Continuing from cp-001"), text
+        assert "not there yet" not in text and "wait for it;" not in text and "still being taken" not in text, text
+        line = next(x for x in text.splitlines() if x.startswith("- work-tree snapshot:"))
+        assert line.startswith("- work-tree snapshot: none; the background job that was taking it (pid %d, "
+                               % git["pid"]) and "stopped before it finished" in line, line
+        assert "`cc-continuity checkpoint`" in line and "do not wait for it" in line, line
+        assert "- work tree: not compared (no snapshot: its job stopped before it finished)" in text, text
+        assert drv.state(S2)["revalidation"]["snapshot"] == "unfinished"
+        t0 = time.monotonic()
+        assert pre_tool(drv, S2, env2, "Bash", command="rm -rf src") is None  # and, rightly, edits do not wait
+        assert time.monotonic() - t0 < 2.5
+    finally:
+        hold.unlink()
+    wait_for_snapshot_jobs(drv.cc_home)
+
+
+def test_a_pending_entry_is_unfinished_only_once_its_job_is_gone_without_a_result(tmp_path):
+    from cc_continuity.snapshot import job
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    result = str(tmp_path / "snapshot-x.json")
+    entry = {"git": None, "pending": True, "pid": os.getpid(), "result": result, "until": time.time() + 60}
+    assert not job.unfinished(entry)  # its job runs
+    assert job.unfinished(dict(entry, pid=dead.pid))  # gone, no result
+    assert job.unfinished(dict(entry, until=time.time() - 1))  # past its deadline
+    assert not job.unfinished(dict(entry, pid=None))  # a pid we cannot tell about: running, as PreToolUse says
+    with open(result, "w") as f:
+        f.write("{}")
+    assert not job.unfinished(dict(entry, pid=dead.pid))  # it finished, then exited
+    assert not job.unfinished({"git": True, "ref": "refs/continuity/k/cp-001"}) and not job.unfinished(None)
 
 
 def test_a_quick_snapshot_is_finished_inside_the_hook(tmp_path):

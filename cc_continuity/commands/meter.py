@@ -1,9 +1,9 @@
 """``cc-continuity meter <transcript.jsonl>``: tokens, window, ratio, level and source."""
 
 import os
-import stat
 
 from .. import meter
+from ..safefile import NotRegular
 from ._util import die, load_config, print_json
 from ..project import find_root
 
@@ -22,16 +22,11 @@ def run(args):
         die("--window must be a positive number of tokens")
     cfg = load_config(find_root(os.getcwd()))
     try:
-        mode = os.stat(args.transcript).st_mode  # (stat: a FIFO is not opened, so nothing blocks)
-        if stat.S_ISDIR(mode):
-            raise IsADirectoryError
-        if not stat.S_ISREG(mode):
-            die("%s is not a regular file (a FIFO or a device), not a transcript" % args.transcript)
-        got = meter.read_transcript(args.transcript)
+        got = meter.read_transcript(args.transcript)  # (meter.open_transcript: a FIFO is never opened, nothing blocks)
     except FileNotFoundError:
         die("no such transcript: %s" % args.transcript)
-    except IsADirectoryError:
-        die("%s is a directory, not a transcript" % args.transcript)
+    except NotRegular as e:
+        die("%s; not a transcript" % e)
     except OSError as e:
         die("cannot read %s: %s" % (args.transcript, e.strerror))
     window, wsrc = meter.resolve_window(args.window or cfg["window"], None, args.model or got["model"])

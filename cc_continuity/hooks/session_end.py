@@ -1,10 +1,11 @@
-"""SessionEnd: mark the session ended, or cleared when ``/clear`` started a successor (:func:`cc_continuity.rotation.start.session_ended`).
+"""SessionEnd: mark the session ended, or cleared when ``/clear`` started a successor (:func:`cc_continuity.rotation.turn.session_ended`).
 
 A session holding a verified checkpoint stays claimable: only the fact that
-its process left is recorded.  Kept tiny — SessionEnd hooks share a short budget.
+its process left is recorded; one whose Stop died before it verified a written
+handoff has it verified now.  Kept tiny — SessionEnd hooks share a short budget.
 """
 
-from ..rotation import start
+from ..rotation import turn
 from ..hosts.claude.host import HookContext
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time nothing is imported
@@ -13,4 +14,4 @@ if TYPE_CHECKING:
 
 
 def handle(call: "Call") -> None:
-    return start.session_ended(HookContext(call))
+    return turn.session_ended(HookContext(call))

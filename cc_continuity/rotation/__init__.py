@@ -17,7 +17,8 @@ hook call by an adapter that builds a :class:`~.context.Context` (its facts and 
    (:mod:`.handover`: the mod, the tmux rotator, or the user's /clear);
 5. :func:`.turn.late_turn_end`     (the late Stop) - a second look at a turn's end that lagged;
 6. :func:`.turn.before_compact`    (PreCompact) - past *rotate*, rotate instead of compacting;
-7. :func:`.start.session_ended`    (SessionEnd) - ENDED, or the /clear that starts a successor,
+7. :func:`.turn.session_ended`     (SessionEnd) - a handoff its Stop died before verifying is verified
+   now; then :func:`.start.session_ended`: ENDED, or the /clear that starts a successor,
    whose SessionStart (step 1) claims the checkpoint and revalidates it (:mod:`.revalidation`).
 
 What a step needs of the agent it runs in goes through the host port (:mod:`.host`); what

@@ -159,8 +159,11 @@ def _last_seq(sdir: str) -> int | None:
 
 
 def finalize(root: str, slug: str, sdir: str, rec: "Record", check: "Validation",
-             cfg: "Config | Mapping[str, Any]", degraded: bool, tries: int, snap: "dict[str, Any]") -> "dict[str, Any]":
+             cfg: "Config | Mapping[str, Any]", degraded: bool, tries: int, snap: "dict[str, Any]",
+             snapshot_wait_s: float | None = None) -> "dict[str, Any]":
     """Snapshot the work tree and write the manifest.  Returns the summary for the record.
+
+    The snapshot's job is waited for ``snapshot_wait_s`` (default: ``snapshot_hook_wait_s``).
 
     The ref lives under the project *key* (``slug`` only names the session in the
     message): refs are shared by every worktree of a repository, and a purge
@@ -185,7 +188,7 @@ def finalize(root: str, slug: str, sdir: str, rec: "Record", check: "Validation"
     else:
         from ..snapshot import job
 
-        git = job.run_for_checkpoint(root, sdir, ref, message, cfg)  # or pending: its job finishes it
+        git = job.run_for_checkpoint(root, sdir, ref, message, cfg, snapshot_wait_s)  # or pending: its job finishes it
     reading = snap.get("reading") or {}
     manifest: "dict[str, Any]" = {
         "id": cid,

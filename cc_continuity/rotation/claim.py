@@ -197,6 +197,12 @@ def bootstrap_text(proj: "Project", pred_n: int, prec: "Record", succ_name: str,
         summary = prepared.get("summary") is not False
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         static, summary = None, True
+    if static is not None and "work-tree snapshot: %s;" % SNAPSHOT_PENDING in static:
+        from ..snapshot.job import unfinished  # (the claim stays light: the job's module only for a pending one)
+
+        git = checkpoint.git_entry(pdir)
+        if not git.get("pending") or unfinished(git):
+            static = None  # prepared while its job ran, which has finished or stopped since: said as it is now
     if static is not None and SUCCESSOR in static:
         late = _late(proj, pred_n)
         if late:
@@ -213,6 +219,7 @@ def bootstrap_text(proj: "Project", pred_n: int, prec: "Record", succ_name: str,
     return (_insert(redact.redact(static), since) + redact.redact(late))[:budget]
 
 
+SNAPSHOT_PENDING = "not there yet"  # the facts' word for a snapshot whose job is still taking it (_facts)
 SINCE_AFTER = "\n\n## Handoff ("
 SUMMARY_HEAD = "\n\n## Handoff (%s)\nThe full handoff is at"  # (the bootstrap carries a summary, not the handoff)
 
@@ -403,17 +410,23 @@ def _facts(snap: "dict[str, Any]", manifest: "dict[str, Any]", tools: "list[dict
     elif not remote:
         said.append("- git: not a git repository")
     ours = []  # what this machine made
-    from ..snapshot.job import current
+    from ..snapshot.job import current, unfinished
 
     git = current(manifest.get("git"))
     ref = None if git.get("pending") else git.get("ref")  # a pending entry names the ref it will make
     if ref:
         ours.append("- work-tree snapshot: %s (restore a file with `git checkout %s -- <path>`)" % (
             ref, shlex.quote(str(ref))))
+    elif unfinished(git):  # its job is gone, no result: PreToolUse no longer waits for it either
+        ours.append("- work-tree snapshot: none; the background job that was taking it (pid %s, since %s) stopped "
+                    "before it finished, so the work tree at the checkpoint is not recorded, and tools that change "
+                    "files do not wait for it. `cc-continuity checkpoint` records the work tree as it is now." % (
+                        git.get("pid"), time.strftime("%H:%M:%S", time.localtime(git.get("started_at") or 0))))
     elif git.get("pending"):
-        ours.append("- work-tree snapshot: not there yet; a background job has been taking it since %s (it will be "
+        ours.append("- work-tree snapshot: %s; a background job has been taking it since %s (it will be "
                     "%s or a -N beside it, see `cc-continuity snapshots`). Tools that change files wait for it; "
-                    "reading works meanwhile." % (time.strftime("%H:%M:%S", time.localtime(git.get("started_at") or 0)),
+                    "reading works meanwhile." % (SNAPSHOT_PENDING,
+                                                 time.strftime("%H:%M:%S", time.localtime(git.get("started_at") or 0)),
                                                  git.get("ref")))
     elif git.get("git") is None and git.get("error"):
         ours.append("- work-tree snapshot: none, it failed (%s)" % str(git["error"])[:200])

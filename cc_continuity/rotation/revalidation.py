@@ -96,7 +96,7 @@ def revalidate(root: str, pdir: str, prec: "Record", cfg: "Config | Mapping[str,
             res["problems"].append("git: %s" % hist.get("reason"))
     git = job.current(manifest.get("git"))
     if git.get("pending"):
-        res["snapshot"] = "pending"
+        res["snapshot"] = "unfinished" if job.unfinished(git) else "pending"  # (its job gone: it never will be)
         res["changed_checked"] = None
     elif git.get("commit"):
         res["snapshot"] = git.get("ref")
@@ -144,6 +144,8 @@ def revalidate(root: str, pdir: str, prec: "Record", cfg: "Config | Mapping[str,
         res["reason"] = "nothing changed since the checkpoint %s ago" % _age(res["age_s"])
         if res["snapshot"] == "pending":
             res["reason"] += " (git history; the work tree is not compared yet: its snapshot is still being taken)"
+        elif res["snapshot"] == "unfinished":
+            res["reason"] += " (git history only: the snapshot job stopped before it finished)"
         elif res["changed_checked"] is None:
             res["reason"] += " (git history only: no work-tree snapshot to compare with)"
     res["ms"] = int((time.monotonic() - t0) * 1000)
@@ -199,6 +201,8 @@ def text(res: "dict[str, Any]") -> str:
             lines.append("  - … %d more" % (res["commits_since"] - MAX_COMMITS_SHOWN))
     if res.get("snapshot") == "pending":
         lines.append("- work tree: not compared yet (its snapshot is still being taken)")
+    elif res.get("snapshot") == "unfinished":
+        lines.append("- work tree: not compared (no snapshot: its job stopped before it finished)")
     elif res.get("changed"):
         lines.append("- files whose content differs from the work-tree snapshot (`git diff %s -- <path>` shows how)%s:"
                      % ((res.get("snapshot_commit") or "")[:12], "" if res.get("changed_checked") else

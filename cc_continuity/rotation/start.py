@@ -4,7 +4,8 @@
   waiting checkpoint (or a crashed predecessor's machine handoff) for its bootstrap;
 * :func:`prompt_submitted` (UserPromptSubmit) - record the prompt; a successor's first
   prompt makes it ACTIVE; parked level notes and a claim cut short are delivered;
-* :func:`session_ended` (SessionEnd) - ENDED, or the ``/clear`` that starts a successor.
+* :func:`session_ended` (SessionEnd's record, after :func:`.turn.session_ended` verified a handoff its
+  Stop left unverified) - ENDED, or the ``/clear`` that starts a successor.
 
 A claim is exactly once (under the project lock); its bootstrap is delivered exactly once
 (recorded as owed, sent, then confirmed from the transcript by the next hook that can add
@@ -449,7 +450,8 @@ def session_ended(ctx: Context) -> None:
     """SessionEnd: ENDED, or only the process's leaving for a session holding a verified checkpoint.
 
     On ``/clear`` the Claude process is remembered as having cleared this session,
-    so the successor it starts next is paired with it.
+    so the successor it starts next is paired with it.  The hooks run
+    :func:`.turn.session_ended`, which first verifies a handoff the Stop left unverified.
     """
     n = ctx.number()
     if n is None:

@@ -6,7 +6,9 @@
   handoff, make the checkpoint (snapshot + manifest) and hand over;
 * :func:`late_turn_end` (the late Stop) - a second look at a turn's end whose reading lagged;
 * :func:`before_compact` (PreCompact) and :func:`rotate_instead_of_compacting` (the mod's
-  skipped compaction) - rotate instead of compacting.
+  skipped compaction) - rotate instead of compacting;
+* :func:`session_ended` (SessionEnd) - a handoff the verifying Stop died before checking is
+  checked as it would have been, then the session's record ends (``start.session_ended``).
 """
 
 from __future__ import annotations
@@ -56,11 +58,14 @@ def measure_turn_end(ctx: Context, sdir: str, rec: Record, bound_s: float,
     t0 = time.monotonic()
     deadline = t0 + bound_s
     version = None
+    refused = False
     while True:
         ok, got = False, None
         if isinstance(path, str) and path:
             try:
                 ok, got = ctx.host.reply_reading(path, last)
+            except safefile.NotRegular:  # a FIFO, a device: it never catches up; the agent's own reading, if any, now
+                path, refused = None, True
             except OSError:
                 ok, got = False, None
         version = (got or {}).get("cc_version") or version  # a stale row still names the agent's version
@@ -70,7 +75,7 @@ def measure_turn_end(ctx: Context, sdir: str, rec: Record, bound_s: float,
                 ok, got = True, own
                 version = version or own.get("cc_version")
         now = time.monotonic()
-        if ok or now >= deadline:
+        if ok or now >= deadline or refused:
             break
         time.sleep(0.02)
     got = got or {"tokens": None, "model": None, "source": "none"}
@@ -301,11 +306,7 @@ def check_handoff(ctx: Context, n: int, sdir: str) -> Output | None:
             return {"decision": "block", "reason": texts.handoff_missing(tries, ctx.cfg["handoff_max_tries"],
                                                                           texts.handoff_request(reading, path, ctx.cfg, ctx.host.write_with))}
         return fall_back(ctx, n, sdir, handoff.validate(path, ctx.project.root, ctx.cfg).problems, tries)
-    check = handoff.validate(path, ctx.project.root, ctx.cfg)
-    handoff.apply_sources(check, path, ctx.project.root, sdir, ctx.cfg)
-    tries = _count_try(ctx, sdir)
-    ctx.log(sdir, {"ev": "handoff_check", "try": tries, "ok": check.ok, "problems": check.problems[:10],
-                   "chars": check.chars, "sha256": check.sha256, "sources": check.sources})
+    check, tries = verify_written(ctx, sdir)
     if check.ok:
         held = _claims_contradicted(ctx, sdir, path, check, tries)
         if held is not None:
@@ -316,6 +317,20 @@ def check_handoff(ctx: Context, n: int, sdir: str) -> Output | None:
         return {"decision": "block",
                 "reason": texts.handoff_incomplete(path, tries, ctx.cfg["handoff_max_tries"], check.problems)}
     return fall_back(ctx, n, sdir, check.problems, tries)
+
+
+def verify_written(ctx: Context, sdir: str) -> tuple[Validation, int]:
+    """The handoff the model wrote, checked as a verifying Stop checks it (its sections, then its sources);
+    one more try counted and its ``handoff_check`` line written.  (the validation, the try's number)."""
+    from . import handoff  # (see check_handoff)
+
+    path = checkpoint.handoff_path(sdir)
+    check = handoff.validate(path, ctx.project.root, ctx.cfg)
+    handoff.apply_sources(check, path, ctx.project.root, sdir, ctx.cfg)
+    tries = _count_try(ctx, sdir)
+    ctx.log(sdir, {"ev": "handoff_check", "try": tries, "ok": check.ok, "problems": check.problems[:10],
+                   "chars": check.chars, "sha256": check.sha256, "sources": check.sources, "by": ctx.event})
+    return check, tries
 
 
 def _claims_contradicted(ctx: Context, sdir: str, path: str, check: Validation, tries: int) -> Output | None:
@@ -368,7 +383,7 @@ def fall_back(ctx: Context, n: int, sdir: str, problems: list[str], tries: int,
 
 
 def checkpoint_and_hand_over(ctx: Context, n: int, sdir: str, check: Validation, degraded: bool, tries: int,
-                             driver: str | None = None) -> Output | None:
+                             driver: str | None = None, snapshot_wait_s: float | None = None) -> Output | None:
     """The handoff is settled: make the checkpoint, then hand over to the successor by one driver.
 
     Both in one critical section of the project (no claim sees the checkpoint without its
@@ -377,15 +392,21 @@ def checkpoint_and_hand_over(ctx: Context, n: int, sdir: str, check: Validation,
     once the agent's process ends), else chosen: the plugin's mod when this agent process's mod
     is alive (it hands over at the turn's end, in-process; a tmux rotator stands by in case it
     does not), else the tmux rotator, else the user's own /clear.  The ledger and the record say
-    which.
+    which.  ``snapshot_wait_s``: how long the work-tree snapshot is waited for (default
+    ``snapshot_hook_wait_s``; its job finishes it either way).  A session that left
+    HANDOFF_REQUESTED meanwhile (another hook verified it first) is left as it is.
     """
     snap = checkpoint.facts(sdir)
     proj = ctx.project
     with proj.edit(sdir) as rec:
-        summary = _make_checkpoint(ctx, n, sdir, rec, check, degraded, tries, snap)
+        if rec["state"] != session.HANDOFF_REQUESTED:  # a concurrent hook made the checkpoint: never a second one
+            ctx.log(sdir, {"ev": "checkpoint_skipped", "state": rec["state"], "by": ctx.event})
+            ctx.outcome = "checkpoint already made (%s)" % rec["state"]
+            return None
+        summary = _make_checkpoint(ctx, n, sdir, rec, check, degraded, tries, snap, snapshot_wait_s)
         successor_name = proj.session_name(proj.peek_next_number())
         driver = driver or ctx.own_driver()
-        tmux_ok = driver != "headless" and ctx.can_drive(rec)
+        tmux_ok = driver not in ("headless", "manual") and ctx.can_drive(rec)
         driver = driver or handover.choose_driver(rec, ctx.cfg, tmux_ok)
         _offer(ctx, sdir, rec, summary, driver, successor_name)
     ctx.push(rec, "checkpoint-verified", "%s %s" % (summary["id"], "degraded" if degraded else "valid"))
@@ -401,12 +422,12 @@ def checkpoint_and_hand_over(ctx: Context, n: int, sdir: str, check: Validation,
 
 
 def _make_checkpoint(ctx: Context, n: int, sdir: str, rec: Record, check: Validation, degraded: bool, tries: int,
-                     snap: dict[str, Any]) -> dict[str, Any]:
+                     snap: dict[str, Any], snapshot_wait_s: float | None = None) -> dict[str, Any]:
     """The work-tree snapshot and the manifest, CHECKPOINT_VERIFIED, publishing started (when the user shares),
     the bootstrap's checkpoint part prepared; the checkpoint's summary.  Under the project lock."""
     proj = ctx.project
     summary: dict[str, Any] = checkpoint.finalize(proj.root, proj.slug, sdir, rec, check, ctx.cfg, degraded, tries,
-                                                  snap)
+                                                  snap, snapshot_wait_s)
     session.transition(sdir, rec, session.CHECKPOINT_VERIFIED,
                        "handoff %s after %d tries" % ("degraded" if degraded else "valid", tries), checkpoint=summary)
     if ctx.cfg["share_remote"]:  # a detached job publishes it (never waited for); here: subprocess only then
@@ -575,3 +596,50 @@ def rotate_instead_of_compacting(ctx: Context, n: int, sdir: str, rec: Record) -
     fall_back(ctx, n, sdir, ["the context filled up (auto-compaction) before a valid handoff was written"], 0,
               driver="mod")
     return "degraded"
+
+
+# -- the session's end -----------------------------------------------------------------------------
+END_SNAPSHOT_WAIT_S = 1.0  # a checkpoint made at SessionEnd waits this long for its snapshot (Codex's budget: 2 s)
+
+
+def session_ended(ctx: Context) -> None:
+    """SessionEnd: a handoff the Stop left unverified is verified now, then the record ends (:func:`start.session_ended`).
+
+    The verifying Stop can die before it verified (killed at its timeout or by the user's
+    interrupt) and the user type ``/clear`` (or quit) with the session still in
+    HANDOFF_REQUESTED: a complete handoff is there, and ending the session would drop it.
+    It is checked here as the Stop checks it (:func:`verify_written`); a valid one makes
+    the checkpoint and the session waits for its successor (AWAITING_MANUAL_CLEAR: the
+    ``/clear``'s SessionStart claims it, or the next session's after a quit).  Anything
+    else ends the session as before, and the ledger says why it was not verified.
+    """
+    n = ctx.number()
+    if n is not None:
+        sdir = ctx.session_dir(n)
+        try:
+            state = session.load(sdir)["state"]
+        except (OSError, ValueError, KeyError):
+            state = None
+        if state == session.HANDOFF_REQUESTED and ctx.cfg["enabled"]:
+            _verify_at_end(ctx, n, sdir)
+    return start.session_ended(ctx)
+
+
+def _verify_at_end(ctx: Context, n: int, sdir: str) -> None:
+    reason = ctx.payload.get("reason")
+    if not os.path.lexists(checkpoint.handoff_path(sdir)):
+        why: dict[str, Any] = {"why": "no handoff was written"}
+    else:
+        check, tries = verify_written(ctx, sdir)
+        if check.ok:
+            checkpoint_and_hand_over(ctx, n, sdir, check, degraded=False, tries=tries, driver="manual",
+                                     snapshot_wait_s=min(ctx.cfg["snapshot_hook_wait_s"], END_SNAPSHOT_WAIT_S))
+            rec = session.load(sdir)
+            if rec["state"] in session.CLAIMABLE:
+                ctx.log(sdir, {"ev": "handoff_verified_at_end", "reason": reason,
+                               "checkpoint": (rec.get("checkpoint") or {}).get("id")})
+                ctx.outcome = "handoff verified at the session's end: %s" % ctx.outcome
+            return
+        why = {"why": "the handoff is not valid", "problems": check.problems[:10]}
+    ctx.log(sdir, dict(why, ev="handoff_not_verified_at_end", reason=reason))
+    ctx.outcome = "handoff not verified at the session's end: %s" % why["why"]

@@ -11,8 +11,8 @@ The job's result file (:func:`session.snapshot_result_path`, the snapshot's resu
 or its error) is the marker.  Until it exists the checkpoint's git entry is *pending*:
 the successor's claim says so in its bootstrap text, and PreToolUse holds back the tools
 that can change files (``hooks/pre_tool_use.py``), so nothing changes the work tree before
-the snapshot has read it.  A job that died leaves no result: its pid is gone, and the
-wait ends (the claim said the snapshot may be missing).
+the snapshot has read it.  A job that died leaves no result: its pid is gone, the wait
+ends, and a claim after that says the snapshot job did not finish (:func:`unfinished`).
 
 After its snapshot the job prunes the project's old snapshots (``retention``).
 """
@@ -111,6 +111,23 @@ def current(git: "dict[str, Any] | None") -> "dict[str, Any]":
     return git or {}
 
 
+def unfinished(git: "dict[str, Any] | None") -> bool:
+    """Did the job of this pending entry stop without its result?  Its process is gone (a zombie counts as
+    gone) or it ran past its deadline (``until``), and no result file is there: the snapshot will never be.
+
+    The test PreToolUse's wait makes before it lets file changes through (``hooks/pre_tool_use._snapshot_gate``,
+    which may not import this module); the bootstrap and the revalidation say so instead of "being taken".
+    A pid we cannot tell about counts as running, as there.
+    """
+    if not isinstance(git, dict) or not git.get("pending") or not isinstance(git.get("result"), str):
+        return False
+    pid, until = git.get("pid"), git.get("until")
+    gone = isinstance(pid, int) and not isinstance(pid, bool) and pid > 0 and not procs.pid_alive(pid)
+    late = isinstance(until, (int, float)) and time.time() > until
+    # the result is looked at after the pid: a job that has just finished wrote it before it exited
+    return (gone or late) and not os.path.exists(git["result"])
+
+
 def turn_ref(key: str, number: int) -> str:
     """A session's rolling turn-end snapshot ref (moved at every turn end; checkpoint refs never move)."""
     return "%s%s/turn-%03d" % (worktree.REF_PREFIX, key, number)
@@ -145,8 +162,8 @@ def start_turn(root: str, sdir: str, key: str, number: int, name: str | None,
 
 
 def run_for_checkpoint(root: str, sdir: str, ref: str, message: str,
-                       cfg: "Config | Mapping[str, Any]") -> "dict[str, Any]":
-    """Snapshot for a checkpoint: in the job, waited for at most ``snapshot_hook_wait_s``.
+                       cfg: "Config | Mapping[str, Any]", wait_s: float | None = None) -> "dict[str, Any]":
+    """Snapshot for a checkpoint: in the job, waited for at most ``wait_s`` (default ``snapshot_hook_wait_s``).
 
     Returns the git entry: the result when the job finished in time, else a pending entry.
     A job that cannot be started is replaced by the snapshot in this process.
@@ -157,7 +174,7 @@ def run_for_checkpoint(root: str, sdir: str, ref: str, message: str,
     except OSError:
         return take(p)
     try:
-        proc.wait(timeout=cfg["snapshot_hook_wait_s"])
+        proc.wait(timeout=cfg["snapshot_hook_wait_s"] if wait_s is None else wait_s)
     except subprocess.TimeoutExpired:
         pass
     got = read_result(p["result"])

@@ -86,7 +86,7 @@ def last_assistant_text(path: str, max_chars: int = 1500, scan: int = TODO_SCAN)
 def first_request_tokens(path: str, limit: int = 1 << 23) -> int | None:
     """The context of the session's very first main-thread model request (its start alone), or None."""
     try:
-        with open(path, "rb") as f:
+        with open(meter.open_transcript(path), "rb") as f:
             data = f.read(limit)
     except OSError:
         return None
@@ -112,7 +112,7 @@ def holds_context(path: str | None, needle: object, limit: int = 1 << 23) -> boo
         return None
     want = fastjson.dumps(needle)[1:-1].encode("utf-8")
     try:
-        with open(path, "rb") as f:
+        with open(meter.open_transcript(path), "rb") as f:
             data = f.read(limit)
     except OSError:
         return None

@@ -91,9 +91,9 @@ def answer(event: str, raw: "bytes | str", env: "Mapping[str, str] | None" = Non
 
         out = start.prompt_submitted(ctx)
     elif event == "SessionEnd":
-        from ...rotation import start  # (its event's step only)
+        from ...rotation import turn  # (its event's step only)
 
-        start.session_ended(ctx)
+        turn.session_ended(ctx)
     elif event == "PreToolUse":
         text = _pre_tool_use(ctx, p)
     elif event == "PostToolUse":

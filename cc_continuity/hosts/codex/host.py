@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 
-from ... import fastjson, procs
+from ... import fastjson, meter, procs
 from ...meter import rows_backwards
 from ...rotation.host import Host
 from ..ports import HookPorts
@@ -72,7 +72,7 @@ class CodexHost(Host):
 
     def first_request_tokens(self, transcript: str) -> int | None:
         try:
-            with open(transcript, "rb") as f:
+            with open(meter.open_transcript(transcript), "rb") as f:
                 data = f.read(SCAN)
         except OSError:
             return None
