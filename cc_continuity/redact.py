@@ -955,6 +955,14 @@ def _named_value(name: str, value: str, quoted: bool, line_value: bool = True) -
     return _plausible_value(v, quoted, strict_words=not family)
 
 
+def _plain_value(name: str, pieces: "list[str]") -> bool:
+    """A YAML plain scalar on the next line(s): one word per line (a token, a password), or a short pass
+    phrase under a password key -- not the prose of a Markdown list (``- token: the refresh flow``)."""
+    if any(len(p.split()) > 1 for p in pieces):
+        return _password_family(name) and _named_value(name, " ".join(pieces), True)
+    return _named_value(name, "".join(pieces), False)
+
+
 def _value_lines(name: str, text: str, spans: "list[tuple[int, int]]", quoted: bool) -> bool:
     """Several lines are one value: a secret when one of them is, none of them a template or public key."""
     pieces = [text[a:b] for a, b in spans]
@@ -1056,7 +1064,7 @@ def _multiline_hits(text: str) -> "list[tuple[int, int, int, str]]":
                 break
             spans.append((i2, b2))
         spans = [p for p in (_trimmed(text, x, y) for x, y in spans) if p]
-        if spans and _named_value(name, " ".join(text[x:y] for x, y in spans), False):
+        if spans and _plain_value(name, [text[x:y] for x, y in spans]):
             found.append((name, spans))
     for m in _OPEN_QUOTE.finditer(text):
         name, quote = m.group("name"), m.group("oq")
@@ -1083,7 +1091,7 @@ def _multiline_hits(text: str) -> "list[tuple[int, int, int, str]]":
             piece = _trimmed(text, i, b)
             if piece:
                 spans.append(piece)
-        if len(spans) > 1 and (_named_value(name, v, False)
+        if len(spans) > 1 and (_plain_value(name, [text[x:y] for x, y in spans])
                                or any(_random_token(text[x:y]) for x, y in spans[1:])):
             found.append((name, spans))
     prio = _ASSIGNMENT_PRIORITY
