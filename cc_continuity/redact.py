@@ -523,7 +523,8 @@ _RULE_SPECS: "list[tuple[Kind, str, Accept | None]]" = [  # group values are loo
     ("stripe-restricted-key", _B + r"rk_(?:live|test)_[A-Za-z0-9]{16,}" + _E, None),
     ("stripe-webhook-secret", _B + r"whsec_[A-Za-z0-9+/=]{24,}", None),
     ("square-token", _B + r"sq0(?:atp|csp)-[A-Za-z0-9_\-]{22,}" + _E, None),
-    ("square-token", _B + r"EAAA[A-Za-z0-9_\-]{60}" + _E, None),  # Square docs, "Access tokens": EAAA + 60
+    # Square docs (ObtainToken reference): access tokens are 64 characters; production and sandbox ones start EAAA
+    ("square-token", _B + r"EAAA[A-Za-z0-9_\-]{60}" + _E, None),
     ("shopify-token", _B + r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}" + _E, None),
     # Twilio docs: an Account SID is AC + 32 hex (error 21470), an API key SID SK + 32 hex; the auth token
     # (32 hex) and the API key secret (32 alphanumerics) have no prefix: taken beside their SID.
@@ -578,10 +579,10 @@ _RULE_SPECS: "list[tuple[Kind, str, Accept | None]]" = [  # group values are loo
     ("flutterwave-secret-key", _B + r"FLWSECK(?:_TEST)?-[a-f0-9]{32}-X" + _E, None),  # Flutterwave: secret keys
     ("google-oauth-refresh-token", r"(?<![A-Za-z0-9/])1//0[A-Za-z0-9_\-]{40,}" + _E, None),  # Google OAuth 2.0
     ("firebase-server-key", _B + r"AAAA[A-Za-z0-9_\-]{7}:APA91b[A-Za-z0-9_\-]{100,}" + _E, None),  # Firebase FCM
-    ("hubspot-token", _B + r"pat-(?:na|eu|ap)\d-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}" + _E,
-     None),  # HubSpot: private app access tokens
+    ("hubspot-token", _B + r"pat-(?:na|eu|ap)\d-[0-9a-f]{8,9}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}" + _E,
+     None),  # HubSpot docs, "Intro to auth": private app tokens pat-<region>-<uuid> (the docs mask 9 digits, not 8)
     ("clickup-token", _B + r"pk_\d{3,12}_[A-Z0-9]{32}" + _E, None),  # ClickUp: personal API tokens
-    ("posthog-personal-key", _B + r"phx_[A-Za-z0-9]{35,}" + _E, None),  # PostHog: personal API keys (phc_ is public)
+    ("posthog-personal-key", _B + r"phx_[A-Za-z0-9]{35,}" + _E, None),  # PostHog docs: personal keys (phc_ public)
     ("langsmith-api-key", _B + r"lsv2_(?:pt|sk)_[a-f0-9]{32}_[a-f0-9]{10}" + _E, None),  # LangSmith: API keys
     ("tavily-api-key", _B + r"tvly-(?:dev-|prod-)?[A-Za-z0-9]{32}" + _E, None),  # Tavily: API keys
     ("stytch-secret", _B + r"secret-(?:live|test)-[A-Za-z0-9_\-=]{36}" + _E, None),  # Stytch: project secrets
