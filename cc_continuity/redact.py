@@ -109,7 +109,7 @@ backend required enabled enable version user username login email policy hint la
 usage used rate stdin prompt command cmd helper store manager index idx valid validity reset change
 changed request response status error errors message msg text placeholder example template schema
 class scope scopes audience issuer algorithm alg encoding location source ref reference number
-budget estimate total chars bytes
+budget estimate total chars bytes domain host hostname
 """.split())
 # As a name's first word these say the same (max_tokens, is_secret, no_password).
 _NEGATORS = frozenset("""
@@ -670,6 +670,11 @@ _RULE_SPECS: "list[tuple[Kind, str, Accept | None]]" = [  # group values are loo
      r"(?P<qs>(?<=[?&#]))?(?P<name>(?=[A-Za-z0-9_.\-]{0,80}?(?i:pass|pw|pwd|secret|token|auth|cred|key"
      r"|cookie|session|sid|jwt|sig|salt|hmac|bearer|csrf|xsrf|otp))[A-Za-z_][A-Za-z0-9_.\-]{0,80})"
      r"""(?P<op>["']?[ \t]*(?:=>|:=|=|:)[ \t]*)""" + _VALUE, _assignment),
+    (("name", _assignment_kind),  # {"name": "DB_PASSWORD", "value": "..."}, Kubernetes' "- name: X" / "value: ..."
+     r"""(?<![\w\-])["']?name["']?[ \t]*[:=][ \t]*["']?(?P<name>[A-Za-z_][\w.\-]{0,80})["']?[ \t]*,?[ \t]*"""
+     r"""(?:\r?\n[ \t]*)?["']?value["']?[ \t]*[:=][ \t]*"""
+     r"""(?:(?P<q>["'])(?P<qv>[^"'\n]{1,300})(?P=q)|(?P<bv>[^\s"',}|>][^\s"',}]{0,299}))""",
+     lambda m: _named_value(m.group("name"), _literal(m), m.group("q") is not None)),
     (("name", _assignment_kind),  # TOML / Python: password = """...""" on one line
      r"""(?<![\w.\-])(?P<name>[A-Za-z_][\w.\-]{0,80})[ \t]*=[ \t]*(?P<tq>\"\"\"|''')(?P<s>[^\n"']{1,300})(?P=tq)""",
      lambda m: _named_value(m.group("name"), m.group("s"), True)),
@@ -905,6 +910,7 @@ _VALUE_END = re.compile(r"[ \t]*(?:[,;}\])]|#|\r?\n|\Z)")
 _PUBLIC_MATERIAL = re.compile(r"(?:ssh-(?:rsa|dss|ed25519)|ecdsa-sha2-nistp\d+|sk-(?:ssh|ecdsa)-[\w@.\-]+) AAAA"
                               r"|-----BEGIN (?:[A-Z0-9]+ )*(?:PUBLIC KEY|CERTIFICATE)")
 _MULTI_LINES = 500  # a value is looked for this many lines down at most
+_NAME_ABOVE = re.compile(r"""["']?name["']?[ \t]*:[ \t]*["']?(?P<name>[A-Za-z_][\w.\-]{0,80})["']?[ \t]*,?[ \t]*\r?\n[ \t]*\Z""")
 _NONBLANK = re.compile(r"(?:[ \t\r]*\n)*+(?P<line>[ \t]*+)(?=\S)")
 
 
@@ -1019,6 +1025,9 @@ def _multiline_hits(text: str) -> "list[tuple[int, int, int, str]]":
     found: "list[tuple[str, list[tuple[int, int]]]]" = []   # (name, spans)
     for m in _OPEN_NEXT.finditer(text):
         name, op, ind = m.group("name"), m.group("op"), m.group("ind") or ""
+        if name.lower() == "value":  # "- name: DB_PASSWORD" on the line above names this value
+            pair = _NAME_ABOVE.search(text, max(0, m.start() - 200), m.start())
+            name = pair.group("name") if pair else name
         if name_tier(name) is None or (op != ":" and ind not in ("\\", "(")):
             continue  # NAME= with nothing after it is an empty .env value, not one on the next line
         line_start = text.rfind("\n", 0, m.start()) + 1

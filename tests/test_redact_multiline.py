@@ -104,6 +104,16 @@ def test_dotenv_quoted_value_spanning_lines():
     check(text, [TOK[:24], TOK[24:]], keep=["APP_ENV=prod", "SIGNING_SECRET=\"", "LOG_LEVEL=info"])
 
 
+def test_a_value_named_by_its_sibling_name_entry():
+    """Kubernetes env, ECS task definitions, GitHub's API: the secret's name is in "name", its value in "value"."""
+    text = "env:\n- name: DB_PASSWORD\n  value: %s\n- name: LOG_LEVEL\n  value: debug\n" % PW
+    check(text, [PW], keep=["name: DB_PASSWORD", "value: debug"])
+    text = "- name: SIGNING_KEY\n  value: |\n    %s\n    %s\n- name: REGION\n" % (TOK[:20], TOK[20:])
+    check(text, [TOK[:20], TOK[20:]], keep=["value: |", "name: REGION"])
+    text = '[{"name": "API_TOKEN", "value": "%s"}, {"name": "REGION", "value": "eu-west-1"}]' % TOK
+    check(text, [TOK], keep=['"value": "eu-west-1"'])
+
+
 # -- shapes seen leaking on probe corpora -----------------------------------------------------------
 def _vendor_tokens():
     return [
@@ -262,6 +272,8 @@ def _lookalikes():
         'nonce = "%s"' % an(32),
         'etag: "%s"' % an(32),
         "sessionStorage.setItem('theme', 'dark')",
+        '  authDomain: "acme-app.firebaseapp.com",',
+        "- name: DB_PASSWORD\n  valueFrom:\n    secretKeyRef:\n      name: db\n      key: password\n",
     ]
 
 
