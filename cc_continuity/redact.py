@@ -24,10 +24,22 @@ paths, hashes, UUIDs, versions and identifiers pass untouched (the test corpus
 of ordinary text holds them to that).  Overlapping matches are merged, so a
 secret is never left half-masked.
 
-Standard library only.  Not on the per-tool-call hot path, so ``re`` is fine.
+A value need not sit on its key's line (issue 34): YAML block scalars and
+plain scalars on or continued onto the next lines, a JSON value on the next
+line, TOML/Python triple-quoted strings, quoted .env/YAML values spanning
+lines, ``NAME=\\`` continuations, a provider token wrapped onto the next line
+or built from string literals (``"sk_live_" + "..."``).  Those are masked line
+by line: a text keeps its line count (only a PEM/PuTTY key block and a bare
+DER key body still collapse into one mark, as before).
+
+Standard library only.  Not on the per-tool-call hot path, so ``re`` is fine;
+every pattern stays linear (possessive runs, bounded repeats), and a rule
+whose literal prefix is absent from a text is not run on it.
 """
 
 import binascii
+import bisect
+import functools
 import math
 import re
 
@@ -51,7 +63,8 @@ _SET = r"""["']?[ \t]*(?:=>|:=|=|:)[ \t]*"""
 # The assigned value: quoted (group q/qv) or bare (group bv).
 # A command-line value: quoted (spaces and all) or bare.
 _CLI_VALUE = r"""(?:(?P<q>['"])(?P<qv>(?:(?!(?P=q))[^\n]){3,200})(?P=q)|(?P<bv>[^\s'"\-][^\s'"]{2,}))"""
-_VALUE = r"""(?:(?P<q>["'])(?P<qv>[^"'\n]{1,300}?)(?P=q)|(?P<bv>[^\s"'`,;)}\]]{1,300}))"""
+# (In a query string -- the name right after "?", "&" or "#", group qs -- a bare value stops at the next "&".)
+_VALUE = r"""(?:(?P<q>["'])(?P<qv>[^"'\n]{1,300}?)(?P=q)|(?P<bv>(?(qs)[^\s"'`,;)}\]&#]|[^\s"'`,;)}\]]){1,300}))"""
 
 _PLACEHOLDERS = frozenset("""
 none null nil undefined true false yes no empty unset str string bytes int bool required optional
@@ -96,12 +109,12 @@ backend required enabled enable version user username login email policy hint la
 usage used rate stdin prompt command cmd helper store manager index idx valid validity reset change
 changed request response status error errors message msg text placeholder example template schema
 class scope scopes audience issuer algorithm alg encoding location source ref reference number
-budget estimate total chars bytes
+budget estimate total chars bytes domain host hostname
 """.split())
 # As a name's first word these say the same (max_tokens, is_secret, no_password).
 _NEGATORS = frozenset("""
 max min num total count is has use enable enabled disable disabled require required allow no skip show
-hide reset forgot validate check verify public
+hide reset forgot validate check verify public publishable
 """.split())
 
 
@@ -113,6 +126,7 @@ def _strong_word(w: str) -> bool:
     return w in _STRONG or any(w.endswith(x) and len(w) > len(x) for x in _STRONG_SUFFIXES)
 
 
+@functools.lru_cache(maxsize=4096)
 def name_tier(name: str) -> str | None:
     """"strong" when ``name`` holds a secret, "weak" when only a random-looking value would be one, else None.
 
@@ -130,11 +144,14 @@ def name_tier(name: str) -> str | None:
             last, tier = i, tier or "weak"
     if last is None or words[0] in _NEGATORS or any(w in _COUNTERS for w in words[:last]):
         return None
+    if "publishable" in words or ("public" in words[:last] and words[0] == "next"):
+        return None  # STRIPE_PUBLISHABLE_KEY, NEXT_PUBLIC_STRIPE_KEY: meant to be shipped to browsers
     if any(w in _QUALIFIERS for w in words[last + 1:]):
         return None
     return tier
 
 
+@functools.lru_cache(maxsize=4096)
 def _password_family(name: str) -> bool:
     return any(w.startswith(("pass", "pw")) or "passw" in w for w in (x.lower() for x in _NAME_WORDS.findall(name)))
 
@@ -191,6 +208,17 @@ def _plausible_value(value: str, quoted: bool, strict_words: bool = True) -> boo
     return True
 
 
+# Keys made to be published, whatever their name says: Stripe publishable keys (Stripe docs, "API keys": pk_test_ /
+# pk_live_ "can be publicly accessible in your web or mobile app's client-side code"; Clerk and WorkOS use the same
+# prefix), Mapbox public tokens (pk.eyJ...), Supabase publishable keys, PostHog project keys (phc_).  ClickUp's
+# personal tokens (pk_<digits>_...) are secret: its own rule catches them.
+_PUBLIC_VALUE = re.compile(r"(?:pk_(?:live|test)_|pk\.eyJ|sb_publishable_|phc_)")
+
+
+def _public_value(v: str) -> bool:
+    return _PUBLIC_VALUE.match(v.strip("\"'` ")) is not None
+
+
 def _assignment(m: re.Match[str]) -> bool:
     if m.string.endswith("://", 0, m.start()):
         return False  # "user:password@" of a URL: the url-password rule owns it
@@ -204,6 +232,8 @@ def _assignment(m: re.Match[str]) -> bool:
     value = m.group("qv") if quoted else m.group("bv")
     if value.lower().replace("-", "_") == name.lower().replace("-", "_"):
         return False  # {"rotate_tokens": "rotate_tokens"}: a name mapped to itself
+    if _public_value(value) or _PUBLIC_MATERIAL.search(value):
+        return False  # a publishable key, an SSH public key, a certificate
     if quoted and _CONCAT.match(m.string, m.end()):
         return False  # "ghp_" + filler: a string being built in code
     if tier == "weak":
@@ -233,6 +263,8 @@ def _assignment_kind(m: re.Match[str]) -> str:
 def _flag(m: re.Match[str]) -> bool:
     tier = name_tier(m.group("name"))
     v = m.group("s")
+    if _public_value(v):
+        return False
     if tier == "weak":
         return _random_token(v)
     return tier == "strong" and _plausible_value(v, False, strict_words=False) and not v.startswith("-")
@@ -309,7 +341,87 @@ def _context_token(m: re.Match[str]) -> bool:
     before = m.string[max(0, m.start("s") - 8):m.start("s")].lower()
     if before.endswith(("sha256:", "sha512:", "sha1:", "md5:", "sha256-", "sha512-")):
         return False  # a fingerprint or an integrity hash, not a credential
-    return _random_token(s)
+    return _random_token(s) and not _public_value(s)
+
+
+_QUERY_WEAK = frozenset("code key sig signature auth sid sessionid jwt".split())
+
+
+def _query_value(m: re.Match[str]) -> bool:
+    """A query parameter that carries a credential, unless its value is a template, a word or a number."""
+    v = m.group("s")
+    if _public_value(v) or _code_reference(v) or _TEMPLATE.search(v) or v.startswith(_MARK_PREFIX):
+        return False
+    if m.group("name").lower() in _QUERY_WEAK:  # ?code=200, ?key=name: only a machine-made value
+        return len(v) >= 10 and _looks_random(v) and any(c.isdigit() for c in v) and any(c.isalpha() for c in v) \
+            and not (_NUMBERISH.match(v) or _VERSIONISH.match(v) or _HEXISH.match(v) and len(v) < 20)
+    return _plausible_value(v, False, strict_words=False)
+
+
+# A command that reads a secret from its standard input (a pipe or a here-string feeds it).
+_STDIN_SECRET = re.compile(
+    r"--password-stdin|--with-token|--token-stdin|--passphrase-stdin|--stdin-password|-pass(?:in)?[ \t]+stdin"
+    r"|--passphrase-fd[ \t]+0|\bgh[ \t]+secret[ \t]+set\b|\bglab[ \t]+auth[ \t]+login\b[^\n]*--stdin"
+    r"|\bsecret[ \t]+put\b|\bdocker[ \t]+secret[ \t]+create\b|\bchpasswd\b|\bpasswd\b[^\n]*--stdin"
+    r"|\bsudo\b[^\n]*?[ \t]-S\b|\bvault[ \t]+login\b[^\n]*?[ \t]-(?=[ \t]|\Z)")
+
+
+def _literal(m: re.Match[str]) -> str:
+    return m.group("qv") if m.group("q") else m.group("bv")
+
+
+def _piped_secret(m: re.Match[str]) -> bool:
+    v = _literal(m)
+    return (_STDIN_SECRET.search(m.group("cmd")) is not None and not _code_reference(v)
+            and _plausible_value(v, m.group("q") is not None, strict_words=False))
+
+
+def _here_string_secret(m: re.Match[str]) -> bool:
+    line_start = m.string.rfind("\n", 0, m.start()) + 1
+    before = m.string[max(line_start, m.start() - 300):m.start()]
+    v = _literal(m)
+    return (_STDIN_SECRET.search(before) is not None and not _code_reference(v)
+            and _plausible_value(v, m.group("q") is not None, strict_words=False))
+
+
+# Names and nearby words that say a random-looking value is a hash, an id or a nonce -- not a credential.
+_NOT_SECRET_CONTEXT = re.compile(
+    r"(?i)(?:hash|sha\d*|md5|digest|checksum|integrity|fingerprint|nonce|etag|commit|revision|\brev\b|cursor"
+    r"|uuid|guid|\bids?\b|_id\b|[a-z]Id\b|version|\bh1|cache[_\-]?key|public|publishable|cert)")
+# Base64 that opens like binary files and public key material: PNG, JPEG, GIF, PDF, WebP/RIFF, an SSH wire
+# key (AAAA), a DER certificate or public key (MII), a PEM text (LS0t), an integrity hash (sha512-...).
+_NOT_SECRET_START = ("iVBOR", "/9j/", "R0lGOD", "JVBER", "UklGR", "AAAA", "MII", "LS0t", "sha1-", "sha256-",
+                     "sha384-", "sha512-", "md5-")
+
+
+_SEQUENCE = re.compile(r"abcde|bcdef|cdefg|ABCDE|BCDEF|CDEFG|01234|12345|23456|34567|45678|56789")
+
+
+def _neutral_token(m: re.Match[str]) -> bool:
+    """A whole string literal or assigned value that is a machine-made secret although no name says so.
+
+    Mixed case, a digit and the character entropy of random base62/base64 at its length (4.5 bits or
+    more); not hex (hashes, ids), not a binary file or public key in base64, not base64 of plain text,
+    and nothing on its line before it saying hash, digest, id, nonce or the like.
+    """
+    s = m.group("s")
+    if s.startswith(_NOT_SECRET_START) or _public_value(s) or s.startswith(_MARK_PREFIX):
+        return False
+    if not (any(c.isupper() for c in s) and any(c.islower() for c in s) and any(c.isdigit() for c in s)):
+        return False
+    if not _random_token(s) or _entropy(s) < 4.5 or _SEQUENCE.search(s):
+        return False  # (an alphabet, "abcdef...0123456789", is no secret)
+    line_start = m.string.rfind("\n", 0, m.start()) + 1
+    if _NOT_SECRET_CONTEXT.search(m.string, max(line_start, m.start() - 60), m.start("s")):
+        return False
+    if len(s) % 4 == 0:
+        try:
+            raw = binascii.a2b_base64(s)
+        except (binascii.Error, ValueError):
+            raw = b""
+        if raw and all(32 <= b < 127 or b in (9, 10, 13) for b in raw):
+            return False  # base64 of plain text: the decoded pass judges what it says
+    return True
 
 
 # (kind, pattern, accept) -- kind is a name, or (group, {group value: name}).
@@ -350,8 +462,16 @@ _RULE_SPECS: "list[tuple[Kind, str, Accept | None]]" = [  # group values are loo
      r"(?i)(?:dd|datadog)[_\-]?(?:api|app|application)[_\-]?key" + _SET
      + r"""["']?(?P<s>[a-f0-9]{32,40})(?![a-f0-9])""", None),
     ("databricks-token", _B + r"dapi[a-f0-9]{32}(?:-\d+)?" + _E, None),
-    ("vault-token", _B + r"hv[sb]\.[A-Za-z0-9_\-]{24,}", None),
-    ("doppler-token", _B + r"dp\.(?:pt|st|sa|ct|scim|audit)\.[A-Za-z0-9]{40,}", None),
+    # HashiCorp Vault docs, "Tokens": service hvs., batch hvb., recovery hvr.; before Vault 1.10 a service
+    # token was "s." and 24 characters (the legacy form is taken only when it looks random).
+    ("vault-token", _B + r"hv[sbr]\.[A-Za-z0-9_\-]{24,}", None),
+    ("vault-token", r"(?<![\w.\-/])s\.[A-Za-z0-9]{24}(?![\w.\-/])", lambda m: _random_token(m.group()[2:])),
+    # Doppler docs, "Auth Token Formats": dp.ct./dp.pt./dp.sa./dp.said./dp.scim./dp.audit. + 40-44 alphanumerics,
+    # a service token dp.st.[<environment>.]...
+    ("doppler-token",
+     _B + r"dp\.(?:pt|st(?:\.[a-z0-9\-_]{2,35})?|sa|said|ct|scim|audit)\.[A-Za-z0-9]{40,44}" + _E, None),
+    # HashiCorp Terraform docs, "API tokens": user/team/organization tokens <14 alphanumerics>.atlasv1.<60-70>
+    ("terraform-cloud-token", r"(?<![A-Za-z0-9])[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_\-=]{60,70}(?![A-Za-z0-9])", None),
     ("tailscale-key", _B + r"tskey-[a-z]+-[A-Za-z0-9]{6,}-[A-Za-z0-9]{16,}" + _E, None),
     # --- code hosting and package registries ------------------------------
     (("p", {"p": "github-pat", "o": "github-oauth-token", "u": "github-app-token",
@@ -359,14 +479,19 @@ _RULE_SPECS: "list[tuple[Kind, str, Accept | None]]" = [  # group values are loo
      _B + r"gh(?P<p>[pousr])_[A-Za-z0-9]{36,251}" + _E, None),
     ("github-fine-grained-pat", _B + r"github_pat_[A-Za-z0-9_]{60,}" + _E, None),
     ("gitlab-pat", _B + r"glpat-[A-Za-z0-9_\-]{20,}(?:\.[A-Za-z0-9_\-]+)*" + _E, None),
+    # GitLab docs, "Token overview" (token prefixes): deploy gldt-, runner glrt-/glrtr-, pipeline trigger glptt-,
+    # CI/CD job glcbt-, OAuth app secret gloas-, incoming mail glimt-, agent glagent-, SCIM glsoat-, feature
+    # flags glffct-, feed glft-, workspace glwt-; and the legacy runner registration token GR1348941...
     ("gitlab-token",
-     _B + r"gl(?:dt|rt|ptt|cbt|oas|imt|agent|soat|ffct|ft|wt|cicdt)-[A-Za-z0-9_\-]{20,}(?:\.[A-Za-z0-9_\-]+)*"
+     _B + r"gl(?:dt|rtr|rt|ptt|cbt|oas|imt|agent|soat|ffct|ft|wt|cicdt)-[A-Za-z0-9_\-]{20,}(?:\.[A-Za-z0-9_\-]+)*"
      + _E, None),
+    ("gitlab-token", _B + r"GR1348941[A-Za-z0-9_\-]{20,}" + _E, None),
     ("atlassian-api-token", _B + r"ATATT3[A-Za-z0-9_\-=]{50,}", None),
     ("npm-token", _B + r"npm_[A-Za-z0-9]{36}" + _E, None),
     ("pypi-token", _B + r"pypi-AgE[A-Za-z0-9_\-]{50,}" + _E, None),
     ("rubygems-api-key", _B + r"rubygems_[a-f0-9]{48}" + _E, None),
-    ("dockerhub-token", _B + r"dckr_pat_[A-Za-z0-9_\-]{27,}" + _E, None),
+    # Docker docs, "Access tokens": personal dckr_pat_, organization dckr_oat_
+    ("dockerhub-token", _B + r"dckr_(?:pat|oat)_[A-Za-z0-9_\-]{27,}" + _E, None),
     ("huggingface-token", _B + r"(?:hf_|api_org_)[A-Za-z0-9]{34,}" + _E, None),
     ("jfrog-token", _B + r"AKCp[A-Za-z0-9]{60,}" + _E, None),
     ("pulumi-token", _B + r"pul-[a-f0-9]{40}" + _E, None),
@@ -377,7 +502,7 @@ _RULE_SPECS: "list[tuple[Kind, str, Accept | None]]" = [  # group values are loo
     # --- chat and push ------------------------------------------------------
     (("x", {"xoxb": "slack-bot-token", "xoxp": "slack-user-token", "xoxe.xoxb": "slack-config-token",
             "xoxe.xoxp": "slack-config-token", "": "slack-token"}),
-     _B + r"(?P<x>xoxe\.xox[bp]|xox[bpaers])-[0-9A-Za-z\-]{10,}" + _E, None),
+     _B + r"(?P<x>xoxe\.xox[bp]|xox[abcdeoprs])-[0-9A-Za-z\-]{10,}" + _E, None),  # Slack docs, "Tokens"
     ("slack-app-token", _B + r"xapp-\d-[0-9A-Za-z\-]{20,}" + _E, None),
     ("slack-webhook", r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/\-]{20,}", None),
     ("discord-webhook",
@@ -398,18 +523,28 @@ _RULE_SPECS: "list[tuple[Kind, str, Accept | None]]" = [  # group values are loo
     ("stripe-restricted-key", _B + r"rk_(?:live|test)_[A-Za-z0-9]{16,}" + _E, None),
     ("stripe-webhook-secret", _B + r"whsec_[A-Za-z0-9+/=]{24,}", None),
     ("square-token", _B + r"sq0(?:atp|csp)-[A-Za-z0-9_\-]{22,}" + _E, None),
+    # Square docs (ObtainToken reference): access tokens are 64 characters; production and sandbox ones start EAAA
+    ("square-token", _B + r"EAAA[A-Za-z0-9_\-]{60}" + _E, None),
     ("shopify-token", _B + r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}" + _E, None),
+    # Twilio docs: an Account SID is AC + 32 hex (error 21470), an API key SID SK + 32 hex; the auth token
+    # (32 hex) and the API key secret (32 alphanumerics) have no prefix: taken beside their SID.
     ("twilio-api-key", r"(?<![A-Za-z0-9])SK[0-9a-fA-F]{32}(?![A-Za-z0-9])", None),
+    ("twilio-api-key", r"(?<![A-Za-z0-9])SK[0-9a-fA-F]{32}(?![A-Za-z0-9])[^\n]{0,80}?(?:\n[^\n]{0,80}?)?"
+     r"(?<![A-Za-z0-9])(?P<s>[A-Za-z0-9]{32})(?![A-Za-z0-9])", lambda m: _random_token(m.group("s"))),
+    ("twilio-auth-token", r"(?<![A-Za-z0-9])AC[0-9a-f]{32}(?![A-Za-z0-9])[^\n]{0,80}?(?:\n[^\n]{0,80}?)?"
+     r"(?<![A-Za-z0-9])(?P<s>[0-9a-f]{32})(?![A-Za-z0-9])", None),
     ("twilio-auth-token", r"(?i)twilio[_\-]?auth[_\-]?token" + _SET + r"""["']?(?P<s>[a-f0-9]{32})(?![a-f0-9])""",
      None),
     ("sendgrid-api-key", _B + r"SG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}" + _E, None),
     ("mailgun-api-key", r"(?<![A-Za-z0-9])key-[0-9a-f]{32}(?![A-Za-z0-9])", None),
     ("mailchimp-api-key", r"(?<![A-Za-z0-9])[0-9a-f]{32}-us\d{1,2}(?![A-Za-z0-9])", None),
     ("postman-api-key", _B + r"PMAK-[a-f0-9]{24}-[a-f0-9]{34}" + _E, None),
-    ("linear-api-key", _B + r"lin_api_[A-Za-z0-9]{40}" + _E, None),
+    ("linear-api-key", _B + r"lin_(?:api_[A-Za-z0-9]{40}|oauth_[a-f0-9]{64})" + _E, None),  # Linear API docs
     ("grafana-token", _B + r"(?:glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}|glc_[A-Za-z0-9+/]{32,}={0,2})" + _E, None),
     ("sentry-token", _B + r"(?:sntrys_[A-Za-z0-9+/=_\-]{40,}|sntryu_[a-f0-9]{64})", None),
-    ("newrelic-api-key", _B + r"NRAK-[A-Z0-9]{27}" + _E, None),
+    # New Relic docs, "New Relic API keys": user key NRAK-, insert key NRII-, license key 36 hex + NRAL
+    ("newrelic-api-key", _B + r"(?:NRAK-[A-Z0-9]{27}|NRII-[A-Za-z0-9_\-]{32})" + _E, None),
+    ("newrelic-api-key", r"(?<![A-Za-z0-9])[a-f0-9]{36}NRAL(?![A-Za-z0-9])", None),
     ("resend-api-key", _B + r"re_[A-Za-z0-9]{8}_[A-Za-z0-9]{24}" + _E, None),
     ("cloudflare-origin-ca-key", _B + r"v1\.0-[a-f0-9]{24}-[a-f0-9]{146}" + _E, None),
     ("crates-io-token", _B + r"cio[A-Za-z0-9]{32}" + _E, None),
@@ -426,6 +561,34 @@ _RULE_SPECS: "list[tuple[Kind, str, Accept | None]]" = [  # group values are loo
      r"(?P<s>[A-Za-z0-9_]{30,})", None),
     ("vault-unseal-key", r"(?i)\b(?:unseal|recovery) key(?: \d+)?\s*:\s*(?P<s>[A-Za-z0-9+/]{20,}={0,2})", None),
     ("jwt", _B + r"eyJ[A-Za-z0-9_\-]{5,}\.eyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]*" + _E, None),
+    # --- issue 34: prefixed formats from each vendor's own token documentation ------
+    ("mapbox-secret-token", _B + r"sk\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{20,}" + _E, None),  # Mapbox: sk. secret
+    ("airtable-token", _B + r"pat[A-Za-z0-9]{14}\.[a-f0-9]{64}" + _E, None),  # Airtable: personal access tokens
+    ("1password-service-account-token", _B + r"ops_eyJ[A-Za-z0-9+/=_\-]{100,}", None),  # 1Password: service accounts
+    ("brevo-api-key", _B + r"xkeysib-[a-f0-9]{64}-[A-Za-z0-9]{16}" + _E, None),  # Brevo (Sendinblue): API keys
+    ("buildkite-token", _B + r"bkua_[a-f0-9]{40}" + _E, None),  # Buildkite: API access tokens
+    ("contentful-token", _B + r"CFPAT-[A-Za-z0-9_\-]{43}" + _E, None),  # Contentful: personal access tokens
+    ("supabase-token", _B + r"(?:sbp_[a-f0-9]{40}|sb_secret_[A-Za-z0-9_\-]{20,})" + _E, None),  # Supabase: access, secret keys
+    ("planetscale-token", _B + r"pscale_(?:tkn|pw|oauth)_[A-Za-z0-9_\-.=]{32,64}" + _E, None),  # PlanetScale
+    ("netlify-token", _B + r"nfp_[A-Za-z0-9]{36}" + _E, None),  # Netlify: personal access tokens
+    ("render-api-key", _B + r"rnd_[A-Za-z0-9]{32}" + _E, None),  # Render: API keys
+    ("fly-token", _B + r"f[mo][12]_[A-Za-z0-9+/=_\-]{40,}", None),  # Fly.io: macaroon tokens (FlyV1 fm2_...)
+    ("pinecone-api-key", _B + r"pcsk_[A-Za-z0-9]{5}_[A-Za-z0-9]{40,}" + _E, None),  # Pinecone: API keys
+    ("nuget-api-key", r"(?<![A-Za-z0-9])oy2[a-z0-9]{43}(?![A-Za-z0-9])", None),  # NuGet.org: API keys
+    ("bitbucket-app-password", r"(?<![A-Za-z0-9])ATBB[A-Za-z0-9_\-=]{32,}(?![A-Za-z0-9])", None),  # Bitbucket
+    ("flutterwave-secret-key", _B + r"FLWSECK(?:_TEST)?-[a-f0-9]{32}-X" + _E, None),  # Flutterwave: secret keys
+    ("google-oauth-refresh-token", r"(?<![A-Za-z0-9/])1//0[A-Za-z0-9_\-]{40,}" + _E, None),  # Google OAuth 2.0
+    ("firebase-server-key", _B + r"AAAA[A-Za-z0-9_\-]{7}:APA91b[A-Za-z0-9_\-]{100,}" + _E, None),  # Firebase FCM
+    ("hubspot-token", _B + r"pat-(?:na|eu|ap)\d-[0-9a-f]{8,9}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}" + _E,
+     None),  # HubSpot docs, "Intro to auth": private app tokens pat-<region>-<uuid> (the docs mask 9 digits, not 8)
+    ("clickup-token", _B + r"pk_\d{3,12}_[A-Z0-9]{32}" + _E, None),  # ClickUp: personal API tokens
+    ("posthog-personal-key", _B + r"phx_[A-Za-z0-9]{35,}" + _E, None),  # PostHog docs: personal keys (phc_ public)
+    ("langsmith-api-key", _B + r"lsv2_(?:pt|sk)_[a-f0-9]{32}_[a-f0-9]{10}" + _E, None),  # LangSmith: API keys
+    ("tavily-api-key", _B + r"tvly-(?:dev-|prod-)?[A-Za-z0-9]{32}" + _E, None),  # Tavily: API keys
+    ("stytch-secret", _B + r"secret-(?:live|test)-[A-Za-z0-9_\-=]{36}" + _E, None),  # Stytch: project secrets
+    ("honeycomb-api-key", _B + r"hc[ax]i[kc]_[A-Za-z0-9]{50,}" + _E, None),  # Honeycomb: ingest keys
+    ("braintree-access-token", _B + r"access_token\$(?:production|sandbox)\$[a-z0-9]{16}\$[a-f0-9]{32}" + _E,
+     None),  # Braintree (PayPal): access tokens
     # --- key material and credentials in context --------------------------
     ("private-key",  # a DER body (PKCS#8 / PKCS#1 / SEC1) pasted without its armour lines
      r"(?<![A-Za-z0-9+/])(?:MII[A-Za-z0-9+/]{1,4}?(?:IBADANBgkqhkiG9w0BAQEFAASC|IBAAKCA)|MHcCAQEE"
@@ -444,9 +607,9 @@ _RULE_SPECS: "list[tuple[Kind, str, Accept | None]]" = [  # group values are loo
     ("pgpass-password",  # hostname:port:database:username:password
      r"(?m)^[ \t]*(?:\[[0-9A-Fa-f:]+\]|[A-Za-z0-9.\-*]+):(?:\d{1,5}|\*):[^:\s]+:[^:\s]+:(?P<s>[^\s/][^\s]{2,})[ \t]*$",
      lambda m: not _VERSIONISH.match(m.group("s"))),
-    (("scheme", {"bearer": "bearer-token", "token": "bearer-token", "bot": "bearer-token",
+    (("scheme", {"bearer": "bearer-token", "token": "bearer-token", "bot": "bearer-token", "ssws": "bearer-token",
                  "basic": "basic-auth"}),
-     r"(?i)\b(?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?(?P<scheme>bearer|token|basic|bot)\s+"
+     r"(?i)\b(?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?(?P<scheme>bearer|token|basic|bot|ssws)\s+"
      r"(?P<s>[A-Za-z0-9._~+/\-]{8,}=*)", None),
     ("bearer-token", r"(?i)(?<![A-Za-z])bearer\s+(?P<s>[A-Za-z0-9._~+/\-]{20,}=*)",
      lambda m: _looks_random(m.group("s"))),
@@ -454,6 +617,13 @@ _RULE_SPECS: "list[tuple[Kind, str, Accept | None]]" = [  # group values are loo
      r"""\bauth\s*=\s*\(\s*["'][^"'\n]{1,64}["']\s*,\s*["'](?P<s>[^"'\n]{3,128})["']\s*\)""",
      lambda m: _plausible_value(m.group("s"), True)),
     ("netrc-password", r"(?i)\b(?:machine\s+\S+|default)\s+login\s+\S+\s+password\s+(?P<s>\S+)", None),
+    ("url-query-secret",  # ?code=..., &access_token=..., #id_token=..., &sig=...: up to the next parameter
+     r"(?i)[?&#;](?P<name>code|(?:access|id|refresh|auth|private|session)_?token|token|auth|api[_\-]?key|key|sig"
+     r"|signature|secret|client_secret|password|passwd|pwd|pass|x-amz-signature|x-amz-security-token"
+     r"|x-goog-signature|jwt|sessionid|sid)=(?P<s>[^&#\s'\"<>`]{6,600})", _query_value),
+    ("github-actions-mask",  # echo "::add-mask::<value>": the value a workflow asks to be hidden
+     r"::add-mask::(?P<s>[^\s'\"`]{4,600})", lambda m: _plausible_value(m.group("s"), True)
+     and not _code_reference(m.group("s"))),
     # --- passwords in command lines ---------------------------------------
     ("cli-password", r"\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlsh|mariadb|mariadb-dump)\b"
                      r"[^\n|;&]*?\s(?:-p|--password=)" + _CLI_VALUE, None),
@@ -484,6 +654,12 @@ _RULE_SPECS: "list[tuple[Kind, str, Accept | None]]" = [  # group values are loo
      r"""\s*(?:[:：=]|\bist\b|\best\b|\bes\b|\bé\b|\bè\b)\s*["'`]?(?P<s>[^\s"'`，。]{4,100})""",
      lambda m: _plausible_value(m.group("s").rstrip(".,;:!?)"), False, strict_words=False)
      and _looks_random(m.group("s"))),
+    ("cli-password",  # echo <token> | docker login --password-stdin, printf '%s' <token> | gh auth login --with-token
+     r"""\b(?:echo|printf)(?:[ \t]+-[neE]{1,3})?(?:[ \t]+(?P<fq>['"])%s(?:\\n)?(?P=fq))?[ \t]+"""
+     r"""(?:(?P<q>['"])(?P<qv>[^'"\n]{4,300})(?P=q)|(?P<bv>[^\s'"|;&<>]{4,300}))[ \t]*\|[ \t]*(?P<cmd>[^\n|;&]{1,300})""",
+     _piped_secret),
+    ("cli-password",  # docker login --password-stdin <<< <token>: the here-string a login reads
+     r"""<<<[ \t]*(?:(?P<q>['"])(?P<qv>[^'"\n]{4,300})(?P=q)|(?P<bv>[^\s'"|;&<>]{4,300}))""", _here_string_secret),
     ("cli-password", r"""\b(?:smbclient|rpcclient|smbmap)\b[^\n|;&]*?\s-U\s+['"]?[^\s%'"]+%(?P<s>[^\s'"]{3,})""", None),
     ("secret-flag",  # --password X, --api-key=X, --auth-token "X": a flag whose name says secret
      r"""(?<![\w\-])--(?P<name>[A-Za-z][A-Za-z0-9\-]{1,40})(?:=|[ \t]+)["']?(?P<s>[^\s"'`\-][^\s"'`]{2,300})""",
@@ -491,9 +667,17 @@ _RULE_SPECS: "list[tuple[Kind, str, Accept | None]]" = [  # group values are loo
     # --- assignments whose name says secret --------------------------------
     (("name", _assignment_kind),
      r"(?:(?<![A-Za-z0-9_.\-])|(?<=\s-D))"  # -Dkey.store.password=... (Java system properties)
-     r"(?P<name>(?=[A-Za-z0-9_.\-]{0,80}?(?i:pass|pw|pwd|secret|token|auth|cred|key"
+     r"(?P<qs>(?<=[?&#]))?(?P<name>(?=[A-Za-z0-9_.\-]{0,80}?(?i:pass|pw|pwd|secret|token|auth|cred|key"
      r"|cookie|session|sid|jwt|sig|salt|hmac|bearer|csrf|xsrf|otp))[A-Za-z_][A-Za-z0-9_.\-]{0,80})"
      r"""(?P<op>["']?[ \t]*(?:=>|:=|=|:)[ \t]*)""" + _VALUE, _assignment),
+    (("name", _assignment_kind),  # {"name": "DB_PASSWORD", "value": "..."}, Kubernetes' "- name: X" / "value: ..."
+     r"""(?<![\w\-])["']?name["']?[ \t]*[:=][ \t]*["']?(?P<name>[A-Za-z_][\w.\-]{0,80})["']?[ \t]*,?[ \t]*"""
+     r"""(?:\r?\n[ \t]*)?["']?value["']?[ \t]*[:=][ \t]*"""
+     r"""(?:(?P<q>["'])(?P<qv>[^"'\n]{1,300})(?P=q)|(?P<bv>[^\s"',}|>][^\s"',}]{0,299}))""",
+     lambda m: _named_value(m.group("name"), _literal(m), m.group("q") is not None)),
+    (("name", _assignment_kind),  # TOML / Python: password = """...""" on one line
+     r"""(?<![\w.\-])(?P<name>[A-Za-z_][\w.\-]{0,80})[ \t]*=[ \t]*(?P<tq>\"\"\"|''')(?P<s>[^\n"']{1,300})(?P=tq)""",
+     lambda m: _named_value(m.group("name"), m.group("s"), True)),
     ("password-in-prose",  # "the wifi password is X", "pw for the db: X"
      r"""(?i)\b(?:password|passwd|passphrase|passcode|pwd|pw)\b(?:\s+(?:for|of|to|on)\s+(?:the\s+)?[^\s]{1,40})?"""
      r"""\s*(?:\bis\b|\bwas\b|=|:)\s*["'`]?(?P<s>[^\s"'`]{4,100})""",
@@ -502,17 +686,106 @@ _RULE_SPECS: "list[tuple[Kind, str, Accept | None]]" = [  # group values are loo
      r"(?i)\b(?:api[ _\-]?key|access[ _\-]?key|secret(?:[ _\-]?key)?|token|password|passwd|passphrase"
      r"|credentials?|private[ _\-]?key|auth(?:entication|orization)?|bearer|api)\b[^\n]{0,40}?"
      r"(?<![A-Za-z0-9+/=_\-])(?P<s>[A-Za-z0-9+/_\-]{16,300}={0,2})(?![A-Za-z0-9+/=_\-])", _context_token),
+    # --- a random token with no name that says secret: a whole quoted string, or a whole assigned value --
+    ("high-entropy-value",
+     r"""(?P<q>["'`])(?P<s>[A-Za-z0-9+/_\-]{32,128}={0,2})(?P=q)""", _neutral_token),
+    ("high-entropy-value",
+     r"""(?<=[=:])[ \t]{0,4}(?P<s>[A-Za-z0-9+/_\-]{32,128}={0,2})(?=[ \t]*(?:[\r\n,;]|\Z))""", _neutral_token),
 ]
 
 
+_LEAD_ASSERTION = re.compile(r"\(\?i\)|\(\?<[!=](?:\[(?:\\.|[^\]\\])*\]|\\.|[^()\[\\])*\)|\\b")
+_LITERAL_ESCAPES = frozenset(".-$/_")
+
+
+def _leading_literal(p: str, i: int) -> tuple[str, int]:
+    """The literal text ``p`` must match from ``i`` on (escapes ``\\.`` ``\\-`` included), and where it stops."""
+    lit = ""
+    while i < len(p):
+        c = p[i]
+        if c == "\\" and i + 1 < len(p) and p[i + 1] in _LITERAL_ESCAPES:
+            c, step = p[i + 1], 2
+        elif c.isalnum() or c in "_-:/~ ":
+            step = 1
+        else:
+            break
+        if p[i + step:i + step + 1] in ("?", "*") or p.startswith("{0", i + step):
+            break  # an optional last character is not required
+        lit += c
+        i += step
+        if p[i:i + 1] in ("+", "{"):
+            break
+    return lit, i
+
+
+def _needles(pattern: str) -> tuple[bool, tuple[str, ...]]:
+    """(case-insensitive?, literals one of which every match must contain) -- () when none can be told.
+
+    Read from the pattern's start: a literal, or a group of alternatives that each start with one
+    (``(?:mysql|mysqldump|...)``).  A rule whose needles are all absent from a text is not run on it:
+    the vendor rules cost a scan of the text each, and most texts hold none of their prefixes.
+    """
+    icase = pattern.startswith("(?i)")
+    i = 0
+    while True:
+        m = _LEAD_ASSERTION.match(pattern, i)
+        if m is None:
+            break
+        i = m.end()
+    lit, j = _leading_literal(pattern, i)
+    if len(lit) >= 2:
+        return icase, (lit.lower() if icase else lit,)
+    if not pattern.startswith(("(?:", "(?P<"), i):
+        return icase, ()
+    depth, k, alts, start = 0, i, [], pattern.index(":" if pattern.startswith("(?:", i) else ">", i) + 1
+    while k < len(pattern):
+        c = pattern[k]
+        if c == "\\":
+            k += 2
+            continue
+        if c == "[":
+            k = pattern.index("]", k + 2) + 1
+            continue
+        if c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            if depth == 0:
+                alts.append(pattern[start:k])
+                break
+        elif c == "|" and depth == 1:
+            alts.append(pattern[start:k])
+            start = k + 1
+        k += 1
+    else:
+        return icase, ()
+    if pattern[k + 1:k + 2] in ("?", "*") or pattern.startswith("{0", k + 1):
+        return icase, ()
+    found = []
+    for a in alts:
+        lit, _ = _leading_literal(a, 0)
+        if len(lit) < 2:
+            return icase, ()
+        found.append(lit.lower() if icase else lit)
+    return icase, tuple(found)
+
+
 class _Rule:
-    __slots__ = ("kind", "regex", "accept", "priority")
+    __slots__ = ("kind", "regex", "accept", "priority", "icase", "needles")
 
     def __init__(self, kind: "Kind", pattern: str, accept: "Accept | None", priority: int) -> None:
         self.kind = kind
         self.regex = re.compile(pattern)
         self.accept = accept
         self.priority = priority
+        self.icase, self.needles = _needles(pattern)
+
+    def wanted(self, text: str, lower: str) -> bool:
+        """False when ``text`` lacks every literal a match needs (the regex would find nothing)."""
+        if not self.needles:
+            return True
+        hay = lower if self.icase else text
+        return any(n in hay for n in self.needles)
 
     def name(self, m: re.Match[str]) -> str:
         if isinstance(self.kind, str):
@@ -531,6 +804,10 @@ class _Rule:
 
 
 _RULES = [_Rule(k, p, a, i) for i, (k, p, a) in enumerate(_RULE_SPECS)]
+# The exact provider formats (and key material) come before the first generic shape.
+_PROVIDER_END = next(i for i, (k, _, _) in enumerate(_RULE_SPECS) if k == "url-password")
+_PROVIDER_RULES = _RULES[:_PROVIDER_END]
+_ASSIGNMENT_PRIORITY = next(i for i, (_, _, a) in enumerate(_RULE_SPECS) if a is _assignment)
 
 KINDS = frozenset(name for kind, _, _ in _RULE_SPECS
                   for name in ([kind] if isinstance(kind, str) else
@@ -538,9 +815,12 @@ KINDS = frozenset(name for kind, _, _ in _RULE_SPECS
                                else kind[1].values())) | {"base64-secret", "url-encoded-secret"}
 
 
-def _hits(text: str) -> "list[tuple[int, int, int, str]]":
+def _hits(text: str, rules: "list[_Rule] | None" = None) -> "list[tuple[int, int, int, str]]":
     hits: list[tuple[int, int, int, str]] = []
-    for rule in _RULES:
+    lower = text.lower()
+    for rule in _RULES if rules is None else rules:
+        if not rule.wanted(text, lower):
+            continue
         for m in rule.regex.finditer(text):
             if rule.accept is not None and not rule.accept(m):
                 continue
@@ -591,17 +871,323 @@ def _decoded_hits(text: str) -> "list[tuple[int, int, int, str]]":
     return out
 
 
-_CONTINUATION = re.compile(r"(?:\\)?\n[ \t]*([A-Za-z0-9+/_\-]{8,300}={0,2})[ \t]*(?=\n|\Z)")
+_CONTINUATION = re.compile(r"(?:\\)?\r?\n[ \t]*([A-Za-z0-9+/_\-]{8,300}={0,2})[ \t]*(?=\r?\n|\Z)")
 
 
-def _continued(text: str, end: int) -> int:
-    """``end`` moved over the lines that only continue a secret ending its line (a wrapped token or key)."""
+def _continued(text: str, end: int) -> "list[tuple[int, int]]":
+    """The lines that only continue a secret ending its line (a wrapped token or key), one span each.
+
+    Each is masked on its own line, so the text keeps its line structure.
+    """
+    spans = []
     for _ in range(64):
         m = _CONTINUATION.match(text, end)
         if m is None or not _looks_random(m.group(1)) or _WORDISH.match(m.group(1)):
-            return end
+            break
+        spans.append(m.span(1))
         end = m.end()
-    return end
+    return spans
+
+
+# -- values that do not sit on their key's line (issue 34) ------------------------------------------
+# A key and its operator, as YAML, JSON, TOML, .env and shell write them: first on its line (after "- " or
+# "export "), or after the "{" or "," of a JSON object -- not "if x == TOKEN:" in code.
+_KEY = r"""(?m:^|(?<=[{,]))[ \t]*(?:-[ \t]+)?(?:export[ \t]+)?(?P<kq>["']?)(?P<name>[A-Za-z_][\w.\-]{0,80})(?P=kq)[ \t]*(?P<op>:=|=>|=|:)[ \t]*"""
+# The value starts on the next line: after a YAML block indicator (| > |- >+ |2 ...), after nothing at all
+# (YAML, JSON), after a shell line continuation or an opening parenthesis; a comment may end the line.
+_OPEN_NEXT = re.compile(_KEY + r"""(?P<ind>[|>](?:[1-9][+\-]?|[+\-][1-9]?)?|\\|\()?[ \t]*+(?:#[^\n]{0,200}+)?(?=\r?\n)""")
+# A quote opened after the key and not closed on its line: TOML or Python triple quotes, a .env value or a
+# YAML quoted scalar spanning lines.
+_OPEN_QUOTE = re.compile(_KEY + r"""(?P<oq>\"\"\"|'''|"|')(?P<first>[^\n"']{0,300}+)(?=\r?\n)""")
+# A YAML plain scalar whose value starts on the key's line and goes on, more indented, on the next.
+_YAML_PLAIN = re.compile(r"""(?m)^(?P<indent>[ \t]*)(?:-[ \t]+)?(?P<kq>["']?)(?P<name>[A-Za-z_][\w.\-]{0,80})(?P=kq):"""
+                         r"""[ \t]+(?P<v>[^\s#"'|>&*!%@`{\[][^\n]{0,300}+)(?=\r?\n[ \t]+\S)""")
+# A line that is YAML structure rather than a value's text: a mapping entry, a sequence item, a comment, a
+# flow collection.
+_STRUCTURE = re.compile(r"""(?:-(?:[ \t]|$)|#|[{\[]|["']?[\w.\-/]+["']?[ \t]*:(?:[ \t]|$))""", re.M)
+_DQ_CLOSE = re.compile(r'(?:[^"\\]|\\.)*+"')
+_VALUE_END = re.compile(r"[ \t]*(?:[,;}\])]|#|\r?\n|\Z)")
+_PUBLIC_MATERIAL = re.compile(r"(?:ssh-(?:rsa|dss|ed25519)|ecdsa-sha2-nistp\d+|sk-(?:ssh|ecdsa)-[\w@.\-]+) AAAA"
+                              r"|-----BEGIN (?:[A-Z0-9]+ )*(?:PUBLIC KEY|CERTIFICATE)")
+_MULTI_LINES = 500  # a value is looked for this many lines down at most
+_NAME_ABOVE = re.compile(r"""["']?name["']?[ \t]*:[ \t]*["']?(?P<name>[A-Za-z_][\w.\-]{0,80})["']?[ \t]*,?[ \t]*\r?\n[ \t]*\Z""")
+_NONBLANK = re.compile(r"(?:[ \t\r]*\n)*+(?P<line>[ \t]*+)(?=\S)")
+
+
+def _lines(text: str, pos: int) -> "Any":
+    """(start, end) of each line from ``pos`` (a line start) on, ``end`` before its newline."""
+    n = len(text)
+    for _ in range(_MULTI_LINES):
+        if pos > n:
+            return
+        nl = text.find("\n", pos)
+        end = n if nl == -1 else nl
+        yield pos, end - (1 if end > pos and text[end - 1] == "\r" else 0)
+        if nl == -1:
+            return
+        pos = nl + 1
+
+
+def _indent(text: str, start: int, end: int) -> int:
+    i = start
+    while i < end and text[i] in " \t":
+        i += 1
+    return i - start
+
+
+def _trimmed(text: str, start: int, end: int) -> "tuple[int, int] | None":
+    """The span without its surrounding blanks, None for a blank piece or one already masked."""
+    while start < end and text[start] in " \t\r":
+        start += 1
+    while end > start and text[end - 1] in " \t\r":
+        end -= 1
+    if start == end or text.startswith(_MARK_PREFIX, start):
+        return None
+    return start, end
+
+
+def _named_value(name: str, value: str, quoted: bool, line_value: bool = True) -> bool:
+    """Would ``name = value`` be masked?  The judgement of :func:`_assignment`, for a value found elsewhere."""
+    tier = name_tier(name)
+    v = value.strip()
+    if tier is None or not v or _public_value(v) or v.lower().replace("-", "_") == name.lower().replace("-", "_"):
+        return False
+    if _PUBLIC_MATERIAL.search(v):
+        return False
+    if tier == "weak":
+        return any(_random_token(w) for w in v.split())
+    family = line_value and _password_family(name)
+    if family and v.lower() in _STATUS_WORDS:
+        return False
+    return _plausible_value(v, quoted, strict_words=not family)
+
+
+def _plain_value(name: str, pieces: "list[str]") -> bool:
+    """A YAML plain scalar on the next line(s): one word per line (a token, a password), or a short pass
+    phrase under a password key -- not the prose of a Markdown list (``- token: the refresh flow``)."""
+    if any(len(p.split()) > 1 for p in pieces):
+        return _password_family(name) and _named_value(name, " ".join(pieces), True)
+    return _named_value(name, "".join(pieces), False)
+
+
+def _value_lines(name: str, text: str, spans: "list[tuple[int, int]]", quoted: bool) -> bool:
+    """Several lines are one value: a secret when one of them is, none of them a template or public key."""
+    pieces = [text[a:b] for a, b in spans]
+    if any(_TEMPLATE.search(p) or _PUBLIC_MATERIAL.search(p) for p in pieces):
+        return False
+    return any(_named_value(name, p, quoted) for p in pieces)
+
+
+def _quoted_close(text: str, quote: str, pos: int, shell: bool = False) -> int:
+    """Where the quote opened before ``pos`` closes (-1: not within 50 lines, or not at a value's end).
+
+    In a shell line (``shell``) a blank may follow the value: the command goes on after it.
+    """
+    limit = min(len(text), pos + 40 * _MULTI_LINES)
+    if len(quote) == 3:
+        return text.find(quote, pos, limit)
+    if quote == '"':
+        m = _DQ_CLOSE.match(text, pos, limit)
+        close = m.end() - 1 if m else -1
+    else:
+        close = text.find("'", pos, limit)
+    if close == -1 or text.count("\n", pos, close) > 50:
+        return -1
+    if not (_VALUE_END.match(text, close + 1) or shell and text[close + 1:close + 2] in (" ", "\t")):
+        return -1
+    return close
+
+
+def _line_spans(text: str, start: int, end: int) -> "list[tuple[int, int]]":
+    """[start, end) cut at its newlines into trimmed, non-blank pieces."""
+    spans = []
+    pos = start
+    while pos < end:
+        nl = text.find("\n", pos, end)
+        stop = end if nl == -1 else nl
+        piece = _trimmed(text, pos, stop)
+        if piece:
+            spans.append(piece)
+        pos = stop + 1
+    return spans
+
+
+def _multiline_hits(text: str) -> "list[tuple[int, int, int, str]]":
+    """Values that start on the line after their key or run over several lines, masked line by line.
+
+    YAML block scalars (``key: |``, ``>-``, ``|2`` ...: the more-indented block is the value), a YAML
+    plain scalar on the next line or continued there, a JSON value on the next line, TOML and Python
+    triple-quoted strings, a quoted .env or YAML value spanning lines, a shell ``NAME=\\`` continuation.
+    Each line keeps its newline: the masked text has as many lines as the original.
+    """
+    if "\n" not in text:
+        return []
+    found: "list[tuple[str, list[tuple[int, int]]]]" = []   # (name, spans)
+    for m in _OPEN_NEXT.finditer(text):
+        name, op, ind = m.group("name"), m.group("op"), m.group("ind") or ""
+        if name.lower() == "value":  # "- name: DB_PASSWORD" on the line above names this value
+            pair = _NAME_ABOVE.search(text, max(0, m.start() - 200), m.start())
+            name = pair.group("name") if pair else name
+        if name_tier(name) is None or (op != ":" and ind not in ("\\", "(")):
+            continue  # NAME= with nothing after it is an empty .env value, not one on the next line
+        line_start = text.rfind("\n", 0, m.start()) + 1
+        base = _indent(text, line_start, m.end())
+        if ind[:1] in ("|", ">"):
+            spans = []
+            for a, b in _lines(text, text.index("\n", m.end()) + 1):
+                if a == b or text[a:b].isspace():
+                    continue
+                if _indent(text, a, b) <= base:
+                    break
+                piece = _trimmed(text, a, b)
+                if piece:
+                    spans.append(piece)
+            if spans and _value_lines(name, text, spans, True):
+                found.append((name, spans))
+            continue
+        nxt = _NONBLANK.match(text, text.index("\n", m.end()) + 1)  # the first line that is not blank
+        if nxt is None:
+            continue
+        a, i = nxt.start("line"), nxt.end("line")
+        b = text.find("\n", i)
+        b = len(text) if b == -1 else b - (text[b - 1] == "\r")
+        if text[i] in "\"'":
+            close = _quoted_close(text, text[i], i + 1, shell=ind == "\\")
+            if close != -1:
+                spans = _line_spans(text, i + 1, close)
+                if spans and _value_lines(name, text, spans, True):
+                    found.append((name, spans))
+            continue
+        if ind:  # NAME=\ and NAME = ( : the next line's first word
+            j = i
+            while j < b and not text[j].isspace():
+                j += 1
+            if ind == "\\" and _named_value(name, text[i:j], False):
+                found.append((name, [(i, j)]))
+            continue
+        if _indent(text, a, b) <= base or _STRUCTURE.match(text, i, b):
+            continue  # a nested mapping or a list: structure, not a value
+        spans = [(i, b)]
+        for a2, b2 in _lines(text, b + 1):
+            i2 = a2 + _indent(text, a2, b2)
+            if i2 >= b2 or i2 - a2 <= base or _STRUCTURE.match(text, i2, b2):
+                break
+            spans.append((i2, b2))
+        spans = [p for p in (_trimmed(text, x, y) for x, y in spans) if p]
+        if spans and _plain_value(name, [text[x:y] for x, y in spans]):
+            found.append((name, spans))
+    for m in _OPEN_QUOTE.finditer(text):
+        name, quote = m.group("name"), m.group("oq")
+        if name_tier(name) is None:
+            continue
+        close = _quoted_close(text, quote, m.end())
+        if close == -1:
+            continue
+        spans = _line_spans(text, m.start("first"), close)
+        if spans and _value_lines(name, text, spans, True):
+            found.append((name, spans))
+    for m in _YAML_PLAIN.finditer(text):
+        name, base = m.group("name"), len(m.group("indent"))
+        if name_tier(name) is None:
+            continue
+        v = m.group("v")
+        cut = v.find(" #")
+        first = _trimmed(text, m.start("v"), m.start("v") + (cut if cut != -1 else len(v)))
+        spans = [first] if first else []
+        for a, b in _lines(text, m.end() + 1):
+            i = a + _indent(text, a, b)
+            if i >= b or i - a <= base or _STRUCTURE.match(text, i, b):
+                break
+            piece = _trimmed(text, i, b)
+            if piece:
+                spans.append(piece)
+        if len(spans) > 1 and (_plain_value(name, [text[x:y] for x, y in spans])
+                               or any(_random_token(text[x:y]) for x, y in spans[1:])):
+            found.append((name, spans))
+    prio = _ASSIGNMENT_PRIORITY
+    return [(a, b, prio, "password-assignment" if _password_family(name) else "secret-assignment")
+            for name, spans in found for a, b in spans]
+
+
+# -- a token cut in two: across a line break, or into string literals joined in code -----------------
+_TOKEN_RUN = r"[A-Za-z0-9_\-.=+/$]"
+# A run that starts like a known provider token and ends its line, the next line going on with token text.
+_SPLIT = re.compile(
+    r"(?<![A-Za-z0-9_\-.])(?:gh[pousr]_|github_pat_|gl[a-z]{2,6}-|GR1348941|xox[a-z]-|xapp-|sk-|sk_|rk_|whsec_|npm_"
+    r"|pypi-|dckr_|hf_|api_org_|hv[sbr]\.|do[por]_v1_|shp[a-z]{2}_|lin_|gl(?:c|sa)_|NR[A-Z]{2}-|dp\.|pul-|PMAK-"
+    r"|ATATT|AKIA|ASIA|AIza|SG\.|key-|dapi|sntry[su]_|ya29\.|GOCSPX-|figd_|ntn_|gsk_|r8_|xai-|pplx-|sq0|EAAA|cio"
+    r"|sq[upa]_|dt0c01\.|tskey-|HRKU-|AKCp|LTAI|AKID|shippo_|ops_|xkeysib-|bkua_|CFPAT-|sbp_|sb_secret_|pscale_|nfp_"
+    r"|rnd_|pcsk_|oy2|ATBB|FLWSECK|1//0|pat-|phx_|lsv2_|tvly-|hc[ax]i|EZ[AT]K|eyJ)"
+    + _TOKEN_RUN + r"{0,300}+(?P<brk>[ \t]*\\?\r?\n[ \t]*)(?=" + _TOKEN_RUN + r"{4})")
+_RUN = re.compile(_TOKEN_RUN + "+")
+_LIT = r"""(?:"[^"\\\n]{0,400}+"|'[^'\\\n]{0,400}+')"""
+_JOIN = r"""[ \t]*+(?:(?:\+|\.\.?|&|\|\|)[ \t]*+)?(?:\\?\r?\n[ \t]*+(?:(?:\+|\.\.?|&|\|\|)[ \t]*+)?)?"""
+# String literals joined by +, . (PHP), .. (Lua), & (VB), || (SQL) or written side by side (Python, C).
+_CHAIN = re.compile(_LIT + r"(?:" + _JOIN + _LIT + r")++")
+_ONE_LIT = re.compile(_LIT)
+
+
+def _stitched_hits(text: str, groups: "list[list[tuple[int, int]]]") -> "list[tuple[int, int, int, str]]":
+    """Provider tokens that only appear once each group's pieces are read as one string.
+
+    The groups are joined (kept apart, so no token runs from one into the next) and searched with
+    the provider rules once; a match that spans two pieces or more is masked piece by piece.
+    """
+    buf: list[str] = []
+    starts: list[int] = []          # where each piece begins in the joined text
+    pieces: "list[tuple[int, int, int]]" = []  # (original start, original end, group)
+    pos = 0
+    for g, group in enumerate(groups):
+        for a, b in group:
+            starts.append(pos)
+            pieces.append((a, b, g))
+            buf.append(text[a:b])
+            pos += b - a
+        buf.append("\n\n")
+        pos += 2
+    if not pieces:
+        return []
+    joined = "".join(buf)
+    out = []
+    for x, y, prio, kind in _hits(joined, _PROVIDER_RULES):
+        first = bisect.bisect_right(starts, x) - 1
+        last = bisect.bisect_right(starts, y - 1) - 1
+        if first == last or pieces[first][2] != pieces[last][2] or not _looks_random(joined[x:y]):
+            continue  # inside one piece (the main pass saw it), across groups, or a word
+        for k in range(first, last + 1):
+            a, b, _ = pieces[k]
+            lo = a + max(0, x - starts[k])
+            hi = a + min(b - a, y - starts[k])
+            if hi > lo:
+                out.append((lo, hi, prio, kind))
+    return out
+
+
+def _split_hits(text: str, ends: "set[int]") -> "list[tuple[int, int, int, str]]":
+    """A provider token wrapped onto the next line (``ghp_abc\\`` + ``def``), a piece on each line."""
+    if "\n" not in text:
+        return []
+    groups = []
+    for m in _SPLIT.finditer(text):
+        if m.start("brk") in ends:
+            continue  # the first line already holds a whole token: the next line is something else
+        nxt = _RUN.match(text, m.end())
+        if nxt:
+            groups.append([(m.start(), m.start("brk")), nxt.span()])
+    return _stitched_hits(text, groups)
+
+
+def _concat_hits(text: str) -> "list[tuple[int, int, int, str]]":
+    """A provider token built from string literals: ``"sk_live_" + "..."``, ``("ghp_..." "...")``."""
+    if '"' not in text and "'" not in text:
+        return []
+    groups = []
+    for m in _CHAIN.finditer(text):
+        group = [(lit.start() + 1, lit.end() - 1) for lit in _ONE_LIT.finditer(text, m.start(), m.end())]
+        group = [(a, b) for a, b in group if b > a]
+        if len(group) > 1:
+            groups.append(group)
+    return _stitched_hits(text, groups)
 
 
 def find_secrets(text: str | None) -> list[tuple[str, int, int]]:
@@ -612,8 +1198,10 @@ def find_secrets(text: str | None) -> list[tuple[str, int, int]]:
     """
     if not text:
         return []
-    hits = _hits(text) + _decoded_hits(text)
-    hits = [(start, _continued(text, end), prio, kind) for start, end, prio, kind in hits]
+    hits = _hits(text)
+    ends = {end for start, end, prio, kind in hits if prio < _PROVIDER_END}
+    hits += _decoded_hits(text) + _multiline_hits(text) + _split_hits(text, ends) + _concat_hits(text)
+    hits += [(a, b, prio, kind) for start, end, prio, kind in hits for a, b in _continued(text, end)]
     hits.sort()
     merged: "list[list[Any]]" = []  # [start, end, priority, kind]
     for start, end, prio, kind in hits:

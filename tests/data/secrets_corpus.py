@@ -16,6 +16,7 @@ of hash-, id-, path- and version-shaped strings next to words like "token" and
 """
 
 import base64
+import hashlib
 
 _FILL = "FAKE0123456789abcdefghijklmnopqrstuvwxyzEXAMPLEfakeQRSTUVWXYZ"
 ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
@@ -186,6 +187,38 @@ def _entries():
         ("base64-secret", "echo %s | base64 -d", base64.b64encode(b"API_TOKEN=" + fake(32).encode()).decode()),
         ("url-encoded-secret", "GET /cb?state=%s HTTP/1.1",
          "%7B%22client_secret%22%3A%22" + fake(30) + "%22%7D"),
+        # issue 34: vendor formats, query strings, workflow masks, random values under neutral names
+        ("terraform-cloud-token", "TF_VALUE=%s", fake(14) + ".atlasv1." + fake(67, URLSAFE)),
+        ("mapbox-secret-token", "mapbox %s", "sk.eyJ1IjoiZmFrZSIsImEiOiJ" + fake(20) + "." + fake(22, URLSAFE)),
+        ("airtable-token", "airtable %s", "pat" + fake(14) + "." + fake(64, HEX)),
+        ("1password-service-account-token", "op %s", "ops_eyJ" + fake(150, URLSAFE)),
+        ("brevo-api-key", "brevo %s", "xkeysib-" + fake(64, HEX) + "-" + fake(16)),
+        ("buildkite-token", "buildkite %s", "bkua_" + fake(40, HEX)),
+        ("contentful-token", "contentful %s", "CFPAT-" + fake(43, URLSAFE)),
+        ("supabase-token", "supabase %s", "sbp_" + fake(40, HEX)),
+        ("planetscale-token", "pscale %s", "pscale_tkn_" + fake(43, URLSAFE)),
+        ("netlify-token", "netlify %s", "nfp_" + fake(36)),
+        ("render-api-key", "render %s", "rnd_" + fake(32)),
+        ("fly-token", "fly %s", "fm2_" + fake(120, URLSAFE)),
+        ("pinecone-api-key", "pinecone %s", "pcsk_" + fake(5) + "_" + fake(62)),
+        ("nuget-api-key", "nuget push %s", "oy2" + fake(43, LOWER_NUM)),
+        ("bitbucket-app-password", "bitbucket %s", "ATBB" + fake(32)),
+        ("flutterwave-secret-key", "flw %s", "FLWSECK-" + fake(32, HEX) + "-X"),
+        ("google-oauth-refresh-token", "refresh %s", "1//0" + fake(60, URLSAFE)),
+        ("firebase-server-key", "fcm %s", "AAAA" + fake(7, URLSAFE) + ":APA91b" + fake(134, URLSAFE)),
+        ("hubspot-token", "hubspot %s", "pat-na1-" + "-".join(fake(n, HEX) for n in (8, 4, 4, 4, 12))),
+        ("clickup-token", "clickup %s", "pk_12345678_" + fake(32, UPPER_NUM)),
+        ("posthog-personal-key", "posthog %s", "phx_" + fake(43)),
+        ("langsmith-api-key", "langsmith %s", "lsv2_pt_" + fake(32, HEX) + "_" + fake(10, HEX)),
+        ("tavily-api-key", "tavily %s", "tvly-" + fake(32)),
+        ("stytch-secret", "stytch %s", "secret-live-" + fake(36)),
+        ("honeycomb-api-key", "honeycomb %s", "hcaik_" + fake(58)),
+        ("braintree-access-token", "braintree %s",
+         "access_token$production$" + fake(16, LOWER_NUM) + "$" + fake(32, HEX)),
+        ("url-query-secret", "open https://app.example.com/cb?code=%s&state=xyz", "4/0A" + fake(40, URLSAFE)),
+        ("github-actions-mask", 'echo "::add-mask::%s"', "Fake-" + fake(20)),
+        # (the filler is an alphabet, which the rule rightly takes for no secret: a digest's base64 instead)
+        ("high-entropy-value", 'const conn = "%s";', base64.b64encode(hashlib.sha512(b"fake").digest()).decode()),
     ]
 
 
