@@ -399,7 +399,8 @@ def _facts(snap: "dict[str, Any]", manifest: "dict[str, Any]", tools: "list[dict
     facts this machine made (the snapshot it restored, the last failing command it saw)."""
     import shlex  # (a bootstrap's only)
 
-    g = snap.get("git") if isinstance(snap.get("git"), dict) else {}
+    g0 = snap.get("git")
+    g: "dict[str, Any]" = g0 if isinstance(g0, dict) else {}
     said: "list[str]" = []  # the checkpoint's git facts
     if g.get("git"):
         said.append("- git: branch %s at %s; %s changed/untracked files" % (
