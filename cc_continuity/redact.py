@@ -99,7 +99,7 @@ api access secret private signing encryption decryption master account storage l
 service subscription shared auth hmac jwt deploy consumer session cookie crypt
 """.split())
 # Names that only hold a secret when the value looks random.
-_WEAK = frozenset("key cookie session sessionid sid jwt signature sig salt hmac bearer csrf xsrf otp".split())
+_WEAK = frozenset("key keys cookie session sessionid sid jwt signature sig salt hmac bearer csrf xsrf otp".split())
 # After the secret word these say the value is *about* the secret, not the secret.
 _QUALIFIERS = frozenset("""
 count counts limit limits length len max min size ttl timeout seconds secs minutes ms expiry expires
@@ -138,7 +138,7 @@ def name_tier(name: str) -> str | None:
     last: int | None = None
     tier: str | None = None
     for i, w in enumerate(words):
-        if _strong_word(w) or (w == "key" and i and words[i - 1] in _KEY_OWNERS):
+        if _strong_word(w) or (w in ("key", "keys") and i and words[i - 1] in _KEY_OWNERS):
             last, tier = i, "strong"
         elif w in _WEAK:
             last, tier = i, tier or "weak"
@@ -172,6 +172,20 @@ _TEMPLATE = re.compile(r"\$\{|\$\(|\{\{|\{%|%\(\w+\)s|\A\$[A-Za-z_][A-Za-z0-9_]*
 _PHRASE_SYMBOLS = frozenset("!@#$%^&*()+=[]{}|;~_-'\"")
 
 
+_ELLIPSIS = re.compile(r"\.{3,}|\u2026")
+_ALNUM_RUNS = re.compile(r"[A-Za-z0-9]+")
+
+
+def _elided(v: str) -> bool:
+    """A placeholder that shows the shape of a secret, not a secret: an ellipsis standing for the value or
+    most of it (``sk-...``, ``sk-...Ab12``), or runs of one repeated character (``xxxxxxxx.yyyyyyyy``)."""
+    parts = _ELLIPSIS.split(v)
+    if len(parts) > 1 and all(len(p) < 12 for p in parts):
+        return True
+    runs = _ALNUM_RUNS.findall(v)
+    return bool(runs) and all(len(set(r)) == 1 for r in runs) and sum(map(len, runs)) >= 4
+
+
 def _plausible_value(value: str, quoted: bool, strict_words: bool = True) -> bool:
     """False for values that are clearly not a literal secret.
 
@@ -189,6 +203,8 @@ def _plausible_value(value: str, quoted: bool, strict_words: bool = True) -> boo
         return False
     if set(v) <= _MASK_CHARS:  # ****, xxxx, ...., x-x-x
         return False
+    if _elided(v):  # sk-..., sk-...Ab12, xxxxxxxx.yyyyyyyy.zzzzzzzz
+        return False
     if quoted:
         # A quoted literal may hold anything (spaces, brackets, $): only a template is no secret.
         if _TEMPLATE.search(v) or v[0] in "%./~" or (v[0] == "<" and v[-1] == ">"):
@@ -197,8 +213,8 @@ def _plausible_value(value: str, quoted: bool, strict_words: bool = True) -> boo
             return (len(v.split()) <= 6 and v[-1] not in ".?:"
                     and any(c.isdigit() or c in _PHRASE_SYMBOLS for c in v))
         return len(v) >= 4
-    if _code_reference(v) or v[0] in "%@*./~&#=":
-        return False
+    if _code_reference(v) or v[0] in "%@*./~&#=" or _YAML_TAG.match(v):
+        return False  # (a YAML tag: "token: !vault |" is Ansible ciphertext, "!secret db_pw" a reference)
     if len(v) < 4:
         return False
     if _NUMBERISH.match(v) or _VERSIONISH.match(v):  # a count, a size, a port, a date, a version (a PIN is missed)
@@ -248,6 +264,8 @@ def _assignment(m: re.Match[str]) -> bool:
 
 
 _CONCAT = re.compile(r"""[ \t]*[+*%][ \t]*["'\w(]""")
+# A YAML tag in place of a value (letters only: "!Pa55word" in a .env file is a password).
+_YAML_TAG = re.compile(r"!!?[A-Za-z][A-Za-z_\-]*\Z")
 
 
 def _rest_of_line_empty(text: str, pos: int) -> bool:
@@ -429,6 +447,8 @@ def _neutral_token(m: re.Match[str]) -> bool:
 _RULE_SPECS: "list[tuple[Kind, str, Accept | None]]" = [  # group values are looked up lower-cased
     # --- armoured key material: swallows everything inside it --------------
     ("gcp-service-account-key", r'"private_key"\s*:\s*"(?P<s>-----BEGIN[^"]*)"?', None),
+    # GCP docs, "Create and delete service account keys": the key file's private_key_id is 40 hex
+    ("gcp-service-account-key", r"""\bprivate_key_id["']?[ \t]*[:=][ \t]*["']?(?P<s>[0-9a-f]{40})(?![0-9A-Za-z])""", None),
     (("label", {"rsa ": "rsa-private-key", "ec ": "ec-private-key", "dsa ": "dsa-private-key",
                 "openssh ": "openssh-private-key", "pgp ": "pgp-private-key",
                 "encrypted ": "encrypted-private-key", "": "private-key"}),  # "": any other label

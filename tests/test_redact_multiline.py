@@ -217,6 +217,15 @@ def test_string_concatenation_of_a_token():
         check(text, [body[:20], body[20:36]])
 
 
+def test_plural_keys_after_an_owner_and_the_gcp_key_id():
+    key_id = hexs(40)
+    check('{"type": "service_account", "private_key_id": "%s", "client_id": "1"}\n' % key_id, [key_id],
+          keep=['"client_id": "1"'])
+    assert redact.name_tier("signing_keys") == redact.name_tier("api_keys") == "strong"
+    assert redact.name_tier("keys") == "weak" and redact.name_tier("sort_keys") == "weak"
+    check("API_KEYS=%s\n" % PW, [PW])
+
+
 def test_github_actions_add_mask():
     check('echo "::add-mask::%s"\n' % TOK, [TOK], keep=['echo "::add-mask::'])
     check("::add-mask::%s\n" % PW, [PW])
@@ -274,6 +283,16 @@ def _lookalikes():
         "sessionStorage.setItem('theme', 'dark')",
         '  authDomain: "acme-app.firebaseapp.com",',
         "- name: DB_PASSWORD\n  valueFrom:\n    secretKeyRef:\n      name: db\n      key: password\n",
+        # placeholders that show a secret's shape: an ellipsis for (most of) the value, runs of one character
+        'export OPENAI_API_KEY="sk-..."',
+        "api_key: sk-proj-...%s" % an(4),
+        'token: "xxxxxxxx.yyyyyyyy.zzzzzzzz"',
+        "password = 'xxxx-xxxx-xxxx'",
+        "API_TOKEN=\u2026",
+        # a YAML tag in place of the value: Ansible vault ciphertext, Home Assistant and CloudFormation references
+        "token: !vault |\n  $ANSIBLE_VAULT;1.1;AES256\n  %s\n  %s\n" % (hexs(80), hexs(80)),
+        "api_password: !secret http_password\n",
+        "MasterUserPassword: !Ref DbPasswordParameter\n",
     ]
 
 
