@@ -892,16 +892,19 @@ def _decoded_hits(text: str) -> "list[tuple[int, int, int, str]]":
 
 
 _CONTINUATION = re.compile(r"(?:\\)?\r?\n[ \t]*([A-Za-z0-9+/_\-]{8,300}={0,2})[ \t]*(?=\r?\n|\Z)")
+# After a secret with dots in it (a JWT, a bearer token) the wrapped rest may hold dots too, and be long.
+_CONTINUATION_DOTTED = re.compile(r"(?:\\)?\r?\n[ \t]*([A-Za-z0-9+/_\-.]{8,4000}+={0,2})[ \t]*(?=\r?\n|\Z)")
 
 
-def _continued(text: str, end: int) -> "list[tuple[int, int]]":
+def _continued(text: str, start: int, end: int) -> "list[tuple[int, int]]":
     """The lines that only continue a secret ending its line (a wrapped token or key), one span each.
 
     Each is masked on its own line, so the text keeps its line structure.
     """
     spans = []
+    pattern = _CONTINUATION_DOTTED if text.find(".", start, end) != -1 else _CONTINUATION
     for _ in range(64):
-        m = _CONTINUATION.match(text, end)
+        m = pattern.match(text, end)
         if m is None or not _looks_random(m.group(1)) or _WORDISH.match(m.group(1)):
             break
         spans.append(m.span(1))
@@ -1221,7 +1224,7 @@ def find_secrets(text: str | None) -> list[tuple[str, int, int]]:
     hits = _hits(text)
     ends = {end for start, end, prio, kind in hits if prio < _PROVIDER_END}
     hits += _decoded_hits(text) + _multiline_hits(text) + _split_hits(text, ends) + _concat_hits(text)
-    hits += [(a, b, prio, kind) for start, end, prio, kind in hits for a, b in _continued(text, end)]
+    hits += [(a, b, prio, kind) for start, end, prio, kind in hits for a, b in _continued(text, start, end)]
     hits.sort()
     merged: "list[list[Any]]" = []  # [start, end, priority, kind]
     for start, end, prio, kind in hits:

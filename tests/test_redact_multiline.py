@@ -226,6 +226,14 @@ def test_plural_keys_after_an_owner_and_the_gcp_key_id():
     check("API_KEYS=%s\n" % PW, [PW])
 
 
+def test_a_bearer_token_with_dots_wrapped_in_a_log():
+    head = "eyJhbGciOiJSUzI1NiJ9." + an(40, _AN + "-_")
+    rest = an(120, _AN + "-_") + "." + an(60, _AN + "-_")
+    text = "10:14:07 DEBUG headers:\n  Authorization: Bearer %s\n%s\nrequest.example.com\n10:14:08 DEBUG status=200\n" % (
+        head, rest)
+    check(text, [head, rest], keep=["Authorization: Bearer ", "\nrequest.example.com\n", "status=200"])
+
+
 def test_github_actions_add_mask():
     check('echo "::add-mask::%s"\n' % TOK, [TOK], keep=['echo "::add-mask::'])
     check("::add-mask::%s\n" % PW, [PW])
@@ -288,7 +296,7 @@ def _lookalikes():
         "api_key: sk-proj-...%s" % an(4),
         'token: "xxxxxxxx.yyyyyyyy.zzzzzzzz"',
         "password = 'xxxx-xxxx-xxxx'",
-        "API_TOKEN=\u2026",
+        "API_TOKEN=%s" % "\u2026",
         # a YAML tag in place of the value: Ansible vault ciphertext, Home Assistant and CloudFormation references
         "token: !vault |\n  $ANSIBLE_VAULT;1.1;AES256\n  %s\n  %s\n" % (hexs(80), hexs(80)),
         "api_password: !secret http_password\n",
