@@ -178,12 +178,12 @@ _ALNUM_RUNS = re.compile(r"[A-Za-z0-9]+")
 
 def _elided(v: str) -> bool:
     """A placeholder that shows the shape of a secret, not a secret: an ellipsis standing for the value or
-    most of it (``sk-...``, ``sk-...Ab12``), or runs of one repeated character (``xxxxxxxx.yyyyyyyy``)."""
+    most of it (``sk-...``, ``sk-...Ab12``), or runs of one repeated letter (``xxxxxxxx.yyyyyyyy``)."""
     parts = _ELLIPSIS.split(v)
     if len(parts) > 1 and all(len(p) < 12 for p in parts):
         return True
-    runs = _ALNUM_RUNS.findall(v)
-    return bool(runs) and all(len(set(r)) == 1 for r in runs) and sum(map(len, runs)) >= 4
+    runs = _ALNUM_RUNS.findall(v)  # (letters only: "A=222222" may be someone's password)
+    return bool(runs) and all(r.isalpha() and len(set(r)) == 1 for r in runs) and sum(map(len, runs)) >= 4
 
 
 def _plausible_value(value: str, quoted: bool, strict_words: bool = True) -> bool:
