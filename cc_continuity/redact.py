@@ -418,20 +418,26 @@ _SEQUENCE = re.compile(r"abcde|bcdef|cdefg|ABCDE|BCDEF|CDEFG|01234|12345|23456|3
 def _neutral_token(m: re.Match[str]) -> bool:
     """A whole string literal or assigned value that is a machine-made secret although no name says so.
 
-    Mixed case, a digit and the character entropy of random base62/base64 at its length (4.5 bits or
-    more); not hex (hashes, ids), not a binary file or public key in base64, not base64 of plain text,
-    and nothing on its line before it saying hash, digest, id, nonce or the like.
+    :func:`_neutral_string`, and nothing on its line before it saying hash, digest, id, nonce or the like.
     """
     s = m.group("s")
+    line_start = m.string.rfind("\n", 0, m.start()) + 1
+    return _neutral_string(s) and not _NOT_SECRET_CONTEXT.search(m.string, max(line_start, m.start() - 60), m.start("s"))
+
+
+def _neutral_string(s: str, alone: bool = False) -> bool:
+    """Mixed case, a digit and the character entropy of random base62/base64 at its length (4.5 bits or
+    more); not hex (hashes, ids), not a binary file or public key in base64, not base64 of plain text.
+
+    ``alone``: the value has lines of its own (a block scalar, a triple-quoted string, a heredoc), where code
+    and config put blobs rather than identifiers -- :func:`_random_token`'s bar at its length is enough there.
+    """
     if s.startswith(_NOT_SECRET_START) or _public_value(s) or s.startswith(_MARK_PREFIX):
         return False
     if not (any(c.isupper() for c in s) and any(c.islower() for c in s) and any(c.isdigit() for c in s)):
         return False
-    if not _random_token(s) or _entropy(s) < 4.5 or _SEQUENCE.search(s):
+    if not _random_token(s) or _SEQUENCE.search(s) or not alone and _entropy(s) < 4.5:
         return False  # (an alphabet, "abcdef...0123456789", is no secret)
-    line_start = m.string.rfind("\n", 0, m.start()) + 1
-    if _NOT_SECRET_CONTEXT.search(m.string, max(line_start, m.start() - 60), m.start("s")):
-        return False
     if len(s) % 4 == 0:
         try:
             raw = binascii.a2b_base64(s)
@@ -828,6 +834,7 @@ _RULES = [_Rule(k, p, a, i) for i, (k, p, a) in enumerate(_RULE_SPECS)]
 _PROVIDER_END = next(i for i, (k, _, _) in enumerate(_RULE_SPECS) if k == "url-password")
 _PROVIDER_RULES = _RULES[:_PROVIDER_END]
 _ASSIGNMENT_PRIORITY = next(i for i, (_, _, a) in enumerate(_RULE_SPECS) if a is _assignment)
+_NEUTRAL_PRIORITY = next(i for i, (k, _, _) in enumerate(_RULE_SPECS) if k == "high-entropy-value")
 
 KINDS = frozenset(name for kind, _, _ in _RULE_SPECS
                   for name in ([kind] if isinstance(kind, str) else
@@ -913,15 +920,19 @@ def _continued(text: str, start: int, end: int) -> "list[tuple[int, int]]":
 
 
 # -- values that do not sit on their key's line (issue 34) ------------------------------------------
-# A key and its operator, as YAML, JSON, TOML, .env and shell write them: first on its line (after "- " or
-# "export "), or after the "{" or "," of a JSON object -- not "if x == TOKEN:" in code.
-_KEY = r"""(?m:^|(?<=[{,]))[ \t]*(?:-[ \t]+)?(?:export[ \t]+)?(?P<kq>["']?)(?P<name>[A-Za-z_][\w.\-]{0,80})(?P=kq)[ \t]*(?P<op>:=|=>|=|:)[ \t]*"""
+# A key and its operator, as YAML, JSON, TOML, .env, shell and code write them: first on its line (after "- ",
+# "export ", a declaration word: "var ", "const ", Dockerfile "ENV "), or after the "{" or "," of a JSON object
+# -- not "if x == TOKEN:" in code.
+_KEY = r"""(?m:^|(?<=[{,]))[ \t]*(?:-[ \t]+)?(?:(?:export|var|const|let|local|readonly|val|ENV|ARG)[ \t]+)?(?P<kq>["']?)(?P<name>[A-Za-z_][\w.\-]{0,80})(?P=kq)[ \t]*(?P<op>:=|=>|=|:)[ \t]*"""
 # The value starts on the next line: after a YAML block indicator (| > |- >+ |2 ...), after nothing at all
 # (YAML, JSON), after a shell line continuation or an opening parenthesis; a comment may end the line.
 _OPEN_NEXT = re.compile(_KEY + r"""(?P<ind>[|>](?:[1-9][+\-]?|[+\-][1-9]?)?|\\|\()?[ \t]*+(?:#[^\n]{0,200}+)?(?=\r?\n)""")
-# A quote opened after the key and not closed on its line: TOML or Python triple quotes, a .env value or a
-# YAML quoted scalar spanning lines.
-_OPEN_QUOTE = re.compile(_KEY + r"""(?P<oq>\"\"\"|'''|"|')(?P<first>[^\n"']{0,300}+)(?=\r?\n)""")
+# A quote opened after the key and not closed on its line: TOML or Python triple quotes, a Go raw string, a
+# .env value or a YAML quoted scalar spanning lines.
+_OPEN_QUOTE = re.compile(_KEY + r"""(?P<oq>\"\"\"|'''|"|'|`)(?P<first>[^\n"'`]{0,300}+)(?=\r?\n)""")
+# A JSON array or YAML flow sequence after its key, and one quoted item of it (the next one after a comma).
+_OPEN_ARRAY = re.compile(_KEY + r"\[")
+_ARRAY_ITEM = re.compile(r"""\s{0,200}+(?P<q>["'])(?P<v>[^"'\\\n]{0,400}+)(?P=q)\s{0,200}+(?P<sep>[,\]])?""")
 # A YAML plain scalar whose value starts on the key's line and goes on, more indented, on the next.
 _YAML_PLAIN = re.compile(r"""(?m)^(?P<indent>[ \t]*)(?:-[ \t]+)?(?P<kq>["']?)(?P<name>[A-Za-z_][\w.\-]{0,80})(?P=kq):"""
                          r"""[ \t]+(?P<v>[^\s#"'|>&*!%@`{\[][^\n]{0,300}+)(?=\r?\n[ \t]+\S)""")
@@ -1013,7 +1024,7 @@ def _quoted_close(text: str, quote: str, pos: int, shell: bool = False) -> int:
         m = _DQ_CLOSE.match(text, pos, limit)
         close = m.end() - 1 if m else -1
     else:
-        close = text.find("'", pos, limit)
+        close = text.find(quote, pos, limit)  # ' and ` (a Go raw string) have no escapes
     if close == -1 or text.count("\n", pos, close) > 50:
         return -1
     if not (_VALUE_END.match(text, close + 1) or shell and text[close + 1:close + 2] in (" ", "\t")):
@@ -1035,24 +1046,118 @@ def _line_spans(text: str, start: int, end: int) -> "list[tuple[int, int]]":
     return spans
 
 
+_BLOB_PIECE = re.compile(r"[A-Za-z0-9+/=_\-.~]+\Z")
+_PATHISH = re.compile(r"[a-z]{2,}/")
+_FILE_EXT = re.compile(r"\.[a-z][a-z0-9]{0,4}\Z")
+
+
+def _blob_value(name: str, pieces: "list[str]") -> bool:
+    """Under a name that says nothing: one machine-made token on lines of its own (a block scalar, a triple-
+    quoted or raw string, a heredoc, a value on the line after its key), possibly wrapped over several."""
+    if not pieces or len(pieces) > 200 or _NOT_SECRET_CONTEXT.search(name):
+        return False
+    if not all(_BLOB_PIECE.match(p) for p in pieces):
+        return False  # words, a command, a path with a colon, a template: text, not a token
+    s = "".join(pieces)
+    if _PATHISH.match(s) or _FILE_EXT.search(s):
+        return False  # dist/App2Bundle.tar.gz, src/..., Report2024.pdf: a path or a file name
+    return _neutral_string(s, alone=True)
+
+
+def _lines_value(name: str, tier: "str | None", text: str, spans: "list[tuple[int, int]]", quoted: bool) -> bool:
+    """The value on these lines is a secret: judged by its name when that says secret, else as a blob."""
+    if tier is not None:
+        return _value_lines(name, text, spans, quoted)
+    return _blob_value(name, [text[a:b] for a, b in spans])
+
+
+_LONG_HEX = re.compile(r"[0-9a-fA-F]{32,}\Z")
+
+
+def _item_value(name: str, tier: "str | None", v: str) -> bool:
+    """One item of a YAML sequence or JSON array under ``name``: a machine-made token, or under a name that
+    says secret also 32 hex digits or more (a key).  A list holds names and options far more often than a
+    single value does: ["+i6t-inline", ...] under "token_variants", tokenizer tokens under "tokens" pass."""
+    if not v or not v.isascii() or any(c.isspace() for c in v) or v.startswith(_MARK_PREFIX):
+        return False
+    if tier is None:
+        return 32 <= len(v) <= 400 and not _NOT_SECRET_CONTEXT.search(name) and _neutral_string(v)
+    if _public_value(v) or _PUBLIC_MATERIAL.search(v) or _TEMPLATE.search(v):
+        return False
+    return _random_token(v) or tier == "strong" and _LONG_HEX.match(v) is not None
+
+
+def _sequence_values(name: str, tier: "str | None", text: str, pos: int, dash: int) -> "list[list[tuple[int, int]]]":
+    """The scalar items of the YAML sequence whose first "- " line starts at ``pos`` (indented ``dash``) that
+    hold a secret under ``name``: "- value" on the dash's line, or "-" alone over the value's lines."""
+    items: "list[list[tuple[int, int]]]" = []
+    cur: "list[tuple[int, int]] | None" = None  # the item whose value is on the lines under its "-"
+    for a, b in _lines(text, pos):
+        i = a + _indent(text, a, b)
+        if i >= b:
+            continue
+        if i - a < dash:
+            break
+        if i - a == dash:
+            if text[i] != "-" or (i + 1 < b and text[i + 1] not in " \t"):
+                break  # the next key: the sequence has ended
+            j = i + 1
+            while j < b and text[j] in " \t":
+                j += 1
+            cur = None
+            if j >= b or text[j] == "#":
+                cur = []
+                items.append(cur)
+            elif not _STRUCTURE.match(text, j, b):  # not "- key: value", "- - x", "- [a, b]"
+                stop = text.find(" #", j, b)
+                piece = _trimmed(text, j, b if stop == -1 else stop)
+                if piece:
+                    items.append([piece])
+            continue
+        if cur is not None:  # deeper: the value of a "-" alone, unless it is a mapping
+            if _STRUCTURE.match(text, i, b):
+                cur.append((-1, -1))
+            else:
+                piece = _trimmed(text, i, b)
+                if piece:
+                    cur.append(piece)
+    out = []
+    for spans in items:
+        if not spans or (-1, -1) in spans:
+            continue
+        inner = [(x + 1, y - 1) if y - x > 2 and text[x] in "\"'" and text[y - 1] == text[x] else (x, y) for x, y in spans]
+        if _item_value(name, tier, "".join(text[x:y] for x, y in inner)):
+            out.append(inner)
+    return out
+
+
 def _multiline_hits(text: str) -> "list[tuple[int, int, int, str]]":
     """Values that start on the line after their key or run over several lines, masked line by line.
 
     YAML block scalars (``key: |``, ``>-``, ``|2`` ...: the more-indented block is the value), a YAML
-    plain scalar on the next line or continued there, a JSON value on the next line, TOML and Python
-    triple-quoted strings, a quoted .env or YAML value spanning lines, a shell ``NAME=\\`` continuation.
-    Each line keeps its newline: the masked text has as many lines as the original.
+    plain scalar on the next line or continued there, a YAML sequence or JSON array of values, a JSON
+    value on the next line, TOML and Python triple-quoted strings, Go raw strings, a quoted .env or YAML
+    value spanning lines, a shell ``NAME=\\`` continuation.  Under a name that says secret the value is
+    judged as that name's value; under any other name only a machine-made token on lines of its own
+    counts (:func:`_blob_value`).  Each line keeps its newline: the masked text has as many lines as the
+    original.
     """
     if "\n" not in text:
         return []
-    found: "list[tuple[str, list[tuple[int, int]]]]" = []   # (name, spans)
+    found: "list[tuple[str | None, list[tuple[int, int]]]]" = []   # (name, spans); None: a neutral name
+    out = []
     for m in _OPEN_NEXT.finditer(text):
         name, op, ind = m.group("name"), m.group("op"), m.group("ind") or ""
         if name.lower() == "value":  # "- name: DB_PASSWORD" on the line above names this value
             pair = _NAME_ABOVE.search(text, max(0, m.start() - 200), m.start())
             name = pair.group("name") if pair else name
-        if name_tier(name) is None or (op != ":" and ind not in ("\\", "(")):
-            continue  # NAME= with nothing after it is an empty .env value, not one on the next line
+        # NAME= with nothing after it is an empty .env value, unless a deeper-indented line goes on with it (an
+        # INI value continued, as configparser reads it)
+        eq_only = op != ":" and ind not in ("\\", "(")
+        tier = name_tier(name)
+        if tier is None and _NOT_SECRET_CONTEXT.search(name):
+            continue  # checksum:, sha256:, commit_id: -- a hash or an id, whatever it looks like
+        owner = name if tier else None
         line_start = text.rfind("\n", 0, m.start()) + 1
         base = _indent(text, line_start, m.end())
         if ind[:1] in ("|", ">"):
@@ -1065,8 +1170,8 @@ def _multiline_hits(text: str) -> "list[tuple[int, int, int, str]]":
                 piece = _trimmed(text, a, b)
                 if piece:
                     spans.append(piece)
-            if spans and _value_lines(name, text, spans, True):
-                found.append((name, spans))
+            if spans and _lines_value(name, tier, text, spans, True):
+                found.append((owner, spans))
             continue
         nxt = _NONBLANK.match(text, text.index("\n", m.end()) + 1)  # the first line that is not blank
         if nxt is None:
@@ -1074,22 +1179,37 @@ def _multiline_hits(text: str) -> "list[tuple[int, int, int, str]]":
         a, i = nxt.start("line"), nxt.end("line")
         b = text.find("\n", i)
         b = len(text) if b == -1 else b - (text[b - 1] == "\r")
+        if eq_only and (i - a <= base or text[i] in "\"'-"):
+            continue
         if text[i] in "\"'":
             close = _quoted_close(text, text[i], i + 1, shell=ind == "\\")
             if close != -1:
                 spans = _line_spans(text, i + 1, close)
-                if spans and _value_lines(name, text, spans, True):
-                    found.append((name, spans))
+                if spans and _lines_value(name, tier, text, spans, True):
+                    found.append((owner, spans))
             continue
         if ind:  # NAME=\ and NAME = ( : the next line's first word
             j = i
             while j < b and not text[j].isspace():
                 j += 1
-            if ind == "\\" and _named_value(name, text[i:j], False):
-                found.append((name, [(i, j)]))
+            if ind == "\\" and (_named_value(name, text[i:j], False) if tier else _blob_value(name, [text[i:j]])):
+                found.append((owner, [(i, j)]))
             continue
-        if _indent(text, a, b) <= base or _STRUCTURE.match(text, i, b):
-            continue  # a nested mapping or a list: structure, not a value
+        if text[i] == "-" and (i + 1 == b or text[i + 1] in " \t") and i - a >= base:
+            found.extend((owner, spans) for spans in _sequence_values(name, tier, text, a, i - a))
+            continue
+        if _STRUCTURE.match(text, i, b):
+            continue  # a nested mapping, a comment, a flow collection: structure, not a value
+        if i - a <= base:
+            # "client_key:" over a value at the key's own indentation (a config that is not YAML): one
+            # random-looking word, and a key, a blank line or the end after it
+            after = _NONBLANK.match(text, b + 1) if b < len(text) else None
+            word = text[i:b].rstrip()
+            if (tier == "strong" and len(word) >= 12 and not any(c.isspace() for c in word) and _looks_random(word)
+                    and (after is None or _STRUCTURE.match(text, after.end("line")))
+                    and _named_value(name, word, False, line_value=False)):
+                found.append((owner, [(i, i + len(word))]))
+            continue
         spans = [(i, b)]
         for a2, b2 in _lines(text, b + 1):
             i2 = a2 + _indent(text, a2, b2)
@@ -1097,18 +1217,35 @@ def _multiline_hits(text: str) -> "list[tuple[int, int, int, str]]":
                 break
             spans.append((i2, b2))
         spans = [p for p in (_trimmed(text, x, y) for x, y in spans) if p]
-        if spans and _plain_value(name, [text[x:y] for x, y in spans]):
-            found.append((name, spans))
+        pieces = [text[x:y] for x, y in spans]
+        if spans and (_plain_value(name, pieces) if tier else _blob_value(name, pieces)):
+            found.append((owner, spans))
     for m in _OPEN_QUOTE.finditer(text):
         name, quote = m.group("name"), m.group("oq")
-        if name_tier(name) is None:
+        tier = name_tier(name)
+        if tier is None and _NOT_SECRET_CONTEXT.search(name):
             continue
         close = _quoted_close(text, quote, m.end())
         if close == -1:
             continue
         spans = _line_spans(text, m.start("first"), close)
-        if spans and _value_lines(name, text, spans, True):
-            found.append((name, spans))
+        if spans and _lines_value(name, tier, text, spans, True):
+            found.append((name if tier else None, spans))
+    for m in _OPEN_ARRAY.finditer(text) if "[" in text else ():  # "api_keys": [ "...", "..." ]: each item by the name
+        name = m.group("name")
+        tier = name_tier(name)
+        if tier is None:
+            continue  # (a neutral name's items: the high-entropy rule judges each quoted string)
+        pos = m.end()
+        for _ in range(_MULTI_LINES):
+            item = _ARRAY_ITEM.match(text, pos)
+            if item is None:
+                break
+            if _item_value(name, tier, item.group("v")):
+                found.append((name, [item.span("v")]))
+            if item.group("sep") != ",":
+                break
+            pos = item.end()
     for m in _YAML_PLAIN.finditer(text):
         name, base = m.group("name"), len(m.group("indent"))
         if name_tier(name) is None:
@@ -1127,9 +1264,17 @@ def _multiline_hits(text: str) -> "list[tuple[int, int, int, str]]":
         if len(spans) > 1 and (_plain_value(name, [text[x:y] for x, y in spans])
                                or any(_random_token(text[x:y]) for x, y in spans[1:])):
             found.append((name, spans))
-    prio = _ASSIGNMENT_PRIORITY
-    return [(a, b, prio, "password-assignment" if _password_family(name) else "secret-assignment")
-            for name, spans in found for a, b in spans]
+    for name, spans in found:
+        prio, kind = _found_kind(name)
+        out.extend((a, b, prio, kind) for a, b in spans)
+    return out
+
+
+def _found_kind(name: "str | None") -> "tuple[int, str]":
+    """(priority, kind) of a value found by its name (None: a neutral name, a random-looking value)."""
+    if name is None:
+        return _NEUTRAL_PRIORITY, "high-entropy-value"
+    return _ASSIGNMENT_PRIORITY, "password-assignment" if _password_family(name) else "secret-assignment"
 
 
 # -- a token cut in two: across a line break, or into string literals joined in code -----------------
