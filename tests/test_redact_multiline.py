@@ -385,8 +385,9 @@ def test_a_json_array_of_secrets():
     check('{"secrets": ["%s", "%s"]}' % (TOK, PW), [TOK])
 
 
-@pytest.mark.parametrize("opening,closing", [('cfg_a = """', '"""'), ("BLOB = '''", "'''"), ("var cfgA = `", "`")])
-def test_a_multi_line_string_under_a_neutral_name(opening, closing):
+@pytest.mark.parametrize("opening,closing", [('cfg_a = """', '"""'), ("BLOB = '''", "'''"), ("var cfgA = `", "`"),
+                                             ('  default = <<EOT', "EOT"), ("payload = <<-EOF", "  EOF")])
+def test_a_multi_line_string_or_heredoc_under_a_neutral_name(opening, closing):
     text = "head = 1\n%s\n%s\n%s\ntail = 2\n" % (opening, TOK, closing)
     check(text, [TOK], keep=[opening, "tail = 2"])
 
@@ -400,8 +401,22 @@ def test_quoted_dotenv_values_spanning_lines_and_a_quoted_continuation():
           keep=["ENV APP_HOME=/srv", "RUN make"])
 
 
-def test_an_ini_value_continued_on_a_deeper_line():
+@pytest.mark.parametrize("opening", ["cat > /etc/app/key <<'EOF'", "cat <<EOF > ~/.config/app/api_token",
+                                     "sudo tee /run/secrets/db_password >/dev/null <<-EOF",
+                                     "install -m 600 /dev/stdin /etc/app/token.txt <<EOF",
+                                     "docker login -u ci --password-stdin registry.example.com <<EOF"])
+def test_a_heredoc_written_to_a_credential_file_or_read_as_a_secret(opening):
+    check("%s\n%s\nEOF\nchmod 600 x\n" % (opening, TOK), [TOK], keep=[opening, "chmod 600 x"])
+
+
+def test_a_heredoc_written_to_an_ordinary_file_is_judged_line_by_line():
+    assert redact.find_secrets("cat > /etc/motd <<EOF\n%s\nEOF\n" % TOK) == []
+    check("cat > .env <<EOF\nAPI_TOKEN=%s\nREGION=eu\nEOF\n" % TOK, [TOK], keep=["REGION=eu"])
+
+
+def test_an_ini_value_continued_on_a_deeper_line_and_a_php_heredoc():
     check("[db]\nhost = x\npassword =\n    %s\nport = 5432\n" % PW, [PW], keep=["password =\n", "port = 5432"])
+    check("$key = <<<EOT\n%s\nEOT;\n" % TOK, [TOK], keep=["EOT;"])
     assert redact.find_secrets("SECRET_KEY=\nDATABASE_URL=postgres://db.internal/app\n") == []
 
 
