@@ -839,7 +839,7 @@ _NEUTRAL_PRIORITY = next(i for i, (k, _, _) in enumerate(_RULE_SPECS) if k == "h
 KINDS = frozenset(name for kind, _, _ in _RULE_SPECS
                   for name in ([kind] if isinstance(kind, str) else
                                ["password-assignment", "secret-assignment"] if callable(kind[1])
-                               else kind[1].values())) | {"base64-secret", "url-encoded-secret"}
+                               else kind[1].values())) | {"base64-secret", "url-encoded-secret", "kubernetes-secret"}
 
 
 def _hits(text: str, rules: "list[_Rule] | None" = None) -> "list[tuple[int, int, int, str]]":
@@ -1226,6 +1226,111 @@ def _heredoc_hits(text: str) -> "list[tuple[str | None, list[tuple[int, int]]]]"
     return found
 
 
+# An XML element whose text is its whole value: <password>...</password>, on its line or on lines of its own.
+_XML_ELEMENT = re.compile(r"<(?P<tag>(?:[A-Za-z_][\w.\-]{0,40}:)?(?P<name>[A-Za-z_][\w.\-]{0,80}))(?P<attrs>[ \t][^<>\n]{0,300}+)?>"
+                          r"(?P<v>[^<]{1,4000}+)</(?P=tag)[ \t]*>")
+
+
+_XML_NAME_ATTR = re.compile(r"""\b(?:key|name)[ \t]*=[ \t]*["'](?P<name>[A-Za-z_][\w.\-]{0,80})["']""")
+_IN_CODE = re.compile(r"""\\[nrt"']|%[sdr]\b|["'][ \t]*[,+)]""")
+# XML Signature and Encryption elements: a signature, a digest, ciphertext, public key material.
+_XML_PUBLIC = re.compile(r"(?i)signature|digest|cipher|modulus|exponent|x509|certificate")
+
+
+def _xml_hits(text: str) -> "list[tuple[str | None, list[tuple[int, int]]]]":
+    """The text of an XML element, judged by the element's name like an assignment's value (a neutral name's
+    text only when it is a machine-made token)."""
+    if "</" not in text:
+        return []
+    found: "list[tuple[str | None, list[tuple[int, int]]]]" = []
+    for m in _XML_ELEMENT.finditer(text):
+        name = m.group("name")
+        tier = name_tier(name)
+        named = _XML_NAME_ATTR.search(m.group("attrs") or "") if tier is None else None
+        if named:  # <entry key="db.password">, <string name="api_token">, <add key="ApiKey"> ... </...>
+            name = named.group("name")
+            tier = name_tier(name)
+        if _XML_PUBLIC.search(name) or tier is None and _NOT_SECRET_CONTEXT.search(name):
+            continue
+        spans = _line_spans(text, m.start("v"), m.end("v"))
+        pieces = [text[a:b] for a, b in spans]
+        if not pieces or any(_TEMPLATE.search(p) or _PUBLIC_MATERIAL.search(p) or _IN_CODE.search(p) for p in pieces):
+            continue  # (a template, or markup inside a string literal of code: "<password>\\n%s</password>")
+        if len(pieces) > 1 or "\n" in m.group("v"):  # the value on lines of its own
+            if _plain_value(name, pieces) if tier else _blob_value(name, pieces):
+                found.append((name if tier else None, spans))
+        elif tier:
+            v = pieces[0]
+            if _named_value(name, v, any(c.isspace() for c in v), line_value=False):
+                found.append((name, spans))
+        elif 32 <= len(pieces[0]) <= 400 and _BLOB_PIECE.match(pieces[0]) and _neutral_string(pieces[0]):
+            found.append((None, spans))
+    return found
+
+
+# A Kubernetes Secret: every value under its data: (base64) and stringData: (plain) is a secret, whatever its key.
+_KIND_SECRET = re.compile(r"""(?m)^[ \t]*(?:-[ \t]+)?kind:[ \t]*["']?Secret["']?[ \t]*(?:#[^\n]*)?\r?$""")
+_DOC_START = re.compile(r"(?m)^---")
+_SECRET_DATA = re.compile(r"""(?m)^(?P<ind>[ \t]*)["']?(?:data|stringData)["']?:[ \t]*(?:#[^\n]*)?\r?$""")
+_DATA_ENTRY = re.compile(r"""["']?[\w.\-]{1,253}["']?[ \t]*:(?:[ \t]+|(?=\r?\n|\Z))""")
+_JSON_KIND = re.compile(r""""kind"[ \t]*:[ \t]*"(?P<k>[A-Za-z]+)\"""")
+_JSON_DATA = re.compile(r""""(?:data|stringData)"[ \t]*:[ \t]*\{""")
+_JSON_PAIR = re.compile(r"""\s{0,200}+"[\w.\-]{1,253}"[ \t]*:[ \t]*"(?P<v>(?:[^"\\\n]|\\.){0,20000}+)"\s{0,200}+(?P<sep>[,}])?""")
+
+
+def _kubernetes_secret_hits(text: str) -> "list[tuple[int, int, int, str]]":
+    """The values of a Kubernetes Secret's data and stringData, as YAML (each ``---`` document on its own) or
+    as the JSON kubectl prints (when every kind in the text is Secret or List)."""
+    if "Secret" not in text:
+        return []
+    spans: "list[tuple[int, int]]" = []
+    starts = [0] + [m.start() for m in _DOC_START.finditer(text)] + [len(text)]
+    for d in range(len(starts) - 1):
+        start, end = starts[d], starts[d + 1]
+        if not _KIND_SECRET.search(text, start, end):
+            continue
+        for m in _SECRET_DATA.finditer(text, start, end):
+            base, entry, block = len(m.group("ind")), -1, False
+            for a, b in _lines(text, text.find("\n", m.end()) + 1 if text.find("\n", m.end()) != -1 else len(text) + 1):
+                i = a + _indent(text, a, b)
+                if i >= b:
+                    continue
+                if i - a <= base or a >= end:
+                    break
+                if entry == -1:
+                    entry = i - a
+                if i - a == entry:
+                    key = _DATA_ENTRY.match(text, i, b)
+                    if key is None:
+                        break
+                    v = _trimmed(text, key.end(), b)
+                    block = v is None or text[v[0]] in "|>" and v[1] - v[0] <= 3
+                    if v and not block:
+                        x, y = v
+                        if y - x > 1 and text[x] in "\"'" and text[y - 1] == text[x]:
+                            x, y = x + 1, y - 1
+                        if y > x and not _TEMPLATE.search(text, x, y) and text[x] != "%":
+                            spans.append((x, y))
+                elif block:  # the lines of "key: |" or of "key:" over its value
+                    piece = _trimmed(text, i, b)
+                    if piece and not _TEMPLATE.search(text, piece[0], piece[1]):
+                        spans.append(piece)
+    kinds = {k.group("k") for k in _JSON_KIND.finditer(text)}
+    if "Secret" in kinds and kinds <= {"Secret", "List"}:
+        for m in _JSON_DATA.finditer(text):
+            pos = m.end()
+            for _ in range(_MULTI_LINES):
+                pair = _JSON_PAIR.match(text, pos)
+                if pair is None:
+                    break
+                if pair.end("v") > pair.start("v") and not text.startswith("%", pair.start("v")):
+                    spans.append(pair.span("v"))
+                if pair.group("sep") != ",":
+                    break
+                pos = pair.end()
+    return [(a, b, _ASSIGNMENT_PRIORITY, "kubernetes-secret") for a, b in spans]
+
+
 def _multiline_hits(text: str) -> "list[tuple[int, int, int, str]]":
     """Values that start on the line after their key or run over several lines, masked line by line.
 
@@ -1237,10 +1342,10 @@ def _multiline_hits(text: str) -> "list[tuple[int, int, int, str]]":
     counts (:func:`_blob_value`).  Each line keeps its newline: the masked text has as many lines as the
     original.
     """
+    found: "list[tuple[str | None, list[tuple[int, int]]]]" = _xml_hits(text)   # (name, spans); None: a neutral name
+    out = _kubernetes_secret_hits(text)
     if "\n" not in text:
-        return []
-    found: "list[tuple[str | None, list[tuple[int, int]]]]" = []   # (name, spans); None: a neutral name
-    out = []
+        return out + [(a, b, prio, kind) for name, spans in found for a, b in spans for prio, kind in [_found_kind(name)]]
     for m in _OPEN_NEXT.finditer(text):
         name, op, ind = m.group("name"), m.group("op"), m.group("ind") or ""
         if name.lower() == "value":  # "- name: DB_PASSWORD" on the line above names this value

@@ -414,10 +414,39 @@ def test_a_heredoc_written_to_an_ordinary_file_is_judged_line_by_line():
     check("cat > .env <<EOF\nAPI_TOKEN=%s\nREGION=eu\nEOF\n" % TOK, [TOK], keep=["REGION=eu"])
 
 
+def test_a_kubernetes_secret_data_and_string_data():
+    b64 = base64.b64encode(("hvs." + an(24)).encode()).decode()
+    short = base64.b64encode(b"r1zvUDKiv027").decode()
+    text = ("apiVersion: v1\nkind: Secret\nmetadata:\n  name: app-creds\ntype: Opaque\ndata:\n  a: %s\n  b:\n    %s\n"
+            "stringData:\n  url: postgres://db:5432/app\n  note: |\n    %s\n---\napiVersion: v1\nkind: ConfigMap\n"
+            "data:\n  mode: fast\n" % (short, b64, PHRASE))
+    out = check(text, [short, b64, PHRASE, "postgres://db"], keep=["name: app-creds", "  a: [REDACTED:", "  b:\n",
+                                                                   "mode: fast"])
+    assert "kubernetes-secret" in out
+    js = '{"apiVersion": "v1", "data": {"a": "%s", "b": "%s"}, "kind": "Secret", "metadata": {"name": "x"}}' % (short, b64)
+    check(js, [short, b64], keep=['"name": "x"'])
+    assert redact.find_secrets(js.replace('"Secret"', '"ConfigMap"')) == []
+
+
+def test_an_xml_element_value():
+    check("<datasource>\n  <user>report</user>\n  <password>\n    %s\n  </password>\n</datasource>\n" % PW, [PW],
+          keep=["<user>report</user>", "<password>\n", "</password>"])
+    check("<apiToken>%s</apiToken>" % TOK, [TOK], keep=["<apiToken>", "</apiToken>"])
+    check("<ns:Password>%s</ns:Password>\n" % PW, [PW])
+    check("<blob>\n%s\n</blob>\n" % TOK, [TOK])
+    check('<entry key="db.password">%s</entry>\n' % PW, [PW], keep=['<entry key="db.password">'])
+    check('<string name="api_token">%s</string>\n' % TOK, [TOK])
+
+
 def test_an_ini_value_continued_on_a_deeper_line_and_a_php_heredoc():
     check("[db]\nhost = x\npassword =\n    %s\nport = 5432\n" % PW, [PW], keep=["password =\n", "port = 5432"])
     check("$key = <<<EOT\n%s\nEOT;\n" % TOK, [TOK], keep=["EOT;"])
     assert redact.find_secrets("SECRET_KEY=\nDATABASE_URL=postgres://db.internal/app\n") == []
+
+
+def test_a_kubernetes_secret_in_a_list():
+    b64 = base64.b64encode(("Plum-" + an(20)).encode()).decode()
+    check("apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Secret\n  data:\n    a: %s\n" % b64, [b64])
 
 
 def test_a_strong_key_over_a_value_at_its_own_indentation():
