@@ -898,9 +898,9 @@ def _decoded_hits(text: str) -> "list[tuple[int, int, int, str]]":
     return out
 
 
-_CONTINUATION = re.compile(r"(?:\\)?\r?\n[ \t]*([A-Za-z0-9+/_\-]{8,300}={0,2})[ \t]*(?=\r?\n|\Z)")
+_CONTINUATION = re.compile(r"""(?:\\)?\r?\n[ \t]*([A-Za-z0-9+/_\-]{8,300}={0,2})[ \t]*["'`]?[,;)\]}]?[ \t]*(?=\r?\n|\Z)""")
 # After a secret with dots in it (a JWT, a bearer token) the wrapped rest may hold dots too, and be long.
-_CONTINUATION_DOTTED = re.compile(r"(?:\\)?\r?\n[ \t]*([A-Za-z0-9+/_\-.]{8,4000}+={0,2})[ \t]*(?=\r?\n|\Z)")
+_CONTINUATION_DOTTED = re.compile(r"""(?:\\)?\r?\n[ \t]*([A-Za-z0-9+/_\-.]{8,4000}+={0,2})[ \t]*["'`]?[,;)\]}]?[ \t]*(?=\r?\n|\Z)""")
 
 
 def _continued(text: str, start: int, end: int) -> "list[tuple[int, int]]":

@@ -444,6 +444,12 @@ def test_an_ini_value_continued_on_a_deeper_line_and_a_php_heredoc():
     assert redact.find_secrets("SECRET_KEY=\nDATABASE_URL=postgres://db.internal/app\n") == []
 
 
+def test_a_wrapped_token_before_a_closing_quote():
+    head, rest = "eyJhbGciOiJIUzI1NiJ9." + an(30), an(40)
+    check('{"msg": "Authorization: Bearer %s\n%s",\n "level": "debug"}\n' % (head, rest), [head, rest],
+          keep=['",\n "level": "debug"}'])
+
+
 def test_a_kubernetes_secret_in_a_list():
     b64 = base64.b64encode(("Plum-" + an(20)).encode()).decode()
     check("apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Secret\n  data:\n    a: %s\n" % b64, [b64])
