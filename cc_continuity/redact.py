@@ -99,7 +99,7 @@ api access secret private signing encryption decryption master account storage l
 service subscription shared auth hmac jwt deploy consumer session cookie crypt
 """.split())
 # Names that only hold a secret when the value looks random.
-_WEAK = frozenset("key cookie session sessionid sid jwt signature sig salt hmac bearer csrf xsrf otp".split())
+_WEAK = frozenset("key keys cookie session sessionid sid jwt signature sig salt hmac bearer csrf xsrf otp".split())
 # After the secret word these say the value is *about* the secret, not the secret.
 _QUALIFIERS = frozenset("""
 count counts limit limits length len max min size ttl timeout seconds secs minutes ms expiry expires
@@ -138,7 +138,7 @@ def name_tier(name: str) -> str | None:
     last: int | None = None
     tier: str | None = None
     for i, w in enumerate(words):
-        if _strong_word(w) or (w == "key" and i and words[i - 1] in _KEY_OWNERS):
+        if _strong_word(w) or (w in ("key", "keys") and i and words[i - 1] in _KEY_OWNERS):
             last, tier = i, "strong"
         elif w in _WEAK:
             last, tier = i, tier or "weak"
@@ -172,6 +172,20 @@ _TEMPLATE = re.compile(r"\$\{|\$\(|\{\{|\{%|%\(\w+\)s|\A\$[A-Za-z_][A-Za-z0-9_]*
 _PHRASE_SYMBOLS = frozenset("!@#$%^&*()+=[]{}|;~_-'\"")
 
 
+_ELLIPSIS = re.compile(r"\.{3,}|\u2026")
+_ALNUM_RUNS = re.compile(r"[A-Za-z0-9]+")
+
+
+def _elided(v: str) -> bool:
+    """A placeholder that shows the shape of a secret, not a secret: an ellipsis standing for the value or
+    most of it (``sk-...``, ``sk-...Ab12``), or runs of one repeated letter (``xxxxxxxx.yyyyyyyy``)."""
+    parts = _ELLIPSIS.split(v)
+    if len(parts) > 1 and all(len(p) < 12 for p in parts):
+        return True
+    runs = _ALNUM_RUNS.findall(v)  # (letters only: "A=222222" may be someone's password)
+    return bool(runs) and all(r.isalpha() and len(set(r)) == 1 for r in runs) and sum(map(len, runs)) >= 4
+
+
 def _plausible_value(value: str, quoted: bool, strict_words: bool = True) -> bool:
     """False for values that are clearly not a literal secret.
 
@@ -189,6 +203,8 @@ def _plausible_value(value: str, quoted: bool, strict_words: bool = True) -> boo
         return False
     if set(v) <= _MASK_CHARS:  # ****, xxxx, ...., x-x-x
         return False
+    if _elided(v):  # sk-..., sk-...Ab12, xxxxxxxx.yyyyyyyy.zzzzzzzz
+        return False
     if quoted:
         # A quoted literal may hold anything (spaces, brackets, $): only a template is no secret.
         if _TEMPLATE.search(v) or v[0] in "%./~" or (v[0] == "<" and v[-1] == ">"):
@@ -197,8 +213,8 @@ def _plausible_value(value: str, quoted: bool, strict_words: bool = True) -> boo
             return (len(v.split()) <= 6 and v[-1] not in ".?:"
                     and any(c.isdigit() or c in _PHRASE_SYMBOLS for c in v))
         return len(v) >= 4
-    if _code_reference(v) or v[0] in "%@*./~&#=":
-        return False
+    if _code_reference(v) or v[0] in "%@*./~&#=" or _YAML_TAG.match(v):
+        return False  # (a YAML tag: "token: !vault |" is Ansible ciphertext, "!secret db_pw" a reference)
     if len(v) < 4:
         return False
     if _NUMBERISH.match(v) or _VERSIONISH.match(v):  # a count, a size, a port, a date, a version (a PIN is missed)
@@ -248,6 +264,8 @@ def _assignment(m: re.Match[str]) -> bool:
 
 
 _CONCAT = re.compile(r"""[ \t]*[+*%][ \t]*["'\w(]""")
+# A YAML tag in place of a value (letters only: "!Pa55word" in a .env file is a password).
+_YAML_TAG = re.compile(r"!!?[A-Za-z][A-Za-z_\-]*\Z")
 
 
 def _rest_of_line_empty(text: str, pos: int) -> bool:
@@ -400,20 +418,26 @@ _SEQUENCE = re.compile(r"abcde|bcdef|cdefg|ABCDE|BCDEF|CDEFG|01234|12345|23456|3
 def _neutral_token(m: re.Match[str]) -> bool:
     """A whole string literal or assigned value that is a machine-made secret although no name says so.
 
-    Mixed case, a digit and the character entropy of random base62/base64 at its length (4.5 bits or
-    more); not hex (hashes, ids), not a binary file or public key in base64, not base64 of plain text,
-    and nothing on its line before it saying hash, digest, id, nonce or the like.
+    :func:`_neutral_string`, and nothing on its line before it saying hash, digest, id, nonce or the like.
     """
     s = m.group("s")
+    line_start = m.string.rfind("\n", 0, m.start()) + 1
+    return _neutral_string(s) and not _NOT_SECRET_CONTEXT.search(m.string, max(line_start, m.start() - 60), m.start("s"))
+
+
+def _neutral_string(s: str, alone: bool = False) -> bool:
+    """Mixed case, a digit and the character entropy of random base62/base64 at its length (4.5 bits or
+    more); not hex (hashes, ids), not a binary file or public key in base64, not base64 of plain text.
+
+    ``alone``: the value has lines of its own (a block scalar, a triple-quoted string, a heredoc), where code
+    and config put blobs rather than identifiers -- :func:`_random_token`'s bar at its length is enough there.
+    """
     if s.startswith(_NOT_SECRET_START) or _public_value(s) or s.startswith(_MARK_PREFIX):
         return False
     if not (any(c.isupper() for c in s) and any(c.islower() for c in s) and any(c.isdigit() for c in s)):
         return False
-    if not _random_token(s) or _entropy(s) < 4.5 or _SEQUENCE.search(s):
+    if not _random_token(s) or _SEQUENCE.search(s) or not alone and _entropy(s) < 4.5:
         return False  # (an alphabet, "abcdef...0123456789", is no secret)
-    line_start = m.string.rfind("\n", 0, m.start()) + 1
-    if _NOT_SECRET_CONTEXT.search(m.string, max(line_start, m.start() - 60), m.start("s")):
-        return False
     if len(s) % 4 == 0:
         try:
             raw = binascii.a2b_base64(s)
@@ -429,6 +453,8 @@ def _neutral_token(m: re.Match[str]) -> bool:
 _RULE_SPECS: "list[tuple[Kind, str, Accept | None]]" = [  # group values are looked up lower-cased
     # --- armoured key material: swallows everything inside it --------------
     ("gcp-service-account-key", r'"private_key"\s*:\s*"(?P<s>-----BEGIN[^"]*)"?', None),
+    # GCP docs, "Create and delete service account keys": the key file's private_key_id is 40 hex
+    ("gcp-service-account-key", r"""\bprivate_key_id["']?[ \t]*[:=][ \t]*["']?(?P<s>[0-9a-f]{40})(?![0-9A-Za-z])""", None),
     (("label", {"rsa ": "rsa-private-key", "ec ": "ec-private-key", "dsa ": "dsa-private-key",
                 "openssh ": "openssh-private-key", "pgp ": "pgp-private-key",
                 "encrypted ": "encrypted-private-key", "": "private-key"}),  # "": any other label
@@ -808,11 +834,12 @@ _RULES = [_Rule(k, p, a, i) for i, (k, p, a) in enumerate(_RULE_SPECS)]
 _PROVIDER_END = next(i for i, (k, _, _) in enumerate(_RULE_SPECS) if k == "url-password")
 _PROVIDER_RULES = _RULES[:_PROVIDER_END]
 _ASSIGNMENT_PRIORITY = next(i for i, (_, _, a) in enumerate(_RULE_SPECS) if a is _assignment)
+_NEUTRAL_PRIORITY = next(i for i, (k, _, _) in enumerate(_RULE_SPECS) if k == "high-entropy-value")
 
 KINDS = frozenset(name for kind, _, _ in _RULE_SPECS
                   for name in ([kind] if isinstance(kind, str) else
                                ["password-assignment", "secret-assignment"] if callable(kind[1])
-                               else kind[1].values())) | {"base64-secret", "url-encoded-secret"}
+                               else kind[1].values())) | {"base64-secret", "url-encoded-secret", "kubernetes-secret"}
 
 
 def _hits(text: str, rules: "list[_Rule] | None" = None) -> "list[tuple[int, int, int, str]]":
@@ -871,17 +898,20 @@ def _decoded_hits(text: str) -> "list[tuple[int, int, int, str]]":
     return out
 
 
-_CONTINUATION = re.compile(r"(?:\\)?\r?\n[ \t]*([A-Za-z0-9+/_\-]{8,300}={0,2})[ \t]*(?=\r?\n|\Z)")
+_CONTINUATION = re.compile(r"""(?:\\)?\r?\n[ \t]*([A-Za-z0-9+/_\-]{8,300}={0,2})[ \t]*["'`]?[,;)\]}]?[ \t]*(?=\r?\n|\Z)""")
+# After a secret with dots in it (a JWT, a bearer token) the wrapped rest may hold dots too, and be long.
+_CONTINUATION_DOTTED = re.compile(r"""(?:\\)?\r?\n[ \t]*([A-Za-z0-9+/_\-.]{8,4000}+={0,2})[ \t]*["'`]?[,;)\]}]?[ \t]*(?=\r?\n|\Z)""")
 
 
-def _continued(text: str, end: int) -> "list[tuple[int, int]]":
+def _continued(text: str, start: int, end: int) -> "list[tuple[int, int]]":
     """The lines that only continue a secret ending its line (a wrapped token or key), one span each.
 
     Each is masked on its own line, so the text keeps its line structure.
     """
     spans = []
+    pattern = _CONTINUATION_DOTTED if text.find(".", start, end) != -1 else _CONTINUATION
     for _ in range(64):
-        m = _CONTINUATION.match(text, end)
+        m = pattern.match(text, end)
         if m is None or not _looks_random(m.group(1)) or _WORDISH.match(m.group(1)):
             break
         spans.append(m.span(1))
@@ -890,15 +920,19 @@ def _continued(text: str, end: int) -> "list[tuple[int, int]]":
 
 
 # -- values that do not sit on their key's line (issue 34) ------------------------------------------
-# A key and its operator, as YAML, JSON, TOML, .env and shell write them: first on its line (after "- " or
-# "export "), or after the "{" or "," of a JSON object -- not "if x == TOKEN:" in code.
-_KEY = r"""(?m:^|(?<=[{,]))[ \t]*(?:-[ \t]+)?(?:export[ \t]+)?(?P<kq>["']?)(?P<name>[A-Za-z_][\w.\-]{0,80})(?P=kq)[ \t]*(?P<op>:=|=>|=|:)[ \t]*"""
+# A key and its operator, as YAML, JSON, TOML, .env, shell and code write them: first on its line (after "- ",
+# "export ", a declaration word: "var ", "const ", Dockerfile "ENV "), or after the "{" or "," of a JSON object
+# -- not "if x == TOKEN:" in code.
+_KEY = r"""(?m:^|(?<=[{,]))[ \t]*(?:-[ \t]+)?(?:(?:export|var|const|let|local|readonly|val|ENV|ARG)[ \t]+)?(?P<kq>["']?)(?P<name>[A-Za-z_][\w.\-]{0,80})(?P=kq)[ \t]*(?P<op>:=|=>|=|:)[ \t]*"""
 # The value starts on the next line: after a YAML block indicator (| > |- >+ |2 ...), after nothing at all
 # (YAML, JSON), after a shell line continuation or an opening parenthesis; a comment may end the line.
 _OPEN_NEXT = re.compile(_KEY + r"""(?P<ind>[|>](?:[1-9][+\-]?|[+\-][1-9]?)?|\\|\()?[ \t]*+(?:#[^\n]{0,200}+)?(?=\r?\n)""")
-# A quote opened after the key and not closed on its line: TOML or Python triple quotes, a .env value or a
-# YAML quoted scalar spanning lines.
-_OPEN_QUOTE = re.compile(_KEY + r"""(?P<oq>\"\"\"|'''|"|')(?P<first>[^\n"']{0,300}+)(?=\r?\n)""")
+# A quote opened after the key and not closed on its line: TOML or Python triple quotes, a Go raw string, a
+# .env value or a YAML quoted scalar spanning lines.
+_OPEN_QUOTE = re.compile(_KEY + r"""(?P<oq>\"\"\"|'''|"|'|`)(?P<first>[^\n"'`]{0,300}+)(?=\r?\n)""")
+# A JSON array or YAML flow sequence after its key, and one quoted item of it (the next one after a comma).
+_OPEN_ARRAY = re.compile(_KEY + r"\[")
+_ARRAY_ITEM = re.compile(r"""\s{0,200}+(?P<q>["'])(?P<v>[^"'\\\n]{0,400}+)(?P=q)\s{0,200}+(?P<sep>[,\]])?""")
 # A YAML plain scalar whose value starts on the key's line and goes on, more indented, on the next.
 _YAML_PLAIN = re.compile(r"""(?m)^(?P<indent>[ \t]*)(?:-[ \t]+)?(?P<kq>["']?)(?P<name>[A-Za-z_][\w.\-]{0,80})(?P=kq):"""
                          r"""[ \t]+(?P<v>[^\s#"'|>&*!%@`{\[][^\n]{0,300}+)(?=\r?\n[ \t]+\S)""")
@@ -990,7 +1024,7 @@ def _quoted_close(text: str, quote: str, pos: int, shell: bool = False) -> int:
         m = _DQ_CLOSE.match(text, pos, limit)
         close = m.end() - 1 if m else -1
     else:
-        close = text.find("'", pos, limit)
+        close = text.find(quote, pos, limit)  # ' and ` (a Go raw string) have no escapes
     if close == -1 or text.count("\n", pos, close) > 50:
         return -1
     if not (_VALUE_END.match(text, close + 1) or shell and text[close + 1:close + 2] in (" ", "\t")):
@@ -1012,24 +1046,318 @@ def _line_spans(text: str, start: int, end: int) -> "list[tuple[int, int]]":
     return spans
 
 
+_BLOB_PIECE = re.compile(r"[A-Za-z0-9+/=_\-.~]+\Z")
+_PATHISH = re.compile(r"[a-z]{2,}/")
+_FILE_EXT = re.compile(r"\.[a-z][a-z0-9]{0,4}\Z")
+
+
+def _blob_value(name: str, pieces: "list[str]") -> bool:
+    """Under a name that says nothing: one machine-made token on lines of its own (a block scalar, a triple-
+    quoted or raw string, a heredoc, a value on the line after its key), possibly wrapped over several."""
+    if not pieces or len(pieces) > 200 or _NOT_SECRET_CONTEXT.search(name):
+        return False
+    if not all(_BLOB_PIECE.match(p) for p in pieces):
+        return False  # words, a command, a path with a colon, a template: text, not a token
+    s = "".join(pieces)
+    if _PATHISH.match(s) or _FILE_EXT.search(s):
+        return False  # dist/App2Bundle.tar.gz, src/..., Report2024.pdf: a path or a file name
+    return _neutral_string(s, alone=True)
+
+
+def _lines_value(name: str, tier: "str | None", text: str, spans: "list[tuple[int, int]]", quoted: bool) -> bool:
+    """The value on these lines is a secret: judged by its name when that says secret, else as a blob."""
+    if tier is not None:
+        return _value_lines(name, text, spans, quoted)
+    return _blob_value(name, [text[a:b] for a, b in spans])
+
+
+_LONG_HEX = re.compile(r"[0-9a-fA-F]{32,}\Z")
+
+
+def _item_value(name: str, tier: "str | None", v: str) -> bool:
+    """One item of a YAML sequence or JSON array under ``name``: a machine-made token, or under a name that
+    says secret also 32 hex digits or more (a key).  A list holds names and options far more often than a
+    single value does: ["+i6t-inline", ...] under "token_variants", tokenizer tokens under "tokens" pass."""
+    if not v or not v.isascii() or any(c.isspace() for c in v) or v.startswith(_MARK_PREFIX):
+        return False
+    if tier is None:
+        return 32 <= len(v) <= 400 and not _NOT_SECRET_CONTEXT.search(name) and _neutral_string(v)
+    if _public_value(v) or _PUBLIC_MATERIAL.search(v) or _TEMPLATE.search(v):
+        return False
+    return _random_token(v) or tier == "strong" and _LONG_HEX.match(v) is not None
+
+
+def _sequence_values(name: str, tier: "str | None", text: str, pos: int, dash: int) -> "list[list[tuple[int, int]]]":
+    """The scalar items of the YAML sequence whose first "- " line starts at ``pos`` (indented ``dash``) that
+    hold a secret under ``name``: "- value" on the dash's line, or "-" alone over the value's lines."""
+    items: "list[list[tuple[int, int]]]" = []
+    cur: "list[tuple[int, int]] | None" = None  # the item whose value is on the lines under its "-"
+    for a, b in _lines(text, pos):
+        i = a + _indent(text, a, b)
+        if i >= b:
+            continue
+        if i - a < dash:
+            break
+        if i - a == dash:
+            if text[i] != "-" or (i + 1 < b and text[i + 1] not in " \t"):
+                break  # the next key: the sequence has ended
+            j = i + 1
+            while j < b and text[j] in " \t":
+                j += 1
+            cur = None
+            if j >= b or text[j] == "#":
+                cur = []
+                items.append(cur)
+            elif not _STRUCTURE.match(text, j, b):  # not "- key: value", "- - x", "- [a, b]"
+                stop = text.find(" #", j, b)
+                piece = _trimmed(text, j, b if stop == -1 else stop)
+                if piece:
+                    items.append([piece])
+            continue
+        if cur is not None:  # deeper: the value of a "-" alone, unless it is a mapping
+            if _STRUCTURE.match(text, i, b):
+                cur.append((-1, -1))
+            else:
+                piece = _trimmed(text, i, b)
+                if piece:
+                    cur.append(piece)
+    out = []
+    for spans in items:
+        if not spans or (-1, -1) in spans:
+            continue
+        inner = [(x + 1, y - 1) if y - x > 2 and text[x] in "\"'" and text[y - 1] == text[x] else (x, y) for x, y in spans]
+        if _item_value(name, tier, "".join(text[x:y] for x, y in inner)):
+            out.append(inner)
+    return out
+
+
+# A here-document: "<<EOF", "<<-EOF", "<<~EOS" (Ruby), "<<'EOF'", HCL "<<EOT", PHP "<<<EOT"; its body ends at the line that
+# holds only the tag.
+_HEREDOC = re.compile(r"""(?<!<)<<<?(?!<)(?P<dash>[-~]?)[ \t]*(?P<hq>["']?)(?P<tag>[A-Za-z_][A-Za-z0-9_]{0,40})(?P=hq)(?P<rest>[^\n]{0,300}+)\n""")
+# The line that opens it says what the body is: a value assigned to a name (HCL "default = <<EOT", Ruby, Perl,
+# PHP, shell "X=$(cat <<EOF"), the content of a file ("cat > path <<EOF", "tee -a path <<EOF", "cat <<EOF >
+# path"), or what a command that reads a secret from its standard input reads.
+_HEREDOC_NAME = re.compile(r"""(?P<name>[A-Za-z_][\w.\-]{0,80})["']?[ \t]*(?:=|:|=>)[ \t]*(?:\$\([ \t]*cat[ \t]*)?\Z""")
+_HEREDOC_FILE = re.compile(r"""(?:(?<![<>&\d])>>?|\btee(?:[ \t]+-a)?)[ \t]*(?P<fq>["']?)(?P<path>[^\s;&|<>"'$]{1,300})(?P=fq)""")
+# ... or any path on it ("install -m 600 /dev/stdin /etc/app/token <<EOF", "sponge ~/.config/app/api_key"), not a URL.
+_PATH_ARG = re.compile(r"""(?<![\w:/.~\-])(?P<path>(?:~|\.{1,2})?/(?!/)[^\s;&|<>"'$:]{1,300})""")
+# A file whose name says secret holds its secret raw only without an extension or with one of these; in a
+# config file (.env, .json, .yaml...) each line is judged by the ordinary rules.
+_RAW_FILE_EXT = frozenset("txt key pem token secret secrets pass pw pwd b64 asc cred creds".split())
+_LINE_KEY = re.compile(r"[A-Za-z_][\w.\-]*[ \t]*[:=]")
+
+
+def _file_name(path: str) -> "str | None":
+    """The name a heredoc's target file gives its content (its base name), None when that says nothing."""
+    base = path.rstrip("/").rsplit("/", 1)[-1]
+    stem, dot, ext = base.rpartition(".")
+    if dot and stem and ext.lower() not in _RAW_FILE_EXT:
+        return None
+    return base if base not in ("null", "stdout", "stderr") else None
+
+
+def _raw_secret_lines(name: str, tier: str, text: str, spans: "list[tuple[int, int]]") -> "list[tuple[int, int]]":
+    """The lines of a file or standard input that is all secret: each one a token on its own (a line that is
+    itself an assignment is judged by its own name)."""
+    out = []
+    for a, b in spans:
+        v = text[a:b]
+        if any(c.isspace() for c in v) or _LINE_KEY.match(v) or _TEMPLATE.search(v) or _PUBLIC_MATERIAL.search(v):
+            continue
+        if (_random_token(v) if tier == "weak" else
+                len(v) >= 8 and _looks_random(v) and _named_value(name, v, False, line_value=False)):
+            out.append((a, b))
+    return out
+
+
+def _heredoc_hits(text: str) -> "list[tuple[str | None, list[tuple[int, int]]]]":
+    """Here-document bodies: assigned to a name (judged as that name's value, or as a blob under a neutral
+    name), written to a file whose name says secret (``cat > /etc/app/api.key <<EOF``), or fed to a command
+    that reads a secret from its standard input (``docker login --password-stdin <<EOF``)."""
+    if "<<" not in text:
+        return []
+    line_starts = [0]
+    ends: "dict[str, list[int]]" = {}  # a line that is a bare identifier -> the numbers of the lines it is on
+    for n, line in enumerate(text.split("\n")):
+        if n:
+            line_starts.append(line_starts[-1] + len(prev) + 1)
+        prev = line
+        s = line.strip().rstrip(";,)")  # (PHP ends one with "EOT;", code with "EOT)")
+        if 0 < len(s) <= 41 and s.isidentifier():
+            ends.setdefault(s, []).append(n)
+    found: "list[tuple[str | None, list[tuple[int, int]]]]" = []
+    covered = 0  # a heredoc inside another one's body is that body's text
+    for m in _HEREDOC.finditer(text):
+        if m.start() < covered:
+            continue
+        first = bisect.bisect_right(line_starts, m.end()) - 1  # the body's first line
+        lines = ends.get(m.group("tag"), [])
+        k = bisect.bisect_left(lines, first)
+        if k == len(lines) or lines[k] - first > _MULTI_LINES:
+            continue
+        term = line_starts[lines[k]]
+        covered = term
+        spans = _line_spans(text, m.end(), term)
+        if not spans:
+            continue
+        line_start = text.rfind("\n", 0, m.start()) + 1
+        head, rest = text[line_start:m.start()], m.group("rest")
+        named = _HEREDOC_NAME.search(head)
+        if named:
+            name = named.group("name")
+            tier = name_tier(name)
+            pieces = [text[a:b] for a, b in spans]
+            if tier is None and not any(_TEMPLATE.search(p) for p in pieces) and _blob_value(name, pieces):
+                found.append((None, spans))
+            elif tier and not any(_TEMPLATE.search(p) or _PUBLIC_MATERIAL.search(p) for p in pieces) \
+                    and _plain_value(name, pieces):
+                found.append((name, spans))
+            continue
+        target = _HEREDOC_FILE.search(head) or _HEREDOC_FILE.search(rest)
+        if target is None:
+            paths = [p for p in _PATH_ARG.finditer(head + " " + rest) if p.group("path") != "/dev/stdin"]
+            target = paths[-1] if paths else None
+        name = _file_name(target.group("path")) if target else None
+        if name is None and _STDIN_SECRET.search(head + " " + rest):
+            name = "password"
+        tier = name_tier(name) if name else None
+        if tier:
+            found.extend((name, [span]) for span in _raw_secret_lines(name, tier, text, spans))
+    return found
+
+
+# An XML element whose text is its whole value: <password>...</password>, on its line or on lines of its own.
+_XML_ELEMENT = re.compile(r"<(?P<tag>(?:[A-Za-z_][\w.\-]{0,40}:)?(?P<name>[A-Za-z_][\w.\-]{0,80}))(?P<attrs>[ \t][^<>\n]{0,300}+)?>"
+                          r"(?P<v>[^<]{1,4000}+)</(?P=tag)[ \t]*>")
+
+
+_XML_NAME_ATTR = re.compile(r"""\b(?:key|name)[ \t]*=[ \t]*["'](?P<name>[A-Za-z_][\w.\-]{0,80})["']""")
+_IN_CODE = re.compile(r"""\\[nrt"']|%[sdr]\b|["'][ \t]*[,+)]""")
+# XML Signature and Encryption elements: a signature, a digest, ciphertext, public key material.
+_XML_PUBLIC = re.compile(r"(?i)signature|digest|cipher|modulus|exponent|x509|certificate")
+
+
+def _xml_hits(text: str) -> "list[tuple[str | None, list[tuple[int, int]]]]":
+    """The text of an XML element, judged by the element's name like an assignment's value (a neutral name's
+    text only when it is a machine-made token)."""
+    if "</" not in text:
+        return []
+    found: "list[tuple[str | None, list[tuple[int, int]]]]" = []
+    for m in _XML_ELEMENT.finditer(text):
+        name = m.group("name")
+        tier = name_tier(name)
+        named = _XML_NAME_ATTR.search(m.group("attrs") or "") if tier is None else None
+        if named:  # <entry key="db.password">, <string name="api_token">, <add key="ApiKey"> ... </...>
+            name = named.group("name")
+            tier = name_tier(name)
+        if _XML_PUBLIC.search(name) or tier is None and _NOT_SECRET_CONTEXT.search(name):
+            continue
+        spans = _line_spans(text, m.start("v"), m.end("v"))
+        pieces = [text[a:b] for a, b in spans]
+        if not pieces or any(_TEMPLATE.search(p) or _PUBLIC_MATERIAL.search(p) or _IN_CODE.search(p) for p in pieces):
+            continue  # (a template, or markup inside a string literal of code: "<password>\\n%s</password>")
+        if len(pieces) > 1 or "\n" in m.group("v"):  # the value on lines of its own
+            if _plain_value(name, pieces) if tier else _blob_value(name, pieces):
+                found.append((name if tier else None, spans))
+        elif tier:
+            v = pieces[0]
+            if _named_value(name, v, any(c.isspace() for c in v), line_value=False):
+                found.append((name, spans))
+        elif 32 <= len(pieces[0]) <= 400 and _BLOB_PIECE.match(pieces[0]) and _neutral_string(pieces[0]):
+            found.append((None, spans))
+    return found
+
+
+# A Kubernetes Secret: every value under its data: (base64) and stringData: (plain) is a secret, whatever its key.
+_KIND_SECRET = re.compile(r"""(?m)^[ \t]*(?:-[ \t]+)?kind:[ \t]*["']?Secret["']?[ \t]*(?:#[^\n]*)?\r?$""")
+_DOC_START = re.compile(r"(?m)^---")
+_SECRET_DATA = re.compile(r"""(?m)^(?P<ind>[ \t]*)["']?(?:data|stringData)["']?:[ \t]*(?:#[^\n]*)?\r?$""")
+_DATA_ENTRY = re.compile(r"""["']?[\w.\-]{1,253}["']?[ \t]*:(?:[ \t]+|(?=\r?\n|\Z))""")
+_JSON_KIND = re.compile(r""""kind"[ \t]*:[ \t]*"(?P<k>[A-Za-z]+)\"""")
+_JSON_DATA = re.compile(r""""(?:data|stringData)"[ \t]*:[ \t]*\{""")
+_JSON_PAIR = re.compile(r"""\s{0,200}+"[\w.\-]{1,253}"[ \t]*:[ \t]*"(?P<v>(?:[^"\\\n]|\\.){0,20000}+)"\s{0,200}+(?P<sep>[,}])?""")
+
+
+def _kubernetes_secret_hits(text: str) -> "list[tuple[int, int, int, str]]":
+    """The values of a Kubernetes Secret's data and stringData, as YAML (each ``---`` document on its own) or
+    as the JSON kubectl prints (when every kind in the text is Secret or List)."""
+    if "Secret" not in text:
+        return []
+    spans: "list[tuple[int, int]]" = []
+    starts = [0] + [m.start() for m in _DOC_START.finditer(text)] + [len(text)]
+    for d in range(len(starts) - 1):
+        start, end = starts[d], starts[d + 1]
+        if not _KIND_SECRET.search(text, start, end):
+            continue
+        for m in _SECRET_DATA.finditer(text, start, end):
+            base, entry, block = len(m.group("ind")), -1, False
+            for a, b in _lines(text, text.find("\n", m.end()) + 1 if text.find("\n", m.end()) != -1 else len(text) + 1):
+                i = a + _indent(text, a, b)
+                if i >= b:
+                    continue
+                if i - a <= base or a >= end:
+                    break
+                if entry == -1:
+                    entry = i - a
+                if i - a == entry:
+                    key = _DATA_ENTRY.match(text, i, b)
+                    if key is None:
+                        break
+                    v = _trimmed(text, key.end(), b)
+                    block = v is None or text[v[0]] in "|>" and v[1] - v[0] <= 3
+                    if v and not block:
+                        x, y = v
+                        if y - x > 1 and text[x] in "\"'" and text[y - 1] == text[x]:
+                            x, y = x + 1, y - 1
+                        if y > x and not _TEMPLATE.search(text, x, y) and text[x] != "%":
+                            spans.append((x, y))
+                elif block:  # the lines of "key: |" or of "key:" over its value
+                    piece = _trimmed(text, i, b)
+                    if piece and not _TEMPLATE.search(text, piece[0], piece[1]):
+                        spans.append(piece)
+    kinds = {k.group("k") for k in _JSON_KIND.finditer(text)}
+    if "Secret" in kinds and kinds <= {"Secret", "List"}:
+        for m in _JSON_DATA.finditer(text):
+            pos = m.end()
+            for _ in range(_MULTI_LINES):
+                pair = _JSON_PAIR.match(text, pos)
+                if pair is None:
+                    break
+                if pair.end("v") > pair.start("v") and not text.startswith("%", pair.start("v")):
+                    spans.append(pair.span("v"))
+                if pair.group("sep") != ",":
+                    break
+                pos = pair.end()
+    return [(a, b, _ASSIGNMENT_PRIORITY, "kubernetes-secret") for a, b in spans]
+
+
 def _multiline_hits(text: str) -> "list[tuple[int, int, int, str]]":
     """Values that start on the line after their key or run over several lines, masked line by line.
 
     YAML block scalars (``key: |``, ``>-``, ``|2`` ...: the more-indented block is the value), a YAML
-    plain scalar on the next line or continued there, a JSON value on the next line, TOML and Python
-    triple-quoted strings, a quoted .env or YAML value spanning lines, a shell ``NAME=\\`` continuation.
-    Each line keeps its newline: the masked text has as many lines as the original.
+    plain scalar on the next line or continued there, a YAML sequence or JSON array of values, a JSON
+    value on the next line, TOML and Python triple-quoted strings, Go raw strings, a quoted .env or YAML
+    value spanning lines, a shell ``NAME=\\`` continuation.  Under a name that says secret the value is
+    judged as that name's value; under any other name only a machine-made token on lines of its own
+    counts (:func:`_blob_value`).  Each line keeps its newline: the masked text has as many lines as the
+    original.
     """
+    found: "list[tuple[str | None, list[tuple[int, int]]]]" = _xml_hits(text)   # (name, spans); None: a neutral name
+    out = _kubernetes_secret_hits(text)
     if "\n" not in text:
-        return []
-    found: "list[tuple[str, list[tuple[int, int]]]]" = []   # (name, spans)
+        return out + [(a, b, prio, kind) for name, spans in found for a, b in spans for prio, kind in [_found_kind(name)]]
     for m in _OPEN_NEXT.finditer(text):
         name, op, ind = m.group("name"), m.group("op"), m.group("ind") or ""
         if name.lower() == "value":  # "- name: DB_PASSWORD" on the line above names this value
             pair = _NAME_ABOVE.search(text, max(0, m.start() - 200), m.start())
             name = pair.group("name") if pair else name
-        if name_tier(name) is None or (op != ":" and ind not in ("\\", "(")):
-            continue  # NAME= with nothing after it is an empty .env value, not one on the next line
+        # NAME= with nothing after it is an empty .env value, unless a deeper-indented line goes on with it (an
+        # INI value continued, as configparser reads it)
+        eq_only = op != ":" and ind not in ("\\", "(")
+        tier = name_tier(name)
+        if tier is None and _NOT_SECRET_CONTEXT.search(name):
+            continue  # checksum:, sha256:, commit_id: -- a hash or an id, whatever it looks like
+        owner = name if tier else None
         line_start = text.rfind("\n", 0, m.start()) + 1
         base = _indent(text, line_start, m.end())
         if ind[:1] in ("|", ">"):
@@ -1042,8 +1370,8 @@ def _multiline_hits(text: str) -> "list[tuple[int, int, int, str]]":
                 piece = _trimmed(text, a, b)
                 if piece:
                     spans.append(piece)
-            if spans and _value_lines(name, text, spans, True):
-                found.append((name, spans))
+            if spans and _lines_value(name, tier, text, spans, True):
+                found.append((owner, spans))
             continue
         nxt = _NONBLANK.match(text, text.index("\n", m.end()) + 1)  # the first line that is not blank
         if nxt is None:
@@ -1051,22 +1379,37 @@ def _multiline_hits(text: str) -> "list[tuple[int, int, int, str]]":
         a, i = nxt.start("line"), nxt.end("line")
         b = text.find("\n", i)
         b = len(text) if b == -1 else b - (text[b - 1] == "\r")
+        if eq_only and (i - a <= base or text[i] in "\"'-"):
+            continue
         if text[i] in "\"'":
             close = _quoted_close(text, text[i], i + 1, shell=ind == "\\")
             if close != -1:
                 spans = _line_spans(text, i + 1, close)
-                if spans and _value_lines(name, text, spans, True):
-                    found.append((name, spans))
+                if spans and _lines_value(name, tier, text, spans, True):
+                    found.append((owner, spans))
             continue
         if ind:  # NAME=\ and NAME = ( : the next line's first word
             j = i
             while j < b and not text[j].isspace():
                 j += 1
-            if ind == "\\" and _named_value(name, text[i:j], False):
-                found.append((name, [(i, j)]))
+            if ind == "\\" and (_named_value(name, text[i:j], False) if tier else _blob_value(name, [text[i:j]])):
+                found.append((owner, [(i, j)]))
             continue
-        if _indent(text, a, b) <= base or _STRUCTURE.match(text, i, b):
-            continue  # a nested mapping or a list: structure, not a value
+        if text[i] == "-" and (i + 1 == b or text[i + 1] in " \t") and i - a >= base:
+            found.extend((owner, spans) for spans in _sequence_values(name, tier, text, a, i - a))
+            continue
+        if _STRUCTURE.match(text, i, b):
+            continue  # a nested mapping, a comment, a flow collection: structure, not a value
+        if i - a <= base:
+            # "client_key:" over a value at the key's own indentation (a config that is not YAML): one
+            # random-looking word, and a key, a blank line or the end after it
+            after = _NONBLANK.match(text, b + 1) if b < len(text) else None
+            word = text[i:b].rstrip()
+            if (tier == "strong" and len(word) >= 12 and not any(c.isspace() for c in word) and _looks_random(word)
+                    and (after is None or _STRUCTURE.match(text, after.end("line")))
+                    and _named_value(name, word, False, line_value=False)):
+                found.append((owner, [(i, i + len(word))]))
+            continue
         spans = [(i, b)]
         for a2, b2 in _lines(text, b + 1):
             i2 = a2 + _indent(text, a2, b2)
@@ -1074,18 +1417,35 @@ def _multiline_hits(text: str) -> "list[tuple[int, int, int, str]]":
                 break
             spans.append((i2, b2))
         spans = [p for p in (_trimmed(text, x, y) for x, y in spans) if p]
-        if spans and _plain_value(name, [text[x:y] for x, y in spans]):
-            found.append((name, spans))
+        pieces = [text[x:y] for x, y in spans]
+        if spans and (_plain_value(name, pieces) if tier else _blob_value(name, pieces)):
+            found.append((owner, spans))
     for m in _OPEN_QUOTE.finditer(text):
         name, quote = m.group("name"), m.group("oq")
-        if name_tier(name) is None:
+        tier = name_tier(name)
+        if tier is None and _NOT_SECRET_CONTEXT.search(name):
             continue
         close = _quoted_close(text, quote, m.end())
         if close == -1:
             continue
         spans = _line_spans(text, m.start("first"), close)
-        if spans and _value_lines(name, text, spans, True):
-            found.append((name, spans))
+        if spans and _lines_value(name, tier, text, spans, True):
+            found.append((name if tier else None, spans))
+    for m in _OPEN_ARRAY.finditer(text) if "[" in text else ():  # "api_keys": [ "...", "..." ]: each item by the name
+        name = m.group("name")
+        tier = name_tier(name)
+        if tier is None:
+            continue  # (a neutral name's items: the high-entropy rule judges each quoted string)
+        pos = m.end()
+        for _ in range(_MULTI_LINES):
+            item = _ARRAY_ITEM.match(text, pos)
+            if item is None:
+                break
+            if _item_value(name, tier, item.group("v")):
+                found.append((name, [item.span("v")]))
+            if item.group("sep") != ",":
+                break
+            pos = item.end()
     for m in _YAML_PLAIN.finditer(text):
         name, base = m.group("name"), len(m.group("indent"))
         if name_tier(name) is None:
@@ -1104,9 +1464,18 @@ def _multiline_hits(text: str) -> "list[tuple[int, int, int, str]]":
         if len(spans) > 1 and (_plain_value(name, [text[x:y] for x, y in spans])
                                or any(_random_token(text[x:y]) for x, y in spans[1:])):
             found.append((name, spans))
-    prio = _ASSIGNMENT_PRIORITY
-    return [(a, b, prio, "password-assignment" if _password_family(name) else "secret-assignment")
-            for name, spans in found for a, b in spans]
+    found += _heredoc_hits(text)
+    for name, spans in found:
+        prio, kind = _found_kind(name)
+        out.extend((a, b, prio, kind) for a, b in spans)
+    return out
+
+
+def _found_kind(name: "str | None") -> "tuple[int, str]":
+    """(priority, kind) of a value found by its name (None: a neutral name, a random-looking value)."""
+    if name is None:
+        return _NEUTRAL_PRIORITY, "high-entropy-value"
+    return _ASSIGNMENT_PRIORITY, "password-assignment" if _password_family(name) else "secret-assignment"
 
 
 # -- a token cut in two: across a line break, or into string literals joined in code -----------------
@@ -1201,7 +1570,7 @@ def find_secrets(text: str | None) -> list[tuple[str, int, int]]:
     hits = _hits(text)
     ends = {end for start, end, prio, kind in hits if prio < _PROVIDER_END}
     hits += _decoded_hits(text) + _multiline_hits(text) + _split_hits(text, ends) + _concat_hits(text)
-    hits += [(a, b, prio, kind) for start, end, prio, kind in hits for a, b in _continued(text, end)]
+    hits += [(a, b, prio, kind) for start, end, prio, kind in hits for a, b in _continued(text, start, end)]
     hits.sort()
     merged: "list[list[Any]]" = []  # [start, end, priority, kind]
     for start, end, prio, kind in hits:

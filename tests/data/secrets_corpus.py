@@ -219,6 +219,9 @@ def _entries():
         ("github-actions-mask", 'echo "::add-mask::%s"', "Fake-" + fake(20)),
         # (the filler is an alphabet, which the rule rightly takes for no secret: a digest's base64 instead)
         ("high-entropy-value", 'const conn = "%s";', base64.b64encode(hashlib.sha512(b"fake").digest()).decode()),
+        # issue 34, held-out corpus 1: the data of a Kubernetes Secret, whatever its keys are called
+        ("kubernetes-secret", "apiVersion: v1\nkind: Secret\nmetadata:\n  name: app\ndata:\n  a: %s\n",
+         base64.b64encode(b"fake " + fake(20).encode()).decode()),
     ]
 
 
