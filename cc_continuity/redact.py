@@ -1176,12 +1176,12 @@ def _heredoc_hits(text: str) -> "list[tuple[str | None, list[tuple[int, int]]]]"
     that reads a secret from its standard input (``docker login --password-stdin <<EOF``)."""
     if "<<" not in text:
         return []
-    line_starts = [0]
+    line_starts: "list[int]" = []
     ends: "dict[str, list[int]]" = {}  # a line that is a bare identifier -> the numbers of the lines it is on
+    at = 0
     for n, line in enumerate(text.split("\n")):
-        if n:
-            line_starts.append(line_starts[-1] + len(prev) + 1)
-        prev = line
+        line_starts.append(at)
+        at += len(line) + 1
         s = line.strip().rstrip(";,)")  # (PHP ends one with "EOT;", code with "EOT)")
         if 0 < len(s) <= 41 and s.isidentifier():
             ends.setdefault(s, []).append(n)
@@ -1221,7 +1221,7 @@ def _heredoc_hits(text: str) -> "list[tuple[str | None, list[tuple[int, int]]]]"
         if name is None and _STDIN_SECRET.search(head + " " + rest):
             name = "password"
         tier = name_tier(name) if name else None
-        if tier:
+        if tier and name:
             found.extend((name, [span]) for span in _raw_secret_lines(name, tier, text, spans))
     return found
 
