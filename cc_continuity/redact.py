@@ -930,9 +930,10 @@ _OPEN_NEXT = re.compile(_KEY + r"""(?P<ind>[|>](?:[1-9][+\-]?|[+\-][1-9]?)?|\\|\
 # A quote opened after the key and not closed on its line: TOML or Python triple quotes, a Go raw string, a
 # .env value or a YAML quoted scalar spanning lines.
 _OPEN_QUOTE = re.compile(_KEY + r"""(?P<oq>\"\"\"|'''|"|'|`)(?P<first>[^\n"'`]{0,300}+)(?=\r?\n)""")
-# A JSON array or YAML flow sequence after its key, and one quoted item of it (the next one after a comma).
+# A JSON array or YAML flow sequence after its key, and one item of it, quoted or bare (the next one after a comma).
 _OPEN_ARRAY = re.compile(_KEY + r"\[")
-_ARRAY_ITEM = re.compile(r"""\s{0,200}+(?P<q>["'])(?P<v>[^"'\\\n]{0,400}+)(?P=q)\s{0,200}+(?P<sep>[,\]])?""")
+_ARRAY_ITEM = re.compile(r"""\s{0,200}+(?:(?P<q>["'])(?P<v>[^"'\\\n]{0,400}+)(?P=q)|(?P<bv>[^\s,\[\]{}"'#]{1,400}+))"""
+                         r"""\s{0,200}+(?P<sep>[,\]])?""")
 # A YAML plain scalar whose value starts on the key's line and goes on, more indented, on the next.
 _YAML_PLAIN = re.compile(r"""(?m)^(?P<indent>[ \t]*)(?:-[ \t]+)?(?P<kq>["']?)(?P<name>[A-Za-z_][\w.\-]{0,80})(?P=kq):"""
                          r"""[ \t]+(?P<v>[^\s#"'|>&*!%@`{\[][^\n]{0,300}+)(?=\r?\n[ \t]+\S)""")
@@ -1309,8 +1310,8 @@ def _kubernetes_secret_hits(text: str) -> "list[tuple[int, int, int, str]]":
                         x, y = v
                         if y - x > 1 and text[x] in "\"'" and text[y - 1] == text[x]:
                             x, y = x + 1, y - 1
-                        if y > x and not _TEMPLATE.search(text, x, y) and text[x] != "%":
-                            spans.append((x, y))
+                        if y > x and text[x] != "%" and _plausible_value(text[x:y], True):
+                            spans.append((x, y))  # (not a template, a placeholder, <base64-encoded-password>)
                 elif block:  # the lines of "key: |" or of "key:" over its value
                     piece = _trimmed(text, i, b)
                     if piece and not _TEMPLATE.search(text, piece[0], piece[1]):
@@ -1323,7 +1324,8 @@ def _kubernetes_secret_hits(text: str) -> "list[tuple[int, int, int, str]]":
                 pair = _JSON_PAIR.match(text, pos)
                 if pair is None:
                     break
-                if pair.end("v") > pair.start("v") and not text.startswith("%", pair.start("v")):
+                if pair.end("v") > pair.start("v") and not text.startswith("%", pair.start("v")) \
+                        and _plausible_value(pair.group("v"), True):
                     spans.append(pair.span("v"))
                 if pair.group("sep") != ",":
                     break
@@ -1441,8 +1443,9 @@ def _multiline_hits(text: str) -> "list[tuple[int, int, int, str]]":
             item = _ARRAY_ITEM.match(text, pos)
             if item is None:
                 break
-            if _item_value(name, tier, item.group("v")):
-                found.append((name, [item.span("v")]))
+            g = "v" if item.group("q") else "bv"
+            if _item_value(name, tier, item.group(g)):
+                found.append((name, [item.span(g)]))
             if item.group("sep") != ",":
                 break
             pos = item.end()

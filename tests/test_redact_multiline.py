@@ -383,6 +383,9 @@ def test_a_json_array_of_secrets():
                 keep=['"region": "eu-west-1"'])
     assert out.count("[REDACTED:") == 2
     check('{"secrets": ["%s", "%s"]}' % (TOK, PW), [TOK])
+    check("api_keys: [%s, %s]\n" % (key, TOK), [key, TOK], keep=["api_keys: ["])
+    for benign in ("api_keys: [primary, secondary]\n", "signing_keys: [ed25519, rsa-4096]\n", '{"keys": [1, 2, true]}'):
+        assert redact.find_secrets(benign) == [], benign
 
 
 @pytest.mark.parametrize("opening,closing", [('cfg_a = """', '"""'), ("BLOB = '''", "'''"), ("var cfgA = `", "`"),
@@ -426,6 +429,9 @@ def test_a_kubernetes_secret_data_and_string_data():
     js = '{"apiVersion": "v1", "data": {"a": "%s", "b": "%s"}, "kind": "Secret", "metadata": {"name": "x"}}' % (short, b64)
     check(js, [short, b64], keep=['"name": "x"'])
     assert redact.find_secrets(js.replace('"Secret"', '"ConfigMap"')) == []
+    docs = "\n".join(["kind: Secret", "data:", "  password: <base64-encoded-password>", "  token: changeme",
+                      "  url: {{ .Values.url }}", ""])
+    assert redact.find_secrets(docs) == []
 
 
 def test_an_xml_element_value():
