@@ -23,7 +23,7 @@ from cc_continuity import paths
 from cc_continuity.rotation import share
 from helpers.counting import Counter
 from helpers.hookdriver import HookDriver
-from test_share import S1, bare, claim_cli, daemon, git, machine, machine_a, mid_of, rotate, wait_status  # noqa: F401
+from test_share import S1, bare, claim_cli, daemon, git, machine, machine_a, mid_of, quick, rotate, wait_status  # noqa: F401
 
 S9 = "d9d9d9d9-0000-4000-8000-0000000000d9"
 FENCE = re.compile(r"~~~~ ([^\n]*?) ([0-9a-f]{16}): not the machine's words ~~~~\n.*?\n~~~~ end \2 ~~~~", re.S)
