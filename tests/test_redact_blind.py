@@ -22,22 +22,16 @@ corpus would void it as a measure (tune on corpus 1 or new cases, then measure h
 """
 
 import os
-import re
 import runpy
 
 from cc_continuity import redact
+from helpers.redaction import leaked
 
 _DATA = runpy.run_path(os.path.join(os.path.dirname(__file__), "data", "heldout34b_corpus.py"))
 MULTILINE, VENDOR, BENIGN = _DATA["MULTILINE"], _DATA["VENDOR"], _DATA["BENIGN"]
-_MARK = re.compile(r"\[REDACTED:[a-z0-9\-]+\]")
 
 CAUGHT_AT_LEAST = 189  # of 220
 BENIGN_CHANGED_AT_MOST = 8  # of 125
-
-
-def leaked(text, secrets):
-    out = _MARK.sub("\0", redact.redact(text))
-    return [s for s in secrets if any(s[i:i + 8] in out for i in range(max(1, len(s) - 7)))]
 
 
 def test_the_corpus_is_what_was_measured():

@@ -15,23 +15,16 @@ counts it because the key's name repeats the token's first 8 characters.
 """
 
 import os
-import re
 import runpy
 
 from cc_continuity import redact
+from helpers.redaction import leaked
 
 _DATA = runpy.run_path(os.path.join(os.path.dirname(__file__), "data", "heldout34_corpus.py"))
 MULTILINE, VENDOR, BENIGN = _DATA["MULTILINE"], _DATA["VENDOR"], _DATA["BENIGN"]
-_MARK = re.compile(r"\[REDACTED:[a-z0-9\-]+\]")
 
 CAUGHT_AT_LEAST = 217   # of 222 (192 when measured blind)
 BENIGN_CHANGED_AT_MOST = 0   # of 92 (3 when measured blind)
-
-
-def leaked(text, secrets):
-    """The secrets of which an 8-character piece survives redaction (a mark's kind name is no piece)."""
-    out = _MARK.sub("\0", redact.redact(text))
-    return [s for s in secrets if any(s[i:i + 8] in out for i in range(max(1, len(s) - 7)))]
 
 
 def test_the_corpus_is_what_was_measured():

@@ -10,15 +10,11 @@ import re
 import runpy
 
 from cc_continuity import redact
+from helpers.redaction import leaked
 
 _DATA = runpy.run_path(os.path.join(os.path.dirname(__file__), "data", "unseen_corpus.py"))
 SECRETS, BENIGN = _DATA["SECRETS"], _DATA["BENIGN"]
 _MARK = re.compile(r"\[REDACTED:[a-z0-9\-]+\]")
-
-
-def leaked(line, secrets):
-    out = _MARK.sub("\0", redact.redact(line))  # (a kind's name may repeat a prefix: it is not the secret)
-    return any(s[i:i + 8] in out for s in secrets for i in range(max(1, len(s) - 7)))
 
 
 def test_the_corpus_is_big_enough():
