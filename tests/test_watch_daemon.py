@@ -470,8 +470,10 @@ def test_a_stuck_rotation_is_pushed_urgently_and_retried_once_from_its_saved_pla
     probe, ppid = start_claude_pane(server, str(tmp_path / "probe"), session="probe")
     s = Session(git_repo, isolated_home, ppid, tmux=(server.socket, probe.pane_id))
     sdir = s.sdir
-    server.tmux("kill-session", "-t", "probe")
+    # The work session comes up before the probe goes: a server left with no session exits, and a
+    # new-session reaching it while it does fails with "server exited unexpectedly".
     run, pid = start_claude_pane(server, str(wd_dir), *wired(sdir), session="work")
+    server.tmux("kill-session", "-t", "probe")
     rec = session.load(sdir)
     rec.update(pid=pid, tmux_pane=run.pane_id)
     session.save(sdir, rec)

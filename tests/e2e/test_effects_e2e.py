@@ -20,7 +20,7 @@ import sys
 
 import pytest
 
-from cc_continuity.rehearse import continuity, rotation_scenario, usage_at
+from cc_continuity.rehearse import CONTINUATION, continuity, rotation_scenario, usage_at
 
 from . import scenarios
 
@@ -167,9 +167,14 @@ def test_a_post_before_a_rotation_is_held_in_the_successor(sandbox_factory):
         prompt(sb, TASK_POST)
         sb.wait_for(lambda: [r["ph"] for r in effects_lines(cont)] == ["intent", "done"], 30, what="the POST")
         sb.wait_idle()
+        rotating = sb.model.mark()
         prompt(sb, TASK_ROT)
         cont.wait_event(1, "transition", to="ROTATED", timeout=90)
-        sb.wait_for(lambda: cont.record(2)["state"] == "ACTIVE", 60, what="the successor's first prompt")
+        sb.wait_for(lambda: cont.record(2)["state"] == "ACTIVE", 60, what="the successor's session")
+        # The rotator types the continuation after the successor's SessionStart: typing ours before it
+        # has reached the model would race it (send-keys is no attached client: no activity stamp).
+        sb.model.wait_for(lambda r: r.seq >= rotating and r.kind == "main" and CONTINUATION in r.latest_text,
+                          timeout=60)
         sb.wait_idle()
         since = sb.model.mark()
         prompt(sb, AGAIN)
