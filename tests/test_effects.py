@@ -10,7 +10,8 @@ import uuid
 
 import pytest
 
-from cc_continuity.rotation import effects, texts
+from cc_continuity.holds import effects
+from cc_continuity.rotation import texts
 from helpers.hookdriver import HookDriver, tokens_at
 
 S1 = "e1e1e1e1-0000-4000-8000-0000000000e1"

@@ -230,7 +230,7 @@ def test_the_local_exemption_reads_the_urls_host_not_a_word_after_it():
 
 
 def test_the_same_effect_nested_or_wrapped_has_the_same_identity():
-    from cc_continuity.rotation import effects
+    from cc_continuity.holds import effects
 
     plain = effects.key(classify.classify("curl -X POST -d a=1 %s" % U), None)
     for form in ("for i in 1; do curl -X POST -d a=1 %s; done" % U, "nice -n 10 curl -X POST -d a=1 %s" % U,

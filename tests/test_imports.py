@@ -127,10 +127,10 @@ KEPT = {
         **{(fn, what): (START_UP, "a Codex tool call's hook: the steps' world +~80 ms, only when it must decide")
            for fn, what in (("answer", "cc_continuity.hosts.codex.host.CodexContext"),
                             ("_pre_tool_use", "cc_continuity.rotation.context"),
-                            ("_pre_tool_use", "cc_continuity.rotation.effects"),
+                            ("_pre_tool_use", "cc_continuity.holds.effects"),
                             ("_pre_tool_use", "cc_continuity.rotation.turn"),
                             ("_post_tool_use", "cc_continuity.rotation.context"),
-                            ("_post_tool_use", "cc_continuity.rotation.effects"),
+                            ("_post_tool_use", "cc_continuity.holds.effects"),
                             ("_post_tool_use", "cc_continuity.rotation.turn"),
                             ("_settle_exits", "cc_continuity.rotation.context"))},
         ("_pre_tool_use", "os"): (START_UP, "a Codex tool call's hook runs under python -S without os; only the "

@@ -34,15 +34,16 @@ ALLOWED = {
     # -- adapters
     "deps": set(),                     # the optional packages: where they are for this interpreter, their build
                                        # (pip, uv, the package index); the root only, so any folder may ask it
-    "hosts": {"rotation", "tmux", "notify"},  # each agent fills the rotation's ports (hosts/claude, hosts/codex):
-                                       # its own files and process, and for a hook call pushes and the tmux rotator
+    "hosts": {"rotation", "holds", "tmux", "notify"},  # each agent fills the rotation's ports (hosts/claude, hosts/codex):
+                                       # its own files and process, and for a hook call pushes and the tmux rotator;
+                                       # a tool-call step records and holds side effects (holds/effects.py)
     "notify": {"deps"},                # the push spool and its flusher talk to the ntfy server and the root only
                                        # (the flusher starts with the optional packages where they are)
     "tmux": {"rotation", "notify", "hosts", "deps"},  # the rotator is the tmux hand-over (rotation/handover.py's plan);
                                        # a failed one pushes; launch finds the real claude (hosts/claude)
-    "hooks": {"rotation", "snapshot", "hosts", "deps"},  # one step per Claude Code event, with the Claude host's
+    "hooks": {"rotation", "holds", "snapshot", "hosts", "deps"},  # one step per Claude Code event, with the Claude host's
                                        # context; PreToolUse waits for a snapshot job; a plugin session starts
-                                       # its optional packages' build
+                                       # its optional packages' build; Pre/PostToolUse hold and record side effects
     "watch": {"rotation", "install", "tmux", "notify"},  # readings and hand-over plans; service files name the
                                        # installed launcher (install.app); it types into panes, re-spawns a rotator
     "install": {"rotation", "hosts", "deps"},  # uninstall --purge names what stays on share remotes; the real claude;

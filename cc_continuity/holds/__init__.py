@@ -8,5 +8,9 @@ exit status of 0 proves succeeded.  tree-sitter's bash grammar where it can be i
 copy's ``lib/``, a plugin's built packages: :mod:`cc_continuity.deps`), the tokenizer of our own
 where it cannot; where the tree has errors (zsh syntax) both readings count.
 
+What a repeat would harm is :mod:`.classify`'s; :mod:`.effects` keeps the two-phase record of each
+such call (the project's ``effects.jsonl``) and decides a hold: the protocol and every host's
+tool-call step use it.
+
 A library below the protocol: it imports the root only.
 """

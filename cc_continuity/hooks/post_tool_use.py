@@ -81,7 +81,7 @@ def _effect_outcome(call: "Call", c: "dict[str, Any]", code: "int | None") -> No
     tid = call.payload.get("tool_use_id")
     pdir = c["sdir"].rstrip("/").rsplit("/", 2)[0]
     if isinstance(tid, str) and tid and "/" not in tid and posix.access(pdir + "/effects.pending/" + tid, posix.F_OK):
-        from ..rotation import effects
+        from ..holds import effects
 
         effects.outcome(pdir, call.payload, code, call.session_id)
 

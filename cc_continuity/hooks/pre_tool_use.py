@@ -102,7 +102,7 @@ def _gates(call: "Call", c: "dict[str, Any]", rec: "Record") -> "dict[str, Any] 
 def _effect_gate(call: "Call", c: "dict[str, Any]", rec: "Record") -> "dict[str, Any] | None":
     """A call that may have a side effect outside the work tree: hold a harmful repeat, record the intent (slow path)."""
     from ..hosts.claude.host import CLAUDE
-    from ..rotation import effects
+    from ..holds import effects
     from .. import fastjson
 
     sdir = c["sdir"]

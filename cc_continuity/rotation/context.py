@@ -15,7 +15,7 @@ import os
 
 from .. import card, config, ledger, meter, session
 from ..project import Project, launch_dir
-from . import effects
+from ..holds import effects
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # names only the type checker needs (the hooks do not pay for importing typing)

@@ -25,7 +25,8 @@ checkpoint, from what it left (prompts, todos, last reply, actions, git state).
 import os
 import time
 
-from . import checkpoint, effects
+from ..holds import effects
+from . import checkpoint
 from .. import faults, ledger, session
 from ..procs import pid_alive
 

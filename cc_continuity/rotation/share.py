@@ -40,7 +40,8 @@ import time
 
 from .. import atomic, config, faults, paths, procs, safefile, session
 from ..errors import ShareError
-from . import checkpoint, effects, revalidation, share_data
+from ..holds import effects
+from . import checkpoint, revalidation, share_data
 from .claim import bootstrap_text
 from ..lock import Lock
 from ..project import LEASES, Project, all_projects

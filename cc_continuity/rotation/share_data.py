@@ -232,7 +232,7 @@ def claim(doc: "Mapping[str, Any]", source: str) -> "dict[str, Any]":
     return out
 
 
-# -- the publisher's effect records (rotation/effects.py) -------------------------------------------------
+# -- the publisher's effect records (holds/effects.py) -------------------------------------------------
 
 EFFECTS_FILE = "effects.json"
 EFFECTS_MAX = 2000  # records published with a checkpoint (the newest)

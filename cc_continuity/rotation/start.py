@@ -21,7 +21,8 @@ from .. import atomic, faults, fastjson, ledger, meter, once, safefile, session
 from ..digest import sha256
 from ..errors import StateDirError
 from ..procs import pid_alive
-from . import claim, context, effects, handover, revalidation, texts
+from ..holds import effects
+from . import claim, context, handover, revalidation, texts
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # names only the type checker needs (the hooks do not pay for importing typing)

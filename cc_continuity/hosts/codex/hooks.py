@@ -234,7 +234,8 @@ def _settle_exits(ctx: "CodexContext") -> None:
 
 def _pre_tool_use(ctx: "CodexContext", p: "dict[str, Any]") -> "str | None":
     """None lets the call run; a deny past the hard ceiling (but for the handoff's own write), or for a repeat."""
-    from ...rotation import context, effects, turn  # (the steps' world: only when a tool call must be decided)
+    from ...holds import effects  # (the record and the hold: only when a tool call must be decided)
+    from ...rotation import context, turn  # (the steps' world: only when a tool call must be decided)
 
     started = context.begin(ctx)
     if started is None:
@@ -277,7 +278,8 @@ def _pre_tool_use(ctx: "CodexContext", p: "dict[str, Any]") -> "str | None":
 def _post_tool_use(ctx: "CodexContext", p: "dict[str, Any]") -> None:
     """The slow path of a tool call: register (or refresh the card), record the action, an effect's outcome,
     a level change."""
-    from ...rotation import context, effects, turn  # (the steps' world: only when a tool call must be decided)
+    from ...holds import effects  # (the record and the hold: only when a tool call must be decided)
+    from ...rotation import context, turn  # (the steps' world: only when a tool call must be decided)
 
     started = context.begin(ctx)
     if started is None:
