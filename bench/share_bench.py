@@ -3,7 +3,7 @@
 A repository of ``--files`` files (default 50 000, ~200 bytes each, in 500 directories)
 whose branch is already on a bare remote; each round changes ``--changed`` files (10),
 takes the checkpoint's snapshot (persistent private index, as the rotation does) and
-publishes it with share.publish (one atomic push: the publish commit over the snapshot,
+publishes it with publish.publish (one atomic push: the publish commit over the snapshot,
 tracked files only).  Bytes are the pack git sends (the remote keeps each push's pack as
 received: ``receive.unpackLimit=1``).  Then a second machine claims it
 (``cc-continuity claim --print``: ls-remote, fetch, lease push, worktree, import).
@@ -47,7 +47,7 @@ def main():
     os.makedirs(os.environ["HOME"])
     from cc_continuity.snapshot import worktree, job
     from cc_continuity import paths, session
-    from cc_continuity.rotation import share
+    from cc_continuity.share import publish
     from cc_continuity.project import Project
 
     root, bare = tmp + "/a", tmp + "/remote.git"
@@ -84,11 +84,11 @@ def main():
             json.dump({"id": "cp-%03d" % r, "session": "bench-%03d" % r, "verified_at": time.time(), "git": snap}, f)
         with open(session.facts_path(sdir), "w") as f:
             json.dump({"git": {"branch": "main", "head": snap["parent"]}}, f)
-        p = share.plan(proj, r, {"share_remote": "origin", "share_untracked": False})
+        p = publish.plan(proj, r, {"share_remote": "origin", "share_untracked": False})
         p.update(local_wait_s=0, delays=[])
         before = store_bytes(bare)
         t0 = time.monotonic()
-        st = share.publish(p)
+        st = publish.publish(p)
         took = time.monotonic() - t0
         assert st["state"] == "published", st
         rows.append({"round": r, "snapshot_ms": snap["elapsed_ms"], "publish_ms": round(took * 1000),

@@ -111,11 +111,21 @@ KEPT = {
             SCRIPT, "python -m cc_continuity.rehearse.scripted_model imports this package first: imported at "
                     "the top, runpy warns and the module runs twice"),
     },
-    "cc_continuity.rotation.lease": {
-        ("_share", "cc_continuity.rotation.share"): (START_UP, "a rotation's claim (SessionStart, sharing on) reads share.json "
-                                                      "only; share + subprocess +~10 ms, loaded when the remote is asked"),
+    "cc_continuity.share": {
+        ("after_verified", "cc_continuity.share.publish"): (
+            START_UP, "the checkpoint's turn end: publish + subprocess +~10 ms, only when the user shares"),
+        **{(fn, "cc_continuity.share.lease"): (
+            START_UP, "lease + subprocess +~10 ms: a turn's end only where leases are held, a claim only when a "
+                      "candidate checkpoint was published") for fn in ("renew_leases", "claim_gate")},
     },
-    "cc_continuity.rotation.share": {
+    "cc_continuity.share.lease": {
+        ("_transport", "cc_continuity.share.transport"): (
+            START_UP, "a rotation's claim (SessionStart, sharing on) reads share.json only; transport + subprocess "
+                      "+~10 ms, loaded when the remote is asked"),
+        ("start", "cc_continuity.share.job.start_job"): (START_UP, "subprocess: only when a renewal is due"),
+        ("main", "cc_continuity.share.job.behind_the_session"): (START_UP, "the renewal job's own start, as start"),
+    },
+    "cc_continuity.share.publish": {
         (fn, "cc_continuity.redact"): (START_UP, "every verb's start (commands/share, commands/claim): its rules "
                                                  "compile, +~50 ms")
         for fn in ("_redacted", "publish_commit")
@@ -148,6 +158,9 @@ KEPT = {
                       "a hand-over needs a driver"),
         ("HookPorts.start_rotator", "cc_continuity.tmux.rotator"): (
             START_UP, "the rotator's module (subprocess, notify) +~8 ms, loaded when one is started"),
+        **{("HookPorts." + fn, "cc_continuity.share"): (
+            START_UP, "share/ is the optional feature: loaded when the user shares, where leases are held, or "
+                      "when a claim's candidate was published") for fn in ("after_verified", "renew_leases", "claim_gate")},
     },
     "cc_continuity.hooks.mod": {
         ("compact", "cc_continuity.rotation.turn"): (
@@ -156,23 +169,13 @@ KEPT = {
         ("_last_request", "cc_continuity.rotation.checkpoint"): (
             START_UP, "the mod's every turn: checkpoint +~1 ms, needed only when it skips a compaction"),
     },
-    "cc_continuity.rotation.start": {
-        ("claim_for", "cc_continuity.rotation.lease"): (
-            START_UP, "SessionStart and every prompt: lease + share + subprocess +~10 ms, loaded only when a "
-                      "candidate checkpoint was published"),
-    },
     "cc_continuity.rotation.turn": {
-        ("turn_ended", "cc_continuity.rotation.lease"): (
-            START_UP, "every turn's end (the mod calls in too): lease + share + subprocess +~10 ms, loaded only "
-                      "when this project holds remote leases"),
         ("_turn_snapshot", "cc_continuity.snapshot.job"): (
             START_UP, "every turn's end: the snapshot job (subprocess, git) +~8 ms, only when turn snapshots run"),
         **{(fn, "cc_continuity.rotation.handoff"): (
             START_UP, "every turn's end: the handoff's patterns compile (re) +~6 ms, only at the steps that read "
                       "or ask for a handoff") for fn in ("request_handoff", "check_handoff", "verify_written",
                                                          "_claims_contradicted", "rotate_instead_of_compacting")},
-        ("_make_checkpoint", "cc_continuity.rotation.share"): (
-            START_UP, "the checkpoint's turn end: share + subprocess +~10 ms, only when the user shares"),
     },
     "cc_continuity.tmux.launch": {
         **{(fn, what): (SCRIPT, "the trampoline runs this file with python -I: no package, stdlib only")

@@ -31,10 +31,13 @@ ALLOWED = {
     "holds": {"deps"},                 # the shell reading and what repeats would harm; tree-sitter where deps put it
     "rotation": {"snapshot", "holds"},  # a checkpoint holds a work-tree snapshot (its job, its ref, its diff);
                                        # the host it runs in is a port (rotation/host.py), never imported
+    # -- optional features (above the domain; nothing below imports them: the protocol reaches them through ports)
+    "share": {"rotation", "holds"},    # sharing through a git remote: it publishes checkpoints (their manifest,
+                                       # effect records), claims one (the claim's bootstrap, revalidation)
     # -- adapters
     "deps": set(),                     # the optional packages: where they are for this interpreter, their build
                                        # (pip, uv, the package index); the root only, so any folder may ask it
-    "hosts": {"rotation", "holds", "tmux", "notify"},  # each agent fills the rotation's ports (hosts/claude, hosts/codex):
+    "hosts": {"rotation", "holds", "share", "tmux", "notify"},  # each agent fills the rotation's ports (hosts/claude, hosts/codex):
                                        # its own files and process, and for a hook call pushes and the tmux rotator;
                                        # a tool-call step records and holds side effects (holds/effects.py)
     "notify": {"deps"},                # the push spool and its flusher talk to the ntfy server and the root only
@@ -44,14 +47,14 @@ ALLOWED = {
     "hooks": {"rotation", "holds", "snapshot", "hosts", "deps"},  # one step per Claude Code event, with the Claude host's
                                        # context; PreToolUse waits for a snapshot job; a plugin session starts
                                        # its optional packages' build; Pre/PostToolUse hold and record side effects
-    "watch": {"rotation", "install", "tmux", "notify"},  # readings and hand-over plans; service files name the
+    "watch": {"rotation", "share", "install", "tmux", "notify"},  # readings and hand-over plans; service files name the
                                        # installed launcher (install.app); it types into panes, re-spawns a rotator
-    "install": {"rotation", "hosts", "deps"},  # uninstall --purge names what stays on share remotes; the real claude;
+    "install": {"rotation", "share", "hosts", "deps"},  # uninstall --purge names what stays on share remotes; the real claude;
                                        # install.py fills its venv the way a plugin builds its packages
     "doctor": {"install", "hooks", "notify", "tmux", "hosts", "deps", "watch"},  # it reads what install wrote, the hook table's
                                        # events, the pane's environment, the real claude; --notify-test pushes once
     "rehearse": {"rotation", "install", "tmux"},  # it installs into a throwaway HOME and drives a real pane
-    "commands": {"rotation", "snapshot", "hooks", "hosts", "install", "watch", "rehearse", "tmux", "notify",
+    "commands": {"rotation", "snapshot", "share", "hooks", "hosts", "install", "watch", "rehearse", "tmux", "notify",
                  "doctor"},
 }
 

@@ -19,7 +19,8 @@ import uuid
 
 import pytest
 
-from cc_continuity.rotation import lease, share, start, turn
+from cc_continuity.rotation import start, turn
+from cc_continuity.share import claiming, fleet, lease, publish, transport
 from cc_continuity.project import LEASES
 from cc_continuity import paths, session
 from helpers.hookdriver import dead_pid
@@ -30,8 +31,8 @@ from test_share import GOOD, S1, bare, claim_cli, free_port, git, machine, machi
 @pytest.fixture(autouse=True)
 def quick(monkeypatch):
     monkeypatch.setattr(turn, "STOP_WAIT_S", 0.3)
-    monkeypatch.setattr(share, "LOCAL_CLAIM_WAIT_S", 1)
-    monkeypatch.setattr(share, "RETRY_DELAYS_S", (1, 1))
+    monkeypatch.setattr(publish, "LOCAL_CLAIM_WAIT_S", 1)
+    monkeypatch.setattr(publish, "RETRY_DELAYS_S", (1, 1))
 
 
 class Daemon:
@@ -69,9 +70,9 @@ def daemon(tmp_path):
     d.stop()
 
 
-def url_for(tmp_path, transport, daemon):
+def url_for(tmp_path, scheme, daemon):
     remote = bare(tmp_path)
-    return remote, ("file://" + remote if transport == "file" else daemon.start().url)
+    return remote, ("file://" + remote if scheme == "file" else daemon.start().url)
 
 
 def publish_unclaimed(tmp_path, url):
@@ -95,7 +96,7 @@ def late_claim(drv, prev, sid):
 
 def remote_lease(remote, spec):
     key, cid = spec.split("/")
-    ref = share.claim_ref(share.machine_id(), key, cid)
+    ref = transport.claim_ref(transport.machine_id(), key, cid)
     got = git(remote, "for-each-ref", "--format=%(objectname)", ref).strip()
     return (json.loads(git(remote, "show", ref + ":claim.json")), got) if got else (None, None)
 
@@ -104,9 +105,9 @@ def sid():
     return str(uuid.uuid4())
 
 
-@pytest.mark.parametrize("transport", ["file", "daemon"])
-def test_b_claims_first_then_a_late_local_claim_is_refused_naming_b(tmp_path, transport, daemon):
-    remote, url = url_for(tmp_path, transport, daemon)
+@pytest.mark.parametrize("scheme", ["file", "daemon"])
+def test_b_claims_first_then_a_late_local_claim_is_refused_naming_b(tmp_path, scheme, daemon):
+    remote, url = url_for(tmp_path, scheme, daemon)
     drv, spec = publish_unclaimed(tmp_path, url)
     env_b, clone_b = machine(tmp_path, "b", url)
     res = claim_cli(env_b, clone_b, "--from", "origin", spec, "--print")
@@ -114,7 +115,7 @@ def test_b_claims_first_then_a_late_local_claim_is_refused_naming_b(tmp_path, tr
     # B keeps its lease for renewal, in its worktree's project
     wt_key = paths.project_key(clone_b + "-cp-001")
     held = json.load(open(os.path.join(env_b["CC_CONTINUITY_HOME"], "projects", wt_key, "leases.json")))["leases"]
-    assert [r["ref"] for r in held] == [share.claim_ref(share.machine_id(), *spec.split("/"))]
+    assert [r["ref"] for r in held] == [transport.claim_ref(transport.machine_id(), *spec.split("/"))]
     s2 = sid()
     text, took = late_claim(drv, S1, s2)
     assert "is claimed there by machine %s" % mid_of(env_b) in text and "starts fresh" in text, text
@@ -129,9 +130,9 @@ def test_b_claims_first_then_a_late_local_claim_is_refused_naming_b(tmp_path, tr
     assert remote_lease(remote, spec)[0]["machine"] == mid_of(env_b)
 
 
-@pytest.mark.parametrize("transport", ["file", "daemon"])
-def test_a_late_local_claim_takes_the_lease_on_the_remote_then_b_is_refused_naming_a(tmp_path, transport, daemon):
-    remote, url = url_for(tmp_path, transport, daemon)
+@pytest.mark.parametrize("scheme", ["file", "daemon"])
+def test_a_late_local_claim_takes_the_lease_on_the_remote_then_b_is_refused_naming_a(tmp_path, scheme, daemon):
+    remote, url = url_for(tmp_path, scheme, daemon)
     drv, spec = publish_unclaimed(tmp_path, url)
     s2 = sid()
     text, took = late_claim(drv, S1, s2)
@@ -139,12 +140,12 @@ def test_a_late_local_claim_takes_the_lease_on_the_remote_then_b_is_refused_nami
     rec1 = drv.state(S1)
     assert rec1["successor"] == drv.number(s2) and rec1["remote_lease"]["ref"].endswith("/cp-001")
     claim, sha = remote_lease(remote, spec)
-    assert claim["machine"] == share.machine_id() and claim["local_successor"] == drv.state(s2)["name"]
-    assert [r["sha"] for r in share.held(drv.project.dir)] == [sha]
-    print("late local claim through the remote (%s): SessionStart %.0f ms" % (transport, took * 1000))
+    assert claim["machine"] == transport.machine_id() and claim["local_successor"] == drv.state(s2)["name"]
+    assert [r["sha"] for r in transport.held(drv.project.dir)] == [sha]
+    print("late local claim through the remote (%s): SessionStart %.0f ms" % (scheme, took * 1000))
     env_b, clone_b = machine(tmp_path, "b", url)
     res = claim_cli(env_b, clone_b, "--from", "origin", spec, "--print")
-    assert res.returncode == 3 and "is claimed by machine %s" % share.machine_id() in res.stderr, res.stderr
+    assert res.returncode == 3 and "is claimed by machine %s" % transport.machine_id() in res.stderr, res.stderr
     assert "its own successor %s" % drv.state(s2)["name"] in res.stderr
     assert not os.path.exists(clone_b + "-cp-001")
 
@@ -186,7 +187,7 @@ def test_remote_down_after_the_publish_landed_the_claim_is_unconfirmed_then_take
     text, _ = late_claim(drv, s2, s3)
     assert text.startswith("Continuing from cp-001"), text
     assert drv.state(S1)["successor"] == drv.number(s3)
-    assert remote_lease(remote, spec)[0]["machine"] == share.machine_id()
+    assert remote_lease(remote, spec)[0]["machine"] == transport.machine_id()
 
 
 def test_two_published_checkpoints_and_a_silent_remote_cost_the_claim_one_bounded_wait(tmp_path, silent, monkeypatch):
@@ -201,9 +202,9 @@ def test_two_published_checkpoints_and_a_silent_remote_cost_the_claim_one_bounde
         f.write(GOOD)
     assert step(drv, turn.turn_ended, "Stop", s3)[1].outcome.startswith("checkpoint cp-002 verified")
     deadline = time.time() + 30
-    while share.read_status(drv.sdir(s3)).get("state") != "published" and time.time() < deadline:
+    while transport.read_status(drv.sdir(s3)).get("state") != "published" and time.time() < deadline:
         time.sleep(0.1)
-    assert share.read_status(drv.sdir(s3))["state"] == "published"
+    assert transport.read_status(drv.sdir(s3))["state"] == "published"
     drv.git("remote", "set-url", "origin", silent)
     text, took = late_claim(drv, s3, sid())
     assert took < lease.LOCAL_TIMEOUT_S + 2, took  # one question, not one per checkpoint
@@ -214,7 +215,7 @@ def test_two_published_checkpoints_and_a_silent_remote_cost_the_claim_one_bounde
 
 def test_remote_down_before_any_try_reached_it_the_claim_stays_local_and_the_publish_carries_its_lease(
         tmp_path, daemon, monkeypatch):
-    monkeypatch.setattr(share, "RETRY_DELAYS_S", (4, 4, 4, 4))
+    monkeypatch.setattr(publish, "RETRY_DELAYS_S", (4, 4, 4, 4))
     remote = bare(tmp_path)
     drv = machine_a(tmp_path, "file://" + remote)
     drv.git("remote", "set-url", "origin", daemon.url)  # nobody listens there yet
@@ -231,10 +232,10 @@ def test_remote_down_before_any_try_reached_it_the_claim_stays_local_and_the_pub
     assert st["state"] == "published" and st["local_claim"] is True, st
     spec = "%s/cp-001" % paths.project_key(drv.root)
     claim, sha = remote_lease(remote, spec)
-    assert claim["machine"] == share.machine_id() and claim["local_successor"] == drv.state(s2)["name"]
+    assert claim["machine"] == transport.machine_id() and claim["local_successor"] == drv.state(s2)["name"]
     env_b, clone_b = machine(tmp_path, "b", daemon.url)
     res = claim_cli(env_b, clone_b, "--from", "origin", spec, "--print")
-    assert res.returncode == 3 and "is claimed by machine %s" % share.machine_id() in res.stderr, res.stderr
+    assert res.returncode == 3 and "is claimed by machine %s" % transport.machine_id() in res.stderr, res.stderr
 
 
 OFFSETS_S = (0.6, 0.0, 0.3, 0.9, 0.45, 0.75, 0.15, 1.2)  # A's hook starts this long after B's claim
@@ -249,7 +250,7 @@ def test_a_late_local_claim_racing_a_remote_claim_has_exactly_one_winner(tmp_pat
     drv, spec = publish_unclaimed(tmp_path, "file://" + remote)
     env_b, clone_b = machine(tmp_path, "b", "file://" + remote)
     key, cid = spec.split("/")
-    lref = share.claim_ref(share.machine_id(), key, cid)
+    lref = transport.claim_ref(transport.machine_id(), key, cid)
     state1 = os.path.join(drv.sdir(S1), session.STATE)
     saved = open(state1, "rb").read()
     rounds = int(os.environ.get("CC_CONTINUITY_RACE_ROUNDS", "3"))
@@ -273,8 +274,8 @@ def test_a_late_local_claim_racing_a_remote_claim_has_exactly_one_winner(tmp_pat
         if a_won and b_won:
             tally["both"] += 1
         elif a_won:
-            assert b_rc == 3 and "claimed by machine %s" % share.machine_id() in b_err, b_err
-            assert holder == share.machine_id() and drv.state(S1)["successor"] == drv.number(s)
+            assert b_rc == 3 and "claimed by machine %s" % transport.machine_id() in b_err, b_err
+            assert holder == transport.machine_id() and drv.state(S1)["successor"] == drv.number(s)
             tally["A"] += 1
         elif b_won:
             assert "is claimed there by machine %s" % mid_of(env_b) in ctx or ctx.startswith("UNCONFIRMED"), ctx
@@ -318,12 +319,12 @@ def test_the_holders_stop_renews_its_lease_in_a_detached_job(tmp_path, monkeypat
     step(drv, turn.turn_ended, "Stop", s2)
     took = time.monotonic() - t0
     deadline = time.time() + 30
-    while time.time() < deadline and share.held(proj.dir)[0]["sha"] == old:
+    while time.time() < deadline and transport.held(proj.dir)[0]["sha"] == old:
         time.sleep(0.1)
-    row = share.held(proj.dir)[0]
+    row = transport.held(proj.dir)[0]
     claim, new = remote_lease(remote, spec)
     assert new == row["sha"] != old and claim["renewals"] == 1 and claim["renewed_at"] >= old_claim["at"]
-    assert claim["machine"] == share.machine_id() and claim["at"] == old_claim["at"]  # the same holder, same start
+    assert claim["machine"] == transport.machine_id() and claim["at"] == old_claim["at"]  # the same holder, same start
     assert git(remote, "rev-parse", new + "^1").strip() == old  # a fast-forward: servers that deny others accept it
     assert lease.renew_due(proj) is None  # the job ran a moment ago: no second one
     print("Stop that started the renewal job: %.0f ms" % (took * 1000))
@@ -336,22 +337,22 @@ def test_steal_and_the_fleet_view_count_a_leases_age_from_its_last_renewal(tmp_p
     later = claim0["at"] + 20 * 3600
     res = lease.renew(drv.project.dir, now=later)  # as the holder's hook did 20 h after the claim
     assert res["renewed"] and not res["failed"], res
-    rows = share.fleet(drv.root, "origin", now=later + 60)
+    rows = fleet.fleet(drv.root, "origin", now=later + 60)
     assert rows[0]["class"] == "claimed" and 59 <= rows[0]["lease_age_s"] <= 61
     out = drv.cli("status", "--remote", "origin").stdout
     assert "lease renewed" in out, out
     env_c, clone_c = machine(tmp_path, "c", "file://" + remote)
     monkeypatch.setenv("CC_CONTINUITY_HOME", env_c["CC_CONTINUITY_HOME"])
-    pubs, leases = share.remote_view(clone_c, "origin")
-    with pytest.raises(share.LeaseHeld, match="renewed 5.0 h ago"):  # 25 h after the claim, 5 h after the renewal
-        share.take_lease(clone_c, "origin", pubs[0], leases, steal=True, now=claim0["at"] + 25 * 3600)
-    got = share.take_lease(clone_c, "origin", pubs[0], leases, steal=True, now=later + 25 * 3600)
+    pubs, leases = claiming.remote_view(clone_c, "origin")
+    with pytest.raises(transport.LeaseHeld, match="renewed 5.0 h ago"):  # 25 h after the claim, 5 h after the renewal
+        claiming.take_lease(clone_c, "origin", pubs[0], leases, steal=True, now=claim0["at"] + 25 * 3600)
+    got = claiming.take_lease(clone_c, "origin", pubs[0], leases, steal=True, now=later + 25 * 3600)
     assert got["stolen_from"]["machine"] != got["machine"]
     # A's next renewal finds its lease taken over: dropped from its list, C's lease left alone
     monkeypatch.setenv("CC_CONTINUITY_HOME", a_home)
     res = lease.renew(drv.project.dir)
-    assert res["dropped"] == [share.claim_ref(share.machine_id(), *spec.split("/"))] and not res["renewed"], res
-    assert share.held(drv.project.dir) == []
+    assert res["dropped"] == [transport.claim_ref(transport.machine_id(), *spec.split("/"))] and not res["renewed"], res
+    assert transport.held(drv.project.dir) == []
     assert remote_lease(remote, spec)[0]["machine"] == mid_of(env_c)
 
 

@@ -22,7 +22,9 @@ import pytest
 from cc_continuity import config, paths, session
 from cc_continuity.project import LEASES
 from cc_continuity.hosts.claude.host import CLAUDE
-from cc_continuity.rotation import context, share, start, turn
+from cc_continuity.hosts.ports import HookPorts
+from cc_continuity.rotation import start, turn
+from cc_continuity.share import claiming, fleet, job, publish, transport
 from helpers.hookdriver import HookDriver, handoff_text, tokens_at
 
 S1 = "a1a1a1a1-0000-4000-8000-0000000000a1"
@@ -82,8 +84,8 @@ def daemon(tmp_path):
 @pytest.fixture(autouse=True)
 def quick(monkeypatch):
     monkeypatch.setattr(turn, "STOP_WAIT_S", 0.3)
-    monkeypatch.setattr(share, "LOCAL_CLAIM_WAIT_S", 3)
-    monkeypatch.setattr(share, "RETRY_DELAYS_S", (1, 1))
+    monkeypatch.setattr(publish, "LOCAL_CLAIM_WAIT_S", 3)
+    monkeypatch.setattr(publish, "RETRY_DELAYS_S", (1, 1))
 
 
 def machine_a(tmp_path, url, **cfg):
@@ -97,7 +99,8 @@ def machine_a(tmp_path, url, **cfg):
 
 
 def step(drv, fn, event, sid, **fields):
-    ctx = context.Context(event, drv.payload(event, sid, **fields), drv.env(sid), host=CLAUDE)
+    """One protocol step in-process, in the hook calls' own context (HookPorts: its share ports are filled)."""
+    ctx = HookPorts(event, drv.payload(event, sid, **fields), drv.env(sid), host=CLAUDE)
     return fn(ctx), ctx
 
 
@@ -142,7 +145,7 @@ def wait_status(drv, want, timeout=30):
     deadline = time.time() + timeout
     st = {}
     while time.time() < deadline:
-        st = share.read_status(drv.sdir(S1))
+        st = transport.read_status(drv.sdir(S1))
         if st.get("state") in want:
             return st
         time.sleep(0.1)
@@ -150,32 +153,32 @@ def wait_status(drv, want, timeout=30):
 
 
 def test_the_machine_id_is_made_once_private_and_differs_per_state_dir(tmp_path, monkeypatch):
-    a = share.machine_id()
-    assert len(a) == 12 and share.machine_id() == a
-    st = os.stat(os.path.join(paths.home(), share.MACHINE_ID))
+    a = transport.machine_id()
+    assert len(a) == 12 and transport.machine_id() == a
+    st = os.stat(os.path.join(paths.home(), transport.MACHINE_ID))
     assert stat.S_IMODE(st.st_mode) == 0o600
     monkeypatch.setenv("CC_CONTINUITY_HOME", str(tmp_path / "other"))
-    assert share.machine_id() != a
+    assert transport.machine_id() != a
 
 
-@pytest.mark.parametrize("transport", ["file", "daemon"])
+@pytest.mark.parametrize("scheme", ["file", "daemon"])
 def test_a_verified_checkpoint_is_published_with_its_handoff_and_the_users_refs_untouched(
-        tmp_path, transport, request):
+        tmp_path, scheme, request):
     remote = bare(tmp_path)
-    url = "file://" + remote if transport == "file" else request.getfixturevalue("daemon") + "/remote.git"
+    url = "file://" + remote if scheme == "file" else request.getfixturevalue("daemon") + "/remote.git"
     drv = machine_a(tmp_path, url)
     before = user_refs(remote)
     rotate(drv)
     st = wait_status(drv, ("published", "failed"))
     assert st["state"] == "published" and st["tries"] == 1, st
-    mid = share.machine_id()
+    mid = transport.machine_id()
     key = paths.project_key(drv.root)
     ref = "refs/continuity/shared/%s/%s/cp-001" % (mid, key)
     assert st["ref"] == ref and st["local_claim"] is True
     refs = dict(reversed(line.split()) for line in git(remote, "for-each-ref", "--format=%(objectname) %(refname)")
                 .splitlines())
     assert refs[ref] == st["commit"]
-    assert set(git(remote, "ls-tree", "--name-only", ref).split()) == set(share.FILES)
+    assert set(git(remote, "ls-tree", "--name-only", ref).split()) == set(publish.FILES)
     assert git(remote, "show", ref + ":handoff.md").strip() == GOOD.strip()
     pub = json.loads(git(remote, "show", ref + ":publisher.json"))
     assert pub["machine"] == mid and pub["checkpoint"] == "cp-001" and pub["author"] == "Test <test@example.invalid>"
@@ -185,7 +188,7 @@ def test_a_verified_checkpoint_is_published_with_its_handoff_and_the_users_refs_
     assert git(remote, "show", snap + ":src/app.py") == "print(2)\n"
     assert "notes.txt" not in git(remote, "ls-tree", "-r", "--name-only", snap).split()
     # A's own successor claimed it within the wait: the same push made that lease
-    claim = json.loads(git(remote, "show", share.claim_ref(mid, key, "cp-001") + ":claim.json"))
+    claim = json.loads(git(remote, "show", transport.claim_ref(mid, key, "cp-001") + ":claim.json"))
     assert claim["machine"] == mid and claim["local_successor"]
     assert user_refs(remote) == before  # the user's branches and tags: the same names, the same objects
     assert sorted(r for r in refs if not r.startswith("refs/continuity/")) == ["refs/heads/main", "refs/tags/v1"]
@@ -212,7 +215,7 @@ def test_a_rejecting_or_down_remote_never_delays_or_breaks_the_rotation(tmp_path
     assert drv.state(S1)["state"] == session.ROTATED and drv.state(S2)["state"] == session.BOOTSTRAPPING
     st = wait_status(drv, ("retrying",))
     assert st["tries"] == 1 and st["error"]
-    assert niceness(st["pid"]) == min(19, os.nice(0) + share.JOB_NICE)  # the job (asleep now) yields the CPU
+    assert niceness(st["pid"]) == min(19, os.nice(0) + job.JOB_NICE)  # the job (asleep now) yields the CPU
     if kind == "rejecting":
         assert "pre-receive hook declined" in st["error"] or "rejected" in st["error"], st
     st = wait_status(drv, ("failed",), timeout=60)
@@ -231,11 +234,11 @@ def test_sharing_off_starts_nothing_and_writes_no_status(tmp_path):
 def test_push_never_names_a_ref_outside_refs_continuity(tmp_path):
     for ref in ("refs/heads/main", "refs/tags/v1", "refs/continuity/../heads/main"):
         with pytest.raises(ValueError):
-            share.push(str(tmp_path), "origin", [("0" * 40, ref, "")])
+            transport.push(str(tmp_path), "origin", [("0" * 40, ref, "")])
 
 
 def test_the_remote_env_never_prompts_and_keeps_the_users_credentials():
-    env = share.remote_env({"HOME": "/h", "SSH_AUTH_SOCK": "/s", "GIT_ASKPASS": "/x", "GIT_DIR": "/y",
+    env = transport.remote_env({"HOME": "/h", "SSH_AUTH_SOCK": "/s", "GIT_ASKPASS": "/x", "GIT_DIR": "/y",
                             "GIT_SSH_COMMAND": "ssh -i key"})
     assert env["GIT_TERMINAL_PROMPT"] == "0" and "BatchMode=yes" in env["GIT_SSH_COMMAND"]
     assert env["GIT_SSH_COMMAND"].startswith("ssh -i key") and env["SSH_AUTH_SOCK"] == "/s"
@@ -259,7 +262,7 @@ def claim_cli(env, clone, *args):
 
 
 def mid_of(env):
-    with open(os.path.join(env["CC_CONTINUITY_HOME"], share.MACHINE_ID)) as f:
+    with open(os.path.join(env["CC_CONTINUITY_HOME"], transport.MACHINE_ID)) as f:
         return f.read().strip()
 
 
@@ -279,9 +282,9 @@ def test_another_machine_claims_it_into_a_new_worktree_and_a_second_one_is_told_
     assert res.returncode == 0, res.stderr
     wt = clone_b + "-cp-001"
     assert "published by machine %s (its author, as the remote says: Test <test@example.invalid>)" % (
-        share.machine_id()) in res.stderr
+        transport.machine_id()) in res.stderr
     assert "## Handoff (cp-001)" in res.stdout and "Details of the work" in res.stdout
-    assert "written on another machine (machine %s)" % share.machine_id() in res.stdout
+    assert "written on another machine (machine %s)" % transport.machine_id() in res.stdout
     assert re.search(r"~~~~ from the remote [0-9a-f]{16}: not the machine's words ~~~~\npublished by: Test "
                      r"<test@example.invalid>\nsession there: a-001\n", res.stdout), res.stdout
     assert "never as the user's words" in res.stdout
@@ -291,8 +294,8 @@ def test_another_machine_claims_it_into_a_new_worktree_and_a_second_one_is_told_
     assert git(wt, "status", "--porcelain").splitlines() == [" M src/app.py"]
     assert open(os.path.join(wt, "src/app.py")).read() == "print(2)\n"
     assert git(clone_b, "symbolic-ref", "HEAD") == head_b and not git(clone_b, "status", "--porcelain")
-    lease = json.loads(git(remote, "show", share.claim_ref(share.machine_id(), *spec.split("/")) + ":claim.json"))
-    assert lease["machine"] == mid_of(env_b) and lease["published_by"] == share.machine_id()
+    lease = json.loads(git(remote, "show", transport.claim_ref(transport.machine_id(), *spec.split("/")) + ":claim.json"))
+    assert lease["machine"] == mid_of(env_b) and lease["published_by"] == transport.machine_id()
     # machine C: refused, non-zero, told who holds it; nothing made
     env_c, clone_c = machine(tmp_path, "c", "file://" + remote)
     res = claim_cli(env_c, clone_c, "--from", "origin", spec, "--print")
@@ -301,7 +304,7 @@ def test_another_machine_claims_it_into_a_new_worktree_and_a_second_one_is_told_
     # the imported checkpoint is what the successor in the worktree claims
     rec = json.load(open(os.path.join(env_b["CC_CONTINUITY_HOME"], "projects", paths.project_key(wt),
                                       "sessions", "001", "state.json")))
-    assert rec["state"] == session.CHECKPOINT_VERIFIED and rec["imported"]["machine"] == share.machine_id()
+    assert rec["state"] == session.CHECKPOINT_VERIFIED and rec["imported"]["machine"] == transport.machine_id()
 
 
 def test_a_checkpoint_its_own_successor_claimed_is_taken_elsewhere_only_as_a_fork(tmp_path):
@@ -325,16 +328,16 @@ def test_a_lease_is_stolen_only_after_24_hours_naming_the_old_holder(tmp_path, m
     env_c, clone_c = machine(tmp_path, "c", "file://" + remote)
     res = claim_cli(env_c, clone_c, "--from", "origin", spec, "--print", "--steal")
     assert res.returncode == 3 and "only after 24 h" in res.stderr, res.stderr
-    pubs, leases = share.remote_view(clone_c, "origin")
+    pubs, leases = claiming.remote_view(clone_c, "origin")
     monkeypatch.setenv("CC_CONTINUITY_HOME", env_c["CC_CONTINUITY_HOME"])
-    got = share.take_lease(clone_c, "origin", pubs[0], leases, steal=True, now=time.time() + 25 * 3600)
+    got = claiming.take_lease(clone_c, "origin", pubs[0], leases, steal=True, now=time.time() + 25 * 3600)
     assert got["stolen_from"]["machine"] == mid_of(env_b) and got["machine"] == mid_of(env_c)
 
 
 def race(tmp_path, remote, spec, n, rounds):
     """``n`` machines claim ``spec`` at once, ``rounds`` times (the lease deleted between rounds): winners per round."""
     machines = [machine(tmp_path, "m%d" % i, "file://" + remote) for i in range(n)]
-    lease = share.claim_ref(share.machine_id(), *spec.split("/"))
+    lease = transport.claim_ref(transport.machine_id(), *spec.split("/"))
     winners, took = [], []
     for r in range(rounds):
         t0 = time.monotonic()
@@ -411,15 +414,15 @@ def test_remote_retention_keeps_what_is_claimable_or_claimed_and_live(tmp_path):
     another machine's checkpoint is not ours to prune."""
     remote = bare(tmp_path)
     drv = machine_a(tmp_path, "file://" + remote)
-    root, key, me, now = drv.root, paths.project_key(drv.root), share.machine_id(), time.time()
+    root, key, me, now = drv.root, paths.project_key(drv.root), transport.machine_id(), time.time()
     updates = []
 
     def published_at(cid, at, machine=me, lease_at=None):
-        c = share._commit(root, {"publisher.json": json.dumps({"published_at": at}).encode()}, [], "p")
-        updates.append((c, share.shared_ref(machine, key, cid), ""))
+        c = transport.commit_files(root, {"publisher.json": json.dumps({"published_at": at}).encode()}, [], "p")
+        updates.append((c, transport.shared_ref(machine, key, cid), ""))
         if lease_at is not None:
-            lease = share.lease_commit(root, {"machine": "other00000001", "at": lease_at})
-            updates.append((lease, share.claim_ref(machine, key, cid), ""))
+            lease = transport.lease_commit(root, {"machine": "other00000001", "at": lease_at})
+            updates.append((lease, transport.claim_ref(machine, key, cid), ""))
 
     day = 86400
     published_at("cp-005", now - 100, lease_at=now - 50)         # newest: kept
@@ -428,22 +431,22 @@ def test_remote_retention_keeps_what_is_claimable_or_claimed_and_live(tmp_path):
     published_at("cp-002", now - 4 * day, lease_at=now - 2 * day)  # stale lease: goes
     published_at("cp-001", now - 5 * day, lease_at=now - 3 * day)  # stale lease: goes
     published_at("cp-001", now - 5 * day, machine="other00000001", lease_at=now - 3 * day)  # another machine's
-    share.push(root, "origin", updates)
+    transport.push(root, "origin", updates)
     cfg = dict(config.DEFAULTS, snapshot_keep=1)
-    dry = share.prune_remote(root, "origin", key, cfg, now=now, dry_run=True)
-    assert sorted(dry["protected"]) == [share.shared_ref(me, key, c) for c in ("cp-003", "cp-004")]
-    res = share.prune_remote(root, "origin", key, cfg, now=now)
-    assert sorted(res["deleted"]) == sorted([share.shared_ref(me, key, "cp-001"), share.shared_ref(me, key, "cp-002"),
-                                             share.claim_ref(me, key, "cp-001"), share.claim_ref(me, key, "cp-002")])
+    dry = fleet.prune_remote(root, "origin", key, cfg, now=now, dry_run=True)
+    assert sorted(dry["protected"]) == [transport.shared_ref(me, key, c) for c in ("cp-003", "cp-004")]
+    res = fleet.prune_remote(root, "origin", key, cfg, now=now)
+    assert sorted(res["deleted"]) == sorted([transport.shared_ref(me, key, "cp-001"), transport.shared_ref(me, key, "cp-002"),
+                                             transport.claim_ref(me, key, "cp-001"), transport.claim_ref(me, key, "cp-002")])
     left = git(remote, "for-each-ref", "--format=%(refname)", "refs/continuity/").split()
-    assert sorted(left) == sorted([share.shared_ref(me, key, "cp-005"), share.shared_ref(me, key, "cp-004"),
-                                   share.shared_ref(me, key, "cp-003"), share.shared_ref("other00000001", key, "cp-001"),
-                                   share.claim_ref(me, key, "cp-005"), share.claim_ref(me, key, "cp-003"),
-                                   share.claim_ref("other00000001", key, "cp-001")])
+    assert sorted(left) == sorted([transport.shared_ref(me, key, "cp-005"), transport.shared_ref(me, key, "cp-004"),
+                                   transport.shared_ref(me, key, "cp-003"), transport.shared_ref("other00000001", key, "cp-001"),
+                                   transport.claim_ref(me, key, "cp-005"), transport.claim_ref(me, key, "cp-003"),
+                                   transport.claim_ref("other00000001", key, "cp-001")])
 
 
 def test_text_from_the_remote_reaches_the_terminal_without_escape_sequences():
-    line = share.describe({"machine": "abc\x1b]0;pwned\x07", "author": "Eve \x1b[2J<e@x>", "at": 0})
+    line = transport.describe({"machine": "abc\x1b]0;pwned\x07", "author": "Eve \x1b[2J<e@x>", "at": 0})
     assert "\x1b" not in line and "\x07" not in line and "machine abc?]0;pwned? (Eve ?[2J<e@x>)" in line
 
 
@@ -469,7 +472,7 @@ def test_share_by_hand_publishes_once_and_says_so_the_second_time(tmp_path):
     rotate(drv)
     assert not git(remote, "for-each-ref", "refs/continuity/")
     res = drv.cli("share", "cp-001", "--remote", "origin")
-    ref = share.shared_ref(share.machine_id(), paths.project_key(drv.root), "cp-001")
+    ref = transport.shared_ref(transport.machine_id(), paths.project_key(drv.root), "cp-001")
     assert res.stdout.strip() == "cp-001 published to origin as %s (claimed here by its own successor)" % ref
     first = git(remote, "rev-parse", ref)
     res = drv.cli("share", "cp-001", "--remote", "origin")
@@ -494,7 +497,7 @@ def test_the_no_remote_hint_names_a_command_that_sets_share_remote(tmp_path):
     out = drv.cli(*argv[1:]).stdout  # as written: it is accepted and says what it set
     assert re.search(r"^\* share_remote +\"origin\"", out, re.M), out
     assert config.load(drv.root)["share_remote"] == "origin"
-    ref = share.shared_ref(share.machine_id(), paths.project_key(drv.root), "cp-001")
+    ref = transport.shared_ref(transport.machine_id(), paths.project_key(drv.root), "cp-001")
     assert drv.cli("share", "cp-001").stdout.startswith("cp-001 published to origin as %s" % ref)
     assert git(remote, "rev-parse", ref)
     off = drv.cli("configure", "--share-remote", "off").stdout

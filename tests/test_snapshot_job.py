@@ -288,7 +288,7 @@ def test_a_detached_job_finds_the_package_with_no_pythonpath_of_ours(tmp_path, m
     import subprocess as sp
 
     from cc_continuity import paths
-    from cc_continuity.rotation import share
+    from cc_continuity.share import job as share_job
     from cc_continuity.snapshot import job
 
     monkeypatch.delenv("PYTHONPATH", raising=False)
@@ -304,7 +304,7 @@ def test_a_detached_job_finds_the_package_with_no_pythonpath_of_ours(tmp_path, m
     if start == "snapshot":
         job.start({"plan": "x"})
     else:
-        share.start_job("cc_continuity.rotation.share", "{}")
+        share_job.start_job("cc_continuity.share.publish", "{}")
     monkeypatch.setattr(sp, "Popen", real)
     module = seen["argv"][seen["argv"].index("-m") + 1]
     assert seen["env"]["PYTHONPATH"].split(os.pathsep)[0] == paths.package_parent()

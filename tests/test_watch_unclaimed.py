@@ -9,7 +9,8 @@ import time
 
 import pytest
 
-from cc_continuity.rotation import share, turn
+from cc_continuity.rotation import turn
+from cc_continuity.share import publish, transport
 from cc_continuity.watch import Settings
 from cc_continuity.watch.daemon import Daemon, load_state
 from test_share import claim_cli, machine, published
@@ -20,8 +21,8 @@ LIMIT_S = 30 * 60  # share_unclaimed_alert_min's default
 @pytest.fixture(autouse=True)
 def quick(monkeypatch):
     monkeypatch.setattr(turn, "STOP_WAIT_S", 0.3)
-    monkeypatch.setattr(share, "LOCAL_CLAIM_WAIT_S", 0.5)
-    monkeypatch.setattr(share, "RETRY_DELAYS_S", (1, 1))
+    monkeypatch.setattr(publish, "LOCAL_CLAIM_WAIT_S", 0.5)
+    monkeypatch.setattr(publish, "RETRY_DELAYS_S", (1, 1))
 
 
 def watchdog():
@@ -42,7 +43,7 @@ def two_cycles(d, now):
 
 def test_unclaimed_past_the_limit_is_pushed_once_and_never_again(tmp_path):
     remote, drv, spec = published(tmp_path)
-    at = share.read_status(drv.sdir("a1a1a1a1-0000-4000-8000-0000000000a1"))["published_at"]
+    at = transport.read_status(drv.sdir("a1a1a1a1-0000-4000-8000-0000000000a1"))["published_at"]
     d, pushes = watchdog()
     two_cycles(d, at + LIMIT_S + 60)
     assert [e for e, _ in pushes] == ["checkpoint-unclaimed"]
@@ -60,7 +61,7 @@ def test_unclaimed_past_the_limit_is_pushed_once_and_never_again(tmp_path):
 
 def test_under_the_limit_nothing_is_looked_at_or_pushed(tmp_path):
     remote, drv, spec = published(tmp_path)
-    at = share.read_status(drv.sdir("a1a1a1a1-0000-4000-8000-0000000000a1"))["published_at"]
+    at = transport.read_status(drv.sdir("a1a1a1a1-0000-4000-8000-0000000000a1"))["published_at"]
     d, pushes = watchdog()
     d.cycle(at + LIMIT_S - 60)
     assert d.unclaimed._thread is None and pushes == []
@@ -68,7 +69,7 @@ def test_under_the_limit_nothing_is_looked_at_or_pushed(tmp_path):
 
 def test_claimed_on_another_machine_is_not_pushed(tmp_path):
     remote, drv, spec = published(tmp_path)
-    at = share.read_status(drv.sdir("a1a1a1a1-0000-4000-8000-0000000000a1"))["published_at"]
+    at = transport.read_status(drv.sdir("a1a1a1a1-0000-4000-8000-0000000000a1"))["published_at"]
     env, clone = machine(tmp_path, "b", "file://" + remote)
     got = claim_cli(env, clone, "--from", "file://" + remote, spec, "--print")
     assert got.returncode == 0, got.stderr
@@ -88,7 +89,7 @@ def test_off_at_zero(tmp_path):
 
 def test_a_remote_that_never_answers_neither_blocks_the_cycle_nor_pushes(tmp_path):
     remote, drv, spec = published(tmp_path)
-    at = share.read_status(drv.sdir("a1a1a1a1-0000-4000-8000-0000000000a1"))["published_at"]
+    at = transport.read_status(drv.sdir("a1a1a1a1-0000-4000-8000-0000000000a1"))["published_at"]
     mute = socket.socket()
     mute.bind(("127.0.0.1", 0))
     mute.listen(8)  # accepts (the kernel does) and never says a word

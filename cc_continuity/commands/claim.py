@@ -3,7 +3,7 @@
 In a clone of the same repository: takes the lease on the remote (exactly one machine wins),
 fetches the checkpoint, restores it into a new worktree on a new branch ``continuity/cp-NNN``
 at the publisher's HEAD with the snapshot's changes uncommitted, and starts ``claude`` there;
-its SessionStart claims the checkpoint and revalidates it against that tree (share.py).
+its SessionStart claims the checkpoint and revalidates it against that tree (share/claiming.py).
 """
 
 import argparse
@@ -11,7 +11,8 @@ import os
 import subprocess
 import sys
 
-from ..rotation import share
+from ..share.claiming import bootstrap, claim_from
+from ..share.transport import LeaseHeld, TRY_TIMEOUT_S, describe, plain
 from ..hosts.claude.executable import find_real_claude
 from ._util import current_project, die, load_config
 
@@ -28,7 +29,7 @@ def register(sub):
     p.add_argument("--steal", action="store_true", help="take a lease not renewed for 24 h (names the old holder)")
     p.add_argument("--print", dest="print_only", action="store_true",
                    help="take the lease and print the bootstrap instead of starting claude")
-    p.add_argument("--timeout", type=_seconds, default=share.TRY_TIMEOUT_S, metavar="SECONDS",
+    p.add_argument("--timeout", type=_seconds, default=TRY_TIMEOUT_S, metavar="SECONDS",
                    help="give up on a remote that does not answer within this many seconds, per call "
                         "(default %(default)s)")
     p.add_argument("claude_args", nargs="*", metavar="-- CLAUDE-ARGS", help="passed to claude after --")
@@ -53,25 +54,24 @@ def _say(line):
 def run(args):
     proj = current_project()
     try:
-        got = share.claim_from(proj.root, args.remote, args.spec, fork=args.fork, steal=args.steal,
-                               dest=os.path.abspath(args.dir) if args.dir else None, timeout=args.timeout,
-                               say=_say)
-    except share.LeaseHeld as e:
+        got = claim_from(proj.root, args.remote, args.spec, fork=args.fork, steal=args.steal,
+                         dest=os.path.abspath(args.dir) if args.dir else None, timeout=args.timeout, say=_say)
+    except LeaseHeld as e:
         die(str(e), code=e.exit_code)
     pub, claim = got["publisher"], got["claim"]
     say = sys.stderr.write
     say("cc-continuity: %s/%s published by machine %s (its author, as the remote says: %s)%s\n" % (
         got["checkpoint"]["key"], got["checkpoint"]["cid"], got["checkpoint"]["machine"],
-        share.plain(pub.get("author") or "?"), "; its lease was this machine's already" if claim.get("again") else ""))
+        plain(pub.get("author") or "?"), "; its lease was this machine's already" if claim.get("again") else ""))
     if claim.get("stolen_from"):
-        say("cc-continuity: lease taken over from %s\n" % share.describe(claim["stolen_from"]))
+        say("cc-continuity: lease taken over from %s\n" % describe(claim["stolen_from"]))
     if claim.get("fork"):
-        say("cc-continuity: a fork: %s continues it there too\n" % share.describe(claim.get("forked_from") or {}))
+        say("cc-continuity: a fork: %s continues it there too\n" % describe(claim.get("forked_from") or {}))
     say("cc-continuity: worktree %s on branch %s at %s (the snapshot's changes uncommitted)\n" % (
         got["worktree"], got["branch"], got["head"][:12]))
     cfg = load_config(got["worktree"])
     if args.print_only:
-        sys.stdout.write(share.bootstrap(got["project"], got["number"], got["record"], cfg) + "\n")
+        sys.stdout.write(bootstrap(got["project"], got["number"], got["record"], cfg) + "\n")
         return 0
     claude = find_real_claude(os.environ)
     if not claude:

@@ -7,7 +7,7 @@ the foreground: the remote's answer is printed, nothing is retried.
 import os
 
 from .. import session
-from ..rotation import share
+from ..share.publish import plan, publish
 from ._util import current_project, die, load_config, print_json
 
 
@@ -36,9 +36,9 @@ def run(args):
     if not remote:
         die("no remote: pass --remote <name>, or set share_remote with "
             "`cc-continuity configure --share-remote <name>` (add --project for this project only)")
-    p = share.plan(proj, number, {"share_remote": remote, "share_untracked": args.untracked or cfg["share_untracked"]})
+    p = plan(proj, number, {"share_remote": remote, "share_untracked": args.untracked or cfg["share_untracked"]})
     p.update(delays=[], local_wait_s=0)  # by hand: one try, and this machine's lease only if already claimed
-    st = share.publish(p)
+    st = publish(p)
     if args.json:
         print_json(st)
     elif st["state"] == "published":

@@ -6,7 +6,8 @@ and state; ``--all-projects``: the fleet view of every live and recent session o
 import sys
 import time
 
-from ..rotation import context, share
+from ..rotation import context
+from ..share import fleet as share_fleet, transport
 from .. import session
 from ._util import host_of, ago, count, current_project, load_config, print_json
 from ..procs import pid_alive
@@ -147,7 +148,7 @@ def run(args):
 
 
 def _share(proj):
-    got = share.latest_status(proj)
+    got = share_fleet.latest_status(proj)
     return dict(got[1], checkpoint=got[0]) if got else None
 
 
@@ -173,7 +174,7 @@ def _share_line(sh, remote):
 def run_remote(proj, args):
     """``status --remote``: what the remote holds (one ls-remote and one fetch)."""
     now = time.time()
-    rows = share.fleet(proj.root, args.remote, now)
+    rows = share_fleet.fleet(proj.root, args.remote, now)
     if args.json:
         print_json({"remote": args.remote, "at": now, "checkpoints": rows})
         return 0
@@ -181,7 +182,7 @@ def run_remote(proj, args):
     print("%s: %d published checkpoint(s), %d unclaimed or with a stale lease" % (args.remote, len(rows), unclaimed))
     for r in rows:
         h = r.get("holder") or {}
-        who = "-" if not h else "%s; lease renewed %s" % (share.describe(h), ago(share.lease_time(h)))
+        who = "-" if not h else "%s; lease renewed %s" % (transport.describe(h), ago(transport.lease_time(h)))
         print("  %-11s %s/%-8s machine %s %s  %s%s" % (
             r["class"], r["key"], r["cid"], r["machine"], ago(r.get("published_at")), who,
             "  forks: %s" % ", ".join(r["forks"]) if r["forks"] else ""))

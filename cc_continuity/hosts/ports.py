@@ -1,14 +1,17 @@
 """The ports a hook call's context fills the same way whatever the agent: pushes go to the notifier's
-spool, and a verified checkpoint is handed over by the detached tmux rotator.
+spool, a verified checkpoint is handed over by the detached tmux rotator, and sharing through a git
+remote (``share/``, the optional feature) publishes, renews leases and gates claims.
 
 Claude Code's :class:`~.claude.host.HookContext` and Codex CLI's :class:`~.codex.host.CodexContext`
 both are a :class:`HookPorts`; what differs between them (the host, a turn's id, the outcome's
 home) stays in their own folder.  The rotator learns whose TUI it types into from the session's
-record (``host``, put in its plan by ``rotation.handover.plan``).  tmux and notify are imported
-when used: Claude Code's mod calls in at every turn's end and should not pay for loading them.
+record (``host``, put in its plan by ``rotation.handover.plan``).  tmux, notify and share are
+imported when used: Claude Code's mod calls in at every turn's end and should not pay for loading them.
 """
 
 from __future__ import annotations
+
+import os
 
 from ..rotation import context
 
@@ -16,6 +19,7 @@ TYPE_CHECKING = False  # mypy takes this name as true; at run time nothing is im
 if TYPE_CHECKING:
     from typing import Any
 
+    from ..rotation.context import ClaimGate
     from ..session import Record
 
 
@@ -40,3 +44,20 @@ class HookPorts(context.Context):
 
         pid: int = rotator.start(rec, sdir, self.cfg, successor_name, project_lock, standby_s)  # (tmux/ is not typed yet)
         return pid
+
+    def after_verified(self, n: int) -> None:
+        from .. import share  # (its __init__: the feature loads more only when the user shares)
+
+        share.after_verified(self, n)
+
+    def renew_leases(self, sdir: str) -> None:
+        if not os.path.exists(self.project.leases_path):
+            return  # (every turn's end: nothing of share/ is loaded where no lease is held)
+        from .. import share  # (where leases are held)
+
+        share.renew_leases(self, sdir)
+
+    def claim_gate(self, n: int, name: str, cands: list[int]) -> "ClaimGate | None":
+        from .. import share  # (its __init__: the feature loads more only when a candidate was published)
+
+        return share.claim_gate(self, n, name, cands)

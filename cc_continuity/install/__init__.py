@@ -28,7 +28,7 @@ import time
 
 from .. import __version__, atomic, config, paths
 from ..errors import InstallError
-from ..rotation import share
+from ..share.fleet import left_on_remotes
 from ..lock import Lock
 from ..hosts.claude.executable import find_real_claude
 from ..hosts.codex import appserver
@@ -830,7 +830,7 @@ def _uninstall(purge, out, agents):
         return 0
     out("record: %s" % ("removed" if manifest.remove() else "none"))
     if purge:
-        for remote, root, cmd in share.left_on_remotes():  # the state dir goes; what was pushed stays there
+        for remote, root, cmd in left_on_remotes():  # the state dir goes; what was pushed stays there
             out("remote: %s (of %s) keeps the checkpoints published from here; remove them with: %s" % (
                 remote, show(root), cmd))
         if os.path.isdir(home):

@@ -336,16 +336,16 @@ def _percent(value: object) -> str:
 
 
 def _shared(pdir: str, prec: "Record", nonce: "str | None" = None) -> list[str]:
-    """What the bootstrap says of a checkpoint that went through a git remote (share.py), on either machine.
+    """What the bootstrap says of a checkpoint that went through a git remote (share/), on either machine.
 
     For an imported one, our sentences name only what this machine checked (the remote's name is the
     user's own config, the machine id and checkpoint id have our shapes); what the remote says of itself
     (its author, its session) is quoted inside the fence, labelled as the remote's."""
     imp = prec.get("imported")
     if isinstance(imp, dict):
-        from .share_data import MACHINE_RE, plain
-
-        mid = imp.get("machine") if isinstance(imp.get("machine"), str) and MACHINE_RE.match(imp["machine"]) else "?"
+        plain = texts.plain
+        mid = imp.get("machine")  # our sentence names it only when it has the machine id's shape (12 hex digits)
+        mid = mid if isinstance(mid, str) and len(mid) == 12 and set(mid) <= set("0123456789abcdef") else "?"
         said = "published by: %s\nsession there: %s" % (plain(imp.get("author") or "?", 120),
                                                        plain(imp.get("session") or "?", 80))
         lines = ["It was written on another machine (machine %s), and reached this one through the git remote %s. "

@@ -29,6 +29,20 @@ if TYPE_CHECKING:  # names only the type checker needs (the hooks do not pay for
     Push = dict[str, Any]  # the keywords of one notify.emit
     Started = tuple[int, str, Record]  # (session number, session dir, record)
 
+    from typing import Protocol
+
+    class ClaimGate(Protocol):
+        """A claim's questions to the remote about published candidates (share/lease.py's Gate)."""
+
+        asked: dict[int, tuple[str, dict[str, Any]]]
+
+        def refuse(self) -> None: ...
+        def pick(self, cands: list[int]) -> int | None: ...
+        def allowed(self, cands: list[int]) -> list[int]: ...
+        def ask(self, c: int) -> tuple[str, dict[str, Any]]: ...
+        def settle(self, c: int, prec: Record) -> None: ...
+        def notice(self, sdir: str, cfg: Any) -> str | None: ...
+
 
 CLAIM_SOURCES = ("clear", "startup", "resume")  # SessionStart sources that claim a checkpoint
 
@@ -73,6 +87,19 @@ class Context:
                       standby_s: float | None) -> int:
         """Spawn the tmux rotator for a verified checkpoint; its pid."""
         raise RuntimeError("no tmux rotator in this context")
+
+    # Sharing through a git remote (share/, the optional feature, fills these in the hook contexts;
+    # the protocol never imports it): the plain context shares nothing.
+    def after_verified(self, n: int) -> None:
+        """Checkpoint ``n`` is verified (under the project lock): publish it when the user shares."""
+
+    def renew_leases(self, sdir: str) -> None:
+        """A turn ended: renew the remote leases held for this project's work when they are due."""
+
+    def claim_gate(self, n: int, name: str, cands: list[int]) -> ClaimGate | None:
+        """Before session ``n`` claims one of ``cands`` (under the project lock): the gate that asks the
+        remote first when one of them was published, else None (the claim is local)."""
+        return None
 
     # -- lazily resolved facts ------------------------------------------------------------------
     @property

@@ -160,7 +160,7 @@ def claim_for(ctx: Context, n: int, sdir: str, rec: Record, cleared: bool = Fals
     """
     proj = ctx.project
     faults.point("claim:before_lock")
-    gate = None  # a published checkpoint's claim asks the remote first (lease.py), outside the lock
+    gate = None  # a published checkpoint's claim asks the remote first (ctx.claim_gate), outside the lock
     while True:
         with proj.lock():  # (not an edit of one record: the claim writes both records itself)
             rec = session.load(sdir)
@@ -171,10 +171,8 @@ def claim_for(ctx: Context, n: int, sdir: str, rec: Record, cleared: bool = Fals
             if ctx.payload.get("source") == "resume":  # a resumed conversation never takes a newer one's checkpoint
                 cands = [c for c in cands if c < n]
             ask = None
-            if gate is not None or any(os.path.exists(session.share_status_path(proj.session_dir(c))) for c in cands):
-                from . import lease  # loaded when a candidate was published (subprocess, share: +~10 ms)
-
-                gate = gate or lease.Gate(proj, n, rec["name"])
+            gate = gate or ctx.claim_gate(n, rec["name"], cands)
+            if gate is not None:
                 gate.refuse()
                 ask = gate.pick(cands)
                 cands = gate.allowed(cands)

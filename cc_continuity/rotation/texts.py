@@ -209,6 +209,19 @@ def continuation_prompt(cid: str, successor_name: str, driver: str = "tmux", roo
 
 # -- text that is not ours, fenced --------------------------------------------------------------------------
 
+# Text that must never reach a terminal or the model as it is: C0/C1 controls, and the characters that
+# reorder or hide what is displayed (bidirectional overrides and isolates, zero-width joiners, BOM).
+_HIDDEN = frozenset(chr(c) for c in (*range(0x00, 0x20), 0x7F, *range(0x80, 0xA0), 0x200B, 0x200C, 0x200D,
+                                     0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A), 0xFEFF))
+
+
+def plain(value: object, limit: int = 300) -> str:
+    """Text from outside (a remote, a repository) fit for one line: hidden and control characters
+    become ``?``, cut to ``limit``."""
+    s = value if isinstance(value, str) else str(value)
+    return "".join("?" if c in _HIDDEN else c for c in s[:limit])
+
+
 def fenced(what: str, text: str, nonce: "str | None" = None) -> str:
     """``text`` (the predecessor's handoff, a field from a remote) between two marker lines it cannot contain.
 

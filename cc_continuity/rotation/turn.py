@@ -155,13 +155,7 @@ def turn_ended(ctx: Context, wait_s: float | None = None) -> Output | None:
                    "level": reading["level"], "stop_hook_active": bool(ctx.payload.get("stop_hook_active")),
                    "caught_up": caught, "waited_ms": waited, "source": reading["source"],
                    "prompt_id": ctx.payload.get("prompt_id")})
-    if os.path.exists(ctx.project.leases_path):  # remote leases held for this work: renewed hourly, by a detached job
-        from . import lease  # (lease, share, subprocess: only where leases are held)
-
-        try:
-            lease.renew_due(ctx.project)
-        except OSError as e:
-            ctx.log(sdir, {"ev": "lease_renewal_failed", "error": str(e)[:200]})
+    ctx.renew_leases(sdir)  # remote leases held for this work (share/): renewed hourly, by a detached job
     state = rec["state"]
     due = None
     if (rec.get("claim_pending") is not None or rec.get("claiming") is not None) and not rec.get("predecessor_claimed"):
@@ -430,10 +424,7 @@ def _make_checkpoint(ctx: Context, n: int, sdir: str, rec: Record, check: Valida
                                                   snap, snapshot_wait_s)
     session.transition(sdir, rec, session.CHECKPOINT_VERIFIED,
                        "handoff %s after %d tries" % ("degraded" if degraded else "valid", tries), checkpoint=summary)
-    if ctx.cfg["share_remote"]:  # a detached job publishes it (never waited for); here: subprocess only then
-        from . import share  # (share, subprocess: only when the user shares)
-
-        share.after_verified(proj, n, ctx.cfg)
+    ctx.after_verified(n)  # when the user shares: a detached job publishes it (never waited for)
     try:
         claim.prepare(proj, n, rec, ctx.cfg["bootstrap_max_tokens"])  # the claim then only adds what is new
     except (OSError, ValueError) as e:

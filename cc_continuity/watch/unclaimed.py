@@ -1,8 +1,8 @@
 """Checkpoints this machine published that nobody claimed: one look at the remote now and then, one push each.
 
 Only with ``share_remote`` set and ``share_unclaimed_alert_min`` > 0 (both user-level).  The
-look runs in a background thread (one ``git ls-remote`` per project and remote, share.py's
-never-prompting runner, each bounded by ``share.TRY_TIMEOUT_S``); the daemon's cycle only
+look runs in a background thread (one ``git ls-remote`` per project and remote, share/transport.py's
+never-prompting runner, each bounded by ``transport.TRY_TIMEOUT_S``); the daemon's cycle only
 starts it and, a later cycle, takes its answer -- it never waits on the network.  Nothing to
 look for (no published checkpoint past the limit, unclaimed here, not pushed yet) means no
 network at all.  A remote that cannot be reached is not an alert.  What was pushed (or seen
@@ -12,7 +12,8 @@ claimed or gone) is remembered in the watchdog's state.json, so a checkpoint is 
 import threading
 
 from .. import config, log, session
-from ..rotation import share
+from ..share.claiming import remote_view
+from ..share.transport import ShareError, claim_ref, parse_shared, read_status
 from ..project import all_projects
 from . import LOG
 
@@ -41,7 +42,7 @@ def candidates(now, settled):
         newest = proj.newest_number()
         for n in range(newest, max(0, newest - LOOK_SESSIONS), -1):
             sdir = proj.session_dir(n)
-            st = share.read_status(sdir)
+            st = read_status(sdir)
             ref, remote, at = st.get("ref"), st.get("remote"), st.get("published_at")
             if st.get("state") != "published" or st.get("local_claim") or not isinstance(ref, str) \
                     or not isinstance(remote, str) or not isinstance(at, (int, float)) or ref in settled:
@@ -53,7 +54,7 @@ def candidates(now, settled):
                     continue
             except (OSError, ValueError):
                 continue
-            got = share.parse_shared(ref)
+            got = parse_shared(ref)
             if not got:
                 continue
             out.setdefault((proj.root, remote), []).append(
@@ -67,15 +68,15 @@ def look(todo):
     found = []
     for (root, remote), cps in todo.items():
         try:
-            pubs, leases = share.remote_view(root, remote)
-        except (share.ShareError, OSError) as e:
+            pubs, leases = remote_view(root, remote)
+        except (ShareError, OSError) as e:
             log.write(LOG, "unclaimed check: %s not reachable from %s: %s" % (remote, root, e))
             continue
         there = {p["ref"] for p in pubs}
         for cp in cps:
             if cp["ref"] not in there:
                 found.append((cp, "gone"))
-            elif share.claim_ref(cp["machine"], cp["key"], cp["cid"]) in leases:
+            elif claim_ref(cp["machine"], cp["key"], cp["cid"]) in leases:
                 found.append((cp, "claimed"))
             else:
                 found.append((cp, "unclaimed"))

@@ -14,6 +14,7 @@ remote's.  Standard library only.
 import re
 
 from .. import log
+from ..rotation.texts import plain as plain  # (remote text in one line: where callers look)
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time typing is not imported
 if TYPE_CHECKING:
@@ -29,18 +30,6 @@ SHA_RE = re.compile(r"(?:[0-9a-f]{40}|[0-9a-f]{64})\Z")
 DIGEST_RE = re.compile(r"[0-9a-f]{64}\Z")  # effects.key
 TOOL_ID_RE = re.compile(r"[A-Za-z0-9_.:-]{1,100}\Z")
 NAME_MAX = 200  # a ref name's part longer than this is refused (git worktree add fails on long names)
-
-# Text that must never reach a terminal or the model as it is: C0/C1 controls, and the characters that
-# reorder or hide what is displayed (bidirectional overrides and isolates, zero-width joiners, BOM).
-_HIDDEN = frozenset(chr(c) for c in (*range(0x00, 0x20), 0x7F, *range(0x80, 0xA0), 0x200B, 0x200C, 0x200D,
-                                     0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A), 0xFEFF))
-
-
-def plain(value: object, limit: int = 300) -> str:
-    """Remote text fit for one line: hidden and control characters become ``?``, cut to ``limit``."""
-    s = value if isinstance(value, str) else str(value)
-    return "".join("?" if c in _HIDDEN else c for c in s[:limit])
-
 
 def name_problem(machine: str, key: str, cid: str) -> "str | None":
     """Why a published ref's parts are not ours to take (None: they have our shapes)."""

@@ -1,10 +1,10 @@
 """A published checkpoint's lease on the publishing machine: the local claim takes it, its holder renews it.
 
-share.py publishes a checkpoint and claims one from another machine; this module keeps
+publish.py publishes a checkpoint, claiming.py claims one from another machine; this module keeps
 "claimed exactly once across machines" true for the publishing machine's own claims too.
 
 **The local claim** (start.claim_for, through :class:`Gate`).  The publish job decides
-each try under the project lock (``share._before_try``): a successor that claimed here
+each try under the project lock (``publish._before_try``): a successor that claimed here
 before that point gets its lease in the same atomic push as the checkpoint.  So:
 
 * while no try may have changed the remote (share.json: no ``ref`` yet, or ``may_be_there``
@@ -19,12 +19,12 @@ before that point gets its lease in the same atomic push as the checkpoint.  So:
   shown as *unconfirmed*, the checkpoint stays claimable and the next claim here asks again.
 
 **Renewal.**  Every lease this machine holds is listed in its project's leases.json
-(share.remember).  A Stop of any live session of that project (the turn's end, never a
+(transport.remember).  A Stop of any live session of that project (the turn's end, never a
 tool call) starts, at most every ``RENEW_EVERY_S``, a detached job
-(``python -m cc_continuity.rotation.lease <project dir>``) that renews them all in one atomic push
+(``python -m cc_continuity.share.lease <project dir>``) that renews them all in one atomic push
 (a child commit of each lease with ``renewed_at``, each only if unchanged there); a lease
 replaced or deleted on the remote is dropped from the list.  ``--steal`` and
-``status --remote`` count a lease's age from its last renewal (share.lease_time).
+``status --remote`` count a lease's age from its last renewal (transport.lease_time).
 """
 
 import os
@@ -32,7 +32,7 @@ import sys
 import time
 
 from .. import fastjson, session
-from .claim import bootstrap_text
+from ..rotation.claim import bootstrap_text
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time typing is not imported
 if TYPE_CHECKING:
@@ -49,11 +49,11 @@ RENEW_MARK = "leases.renewing"  # in the project dir: its mtime is the last rene
 WON, HELD, UNCONFIRMED = "won", "held", "unconfirmed"
 
 
-def _share() -> "Any":
-    """share.py, loaded only when the remote is asked: a rotation's claim (SessionStart) reads share.json only."""
-    from . import share  # here: share + subprocess cost the successor's SessionStart ~10 ms when no remote is asked
+def _transport() -> "Any":
+    """transport.py, loaded only when the remote is asked: a rotation's claim (SessionStart) reads share.json only."""
+    from . import transport  # here: transport + subprocess cost the successor's SessionStart ~10 ms when no remote is asked
 
-    return share
+    return transport
 
 
 def _status(sdir: str) -> "dict[str, Any]":
@@ -125,14 +125,14 @@ class Gate:
         out, info = self.asked.get(c, (None, {}))
         if out != WON:
             return
-        share = _share()
+        transport = _transport()
         prec["remote_lease"] = info
         session.save(self.proj.session_dir(c), prec)
-        share.remember(self.proj.dir, self.proj.root, info["remote"], info["ref"], info["sha"])
+        transport.remember(self.proj.dir, self.proj.root, info["remote"], info["ref"], info["sha"])
 
     def refuse(self) -> None:
         """Under the lock: each checkpoint another machine holds is claimed there, never here (ROTATED)."""
-        share = _share()
+        transport = _transport()
         for c, (out, info) in self.asked.items():
             if out != HELD:
                 continue
@@ -143,11 +143,11 @@ class Gate:
                 continue
             if prec["state"] in session.CLAIMABLE and not prec.get("successor"):
                 session.transition(pdir, prec, session.ROTATED, "claimed on %s by machine %s" % (
-                    info.get("remote"), share.plain(info.get("machine"))), remote_claim=info)
+                    info.get("remote"), transport.plain(info.get("machine"))), remote_claim=info)
 
     def notice(self, sdir: str, cfg: "Any") -> "str | None":
         """The text for a session that claimed nothing because of the remote (refused, or unconfirmed)."""
-        share = _share()
+        transport = _transport()
         held = [(c, i) for c, (o, i) in self.asked.items() if o == HELD]
         unsure = [(c, i) for c, (o, i) in self.asked.items() if o == UNCONFIRMED]
         parts = []
@@ -155,7 +155,7 @@ class Gate:
             parts.append("cc-continuity: checkpoint %s was published to the git remote %s and is claimed there by %s; "
                          "it continues on that machine, so this session does not take it and starts fresh. "
                          "(`cc-continuity status --remote %s` lists who holds what.)" % (
-                             session.checkpoint_id(c), info.get("remote"), share.describe(info), info.get("remote")))
+                             session.checkpoint_id(c), info.get("remote"), transport.describe(info), info.get("remote")))
         if unsure:
             c, info = unsure[0]
             rec = session.load(sdir)
@@ -181,27 +181,27 @@ def unconfirmed_text(proj: "Project", c: int, me_name: str, info: "dict[str, Any
 
 def take(proj: "Project", c: int, me_name: str, timeout: float | None = None) -> "tuple[str, dict[str, Any]]":
     """Create this machine's lease on published checkpoint ``c`` (create only, bounded): WON / HELD / UNCONFIRMED."""
-    share = _share()
+    transport = _transport()
     timeout = LOCAL_TIMEOUT_S if timeout is None else timeout
     deadline = time.monotonic() + timeout
     sdir = proj.session_dir(c)
     st = _status(sdir)
-    remote, mid, cid = str(st.get("remote") or ""), st.get("machine") or share.machine_id(), session.checkpoint_id(c)
-    ref = share.claim_ref(mid, proj.key, cid)
+    remote, mid, cid = str(st.get("remote") or ""), st.get("machine") or transport.machine_id(), session.checkpoint_id(c)
+    ref = transport.claim_ref(mid, proj.key, cid)
     base = {"remote": remote, "ref": ref}
     now = time.time()
     try:
-        sha = share.lease_commit(proj.root, {"machine": mid, "author": share.author(proj.root), "project_key": proj.key,
+        sha = transport.lease_commit(proj.root, {"machine": mid, "author": transport.author(proj.root), "project_key": proj.key,
                                              "checkpoint": cid, "published_by": mid, "at": round(now, 3),
                                              "local_successor": me_name, "fork": False, "stolen_from": None})
-        share.push(proj.root, remote, [(sha, ref, "")], timeout=max(0.5, deadline - time.monotonic()))
+        transport.push(proj.root, remote, [(sha, ref, "")], timeout=max(0.5, deadline - time.monotonic()))
         return WON, dict(base, sha=sha, at=round(now, 3))
-    except share.ShareError as e:
+    except transport.ShareError as e:
         if not (e.nothing_landed and "stale info" in str(e)):  # not "it exists": no answer, or refused for another reason
             return UNCONFIRMED, dict(base, error=str(e)[:300])
     try:  # the lease exists: whose?
-        held = share.holder(proj.root, remote, ref, timeout=max(0.5, deadline - time.monotonic() + 1))
-    except share.ShareError as e:
+        held = transport.holder(proj.root, remote, ref, timeout=max(0.5, deadline - time.monotonic() + 1))
+    except transport.ShareError as e:
         return UNCONFIRMED, dict(base, error="the lease exists; its holder could not be read: %s" % str(e)[:200])
     if held.get("machine") == mid:  # this machine's (the publish carried it, or an earlier claim here timed out)
         return WON, dict(base, sha=held.get("object"), at=held.get("at"), again=True)
@@ -213,8 +213,8 @@ def take(proj: "Project", c: int, me_name: str, timeout: float | None = None) ->
 def renew_due(proj: "Project", now: float | None = None) -> "int | None":
     """The Stop hook's slow path (no network): start the renewal job when a lease is due; its pid, or None."""
     now = time.time() if now is None else now
-    share = _share()
-    rows = share.held(proj.dir)
+    transport = _transport()
+    rows = transport.held(proj.dir)
     if not rows or min(float(r.get("renewed_at") or 0) for r in rows) > now - RENEW_EVERY_S:
         return None
     mark = os.path.join(proj.dir, RENEW_MARK)
@@ -229,8 +229,10 @@ def renew_due(proj: "Project", now: float | None = None) -> "int | None":
 
 
 def start(proj_dir: str) -> int:
-    """The renewal job, detached (share.start_job: the publish job's way)."""
-    return int(_share().start_job("cc_continuity.rotation.lease", proj_dir))
+    """The renewal job, detached (job.start_job: the publish job's way)."""
+    from .job import start_job  # (subprocess: only when a renewal is due)
+
+    return start_job("cc_continuity.share.lease", proj_dir)
 
 
 def renew(proj_dir: str, now: float | None = None) -> "dict[str, list[str]]":
@@ -238,11 +240,11 @@ def renew(proj_dir: str, now: float | None = None) -> "dict[str, list[str]]":
 
     Returns {"renewed": [...], "dropped": [...], "failed": [...]} (refs).  A lease that is gone
     from the remote, or is another machine's now (stolen after 24 h), is dropped from leases.json."""
-    share = _share()
+    transport = _transport()
     now = time.time() if now is None else now
     done: "dict[str, list[str]]" = {"renewed": [], "dropped": [], "failed": []}
     groups: "dict[tuple[str, str], list[dict[str, Any]]]" = {}
-    for r in share.held(proj_dir):
+    for r in transport.held(proj_dir):
         groups.setdefault((r["root"], r["remote"]), []).append(r)
     new: "dict[tuple[str, str], str]" = {}
     drop: "set[tuple[str, str]]" = set()
@@ -250,25 +252,25 @@ def renew(proj_dir: str, now: float | None = None) -> "dict[str, list[str]]":
         try:
             updates = []
             for r in rows:
-                claim = share.show_json(root, r["sha"], "claim.json")
+                claim = transport.show_json(root, r["sha"], "claim.json")
                 claim.update(renewed_at=round(now, 3), renewals=int(claim.get("renewals") or 0) + 1)
-                sha = share.lease_commit(root, claim, [r["sha"]])
+                sha = transport.lease_commit(root, claim, [r["sha"]])
                 updates.append((sha, r["ref"], r["sha"]))
             try:
-                share.push(root, remote, updates)
-            except share.ShareError:  # one was replaced or deleted there: find which, renew the rest
-                there = share.ls_remote(root, remote)
+                transport.push(root, remote, updates)
+            except transport.ShareError:  # one was replaced or deleted there: find which, renew the rest
+                there = transport.ls_remote(root, remote)
                 for sha, ref, old in updates:
                     if there.get(ref) != old:
                         drop.add((ref, remote))
                         done["dropped"].append(ref)
                 updates = [u for u in updates if (u[1], remote) not in drop]
                 if updates:
-                    share.push(root, remote, updates)
+                    transport.push(root, remote, updates)
             for sha, ref, _ in updates:
                 new[(ref, remote)] = sha
                 done["renewed"].append(ref)
-        except (share.ShareError, OSError, ValueError) as e:
+        except (transport.ShareError, OSError, ValueError) as e:
             done["failed"] += [r["ref"] for r in rows if (r["ref"], remote) not in drop]
             print("lease: renewing on %s failed: %s" % (remote, str(e)[:300]), file=sys.stderr)
 
@@ -283,15 +285,17 @@ def renew(proj_dir: str, now: float | None = None) -> "dict[str, list[str]]":
             out.append(r)
         return out
 
-    share.update_held(proj_dir, change)
+    transport.update_held(proj_dir, change)
     return done
 
 
 def main(argv: "list[str]") -> int:
     if len(argv) != 1 or not os.path.isdir(argv[0]):
-        print("usage: python -m cc_continuity.rotation.lease <project state dir>", file=sys.stderr)
+        print("usage: python -m cc_continuity.share.lease <project state dir>", file=sys.stderr)
         return 2
-    _share().behind_the_session()
+    from .job import behind_the_session  # (the job's own start)
+
+    behind_the_session()
     res = renew(argv[0])
     print("%s lease renewal %s: %d renewed, %d dropped (gone or taken over), %d failed" % (
         time.strftime("%Y-%m-%dT%H:%M:%S"), argv[0], len(res["renewed"]), len(res["dropped"]), len(res["failed"])))
