@@ -17,7 +17,7 @@ import time
 import pytest
 
 from cc_continuity import session
-from cc_continuity.watch import actions, fleet
+from cc_continuity.watch import fleet, planner
 from helpers.hookdriver import HookDriver, tokens_at
 
 A1 = "a1a1a1a1-0000-4000-8000-0000000fa001"
@@ -113,7 +113,7 @@ def test_every_live_and_recent_session_across_projects_blocked_first(tmp_path, s
     if sys.platform.startswith("linux") and shutil.which("script"):   # util-linux script(1) gives it a tty
         attached_client_is_seen(server, alpha)
     server.tmux("kill-server")
-    rows = {r["name"]: r for r in actions.collect_fleet()}
+    rows = {r["name"]: r for r in planner.collect_fleet()}
     assert rows["alpha-002"]["tmux"]["state"] == "gone"
 
 
@@ -125,7 +125,7 @@ def attached_client_is_seen(server, alpha):
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline and not server.tmux("list-clients", "-t", "alpha").strip():
             time.sleep(0.05)
-        rows = {r["name"]: r for r in actions.collect_fleet()}
+        rows = {r["name"]: r for r in planner.collect_fleet()}
         assert rows["alpha-002"]["tmux"]["state"] == "attached" and rows["alpha-002"]["tmux"]["attached"] == 1
         assert "detached" not in alpha.cli("status").stdout
     finally:

@@ -66,7 +66,7 @@ KEPT = {
     },
     "cc_continuity.commands.status": {
         **{(fn, "cc_continuity.watch.fleet"): WATCH_ON_EVERY_VERB for fn in ("_panes", "run", "run_fleet")},
-        ("run_fleet", "cc_continuity.watch.actions"): WATCH_ON_EVERY_VERB,
+        ("run_fleet", "cc_continuity.watch.planner"): WATCH_ON_EVERY_VERB,
     },
     "cc_continuity.commands.watchdog": {
         **{(fn, "cc_continuity.watch." + what): WATCH_ON_EVERY_VERB for fn, what in (

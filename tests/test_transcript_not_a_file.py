@@ -96,7 +96,12 @@ def test_codexs_hooks_refuse_a_fifo_rollout_at_once(tmp_path, fifo):
         assert (res.returncode, res.stderr) == (0, b""), (event, res)
     lines = open(log, encoding="utf-8").read().splitlines()
     assert len(lines) == 8 and not [x for x in lines if "budget-exceeded" in x or " error" in x], lines
-    own = {"%d %s" % (i, x.split()[1]): float(x.split()[3][:-2]) / 1000 for i, x in enumerate(lines)}
+    # The calls that met the FIFO (their line says so) are over in under a second by their own clock; the
+    # others never open the rollout, and one blocked anyway would have logged budget-exceeded (above): their
+    # own clock is the machine's load, not the FIFO's cost (SessionStart's git and registration took 1.12 s
+    # with a second suite on the same two cores).
+    own = {"%d %s" % (i, x.split()[1]): float(x.split()[3][:-2]) / 1000 for i, x in enumerate(lines)
+           if "transcript refused" in x}
     slow = {k: round(v, 2) for k, v in own.items() if v >= LIMIT_S}  # (as above: own clocks; tool calls' wall)
     slow.update({k: round(v, 2) for k, v in wall.items() if v >= LIMIT_S and "ToolUse" in k})
     assert not slow, (slow, wall)

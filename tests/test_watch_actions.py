@@ -15,9 +15,10 @@ import psutil
 import pytest
 
 from cc_continuity.watch import Settings
-from cc_continuity.watch.actions import (ESCALATE, KILL, NUDGE, POWER_CYCLE, PUSH_DEAD, PUSH_FAILED, PUSH_NOTICE,
-                                         PUSH_SERVER, ROTATION_STUCK, TERMINATE, Action, Brain, Executor, digest,
-                                         escalate_text, failure_text, nudge_text, outage_text, with_digest)
+from cc_continuity.watch.executor import Executor, digest
+from cc_continuity.watch.planner import (ESCALATE, KILL, NUDGE, POWER_CYCLE, PUSH_DEAD, PUSH_FAILED, PUSH_NOTICE,
+                                         PUSH_SERVER, ROTATION_STUCK, TERMINATE, Action, Brain, escalate_text,
+                                         failure_text, nudge_text, outage_text, with_digest)
 from cc_continuity.watch.liveness import DEAD, EXIT_HUNG, FAILED, LIMITED, STALLED, WAITING, SessionObs
 from cc_continuity.watch.probe import DOWN, UP, ProbeResult
 from helpers import FAKE_PROMPT, FakeRun
@@ -405,7 +406,7 @@ def test_random_histories_never_exceed_any_cap():
 
 def test_every_push_maps_to_an_event_the_notifier_knows():
     from cc_continuity import notify
-    from cc_continuity.watch.actions import PUSH_EVENTS, push_name
+    from cc_continuity.watch.executor import PUSH_EVENTS, push_name
 
     for event in PUSH_EVENTS:
         assert push_name(event, notify.EVENTS) in notify.EVENTS, event
@@ -708,9 +709,9 @@ def test_power_cycle_runs_detached_and_is_reaped(tmp_path, isolated_home):
 
 
 def test_a_power_cycle_that_hangs_is_killed_at_its_deadline(tmp_path, monkeypatch):
-    from cc_continuity.watch import actions
+    from cc_continuity.watch import executor
 
-    monkeypatch.setattr(actions, "POWER_CYCLE_TIMEOUT", 0.2)
+    monkeypatch.setattr(executor, "POWER_CYCLE_TIMEOUT", 0.2)
     ex = Executor(S(power_cycle_command="sleep 60"), push_fn=Pushes())
     ex.run(Action(POWER_CYCLE, why="x"), now=T0)
     proc = ex._power[0]
@@ -936,17 +937,15 @@ def test_the_fleet_view_puts_what_needs_someone_first():
 def test_a_codex_session_is_never_typed_into_only_pushed():
     """The executor's screen reading, Escape and resubmit are Claude Code's TUI: a Codex session's frozen turn
     is pushed (a failed action says why), and nothing is sent to its pane."""
-    from cc_continuity.watch import actions
-
     sent = []
 
-    class NoPane(actions.Executor):
+    class NoPane(Executor):
         def _pane(self, action):
             sent.append(action)
             raise AssertionError("a Codex pane was looked up to be typed into")
 
     ex = NoPane.__new__(NoPane)
-    act = actions.Action(actions.ESCALATE, why="frozen", session="k/001", name="x-001", pane=("/s", "%1"),
+    act = Action(ESCALATE, why="frozen", session="k/001", name="x-001", pane=("/s", "%1"),
                          host="codex", text="go on")
     outcome, detail = ex._bring_back(act, lambda: act.text, interrupt=True)
     assert outcome == "failed" and "codex session" in detail and not sent

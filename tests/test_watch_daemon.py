@@ -18,7 +18,7 @@ import pytest
 from cc_continuity import config, ledger, paths, session
 from cc_continuity.lock import is_held
 from cc_continuity.watch import Settings, ledger_path, pid_path, state_path
-from cc_continuity.watch.actions import nudge_text
+from cc_continuity.watch.planner import nudge_text
 from cc_continuity.watch.daemon import Daemon, load_state, rotate_ledger
 from test_watch_actions import start_claude_pane
 from test_watch_liveness import Session, reap, spawn_claude, wait_for

@@ -193,10 +193,10 @@ def run_remote(proj, args):
 
 def run_fleet(args):
     """The fleet view: open sessions of every project, then those ended in the last day."""
-    from ..watch import actions, fleet  # lazy: see _panes
+    from ..watch import fleet, planner  # lazy: see _panes
 
     now = time.time()
-    rows = actions.collect_fleet(now)
+    rows = planner.collect_fleet(now)
     done = sum(1 for r in rows if r.get("class") == "done")
     if args.json:
         print_json({"at": now, "recent_s": fleet.RECENT_S, "recent_max": fleet.RECENT_MAX, "sessions": rows})

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 STORE_TAIL = 1 << 20  # the newest MiB of effects.jsonl is what a hold looks at
 ALIAS_MAX = 512 * 1024
 CODE_LEN = 8
-WATCHDOG_PREFIX = "[cc-continuity watchdog]"  # (watch/actions.PREFIX: a watchdog nudge is not the user's word)
+WATCHDOG_PREFIX = "[cc-continuity watchdog]"  # (watch/planner.PREFIX: a watchdog nudge is not the user's word)
 
 
 def aliases(text: str) -> "dict[str, str]":

@@ -42,11 +42,7 @@ if TYPE_CHECKING:
 
 
 RETRY_DELAYS_S = (2, 5, 15, 30, 60, 120, 300, 600)  # after each failed try; then the publish gives up
-
-
 LOCAL_CLAIM_WAIT_S = 10  # how long the job waits for this machine's own successor to claim before pushing
-
-
 FILES = ("handoff.md", "manifest.json", "facts.json", "publisher.json", "effects.json")
 
 

@@ -28,25 +28,14 @@ if TYPE_CHECKING:
     from typing import Any
 
 
-
 SHARED_PREFIX = "refs/continuity/shared/"
-
-
 FETCHED_PREFIX = "refs/continuity/fetched/"  # what a claim fetched, in the claimer's own repository
-
-
 MACHINE_ID = "machine-id"
-
-
 TRY_TIMEOUT_S = 60
-
-
 # Variables that point git at another repository/index; removed for every call made here.
 _LOCAL_ENV = ("GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_COMMON_DIR", "GIT_DIR", "GIT_INDEX_FILE",
               "GIT_OBJECT_DIRECTORY", "GIT_WORK_TREE", "GIT_NAMESPACE", "GIT_PREFIX", "GIT_ASKPASS",
               "SSH_ASKPASS")
-
-
 _NO_HOOKS = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false")
 
 

@@ -21,7 +21,8 @@ import time
 from .. import atomic, ledger, log, paths
 from ..lock import Lock, LockTimeout, holder_pid
 from . import LOG, Settings, ledger_path, pid_path, state_dir, state_path
-from .actions import Brain, Executor, push
+from .executor import Executor, push
+from .planner import Brain
 from .liveness import ProcessTable, Scanner, TranscriptWatch
 from .probe import Prober
 from .unclaimed import UnclaimedWatch

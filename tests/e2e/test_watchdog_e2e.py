@@ -45,7 +45,7 @@ from cc_continuity import ledger
 from cc_continuity.rehearse import MODEL
 from cc_continuity.rehearse.scripted_model import Request
 from cc_continuity.tmux import Pane
-from cc_continuity.watch.actions import PREFIX
+from cc_continuity.watch.planner import PREFIX
 
 from .common import Continuity, prompt, report_metrics
 from .harness import REPO_ROOT
