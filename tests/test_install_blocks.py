@@ -5,7 +5,7 @@ import os
 import pytest
 from hypothesis import given, settings as hsettings, strategies as st
 
-from cc_continuity import install
+from cc_continuity.install import plan as install_plan
 from cc_continuity.install import blocks
 
 BODY = "function claude {\n  command claude \"$@\"\n}\n"
@@ -94,10 +94,10 @@ def test_any_bytes_round_trip_through_a_file(tmp_path):
     rc = tmp_path / "rc"
     original = b"latin1: \xe9t\xe9\r\nbinary \xff\x00 tail"
     rc.write_bytes(original)
-    ch = install.block_change(str(rc), "w", "hash", BODY)
+    ch = install_plan.block_change(str(rc), "w", "hash", BODY)
     assert ch.new.startswith(original)
     ch.apply([])
-    ch2 = install.block_change(str(rc), "w", "hash")
+    ch2 = install_plan.block_change(str(rc), "w", "hash")
     ch2.apply([])
     assert rc.read_bytes() == original
 
@@ -110,11 +110,11 @@ def test_symlinked_rc_is_written_through_and_keeps_its_mode(tmp_path):
     os.chmod(real, 0o640)
     link = tmp_path / ".zshrc"
     link.symlink_to(real)
-    install.block_change(str(link), "w", "hash", BODY).apply([])
+    install_plan.block_change(str(link), "w", "hash", BODY).apply([])
     assert link.is_symlink() and os.readlink(link) == str(real)
     assert "cc-continuity w" in real.read_text()
     assert os.stat(real).st_mode & 0o777 == 0o640
-    install.block_change(str(link), "w", "hash").apply([])
+    install_plan.block_change(str(link), "w", "hash").apply([])
     assert real.read_text() == "export A=1\n" and link.is_symlink()
 
 
@@ -123,5 +123,5 @@ def test_unbalanced_file_is_left_untouched(tmp_path):
     rc.write_text("# >>> cc-continuity w v1 >>>\nhalf\n")
     before = rc.read_bytes()
     with pytest.raises(blocks.BlockError):
-        install.block_change(str(rc), "w", "hash", BODY)
+        install_plan.block_change(str(rc), "w", "hash", BODY)
     assert rc.read_bytes() == before

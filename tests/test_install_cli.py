@@ -15,6 +15,7 @@ import pytest
 from cc_continuity import __version__, install, paths
 from cc_continuity.cli import main
 from cc_continuity.install import app, settings, skills
+from cc_continuity.install import plan as install_plan
 from helpers import frontmatter
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -391,10 +392,10 @@ def test_record_is_private_and_holds_the_chain(capsys):
 
 def test_backups_are_pruned_to_the_newest_few(tmp_path):
     target = str(tmp_path / "settings.json")
-    made = [install.backup(target, b"%d" % i) for i in range(install.BACKUPS_KEPT + 3)]
+    made = [install_plan.backup(target, b"%d" % i) for i in range(install_plan.BACKUPS_KEPT + 3)]
     kept = sorted(os.listdir(os.path.join(paths.home(), "backups")))
-    assert len(kept) == install.BACKUPS_KEPT
-    assert open(made[-1], "rb").read() == b"%d" % (install.BACKUPS_KEPT + 2)
+    assert len(kept) == install_plan.BACKUPS_KEPT
+    assert open(made[-1], "rb").read() == b"%d" % (install_plan.BACKUPS_KEPT + 2)
 
 
 # -- shipped data ------------------------------------------------------------------
@@ -424,7 +425,7 @@ def test_frontmatter_parser_refuses_what_yaml_would_read_differently():
 
 
 def test_claude_md_block_states_facts_and_names_the_signals():
-    text = install.claude_md_body()
+    text = install_plan.claude_md_body()
     assert 'cc-continuity signal needs-human "<reason>"' in text
     assert 'cc-continuity signal done "<summary>"' in text
     lowered = text.lower()

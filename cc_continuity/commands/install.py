@@ -8,6 +8,7 @@ upgrade replaces ours in place).  ``--dry-run`` prints the diff of every file an
 import sys
 
 from .. import errors, install
+from ..install import plan as install_plan
 # The same value parsers as `configure` (one spelling of 200k, 55,62,72, a URL for both).
 from .configure import parse_thresholds, parse_tokens, parse_url_or_off
 
@@ -42,7 +43,7 @@ def register(sub):
 
 
 def run(args):
-    opts = install.Options(window=args.window, thresholds=args.thresholds, ntfy=args.ntfy,
+    opts = install_plan.Options(window=args.window, thresholds=args.thresholds, ntfy=args.ntfy,
                            unattended=args.unattended, shell=args.shell, no_wrapper=args.no_wrapper,
                            dry_run=args.dry_run, plugin=args.plugin, agent=args.agent, trust=args.trust)
     try:

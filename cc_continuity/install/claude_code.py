@@ -1,0 +1,389 @@
+"""Claude Code's piece of install and uninstall: settings.json (hooks, the status line), CLAUDE.md's block,
+the shell wrapper, skills, the plugin.
+
+Applied in an order that never leaves a hook pointing at a missing file: config, app copy, launcher,
+settings.json, CLAUDE.md, shell rc, skills, and last the record (``install.json``) uninstall works from.
+Uninstall removes only what is ours: hook groups by command path, blocks by marker, skills and links by
+content.
+"""
+
+
+import os
+
+from .. import config, paths
+from ..errors import InstallError
+from ..hosts.claude.executable import find_real_claude
+from . import app, blocks, manifest, plugin, settings, skills, tools, wrapper
+from .plan import CLAUDE_MD_BLOCK, FileChange, WRAPPER_BLOCK, install_app, install_link, load_manifest, print_plan, shared_record, size_text, verb, block_change, claude_md_body, config_changes, describe_config, read, show
+
+
+def install_plugin(out):
+    """The app copy, the plugin beside it (``$CC_CONTINUITY_HOME/plugin``), registered with Claude Code."""
+    home = paths.home()
+    claude = find_real_claude(os.environ)
+    if claude is None:
+        raise InstallError("--plugin needs Claude Code's `claude` on PATH (or CC_CONTINUITY_CLAUDE)")
+    app.install(home)
+    python, app_dir = app.base_interpreter(), app.app_link(home)
+    target = plugin.plugin_dir(home)
+    plugin.write(target, plugin.files(python, app_dir, app.launcher_text(python, app_dir)))
+    try:
+        plugin.register(claude, target)
+    except plugin.PluginError as e:
+        raise InstallError(str(e)) from None
+    out("plugin: %s from %s, enabled (hooks, skills, bin/ and the mod come from it)" % (
+        plugin.PLUGIN_ID, show(target)))
+
+
+def install(opts, out, check_only=False):
+    if opts.trust:
+        raise InstallError("--trust is Codex's (it records Codex's hook trust): use it with --agent codex")
+    home = paths.home()
+    cdir = paths.claude_config_dir()
+    user_home = os.path.expanduser("~")
+    prev = load_manifest(out) or {}
+    python = app.base_interpreter()
+    app_dir = app.app_link(home)
+    launcher = app.launcher_path(home)
+
+    # ---- plan (read only) ----
+    changes = config_changes(opts)
+    if changes:
+        config.validate(changes, paths.config_file())
+
+    settings_path = os.path.join(cdir, "settings.json")
+    prev_settings = prev.get("settings") if (prev.get("settings") or {}).get("path") == settings_path else None
+    rendered = settings.render_fragment(settings.load_fragment(), python, app_dir)
+    old = read(settings_path)
+    plugins = _enabled_plugins(old)
+    if plugins:
+        rendered = dict(rendered, hooks={})  # the plugin carries them (and the skills)
+    new, srec = settings.plan_install(old, rendered, prev_settings, where=settings_path)
+    settings_change = FileChange(settings_path, old, new, keep_backup=True)
+
+    md_path = os.path.join(cdir, "CLAUDE.md")
+    # The Bash tool has the user's PATH, not necessarily ~/.local/bin: name the launcher itself (a plugin's
+    # bin/ is on that PATH, so with one enabled the bare name resolves).
+    command = skills.COMMAND if plugins else skills.model_command(launcher)
+    md_change = block_change(md_path, CLAUDE_MD_BLOCK, "html", claude_md_body(command))
+
+    rc_change, shell = None, None
+    if not opts.no_wrapper:
+        shell = wrapper.detect_shell(os.environ) if opts.shell == "auto" else opts.shell
+        rc_change = block_change(wrapper.rc_path(shell, user_home, os.environ), WRAPPER_BLOCK, "hash",
+                                 wrapper.render(shell, launcher))
+    login_change = None
+    if rc_change and shell == "bash":
+        # `exec $SHELL -l` and macOS Terminal start login shells, which read ~/.bashrc only if told to.
+        login_path, reads_bashrc = wrapper.bash_login_file(user_home)
+        login_change = block_change(login_path, WRAPPER_BLOCK, "hash",
+                                    None if reads_bashrc else wrapper.render_login(launcher))
+        if not (login_change.changed or login_change.had_block):
+            login_change = None
+
+    prev_skills = prev.get("skills") or {}
+    skill_changes, foreign = [], []
+    for name, content in (skills.shipped(command) if not plugins else {}).items():
+        t = skills.target(cdir, name)
+        cur = read(t)
+        if cur is None or cur == content or skills.sha256(cur) == prev_skills.get(t):
+            skill_changes.append(FileChange(t, cur, content))
+        else:
+            foreign.append(t)
+
+    launcher_change = FileChange(launcher, read(launcher), app.launcher_text(python, app_dir).encode("utf-8"),
+                                 mode=0o700)
+    link = app.path_link(user_home)
+    link_state = "ours" if app.is_our_link(link, launcher) else ("foreign" if os.path.lexists(link) else "absent")
+
+    rc_changes = [ch for ch in (rc_change, login_change) if ch]
+    file_changes = [launcher_change, settings_change, md_change] + rc_changes + skill_changes
+
+    if check_only:
+        return 0
+    if opts.dry_run:
+        return print_plan(out, changes, home, file_changes, link, link_state, launcher, foreign)
+
+    # ---- apply ----
+    created = list(prev.get("created_dirs") or [])
+    if changes:
+        config.update_global(changes)
+        out("config: %s" % describe_config(changes))
+    install_app(out, home, python, app_dir, launcher, launcher_change, created)
+    path_link = install_link(out, link, link_state, launcher, created, shell, [ch.path for ch in rc_changes
+                                                                               if ch.new is not None])
+
+    # Recorded before the user's files are touched, so an interrupted install can still be undone.
+    record = _record(prev, python, app_dir, launcher, path_link, settings_path, srec, md_change, rc_changes, shell,
+                     skill_changes, created)
+    if plugins:
+        record["skills"] = {}
+    if opts.plugin or prev.get("plugin"):
+        record["plugin"] = {"id": plugin.PLUGIN_ID, "dir": plugin.plugin_dir(home)}
+    manifest.save(record)
+
+    settings_change.apply(created)
+    _report_settings(out, settings_change, srec, len(rendered["hooks"]))
+    if plugins:
+        out("hooks: from the plugin %s, none in settings.json (both would run every event twice)"
+            % ", ".join(plugins))
+        _remove_skills(out, cdir, prev_skills)
+
+    md_change.apply(created)
+    out("CLAUDE.md: %s block %s" % (show(md_path), verb(md_change)))
+    if rc_change:
+        rc_change.apply(created)
+        out("shell: %s: claude() wrapper for %s %s%s" % (show(rc_change.path), shell, verb(rc_change),
+                                                        " (takes effect in new shells)" if rc_change.changed else ""))
+        if login_change:
+            login_change.apply(created)
+            if login_change.new is None or not blocks.find(blocks.decode(login_change.new), WRAPPER_BLOCK, "hash"):
+                out("shell: %s reads ~/.bashrc: its copy of the wrapper removed" % show(login_change.path))
+            else:
+                out("shell: %s: the wrapper for bash login shells (this file does not read ~/.bashrc) %s"
+                    % (show(login_change.path), verb(login_change)))
+    else:
+        out("shell: skipped (--no-wrapper)")
+
+    for ch in skill_changes:
+        ch.apply(created)
+    changed = sum(ch.changed for ch in skill_changes)
+    out("skills: %d in %s (%d written, %d unchanged)" % (len(skill_changes), show(skills.skills_dir(cdir)),
+                                                         changed, len(skill_changes) - changed))
+    for t in foreign:
+        out("skills: %s exists and is not ours: left alone" % show(t))
+
+    record["created_dirs"] = sorted(set(created))
+    manifest.save(record)
+    out("record: %s" % show(manifest.path()))
+    return 0
+
+
+def _enabled_plugins(settings_bytes):
+    """cc-continuity plugins the user settings enable (unreadable settings: none; plan_install says why)."""
+    if settings_bytes is None:
+        return []
+    try:
+        return plugin.enabled(settings.parse(settings.decode(settings_bytes)))
+    except settings.SettingsError:
+        return []
+
+
+def _report_settings(out, change, srec, events):
+    doc = settings.parse(change.new.decode("utf-8"))
+    line = "settings: %s " % show(change.path)
+    if not change.changed:
+        line += "unchanged"
+    else:
+        line += "hooks merged (%d events)" % events
+        if srec.get("statusline_chain"):
+            line += ", your status line chained after ours"
+        elif settings.is_our_statusline(doc.get("statusLine")):
+            line += ", status line set (context %, session, rotation state)"
+        if change.backup_path:
+            line += ", backup %s" % show(change.backup_path)
+    out(line)
+    if doc.get("disableAllHooks") is True:
+        out("settings: warning: disableAllHooks is true, so Claude Code will not run our hooks")
+
+
+def _record(prev, python, app_dir, launcher, path_link, settings_path, srec, md_change, rc_changes, shell,
+            skill_changes, created):
+    def block_entry(change, extra=None):
+        prev_entries = [e for e in (prev.get("claude_md") or []) + (prev.get("rc") or []) if e.get("path") == change.path]
+        was_created = change.old is None or any(e.get("created") for e in prev_entries)
+        entry = {"path": change.path, "created": was_created}
+        entry.update(extra or {})
+        return entry
+
+    rc_paths = {ch.path for ch in rc_changes}
+    rc = [e for e in (prev.get("rc") or []) if e.get("path") not in rc_paths]
+    for ch in rc_changes:
+        rc.append(block_entry(ch, {"shell": shell}))
+    claude_md = [e for e in (prev.get("claude_md") or []) if e.get("path") != md_change.path]
+    claude_md.append(block_entry(md_change))
+    skill_hashes = dict(prev.get("skills") or {})
+    skill_hashes.update({ch.path: skills.sha256(ch.new) for ch in skill_changes})
+    record = shared_record(prev, ("codex",), python, app_dir, launcher, path_link, created)
+    record.update({
+        "settings": dict(srec, path=settings_path),
+        "statusline_chain": srec.get("statusline_chain"),
+        "claude_md": claude_md,
+        "rc": rc,
+        "skills": skill_hashes,
+    })
+    return record
+
+
+def uninstall(out, rec):
+    """Claude Code's part: settings.json, the CLAUDE.md and shell blocks, skills, the plugin.
+    ``(problems, whether no hook of ours is left in settings.json)``."""
+    cdir = paths.claude_config_dir()
+    user_home = os.path.expanduser("~")
+    problems = 0
+    hooks_gone = True
+    srec = (rec or {}).get("settings") or None
+    targets = [(srec["path"], srec)] if srec and srec.get("path") else []
+    current = os.path.join(cdir, "settings.json")
+    if current not in [t for t, _ in targets]:
+        targets.append((current, None))
+    for path, record in targets:
+        try:
+            ok = _uninstall_settings(out, path, record, srec is not None)
+        except (settings.SettingsError, OSError) as e:
+            out("settings: %s -- left untouched, so our hooks are still in it; fix it and run uninstall again" % e)
+            problems += 1
+            ok = False
+        hooks_gone = hooks_gone and ok
+
+    block_targets = [(e["path"], e.get("created")) for e in (rec or {}).get("claude_md") or [] if e.get("path")]
+    block_targets.append((os.path.join(cdir, "CLAUDE.md"), False))
+    problems += _remove_blocks(out, "CLAUDE.md", block_targets, CLAUDE_MD_BLOCK, "html")
+    rc_targets = [(e["path"], e.get("created")) for e in (rec or {}).get("rc") or [] if e.get("path")]
+    rc_targets += [(wrapper.rc_path(s, user_home, os.environ), False) for s in wrapper.SHELLS]
+    rc_targets += [(os.path.join(user_home, name), False) for name in wrapper.BASH_LOGIN_FILES]
+    problems += _remove_blocks(out, "shell", rc_targets, WRAPPER_BLOCK, "hash")
+
+    _remove_skills(out, cdir, (rec or {}).get("skills") or {})
+    problems += _uninstall_plugin(out, (rec or {}).get("plugin"), cdir, srec)
+    _name_plugin_cache(out, cdir)
+    return problems, hooks_gone
+
+
+def _name_plugin_cache(out, cdir):
+    """Claude Code's cached copies of our plugin stay after `claude plugin uninstall` (marked orphaned,
+    deleted by Claude Code itself later): say so, once no cc-continuity plugin is enabled any more."""
+    try:
+        data = read(os.path.join(cdir, "settings.json"))
+        if data and plugin.enabled(settings.parse(settings.decode(data))):
+            return  # still enabled (the step above said why): the copy is in use
+    except (settings.SettingsError, InstallError, OSError):
+        return
+    for copy in tools.plugin_cache_copies(cdir):
+        out("plugin: Claude Code keeps its cached copy %s (%s) and deletes it later by itself; nothing "
+            "runs from it" % (show(copy), size_text(copy)))
+
+
+def _uninstall_plugin(out, recorded, cdir, srec):
+    """Take out our plugins through Claude Code's own commands: the one ``install --plugin``
+    registered and any the user enabled (``/plugin install``); problems count.
+
+    A settings.json that only Claude Code's plugin bookkeeping left (it had none before, or we
+    created it) is deleted; project and local installs are named, not edited."""
+    path = os.path.join(cdir, "settings.json")
+    before = read(path)
+    try:
+        ids = plugin.enabled(settings.parse(settings.decode(before))) if before else []
+    except settings.SettingsError:
+        ids = []  # the settings step above said why it is unreadable
+    for pid, scope, where in plugin.other_scopes(ids + [plugin.PLUGIN_ID], cdir):
+        out("plugin: %s is installed for the %s scope of %s: left as it is (it lives in that repository's "
+            "files); `claude plugin uninstall %s --scope %s` there removes it" % (pid, scope, where, pid, scope))
+    if not recorded and not ids:
+        return 0
+    try:
+        claude = find_real_claude(os.environ)
+    except RuntimeError:
+        claude = None
+    if claude is None:
+        for pid in ids or [recorded.get("id")]:
+            out("plugin: %s left registered: no claude to run `claude plugin uninstall %s`" % (pid, pid))
+        return 1
+    try:
+        done = plugin.unregister(claude, ids)
+    except plugin.PluginError as e:
+        out("plugin: %s" % e)
+        return 1
+    if recorded:
+        plugin.remove_dir()
+    out("plugin: %s" % ("; ".join(done) if done else "not registered"))
+    after = read(path)
+    if done and after is not None and _had_no_settings(srec):
+        try:
+            residue = plugin.only_plugin_tables(settings.parse(settings.decode(after)))
+        except settings.SettingsError:
+            residue = False
+        if residue:
+            os.unlink(path)
+            out("settings: %s deleted (only the empty plugin tables Claude Code left were in it)" % show(path))
+    return 0
+
+
+def _had_no_settings(srec):
+    """Was there no settings.json before us (none, or only what registering our plugin wrote)?"""
+    if not srec:
+        return True  # no install of ours: Claude Code made it for the plugin (we cannot know more)
+    if not srec.get("original_known"):
+        return False
+    original = srec.get("original")
+    try:
+        return original is None or plugin.only_plugin_tables(settings.parse(original), ours_only=True)
+    except settings.SettingsError:
+        return False
+
+
+def _uninstall_settings(out, path, record, have_manifest):
+    old = read(path)
+    new = settings.plan_uninstall(old, record, where=path)
+    if new == old:
+        out("settings: nothing of ours in %s" % show(path))
+        return True
+    change = FileChange(path, old, new, keep_backup=True)
+    change.apply([])
+    note = ""
+    ours = settings.parse(old.decode("utf-8")).get("statusLine") if old else None
+    if not have_manifest and settings.is_our_statusline(ours) and settings.embedded_chain(ours) is None:
+        note = "; the status line it replaced is unknown (no install record), see %s" % show(
+            os.path.join(paths.home(), "backups"))
+    what = "deleted (install created it)" if new is None else "our hooks and status line removed"
+    out("settings: %s %s%s" % (show(path), what, note))
+    return True
+
+
+def _remove_blocks(out, label, targets, name, style):
+    problems, seen, removed = 0, set(), 0
+    for path, created in targets:
+        if path in seen:
+            continue
+        seen.add(path)
+        try:
+            change = block_change(path, name, style)
+        except (blocks.BlockError, InstallError) as e:
+            out("%s: %s -- left untouched" % (label, e))
+            problems += 1
+            continue
+        if not change.changed:
+            continue
+        if created and not change.new:
+            change.new = None  # install created the file and nothing else is in it
+        change.apply([])
+        removed += 1
+        out("%s: block removed from %s%s" % (label, show(path), " (file deleted)" if change.new is None else ""))
+    if not removed and not problems:
+        out("%s: no block of ours found" % label)
+    return problems
+
+
+def _remove_skills(out, cdir, recorded):
+    shipped = skills.shipped()
+    known = {skills.sha256(c) for c in shipped.values()}
+    known |= {skills.sha256(c) for c in skills.shipped(skills.model_command(app.launcher_path(paths.home()))).values()}
+    candidates = dict(recorded)
+    for name in skills.NAMES:
+        candidates.setdefault(skills.target(cdir, name), None)
+    removed = 0
+    for path, sha in candidates.items():
+        data = read(path)
+        if data is None:
+            continue
+        digest = skills.sha256(data)
+        if digest != sha and digest not in known:
+            out("skills: %s was changed after install: left alone" % show(path))
+            continue
+        os.unlink(path)
+        removed += 1
+        try:
+            os.rmdir(os.path.dirname(path))
+        except OSError:
+            pass
+    out("skills: %d removed" % removed)
