@@ -9,8 +9,8 @@ reasons, and only where this file says so:
   module compiled from source on each run costs several times more): the
   per-tool-call hooks and the status line, ``cc-continuity launch`` (every ``claude``
   start), the tmux pane's trampoline, the rotator's start, the hooks' slow path (the
-  mod calls in at every turn's end), and every ``cc-continuity <verb>`` start
-  (``cli.build_parser`` imports every verb module: all verbs pay each one's imports);
+  mod calls in at every turn's end), and a verb's own light paths (``cc-continuity <verb>``
+  imports that verb's module alone, ``cli.VERBS``: an import no longer costs the other verbs);
 * CYCLE: at the top the import fails (proven when it was listed);
 * OPTIONAL: a dependency that may be missing where the module runs (a plugin's hooks
   and its ``bin/cc-continuity`` run PATH's ``python3``, without the app copy's

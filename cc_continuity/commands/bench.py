@@ -18,8 +18,7 @@ from ._util import print_json
 
 
 def register(sub):
-    p = sub.add_parser("bench", help="the continuity benchmark: are side effects ever repeated? (offline)",
-                       description=__doc__.split("\n\n", 1)[1])
+    p = sub.add_parser("bench", description=__doc__.split("\n\n", 1)[1])
     p.add_argument("--json", action="store_true", help="print the rows as JSON")
     p.add_argument("--keep", action="store_true", help="keep the throwaway worlds for inspection")
     p.add_argument("--control", action="store_true", help="the same with effects_hold off (no holds)")

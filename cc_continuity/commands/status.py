@@ -13,7 +13,7 @@ from ..procs import pid_alive
 
 
 def register(sub):
-    p = sub.add_parser("status", help="this project's sessions: ratio, level, state")
+    p = sub.add_parser("status")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     which = p.add_mutually_exclusive_group()
     which.add_argument("--all", action="store_true",

@@ -21,7 +21,7 @@ from ._util import ago, die, print_json
 
 
 def register(sub):
-    p = sub.add_parser("watchdog", help="optional daemon: model server probe, session liveness, bounded nudges")
+    p = sub.add_parser("watchdog")
     w = p.add_subparsers(dest="watchdog_cmd", metavar="<action>")
     r = w.add_parser("run", help="run the daemon in the foreground (what the service starts)")
     r.add_argument("--once", action="store_true", help="one cycle, then exit")
