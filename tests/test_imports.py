@@ -56,24 +56,14 @@ KEPT = {
         ("_load", "tree_sitter"): (OPTIONAL, "a binary wheel from the deps' lock; the tokenizer reads without it"),
         ("_load", "tree_sitter_bash._binding.language"): (OPTIONAL, "the grammar, as tree_sitter"),
     },
-    "cc_continuity.watch.service": {
-        ("unit_paths", "plistlib"): (START_UP, "every verb's start loads watch/; xml's parser +~3 ms, read for a "
-                                               "launchd service only"),
-    },
     "cc_continuity.deps": {
         ("spawn", "subprocess"): (START_UP, "every prompt of a plugin session loads deps; subprocess +~4 ms, loaded "
                                             "when a build starts (once per plugin and interpreter)"),
     },
     "cc_continuity.commands.status": {
-        **{(fn, "cc_continuity.watch.fleet"): WATCH_ON_EVERY_VERB for fn in ("_panes", "run", "run_fleet")},
-        ("run_fleet", "cc_continuity.watch.actions"): WATCH_ON_EVERY_VERB,
-    },
-    "cc_continuity.commands.watchdog": {
-        **{(fn, "cc_continuity.watch." + what): WATCH_ON_EVERY_VERB for fn, what in (
-            ("_run", "Settings"), ("_service", "service"), ("collect", "fleet"), ("collect", "pid_path"),
-            ("collect", "service"), ("collect", "state_path"), ("_status", "fleet"))},
-        ("_run", "cc_continuity.watch.daemon.Daemon"): (START_UP, "every verb's start: +~22 ms"),
-        ("collect", "cc_continuity.watch.daemon.load_state"): (START_UP, "every verb's start: +~22 ms"),
+        ("run_fleet", "cc_continuity.watch.actions"): (
+            START_UP, "status's own plain path: the fleet's actions (the redactor's rules compile; psutil, tmux) "
+                      "+~50 ms, for `--all-projects` only"),
     },
     "cc_continuity.doctor.checks": {
         ("check_shell_reader", "cc_continuity.deps.build"): (

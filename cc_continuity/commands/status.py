@@ -10,6 +10,7 @@ from ..rotation import context, share
 from .. import session
 from ._util import host_of, ago, count, current_project, load_config, print_json
 from ..procs import pid_alive
+from ..watch import fleet
 
 
 def register(sub):
@@ -73,9 +74,6 @@ def _resume_command(rec):
 
 def _panes(rows):
     """Add ``pane`` and ``tmux`` (attached, detached, gone: :func:`fleet.pane_states`) to the open rows."""
-    # lazy: watch/ (fleet, liveness, service) adds ~5 ms to every verb's start (cli.build_parser loads them all)
-    from ..watch import fleet
-
     open_rows = []
     for r in rows:
         if r["state"] not in session.TERMINAL and r.get("alive") and r.get("tmux_socket") and r.get("tmux_pane"):
@@ -85,8 +83,6 @@ def _panes(rows):
 
 
 def run(args):
-    from ..watch import fleet  # lazy: see _panes
-
     if args.all_projects:
         return run_fleet(args)
     proj = current_project()
@@ -192,7 +188,8 @@ def run_remote(proj, args):
 
 def run_fleet(args):
     """The fleet view: open sessions of every project, then those ended in the last day."""
-    from ..watch import actions, fleet  # lazy: see _panes
+    # lazy: the fleet's actions (the redactor's rules compile; psutil, tmux) +~50 ms, `--all-projects` only
+    from ..watch import actions
 
     now = time.time()
     rows = actions.collect_fleet(now)
