@@ -17,7 +17,6 @@ from . import __version__, errors
 
 # verb -> (its module in cc_continuity/commands/, the one line `cc-continuity --help` shows for it)
 VERBS = {
-    "bench": ("bench", "the continuity benchmark: are side effects ever repeated? (offline)"),
     "checkpoint": ("checkpoint", "snapshot the work tree and machine facts now (session continues)"),
     "claim": ("claim", "continue a checkpoint published to a git remote: lease, worktree, claude"),
     "config": ("config", "show the effective configuration"),
