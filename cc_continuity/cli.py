@@ -1,37 +1,92 @@
-"""``cc-continuity <verb>``: one module per verb in :mod:`cc_continuity.commands`.
+"""``cc-continuity <verb>``: one module per verb in :mod:`cc_continuity.commands`, named in :data:`VERBS`.
 
-A module becomes a verb by defining ``register(subparsers)`` (which adds its
-parser and ``set_defaults(func=run)``) and ``run(args) -> int``.  Verbs are
-discovered, so adding one never edits this file.
+A verb's module defines ``register(sub)`` (``sub.add_parser(<verb>, ...)``, its options and
+``set_defaults(func=run)``; the one-line help comes from :data:`VERBS`) and ``run(args) -> int``.
+``cc-continuity <verb> ...`` imports and builds that verb's module alone, so a verb's imports cost
+no other verb; ``--help``, no verb and a mistyped one build them all.
 """
 
 import argparse
 import importlib
 import os
-import pkgutil
 import sys
+from collections.abc import Iterable
+from typing import Any
 
-from . import __version__, commands, errors
+from . import __version__, errors
+
+# verb -> (its module in cc_continuity/commands/, the one line `cc-continuity --help` shows for it)
+VERBS = {
+    "checkpoint": ("checkpoint", "snapshot the work tree and machine facts now (session continues)"),
+    "claim": ("claim", "continue a checkpoint published to a git remote: lease, worktree, claude"),
+    "config": ("config", "show the effective configuration"),
+    "configure": ("configure", "change thresholds, window, notifications, unattended mode, on/off"),
+    "doctor": ("doctor", "check the installation and say how to fix what is wrong"),
+    "history": ("history", "the rotation chain: ratio at trigger, handoff, duration"),
+    "hook": ("hook", "run a Claude Code hook (JSON on stdin; always exits 0)"),
+    "install": ("install", "install hooks, status line, CLAUDE.md block, shell wrapper and skills"),
+    "launch": ("launch", "run claude for rotation (inside tmux when possible); used by the claude() shell wrapper"),
+    "meter": ("meter", "measure a transcript: tokens, window, ratio, level"),
+    "notify-flush": ("notify_flush", "deliver queued push notifications now (the watchdog runs it too)"),
+    "off": ("off", "disable rotation for this project (hooks stay installed, do nothing)"),
+    "on": ("on", "enable rotation for this project"),
+    "recall": ("recall", "the share of the successor's needed facts in its first request"),
+    "rehearse": ("rehearse", "run one full rotation offline with your claude and hooks; timed report"),
+    "rotate": ("rotate", "hand off and rotate at the end of the current turn"),
+    "run": ("run", "run a task unattended through codex exec, rotating with no typing"),
+    "share": ("share", "publish a verified checkpoint to a git remote (refs/continuity/shared/…)"),
+    "signal": ("signal", "flag this session: needs-human (blocked) or done"),
+    "snapshots": ("snapshots", "list refs/continuity/* snapshots with age and size; --prune old ones"),
+    "status": ("status", "this project's sessions: ratio, level, state"),
+    "statusline": ("statusline", "render the status line (Claude Code statusLine JSON on stdin)"),
+    "uninstall": ("uninstall", "remove what install added (hooks, blocks, skills, launcher, app copy)"),
+    "verify": ("verify", "verify the hash chain of every ledger"),
+    "watchdog": ("watchdog", "optional daemon: model server probe, session liveness, bounded nudges"),
+}
 
 
-def build_parser() -> argparse.ArgumentParser:
+class _Verb:
+    """What a verb module's ``register`` is given: the subparsers' ``add_parser``, with the help of :data:`VERBS`."""
+
+    def __init__(self, sub: "argparse._SubParsersAction[argparse.ArgumentParser]", name: str) -> None:
+        self._sub, self._name = sub, name
+
+    def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser:
+        if name != self._name:
+            raise ValueError("commands/%s.py registers %r, not its verb %r" % (VERBS[self._name][0], name, self._name))
+        return self._sub.add_parser(name, help=VERBS[name][1], **kwargs)
+
+
+def add_verb(sub: "argparse._SubParsersAction[argparse.ArgumentParser]", name: str) -> None:
+    """Import verb ``name``'s module and add its parser to ``sub`` (an import error propagates)."""
+    mod = importlib.import_module("%s.commands.%s" % (__package__, VERBS[name][0]))
+    mod.register(_Verb(sub, name))
+
+
+def build_parser(verbs: Iterable[str] | None = None) -> argparse.ArgumentParser:
+    """The parser with the subparsers of ``verbs`` (only their modules imported); every verb's without them."""
     parser = argparse.ArgumentParser(
         prog="cc-continuity",
         description="Zero-touch session rotation for Claude Code and Codex CLI.",
     )
     parser.add_argument("--version", action="version", version="cc-continuity %s" % __version__)
     sub = parser.add_subparsers(dest="verb", metavar="<command>")
-    for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
-        if info.name.startswith("_"):
-            continue
+    for name in VERBS if verbs is None else verbs:
         try:
-            mod = importlib.import_module("%s.%s" % (commands.__name__, info.name))
+            add_verb(sub, name)
         except Exception as e:  # one broken verb must not take the others down
-            sys.stderr.write("cc-continuity: command %r unavailable: %s\n" % (info.name, e))
-            continue
-        if hasattr(mod, "register"):
-            mod.register(sub)
+            sys.stderr.write("cc-continuity: command %r unavailable: %s\n" % (name, e))
     return parser
+
+
+def verbs_of(argv: list[str]) -> tuple[str, ...] | None:
+    """The verbs a command line needs parsers for: its verb alone, none for ``--version``, else (None) all:
+    ``--help``, no verb and a mistyped one list or match them all."""
+    if argv and argv[0] in VERBS:
+        return (argv[0],)
+    if argv[:1] == ["--version"]:
+        return ()
+    return None
 
 
 def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
@@ -65,10 +120,8 @@ def main(argv: list[str] | None = None) -> int:
         # What the claude() shell wrapper runs: a failure before exec must let the
         # wrapper fall through to the real claude (reserved status), never block it.
         try:
-            from .commands import launch
-
             parser = argparse.ArgumentParser(prog="cc-continuity")
-            launch.register(parser.add_subparsers())
+            add_verb(parser.add_subparsers(), "launch")
             args = parser.parse_args(argv)
             return int(args.func(args) or 0)
         except SystemExit as e:
@@ -82,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
         from .statusline import main as status_main
 
         status_main()
-    parser = build_parser()
+    parser = build_parser(verbs_of(argv))
     args = _parse(parser, argv)
     if not getattr(args, "func", None):
         parser.print_help()

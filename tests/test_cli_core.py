@@ -1,5 +1,6 @@
 """The core CLI verbs: status, history, signal, on/off, meter errors (real repo, real hook-registered sessions)."""
 
+import argparse
 import json
 import os
 import subprocess
@@ -69,6 +70,53 @@ def test_a_mistyped_verb_gets_a_did_you_mean_and_a_bad_option_the_verbs_own_usag
 def test_version(repo):
     res = real_cli("--version", cwd=repo)
     assert res.returncode == 0 and res.stdout.startswith("cc-continuity ")
+
+
+# -- the verb table: a verb's parser alone -------------------------------------------------------
+def test_every_verb_module_is_in_the_table_and_registers_its_verb():
+    pkg = os.path.join(os.path.dirname(cli_mod.__file__), "commands")
+    modules = {f[:-3] for f in os.listdir(pkg) if f.endswith(".py") and not f.startswith("_")}
+    assert modules == {mod for mod, _ in cli_mod.VERBS.values()}
+    assert list(cli_mod.VERBS) == sorted(cli_mod.VERBS)  # `cc-continuity --help` lists them in this order
+    for verb, (_, line) in cli_mod.VERBS.items():
+        sub = next(a for a in cli_mod.build_parser([verb])._actions if isinstance(a, argparse._SubParsersAction))
+        assert list(sub.choices) == [verb] and [c.help for c in sub._choices_actions] == [line], verb
+
+
+def _verb_modules_loaded(*args):
+    """The verb modules ``cc-continuity <args>`` imported (in a fresh interpreter), and its exit status."""
+    code = ("import sys\nfrom cc_continuity import cli\ntry:\n    rc = cli.main(sys.argv[1:])\n"
+            "except SystemExit as e:\n    rc = e.code\n"
+            "print(sorted(m.split('.')[-1] for m in sys.modules if m.startswith('cc_continuity.commands.')"
+            " and m != 'cc_continuity.commands._util'), rc, file=sys.stderr)")
+    res = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=60)
+    loaded, rc = res.stderr.splitlines()[-1].rsplit(" ", 1)
+    return eval(loaded), int(rc)
+
+
+@pytest.mark.parametrize("args", [("history", "--help"), ("status", "--bogus"), ("doctor", "-h"),
+                                  ("notify-flush", "--help"), ("watchdog", "status", "--help")])
+def test_a_verb_imports_its_own_module_alone(args, repo):
+    loaded, rc = _verb_modules_loaded(*args)
+    assert loaded == [cli_mod.VERBS[args[0]][0]] and rc in (0, 2), (args, loaded, rc)
+
+
+def test_help_no_verb_and_a_mistyped_one_build_every_verb_and_version_none(repo):
+    every = sorted(mod for mod, _ in cli_mod.VERBS.values())
+    assert _verb_modules_loaded("--help") == (every, 0)
+    assert _verb_modules_loaded() == (every, 2)
+    assert _verb_modules_loaded("stauts") == (every, 2)
+    assert _verb_modules_loaded("--version") == ([], 0)
+
+
+def test_a_broken_verb_is_named_and_the_others_still_run(cli, repo, monkeypatch):
+    monkeypatch.setitem(cli_mod.VERBS, "status", ("no_such_module", "broken"))
+    code, out, err = cli("status")
+    assert code == 2 and "command 'status' unavailable" in err and "unknown command 'status'" in err, err
+    code, out, err = cli()
+    assert code == 2 and "command 'status' unavailable" in err and "verify" in out, err
+    code, out, err = cli("history", "--json")
+    assert code == 0 and "unavailable" not in err, err
 
 
 # -- status -------------------------------------------------------------------------------------

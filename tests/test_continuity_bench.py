@@ -1,6 +1,6 @@
-"""The continuity benchmark (rehearse/continuity.py, `cc-continuity bench`): real hooks, a counting local server.
+"""The continuity benchmark (bench/continuity.py, once `cc-continuity bench`): real hooks, a counting local server.
 
-Each run of the bench is ~15 s of real hooks, git and HTTP, so the verb is run once each way and its
+Each run of the bench is ~15 s of real hooks, git and HTTP, so the script is run once each way and its
 output carries every check: with the hold (``--json``, exit 0) and the control (``--control``, its
 table, exit 1).
 """
@@ -9,18 +9,20 @@ import json
 import subprocess
 import sys
 
-from cc_continuity.rehearse import continuity
+from helpers import benchscript
 from helpers.hookdriver import REPO
+
+continuity = benchscript.load("continuity")
 
 
 def bench(*args):
-    return subprocess.run([sys.executable, "-m", "cc_continuity", "bench", *args], cwd=REPO, capture_output=True,
+    return subprocess.run([sys.executable, benchscript.path("continuity"), *args], cwd=REPO, capture_output=True,
                           text=True, timeout=600)
 
 
 def test_no_side_effect_is_executed_twice_and_nothing_ordinary_is_held():
     res = bench("--json")
-    assert res.returncode == 0, res.stderr  # the verb exits by the result
+    assert res.returncode == 0, res.stderr  # the script exits by the result
     rows = {r["scenario"]: r for r in json.loads(res.stdout)}
     assert list(rows) == [name for name, _ in continuity.SCENARIOS]
     for name, r in rows.items():
@@ -34,7 +36,7 @@ def test_no_side_effect_is_executed_twice_and_nothing_ordinary_is_held():
     assert rows["process crash"]["claims_contradicted"] == 0
 
 
-def test_the_control_shows_what_the_hold_prevents_in_the_verbs_table():
+def test_the_control_shows_what_the_hold_prevents_in_the_scripts_table():
     res = bench("--control")
     assert res.returncode == 1, res.stdout + res.stderr  # something was executed twice
     lines = res.stdout.splitlines()

@@ -36,7 +36,7 @@ def test_the_cli_turns_an_error_into_one_line_and_its_status(tmp_path, monkeypat
     def boom(args):
         raise settings.SettingsError("~/.claude/settings.json: not valid JSON (line 3)")
 
-    monkeypatch.setattr(cli, "build_parser", lambda: _parser_with(boom))
+    monkeypatch.setattr(cli, "build_parser", lambda verbs=None: _parser_with(boom))
     assert cli.main(["explode"]) == 1
     err = capsys.readouterr().err
     assert err == "cc-continuity explode: ~/.claude/settings.json: not valid JSON (line 3)\n"

@@ -9,8 +9,8 @@ reasons, and only where this file says so:
   module compiled from source on each run costs several times more): the
   per-tool-call hooks and the status line, ``cc-continuity launch`` (every ``claude``
   start), the tmux pane's trampoline, the rotator's start, the hooks' slow path (the
-  mod calls in at every turn's end), and every ``cc-continuity <verb>`` start
-  (``cli.build_parser`` imports every verb module: all verbs pay each one's imports);
+  mod calls in at every turn's end), and a verb's own light paths (``cc-continuity <verb>``
+  imports that verb's module alone, ``cli.VERBS``: an import no longer costs the other verbs);
 * CYCLE: at the top the import fails (proven when it was listed);
 * OPTIONAL: a dependency that may be missing where the module runs (a plugin's hooks
   and its ``bin/cc-continuity`` run PATH's ``python3``, without the app copy's
@@ -56,24 +56,14 @@ KEPT = {
         ("_load", "tree_sitter"): (OPTIONAL, "a binary wheel from the deps' lock; the tokenizer reads without it"),
         ("_load", "tree_sitter_bash._binding.language"): (OPTIONAL, "the grammar, as tree_sitter"),
     },
-    "cc_continuity.watch.service": {
-        ("unit_paths", "plistlib"): (START_UP, "every verb's start loads watch/; xml's parser +~3 ms, read for a "
-                                               "launchd service only"),
-    },
     "cc_continuity.deps": {
         ("spawn", "subprocess"): (START_UP, "every prompt of a plugin session loads deps; subprocess +~4 ms, loaded "
                                             "when a build starts (once per plugin and interpreter)"),
     },
     "cc_continuity.commands.status": {
-        **{(fn, "cc_continuity.watch.fleet"): WATCH_ON_EVERY_VERB for fn in ("_panes", "run", "run_fleet")},
-        ("run_fleet", "cc_continuity.watch.planner"): WATCH_ON_EVERY_VERB,
-    },
-    "cc_continuity.commands.watchdog": {
-        **{(fn, "cc_continuity.watch." + what): WATCH_ON_EVERY_VERB for fn, what in (
-            ("_run", "Settings"), ("_service", "service"), ("collect", "fleet"), ("collect", "pid_path"),
-            ("collect", "service"), ("collect", "state_path"), ("_status", "fleet"))},
-        ("_run", "cc_continuity.watch.daemon.Daemon"): (START_UP, "every verb's start: +~22 ms"),
-        ("collect", "cc_continuity.watch.daemon.load_state"): (START_UP, "every verb's start: +~22 ms"),
+        ("run_fleet", "cc_continuity.watch.planner"): (
+            START_UP, "status's own plain path: the fleet's planner (liveness: psutil; the Brain) +~40 ms, for "
+                      "`--all-projects` only"),
     },
     "cc_continuity.doctor.checks": {
         ("check_shell_reader", "cc_continuity.deps.build"): (
@@ -126,8 +116,8 @@ KEPT = {
         ("main", "cc_continuity.share.job.behind_the_session"): (START_UP, "the renewal job's own start, as start"),
     },
     "cc_continuity.share.publish": {
-        (fn, "cc_continuity.redact"): (START_UP, "every verb's start (commands/share, commands/claim): its rules "
-                                                 "compile, +~50 ms")
+        (fn, "cc_continuity.redact"): (START_UP, "the verifying Stop loads publish to start the job: only the job "
+                                                 "redacts; its rules compile, +~50 ms")
         for fn in ("_redacted", "publish_commit")
     },
     "cc_continuity.hosts.codex.hooks": {

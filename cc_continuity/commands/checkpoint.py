@@ -14,7 +14,7 @@ from .signal import find_session
 
 
 def register(sub):
-    p = sub.add_parser("checkpoint", help="snapshot the work tree and machine facts now (session continues)")
+    p = sub.add_parser("checkpoint")
     p.add_argument("--session", help="session id (default: $CLAUDE_CODE_SESSION_ID, else the newest live session)")
     p.add_argument("-m", "--message", default="manual checkpoint", help="one line describing the moment")
     p.add_argument("--json", action="store_true")

@@ -18,7 +18,7 @@ from ._util import current_project, die, load_config
 
 
 def register(sub):
-    p = sub.add_parser("claim", help="continue a checkpoint published to a git remote: lease, worktree, claude")
+    p = sub.add_parser("claim")
     p.add_argument("spec", nargs="?", metavar="[MACHINE/]KEY/CP-NNN",
                    help="the published checkpoint (default: the newest unclaimed one when all are of one machine and "
                         "project; otherwise they are listed)")

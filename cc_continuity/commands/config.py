@@ -9,7 +9,7 @@ SECRET_KEYS = ("ntfy_token",)  # never printed
 
 
 def register(sub):
-    p = sub.add_parser("config", help="show the effective configuration")
+    p = sub.add_parser("config")
     sp = p.add_subparsers(dest="action", metavar="<action>")
     show = sp.add_parser("show", help="print every key, its value and its source")
     show.add_argument("--json", action="store_true")

@@ -40,8 +40,7 @@ _OFF = ("off", "false", "no", "0")
 
 def register(subparsers):
     p = subparsers.add_parser(
-        "configure", help="change thresholds, window, notifications, unattended mode, on/off",
-        description="Change cc-continuity settings globally, or for the current project with --project.")
+        "configure", description="Change cc-continuity settings globally, or for the current project with --project.")
     p.add_argument("--window", type=parse_window, default=argparse.SUPPRESS, metavar="N|auto",
                    help="context window in tokens (e.g. 200000, 200k, 1m), or auto to detect it")
     p.add_argument("--thresholds", type=parse_thresholds, default=argparse.SUPPRESS, metavar="W,R,H",

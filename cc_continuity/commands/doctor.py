@@ -17,7 +17,7 @@ _GREEN, _RED, _DIM, _RESET = "\033[32m", "\033[31m", "\033[2m", "\033[0m"
 
 
 def register(subparsers):
-    p = subparsers.add_parser("doctor", help="check the installation and say how to fix what is wrong",
+    p = subparsers.add_parser("doctor",
                               description="Check every part cc-continuity depends on; exit 1 when anything is red.")
     p.add_argument("--fix", action="store_true",
                    help="remove our leftover temp files, unused launch files and stale locks, and make "

@@ -20,7 +20,7 @@ LEDGER_TAIL = 1 << 20     # bytes of a ledger read for its curve (the newest rea
 
 
 def register(sub):
-    p = sub.add_parser("history", help="the rotation chain: ratio at trigger, handoff, duration")
+    p = sub.add_parser("history")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=run)
 

@@ -4,7 +4,7 @@ from .. import hooks
 
 
 def register(sub):
-    p = sub.add_parser("hook", help="run a Claude Code hook (JSON on stdin; always exits 0)")
+    p = sub.add_parser("hook")
     p.add_argument("event", help="the event name exactly as Claude Code spells it, e.g. PostToolUse")
     p.set_defaults(func=run)
 

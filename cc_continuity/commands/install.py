@@ -14,7 +14,7 @@ from .configure import parse_thresholds, parse_tokens, parse_url_or_off
 
 
 def register(sub):
-    p = sub.add_parser("install", help="install hooks, status line, CLAUDE.md block, shell wrapper and skills")
+    p = sub.add_parser("install")
     p.add_argument("--agent", choices=install.AGENTS, default="claude",
                    help="the agent CLI to install into: Claude Code (default; ~/.claude) or Codex CLI (hooks into "
                         "$CODEX_HOME/hooks.json, default ~/.codex)")

@@ -23,7 +23,6 @@ from ..tmux.launch import discard, one_line, plan, report, wait_attached
 def register(subparsers):
     p = subparsers.add_parser(
         "launch",
-        help="run claude for rotation (inside tmux when possible); used by the claude() shell wrapper",
         description="Start or attach the tmux session <slug>-<NNN> running the real claude with the given "
         "arguments, or run claude directly when rotation does not apply.",
     )

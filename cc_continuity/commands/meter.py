@@ -9,7 +9,7 @@ from ..project import find_root
 
 
 def register(sub):
-    p = sub.add_parser("meter", help="measure a transcript: tokens, window, ratio, level")
+    p = sub.add_parser("meter")
     p.add_argument("transcript", help="path to a Claude Code session .jsonl")
     p.add_argument("--window", type=int, help="context window in tokens (overrides detection)")
     p.add_argument("--model", help="model id, for the window when it is not in the transcript")

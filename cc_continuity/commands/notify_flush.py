@@ -9,8 +9,7 @@ from .. import notify
 
 
 def register(sub):
-    p = sub.add_parser("notify-flush", help="deliver queued push notifications now (the watchdog runs it too)",
-                       description="Deliver queued push notifications now.")
+    p = sub.add_parser("notify-flush", description="Deliver queued push notifications now.")
     p.add_argument("--linger", action="store_true", help="stay and retry with backoff until the spool is empty")
     p.set_defaults(func=run)
 

@@ -4,7 +4,7 @@ from .on import toggle
 
 
 def register(sub):
-    p = sub.add_parser("off", help="disable rotation for this project (hooks stay installed, do nothing)")
+    p = sub.add_parser("off")
     p.set_defaults(func=run)
 
 

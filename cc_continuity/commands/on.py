@@ -5,7 +5,7 @@ from ._util import current_project, die
 
 
 def register(sub):
-    p = sub.add_parser("on", help="enable rotation for this project")
+    p = sub.add_parser("on")
     p.set_defaults(func=run)
 
 

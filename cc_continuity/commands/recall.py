@@ -24,7 +24,7 @@ class CorpusError(errors.ConfigError):
 
 
 def register(sub):
-    p = sub.add_parser("recall", help="the share of the successor's needed facts in its first request")
+    p = sub.add_parser("recall")
     p.add_argument("--corpus", metavar="DIR", help="score recorded rotations (DIR/<case>/facts.json + "
                                                      "first-request.txt) instead of this project's")
     p.add_argument("--json", action="store_true", help="machine-readable output")

@@ -21,8 +21,7 @@ from ._util import print_json
 
 
 def register(sub):
-    p = sub.add_parser("rehearse", help="run one full rotation offline with your claude and hooks; timed report",
-                       description=__doc__.split("\n\n", 1)[1])
+    p = sub.add_parser("rehearse", description=__doc__.split("\n\n", 1)[1])
     p.add_argument("--claude", metavar="PATH", help="the claude executable (default: the first on PATH)")
     p.add_argument("--keep", action="store_true", help="keep the throwaway sandbox for inspection")
     p.add_argument("--json", action="store_true", help="print the result as JSON")

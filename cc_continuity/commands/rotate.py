@@ -6,7 +6,7 @@ from .signal import find_session
 
 
 def register(sub):
-    p = sub.add_parser("rotate", help="hand off and rotate at the end of the current turn")
+    p = sub.add_parser("rotate")
     p.add_argument("--session", help="session id (default: $CLAUDE_CODE_SESSION_ID, else the newest live session)")
     p.set_defaults(func=run)
 

@@ -8,7 +8,7 @@ from ._util import die
 
 
 def register(sub):
-    p = sub.add_parser("run", help="run a task unattended through codex exec, rotating with no typing",
+    p = sub.add_parser("run",
                        description="Run TASK with `codex exec` and rotate it at the context threshold with no "
                                    "typing: each session is one `codex exec`; when one hands over, the next "
                                    "starts with the continuation and claims the checkpoint. Exits with the last "

@@ -12,7 +12,7 @@ from ._util import current_project, die, load_config, print_json
 
 
 def register(sub):
-    p = sub.add_parser("share", help="publish a verified checkpoint to a git remote (refs/continuity/shared/…)")
+    p = sub.add_parser("share")
     p.add_argument("checkpoint", help="the checkpoint id, e.g. cp-003")
     p.add_argument("--remote", help="the git remote (default: share_remote from your config)")
     p.add_argument("--untracked", action="store_true",

@@ -15,7 +15,7 @@ KINDS = {"needs-human": "needs_human", "done": "done"}
 
 
 def register(sub):
-    p = sub.add_parser("signal", help="flag this session: needs-human (blocked) or done")
+    p = sub.add_parser("signal")
     p.add_argument("kind", choices=sorted(KINDS), help="needs-human: blocked on the user; done: task finished")
     p.add_argument("text", help="the reason or a one-line summary")
     p.add_argument("--session", help="session id (default: $CLAUDE_CODE_SESSION_ID, else the project's newest live session)")

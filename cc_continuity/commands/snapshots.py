@@ -5,7 +5,7 @@ from ._util import ago, current_project, load_config, print_json
 
 
 def register(sub):
-    p = sub.add_parser("snapshots", help="list refs/continuity/* snapshots with age and size; --prune old ones")
+    p = sub.add_parser("snapshots")
     p.add_argument("--json", action="store_true")
     p.add_argument("--prune", action="store_true",
                    help="delete this project's snapshots beyond snapshot_keep or older than snapshot_max_age_days "

@@ -11,10 +11,11 @@ from ..share import fleet as share_fleet, transport
 from .. import session
 from ._util import host_of, ago, count, current_project, load_config, print_json
 from ..procs import pid_alive
+from ..watch import fleet
 
 
 def register(sub):
-    p = sub.add_parser("status", help="this project's sessions: ratio, level, state")
+    p = sub.add_parser("status")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     which = p.add_mutually_exclusive_group()
     which.add_argument("--all", action="store_true",
@@ -74,9 +75,6 @@ def _resume_command(rec):
 
 def _panes(rows):
     """Add ``pane`` and ``tmux`` (attached, detached, gone: :func:`fleet.pane_states`) to the open rows."""
-    # lazy: watch/ (fleet, liveness, service) adds ~5 ms to every verb's start (cli.build_parser loads them all)
-    from ..watch import fleet
-
     open_rows = []
     for r in rows:
         if r["state"] not in session.TERMINAL and r.get("alive") and r.get("tmux_socket") and r.get("tmux_pane"):
@@ -86,8 +84,6 @@ def _panes(rows):
 
 
 def run(args):
-    from ..watch import fleet  # lazy: see _panes
-
     if args.all_projects:
         return run_fleet(args)
     proj = current_project()
@@ -193,7 +189,8 @@ def run_remote(proj, args):
 
 def run_fleet(args):
     """The fleet view: open sessions of every project, then those ended in the last day."""
-    from ..watch import fleet, planner  # lazy: see _panes
+    # lazy: the fleet's planner (liveness: psutil; the Brain) +~40 ms, `--all-projects` only
+    from ..watch import planner
 
     now = time.time()
     rows = planner.collect_fleet(now)

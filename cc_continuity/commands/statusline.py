@@ -4,7 +4,7 @@ from .. import statusline
 
 
 def register(sub):
-    p = sub.add_parser("statusline", help="render the status line (Claude Code statusLine JSON on stdin)")
+    p = sub.add_parser("statusline")
     p.set_defaults(func=run)
 
 

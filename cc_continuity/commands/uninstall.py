@@ -8,7 +8,7 @@ from .. import install
 
 
 def register(sub):
-    p = sub.add_parser("uninstall", help="remove what install added (hooks, blocks, skills, launcher, app copy)")
+    p = sub.add_parser("uninstall")
     p.add_argument("--agent", choices=install.AGENTS,
                    help="take out only this agent's install (default: both; the app copy and launcher stay while "
                         "the other's hooks run them)")

@@ -7,7 +7,7 @@ from ._util import print_json
 
 
 def register(sub):
-    p = sub.add_parser("verify", help="verify the hash chain of every ledger")
+    p = sub.add_parser("verify")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=run)
 

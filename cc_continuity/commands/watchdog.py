@@ -17,11 +17,13 @@ import time
 
 from .. import config
 from ..lock import holder_pid, is_held
+from ..watch import Settings, fleet, pid_path, service, state_path
+from ..watch.daemon import Daemon, load_state
 from ._util import ago, die, print_json
 
 
 def register(sub):
-    p = sub.add_parser("watchdog", help="optional daemon: model server probe, session liveness, bounded nudges")
+    p = sub.add_parser("watchdog")
     w = p.add_subparsers(dest="watchdog_cmd", metavar="<action>")
     r = w.add_parser("run", help="run the daemon in the foreground (what the service starts)")
     r.add_argument("--once", action="store_true", help="one cycle, then exit")
@@ -49,10 +51,6 @@ def run(args):
 
 
 def _run(args):
-    # lazy: watch/ (fleet, liveness, service) adds ~5 ms to every verb's start (cli.build_parser loads them all)
-    from ..watch import Settings
-    from ..watch.daemon import Daemon  # lazy: +~22 ms more
-
     try:
         settings = Settings.load()
     except config.ConfigError as e:
@@ -61,8 +59,6 @@ def _run(args):
 
 
 def _service(cmd, args):
-    from ..watch import service  # lazy: see _run
-
     try:
         fn = service.install if cmd == "install" else service.uninstall
         fn(platform=args.platform, dry_run=args.dry_run)
@@ -77,9 +73,6 @@ def _service(cmd, args):
 
 def collect(now=None):
     """Everything ``status`` shows, as one dict."""
-    from ..watch import fleet, pid_path, service, state_path  # lazy: see _run
-    from ..watch.daemon import load_state  # lazy: see _run
-
     now = time.time() if now is None else now
     doc = load_state() or {}
     running = is_held(pid_path())
@@ -158,8 +151,6 @@ def _status(args):
         last_s = "%s %s %s" % (last["kind"], last["outcome"], ago(last["at"], now)) if last else "no action yet"
         nxt = ", ".join("%s %s" % (k, _when(v, now)) for k, v in (r.get("next") or {}).items()) or "-"
         return "last: %s; next: %s" % (last_s, nxt)
-
-    from ..watch import fleet  # lazy: see _run
 
     fleet.render(info["sessions"], now, w, detail)
     return 0

@@ -126,7 +126,7 @@ def main(argv, source_root, cli):
         say("    %s      (macOS)" % " && ".join(_HINTS[t][1] for t in missing))
         return 1
     try:
-        args = cli.build_parser().parse_args(["install"] + list(argv))
+        args = cli.build_parser(["install"]).parse_args(["install"] + list(argv))
     except SystemExit as e:  # argparse said what is wrong
         say("nothing was created")
         return e.code if isinstance(e.code, int) else 2

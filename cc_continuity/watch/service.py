@@ -14,6 +14,7 @@ only when a user manager answers -- otherwise the exact commands are printed.
 
 import json
 import os
+import plistlib
 import pwd
 import shlex
 import shutil
@@ -77,8 +78,6 @@ def unit_paths():
     with open(service["path"], "rb") as f:
         data = f.read(1 << 16)
     if service["kind"] == "launchd":
-        import plistlib  # a launchd service's only: every verb loads watch/, xml's parser +~3 ms
-
         try:
             doc = plistlib.loads(data)
         except (plistlib.InvalidFileException, ValueError):

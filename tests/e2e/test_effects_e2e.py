@@ -20,12 +20,15 @@ import sys
 
 import pytest
 
-from cc_continuity.rehearse import CONTINUATION, continuity, rotation_scenario, usage_at
+from cc_continuity.rehearse import CONTINUATION, rotation_scenario, usage_at
+from helpers import benchscript
 
 from . import scenarios
 
 from .common import Continuity, git, installed_sandbox, prompt, squash
 from .harness import REPO_ROOT
+
+continuity = benchscript.load("continuity")  # its counting server
 
 pytestmark = pytest.mark.e2e
 
