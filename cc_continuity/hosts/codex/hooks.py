@@ -24,20 +24,16 @@ Per event (the answers are Codex's own: :mod:`.wire`):
 """
 
 import posix
-import time
 
-from ... import card, fastjson, ledger, meter, session
+from ... import card, fastjson, hookrun, ledger, meter, session
 from . import rollout, wire
 
-TYPE_CHECKING = False  # mypy takes this name as true; at run time only the else branch runs (a tool call's path)
+TYPE_CHECKING = False  # mypy takes this name as true; at run time nothing is imported (a tool call's path)
 if TYPE_CHECKING:
-    import signal as _signal  # the builtin has no stubs: its public face has them
     from collections.abc import Mapping
     from typing import Any, NoReturn
 
     from .host import CodexContext
-else:
-    import _signal
 
 EVENTS = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop", "PreCompact", "SessionEnd")
 # Seconds; the timeout written into hooks.json is one more.  Codex clamps SessionEnd's to 3 s.
@@ -51,14 +47,6 @@ HOOK_MARK = "from cc_continuity.hosts.codex.hooks import main"
 # changes the entry's trust hash in a way not yet checked against the binary: not written.)
 MAX_STDIN = wire.MAX_PAYLOAD
 SLOW = None  # what a tool call's fast path returns when the slow path (the steps, the Codex context) must decide
-
-
-class BudgetExceeded(BaseException):
-    """Raised by SIGALRM when a step runs past its event's budget."""
-
-
-def _on_alarm(signum: "int", frame: "object") -> "NoReturn":
-    raise BudgetExceeded()
 
 
 def answer(event: str, raw: "bytes | str", env: "Mapping[str, str] | None" = None
@@ -298,51 +286,15 @@ def _post_tool_use(ctx: "CodexContext", p: "dict[str, Any]") -> None:
 
 
 def main(argv: "list[str]") -> "NoReturn":
-    """Entry for the bootstrap install writes into hooks.json; always exits 0."""
-    t0 = time.monotonic()
+    """Entry for the bootstrap install writes into hooks.json; always exits 0 (the runner: hookrun.py)."""
     event = argv[0] if argv else "?"
-    out: "str | None" = None
-    outcome, sid = "error", None
-    after: "list[Any]" = []
-    raw = b""
+    hookrun.run("codex:" + event, BUDGET.get(event, 4.0), lambda raw: _answer(event, raw), MAX_STDIN)
+
+
+def _answer(event: str, raw: bytes) -> "hookrun.Answer":
+    """:func:`answer` for the runner: a payload that is not Codex's is one log line, not an error."""
     try:
-        _signal.signal(_signal.SIGALRM, _on_alarm)
-        _signal.setitimer(_signal.ITIMER_REAL, BUDGET.get(event, 4.0))
-        try:
-            raw = _read_stdin()
-            out, outcome, sid, after = answer(event, raw)
-        finally:
-            _signal.setitimer(_signal.ITIMER_REAL, 0)
-    except BudgetExceeded:
-        out, outcome = None, "budget-exceeded"
+        out, outcome, sid, after = answer(event, raw)
     except wire.PayloadError as e:
-        out, outcome = None, "bad payload: %s" % str(e)[:120]
-    except BaseException as e:  # fail open: log, print nothing, exit 0
-        out, outcome = None, "error: %s(%s)" % (type(e).__name__, str(e)[:200])
-    if out is not None:
-        try:
-            posix.write(1, out.encode("utf-8"))
-            for then in after:
-                then()  # the answer is out: what it carried was sent
-        except Exception:  # noqa: BLE001 - the answer is out; a failed note about it costs nothing more
-            pass
-    try:
-        from ... import log  # (after the answer: the log line costs the call nothing it waits for)
-
-        log.hook("codex:" + event, sid, (time.monotonic() - t0) * 1000, outcome)
-    except BaseException:
-        pass
-    posix._exit(0)
-
-
-def _read_stdin() -> bytes:
-    chunks: "list[bytes]" = []
-    total = 0
-    while True:
-        b = posix.read(0, 1 << 20)
-        if not b:
-            return b"".join(chunks)
-        chunks.append(b)
-        total += len(b)
-        if total > MAX_STDIN:
-            raise wire.PayloadError("stdin over %d bytes" % MAX_STDIN)
+        return None, "bad payload: %s" % str(e)[:120], None, (), None
+    return out, outcome, sid, after, None
