@@ -127,14 +127,11 @@ KEPT = {
         **{(fn, what): (START_UP, "a Codex tool call's hook: the steps' world +~80 ms, only when it must decide")
            for fn, what in (("answer", "cc_continuity.hosts.codex.host.CodexContext"),
                             ("_pre_tool_use", "cc_continuity.rotation.context"),
-                            ("_pre_tool_use", "cc_continuity.holds.effects"),
-                            ("_pre_tool_use", "cc_continuity.rotation.turn"),
+                            ("_pre_tool_use", "cc_continuity.rotation.toolcall"),
                             ("_post_tool_use", "cc_continuity.rotation.context"),
                             ("_post_tool_use", "cc_continuity.holds.effects"),
                             ("_post_tool_use", "cc_continuity.rotation.turn"),
                             ("_settle_exits", "cc_continuity.rotation.context"))},
-        ("_pre_tool_use", "os"): (START_UP, "a Codex tool call's hook runs under python -S without os; only the "
-                                            "deny past hard (it makes the handoff's folder) needs it"),
         **{("answer", "cc_continuity.rotation." + mod): (
             START_UP, "each event loads its own step's module (start: claim, revalidation; turn: checkpoint, "
                       "handover) +~9 ms") for mod in ("start", "turn")},
@@ -164,6 +161,11 @@ KEPT = {
                       "needed only when it skips a compaction"),
         ("_last_request", "cc_continuity.rotation.checkpoint"): (
             START_UP, "the mod's every turn: checkpoint +~1 ms, needed only when it skips a compaction"),
+    },
+    "cc_continuity.rotation.toolcall": {
+        ("_forget_wait", "cc_continuity.snapshot.job.read_result"): (
+            START_UP, "a decided tool call: the snapshot job (subprocess, git) +~8 ms, only once a snapshot's "
+                      "wait ends"),
     },
     "cc_continuity.rotation.start": {
         ("claim_for", "cc_continuity.rotation.lease"): (
