@@ -55,3 +55,10 @@ class ShareError(Error, RuntimeError):
     answered with a refusal of the whole atomic push, or git never reached it); False when unknown."""
 
     nothing_landed = False
+
+
+class BudgetExceeded(BaseException):
+    """A hook call ran past its budget (raised by SIGALRM: hookrun.py, for every host's entry).
+
+    Control flow, not an :class:`Error`: the runner catches it and logs ``budget-exceeded``; a
+    BaseException, so that no ``except Exception`` inside a step takes it for the step's own error."""

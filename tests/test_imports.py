@@ -127,18 +127,24 @@ KEPT = {
         **{(fn, what): (START_UP, "a Codex tool call's hook: the steps' world +~80 ms, only when it must decide")
            for fn, what in (("answer", "cc_continuity.hosts.codex.host.CodexContext"),
                             ("_pre_tool_use", "cc_continuity.rotation.context"),
-                            ("_pre_tool_use", "cc_continuity.holds.effects"),
-                            ("_pre_tool_use", "cc_continuity.rotation.turn"),
+                            ("_pre_tool_use", "cc_continuity.rotation.toolcall"),
                             ("_post_tool_use", "cc_continuity.rotation.context"),
                             ("_post_tool_use", "cc_continuity.holds.effects"),
                             ("_post_tool_use", "cc_continuity.rotation.turn"),
                             ("_settle_exits", "cc_continuity.rotation.context"))},
-        ("_pre_tool_use", "os"): (START_UP, "a Codex tool call's hook runs under python -S without os; only the "
-                                            "deny past hard (it makes the handoff's folder) needs it"),
         **{("answer", "cc_continuity.rotation." + mod): (
             START_UP, "each event loads its own step's module (start: claim, revalidation; turn: checkpoint, "
                       "handover) +~9 ms") for mod in ("start", "turn")},
-        ("main", "cc_continuity.log"): (START_UP, "after the answer is out: log +~2 ms the call does not wait for"),
+    },
+    "cc_continuity.hookrun": {
+        # Every host's hook entry runs through it on every tool call: what only a failed call or one that
+        # answers needs loads then.
+        ("run", "cc_continuity.log"): (START_UP, "after the answer is out: log +~2 ms the call does not wait for"),
+        ("run", "cc_continuity.faults"): (START_UP, "a call that answers only: a module more on a tool call's "
+                                                     "steady state costs ~0.3 M instructions (P1 +0.8 %)"),
+        **{(fn, "cc_continuity.errors.BudgetExceeded"): (
+            START_UP, "a failed call only: a module more on a tool call's steady state costs ~0.3 M instructions "
+                      "(P1 +0.8 %)") for fn in ("_on_alarm", "failed")},
     },
     "cc_continuity.hosts.ports": {
         ("HookPorts.deliver", "cc_continuity.notify"): (
@@ -158,6 +164,11 @@ KEPT = {
                       "needed only when it skips a compaction"),
         ("_last_request", "cc_continuity.rotation.checkpoint"): (
             START_UP, "the mod's every turn: checkpoint +~1 ms, needed only when it skips a compaction"),
+    },
+    "cc_continuity.rotation.toolcall": {
+        ("_forget_wait", "cc_continuity.snapshot.job.read_result"): (
+            START_UP, "a decided tool call: the snapshot job (subprocess, git) +~8 ms, only once a snapshot's "
+                      "wait ends"),
     },
     "cc_continuity.rotation.turn": {
         ("_turn_snapshot", "cc_continuity.snapshot.job"): (

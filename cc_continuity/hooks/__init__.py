@@ -7,7 +7,9 @@ Whatever happens inside — malformed stdin, a corrupt state file, a full disk,
 a bug — the process exits 0 with nothing on stdout and one line in
 ``logs/hooks.log``.  Only a handler that finished cleanly may print, and it
 prints exactly one JSON object.  A per-event budget (SIGALRM) guarantees no
-hook outlives its settings.json timeout.
+hook outlives its settings.json timeout.  The budget, the bounded stdin read and
+the fail-open are the runner's (``cc_continuity/hookrun.py``), the same for
+Codex's entry (``hosts/codex/hooks.py``).
 
 One exception to "always exit 0", and only for the async hooks installed with
 ``asyncRewake`` (``REWAKE``): a handler that finished cleanly and set
@@ -20,19 +22,14 @@ plugin's mod (``Mod*``, see ``hooks/mod.py``).
 """
 
 import posix
-import time
 
-from .. import fastjson, once
+from .. import fastjson, hookrun, once
 from ..card import valid_session_id
 
-TYPE_CHECKING = False  # mypy takes this name as true; at run time only the else branch runs (hot path)
+TYPE_CHECKING = False  # mypy takes this name as true; at run time nothing is imported (hot path)
 if TYPE_CHECKING:
-    import signal as _signal  # the builtin _signal has no stubs: its public face has them
     from collections.abc import Mapping
-    from types import FrameType
     from typing import Any, NoReturn
-else:
-    import _signal
 
 # Claude Code event -> handler module (cc_continuity.hooks.<module>).
 HANDLERS = {
@@ -77,16 +74,7 @@ REWAKE = frozenset(("StopLate",))
 # Our second handlers of an event, by the Claude Code event they run on.
 EVENT_OF = {"StopLate": "Stop"}
 
-MAX_STDIN = 64 * 1024 * 1024
 _answered: "Call | None" = None  # the call whose handler finished (main runs its after_output)
-
-
-class BudgetExceeded(BaseException):
-    """Raised by SIGALRM when a handler runs past its event's budget."""
-
-
-def _on_alarm(signum: "int", frame: "FrameType | None") -> "NoReturn":
-    raise BudgetExceeded()
 
 
 class Call:
@@ -108,23 +96,6 @@ class Call:
             return self.env.get(name)
         v = posix.environ.get(name.encode())
         return None if v is None else v.decode("utf-8", "surrogateescape")
-
-
-def _read_stdin() -> "bytes":
-    chunks = []
-    total = 0
-    while True:
-        try:
-            b = posix.read(0, 1 << 20)
-        except OSError:
-            break
-        if not b:
-            break
-        chunks.append(b)
-        total += len(b)
-        if total > MAX_STDIN:
-            raise ValueError("stdin larger than %d bytes" % MAX_STDIN)
-    return b"".join(chunks)
 
 
 def run(event: "str | None", raw: "bytes", env: "Mapping[str, str] | None" = None) -> "tuple[str | None, str, object]":
@@ -194,53 +165,15 @@ def stop_wire(result: "object", claude_version: "str | None") -> "object":
 
 
 def main(argv: "list[str]") -> "NoReturn":
-    """Entry for the installed bootstrap (``install.settings.BOOT``) and ``cc-continuity hook``; always exits 0."""
-    t0 = time.monotonic()
+    """Entry for the installed bootstrap (``install.settings.BOOT``) and ``cc-continuity hook``; always exits 0
+    (2 for a REWAKE handler's wake): the runner (hookrun.py) is the same for every host."""
     event = argv[0] if argv else None
-    sid: object
-    out: str | None
-    rewake: str | None
-    outcome, sid, out, rewake = "error", None, None, None
-    raw = b""
-    try:
-        budget = BUDGET.get(event or "", 5.0)  # ("" is no event's)
-        _signal.signal(_signal.SIGALRM, _on_alarm)
-        _signal.setitimer(_signal.ITIMER_REAL, budget)
-        try:
-            raw = _read_stdin()
-            out, outcome, sid, rewake = dispatch(event, raw)
-        finally:
-            _signal.setitimer(_signal.ITIMER_REAL, 0)
-    except BudgetExceeded:
-        out, outcome, rewake = None, "budget-exceeded", None
-    except BaseException as e:  # fail open: log, print nothing, exit 0
-        out, outcome, rewake = None, "error: " + _describe(e), None
-    if sid is None and outcome != "ok":
-        sid = _session_of(raw)  # a handler that failed still names its session in the log
-    if out is not None:
-        from .. import faults
+    hookrun.run(event or "?", BUDGET.get(event or "", 5.0), lambda raw: _answer(event, raw), session_of=_session_of)
 
-        faults.point((event or "?") + ":before_output")
-        try:
-            posix.write(1, out.encode("utf-8"))
-            for then in _answered.after_output if _answered is not None else ():
-                then()  # the answer is out: what it carried was sent
-        except Exception:  # noqa: BLE001 - the answer is out; a failed note about it costs nothing more
-            pass
-    status = 0
-    if rewake is not None:
-        try:
-            posix.write(2, rewake.encode("utf-8"))
-            status = 2
-        except OSError:
-            pass
-    try:
-        from .. import log
 
-        log.hook(event or "?", sid, (time.monotonic() - t0) * 1000, outcome + (" (wakes the model)" if status else ""))
-    except BaseException:
-        pass
-    posix._exit(status)
+def _answer(event: "str | None", raw: "bytes") -> "hookrun.Answer":
+    out, outcome, sid, rewake = dispatch(event, raw)
+    return out, outcome, sid, _answered.after_output if _answered is not None else (), rewake
 
 
 def _session_of(raw: "bytes") -> "object":
@@ -249,14 +182,3 @@ def _session_of(raw: "bytes") -> "object":
     except BaseException:
         return None
     return payload.get("session_id") if isinstance(payload, dict) else None
-
-
-def _describe(e: "BaseException") -> "str":
-    """One line: exception type, message, and where it was raised."""
-    tb = e.__traceback__
-    where = ""
-    while tb is not None:
-        code = tb.tb_frame.f_code
-        where = "%s:%d" % (code.co_filename.rpartition("/")[2], tb.tb_lineno)
-        tb = tb.tb_next
-    return "%s(%s) at %s" % (type(e).__name__, str(e)[:200], where)

@@ -27,6 +27,10 @@ class Host:
 
     name = "agent"
     write_with = "with your tool for writing files"  # how the handoff request says to write the file
+    # A tool call (rotation/toolcall.py) as this host's payload shapes it:
+    write_allowed = "writing it is allowed"  # how the hard ceiling's deny says the handoff's own write goes
+    reads_meanwhile = "reading works meanwhile"  # what a snapshot's wait lets through
+    can_ask = True  # a held repeat may ask the user (False: the host takes only a deny)
 
     def agent_pid(self, env: Env) -> int | None:
         """The process the session lives in (a ``/clear`` keeps it: it pairs a successor with its predecessor)."""
@@ -61,6 +65,22 @@ class Host:
     def last_reply(self, transcript: str) -> str | None:
         """The text of the newest reply, or None."""
         return None
+
+    def read_only(self, tool: object) -> bool:
+        """Can a call of this tool change no file (it goes on while a checkpoint's snapshot is taken)?"""
+        return False
+
+    def writes(self, tool: object, tool_input: Mapping[str, Any], command: str, path: str) -> bool:
+        """Does this call write the file ``path`` (the handoff: let through past the hard ceiling)?"""
+        return False
+
+    def our_cli(self, command: str, env: Env) -> bool:
+        """Is this shell command ``cc-continuity ...`` itself (let through past the hard ceiling)?"""
+        return command.strip().startswith("cc-continuity")
+
+    def shell_aliases(self, env: Env) -> dict[str, str]:
+        """The user's shell aliases as this host's shell runs them (a hold reads a command through them)."""
+        return {}
 
     def call_ran(self, transcript: str | None, tool_use_id: str) -> str | None:
         """What the transcript says of a tool call with no recorded outcome: "not run", "ran", or None."""

@@ -52,6 +52,30 @@ def level_note(reading: Reading, cfg: Thresholds) -> str | None:
     return None
 
 
+# -- a tool call: what the tool-call step (toolcall.py) answers ---------------------------------------
+HANDOFF_WRITE = "cc-continuity: writing the session handoff"
+EFFECT_RECORDS_REFUSED = (
+    "cc-continuity: the side-effect records are not for tool calls to change. A held repeat is let through "
+    "only by the user's own prompt (\"repeat <code>\", as the hold said).")
+
+
+def hard_ceiling_denied(percent: object, hard: float, path: str, write_allowed: str) -> str:
+    """A tool call denied past the hard ceiling: where the session's state goes instead (``write_allowed``:
+    how this host writes it, Host.write_allowed)."""
+    return ("cc-continuity: the context is at %s%% of the window, past the hard ceiling of %g%%, so tool calls "
+            "are denied to keep the window from overflowing. The session's state belongs in the handoff file "
+            "%s (%s); after that, ending the turn lets the work continue in a "
+            "fresh session." % ("?" if percent is None else percent, hard, path, write_allowed))
+
+
+def snapshot_still_taken(ref: object, reads_meanwhile: str) -> str:
+    """A call that can change files, held while the checkpoint's work-tree snapshot is taken."""
+    return ("cc-continuity: the work-tree snapshot of the checkpoint this session continues from (%s) is still "
+            "being taken in the background. Tools that can change files wait for it, so that it records the work "
+            "tree as the handoff describes it; %s. Retry this call in a few "
+            "seconds." % (ref, reads_meanwhile))
+
+
 # -- the handoff: asked for, checked -----------------------------------------------------------------
 def handoff_template(sections: list[str]) -> str:
     """The skeleton the model fills in: a heading per section; those whose claims cite a source say how."""

@@ -13,7 +13,8 @@
 
 from __future__ import annotations
 
-from ... import fastjson, meter
+from ... import fastjson, meter, paths
+from ...holds import effects
 from ...meter import rows_backwards
 from ...rotation import context
 from ...rotation.host import Host
@@ -21,7 +22,7 @@ from ..ports import HookPorts
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time nothing is imported
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Iterator, Mapping
     from typing import Any
 
     Call = Any  # a hook call (cc_continuity.hooks.Call: event, payload, env, outcome, after_output ...)
@@ -142,9 +143,48 @@ def call_ran(path: str | None, tool_use_id: str, scan: int = 8 << 20) -> str | N
     return None
 
 
+WRITE_TOOLS = ("Write", "Edit", "MultiEdit")
+READ_ONLY_TOOLS = frozenset(("Read", "Glob", "Grep", "LS", "NotebookRead", "WebFetch", "WebSearch", "TodoWrite",
+                             "Task", "AskUserQuestion", "ExitPlanMode"))
+
+
+def is_our_cli(command: object, env: Env) -> bool:
+    """A plain ``cc-continuity ...``: the name on PATH, our launcher, or the plugin's ``bin/`` one.
+
+    Any other file called ``cc-continuity`` (``./cc-continuity`` in a repository)
+    is not us and does not pass the hard-ceiling gate.
+    """
+    if not isinstance(command, str):
+        return False
+    if any(ch in command for ch in ";&|`$<>()\n"):
+        return False  # no chaining something else behind our name
+    first = command.strip().split(None, 1)[0] if command.strip() else ""
+    ours = {"cc-continuity", paths.home() + "/bin/cc-continuity"}
+    plugin_root = env.get("CLAUDE_PLUGIN_ROOT")
+    if plugin_root:
+        ours.add(plugin_root.rstrip("/") + "/bin/cc-continuity")
+    return first in ours
+
+
 class ClaudeHost(Host):
     name = "claude"
     write_with = "with the Write tool"
+    write_allowed = "the Write tool is allowed for it"
+    reads_meanwhile = "reading (Read, Grep, Glob) works meanwhile"
+
+    def read_only(self, tool: object) -> bool:
+        return tool in READ_ONLY_TOOLS
+
+    def writes(self, tool: object, tool_input: Mapping[str, Any], command: str, path: str) -> bool:
+        return tool in WRITE_TOOLS and tool_input.get("file_path") == path
+
+    def our_cli(self, command: str, env: Env) -> bool:
+        return is_our_cli(command, env)
+
+    def shell_aliases(self, env: Env) -> dict[str, str]:
+        """Claude Code's shell snapshots (its config dir's): the aliases its Bash tool runs with."""
+        return effects.snapshot_aliases(effects.snapshots_dir({"CLAUDE_CONFIG_DIR": env.get("CLAUDE_CONFIG_DIR") or "",
+                                                               "HOME": env.get("HOME") or ""}))
 
     def agent_pid(self, env: Env) -> int | None:
         raw = env.get("CLAUDE_PID", "")

@@ -12,8 +12,9 @@ Per event (the answers are Codex's own: :mod:`.wire`):
 * SessionStart      register; claim a waiting checkpoint; its bootstrap as ``additionalContext``
                     (Codex fires it at the thread's first prompt: after ``/clear``, the continuation's);
 * UserPromptSubmit  record the prompt; a successor's first prompt; a bootstrap not yet delivered;
-* PreToolUse        past the hard ceiling, deny every call but the one writing the handoff (deny is all
-                    Codex takes); a repeat of a side effect already done is denied, never asked;
+* PreToolUse        the tool-call step (rotation/toolcall.py, every host's): a checkpoint's snapshot waited
+                    for, past the hard ceiling every call denied but the one writing the handoff (deny is
+                    all Codex takes), a repeat of a side effect already done denied, never asked;
 * PostToolUse       the level after the call, recorded once (Codex takes no note back here);
 * Stop              the turn's end: ask for the handoff (block with the request), check it, make the
                     checkpoint, hand over (in tmux the rotator types /clear and the continuation into
@@ -24,20 +25,16 @@ Per event (the answers are Codex's own: :mod:`.wire`):
 """
 
 import posix
-import time
 
-from ... import card, fastjson, ledger, meter, session
+from ... import card, fastjson, hookrun, ledger, meter, session
 from . import rollout, wire
 
-TYPE_CHECKING = False  # mypy takes this name as true; at run time only the else branch runs (a tool call's path)
+TYPE_CHECKING = False  # mypy takes this name as true; at run time nothing is imported (a tool call's path)
 if TYPE_CHECKING:
-    import signal as _signal  # the builtin has no stubs: its public face has them
     from collections.abc import Mapping
     from typing import Any, NoReturn
 
     from .host import CodexContext
-else:
-    import _signal
 
 EVENTS = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop", "PreCompact", "SessionEnd")
 # Seconds; the timeout written into hooks.json is one more.  Codex clamps SessionEnd's to 3 s.
@@ -51,14 +48,6 @@ HOOK_MARK = "from cc_continuity.hosts.codex.hooks import main"
 # changes the entry's trust hash in a way not yet checked against the binary: not written.)
 MAX_STDIN = wire.MAX_PAYLOAD
 SLOW = None  # what a tool call's fast path returns when the slow path (the steps, the Codex context) must decide
-
-
-class BudgetExceeded(BaseException):
-    """Raised by SIGALRM when a step runs past its event's budget."""
-
-
-def _on_alarm(signum: "int", frame: "object") -> "NoReturn":
-    raise BudgetExceeded()
 
 
 def answer(event: str, raw: "bytes | str", env: "Mapping[str, str] | None" = None
@@ -188,11 +177,15 @@ def _pre_tool_use_fast(p: "dict[str, Any]") -> "tuple[str | None, str] | None":
     c, rec, reading = got
     if not c["enabled"]:
         return None, "project disabled"
-    if rec.get("resume_grace") or rec.get("loop_stopped") or rec["state"] in session.CLAIMABLE:
-        return None, "ok"
-    if meter.notified_index(rec) >= meter.HARD or reading["level"] == "hard":
-        return SLOW
+    if rec.get("snapshot_wait") or (rec["state"] in session.CLAIMABLE
+                                    and (rec.get("checkpoint") or {}).get("snapshot_wait")):
+        return SLOW  # a checkpoint's snapshot is still being taken
     if card.may_have_effect(c, p.get("tool_name"), p.get("tool_input")):
+        return SLOW  # a side effect a repeat of which is held
+    if rec.get("resume_grace") or rec.get("loop_stopped"):
+        return None, "ok"
+    if meter.notified_index(rec) >= meter.HARD or (rec["state"] not in session.CLAIMABLE
+                                                    and reading["level"] == "hard"):
         return SLOW
     return None, "ok"
 
@@ -233,46 +226,19 @@ def _settle_exits(ctx: "CodexContext") -> None:
 
 
 def _pre_tool_use(ctx: "CodexContext", p: "dict[str, Any]") -> "str | None":
-    """None lets the call run; a deny past the hard ceiling (but for the handoff's own write), or for a repeat."""
-    from ...holds import effects  # (the record and the hold: only when a tool call must be decided)
-    from ...rotation import context, turn  # (the steps' world: only when a tool call must be decided)
+    """The tool-call step (rotation/toolcall.py) with the Codex context; a deny in Codex's wire, None lets the
+    call run (Codex takes no allow: the handoff's own write just runs)."""
+    from ...rotation import context, toolcall  # (the steps' world: only when a tool call must be decided)
 
     started = context.begin(ctx)
     if started is None:
         return None
     n, sdir, rec = started
-    command = p.get("command") or ""
-    if rec.get("resume_grace") or rec.get("loop_stopped") or rec["state"] in session.CLAIMABLE:
+    said = toolcall.before_tool(ctx, n, sdir, rec, toolcall.Tool(p.get("tool_name"), p.get("tool_input"),
+                                                                 p.get("command")), lambda: ctx.reading(sdir, rec))
+    if said is None or said[0] == "allow":
         return None
-    hard = meter.notified_index(rec) >= meter.HARD
-    if not hard:
-        reading = ctx.reading(sdir, rec)
-        if reading["level"] == "hard":
-            _, rec = turn.tool_used(ctx, n, sdir, rec, reading)
-            hard = True
-    hpath = session.handoff_path(sdir)
-    if hard and hpath not in command and not command.strip().startswith("cc-continuity"):
-        ctx.outcome = "denied at hard ceiling"
-        # The deny names the handoff file before any Stop asked for it (and made its folder): the shell
-        # command that writes it (cat > <path>) cannot make the folder, as Claude Code's Write tool does.
-        import os  # this rare path only: a tool call's fast path runs without it
-
-        os.makedirs(session.checkpoint_dir(sdir), mode=0o700, exist_ok=True)
-        return wire.deny_tool(
-            "cc-continuity: the context is past the hard ceiling of %g%% of the window, so tool calls are denied "
-            "to keep it from overflowing. Write the session's state to the handoff file %s (one command that "
-            "writes that file is allowed); then end the turn so the work continues in a fresh session."
-            % (ctx.cfg["hard"], hpath))
-    if command and ctx.cfg["effects_hold"]:
-        env = {"cwd": p.get("cwd"), "harmful": ctx.cfg["effects_harmful"], "harmless": ctx.cfg["effects_harmless"],
-               "local_exempt": ctx.cfg["effects_local_exempt"], "aliases": {}}
-        what, out = effects.decide(ctx.project.dir, command, env, dict(ctx.payload), ctx.session_id, rec.get("name"),
-                                   ctx.project.root, True)  # Codex can only deny: a repeat is held, never asked
-        ctx.outcome = what
-        hso = (out or {}).get("hookSpecificOutput") or {}
-        if hso.get("permissionDecision") in ("deny", "ask"):
-            return wire.deny_tool(str(hso.get("permissionDecisionReason") or "cc-continuity: held"))
-    return None
+    return wire.deny_tool(said[1])
 
 
 def _post_tool_use(ctx: "CodexContext", p: "dict[str, Any]") -> None:
@@ -298,51 +264,15 @@ def _post_tool_use(ctx: "CodexContext", p: "dict[str, Any]") -> None:
 
 
 def main(argv: "list[str]") -> "NoReturn":
-    """Entry for the bootstrap install writes into hooks.json; always exits 0."""
-    t0 = time.monotonic()
+    """Entry for the bootstrap install writes into hooks.json; always exits 0 (the runner: hookrun.py)."""
     event = argv[0] if argv else "?"
-    out: "str | None" = None
-    outcome, sid = "error", None
-    after: "list[Any]" = []
-    raw = b""
+    hookrun.run("codex:" + event, BUDGET.get(event, 4.0), lambda raw: _answer(event, raw), MAX_STDIN)
+
+
+def _answer(event: str, raw: bytes) -> "hookrun.Answer":
+    """:func:`answer` for the runner: a payload that is not Codex's is one log line, not an error."""
     try:
-        _signal.signal(_signal.SIGALRM, _on_alarm)
-        _signal.setitimer(_signal.ITIMER_REAL, BUDGET.get(event, 4.0))
-        try:
-            raw = _read_stdin()
-            out, outcome, sid, after = answer(event, raw)
-        finally:
-            _signal.setitimer(_signal.ITIMER_REAL, 0)
-    except BudgetExceeded:
-        out, outcome = None, "budget-exceeded"
+        out, outcome, sid, after = answer(event, raw)
     except wire.PayloadError as e:
-        out, outcome = None, "bad payload: %s" % str(e)[:120]
-    except BaseException as e:  # fail open: log, print nothing, exit 0
-        out, outcome = None, "error: %s(%s)" % (type(e).__name__, str(e)[:200])
-    if out is not None:
-        try:
-            posix.write(1, out.encode("utf-8"))
-            for then in after:
-                then()  # the answer is out: what it carried was sent
-        except Exception:  # noqa: BLE001 - the answer is out; a failed note about it costs nothing more
-            pass
-    try:
-        from ... import log  # (after the answer: the log line costs the call nothing it waits for)
-
-        log.hook("codex:" + event, sid, (time.monotonic() - t0) * 1000, outcome)
-    except BaseException:
-        pass
-    posix._exit(0)
-
-
-def _read_stdin() -> bytes:
-    chunks: "list[bytes]" = []
-    total = 0
-    while True:
-        b = posix.read(0, 1 << 20)
-        if not b:
-            return b"".join(chunks)
-        chunks.append(b)
-        total += len(b)
-        if total > MAX_STDIN:
-            raise wire.PayloadError("stdin over %d bytes" % MAX_STDIN)
+        return None, "bad payload: %s" % str(e)[:120], None, (), None
+    return out, outcome, sid, after, None

@@ -21,6 +21,7 @@ from . import rollout
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from typing import Any
 
     from ...rotation.host import Env, Got
@@ -57,6 +58,12 @@ def _texts(payload: "dict[str, Any]") -> list[str]:
 class CodexHost(Host):
     name = "codex"
     write_with = "with one shell command (cat > <the path> <<'EOF' ... EOF)"
+    write_allowed = "one command that writes that file is allowed"
+    reads_meanwhile = "cc-continuity's own commands work meanwhile"
+    can_ask = False  # Codex takes a deny only: a held repeat is denied, never asked
+
+    def writes(self, tool: object, tool_input: Mapping[str, Any], command: str, path: str) -> bool:
+        return path in command  # (cat > <path> <<'EOF' ...: the shell is how a Codex model writes a file)
 
     def agent_pid(self, env: Env) -> int | None:
         return agent_process(os.getppid())
