@@ -73,6 +73,8 @@ class Context:
         if rec == {} or (rec and any(k in rec for k in RECORD_KEYS["claude"])) or self.plugin():
             return True
         doc, _ = self.settings()
+        if doc is None and os.path.exists(self.settings_path):
+            return True  # a settings.json it cannot read may hold our hooks (as uninstall judges it)
         return bool(doc) and (settings.has_ours(doc, settings.HOOK_MARK)
                               or settings.is_our_statusline(doc.get("statusLine")))
 

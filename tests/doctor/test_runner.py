@@ -203,3 +203,7 @@ def test_with_nothing_installed_one_row_says_how_to_start(capsys, git_repo, monk
         json.dump(settings.render_fragment(settings.load_fragment(), sys.executable, "/gone/app"), f)
     rc, rows = doctor(capsys, "--json")
     assert set(rows) == SYSTEM | CLAUDE | {"codex-cli"} and not rows["hooks"]["ok"]
+    with open(os.path.join(paths.claude_config_dir(), "settings.json"), "w") as f:
+        f.write('{"hooks": {},}')  # unreadable: it may hold ours, so Claude Code is judged (the repair first)
+    rc, rows = doctor(capsys, "--json")
+    assert "hooks" in rows and rows["hooks"]["fix"].startswith("repair ")
