@@ -14,7 +14,7 @@ import time
 import pytest
 
 from cc_continuity import config, session
-from cc_continuity.doctor import checks
+from cc_continuity.doctor import runner, system
 from helpers.hookdriver import HookDriver, handoff_text, tokens_at
 
 S1 = "a1a1a1a1-0000-4000-8000-000000000001"
@@ -152,5 +152,5 @@ def test_a_verified_model_handoff_is_0600_and_doctor_stays_green(drv):
     rec = drv.state(S1)
     assert rec["state"] == session.AWAITING_MANUAL_CLEAR and rec["checkpoint"]["degraded"] is False
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
-    result = checks.check_permissions(checks.Context(cwd=drv.root))
+    result = system.check_permissions(runner.Context(cwd=drv.root))
     assert result.ok, result.detail

@@ -190,10 +190,10 @@ def audit(event, args):
         opens.append([args[0], args[2]])
 sys.addaudithook(audit)
 from cc_continuity import config
-from cc_continuity.doctor import checks
+from cc_continuity.doctor import claude_plugin, runner
 from cc_continuity.tmux import launch
 for step in (lambda: config.load(root), lambda: launch.plan(["--version"], env=dict(os.environ), cwd=root),
-             lambda: checks.check_skill_shell(checks.Context(cwd=root, env=dict(os.environ)))):
+             lambda: claude_plugin.check_skill_shell(runner.Context(cwd=root, env=dict(os.environ)))):
     try:
         step()
     except Exception as e:

@@ -65,13 +65,17 @@ KEPT = {
             START_UP, "status's own plain path: the fleet's planner (liveness: psutil; the Brain) +~40 ms, for "
                       "`--all-projects` only"),
     },
-    "cc_continuity.doctor.checks": {
+    "cc_continuity.doctor.claude": {
         ("check_shell_reader", "cc_continuity.deps.build"): (
             START_UP, "as check_plugin_packages: only a plugin from a marketplace whose hooks lack the parser"),
-        ("check_watchdog_unit", "cc_continuity.watch.service"): WATCH_ON_EVERY_VERB,
+    },
+    "cc_continuity.doctor.claude_plugin": {
         ("check_plugin_packages", "cc_continuity.deps.build"): (
             START_UP, "every verb's parser loads doctor's checks: the installers and the index (urllib, html, "
                       "configparser) +~20 ms; only a plugin from a marketplace needs them"),
+    },
+    "cc_continuity.doctor.system": {
+        ("check_watchdog_unit", "cc_continuity.watch.service"): WATCH_ON_EVERY_VERB,
         ("package_version", "importlib.metadata"): (START_UP, "every verb's start (commands/doctor): +~15 ms"),
         ("check_ntfy", "socket"): (START_UP, "every verb's start (commands/doctor): +~5 ms"),
     },

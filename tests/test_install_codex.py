@@ -12,14 +12,12 @@ tests/e2e/test_codex_install_e2e.py).
 import json
 import os
 import shutil
-import subprocess
 import sys
 
 import pytest
 
 from cc_continuity import install, paths
 from cc_continuity.cli import main
-from cc_continuity.doctor import checks
 from cc_continuity.hosts.codex import hooks as codex_hooks
 from cc_continuity.install import codex, settings
 
@@ -335,97 +333,6 @@ def test_a_repository_codex_folder_changes_nothing_of_ours(tmp_path, capsys, mon
     assert opened and [p for p in opened if str(dot) in p] == []
     assert (dot / "hooks.json").read_text() == planted and "sha256:evil" in (dot / "config.toml").read_text()
     shutil.rmtree(dot)
-
-
-# -- doctor --------------------------------------------------------------------------------
-
-def codex_results():
-    ctx = checks.Context()
-    return {r.name: r for r in checks.run_checks(ctx, [checks.check_codex_hooks, checks.check_codex_trust,
-                                                       checks.check_codex_firing])}
-
-
-def run_our_hook(event, cwd):
-    """Our installed entry for ``event``, run as Codex runs it (its command through a shell, the payload the
-    binary sent on stdin)."""
-    hooks_file = os.path.join(codex_dir(), "hooks.json")
-    with open(hooks_file, "rb") as f:
-        (entry,) = [e for e in codex.entries(codex.parse_hooks(f.read()), hooks_file) if e["event"] == event]
-    with open(os.path.join(DATA, "hook-payloads.jsonl")) as f:
-        payload = next(json.loads(line)["payload"] for line in f if json.loads(line)["event"] == event)
-    payload["cwd"] = str(cwd)
-    p = subprocess.run(["/bin/sh", "-c", entry["handler"]["command"]], input=json.dumps(payload).encode(),
-                       cwd=cwd, capture_output=True, timeout=60,
-                       env={"HOME": os.environ["HOME"], "CC_CONTINUITY_HOME": paths.home(), "PATH": "/usr/bin:/bin",
-                            "CODEX_HOME": codex_dir()})
-    assert p.returncode == 0 and b"Traceback" not in p.stderr, p
-
-
-def test_doctor_names_each_codex_problem_with_its_one_fix(capsys, git_repo):
-    got = codex_results()
-    assert all(r.ok and "not installed for Codex CLI" in r.detail for r in got.values()), got
-    assert cli(capsys, "install", "--agent", "codex")[0] == 0
-    got = codex_results()
-    assert got["codex-hooks"].ok, got["codex-hooks"]
-    assert not got["codex-trust"].ok and got["codex-trust"].fix == "cc-continuity install --agent codex --trust"
-    assert "not trusted: SessionStart, UserPromptSubmit, PreToolUse" in got["codex-trust"].detail
-    assert not got["codex-firing"].ok and "they are not trusted" in got["codex-firing"].detail
-    assert got["codex-firing"].fix == "cc-continuity install --agent codex --trust"
-
-    assert cli(capsys, "install", "--agent", "codex", "--trust")[0] == 0
-    got = codex_results()
-    assert got["codex-trust"].ok and not got["codex-firing"].ok
-    assert got["codex-firing"].fix.startswith("send one prompt in `codex`")
-    run_our_hook("SessionStart", git_repo)
-    got = codex_results()
-    assert got["codex-firing"].ok and "codex:SessionStart" in got["codex-firing"].detail, got["codex-firing"]
-
-    # An entry edited by hand (another Python): not current, and no longer the entry Codex trusted.
-    hooks_file = os.path.join(codex_dir(), "hooks.json")
-    with open(hooks_file) as f:
-        table = json.load(f)
-    stop = table["hooks"]["Stop"][0]["hooks"][0]
-    stop["command"] = stop["command"].replace(stop["command"].split()[0], "/opt/old/python3", 1)
-    with open(hooks_file, "w") as f:
-        json.dump(table, f)
-    got = codex_results()
-    assert not got["codex-hooks"].ok and got["codex-hooks"].fix == "cc-continuity install --agent codex"
-    assert "Stop: runs another Python or app copy" in got["codex-hooks"].detail
-    assert "changed since trusted: Stop" in got["codex-trust"].detail
-    assert cli(capsys, "install", "--agent", "codex", "--trust")[0] == 0
-    got = codex_results()
-    assert got["codex-hooks"].ok and got["codex-trust"].ok
-    assert not got["codex-firing"].ok, "written again: none has run since"
-    run_our_hook("Stop", git_repo)
-    assert cli(capsys, "install", "--agent", "codex")[0] == 0, "a re-install that changes nothing"
-    assert all(r.ok for r in codex_results().values()), codex_results()
-
-    # Turned off in Codex's /hooks: trusted but not run.
-    cfg = os.path.join(codex_dir(), "config.toml")
-    with open(cfg) as f:
-        text = f.read()
-    with open(cfg, "w") as f:
-        f.write(text.replace('stop:0:0"]\n', 'stop:0:0"]\nenabled = false\n'))
-    got = codex_results()
-    assert not got["codex-trust"].ok and "turned off in Codex: Stop" in got["codex-trust"].detail
-    assert "/hooks" in got["codex-trust"].fix
-
-
-def test_doctor_says_so_when_codex_hooks_are_off_and_reads_an_unusable_hooks_json_without_writing(capsys):
-    assert cli(capsys, "install", "--agent", "codex", "--trust")[0] == 0
-    cfg = os.path.join(codex_dir(), "config.toml")
-    with open(cfg) as f:
-        text = f.read()
-    with open(cfg, "w") as f:
-        f.write("[features]\nhooks = false\n" + text)
-    got = codex_results()
-    assert not got["codex-firing"].ok and "delete `hooks = false` from [features]" in got["codex-firing"].fix
-    hooks_file = os.path.join(codex_dir(), "hooks.json")
-    write(hooks_file, b'{"hooks": ')
-    before = listing(codex_dir())
-    got = codex_results()
-    assert not got["codex-hooks"].ok and got["codex-hooks"].fix.startswith("repair %s by hand" % hooks_file)
-    assert listing(codex_dir()) == before
 
 
 def test_uninstall_without_the_record_still_finds_ours_by_their_bootstrap_and_hash(capsys):

@@ -13,7 +13,7 @@ import pytest
 
 from cc_continuity import config
 from cc_continuity.snapshot import worktree
-from cc_continuity.doctor import checks
+from cc_continuity.doctor import runner, system
 
 SECRET = "password=hunter2-local-only"
 
@@ -29,7 +29,7 @@ def repo(git_repo):
 
 
 def mirror_check(repo):
-    return checks.check_mirror(checks.Context(cwd=str(repo)))
+    return system.check_mirror(runner.Context(cwd=str(repo)))
 
 
 def test_a_mirror_push_carries_the_snapshots_and_untracked_files(repo, tmp_path):
