@@ -136,6 +136,12 @@ class Keyboard:
             os.waitpid(self.pid, 0)
         except (OSError, ChildProcessError):
             pass
+        # The reader first: once closed, the fd's number is free and the next file opened gets it (a test's
+        # event log, read right after this); a reader still between its select and its read would read that.
+        # With the client gone its read ends at once (EIO); one that does not end keeps the fd open.
+        self._reader.join(timeout=10)
+        if self._reader.is_alive():
+            return
         try:
             os.close(self.fd)
         except OSError:
