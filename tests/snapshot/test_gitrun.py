@@ -1,4 +1,4 @@
-"""Issue 22: a snapshot runs no program the repository defines.
+"""The snapshot's git runner (snapshot/gitrun.py). Issue 22: a snapshot runs no program the repository defines.
 
 The repository's ``.git/config`` (or a file it includes) names a program for each key git
 would run one for; every one of them writes a marker.  For each key the value git sees in
