@@ -8,7 +8,10 @@ import time
 
 import pytest
 
-from cc_continuity.snapshot.worktree import SnapshotError, git_facts, ref_name, snapshot
+from cc_continuity.snapshot.gitrun import SnapshotError
+from cc_continuity.snapshot.refs import ref_name
+from cc_continuity.snapshot.worktree import snapshot
+from cc_continuity.snapshot.facts import git_facts
 from helpers.gitrepo import commit_all, git, user_state, write
 
 

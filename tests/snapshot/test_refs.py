@@ -20,7 +20,9 @@ import sys
 import pytest
 
 from cc_continuity import config, session
-from cc_continuity.snapshot.worktree import SnapshotError, ref_name, snapshot
+from cc_continuity.snapshot.gitrun import SnapshotError
+from cc_continuity.snapshot.refs import ref_name
+from cc_continuity.snapshot.worktree import snapshot
 from helpers.gitrepo import git, write
 from helpers.hookdriver import HookDriver, handoff_text, tokens_at
 

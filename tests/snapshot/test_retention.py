@@ -11,7 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cc_continuity import config, session
-from cc_continuity.snapshot import retention, worktree
+from cc_continuity.snapshot import refs as snaprefs
+from cc_continuity.snapshot import retention
 from helpers.hookdriver import HookDriver
 
 FILES = {"README.md": "hello\n", "src/app.py": "print('v1')\n"}  # (as in test_job.py)
@@ -49,7 +50,7 @@ def test_pruning_never_removes_a_claimable_checkpoint_or_a_sessions_newest(tmp_p
     cfg = config.load(proj.root)
     cfg.values.update(snapshot_keep=1, snapshot_max_age_days=1)  # as hard as it gets: prune everything it may
     res = retention.prune(proj, cfg)
-    left = {r for r, _, _ in worktree.list_refs(drv.root, "refs/continuity/")}
+    left = {r for r, _, _ in snaprefs.list_refs(drv.root, "refs/continuity/")}
     assert pre + "cp-001" in left  # claimable, however old
     assert pre + "cp-002-2" in left and pre + "cp-003" in left  # each session's newest
     assert pre + "manual/002-a" not in left and pre + "cp-002" not in left

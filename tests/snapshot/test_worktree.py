@@ -13,7 +13,10 @@ import time
 
 import pytest
 
-from cc_continuity.snapshot.worktree import SnapshotError, git_facts, list_snapshots, ref_name, snapshot
+from cc_continuity.snapshot.facts import git_facts
+from cc_continuity.snapshot.gitrun import SnapshotError
+from cc_continuity.snapshot.refs import ref_name
+from cc_continuity.snapshot.worktree import list_snapshots, snapshot
 from helpers.gitrepo import commit_all, git, tree_of, user_state, walk, write
 
 
