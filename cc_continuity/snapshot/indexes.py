@@ -36,13 +36,19 @@ def stat_key(path: str) -> list[int] | None:
     return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
 
 
-def read_state(path: str) -> "State | None":
+def read_json(path: str) -> "dict[str, Any] | None":
+    """The JSON object in a file of ours; None when it is missing, unreadable, torn or not an object."""
     try:
         with open(path, "rb") as f:
             doc = json.loads(f.read())
     except (OSError, ValueError):
         return None
-    return doc if isinstance(doc, dict) and doc.get("format") == STATE_FORMAT else None
+    return doc if isinstance(doc, dict) else None
+
+
+def read_state(path: str) -> "State | None":
+    doc = read_json(path)
+    return doc if doc is not None and doc.get("format") == STATE_FORMAT else None
 
 
 def write_state(path: str, doc: "Mapping[str, Any]") -> None:

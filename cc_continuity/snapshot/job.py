@@ -26,6 +26,7 @@ import time
 from .. import atomic, paths, procs, session
 from . import worktree
 from .gitrun import SnapshotError
+from .indexes import read_json
 from .refs import REF_PREFIX
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time typing is not imported (the Stop hook runs this)
@@ -92,12 +93,7 @@ def start(p: "dict[str, Any]", log_path: str | None = None) -> "subprocess.Popen
 
 def read_result(path: str) -> "dict[str, Any] | None":
     """The job's result (the manifest's git entry), or None while it has not finished."""
-    try:
-        with open(path, "rb") as f:
-            got = json.loads(f.read())
-    except (OSError, ValueError):
-        return None
-    return got if isinstance(got, dict) else None
+    return read_json(path)
 
 
 def pending(p: "dict[str, Any]", pid: int) -> "dict[str, Any]":
