@@ -247,7 +247,7 @@ def du(path):
 
 
 def p8(work, count=100):
-    from cc_continuity.snapshot import worktree, retention
+    from cc_continuity.snapshot import refs, retention, worktree
 
     out = {}
     for name, cap in (("defaults (untracked cap 1 MiB)", None), ("cap 16 MiB, keep 10, then git gc", 16 << 20)):
@@ -262,14 +262,14 @@ def p8(work, count=100):
                                                                       "max_file_bytes": cap}
             worktree.snapshot(repo, pre + "manual/001-%03d" % i, "m", index=idx, **kw)
             if cap is not None:
-                rows = worktree.list_refs(repo, pre)
+                rows = refs.list_refs(repo, pre)
                 doomed, _ = retention.choose(rows, pre, 10, None, set(), time.time())
-                worktree.delete_refs(repo, doomed)
+                refs.delete_refs(repo, doomed)
         if cap is not None:
             git(repo, "-c", "gc.pruneExpire=now", "-c", "gc.reflogExpireUnreachable=now", "gc", "-q", "--prune=now")
         grown = du(os.path.join(repo, ".git")) - before
         out[name] = {"checkpoints": count, "git_growth_mb": round(grown / 1e6, 1),
-                     "refs": len(worktree.list_refs(repo, pre)), "load": pairs.load()}
+                     "refs": len(refs.list_refs(repo, pre)), "load": pairs.load()}
         shutil.rmtree(repo)
     return out
 

@@ -45,7 +45,8 @@ def main():
                       GIT_AUTHOR_EMAIL="bench@example.invalid", GIT_COMMITTER_NAME="Bench",
                       GIT_COMMITTER_EMAIL="bench@example.invalid")
     os.makedirs(os.environ["HOME"])
-    from cc_continuity.snapshot import worktree, job
+    from cc_continuity.snapshot import job, worktree
+    from cc_continuity.snapshot.refs import ref_name
     from cc_continuity import paths, session
     from cc_continuity.share import publish
     from cc_continuity.project import Project
@@ -73,7 +74,7 @@ def main():
         for k in range(args.changed):
             with open("%s/d%03d/f%05d.txt" % (root, k % 500, k), "a") as f:
                 f.write("round %d\n" % r)
-        snap = worktree.snapshot(root, worktree.ref_name(proj.key, r), "cp-%03d" % r, index=idx)
+        snap = worktree.snapshot(root, ref_name(proj.key, r), "cp-%03d" % r, index=idx)
         sdir = proj.session_dir(r)
         cdir = session.checkpoint_dir(sdir)
         paths.ensure_dir(cdir)

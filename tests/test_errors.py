@@ -5,7 +5,7 @@ import subprocess
 import sys
 
 from cc_continuity import cli, config, errors, tmux
-from cc_continuity.snapshot import worktree
+from cc_continuity.snapshot import gitrun
 from cc_continuity.tmux import rotator
 from cc_continuity.install import app, blocks, manifest, plugin, settings
 from cc_continuity.install import InstallError
@@ -21,7 +21,7 @@ def test_every_user_facing_error_has_its_area_and_its_builtin():
                               (blocks.BlockError, ValueError), (manifest.ManifestError, ValueError),
                               (app.AppError, RuntimeError),
                               (plugin.PluginError, RuntimeError)],
-        errors.RotationError: [(worktree.SnapshotError, RuntimeError), (tmux.TmuxError, RuntimeError),
+        errors.RotationError: [(gitrun.SnapshotError, RuntimeError), (tmux.TmuxError, RuntimeError),
                                (rotator.RotationFailed, RuntimeError), (rotator.PlanError, ValueError)],
         errors.WatchError: [(service.ServiceError, RuntimeError)],
         errors.RehearsalError: [(rehearse.RehearsalError, RuntimeError), (scripted_model.ScenarioError, ValueError)],

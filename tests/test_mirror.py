@@ -13,6 +13,7 @@ import pytest
 
 from cc_continuity import config
 from cc_continuity.snapshot import worktree
+from cc_continuity.snapshot.refs import ref_name
 from cc_continuity.doctor import runner, system
 
 SECRET = "password=hunter2-local-only"
@@ -35,12 +36,12 @@ def mirror_check(repo):
 def test_a_mirror_push_carries_the_snapshots_and_untracked_files(repo, tmp_path):
     bare = tmp_path / "remote.git"
     subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True)
-    snap = worktree.snapshot(str(repo), worktree.ref_name("proj-0123456789", 1), "cp-001", unique=True)
+    snap = worktree.snapshot(str(repo), ref_name("proj-0123456789", 1), "cp-001", unique=True)
     git(repo, "push", "-q", "--mirror", str(bare))
     assert snap["ref"] in git(bare, "for-each-ref", "--format=%(refname)")
     assert git(bare, "show", snap["ref"] + ":notes.txt").strip() == SECRET
     # snapshot_untracked: false -> the next snapshot has only tracked files
-    tracked = worktree.snapshot(str(repo), worktree.ref_name("proj-0123456789", 2), "cp-002", unique=True,
+    tracked = worktree.snapshot(str(repo), ref_name("proj-0123456789", 2), "cp-002", unique=True,
                                untracked=False)
     git(repo, "push", "-q", "--mirror", str(bare))
     assert "notes.txt" not in git(bare, "ls-tree", "-r", "--name-only", tracked["ref"]).split()

@@ -9,6 +9,8 @@ import time
 from ..rotation import checkpoint, context
 from .. import ledger, redact, session
 from ..snapshot import worktree, retention, job
+from ..snapshot.gitrun import SnapshotError
+from ..snapshot.refs import ref_name
 from ._util import host_of, current_project, load_config, print_json
 from .signal import find_session
 
@@ -32,19 +34,19 @@ def run(args):
     if rec.get("transcript"):
         reading = context.session_reading(sdir, rec, cfg, host_of(rec))
     snap = checkpoint.collect(proj.root, sdir, rec, reading, {}, cfg, host_of(rec), out_dir=out_dir)
-    ref = "%smanual/%03d-%s" % (worktree.ref_name(proj.key, n).rsplit("cp-", 1)[0], n, stamp.lower())
+    ref = "%smanual/%03d-%s" % (ref_name(proj.key, n).rsplit("cp-", 1)[0], n, stamp.lower())
     try:
         git = worktree.snapshot(proj.root, ref, redact.redact("%s %s: %s" % (rec.get("name"), stamp, args.message)),
                                max_file_bytes=cfg["snapshot_max_file_bytes"], unique=True,
                                max_untracked_bytes=cfg["snapshot_max_untracked_bytes"],
                                untracked=cfg["snapshot_untracked"], timeout=cfg["snapshot_timeout_s"],
                                index=job.index_path(proj.root))
-    except (worktree.SnapshotError, ValueError) as e:
+    except (SnapshotError, ValueError) as e:
         git = {"git": None, "error": str(e)}
     if git.get("git"):
         try:
             retention.prune(proj, cfg)
-        except (worktree.SnapshotError, OSError) as e:
+        except (SnapshotError, OSError) as e:
             git.setdefault("warnings", []).append("pruning old snapshots failed: %s" % e)
     ledger.append(session.ledger_path(sdir), {"ev": "manual_checkpoint", "dir": out_dir, "ref": git.get("ref"),
                                               "commit": git.get("commit"), "message": args.message[:200]})

@@ -127,7 +127,7 @@ def collect(root: str, sdir: str, rec: "Record", reading: "dict[str, Any]", payl
             cfg: "Config | Mapping[str, Any]", host: "Host", out_dir: str | None = None) -> "dict[str, Any]":
     """Machine facts for the checkpoint (``host`` reads the agent's todo list); written to ``<out_dir>/``
     :data:`session.FACTS` and returned."""
-    from ..snapshot import worktree  # here: the claim reads checkpoints and must stay light
+    from ..snapshot.facts import git_facts  # here: the claim reads checkpoints and must stay light
 
     out_dir = out_dir or cp_dir(sdir)
     os.makedirs(out_dir, mode=0o700, exist_ok=True)
@@ -143,7 +143,7 @@ def collect(root: str, sdir: str, rec: "Record", reading: "dict[str, Any]", payl
         "created": rec.get("created"),
         "model": rec.get("model"),
         "reading": {k: reading.get(k) for k in ("tokens", "window", "percent", "level", "window_source")},
-        "git": worktree.git_facts(root, index=paths.project_dir(paths.project_key(root)) + "/facts.index"),
+        "git": git_facts(root, index=paths.project_dir(paths.project_key(root)) + "/facts.index"),
         "prompts": prompts(sdir),
         "todos": host.open_todos(tpath) if isinstance(tpath, str) else None,
         "last_assistant_message": last[:1000] if isinstance(last, str) else None,
@@ -171,7 +171,7 @@ def finalize(root: str, slug: str, sdir: str, rec: "Record", check: "Validation"
     older install's, or one a crashed attempt of this very checkpoint left — is
     never moved or deleted; this checkpoint takes the next free ``cp-<NNN>-<k>``.
     """
-    from ..snapshot import worktree  # here: the claim reads checkpoints and must stay light
+    from ..snapshot.refs import ref_name  # here: the claim reads checkpoints and must stay light
     from .. import redact
 
     number = rec["number"]
@@ -182,7 +182,7 @@ def finalize(root: str, slug: str, sdir: str, rec: "Record", check: "Validation"
     first = [line.strip("# ").strip() for line in text.splitlines() if line.strip()][:3]
     message = redact.redact("%s %s: %s" % (cid, rec.get("name"), " / ".join(first))[:300])
     try:
-        ref = worktree.ref_name(paths.project_key(root), number)
+        ref = ref_name(paths.project_key(root), number)
     except ValueError as e:
         git: "dict[str, Any]" = {"git": None, "error": str(e)[:500]}
     else:

@@ -547,9 +547,9 @@ def _path_cite(tok: str, root: str) -> "tuple[bool, str | None] | None":
 
 def _commit_cite(sha: str, root: str) -> "str | None":
     try:
-        from ..snapshot import worktree  # (git: only for a handoff that cites a commit)
+        from ..snapshot import gitrun  # (git: only for a handoff that cites a commit)
 
-        done = worktree._git(["cat-file", "-e", sha + "^{commit}"], root, timeout=5)
+        done = gitrun.git(["cat-file", "-e", sha + "^{commit}"], root, timeout=5)
     except (OSError, ValueError):
         return None  # git unavailable: nothing to say against the citation
     return None if done.returncode == 0 else "commit %s is not in this repository" % sha

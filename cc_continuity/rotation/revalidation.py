@@ -62,7 +62,9 @@ def _age(seconds: float | None) -> str:
 def revalidate(root: str, pdir: str, prec: "Record", cfg: "Config | Mapping[str, Any]",
                claimer_pid: int | None = None, now: float | None = None) -> "dict[str, Any]":
     """Compare predecessor ``prec``'s checkpoint with the world now; a JSON-able result with ``verdict``."""
-    from ..snapshot import worktree, job
+    from ..snapshot import job
+    from ..snapshot.drift import changed_since, history_since
+    from ..snapshot.gitrun import SnapshotError
 
     t0 = time.monotonic()
     now = time.time() if now is None else now
@@ -82,7 +84,7 @@ def revalidate(root: str, pdir: str, prec: "Record", cfg: "Config | Mapping[str,
     else:
         res["process"] = "gone"
     if then.get("git"):
-        hist = worktree.history_since(root, then.get("head"))
+        hist = history_since(root, then.get("head"))
         faults.point("claim:mid_revalidation")  # (tests: a kill between the claim's git calls)
         if hist.get("git"):
             res.update(branch_now=hist["branch"], head_now=hist["head"], commits_since=hist["count"],
@@ -103,13 +105,13 @@ def revalidate(root: str, pdir: str, prec: "Record", cfg: "Config | Mapping[str,
         res["snapshot"] = git.get("ref")
         res["snapshot_commit"] = git["commit"]
         try:
-            got = worktree.changed_since(
+            got = changed_since(
                 root, git["commit"], index=job.index_path(root),
                 facts_index=os.path.dirname(job.index_path(root)) + "/facts.index",
                 untracked=cfg.get("snapshot_untracked", True),
                 skip=[s["path"] for s in git.get("skipped_large") or ()
                       if isinstance(s, dict) and isinstance(s.get("path"), str)])
-        except (worktree.SnapshotError, OSError, ValueError) as e:
+        except (SnapshotError, OSError, ValueError) as e:
             got = {"error": str(e)[:200]}
         if got.get("error") or not got.get("git"):
             res["problems"].append("work tree not compared: %s" % (got.get("error") or got.get("reason")))
@@ -168,12 +170,12 @@ def _missing_named(root: str, pdir: str, cfg: "Config | Mapping[str, Any]", comm
             named.append(tok)
     if not named or not commit:
         return named[:50]
-    from ..snapshot import worktree
+    from ..snapshot import gitrun
 
     rel = [t for t in named if not t.startswith("/")]
     try:
-        proc = worktree._git(["--literal-pathspecs", "ls-tree", "-r", "--name-only", "-z", "--full-tree", commit,
-                             "--", *rel], root)
+        proc = gitrun.git(["--literal-pathspecs", "ls-tree", "-r", "--name-only", "-z", "--full-tree", commit,
+                           "--", *rel], root)
         known: set[str] | None = {p.decode("utf-8", "replace") for p in proc.stdout.split(b"\0") if p} if proc.returncode == 0 else None
     except OSError:
         known = None
@@ -390,15 +392,17 @@ def crash_handoff(root: str, dsdir: str, drec: "Record", cfg: "Config | Mapping[
                   budget_chars: int, host: "Host") -> "tuple[str, dict[str, Any]]":
     """The machine handoff for session ``drec`` that died with no checkpoint (degraded; redacted; bounded);
     ``host`` reads the agent's todo list and last reply."""
-    from ..snapshot import worktree
+    from ..snapshot.drift import changed_since
+    from ..snapshot.facts import git_facts
+    from ..snapshot.gitrun import SnapshotError
     from .. import paths, redact
 
     tpath = drec.get("transcript")
     asked = checkpoint.prompts(dsdir, limit=0, chars=600)
     todos = host.open_todos(tpath) if isinstance(tpath, str) else None
     last = host.last_reply(tpath) if isinstance(tpath, str) else None
-    g = worktree.git_facts(root, max_commits=5, max_files=40,
-                          index=paths.project_dir(paths.project_key(root)) + "/facts.index")
+    g = git_facts(root, max_commits=5, max_files=40,
+                  index=paths.project_dir(paths.project_key(root)) + "/facts.index")
     acts = actions_after(dsdir, harmful=cfg.get("effects_harmful"))
     from ..snapshot import job
 
@@ -406,10 +410,10 @@ def crash_handoff(root: str, dsdir: str, drec: "Record", cfg: "Config | Mapping[
     since_turn = None
     if turn.get("commit"):
         try:
-            since_turn = worktree.changed_since(root, turn["commit"], index=job.index_path(root),
-                                               facts_index=paths.project_dir(paths.project_key(root)) + "/facts.index",
-                                               untracked=cfg.get("snapshot_untracked", True), limit=200)
-        except (worktree.SnapshotError, OSError, ValueError):
+            since_turn = changed_since(root, turn["commit"], index=job.index_path(root),
+                                       facts_index=paths.project_dir(paths.project_key(root)) + "/facts.index",
+                                       untracked=cfg.get("snapshot_untracked", True), limit=200)
+        except (SnapshotError, OSError, ValueError):
             since_turn = None
     sid = drec.get("session_id")
     lines = ["cc-continuity: the previous session %s in this project died mid-work (its process is gone) before "

@@ -25,6 +25,9 @@ import time
 
 from .. import atomic, paths, procs, session
 from . import worktree
+from .gitrun import SnapshotError
+from .indexes import read_json
+from .refs import REF_PREFIX
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time typing is not imported (the Stop hook runs this)
 if TYPE_CHECKING:
@@ -62,7 +65,7 @@ def take(p: "dict[str, Any]") -> "dict[str, Any]":
         git: "dict[str, Any]" = worktree.snapshot(p["root"], p["ref"], p["message"], max_file_bytes=p["max_file_bytes"],
                                max_untracked_bytes=p["max_untracked_bytes"], untracked=p["untracked"],
                                unique=not move, timeout=p["timeout"], index=p["index"], move=move)
-    except (worktree.SnapshotError, ValueError, OSError) as e:
+    except (SnapshotError, ValueError, OSError) as e:
         git = {"git": None, "error": str(e)[:500]}
     git["job"] = p.get("job")
     return git
@@ -90,12 +93,7 @@ def start(p: "dict[str, Any]", log_path: str | None = None) -> "subprocess.Popen
 
 def read_result(path: str) -> "dict[str, Any] | None":
     """The job's result (the manifest's git entry), or None while it has not finished."""
-    try:
-        with open(path, "rb") as f:
-            got = json.loads(f.read())
-    except (OSError, ValueError):
-        return None
-    return got if isinstance(got, dict) else None
+    return read_json(path)
 
 
 def pending(p: "dict[str, Any]", pid: int) -> "dict[str, Any]":
@@ -130,7 +128,7 @@ def unfinished(git: "dict[str, Any] | None") -> bool:
 
 def turn_ref(key: str, number: int) -> str:
     """A session's rolling turn-end snapshot ref (moved at every turn end; checkpoint refs never move)."""
-    return "%s%s/turn-%03d" % (worktree.REF_PREFIX, key, number)
+    return "%s%s/turn-%03d" % (REF_PREFIX, key, number)
 
 
 def turn_result_path(sdir: str) -> str:

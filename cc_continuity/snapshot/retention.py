@@ -12,7 +12,7 @@ gc drops the objects no ref reaches any more (after ``gc.pruneExpire``, two week
 
 import time
 
-from . import worktree
+from .refs import REF_PREFIX, delete_refs, list_refs
 from .. import session
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time typing is not imported
@@ -74,11 +74,11 @@ def choose(rows: "Sequence[tuple[str, str, float]]", prefix: str, keep: int | No
 def prune(proj: "Project", cfg: "Config | Mapping[str, Any]", dry_run: bool = False,
           now: float | None = None) -> "dict[str, Any]":
     """Apply ``snapshot_keep`` / ``snapshot_max_age_days`` to this project's snapshots."""
-    prefix = "%s%s/" % (worktree.REF_PREFIX, proj.key)
-    rows = worktree.list_refs(proj.root, prefix)
+    prefix = "%s%s/" % (REF_PREFIX, proj.key)
+    rows = list_refs(proj.root, prefix)
     age = cfg["snapshot_max_age_days"]
     doomed, guarded = choose(rows, prefix, cfg["snapshot_keep"], None if age is None else age * 86400,
                              claimable_refs(proj), time.time() if now is None else now)
-    deleted = [] if dry_run else worktree.delete_refs(proj.root, doomed)
+    deleted = [] if dry_run else delete_refs(proj.root, doomed)
     return {"snapshots": len(rows), "prune": [r for r, _ in doomed], "deleted": deleted, "protected": guarded,
             "dry_run": dry_run}

@@ -1,115 +1,23 @@
-"""The work-tree snapshot (snapshot/worktree.py) against real git repositories in temp dirs.
+"""The work-tree snapshot (snapshot/worktree.py: the build, the commit, the listing) against real git
+repositories in temp dirs.
 
 The central promise is non-invasiveness, so most tests capture everything the
 user owns (every file under .git except new objects and our own refs, every
 ref, the stash, every working file) before and after and demand byte equality.
 """
 
-import hashlib
-import json
 import os
 import shutil
-import subprocess
-import sys
 import tempfile
 import time
 
 import pytest
 
-from cc_continuity.snapshot.worktree import SnapshotError, git_facts, list_snapshots, ref_name, snapshot
-
-OURS = ("objects", os.path.join("refs", "continuity"), os.path.join("logs", "refs", "continuity"))
-
-
-def git(repo, *args, check=True, input=None):
-    env = dict(os.environ, GIT_OPTIONAL_LOCKS="0")  # our own probes must not refresh the index
-    proc = subprocess.run(["git", *args], cwd=repo, capture_output=True, input=input, env=env)
-    if check and proc.returncode != 0:
-        raise AssertionError("git %s: %s" % (args, proc.stderr.decode()))
-    return proc.stdout.decode("utf-8", "surrogateescape")
-
-
-def digest(path):
-    if os.path.islink(path):
-        return "link:" + os.readlink(path)
-    with open(path, "rb") as fh:
-        return "%o:%s" % (os.stat(path).st_mode, hashlib.sha256(fh.read()).hexdigest())
-
-
-def walk(top, skip=()):
-    found = {}
-    for dirpath, dirnames, filenames in os.walk(top):
-        rel_dir = os.path.relpath(dirpath, top)
-        dirnames[:] = [d for d in dirnames
-                       if os.path.normpath(os.path.join(rel_dir, d)) not in skip]
-        for name in filenames + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]:
-            found[os.path.normpath(os.path.join(rel_dir, name))] = digest(os.path.join(dirpath, name))
-    return found
-
-
-def user_state(repo):
-    """Everything a snapshot must leave alone, as comparable data."""
-    gitdir = os.path.join(repo, ".git")
-    refs = [line for line in git(repo, "for-each-ref", "--format=%(refname) %(objectname)").splitlines()
-            if not line.startswith("refs/continuity/")]
-    return {
-        "gitdir": walk(gitdir, skip=OURS),
-        "refs": refs,
-        "stash": git(repo, "stash", "list", "--format=%H %gs"),
-        "status": git(repo, "status", "--porcelain=v1", "-z"),
-        "work": walk(repo, skip=(".git",)),
-    }
-
-
-def tree_of(repo, commit):
-    """{path: (mode, blob bytes or gitlink sha)} of a commit's full tree."""
-    out = subprocess.run(["git", "ls-tree", "-r", "-z", commit], cwd=repo, capture_output=True,
-                         check=True).stdout
-    tree = {}
-    for rec in filter(None, out.split(b"\0")):
-        meta, path = rec.split(b"\t", 1)
-        mode, kind, sha = meta.decode().split()
-        content = sha if kind == "commit" else subprocess.run(
-            ["git", "cat-file", "blob", sha], cwd=repo, capture_output=True, check=True).stdout
-        tree[path.decode("utf-8", "surrogateescape")] = (mode, content)
-    return tree
-
-
-def write(path, data):
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "wb" if isinstance(data, bytes) else "w") as fh:
-        fh.write(data)
-
-
-def commit_all(repo, message):
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", message)
-
-
-@pytest.fixture
-def busy_repo(git_repo):
-    """A repo in the middle of work: staged, unstaged, deleted, untracked, ignored, a stash."""
-    r = str(git_repo)
-    write(os.path.join(r, ".gitignore"), "*.log\nbuild/\n")
-    write(os.path.join(r, "tracked.txt"), "v1\n")
-    write(os.path.join(r, "doomed.txt"), "bye\n")
-    write(os.path.join(r, "run.sh"), "#!/bin/sh\necho hi\n")
-    os.chmod(os.path.join(r, "run.sh"), 0o755)
-    os.symlink("README.md", os.path.join(r, "link"))
-    commit_all(r, "second")
-    git(r, "branch", "feature")
-    write(os.path.join(r, "tracked.txt"), "stashed change\n")
-    git(r, "stash", "-q")
-    write(os.path.join(r, "tracked.txt"), "v2 unstaged\n")
-    write(os.path.join(r, "staged.txt"), "staged\n")
-    git(r, "add", "staged.txt")
-    os.remove(os.path.join(r, "doomed.txt"))
-    write(os.path.join(r, "notes", "deep", "untracked.md"), "untracked\n")
-    write(os.path.join(r, "debug.log"), "ignored\n")
-    write(os.path.join(r, "build", "out.bin"), b"\0ignored")
-    # Stat-dirty but unchanged: a plain `git status` would rewrite the real index.
-    os.utime(os.path.join(r, "README.md"), (time.time() + 5, time.time() + 5))
-    return r
+from cc_continuity.snapshot.facts import git_facts
+from cc_continuity.snapshot.gitrun import SnapshotError
+from cc_continuity.snapshot.refs import ref_name
+from cc_continuity.snapshot.worktree import list_snapshots, snapshot
+from helpers.gitrepo import commit_all, git, tree_of, user_state, walk, write
 
 
 def test_snapshot_captures_work_tree_and_leaves_user_state_byte_identical(busy_repo):
@@ -401,70 +309,6 @@ def test_awkward_file_names(git_repo):
     assert set(names[:3]) | {"-big ☃ file.bin", "sub dir/"} == dirty
 
 
-def test_ref_name_validation_matches_git():
-    assert ref_name("my-proj", 7) == "refs/continuity/my-proj/cp-007"
-    assert ref_name("x", 1234) == "refs/continuity/x/cp-1234"
-    good = ["my-proj", "ünï", "a.b", "-dash", "x@y", "UPPER_1"]
-    bad = [".hidden", "x.lock", "a..b", "sp ace", "t~1", "c^", "co:lon", "q?", "st*r", "br[",
-           "back\\slash", "at@{x", "ctl\x01", "del\x7f"]
-    for slug in good:
-        ref = ref_name(slug, 1)
-        assert subprocess.run(["git", "check-ref-format", ref]).returncode == 0, slug
-    for slug in bad:
-        with pytest.raises(ValueError):
-            ref_name(slug, 1)
-        ref = "refs/continuity/%s/cp-001" % slug
-        assert subprocess.run(["git", "check-ref-format", ref]).returncode != 0, slug
-    for slug in ("", "a/b", None, "@", "ends."):  # git allows the last two mid-ref
-        with pytest.raises(ValueError):
-            ref_name(slug, 1)
-    for number in (-1, "3", True, 1.0):
-        with pytest.raises(ValueError):
-            ref_name("ok", number)
-
-
-def test_bad_ref_rejected_before_touching_anything(git_repo):
-    objects = git(git_repo, "count-objects")
-    for ref in ("heads/x", "refs/continuity/a b/cp-001", "refs//x", "refs/x/"):
-        with pytest.raises(ValueError):
-            snapshot(str(git_repo), ref, "m")
-    assert git(git_repo, "count-objects") == objects
-
-
-def test_existing_ref_is_never_overwritten(git_repo):
-    r = str(git_repo)
-    ref = ref_name("proj", 1)
-    first = snapshot(r, ref, "one")
-    write(os.path.join(r, "README.md"), "changed\n")
-    with pytest.raises(SnapshotError, match="already exists"):
-        snapshot(r, ref, "two")
-    assert git(r, "rev-parse", ref).strip() == first["commit"]
-    # unique: a taken name makes the next free one, and the taken ones stay where they were.
-    two = snapshot(r, ref, "two", unique=True)
-    three = snapshot(r, ref, "three", unique=True)
-    assert (two["ref"], three["ref"]) == (ref + "-2", ref + "-3")
-    assert git(r, "rev-parse", ref).strip() == first["commit"]
-    assert git(r, "rev-parse", ref + "-2").strip() == two["commit"] != three["commit"]
-
-
-def test_unique_names_under_concurrent_snapshots(git_repo):
-    """Eight processes publish the same checkpoint name at once: eight refs, none moved."""
-    r = str(git_repo)
-    code = ("import sys, json; from cc_continuity.snapshot.worktree import snapshot; "
-            "print(json.dumps(snapshot(sys.argv[1], 'refs/continuity/k/cp-001', sys.argv[2], unique=True)))")
-    procs = [subprocess.Popen([sys.executable, "-c", code, r, "writer %d" % i], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE) for i in range(8)]
-    results = []
-    for p in procs:
-        out, err = p.communicate(timeout=120)
-        assert p.returncode == 0, err
-        results.append(json.loads(out))
-    refs = {res["ref"]: res["commit"] for res in results}
-    assert len(refs) == 8
-    for ref, commit in refs.items():
-        assert git(r, "rev-parse", ref).strip() == commit
-
-
 def test_untracked_files_can_be_left_out(git_repo):
     r = str(git_repo)
     write(os.path.join(r, "README.md"), "tracked change\n")
@@ -494,44 +338,3 @@ def test_fallback_identity_without_touching_config(git_repo, monkeypatch):
     res = snapshot(r, ref_name("proj", 2), "named")
     assert git(r, "log", "-1", "--format=%an <%ae>", res["commit"]).strip() == (
         "Real Person <real@example.invalid>")
-
-
-def test_git_facts_reports_and_bounds_without_writing(git_repo):
-    r = str(git_repo)
-    for i in range(4):
-        write(os.path.join(r, "f%d.txt" % i), "line\n" * (i + 1))
-        commit_all(r, "commit %d " % i + "x" * 300)
-    write(os.path.join(r, "f0.txt"), "line\nadded\nadded\n")        # +2 -0
-    git(r, "mv", "f1.txt", "renamed.txt")
-    write(os.path.join(r, "new.txt"), "new\n")
-    os.utime(os.path.join(r, "f2.txt"), (time.time() + 5, time.time() + 5))
-    before = user_state(r)
-
-    facts = git_facts(r, max_commits=2, max_files=2)
-
-    assert user_state(r) == before
-    assert facts["git"] is True and facts["errors"] == []
-    assert facts["branch"] == "main" and facts["detached"] is False
-    assert facts["head"] == git(r, "rev-parse", "HEAD").strip()
-    assert facts["dirty_count"] == 3 and facts["dirty_truncated"] is True
-    assert len(facts["dirty"]) == 2
-    full = {d["path"]: d for d in git_facts(r)["dirty"]}
-    assert full["f0.txt"]["status"] == ".M" and full["new.txt"]["status"] == "??"
-    assert full["renamed.txt"]["status"] == "R." and full["renamed.txt"]["from"] == "f1.txt"
-    stat = git_facts(r)["diffstat"]
-    assert (stat["files"], stat["insertions"], stat["deletions"]) == (3, 4, 2)
-    assert [c["subject"][:8] for c in facts["recent_commits"]] == ["commit 3", "commit 2"]
-    assert all(len(c["subject"]) <= 200 for c in facts["recent_commits"])
-    assert json.loads(json.dumps(facts)) == facts
-
-
-def test_corrupt_index_gives_errors_not_exceptions(git_repo):
-    r = str(git_repo)
-    head = git(r, "rev-parse", "HEAD").strip()
-    write(os.path.join(r, ".git", "index"), b"DIRC garbage")
-    facts = git_facts(r)
-    assert facts["git"] is True and facts["errors"]
-    assert facts["head"] == head and facts["branch"] == "main"
-    with pytest.raises(SnapshotError, match="index"):
-        snapshot(r, ref_name("proj", 1), "m")
-    assert git(r, "for-each-ref", "refs/continuity/") == ""

@@ -1,6 +1,6 @@
-"""Issue 13, P6: the persistent private index builds exactly the tree a from-scratch snapshot builds.
+"""The private index (snapshot/build.py, snapshot/indexes.py). Issue 13, P6: the persistent private index builds exactly the tree a from-scratch snapshot builds.
 
-The oracle is the from-scratch build, written here independently of snapshot.worktree: a byte copy of
+The oracle is the from-scratch build, written here independently of snapshot/build.py: a byte copy of
 the user's index (mtime kept), the files over the caps found with ``ls-files --modified
 --others`` and excluded, ``git add -A`` (``-u`` for tracked files only), ``write-tree``.
 Hypothesis plays sequences of add / modify (also same-size rewrites in the second the
@@ -17,14 +17,13 @@ import stat
 import subprocess
 import sys
 import tempfile
-import time
 
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from cc_continuity.snapshot import worktree
-from test_snapshot_worktree import busy_repo, git, tree_of, user_state, write  # noqa: F401 (a fixture)
+from helpers.gitrepo import git, tree_of, user_state, write
 
 CAP, UCAP = 600, 300
 POOL = ["a.txt", "b.txt", "d/c.txt", "d/e/f.txt", "x.log", "big.bin", "n/g.txt"]
@@ -422,26 +421,3 @@ def test_sparse_checkout_entries_stay_as_the_user_has_them(repo, index):
     res = incremental(repo, index)
     assert res["tree"] == from_scratch(repo)[0]
     assert "src/m01.py" in tree_files(repo, res["tree"])
-
-
-def test_facts_through_a_refreshed_copy_of_the_users_index_are_the_same_facts(busy_repo, tmp_path):
-    copy = str(tmp_path / "state" / "facts.index")
-    later = time.time() - 3600
-    for d, _dirs, files in os.walk(busy_repo):
-        if "/.git" not in d + "/":
-            for f in files:
-                if not os.path.islink(os.path.join(d, f)):
-                    os.utime(os.path.join(d, f), (later, later))  # the user's stat cache is stale now
-    before = user_state(busy_repo)
-    plain = worktree.git_facts(busy_repo)
-    via = worktree.git_facts(busy_repo, index=copy)
-    assert via == plain
-    assert user_state(busy_repo) == before
-    assert stat.S_IMODE(os.stat(copy).st_mode) == 0o600
-    time.sleep(1.1)  # past the second it was written in: no entry is racily clean any more
-    assert worktree.git_facts(busy_repo, index=copy) == plain
-    refreshed = os.stat(copy).st_mtime_ns
-    assert worktree.git_facts(busy_repo, index=copy) == plain
-    assert os.stat(copy).st_mtime_ns == refreshed  # nothing left to refresh: status read no file again
-    git(busy_repo, "add", "notes")  # the user's index changes: the copy follows it
-    assert worktree.git_facts(busy_repo, index=copy) == worktree.git_facts(busy_repo)

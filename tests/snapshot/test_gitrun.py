@@ -1,4 +1,4 @@
-"""Issue 22: a snapshot runs no program the repository defines.
+"""The snapshot's git runner (snapshot/gitrun.py). Issue 22: a snapshot runs no program the repository defines.
 
 The repository's ``.git/config`` (or a file it includes) names a program for each key git
 would run one for; every one of them writes a marker.  For each key the value git sees in
@@ -13,7 +13,8 @@ import subprocess
 
 import pytest
 
-from cc_continuity.snapshot import worktree
+from cc_continuity.snapshot import drift, facts, gitrun, worktree
+from cc_continuity.snapshot.indexes import PrivateIndex
 
 # key -> the value our calls must give it (None: unset, an empty list of helpers)
 NEUTRAL = {
@@ -71,7 +72,7 @@ def hostile(tmp_path):
 def test_each_key_is_neutral_in_a_snapshots_git_calls(hostile):
     repo, _ = hostile
     for key, want in NEUTRAL.items():
-        out = worktree._git(["config", "--get-all", key], str(repo))
+        out = gitrun.git(["config", "--get-all", key], str(repo))
         got = out.stdout.decode().splitlines()
         # (a list key such as credential.helper: an empty entry resets it, so it must come last)
         assert got and got[-1] == want, (key, got)
@@ -89,8 +90,8 @@ def test_snapshots_and_facts_run_no_repository_program(hostile, tmp_path):
     first = worktree.snapshot(repo, "refs/continuity/t/1", "one", index=index)
     (repo / "a.txt").write_text("three\n")
     second = worktree.snapshot(repo, "refs/continuity/t/2", "two", index=index)
-    worktree.git_facts(repo)
-    worktree.changed_since(repo, first["commit"])
+    facts.git_facts(repo)
+    drift.changed_since(repo, first["commit"])
     assert not marker.exists(), marker.read_text()
     # The changed filtered file is stored raw; the unchanged filtered file keeps its index blob.
     assert git(repo, "show", "%s:a.txt" % second["commit"]) == "three\n"
@@ -103,9 +104,9 @@ def test_user_config_entries_already_in_the_environment_are_kept(hostile, monkey
     monkeypatch.setenv("GIT_CONFIG_COUNT", "1")
     monkeypatch.setenv("GIT_CONFIG_KEY_0", "user.name")
     monkeypatch.setenv("GIT_CONFIG_VALUE_0", "from-env")
-    worktree._drivers_of.clear()
-    assert worktree._git(["config", "user.name"], str(repo)).stdout.decode().strip() == "from-env"
-    assert worktree._git(["config", "filter.evil.clean"], str(repo)).stdout.decode().strip() == ""
+    gitrun._drivers_of.clear()
+    assert gitrun.git(["config", "user.name"], str(repo)).stdout.decode().strip() == "from-env"
+    assert gitrun.git(["config", "filter.evil.clean"], str(repo)).stdout.decode().strip() == ""
 
 
 def test_the_private_index_is_0600_even_when_the_snapshot_is_killed_before_its_chmod(tmp_path, monkeypatch):
@@ -116,7 +117,7 @@ def test_the_private_index_is_0600_even_when_the_snapshot_is_killed_before_its_c
     (repo / "a").write_text("a\n")
     index = tmp_path / "state" / "snapshot.index"
     index.parent.mkdir(mode=0o700)
-    monkeypatch.setattr(worktree._PrivateIndex, "close", lambda self: None)
+    monkeypatch.setattr(PrivateIndex, "close", lambda self: None)
     old = os.umask(0o022)
     try:
         worktree.snapshot(repo, "refs/continuity/t/1", "one", index=str(index))

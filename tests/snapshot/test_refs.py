@@ -1,4 +1,6 @@
-"""Issue 10: a snapshot ref under refs/continuity is never overwritten by a later checkpoint.
+"""The snapshot refs (snapshot/refs.py): names git accepts, and never one overwritten.
+
+Issue 10: a snapshot ref under refs/continuity is never overwritten by a later checkpoint.
 
 Each scenario used to replace an older ``cp-001`` (refs were named by the directory's
 slug, and a checkpoint without a manifest dropped the ref of its name first): two
@@ -8,12 +10,86 @@ hook commands against a real repository; every ref that existed before must stil
 at its commit afterwards, and the new checkpoint must have a ref of its own.
 """
 
+
+import json
 import os
 import shutil
 import subprocess
+import sys
+
+import pytest
 
 from cc_continuity import config, session
+from cc_continuity.snapshot.gitrun import SnapshotError
+from cc_continuity.snapshot.refs import ref_name
+from cc_continuity.snapshot.worktree import snapshot
+from helpers.gitrepo import git, write
 from helpers.hookdriver import HookDriver, handoff_text, tokens_at
+
+
+def test_ref_name_validation_matches_git():
+    assert ref_name("my-proj", 7) == "refs/continuity/my-proj/cp-007"
+    assert ref_name("x", 1234) == "refs/continuity/x/cp-1234"
+    good = ["my-proj", "ünï", "a.b", "-dash", "x@y", "UPPER_1"]
+    bad = [".hidden", "x.lock", "a..b", "sp ace", "t~1", "c^", "co:lon", "q?", "st*r", "br[",
+           "back\\slash", "at@{x", "ctl\x01", "del\x7f"]
+    for slug in good:
+        ref = ref_name(slug, 1)
+        assert subprocess.run(["git", "check-ref-format", ref]).returncode == 0, slug
+    for slug in bad:
+        with pytest.raises(ValueError):
+            ref_name(slug, 1)
+        ref = "refs/continuity/%s/cp-001" % slug
+        assert subprocess.run(["git", "check-ref-format", ref]).returncode != 0, slug
+    for slug in ("", "a/b", None, "@", "ends."):  # git allows the last two mid-ref
+        with pytest.raises(ValueError):
+            ref_name(slug, 1)
+    for number in (-1, "3", True, 1.0):
+        with pytest.raises(ValueError):
+            ref_name("ok", number)
+
+
+def test_bad_ref_rejected_before_touching_anything(git_repo):
+    objects = git(git_repo, "count-objects")
+    for ref in ("heads/x", "refs/continuity/a b/cp-001", "refs//x", "refs/x/"):
+        with pytest.raises(ValueError):
+            snapshot(str(git_repo), ref, "m")
+    assert git(git_repo, "count-objects") == objects
+
+
+def test_existing_ref_is_never_overwritten(git_repo):
+    r = str(git_repo)
+    ref = ref_name("proj", 1)
+    first = snapshot(r, ref, "one")
+    write(os.path.join(r, "README.md"), "changed\n")
+    with pytest.raises(SnapshotError, match="already exists"):
+        snapshot(r, ref, "two")
+    assert git(r, "rev-parse", ref).strip() == first["commit"]
+    # unique: a taken name makes the next free one, and the taken ones stay where they were.
+    two = snapshot(r, ref, "two", unique=True)
+    three = snapshot(r, ref, "three", unique=True)
+    assert (two["ref"], three["ref"]) == (ref + "-2", ref + "-3")
+    assert git(r, "rev-parse", ref).strip() == first["commit"]
+    assert git(r, "rev-parse", ref + "-2").strip() == two["commit"] != three["commit"]
+
+
+def test_unique_names_under_concurrent_snapshots(git_repo):
+    """Eight processes publish the same checkpoint name at once: eight refs, none moved."""
+    r = str(git_repo)
+    code = ("import sys, json; from cc_continuity.snapshot.worktree import snapshot; "
+            "print(json.dumps(snapshot(sys.argv[1], 'refs/continuity/k/cp-001', sys.argv[2], unique=True)))")
+    procs = [subprocess.Popen([sys.executable, "-c", code, r, "writer %d" % i], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE) for i in range(8)]
+    results = []
+    for p in procs:
+        out, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err
+        results.append(json.loads(out))
+    refs = {res["ref"]: res["commit"] for res in results}
+    assert len(refs) == 8
+    for ref, commit in refs.items():
+        assert git(r, "rev-parse", ref).strip() == commit
+
 
 S = ["%d%d%d%d0000-0000-4000-8000-00000000000%d" % (i, i, i, i, i) for i in range(1, 9)]
 
