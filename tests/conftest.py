@@ -61,9 +61,17 @@ def _ladder(monkeypatch):
 
 
 @pytest.fixture
-def project(tmp_path, isolated_home, monkeypatch):
+def make_project(tmp_path, isolated_home, monkeypatch):
+    """``make_project(root=tmp_path/"proj", files=ladder.FILES, **HookDriver keywords)``: the *project* rung
+    for a test that needs its own files or more than one project (climb with the Ladder's methods)."""
+    lad = _ladder(monkeypatch)
+    return lambda root=None, files=None, **kw: lad.Ladder.new(tmp_path / "proj" if root is None else root, files, **kw)
+
+
+@pytest.fixture
+def project(make_project):
     """A git repository (ladder.FILES) and its agent on the fake host; nothing has run."""
-    return _ladder(monkeypatch).Ladder.new(tmp_path / "proj")
+    return make_project()
 
 
 @pytest.fixture
