@@ -28,7 +28,11 @@ def isolated_home(tmp_path, monkeypatch):
     """A fresh HOME and CC_CONTINUITY_HOME per test; Claude-related env scrubbed."""
     home = tmp_path / "home"
     home.mkdir()
-    state = tmp_path / "cchome"
+    _isolate(monkeypatch, home, tmp_path / "cchome")
+    return home
+
+
+def _isolate(monkeypatch, home, state):
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("CC_CONTINUITY_HOME", str(state))
     for name in _SCRUB:
@@ -42,7 +46,74 @@ def isolated_home(tmp_path, monkeypatch):
     # `pip install -e` pointed at (another worktree would test other code).
     old = os.environ.get("PYTHONPATH")
     monkeypatch.setenv("PYTHONPATH", REPO + (os.pathsep + old if old else ""))
-    return home
+
+
+# -- the rotation set-up as a ladder of fixtures, in-process (tests/helpers/ladder.py) ----------------
+# project -> working -> requested -> verified -> cleared -> claimed: each rung a Ladder one step on.
+# (Imported when a test asks for a rung: the test process of the others loads no rotation module.)
+
+def _ladder(monkeypatch):
+    from cc_continuity.rotation import turn
+    from helpers import ladder
+
+    monkeypatch.setattr(turn, "STOP_WAIT_S", ladder.STOP_WAIT_S)
+    return ladder
+
+
+@pytest.fixture
+def make_project(tmp_path, isolated_home, monkeypatch):
+    """``make_project(root=tmp_path/"proj", files=ladder.FILES, **HookDriver keywords)``: the *project* rung
+    for a test that needs its own files or more than one project (climb with the Ladder's methods)."""
+    lad = _ladder(monkeypatch)
+    return lambda root=None, files=None, **kw: lad.Ladder.new(tmp_path / "proj" if root is None else root, files, **kw)
+
+
+@pytest.fixture
+def project(make_project):
+    """A git repository (ladder.FILES) and its agent on the fake host; nothing has run."""
+    return make_project()
+
+
+@pytest.fixture
+def working(project):
+    """S1 started and prompted; its turn's last reply at 65 % (past *rotate*), its Stop not run."""
+    return project.work()
+
+
+@pytest.fixture
+def requested(working):
+    """The Stop at *rotate*: HANDOFF_REQUESTED (``.request``, ``.handoff_path``)."""
+    return working.request_handoff()
+
+
+@pytest.fixture(scope="session")
+def verified_world(tmp_path_factory):
+    """*verified* built once per session (per xdist worker) in its own HOME and CC_CONTINUITY_HOME."""
+    base = tmp_path_factory.mktemp("ladder")
+    (base / "home").mkdir()
+    with pytest.MonkeyPatch.context() as mp:
+        _isolate(mp, base / "home", base / "cchome")
+        return _ladder(mp).build_world(base)
+
+
+@pytest.fixture
+def verified(verified_world, tmp_path, isolated_home, monkeypatch):
+    """cp-001 verified, the user asked for /clear (``.checkpoint``, ``.verified_out``): a copy of the
+    session's world under this test's paths, not a rotation."""
+    _ladder(monkeypatch)
+    return verified_world.copy_to(tmp_path)
+
+
+@pytest.fixture
+def cleared(verified):
+    """/clear: S1 ended, S2 started and claimed cp-001 (``.bootstrap``)."""
+    return verified.clear()
+
+
+@pytest.fixture
+def claimed(cleared):
+    """S2's first prompt: ACTIVE (``.claimed_out``)."""
+    return cleared.claim()
 
 
 @pytest.fixture

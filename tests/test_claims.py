@@ -4,7 +4,7 @@ import pytest
 
 from cc_continuity.rotation import handoff
 from cc_continuity import config
-from helpers.hookdriver import HookDriver, handoff_text, tokens_at
+from helpers.hookdriver import handoff_text, tokens_at
 
 S1 = "c1c1c1c1-0000-4000-8000-0000000000c1"
 S2 = "c2c2c2c2-0000-4000-8000-0000000000c2"
@@ -55,42 +55,42 @@ def test_the_section_separates_confirmed_from_claimed():
     assert handoff.claims_section([]) == ""
 
 
-def test_the_writer_is_shown_the_contradiction_once_and_the_successor_is_told(tmp_path):
-    drv = HookDriver(tmp_path / "proj", files={"README.md": "hello\n", "src/app.py": "x = 1\n"})
-    drv.transcript(S1).assistant(tokens_at(10))
-    drv.hook("SessionStart", S1, source="startup")
-    drv.hook("UserPromptSubmit", S1, prompt="fix the parser")
-    drv.hook("PostToolUseFailure", S1, tool_name="Bash", tool_input={"command": "python3 -m pytest -q"},
-             error="Exit code 1\n1 failed", is_interrupt=False)
-    drv.transcript(S1).assistant(tokens_at(65))
-    drv.hook("Stop", S1)
+def test_the_writer_is_shown_the_contradiction_once_and_the_successor_is_told(make_project):
+    lad = make_project(files={"README.md": "hello\n", "src/app.py": "x = 1\n"})  # the ladder, in-process
+    drv = lad.drv
+    lad.said(S1, tokens_at(10))
+    lad.start(S1)
+    lad.prompt(S1, "fix the parser")
+    drv.inproc("PostToolUseFailure", S1, tool_name="Bash", tool_input={"command": "python3 -m pytest -q"},
+               error="Exit code 1\n1 failed", is_interrupt=False)
+    lad.said(S1, tokens_at(65))
+    lad.request_handoff(S1)
     with open(drv.handoff_path(S1), "w") as f:
         f.write(handoff_text(config.HANDOFF_SECTIONS, extra={"Current state": "The parser is fixed and all tests "
                                                                                "pass."}))
-    out = drv.hook("Stop", S1, stop_hook_active=True)
+    out = lad.stop(S1, stop_hook_active=True)
     assert out and out["decision"] == "block", out
     assert "the handoff says tests pass, but the last `python3 -m pytest -q` exited 1" in out["reason"]
     assert [r["problems"] for r in drv.ledger(S1, ev="claims_contradicted")]
-    out = drv.hook("Stop", S1, stop_hook_active=True)  # left as it is: verified, and marked for the successor
+    out = lad.stop(S1, stop_hook_active=True)  # left as it is: verified, and marked for the successor
     assert drv.state(S1)["state"] in ("AWAITING_MANUAL_CLEAR", "ROTATING")
-    drv.hook("SessionEnd", S1, reason="clear")
-    drv.transcript(S2).assistant(tokens_at(3))
-    text = drv.hook("SessionStart", S2, source="clear")["hookSpecificOutput"]["additionalContext"]
+    text = lad.clear(S1, S2).cleared_out["hookSpecificOutput"]["additionalContext"]
     assert "claimed, not confirmed: tests pass — the last `python3 -m pytest -q` exited 1" in text
     assert text.index("## Handoff (cp-001)") < text.index("## Machine facts") < text.index("claimed, not confirmed")
 
 
-def test_a_confirmed_claim_does_not_hold_the_handoff(tmp_path):
-    drv = HookDriver(tmp_path / "proj", files={"README.md": "hello\n", "src/app.py": "x = 1\n"})
-    drv.transcript(S1).assistant(tokens_at(10))
-    drv.hook("SessionStart", S1, source="startup")
-    drv.hook("PostToolUse", S1, tool_input={"command": "python3 -m pytest -q"},
-             tool_response={"stdout": "3 passed", "stderr": "", "interrupted": False})
-    drv.transcript(S1).assistant(tokens_at(65))
-    drv.hook("Stop", S1)
+def test_a_confirmed_claim_does_not_hold_the_handoff(make_project):
+    lad = make_project(files={"README.md": "hello\n", "src/app.py": "x = 1\n"})  # the ladder, in-process
+    drv = lad.drv
+    lad.said(S1, tokens_at(10))
+    lad.start(S1)
+    drv.inproc("PostToolUse", S1, tool_input={"command": "python3 -m pytest -q"},
+               tool_response={"stdout": "3 passed", "stderr": "", "interrupted": False})
+    lad.said(S1, tokens_at(65))
+    lad.request_handoff(S1)
     with open(drv.handoff_path(S1), "w") as f:
         f.write(handoff_text(config.HANDOFF_SECTIONS, extra={"Current state": "All tests pass."}))
-    drv.hook("Stop", S1, stop_hook_active=True)
+    lad.stop(S1, stop_hook_active=True)
     assert drv.state(S1)["state"] in ("AWAITING_MANUAL_CLEAR", "ROTATING")
     assert not drv.ledger(S1, ev="claims_contradicted")
 

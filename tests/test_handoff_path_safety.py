@@ -3,8 +3,9 @@
 PreToolUse auto-allows (no permission prompt) a Write of this session's handoff file; the
 machine fallback writes that same path itself.  A symlink or hard link there (a careless
 agent's ``ln -s ~/.bashrc handoff.md``), a FIFO, or a checkpoint directory that is a link
-or open to others must neither get the auto-allow nor be written through.  Everything runs
-through the real hook commands.
+or open to others must neither get the auto-allow nor be written through.  The session is
+the ladder's *requested* rung (in-process, tests/helpers/ladder.py); PreToolUse, and the Stop a
+FIFO must not hang, run as the real hook commands; the verifying Stops run in-process.
 """
 
 import os
@@ -15,20 +16,13 @@ import pytest
 
 from cc_continuity import config, session
 from cc_continuity.doctor import runner, system
-from helpers.hookdriver import HookDriver, handoff_text, tokens_at
-
-S1 = "a1a1a1a1-0000-4000-8000-000000000001"
-
+from helpers.hookdriver import handoff_text, tokens_at
+from helpers.ladder import S1
 
 @pytest.fixture
-def drv(tmp_path):
-    d = HookDriver(tmp_path / "proj", files={"README.md": "hello\n", "src/app.py": "x = 1\n"})
-    d.transcript(S1).assistant(tokens_at(10))
-    d.hook("SessionStart", S1, source="startup")
-    d.hook("UserPromptSubmit", S1, prompt="build the parser")
-    d.transcript(S1).assistant(tokens_at(65), "Step finished.")
-    out = d.hook("Stop", S1)
-    assert out["decision"] == "block"
+def drv(requested):
+    d = requested.drv
+    assert requested.request["decision"] == "block"
     assert d.state(S1)["state"] == session.HANDOFF_REQUESTED
     return d
 
@@ -101,11 +95,11 @@ def test_past_the_hard_ceiling_a_linked_handoff_is_denied_like_any_other_tool(dr
     assert out["hookSpecificOutput"]["permissionDecision"] == "deny"
 
 
-def test_the_machine_fallback_replaces_a_link_and_never_writes_through_it(drv, victim):
+def test_the_machine_fallback_replaces_a_link_and_never_writes_through_it(drv, requested, victim):
     path = drv.handoff_path(S1)
     os.symlink(str(victim), path)
     for _ in range(config.DEFAULTS["handoff_max_tries"]):
-        drv.hook("Stop", S1, stop_hook_active=True)
+        requested.stop(S1, stop_hook_active=True)
     assert drv.state(S1)["state"] == session.AWAITING_MANUAL_CLEAR
     assert victim.read_text() == "# the user's shell rc\n"
     st = os.lstat(path)
@@ -116,14 +110,14 @@ def test_the_machine_fallback_replaces_a_link_and_never_writes_through_it(drv, v
     assert any("plain file" in p for r in checks_seen for p in r["problems"]), checks_seen
 
 
-def test_a_hard_linked_handoff_is_not_validated_nor_chmodded_and_the_target_survives(drv, victim):
+def test_a_hard_linked_handoff_is_not_validated_nor_chmodded_and_the_target_survives(drv, requested, victim):
     path = drv.handoff_path(S1)
     os.chmod(str(victim), 0o644)
     with open(str(victim), "w") as f:
         f.write(handoff_text(config.HANDOFF_SECTIONS))  # a valid handoff, but not in a file of its own
     os.link(str(victim), path)
     for _ in range(config.DEFAULTS["handoff_max_tries"]):
-        drv.hook("Stop", S1, stop_hook_active=True)
+        requested.stop(S1, stop_hook_active=True)
     assert drv.state(S1)["checkpoint"]["degraded"] is True
     assert stat.S_IMODE(os.stat(str(victim)).st_mode) == 0o644
     assert victim.read_text() == handoff_text(config.HANDOFF_SECTIONS)
@@ -139,7 +133,7 @@ def test_a_fifo_at_the_handoff_path_does_not_hang_the_stop_hook(drv):
     assert out["decision"] == "block" and "plain file" in out["reason"]
 
 
-def test_a_verified_model_handoff_is_0600_and_doctor_stays_green(drv):
+def test_a_verified_model_handoff_is_0600_and_doctor_stays_green(drv, requested):
     path = drv.handoff_path(S1)
     old = os.umask(0o022)
     try:
@@ -148,7 +142,7 @@ def test_a_verified_model_handoff_is_0600_and_doctor_stays_green(drv):
     finally:
         os.umask(old)
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o644
-    drv.hook("Stop", S1, stop_hook_active=True)
+    requested.stop(S1, stop_hook_active=True)
     rec = drv.state(S1)
     assert rec["state"] == session.AWAITING_MANUAL_CLEAR and rec["checkpoint"]["degraded"] is False
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600

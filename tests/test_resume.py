@@ -10,40 +10,26 @@ import os
 import subprocess
 import sys
 
-from cc_continuity import config
-from helpers.hookdriver import HookDriver, dead_pid, handoff_text, tokens_at, wait_for_snapshot_jobs
+from helpers import ladder
+from helpers.hookdriver import HookDriver, dead_pid, tokens_at, wait_for_snapshot_jobs
+from helpers.ladder import S1, S2
 
-S1 = "a1a1a1a1-0000-4000-8000-0000000000e1"
-S2 = "b2b2b2b2-0000-4000-8000-0000000000e2"
 S3 = "c3c3c3c3-0000-4000-8000-0000000000e3"
-FILES = {"README.md": "hello\n", "src/app.py": "x = 1\n", "src/util.py": "y = 2\n"}
+FILES = ladder.FILES  # {"README.md", "src/app.py", "src/util.py"}; the handoff names src/app.py and src/util.py
 
 
 def context(out):
     return ((out or {}).get("hookSpecificOutput") or {}).get("additionalContext") or ""
 
 
-def checkpointed(tmp_path, clear=True):
-    """S1 works, hands off (the handoff names src/app.py) and is verified; cleared (or left waiting)."""
-    drv = HookDriver(tmp_path / "proj", files=FILES)
-    drv.transcript(S1).assistant(tokens_at(10))
-    drv.hook("SessionStart", S1, source="startup")
-    drv.hook("UserPromptSubmit", S1, prompt="rewrite the parser")
-    drv.transcript(S1).assistant(tokens_at(65))
-    drv.hook("Stop", S1)
-    with open(drv.handoff_path(S1), "w") as f:
-        f.write(handoff_text(config.HANDOFF_SECTIONS, extra={"Files touched": "- `src/app.py`\n- `src/util.py`"}))
-    drv.hook("Stop", S1, stop_hook_active=True)
-    assert drv.state(S1)["state"] in ("AWAITING_MANUAL_CLEAR", "ROTATING")
-    if clear:
-        drv.hook("SessionEnd", S1, reason="clear")
-    return drv
-
-
-def claim(drv, source="clear"):
-    drv.transcript(S2).assistant(tokens_at(3))
-    out = drv.hook("SessionStart", S2, source=source)
-    text = context(out)
+def claim(verified, source="clear"):
+    """The successor's SessionStart claims cp-001 (after S1's /clear when ``source`` is clear)."""
+    if source == "clear":
+        verified.clear()
+    else:
+        verified.said(S2, tokens_at(3))
+        verified.bootstrap = context(verified.start(S2, source=source))
+    text, drv = verified.bootstrap, verified.drv
     assert text.startswith("Continuing from cp-001"), text[:300]
     return text, drv.state(S2)["revalidation"]
 
@@ -53,9 +39,9 @@ def write(drv, rel, data):
         f.write(data)
 
 
-def test_nothing_changed_is_fresh(tmp_path):
-    drv = checkpointed(tmp_path)
-    text, rv = claim(drv)
+def test_nothing_changed_is_fresh(verified):
+    drv = verified.drv
+    text, rv = claim(verified)
     assert rv["verdict"] == "fresh", rv
     assert rv["changed"] == [] and rv["commits_since"] == 0 and rv["missing_named"] == []
     assert "## Since the checkpoint: fresh" in text
@@ -72,11 +58,11 @@ def test_nothing_changed_is_fresh(tmp_path):
     assert len(text) <= 2500 * 4
 
 
-def test_a_commit_by_hand_is_drifted_and_names_commit_and_file(tmp_path):
-    drv = checkpointed(tmp_path)
+def test_a_commit_by_hand_is_drifted_and_names_commit_and_file(verified):
+    drv = verified.drv
     write(drv, "README.md", "hello, edited by hand\n")
     drv.git("commit", "-qam", "docs: say hello properly")
-    text, rv = claim(drv)
+    text, rv = claim(verified)
     assert rv["verdict"] == "drifted", rv
     assert rv["commits_since"] == 1
     assert rv["changed"] == ["README.md"]
@@ -84,14 +70,14 @@ def test_a_commit_by_hand_is_drifted_and_names_commit_and_file(tmp_path):
     assert "  - README.md (modified)" in text
 
 
-def test_a_file_edited_by_hand_is_drifted(tmp_path):
-    drv = checkpointed(tmp_path)
+def test_a_file_edited_by_hand_is_drifted(verified):
+    drv = verified.drv
     write(drv, "src/util.py", "y = 3\n")
     write(drv, "notes.txt", "new\n")
     # an edit changed back is no change
     write(drv, "README.md", "other\n")
     write(drv, "README.md", "hello\n")
-    text, rv = claim(drv)
+    text, rv = claim(verified)
     assert rv["verdict"] == "drifted", rv
     assert rv["commits_since"] == 0
     assert rv["changed"] == ["notes.txt", "src/util.py"]
@@ -101,10 +87,10 @@ def test_a_file_edited_by_hand_is_drifted(tmp_path):
     assert drv.git("diff", "--cached", "--name-only") == b""
 
 
-def test_a_file_named_in_the_handoff_deleted_is_drifted(tmp_path):
-    drv = checkpointed(tmp_path)
+def test_a_file_named_in_the_handoff_deleted_is_drifted(verified):
+    drv = verified.drv
     os.unlink(os.path.join(drv.root, "src/app.py"))
-    text, rv = claim(drv)
+    text, rv = claim(verified)
     assert rv["verdict"] == "drifted", rv
     assert rv["missing_named"] == ["src/app.py"]
     assert rv["changed"] == ["src/app.py"]
@@ -112,19 +98,19 @@ def test_a_file_named_in_the_handoff_deleted_is_drifted(tmp_path):
     assert "src/app.py (deleted)" in text
 
 
-def test_a_branch_switch_is_stale(tmp_path):
-    drv = checkpointed(tmp_path)
+def test_a_branch_switch_is_stale(verified):
+    drv = verified.drv
     drv.git("checkout", "-q", "-b", "experiment")
     write(drv, "src/app.py", "x = 99\n")
-    text, rv = claim(drv)
+    text, rv = claim(verified)
     assert rv["verdict"] == "stale", rv
     assert "the branch is experiment now, it was main" in rv["reason"]
     assert rv["changed"] == ["src/app.py"]
     assert "## Since the checkpoint: stale" in text and "branch main then, experiment now" in text
 
 
-def test_a_pending_snapshot_is_said_not_compared(tmp_path):
-    drv = checkpointed(tmp_path)
+def test_a_pending_snapshot_is_said_not_compared(verified):
+    drv = verified.drv
     mpath = os.path.join(drv.sdir(S1), "checkpoint", "manifest.json")
     with open(mpath) as f:
         m = json.load(f)
@@ -134,26 +120,26 @@ def test_a_pending_snapshot_is_said_not_compared(tmp_path):
     with open(mpath, "w") as f:
         json.dump(m, f)
     write(drv, "src/util.py", "y = 3\n")
-    text, rv = claim(drv)
+    text, rv = claim(verified)
     assert rv["verdict"] == "fresh" and rv["snapshot"] == "pending", rv
     assert "not compared yet" in text
 
 
-def test_actions_after_the_checkpoint_are_listed_marked_and_redacted(tmp_path):
-    drv = checkpointed(tmp_path, clear=False)  # no tmux: AWAITING_MANUAL_CLEAR, and the session works on
+def test_actions_after_the_checkpoint_are_listed_marked_and_redacted(verified):
+    drv = verified.drv  # no tmux: AWAITING_MANUAL_CLEAR, and the session works on
     burst = [("Bash", {"command": "git push origin main"}),
              ("Edit", {"file_path": os.path.join(drv.root, "src/app.py"), "old_string": "x", "new_string": "z"}),
              ("Bash", {"command": "curl -X POST -H 'Authorization: Bearer sk-live-9fQ2xLm4Zt8Rk1Vb7Nc3Hd5J' https://api.example.com/deploy"}),
              ("Bash", {"command": "export NPM_TOKEN=npm_Ab12Cd34Ef56Gh78Ij90Kl12Mn34 && npm publish"}),
              ("Bash", {"command": "pytest -q"})]
     for tool, inp in burst:
-        drv.hook("PostToolUse", S1, tool_name=tool, tool_input=inp, tool_response={"stdout": "", "stderr": "",
-                                                                                    "interrupted": False})
-    drv.hook("PostToolUseFailure", S1, tool_name="Bash", tool_input={"command": "pip install -e ."},
+        drv.inproc("PostToolUse", S1, tool_name=tool, tool_input=inp, tool_response={"stdout": "", "stderr": "",
+                                                                                      "interrupted": False})
+    drv.inproc("PostToolUseFailure", S1, tool_name="Bash", tool_input={"command": "pip install -e ."},
              error="Exit code 1", is_interrupt=False)
     # S1's process is gone (kill -9): a new `claude` (another process) claims the waiting checkpoint
-    drv.claude_pid = dead_pid(1)
-    text, rv = claim(drv, source="startup")
+    drv.claude_pid = verified.host.pid = dead_pid(1)
+    text, rv = claim(verified, source="startup")
     assert rv["process"] == "gone"
     section = text[text.index("## Actions after the checkpoint"):]
     section = section[:section.index("\n\n")] if "\n\n" in section else section

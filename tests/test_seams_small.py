@@ -6,7 +6,7 @@ import time
 from cc_continuity import config, session
 from cc_continuity.hosts.claude.host import CLAUDE
 from cc_continuity.rotation import context, start
-from helpers.hookdriver import HookDriver, handoff_text, tokens_at
+from helpers.hookdriver import handoff_text, tokens_at
 
 S1 = "fcfcfcfc-0000-4000-8000-000000000001"
 S2 = "adadadad-0000-4000-8000-000000000002"
@@ -14,17 +14,10 @@ FILES = {"README.md": "hi\n", "src/app.py": "x = 1\n"}
 GOOD = handoff_text(config.HANDOFF_SECTIONS, extra={"Files touched": "- `src/app.py`"})
 
 
-def requested(drv):
-    drv.transcript(S1).assistant(tokens_at(10))
-    drv.hook("SessionStart", S1, source="startup")
-    drv.hook("UserPromptSubmit", S1, prompt="build the parser")
-    drv.transcript(S1).assistant(tokens_at(65), "Step finished.")
-    assert drv.hook("Stop", S1)["decision"] == "block"
-
-
-def test_a_prompt_typed_after_the_request_with_the_clock_stepped_back_is_carried_over(tmp_path, monkeypatch):
-    drv = HookDriver(tmp_path / "proj", files=FILES)
-    requested(drv)
+def test_a_prompt_typed_after_the_request_with_the_clock_stepped_back_is_carried_over(make_project, monkeypatch):
+    lad = make_project(files=FILES).work(sid=S1, prompts=("build the parser",))
+    drv = lad.drv
+    assert lad.request_handoff(S1).request["decision"] == "block"
     real = time.time
     monkeypatch.setattr(time, "time", lambda: real() - 3600)  # the clock stepped back an hour
     ctx = context.Context("UserPromptSubmit", drv.payload("UserPromptSubmit", S1, prompt="also handle tabs"),
@@ -33,23 +26,23 @@ def test_a_prompt_typed_after_the_request_with_the_clock_stepped_back_is_carried
     monkeypatch.setattr(time, "time", real)
     with open(drv.handoff_path(S1), "w") as f:
         f.write(GOOD)
-    drv.transcript(S1).assistant(tokens_at(66), "Handoff written.")
-    drv.hook("Stop", S1)
-    drv.hook("SessionEnd", S1, reason="clear")
-    drv.transcript(S2).assistant(tokens_at(3))
-    text = drv.hook("SessionStart", S2, source="clear")["hookSpecificOutput"]["additionalContext"]
+    lad.said(S1, tokens_at(66), "Handoff written.")
+    lad.stop(S1)
+    text = lad.clear(S1, S2).cleared_out["hookSpecificOutput"]["additionalContext"]
     assert "Prompts the user typed after the handoff was requested" in text and "also handle tabs" in text, text
 
 
-def test_a_directory_at_the_handoff_path_is_reported_once_and_replaced_by_the_machine_handoff(tmp_path):
-    drv = HookDriver(tmp_path / "proj", files=FILES)
+def test_a_directory_at_the_handoff_path_is_reported_once_and_replaced_by_the_machine_handoff(make_project):
+    lad = make_project(files=FILES)
+    drv = lad.drv
     drv.config(handoff_max_tries=2)
-    requested(drv)
+    lad.work(sid=S1, prompts=("build the parser",))
+    assert lad.request_handoff(S1).request["decision"] == "block"
     os.makedirs(drv.handoff_path(S1))
     outs = []
     for i in range(3):
-        drv.transcript(S1).assistant(tokens_at(66 + i), "Tried.")
-        outs.append(drv.hook("Stop", S1, stop_hook_active=True))
+        lad.said(S1, tokens_at(66 + i), "Tried.")
+        outs.append(lad.stop(S1, stop_hook_active=True))
     rec = drv.state(S1)
     assert rec["state"] == session.AWAITING_MANUAL_CLEAR and rec["checkpoint"]["degraded"], (rec["state"], outs)
     said = [o for o in outs if o and "was a directory, not a file" in o.get("systemMessage", "")]

@@ -8,7 +8,7 @@ import pytest
 from cc_continuity import config
 from cc_continuity.rotation import handoff, texts
 from helpers import recall_corpus as corpus
-from helpers.hookdriver import HookDriver, handoff_text, tokens_at
+from helpers.hookdriver import handoff_text, tokens_at
 
 S1, S2 = corpus.S1, corpus.S2
 
@@ -82,17 +82,18 @@ def test_a_command_this_session_never_ran_is_cited_but_not_held_against_it(repo)
     assert (res.cited, res.wrong, res.uncited) == (1, [], [])
 
 
-def _at_handoff(root, cfg=None):
-    drv = HookDriver(root, files={"README.md": "hello\n", "src/app.py": "def parse(text):\n    return text\n"})
+def _at_handoff(make_project, root, cfg=None):
+    """The ladder's rungs up to *requested* (in-process, the fake host), with a failed test run recorded."""
+    lad = make_project(root, files={"README.md": "hello\n", "src/app.py": "def parse(text):\n    return text\n"})
     if cfg:
-        drv.config(**cfg)
-    drv.transcript(S1).assistant(tokens_at(10))
-    drv.hook("SessionStart", S1, source="startup")
-    drv.hook("PostToolUseFailure", S1, tool_name="Bash", tool_input={"command": "python3 -m pytest -q"},
-             error="Exit code 1\n1 failed", is_interrupt=False)
-    drv.transcript(S1).assistant(tokens_at(65))
-    out = drv.hook("Stop", S1)
-    return drv, out["reason"]
+        lad.drv.config(**cfg)
+    lad.said(S1, tokens_at(10))
+    lad.start(S1)
+    lad.drv.inproc("PostToolUseFailure", S1, tool_name="Bash", tool_input={"command": "python3 -m pytest -q"},
+                   error="Exit code 1\n1 failed", is_interrupt=False)
+    lad.said(S1, tokens_at(65))
+    lad.request_handoff(S1)
+    return lad, lad.request["reason"]
 
 
 SOURCED = {"Current state": "`python3 -m pytest -q` exits 1: `src/app.py:parse` returns the text unsplit.",
@@ -105,50 +106,52 @@ def _write(drv, extra):
         f.write(handoff_text(config.HANDOFF_SECTIONS, extra=extra))
 
 
-def test_the_request_asks_for_sources_and_says_when_they_are_required(tmp_path):
-    _, reason = _at_handoff(tmp_path / "a")
+def test_the_request_asks_for_sources_and_says_when_they_are_required(tmp_path, make_project):
+    _, reason = _at_handoff(make_project, tmp_path / "a")
     assert "give each claim a source the next session can re-check" in reason and "sent back" not in reason
     assert texts.SOURCE_HINT in reason
-    _, reason = _at_handoff(tmp_path / "b", {"handoff_require_sources": True})
+    _, reason = _at_handoff(make_project, tmp_path / "b", {"handoff_require_sources": True})
     assert "; a claim without one is sent back" in reason
 
 
-def test_an_unsourced_handoff_passes_by_default_and_is_recorded_as_such(tmp_path):
-    drv, _ = _at_handoff(tmp_path / "p")
-    _write(drv, UNSOURCED)
-    assert "decision" not in (drv.hook("Stop", S1, stop_hook_active=True) or {})
+def test_an_unsourced_handoff_passes_by_default_and_is_recorded_as_such(tmp_path, make_project):
+    lad, _ = _at_handoff(make_project, tmp_path / "p")
+    _write(lad.drv, UNSOURCED)
+    assert "decision" not in (lad.stop(S1, stop_hook_active=True) or {})
+    drv = lad.drv
     assert drv.state(S1)["state"] in ("AWAITING_MANUAL_CLEAR", "ROTATING")
     [line] = drv.ledger(S1, ev="handoff_check")
     assert line["ok"] and line["sources"]["cited"] == 0 and line["sources"]["uncited"] == [
         "The parser mostly works and is nearly done.", "Run the tests."]
 
 
-def test_with_require_sources_an_unsourced_handoff_goes_back_and_a_sourced_one_passes(tmp_path):
-    drv, _ = _at_handoff(tmp_path / "p", {"handoff_require_sources": True})
-    _write(drv, UNSOURCED)
-    out = drv.hook("Stop", S1, stop_hook_active=True)
+def test_with_require_sources_an_unsourced_handoff_goes_back_and_a_sourced_one_passes(tmp_path, make_project):
+    lad, _ = _at_handoff(make_project, tmp_path / "p", {"handoff_require_sources": True})
+    _write(lad.drv, UNSOURCED)
+    out = lad.stop(S1, stop_hook_active=True)
     assert out and out["decision"] == "block"
     assert 'cite nothing re-checkable' in out["reason"] and '"Run the tests."' in out["reason"]
-    _write(drv, SOURCED)
-    assert "decision" not in (drv.hook("Stop", S1, stop_hook_active=True) or {})
+    _write(lad.drv, SOURCED)
+    assert "decision" not in (lad.stop(S1, stop_hook_active=True) or {})
+    drv = lad.drv
     rec = drv.state(S1)
     assert rec["state"] in ("AWAITING_MANUAL_CLEAR", "ROTATING") and not rec["checkpoint"].get("degraded")
     checks = drv.ledger(S1, ev="handoff_check")
     assert [c["ok"] for c in checks] == [False, True] and checks[1]["sources"]["cited"] == 2
 
 
-def test_uncited_claims_ride_along_when_the_handoff_goes_back_anyway(tmp_path):
-    drv, _ = _at_handoff(tmp_path / "p")
-    _write(drv, dict(UNSOURCED, **{"Files touched": "- `src/not_there.py`"}))
-    out = drv.hook("Stop", S1, stop_hook_active=True)
+def test_uncited_claims_ride_along_when_the_handoff_goes_back_anyway(tmp_path, make_project):
+    lad, _ = _at_handoff(make_project, tmp_path / "p")
+    _write(lad.drv, dict(UNSOURCED, **{"Files touched": "- `src/not_there.py`"}))
+    out = lad.stop(S1, stop_hook_active=True)
     assert out and "src/not_there.py" in out["reason"]
     assert '(optional) these claims cite nothing re-checkable: "The parser mostly works' in out["reason"]
 
 
-def test_a_false_exit_code_sends_the_handoff_back_without_require_sources(tmp_path):
-    drv, _ = _at_handoff(tmp_path / "p")
-    _write(drv, dict(SOURCED, **{"Current state": "`python3 -m pytest -q` exits 0: all green."}))
-    out = drv.hook("Stop", S1, stop_hook_active=True)
+def test_a_false_exit_code_sends_the_handoff_back_without_require_sources(tmp_path, make_project):
+    lad, _ = _at_handoff(make_project, tmp_path / "p")
+    _write(lad.drv, dict(SOURCED, **{"Current state": "`python3 -m pytest -q` exits 0: all green."}))
+    out = lad.stop(S1, stop_hook_active=True)
     assert out and "cited with exit 0, but its last run in this session exited 1" in out["reason"]
 
 
