@@ -1,0 +1,123 @@
+"""The house's size rules (issue 35): no module over 600 lines and no function over 60 without a reason.
+
+A module or function past its bound is listed below with why it stays (as tests/test_imports.py lists
+its kept imports); an entry that no longer needs its place fails too, so the lists only shrink.
+bench/house.py prints the figures.
+"""
+
+import ast
+import os
+
+PKG_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "cc_continuity")
+MODULE_MAX, FUNCTION_MAX = 600, 60
+
+# module path (below cc_continuity/) -> why it is longer
+LONG_MODULES = {
+    "redact.py": "one table of ~100 rules read with their judges; to cut: words and judges, the rule table, "
+                 "the multi-line pass (issue 35, not done yet)",
+    "rehearse/scripted_model.py": "a stand-alone script (python -m) with its scenario language; to cut: the "
+                                  "HTTP server and the rule matcher",
+    "rehearse/__init__.py": "the rehearsal's sandbox and its driver; to cut: the sandbox and the report",
+    "tmux/rotator.py": "the rotator's one state machine (typing, drafts, hand-over); to cut: the typing of "
+                       "one prompt and the steps",
+    "holds/shell.py": "the tokenizer of ours and tree-sitter's reading share their walk; to cut: the two readers",
+    "rotation/turn.py": "the turn's end in protocol order; to cut: the handoff's check and the fall-backs",
+    "rotation/handoff.py": "the handoff's template, validation and claims; to cut: the claims",
+    "meter.py": "the Claude transcript's tail and the levels, both on the hot path; to cut: the tail reader",
+    "install/settings.py": "the settings.json merge (plan, render, the hook table); to cut: the hook table",
+}
+
+# "module path:qualified name" -> why it is longer
+LONG_FUNCTIONS = {
+    "redact.py:_multiline_hits": "one pass over a text's lines with its carried state (issue 34's multi-line "
+                                 "values); to cut with redact.py",
+    "install/claude_code.py:install": "plan, check and apply in one order that never leaves a hook without "
+                                      "its files; to cut: plan and apply",
+    "install/codex_cli.py:install": "as claude_code.install, for hooks.json and its trust",
+    "rotation/revalidation.py:revalidate": "the checkpoint against the world in one pass (drift, history, "
+                                           "facts); to cut by check",
+    "share/claiming.py:claim_from": "list, fetch, restore, lease, move, import with one rollback around "
+                                    "them; to cut: the steps, keeping the one rollback",
+    "share/publish.py:publish": "the tries of one publish under the project lock with their status file",
+    "holds/classify.py:_one": "one simple command's effects, a table-like chain of cases",
+    "install/__init__.py:_uninstall": "each agent's piece, then what they share, in one order",
+    "install/settings.py:plan_install": "the settings.json merge in one read-only plan",
+    "meter.py:read_transcript": "the transcript's bounded tail read, on the hot path: one function for speed",
+    "rotation/checkpoint.py:finalize": "the manifest's fields in one place",
+    "rotation/claim.py:_facts": "the bootstrap's facts in their order",
+    "rotation/revalidation.py:crash_handoff": "the machine handoff's sections in their order",
+    "rotation/start.py:prompt_submitted": "a prompt's cases in protocol order",
+    "rotation/turn.py:turn_ended": "the turn's end in protocol order",
+    "tmux/launch.py:_plan": "the trampoline's plan, standard library only (python -I)",
+    "watch/liveness.py:Scanner._observe": "one session's observation from its record and files",
+    "hosts/codex/wire.py:parse": "Codex's payload shapes, one case each",
+}
+
+
+def _modules():
+    for d, dirs, files in os.walk(PKG_DIR):
+        dirs[:] = [x for x in dirs if x != "__pycache__"]
+        for f in sorted(files):
+            if f.endswith(".py"):
+                path = os.path.join(d, f)
+                yield os.path.relpath(path, PKG_DIR), path
+
+
+def _functions(tree):
+    """(qualified name, lines) of every function, methods and nested ones included."""
+    out = []
+
+    def walk(node, prefix):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                name = prefix + child.name
+                out.append((name, child.end_lineno - child.lineno + 1))
+                walk(child, name + ".")
+            elif isinstance(child, ast.ClassDef):
+                walk(child, prefix + child.name + ".")
+            else:
+                walk(child, prefix)
+
+    walk(tree, "")
+    return out
+
+
+def measure():
+    modules, functions = {}, {}
+    for rel, path in _modules():
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        n = text.count("\n")
+        if n > MODULE_MAX:
+            modules[rel] = n
+        for name, k in _functions(ast.parse(text, rel)):
+            if k > FUNCTION_MAX:
+                functions["%s:%s" % (rel, name)] = k
+    return modules, functions
+
+
+def test_no_module_is_longer_than_its_bound_without_a_reason():
+    modules, _ = measure()
+    unlisted = ["%s: %d lines" % (m, n) for m, n in sorted(modules.items()) if m not in LONG_MODULES]
+    stale = sorted(set(LONG_MODULES) - set(modules))
+    assert not unlisted, "over %d lines, cut it along its seams or list why:\n  " % MODULE_MAX + "\n  ".join(unlisted)
+    assert not stale, "listed as long but no longer over %d lines (take it off):\n  " % MODULE_MAX + "\n  ".join(stale)
+
+
+def test_no_function_is_longer_than_its_bound_without_a_reason():
+    _, functions = measure()
+    unlisted = ["%s: %d lines" % (f, n) for f, n in sorted(functions.items()) if f not in LONG_FUNCTIONS]
+    stale = sorted(set(LONG_FUNCTIONS) - set(functions))
+    assert not unlisted, "over %d lines, split it along its steps or list why:\n  " % FUNCTION_MAX + "\n  ".join(unlisted)
+    assert not stale, "listed as long but no longer over %d lines (take it off):\n  " % FUNCTION_MAX + "\n  ".join(stale)
+
+
+def test_every_reason_says_something():
+    for name, why in {**LONG_MODULES, **LONG_FUNCTIONS}.items():
+        assert isinstance(why, str) and len(why.split()) >= 4, name
+
+
+def test_the_measure_counts_a_method_by_its_qualified_name():
+    body = "".join("        x%d = %d\n" % (i, i) for i in range(FUNCTION_MAX))
+    tree = ast.parse("class C:\n    def m(self):\n" + body + "\n    def short(self):\n        pass\n")
+    assert [(n, k) for n, k in _functions(tree) if k > FUNCTION_MAX] == [("C.m", FUNCTION_MAX + 1)]
