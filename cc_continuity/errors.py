@@ -10,6 +10,11 @@ never reach the user.  This module imports nothing: the slow paths that raise th
 must not pay for it.
 """
 
+TYPE_CHECKING = False  # mypy takes this name as true; at run time nothing is imported
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
+
 
 class Error(Exception):
     """Something the user must be told, in one line; exit status ``exit_code``."""
@@ -55,6 +60,85 @@ class ShareError(Error, RuntimeError):
     answered with a refusal of the whole atomic push, or git never reached it); False when unknown."""
 
     nothing_landed = False
+
+
+# -- one class per failure, below its area (each module that raises one names it too) -----------------
+
+class SettingsError(InstallError, ValueError):
+    """settings.json cannot be used as it is; nothing was written."""
+
+
+class BlockError(InstallError, ValueError):
+    """The file's markers are unbalanced; it was not changed."""
+
+
+class ManifestError(InstallError, ValueError):
+    """install.json (the record uninstall works from) is not a JSON object."""
+
+
+class AppError(InstallError, RuntimeError):
+    """The app copy (the package and its libraries) cannot be made or kept."""
+
+
+class PluginError(InstallError, RuntimeError):
+    """A ``claude plugin`` command failed; the message has its output."""
+
+
+class CodexError(InstallError, ValueError):
+    """A Codex file we cannot use as it is (or a CODEX_HOME Codex would refuse); nothing was written."""
+
+
+class SnapshotError(RotationError, RuntimeError):
+    """git is present but a command needed for the snapshot failed."""
+
+    def __init__(self, message: str, cmd: "Sequence[str] | None" = None, returncode: int | None = None,
+                 stderr: str = "", timed_out: bool = False) -> None:
+        super().__init__(message)
+        self.timed_out = timed_out
+        self.cmd = cmd
+        self.returncode = returncode
+        self.stderr = stderr
+
+
+class TmuxError(RotationError, RuntimeError):
+    """tmux is missing, the server or pane is gone, or a tmux command failed."""
+
+
+class PlanError(RotationError, ValueError):
+    """The plan file is missing, not JSON, or lacks a usable field."""
+
+
+class RotationFailed(RotationError, RuntimeError):
+    """A step did not complete within its bounds; the message is the ledger reason."""
+
+
+class AgentGone(RotationFailed):
+    """The agent process this rotation serves has exited or left the pane."""
+
+
+class ServiceError(WatchError, RuntimeError):
+    """A service file we cannot write or remove safely, or a service command that failed."""
+
+
+class ScenarioError(RehearsalError, ValueError):
+    """The scenario is malformed; the message names the offending place."""
+
+
+class LeaseHeld(ShareError):
+    """The checkpoint is claimed already; ``holder`` is the lease's claim.json (machine, author, at)."""
+
+    exit_code = 3
+
+    def __init__(self, message: str, holder: "dict[str, Any]") -> None:
+        super().__init__(message)
+        self.holder = holder
+
+
+class CorpusError(ConfigError):
+    """A corpus folder cannot be read: ``file`` names it, ``msg`` says why (one line, through ``cli.main``)."""
+
+    def __init__(self, file: str, msg: str) -> None:
+        super().__init__(file, None, msg)
 
 
 class BudgetExceeded(BaseException):

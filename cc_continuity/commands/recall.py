@@ -16,11 +16,7 @@ from ..rotation import recall
 from ._util import current_project, print_json
 
 
-class CorpusError(errors.ConfigError):
-    """A corpus folder cannot be read: ``file`` names it, ``msg`` says why (one line, through ``cli.main``)."""
-
-    def __init__(self, file: str, msg: str) -> None:
-        super().__init__(file, None, msg)
+CorpusError = errors.CorpusError  # (defined with every error class, in errors.py)
 
 
 def register(sub):

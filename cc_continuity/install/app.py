@@ -35,8 +35,7 @@ _SKIP_DIRS = {"__pycache__"}
 _SKIP_SUFFIXES = (".pyc", ".pyo")
 
 
-class AppError(errors.InstallError, RuntimeError):
-    pass
+AppError = errors.AppError  # (defined with every error class, in errors.py)
 
 
 def package_dir():

@@ -27,8 +27,7 @@ STYLES = {
 }
 
 
-class BlockError(errors.InstallError, ValueError):
-    """The file's markers are unbalanced; it was not changed."""
+BlockError = errors.BlockError  # (defined with every error class, in errors.py)
 
 
 def _marker_res(name, style):

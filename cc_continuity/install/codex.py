@@ -41,8 +41,7 @@ DEFAULT_TIMEOUT_S = 600  # Codex's timeout for an entry that names none (and its
 STATE = ("hooks", "state")
 
 
-class CodexError(errors.InstallError, ValueError):
-    """A Codex file we cannot use as it is (or a CODEX_HOME Codex would refuse); nothing was written."""
+CodexError = errors.CodexError  # (defined with every error class, in errors.py)
 
 
 # -- where Codex reads -------------------------------------------------------------

@@ -23,8 +23,7 @@ from .. import atomic, errors, paths
 NAME = "install.json"
 
 
-class ManifestError(errors.InstallError, ValueError):
-    pass
+ManifestError = errors.ManifestError  # (defined with every error class, in errors.py)
 
 
 def path():

@@ -33,8 +33,7 @@ PLUGIN_ID = "%s@%s" % (NAME, MARKETPLACE)
 _DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data")
 
 
-class PluginError(errors.InstallError, RuntimeError):
-    """A ``claude plugin`` command failed; the message has its output."""
+PluginError = errors.PluginError  # (defined with every error class, in errors.py)
 
 
 def plugin_dir(home=None):

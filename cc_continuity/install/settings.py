@@ -80,8 +80,7 @@ STATUS_LINE = {"type": "command", "command": "@PYTHON@ -S @APP@" + STATUS_MARK, 
 _MISSING = object()
 
 
-class SettingsError(errors.InstallError, ValueError):
-    """settings.json cannot be used as it is; nothing was written."""
+SettingsError = errors.SettingsError  # (defined with every error class, in errors.py)
 
 
 # -- parsing and serialising ---------------------------------------------------

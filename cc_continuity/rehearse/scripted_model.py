@@ -95,8 +95,7 @@ PING_EVERY = 1.0
 _TEMPLATE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
-class ScenarioError(errors.RehearsalError, ValueError):
-    """The scenario is malformed; the message names the offending place."""
+ScenarioError = errors.ScenarioError  # (defined with every error class, in errors.py)
 
 
 # ---------------------------------------------------------------- scenario

@@ -17,7 +17,7 @@ import subprocess
 import time
 
 from .. import atomic, paths, safefile, session
-from ..errors import ShareError
+from ..errors import LeaseHeld as LeaseHeld, ShareError
 from . import data as share_data
 from ..lock import Lock
 from ..project import LEASES
@@ -37,16 +37,6 @@ _LOCAL_ENV = ("GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_COMMON_DIR", "GIT_DIR", "
               "GIT_OBJECT_DIRECTORY", "GIT_WORK_TREE", "GIT_NAMESPACE", "GIT_PREFIX", "GIT_ASKPASS",
               "SSH_ASKPASS")
 _NO_HOOKS = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false")
-
-
-class LeaseHeld(ShareError):
-    """The checkpoint is claimed already; ``holder`` is the lease's claim.json (machine, author, at)."""
-
-    exit_code = 3
-
-    def __init__(self, message: str, holder: "dict[str, Any]") -> None:
-        super().__init__(message)
-        self.holder = holder
 
 
 def machine_id() -> str:

@@ -65,16 +65,7 @@ _DRIVER_KEYS = re.compile(rb"^(filter|diff)\.(.+)\.(clean|smudge|process|require
 _drivers_of: "dict[str, tuple[tuple[str, str], ...]]" = {}
 
 
-class SnapshotError(errors.RotationError, RuntimeError):
-    """git is present but a command needed for the snapshot failed."""
-
-    def __init__(self, message: str, cmd: "Sequence[str] | None" = None, returncode: int | None = None,
-                 stderr: str = "", timed_out: bool = False) -> None:
-        super().__init__(message)
-        self.timed_out = timed_out
-        self.cmd = cmd
-        self.returncode = returncode
-        self.stderr = stderr
+SnapshotError = errors.SnapshotError  # (defined with every error class, in errors.py)
 
 
 # ----------------------------------------------------------------- plumbing

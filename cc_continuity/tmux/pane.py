@@ -52,8 +52,7 @@ _PANE_ID = re.compile(r"^%[0-9]+$")
 _KEY_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]*$")
 
 
-class TmuxError(errors.RotationError, RuntimeError):
-    """tmux is missing, the server or pane is gone, or a tmux command failed."""
+TmuxError = errors.TmuxError  # (defined with every error class, in errors.py)
 
 
 def _lines_of(data):

@@ -88,17 +88,9 @@ HOSTS = ("claude", "codex")  # a plan's "host": whose TUI it types into
 _REQUIRED = ("socket", "pane", "started_marker", "continuation", "ledger", "successor_name")
 _ABSOLUTE = ("started_marker", "delivered_marker", "ledger", "sdir", "project_lock", "draft_file")
 
-
-class PlanError(errors.RotationError, ValueError):
-    """The plan file is missing, not JSON, or lacks a usable field."""
-
-
-class RotationFailed(errors.RotationError, RuntimeError):
-    """A step did not complete within its bounds; the message is the ledger reason."""
-
-
-class AgentGone(RotationFailed):
-    """The agent process this rotation serves has exited or left the pane."""
+PlanError = errors.PlanError  # (defined with every error class, in errors.py)
+RotationFailed = errors.RotationFailed  # (defined with every error class, in errors.py)
+AgentGone = errors.AgentGone  # (defined with every error class, in errors.py)
 
 
 def load_plan(path):

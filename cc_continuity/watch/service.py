@@ -31,8 +31,7 @@ MARK = "cc-continuity watchdog"       # present in both templates: proves a file
 _DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data")
 
 
-class ServiceError(errors.WatchError, RuntimeError):
-    """A service file we cannot write or remove safely, or a service command that failed."""
+ServiceError = errors.ServiceError  # (defined with every error class, in errors.py)
 
 
 def template(kind):
