@@ -1,6 +1,6 @@
 """The watchdog's push for a checkpoint published from here that waits unclaimed (watch/unclaimed.py).
 
-Real publishes (test_share's in-process rotation) to a bare repository over file://, real git;
+Real publishes (helpers/share.py's in-process rotation) to a bare repository over file://, real git;
 the daemon's cycle is called directly with its clock moved past the limit.
 """
 
@@ -13,7 +13,7 @@ from cc_continuity.rotation import turn
 from cc_continuity.share import publish, transport
 from cc_continuity.watch import Settings
 from cc_continuity.watch.daemon import Daemon, load_state
-from test_share import claim_cli, machine, published
+from helpers.share import claim_cli, machine, published
 
 LIMIT_S = 30 * 60  # share_unclaimed_alert_min's default
 

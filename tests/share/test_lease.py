@@ -3,7 +3,7 @@ and a live holder's lease is renewed.
 
 Real remotes: a bare repository over file:// and through ``git daemon`` on 127.0.0.1 (stopped
 and started again on the same port for "the remote is down"); machine A's rotations run
-in-process (test_share's), its late claims too or as the installed SessionStart hook; machine
+in-process (helpers/share.py's), its late claims too or as the installed SessionStart hook; machine
 B claims with the real ``cc-continuity claim --from`` in a clone with its own HOME and state dir.
 """
 
@@ -25,7 +25,7 @@ from cc_continuity.project import LEASES
 from cc_continuity import paths, session
 from helpers.hookdriver import dead_pid
 from helpers.hookdriver import tokens_at
-from test_share import GOOD, S1, bare, claim_cli, free_port, git, machine, machine_a, mid_of, rotate, step, wait_status
+from helpers.share import GOOD, S1, bare, claim_cli, free_port, git, machine, machine_a, mid_of, rotate, step, wait_status
 
 
 @pytest.fixture(autouse=True)

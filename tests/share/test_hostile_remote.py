@@ -1,6 +1,6 @@
 """A hostile publisher or a compromised remote (issue 34): a remote is only text.
 
-Machine A publishes a real checkpoint to a bare repository (in-process rotation, test_share's
+Machine A publishes a real checkpoint to a bare repository (in-process rotation, helpers/share.py's
 helpers); then the "remote" rewrites what it serves with git plumbing: forged files in the publish
 commit, refs under names no machine of ours makes.  Machine B claims with the real CLI in its own
 HOME and state dir.  What B prints, stores and tells its successor is checked here; the effect
@@ -23,7 +23,7 @@ from cc_continuity import paths
 from cc_continuity.share import transport
 from helpers.counting import Counter
 from helpers.hookdriver import HookDriver
-from test_share import S1, bare, claim_cli, daemon, git, machine, machine_a, mid_of, quick, rotate, wait_status  # noqa: F401
+from helpers.share import S1, bare, claim_cli, git, machine, machine_a, mid_of, rotate, wait_status
 
 S9 = "d9d9d9d9-0000-4000-8000-0000000000d9"
 FENCE = re.compile(r"~~~~ ([^\n]*?) ([0-9a-f]{16}): not the machine's words ~~~~\n.*?\n~~~~ end \2 ~~~~", re.S)
