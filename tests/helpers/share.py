@@ -1,4 +1,4 @@
-"""What the share tests have in common (tests/share/, tests/test_watch_unclaimed.py): remotes on this
+"""What the share tests have in common (tests/share/, tests/watch/test_unclaimed.py): remotes on this
 machine, machine A's in-process rotation through the hook contexts, another machine's clone and claim."""
 
 import os

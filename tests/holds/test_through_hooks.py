@@ -13,7 +13,7 @@ from helpers.counting import Counter
 from helpers.hookdriver import HookDriver, tokens_at
 from helpers.transcripts import hook_command
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 S1 = "a1a1a1a1-0000-4000-8000-0000000000a1"
 S2 = "a2a2a2a2-0000-4000-8000-0000000000a2"

@@ -22,7 +22,7 @@ from cc_continuity.watch.planner import (ESCALATE, KILL, NUDGE, POWER_CYCLE, PUS
 from cc_continuity.watch.liveness import DEAD, EXIT_HUNG, FAILED, LIMITED, STALLED, WAITING, SessionObs
 from cc_continuity.watch.probe import DOWN, UP, ProbeResult
 from helpers import FAKE_PROMPT, FakeRun
-from test_watch_liveness import reap, spawn_claude, wait_for
+from test_liveness import reap, spawn_claude, wait_for
 
 T0 = 1_764_500_000.0          # 2025-11-30 10:53:20 UTC
 HAS_TMUX = __import__("shutil").which("tmux") is not None

@@ -135,7 +135,7 @@ def attached_client_is_seen(server, alpha):
 
 def test_tmux_that_does_not_answer_is_unknown_not_an_error(tmp_path, monkeypatch):
     hang = tmp_path / "tmux"
-    hang.write_text("#!/bin/sh\nsleep 30\n")
+    hang.write_text("#!/bin/sh\nexec sleep 30\n")  # one process, as tmux is: the timeout kills it
     hang.chmod(0o755)
     monkeypatch.setenv("PATH", "%s:%s" % (tmp_path, os.environ["PATH"]))
     rows = [{"name": "x-001", "class": "active", "pane": ["/tmp/none.sock", "%1"]},

@@ -16,7 +16,7 @@ import pytest
 from cc_continuity import cli, paths
 from cc_continuity.watch import service
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SYSTEMD_ANALYZE = shutil.which("systemd-analyze")
 
 

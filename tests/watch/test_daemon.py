@@ -20,9 +20,9 @@ from cc_continuity.lock import is_held
 from cc_continuity.watch import Settings, ledger_path, pid_path, state_path
 from cc_continuity.watch.planner import nudge_text
 from cc_continuity.watch.daemon import Daemon, load_state, rotate_ledger
-from test_watch_actions import start_claude_pane
-from test_watch_liveness import Session, reap, spawn_claude, wait_for
-from test_watch_probe import ModelServer
+from test_plan_and_act import start_claude_pane
+from test_liveness import Session, reap, spawn_claude, wait_for
+from test_probe import ModelServer
 
 HAS_TMUX = __import__("shutil").which("tmux") is not None
 needs_tmux = pytest.mark.skipif(not HAS_TMUX, reason="needs tmux")
