@@ -4,7 +4,7 @@
 ``externally-managed-environment``), the interpreter a new user has.  The
 line runs in a fresh HOME with no CC_CONTINUITY_HOME (the default state dir),
 from this checkout; the runtime dependencies come from pip's configured
-index or wheelhouse, as in test_install_wheel.py (~20 s).  Then the installed
+index or wheelhouse, as in tests/install/test_wheel.py (~20 s).  Then the installed
 launcher, a hook and the status line work on that interpreter with nothing
 on PATH but the system's, and ``uninstall --purge`` gives HOME back.
 """

@@ -18,7 +18,7 @@ from cc_continuity.install import app, settings, skills
 from cc_continuity.install import plan as install_plan
 from helpers import frontmatter
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 THEIR_SETTINGS = {
     "$schema": "https://json.schemastore.org/claude-code-settings.json",

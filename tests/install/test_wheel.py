@@ -15,7 +15,7 @@ import sys
 
 from cc_continuity import __version__
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def run(cmd, **kw):

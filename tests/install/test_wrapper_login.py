@@ -15,7 +15,7 @@ import pytest
 from cc_continuity.cli import main
 from cc_continuity.install import wrapper
 
-from test_install_cli import snapshot
+from test_cli import snapshot
 
 pytestmark = pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
 
