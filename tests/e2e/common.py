@@ -57,6 +57,14 @@ class Continuity:
         with open(os.path.join(self.sdir(n), "state.json"), encoding="utf-8") as f:
             return json.load(f)
 
+    def state(self, n):
+        """Session ``n``'s state, or None while its record is not there yet (a wait's predicate must not
+        raise: the hooks register the project when Claude Code runs them, not when the test looks)."""
+        try:
+            return self.record(n)["state"]
+        except (AssertionError, OSError, ValueError, KeyError):
+            return None
+
     def manifest(self, n):
         with open(os.path.join(self.sdir(n), "checkpoint", "manifest.json"), encoding="utf-8") as f:
             return json.load(f)

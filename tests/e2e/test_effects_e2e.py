@@ -173,7 +173,7 @@ def test_a_post_before_a_rotation_is_held_in_the_successor(sandbox_factory):
         rotating = sb.model.mark()
         prompt(sb, TASK_ROT)
         cont.wait_event(1, "transition", to="ROTATED", timeout=90)
-        sb.wait_for(lambda: cont.record(2)["state"] == "ACTIVE", 60, what="the successor's session")
+        sb.wait_for(lambda: cont.state(2) == "ACTIVE", 60, what="the successor's session")
         # The rotator types the continuation after the successor's SessionStart: typing ours before it
         # has reached the model would race it (send-keys is no attached client: no activity stamp).
         sb.model.wait_for(lambda r: r.seq >= rotating and r.kind == "main" and CONTINUATION in r.latest_text,

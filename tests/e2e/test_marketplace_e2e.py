@@ -337,7 +337,7 @@ def test_a_session_waiting_for_clear_is_pinned_under_the_prompt_by_the_mod(sandb
     cont = Continuity(sb)
     sb.start_claude(tmux_env=False)
     prompt(sb, TASK_ONE)
-    sb.wait_for(lambda: cont.record(1)["state"] == "AWAITING_MANUAL_CLEAR", 120, what="the session to wait")
+    sb.wait_for(lambda: cont.state(1) == "AWAITING_MANUAL_CLEAR", 120, what="the session to wait")
     cid = cont.record(1)["checkpoint"]["id"]
     pinned = "handoff %s is verified. Type /clear" % cid
 
@@ -350,7 +350,7 @@ def test_a_session_waiting_for_clear_is_pinned_under_the_prompt_by_the_mod(sandb
     time.sleep(3)
     assert under_the_prompt(), sb.screen()  # it stays while nothing happens
     prompt(sb, "/clear")
-    sb.wait_for(lambda: cont.record(1)["state"] == "ROTATED", 60, what="the successor's claim")
+    sb.wait_for(lambda: cont.state(1) == "ROTATED", 60, what="the successor's claim")
     sb.wait_for(lambda: not under_the_prompt(), 15, what="the notice to go")
 
 

@@ -149,7 +149,7 @@ def test_manual_clear_when_tmux_is_disabled(sandbox_factory):
     req = sb.model.wait_for(lambda r: r.kind == "main" and "carry on" in r.latest_text, timeout=30)
     assert req.session_id == cont.record(2)["session_id"]
     assert_clean_successor(req, 1, 2, TASK_MANUAL)
-    sb.wait_for(lambda: cont.record(2)["state"] == "ACTIVE", 10, what="successor ACTIVE")
+    sb.wait_for(lambda: cont.state(2) == "ACTIVE", 10, what="successor ACTIVE")
 
 
 # -- 3. an invalid handoff first, then a valid one -----------------------------------
