@@ -580,8 +580,15 @@ def test_a_live_session_on_the_old_version_and_a_new_one_share_state(sandbox_fac
     # and every answer of theirs it parsed: none carries a systemMessage, no hook failed.
     roots = {}
     for version, path in logs.items():
-        with open(path, encoding="utf-8", errors="replace") as f:
-            text = f.read()
+        def debug_log():  # Claude Code writes its debug file behind the screen: the last hooks' lines come later
+            with open(path, encoding="utf-8", errors="replace") as f:
+                text = f.read()
+            return text if text.count("Parsed initial response") >= 5 else None
+        try:
+            text = sb.wait_for(debug_log, 15, what="the hook answers in %s's debug log" % version)
+        except TimeoutError:
+            with open(path, encoding="utf-8", errors="replace") as f:
+                text = f.read()
         roots[version] = {v for v in ("0.1.0", "0.1.1") if "/cc-continuity/%s'" % v in text}
         assert text.count("Parsed initial response") >= 5 and "systemMessage" not in text, version
         assert "Hook command failed" not in text and not re.search(r"Hook \S+ \(\S+\) error", text), version
