@@ -9,10 +9,10 @@ import subprocess
 import pytest
 
 from cc_continuity import paths
-from cc_continuity.cli import main
 from cc_continuity.doctor import codex as codex_rows
 from cc_continuity.doctor import runner
 from cc_continuity.install import codex
+from helpers.codex import cli, codex_dir, listing, write
 
 DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "codex")
 
@@ -20,32 +20,6 @@ DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
 @pytest.fixture(autouse=True)
 def no_codex_binary(monkeypatch):
     monkeypatch.setenv("PATH", "/usr/bin:/bin")  # no `codex` to ask: the hashes as computed
-
-
-def cli(capsys, *argv):
-    rc = main(list(argv))
-    out, err = capsys.readouterr()
-    return rc, out, err
-
-
-def listing(root):
-    found = {}
-    for d, dirs, files in os.walk(root):
-        for name in dirs + files:
-            p = os.path.join(d, name)
-            with open(p, "rb") if os.path.isfile(p) else open(os.devnull, "rb") as f:
-                found[os.path.relpath(p, root)] = (f.read(), os.lstat(p).st_mode)
-    return found
-
-
-def codex_dir():
-    return os.path.join(os.environ["HOME"], ".codex")
-
-
-def write(path, data):
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "wb") as f:
-        f.write(data)
 
 
 def codex_results():

@@ -18,6 +18,7 @@ import subprocess
 import sys
 import time
 
+from cc_continuity.cli import main
 from cc_continuity.hosts.codex import hooks as codex_hooks
 from cc_continuity.hosts.codex.screen import PLACEHOLDER, CodexScreen
 from cc_continuity.install import settings
@@ -511,3 +512,33 @@ def _turn(run, prompt, reply):
     run.type(prompt)
     run.wait_screen(reply)
     _wait_idle(run)
+
+
+# -- `install --agent codex` in the test's temp HOME (tests/install/test_codex_cli.py, tests/doctor/test_codex.py)
+
+def cli(capsys, *argv):
+    """``cc-continuity <argv>`` in this process: (exit status, stdout, stderr)."""
+    rc = main(list(argv))
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def listing(root):
+    """Every file and folder below ``root``: its bytes and mode (a folder's bytes: empty)."""
+    found = {}
+    for d, dirs, files in os.walk(root):
+        for name in dirs + files:
+            p = os.path.join(d, name)
+            with open(p, "rb") if os.path.isfile(p) else open(os.devnull, "rb") as f:
+                found[os.path.relpath(p, root)] = (f.read(), os.lstat(p).st_mode)
+    return found
+
+
+def codex_dir():
+    return os.path.join(os.environ["HOME"], ".codex")
+
+
+def write(path, data):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as f:
+        f.write(data)
