@@ -12,7 +12,6 @@ Run with ``CC_E2E_REPEAT=N`` for pass counts.
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -25,18 +24,11 @@ from cc_continuity.rehearse import rotation_scenario
 from . import scenarios
 from .common import Continuity, bootstrap_of, installed_sandbox, prompt, report_metrics, text_blocks
 from .harness import REPO_ROOT
+from helpers.share import free_port, git_daemon
 
 pytestmark = pytest.mark.e2e
 
 TASK = "Share task: keep a work log"
-
-
-def _free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 @pytest.fixture
@@ -44,21 +36,8 @@ def daemon(tmp_path):
     base = tmp_path / "served"
     base.mkdir()
     subprocess.run(["git", "init", "-q", "--bare", str(base / "remote.git")], check=True)
-    port = _free_port()
-    proc = subprocess.Popen(["git", "daemon", "--export-all", "--enable=receive-pack", "--reuseaddr",
-                             "--listen=127.0.0.1", "--port=%d" % port, "--base-path=%s" % base, str(base)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)  # git runs git-daemon as its child: killed as a group
-    deadline = time.time() + 10
-    while time.time() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
-        except OSError:
-            time.sleep(0.05)
-    yield "git://127.0.0.1:%d/remote.git" % port, str(base / "remote.git")
-    os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
+    with git_daemon(base) as url:
+        yield url + "/remote.git", str(base / "remote.git")
 
 
 def set_config(sb, **values):
@@ -133,7 +112,7 @@ def test_a_rejecting_or_down_remote_never_delays_or_breaks_the_tmux_rotation(san
     whose pre-receive hook refuses, or at a port nobody listens on: the rotation is the same one."""
     sb = installed_sandbox(sandbox_factory, lambda p: rotation_scenario(p, task=TASK_P4))
     if remote != "off":
-        url = "git://127.0.0.1:%d/remote.git" % _free_port()
+        url = "git://127.0.0.1:%d/remote.git" % free_port()
         if remote == "rejecting":
             bare = str(tmp_path / "reject.git")
             subprocess.run(["git", "init", "-q", "--bare", bare], check=True)

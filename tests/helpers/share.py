@@ -1,7 +1,9 @@
 """What the share tests have in common (tests/share/, tests/watch/test_unclaimed.py): remotes on this
 machine, machine A's in-process rotation through the hook contexts, another machine's clone and claim."""
 
+import contextlib
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -46,6 +48,29 @@ def free_port():
     port = s.getsockname()[1]
     s.close()
     return port
+
+
+@contextlib.contextmanager
+def git_daemon(base):
+    """``git daemon`` on 127.0.0.1 serving the folder ``base`` (receive-pack on), until the block ends;
+    yields its base URL (``git://127.0.0.1:<port>``)."""
+    port = free_port()
+    proc = subprocess.Popen(["git", "daemon", "--export-all", "--enable=receive-pack", "--reuseaddr",
+                             "--listen=127.0.0.1", "--port=%d" % port, "--base-path=%s" % base, str(base)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)  # git runs git-daemon as its child: killed as a group
+    try:
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                time.sleep(0.05)
+        yield "git://127.0.0.1:%d" % port
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
 
 
 def machine_a(tmp_path, url, **cfg):
