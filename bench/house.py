@@ -34,13 +34,22 @@ def local_imports(tree):
     return count
 
 
-def long_functions(tree, limit):
+def functions(tree):
+    """(qualified name, lines) of every function in ``tree``, methods and nested ones included."""
     out = []
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            n = (node.end_lineno or node.lineno) - node.lineno + 1
-            if n >= limit:
-                out.append((node.name, n))
+
+    def walk(node, prefix):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                name = prefix + child.name
+                out.append((name, child.end_lineno - child.lineno + 1))
+                walk(child, name + ".")
+            elif isinstance(child, ast.ClassDef):
+                walk(child, prefix + child.name + ".")
+            else:
+                walk(child, prefix)
+
+    walk(tree, "")
     return out
 
 
@@ -60,7 +69,7 @@ def measure(root):
             big.append((rel, n))
         tree = ast.parse(text, rel)
         local += local_imports(tree)
-        funcs += [("%s:%s" % (rel, name), k) for name, k in long_functions(tree, 50)]
+        funcs += [("%s:%s" % (rel, name), k) for name, k in functions(tree) if k >= 50]
     big.sort(key=lambda x: -x[1])
     funcs.sort(key=lambda x: -x[1])
     return {"files": files, "lines": lines, "root_modules": roots, "modules_500": len(big),

@@ -9,6 +9,10 @@ bench/house.py prints the figures.
 import ast
 import os
 
+from helpers import benchscript
+
+HOUSE = benchscript.load("house")  # bench/house.py: the package's figures
+
 PKG_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "cc_continuity")
 MODULE_MAX, FUNCTION_MAX = 600, 60
 
@@ -56,31 +60,12 @@ LONG_FUNCTIONS = {
 
 
 def _modules():
-    for d, dirs, files in os.walk(PKG_DIR):
-        dirs[:] = [x for x in dirs if x != "__pycache__"]
-        for f in sorted(files):
-            if f.endswith(".py"):
-                path = os.path.join(d, f)
-                yield os.path.relpath(path, PKG_DIR), path
+    """(path below cc_continuity/, path) of every module of the package."""
+    for path in HOUSE.modules(PKG_DIR):
+        yield os.path.relpath(path, PKG_DIR), path
 
 
-def _functions(tree):
-    """(qualified name, lines) of every function, methods and nested ones included."""
-    out = []
-
-    def walk(node, prefix):
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                name = prefix + child.name
-                out.append((name, child.end_lineno - child.lineno + 1))
-                walk(child, name + ".")
-            elif isinstance(child, ast.ClassDef):
-                walk(child, prefix + child.name + ".")
-            else:
-                walk(child, prefix)
-
-    walk(tree, "")
-    return out
+_functions = HOUSE.functions  # bench/house.py's walk: one reading of a function's length for both
 
 
 def measure():
