@@ -35,6 +35,7 @@ from . import app, bootstrap, claude_code, codex, codex_cli, manifest, settings,
 from .plan import AGENTS, AGENT_NAMES, load_manifest, size_text, unlink, purge_command, read, show
 
 
+PIECES = {"claude": claude_code, "codex": codex_cli}  # each agent's piece: install(opts, out, check_only), uninstall
 INSTALL_LOCK_TIMEOUT_S = 600.0
 
 
@@ -76,19 +77,19 @@ class _InstallLock:
 
 def install(opts, out=print):
     """Install (or re-install / upgrade) everything; with ``opts.dry_run`` print diffs and write nothing."""
-    plan = codex_cli.install if opts.agent == "codex" else claude_code.install
+    piece = PIECES[opts.agent]
     if opts.dry_run:
-        return plan(opts, out)  # only reads: no lock (it would create the state dir)
-    plan(opts, lambda *a: None, check_only=True)  # a file it cannot use is refused before anything is written
+        return piece.install(opts, out)  # only reads: no lock (it would create the state dir)
+    piece.install(opts, lambda *a: None, check_only=True)  # a file it cannot use is refused before anything is written
     with _InstallLock():
         if opts.plugin:
             claude_code.install_plugin(out)  # before settings are planned: `claude plugin install` writes them too
-        return plan(opts, out)  # planned again: the install before ours may have changed things
+        return piece.install(opts, out)  # planned again: the install before ours may have changed things
 
 
 def check(opts):
     """Raise what :func:`install` would refuse (options, files it cannot use), writing nothing; else 0."""
-    return (codex_cli.install if opts.agent == "codex" else claude_code.install)(opts, lambda *a: None, check_only=True)
+    return PIECES[opts.agent].install(opts, lambda *a: None, check_only=True)
 
 
 def uninstall(purge=False, out=print, agents=AGENTS):
@@ -113,7 +114,7 @@ def _uninstall(purge, out, agents):
     problems = 0
     running, kept = [], [a for a in AGENTS if a not in agents and _still_installed(a, rec)]
     for agent in agents:  # each agent's hook file first: no hook may outlive the files it runs
-        more, gone = (claude_code.uninstall if agent == "claude" else codex_cli.uninstall)(out, rec)
+        more, gone = PIECES[agent].uninstall(out, rec)
         problems += more
         if not gone:
             running.append(agent)
