@@ -4,7 +4,7 @@ import pytest
 
 from cc_continuity import ledger, redact
 from cc_continuity.rotation import revalidation
-from cc_continuity.hooks import post_tool_use as actions
+from cc_continuity.hosts.claude.hooks import post_tool_use as actions
 
 
 @pytest.mark.parametrize("command,masked", [

@@ -17,12 +17,14 @@ from helpers.hookdriver import REPO, HookDriver, tokens_at
 S1 = "f1f1f1f1-0000-4000-8000-0000000000f1"
 BUILTINS = {"posix", "_json", "time", "_signal"}
 SHA = {"_sha256", "_sha2"}  # the SHA-256 builtin: its name moved in Python 3.12
-HOOK_CORE = {"cc_continuity", "cc_continuity.hooks", "cc_continuity.hookrun", "cc_continuity.fastjson",
-             "cc_continuity.card",
+HOOK_CORE = {"cc_continuity", "cc_continuity.hosts", "cc_continuity.hosts.claude", "cc_continuity.hosts.claude.hooks",
+             "cc_continuity.hookrun", "cc_continuity.fastjson", "cc_continuity.card",
              "cc_continuity.paths", "cc_continuity.meter", "cc_continuity.session", "cc_continuity.ledger"}
 EXPECTED = {
-    "PreToolUse": HOOK_CORE | {"cc_continuity.hooks.pre_tool_use", "cc_continuity.once"},  # no SHA-256: no ledger line
-    "PostToolUse": HOOK_CORE | {"cc_continuity.hooks.post_tool_use", "cc_continuity.once", "cc_continuity.digest"},
+    "PreToolUse": HOOK_CORE | {"cc_continuity.hosts.claude.hooks.pre_tool_use",
+                               "cc_continuity.once"},  # no SHA-256: no ledger line
+    "PostToolUse": HOOK_CORE | {"cc_continuity.hosts.claude.hooks.post_tool_use", "cc_continuity.once",
+                                "cc_continuity.digest"},
     "statusline": {"cc_continuity", "cc_continuity.statusline", "cc_continuity.fastjson", "cc_continuity.card",
                    "cc_continuity.paths", "cc_continuity.meter", "cc_continuity.session", "cc_continuity.ledger"},
 }
@@ -30,7 +32,7 @@ EXPECTED = {
 HOOK = ("import sys, posix\n"
         "sys.path.insert(0, %r)\n"
         "before = set(sys.modules)\n"
-        "import cc_continuity.hooks as h\n"
+        "import cc_continuity.hosts.claude.hooks as h\n"
         "out = h.dispatch(sys.argv[1], posix.read(0, 1 << 20))\n"
         "sys.stdout.write(repr((out[1], sorted(set(sys.modules) - before))))\n" % REPO)
 # The status line ends with posix._exit (no teardown): the set is reported from there.

@@ -15,7 +15,7 @@ import uuid
 import pytest
 
 from cc_continuity import ledger, log, paths, session
-from cc_continuity import hooks as dispatch
+from cc_continuity.hosts.claude import hooks as dispatch
 from cc_continuity.project import Project
 from helpers.transcripts import (Transcript, hook_command, claude_transcript_path, hook_env, hook_payload, run_hook,
                                  start_hook)

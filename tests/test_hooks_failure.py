@@ -15,7 +15,7 @@ import sys
 import pytest
 from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
 
-from cc_continuity.hooks import BUDGET, stop_failure
+from cc_continuity.hosts.claude.hooks import BUDGET, stop_failure
 from helpers.transcripts import REPO, run_hook
 from test_hooks import Claude, hook_log
 
@@ -80,7 +80,7 @@ def test_stop_failure_stays_on_the_fast_path(claude):
     code = ("import sys, posix\n"
             "sys.path.insert(0, %r)\n"
             "before = set(sys.modules)\n"
-            "import cc_continuity.hooks as h\n"
+            "import cc_continuity.hosts.claude.hooks as h\n"
             "out = h.dispatch('StopFailure', posix.read(0, 1 << 20))\n"
             "sys.stdout.write(repr((out[1], sorted(set(sys.modules) - before))))\n"
             % REPO)
@@ -93,8 +93,9 @@ def test_stop_failure_stays_on_the_fast_path(claude):
     outside = {m for m in new if m != "cc_continuity" and not m.startswith("cc_continuity.")}
     # fcntl: a failed turn has no id of its own, so once.py counts its digest under a lock
     assert outside <= {"posix", "_json", "_sha256", "_sha2", "time", "_signal", "fcntl"}, outside
-    assert set(new) - outside <= {"cc_continuity", "cc_continuity.hooks", "cc_continuity.hookrun",
-                                  "cc_continuity.hooks.stop_failure",
+    assert set(new) - outside <= {"cc_continuity", "cc_continuity.hosts", "cc_continuity.hosts.claude",
+                                  "cc_continuity.hosts.claude.hooks", "cc_continuity.hookrun",
+                                  "cc_continuity.hosts.claude.hooks.stop_failure",
                                   "cc_continuity.fastjson", "cc_continuity.card", "cc_continuity.ledger",
                                   "cc_continuity.paths", "cc_continuity.once",
                                   "cc_continuity.digest"}, new

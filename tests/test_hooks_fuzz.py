@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from cc_continuity import paths
 from cc_continuity.card import valid_session_id
-from cc_continuity import hooks as dispatch
+from cc_continuity.hosts.claude import hooks as dispatch
 from helpers.transcripts import REPO, Transcript, hook_command
 
 EVENTS = ["SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop", "PreCompact", "SessionEnd",
@@ -220,7 +220,7 @@ def test_huge_prompt_is_recorded_capped(world):
 # -- `run` itself must not raise: main() is the last line of defence, not the first ------------
 def test_run_survives_wrong_field_types_with_a_real_session(world, monkeypatch):
     from cc_continuity.rotation import turn
-    from cc_continuity.hooks import pre_tool_use
+    from cc_continuity.hosts.claude.hooks import pre_tool_use
 
     # What is fuzzed is the shape of the input, not the waits for a transcript that never
     # catches up (3 s per Stop naming a reply that is not there): those have their own tests.
@@ -258,7 +258,7 @@ def test_run_deep_nesting_is_bad_stdin():
 RUN_IN_HOOK_PROCESS = """
 import sys
 sys.path[0] = sys.argv[1]
-from cc_continuity import hooks as dispatch
+from cc_continuity.hosts.claude import hooks as dispatch
 out, outcome, sid = dispatch.run("PostToolUse", sys.argv[2].encode(), {})
 print(outcome)
 """

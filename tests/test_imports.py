@@ -41,8 +41,9 @@ WHOLE_MODULES = {m: TO_REVISIT for m in (
     "cc_continuity.procs", "cc_continuity.project", "cc_continuity.snapshot.drift",
     "cc_continuity.rotation.revalidation",
     "cc_continuity.rotation.handover", "cc_continuity.session", "cc_continuity.snapshot.job", "cc_continuity.statusline",
-    "cc_continuity.hooks", "cc_continuity.hooks.notification",
-    "cc_continuity.hooks.post_tool_use", "cc_continuity.hooks.pre_tool_use", "cc_continuity.hooks.stop_failure",
+    "cc_continuity.hosts.claude.hooks", "cc_continuity.hosts.claude.hooks.notification",
+    "cc_continuity.hosts.claude.hooks.post_tool_use", "cc_continuity.hosts.claude.hooks.pre_tool_use",
+    "cc_continuity.hosts.claude.hooks.stop_failure",
 )}
 
 # watch/ at the top of a verb module: its package, fleet, liveness and service together.
@@ -162,7 +163,7 @@ KEPT = {
             START_UP, "share/ is the optional feature: loaded when the user shares, where leases are held, or "
                       "when a claim's candidate was published") for fn in ("after_verified", "renew_leases", "claim_gate")},
     },
-    "cc_continuity.hooks.mod": {
+    "cc_continuity.hosts.claude.hooks.mod": {
         ("compact", "cc_continuity.rotation.turn"): (
             START_UP, "the mod calls in at every turn's end: turn + start + claim + effects + revalidation +~9 ms, "
                       "needed only when it skips a compaction"),
@@ -319,10 +320,11 @@ def test_every_kept_import_is_still_there_and_says_why_in_the_source():
     assert not silent, "a kept function-local import needs a short comment saying why:\n  " + "\n  ".join(silent)
 
 
-DOMAIN_FOLDERS = ("hooks", "snapshot", "rotation")  # (with the root: the fast path and the domain)
+DOMAIN_FOLDERS = ("snapshot", "rotation")  # (with the root and Claude Code's hooks: the fast path and the domain)
+HOOKS = "cc_continuity.hosts.claude.hooks"
 
 
 def test_whole_modules_are_the_root_hooks_and_the_domain_only():
     for module in WHOLE_MODULES:
         parts = module.split(".")
-        assert len(parts) == 2 or parts[1] in DOMAIN_FOLDERS, module
+        assert len(parts) == 2 or parts[1] in DOMAIN_FOLDERS or module.startswith(HOOKS), module

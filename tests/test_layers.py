@@ -37,24 +37,24 @@ ALLOWED = {
     # -- adapters
     "deps": set(),                     # the optional packages: where they are for this interpreter, their build
                                        # (pip, uv, the package index); the root only, so any folder may ask it
-    "hosts": {"rotation", "holds", "share", "tmux", "notify"},  # each agent fills the rotation's ports (hosts/claude, hosts/codex):
-                                       # its own files and process, and for a hook call pushes and the tmux rotator;
-                                       # a tool-call step records and holds side effects (holds/effects.py)
+    "hosts": {"rotation", "holds", "snapshot", "share", "tmux", "notify", "deps"},  # each agent is one folder
+                                       # (hosts/claude, hosts/codex): it fills the rotation's ports from its own files
+                                       # and process, and holds its hook entry (one step per event), for a hook call
+                                       # pushes and the tmux rotator; a tool-call step waits for a snapshot job,
+                                       # records and holds side effects; a plugin session starts its packages' build
     "notify": {"deps"},                # the push spool and its flusher talk to the ntfy server and the root only
                                        # (the flusher starts with the optional packages where they are)
     "tmux": {"rotation", "notify", "hosts", "deps"},  # the rotator is the tmux hand-over (rotation/handover.py's plan);
                                        # a failed one pushes; launch finds the real claude (hosts/claude)
-    "hooks": {"rotation", "holds", "snapshot", "hosts", "deps"},  # one step per Claude Code event, with the Claude host's
-                                       # context; PreToolUse waits for a snapshot job; a plugin session starts
-                                       # its optional packages' build; Pre/PostToolUse hold and record side effects
+    "hooks": {"hosts"},                # the old name of Claude Code's hook entry (hosts/claude/hooks), kept one release
     "watch": {"rotation", "share", "install", "tmux", "notify"},  # readings and hand-over plans; service files name the
                                        # installed launcher (install.app); it types into panes, re-spawns a rotator
     "install": {"rotation", "share", "hosts", "deps"},  # uninstall --purge names what stays on share remotes; the real claude;
                                        # install.py fills its venv the way a plugin builds its packages
-    "doctor": {"install", "hooks", "notify", "tmux", "hosts", "deps", "watch"},  # it reads what install wrote, the hook table's
+    "doctor": {"install", "notify", "tmux", "hosts", "deps", "watch"},  # it reads what install wrote, the hook table's
                                        # events, the pane's environment, the real claude; --notify-test pushes once
     "rehearse": {"rotation", "install", "tmux"},  # it installs into a throwaway HOME and drives a real pane
-    "commands": {"rotation", "snapshot", "share", "hooks", "hosts", "install", "watch", "rehearse", "tmux", "notify",
+    "commands": {"rotation", "snapshot", "share", "hosts", "install", "watch", "rehearse", "tmux", "notify",
                  "doctor"},
 }
 
@@ -160,8 +160,8 @@ def circles(edges):
 def test_the_walk_sees_the_package():
     edges = _imports()
     assert len(edges) > 200
-    assert any(src == "cc_continuity.hooks.stop" for src, _ in edges)
-    assert _area("cc_continuity.hooks.stop") == "hooks" and _area("cc_continuity.meter") == "root"
+    assert any(src == "cc_continuity.hosts.claude.hooks.stop" for src, _ in edges)
+    assert _area("cc_continuity.hosts.claude.hooks.stop") == "hosts" and _area("cc_continuity.meter") == "root"
     assert _area("cc_continuity.rotation.protocol") == "rotation"
     assert _area("cc_continuity.cli") == "entry" and _area("cc_continuity.rehearse") == "rehearse"
 

@@ -1,4 +1,4 @@
-"""The Python side of the plugin's mod (hooks/mod.js -> cc_continuity/hooks/mod.py).
+"""The Python side of the plugin's mod (hooks/mod.js -> cc_continuity/hosts/claude/hooks/mod.py).
 
 Each handler runs as the mod runs it - the hook entry with JSON on stdin - for a
 live stand-in Claude process (the heartbeat is keyed by pid and start time), in a

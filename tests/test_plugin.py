@@ -13,7 +13,7 @@ import subprocess
 import sys
 
 from cc_continuity import __version__
-from cc_continuity.hooks import BUDGET, HANDLERS, REWAKE
+from cc_continuity.hosts.claude.hooks import BUDGET, HANDLERS, REWAKE
 from cc_continuity.install import settings as S
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -55,7 +55,7 @@ def test_hooks_json_runs_the_same_entry_as_a_settings_install():
             assert name in HANDLERS and name in BUDGET and BUDGET[name] < h["timeout"]
             assert bool(h.get("async")) == bool(h.get("asyncRewake")) == (name in REWAKE)
             seen.append(name)
-    from cc_continuity.hooks.mod import MOD_EVENTS
+    from cc_continuity.hosts.claude.hooks.mod import MOD_EVENTS
     assert sorted(seen) == sorted(set(HANDLERS) - set(MOD_EVENTS))  # every hook handler wired, once
     # The settings install is the same table, rendered.
     rendered = S.render_fragment(S.load_fragment(), "/opt/py/bin/python3", "/opt/cc/app")

@@ -224,7 +224,7 @@ def test_post_tool_use_stays_on_the_fast_path_with_the_action_record(tmp_path):
     code = ("import sys, posix\n"
             "sys.path.insert(0, %r)\n"
             "before = set(sys.modules)\n"
-            "import cc_continuity.hooks as h\n"
+            "import cc_continuity.hosts.claude.hooks as h\n"
             "out = h.dispatch('PostToolUse', posix.read(0, 1 << 20))\n"
             "sys.stdout.write(repr((out[1], sorted(set(sys.modules) - before))))\n"
             % os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -238,7 +238,9 @@ def test_post_tool_use_stays_on_the_fast_path_with_the_action_record(tmp_path):
     assert outcome == "ok", outcome
     outside = {m for m in new if m != "cc_continuity" and not m.startswith("cc_continuity.")}
     assert outside <= {"posix", "_json", "_sha256", "_sha2", "time", "_signal"}, outside
-    assert set(new) - outside <= {"cc_continuity", "cc_continuity.hooks", "cc_continuity.hookrun", "cc_continuity.hooks.post_tool_use",
+    assert set(new) - outside <= {"cc_continuity", "cc_continuity.hosts", "cc_continuity.hosts.claude",
+                                  "cc_continuity.hosts.claude.hooks", "cc_continuity.hookrun",
+                                  "cc_continuity.hosts.claude.hooks.post_tool_use",
                                   "cc_continuity.fastjson", "cc_continuity.card", "cc_continuity.ledger",
                                   "cc_continuity.paths", "cc_continuity.once", "cc_continuity.digest",
                                   "cc_continuity.meter", "cc_continuity.session"}, new

@@ -446,7 +446,7 @@ def test_the_gate_holds_when_the_card_goes_stale_while_it_is_rebuilt(drv, monkey
     """A file the card depends on may change right after it was rebuilt (the status line noting
     the window): the gate must use the card it built, not skip the check (2.1.328, 1 run in 10)."""
     from cc_continuity import card
-    from cc_continuity import hooks
+    from cc_continuity.hosts.claude import hooks
 
     start_session(drv, S1)
     drv.transcript(S1).assistant(tokens_at(76), tool_uses=[("Bash", {"command": "touch burst-1.txt"})])

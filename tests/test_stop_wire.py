@@ -7,7 +7,7 @@ versions checked against the real binary (tests/e2e/test_stop_shape_e2e.py).
 
 import pytest
 
-from cc_continuity.hooks import STOP_CONTEXT_SINCE, stop_wire
+from cc_continuity.hosts.claude.hooks import STOP_CONTEXT_SINCE, stop_wire
 
 BLOCK = {"decision": "block", "reason": "Write the handoff.\nHandoff file (absolute path): /x/h.md"}
 

@@ -1,6 +1,6 @@
 """``cc-continuity hook <EventName>``: run one hook (reads the event JSON on stdin)."""
 
-from .. import hooks
+from ..hosts.claude import hooks
 
 
 def register(sub):

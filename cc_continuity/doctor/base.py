@@ -75,7 +75,7 @@ class Context:
         doc, _ = self.settings()
         if doc is None and os.path.exists(self.settings_path):
             return True  # a settings.json it cannot read may hold our hooks (as uninstall judges it)
-        return bool(doc) and (settings.has_ours(doc, settings.HOOK_MARK)
+        return bool(doc) and (settings.has_ours(doc, settings.CLAUDE_MARKS)
                               or settings.is_our_statusline(doc.get("statusLine")))
 
     def _once(self, key, make):

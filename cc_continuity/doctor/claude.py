@@ -12,7 +12,7 @@ import time
 import urllib.parse
 
 from .. import paths, procs
-from ..hooks import EVENT_OF
+from ..hosts.claude.hooks import EVENT_OF
 from ..hosts.claude.executable import find_real_claude
 from ..install import blocks, plugin, settings, wrapper
 from .base import MIN_CLAUDE, PROBE_EVENT, PROBE_TIMEOUT_S, Result, _dotted, _first_line, _is_executable, _run, \
@@ -65,6 +65,11 @@ def _matcher_matches(matcher, value):
         return False
 
 
+def _runs_the_earlier_entry(handler):
+    """Does ``handler`` run the bootstrap an earlier version installed (``cc_continuity.hooks``)?"""
+    return any(isinstance(a, str) and settings.carries(a, settings.OLD_HOOK_MARK) for a in handler.get("args") or ())
+
+
 def _handler_problems(event, group, handler, expected):
     problems = []
     python = handler.get("command")
@@ -72,7 +77,8 @@ def _handler_problems(event, group, handler, expected):
     app = settings.app_of_handler(handler)
     if not _is_executable(python):
         problems.append("%s: interpreter %r is missing or not executable" % (event, python))
-    if app and not os.path.isfile(os.path.join(app, "cc_continuity", "hooks", "__init__.py")):
+    entry = ("cc_continuity", "hooks") if _runs_the_earlier_entry(handler) else ("cc_continuity", "hosts", "claude", "hooks")
+    if app and not os.path.isfile(os.path.join(app, *entry, "__init__.py")):
         problems.append("%s: the app copy %s is missing (the hook does nothing)" % (event, app))
     if event not in args and not any(EVENT_OF.get(a) == event for a in args if isinstance(a, str)):
         problems.append("%s: handler is registered for another event (args %s)" % (event, args))
@@ -103,13 +109,19 @@ def check_hooks(ctx):
     expected = _expected_hooks()
     if ctx.plugin():
         return _plugin_hooks(ctx, doc, expected)
-    missing, problems = [], []
+    missing, problems, earlier = [], [], []
     for event in expected:
         found = _our_handlers(doc, event)
         if not found:
             missing.append(event)
         for group, handler in found:
             problems.extend(_handler_problems(event, group, handler, expected))
+            if _runs_the_earlier_entry(handler) and event not in earlier:
+                earlier.append(event)
+    if earlier:
+        problems.append("%s run%s the hook entry of an earlier version (cc_continuity.hooks, answered for one more "
+                        "release): `cc-continuity install` moves %s to cc_continuity.hosts.claude.hooks"
+                        % (", ".join(earlier), "" if len(earlier) > 1 else "s", "them" if len(earlier) > 1 else "it"))
     if doc.get("disableAllHooks") is True:
         problems.append('"disableAllHooks": true in %s turns every hook off' % ctx.settings_path)
         fix = 'remove "disableAllHooks" from %s' % ctx.settings_path

@@ -193,6 +193,6 @@ def _still_installed(agent, rec):
                 return False  # no CODEX_HOME Codex would use, so no hook of ours it runs
         data = read(path)
         doc = settings.parse(settings.decode(data, path), path) if data else {}
-        return settings.has_ours(doc, settings.HOOK_MARK if agent == "claude" else codex.mark())
+        return settings.has_ours(doc, settings.CLAUDE_MARKS if agent == "claude" else codex.mark())
     except InstallError:
         return True  # a file we cannot read may hold our hooks: keep what they run

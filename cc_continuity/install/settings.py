@@ -11,8 +11,8 @@ Rules (field notes §3.6 lists what other installers broke):
   nor ``-0`` into ``0``, nor a 30-digit integer into anything else) and a string
   with a lone surrogate keeps its ``\\uD800`` escape;
 - every other key and hook group stays, in order;
-- one group of ours per event, recognised by its bootstrap (``HOOK_MARK``),
-  replaced in place on re-install, so a second install changes nothing and
+- one group of ours per event, recognised by its bootstrap (``HOOK_MARK``, or
+  ``OLD_HOOK_MARK`` as an earlier version wrote it), replaced in place on re-install, so a second install changes nothing and
   an upgrade does not reorder;
 - the user's ``statusLine`` is carried *in our own status line command*
   (``statusmain.py --chain '<their statusLine as JSON>'``), so it survives
@@ -48,7 +48,13 @@ import shlex
 
 from .. import errors, statusline
 
-HOOK_MARK = "from cc_continuity.hooks import main"
+HOOK_MARK = "from cc_continuity.hosts.claude.hooks import main"
+# The entry before Claude Code's hooks moved into hosts/claude/ (issue 35): an install made by an earlier
+# version runs it (``cc_continuity/hooks/`` is its alias for one release).  Install, uninstall and doctor
+# know our groups by either, so a re-install replaces the old group where it stands instead of wiring the
+# event twice.
+OLD_HOOK_MARK = "from cc_continuity.hooks import main"
+CLAUDE_MARKS = (HOOK_MARK, OLD_HOOK_MARK)
 # gc.disable(): a hook process lives for milliseconds (its budget at most) and frees what it made by
 # reference counting and at exit; the cyclic collector only ran during its imports, about 1 % of a
 # PostToolUse by instructions (bench/hotpath.py).
@@ -331,7 +337,7 @@ def boot_code(app, mark=HOOK_MARK):
 def app_of_handler(handler):
     """The app directory a handler of ours runs from, or None."""
     for a in handler.get("args") or ():
-        if isinstance(a, str) and HOOK_MARK in a:
+        if isinstance(a, str) and carries(a):
             for line in a.splitlines():
                 if line.startswith("sys.path[0] = "):
                     try:
@@ -343,7 +349,7 @@ def app_of_handler(handler):
 
 # -- recognising ours ----------------------------------------------------------
 
-def is_our_handler(handler, mark=HOOK_MARK):
+def is_our_handler(handler, mark=CLAUDE_MARKS):
     """Does ``handler`` run our bootstrap?  ``mark`` is the entry's import (Claude Code's by default;
     a Codex hooks.json entry carries ``hosts.codex.hooks.HOOK_MARK`` in its shell command)."""
     if not isinstance(handler, dict):
@@ -352,7 +358,12 @@ def is_our_handler(handler, mark=HOOK_MARK):
     args = handler.get("args")
     if isinstance(args, list):
         words.extend(args)
-    return any(isinstance(w, str) and mark in w for w in words)
+    return any(isinstance(w, str) and carries(w, mark) for w in words)
+
+
+def carries(text, mark=CLAUDE_MARKS):
+    """Does ``text`` hold our entry's import: ``mark`` (one) or any of ``mark`` (a tuple)?"""
+    return any(m in text for m in ((mark,) if isinstance(mark, str) else mark))
 
 
 def is_our_statusline(value):
@@ -394,7 +405,7 @@ def _handlers(group):
     return None
 
 
-def _group_kind(group, mark=HOOK_MARK):
+def _group_kind(group, mark=CLAUDE_MARKS):
     """'ours' (only our handlers), 'mixed', or 'theirs'."""
     hs = _handlers(group)
     if not hs:
@@ -405,7 +416,7 @@ def _group_kind(group, mark=HOOK_MARK):
     return "mixed" if any(mine) else "theirs"
 
 
-def _strip_ours(groups, mark=HOOK_MARK):
+def _strip_ours(groups, mark=CLAUDE_MARKS):
     """``groups`` without our handlers: our groups dropped, mixed groups keep theirs."""
     out = []
     for g in groups:
@@ -419,7 +430,7 @@ def _strip_ours(groups, mark=HOOK_MARK):
     return out
 
 
-def has_ours(doc, mark=HOOK_MARK):
+def has_ours(doc, mark=CLAUDE_MARKS):
     """Does the document contain any handler or status line of ours?"""
     if is_our_statusline(doc.get("statusLine")):
         return True
@@ -433,7 +444,7 @@ def has_ours(doc, mark=HOOK_MARK):
 
 # -- merge / unmerge -----------------------------------------------------------
 
-def merge(doc, rendered, mark=HOOK_MARK):
+def merge(doc, rendered, mark=CLAUDE_MARKS):
     """A copy of ``doc`` with our hook groups and status line in it.
 
     Our existing group for an event is replaced where it stands; stray copies
@@ -473,7 +484,7 @@ def merge(doc, rendered, mark=HOOK_MARK):
     return doc
 
 
-def unmerge(doc, record=None, mark=HOOK_MARK):
+def unmerge(doc, record=None, mark=CLAUDE_MARKS):
     """A copy of ``doc`` without anything of ours.
 
     ``record`` is the install record (see :func:`plan_install`): it says which
@@ -513,7 +524,7 @@ def unmerge(doc, record=None, mark=HOOK_MARK):
 
 # -- whole-file plans ----------------------------------------------------------
 
-def plan_install(old, rendered, previous=None, where="settings.json", mark=HOOK_MARK):
+def plan_install(old, rendered, previous=None, where="settings.json", mark=CLAUDE_MARKS):
     """What install writes: ``(new_bytes, record)``.
 
     ``old`` is the file's bytes (None when absent); ``previous`` the record of
@@ -590,7 +601,7 @@ def plan_install(old, rendered, previous=None, where="settings.json", mark=HOOK_
     return new, record
 
 
-def plan_uninstall(current, record=None, where="settings.json", mark=HOOK_MARK):
+def plan_uninstall(current, record=None, where="settings.json", mark=CLAUDE_MARKS):
     """What uninstall leaves: bytes to write, ``None`` to delete the file, or ``current`` (nothing to do).
 
     Exact original bytes when the file is still what we wrote; otherwise only

@@ -51,6 +51,28 @@ def test_each_broken_handler_is_named(inst):
     assert "PreToolUse" not in r.detail and "UserPromptSubmit" not in r.detail
 
 
+def test_an_install_of_the_earlier_hook_entry_is_named_with_the_reinstall(inst):
+    """A settings.json written before the hook entry moved (issue 35): our groups are still ours (not
+    "not installed"), each handler is named with the install that moves it; once moved, the row is green."""
+    from cc_continuity.install import settings as S
+
+    doc = inst.read_settings()
+    for groups in doc["hooks"].values():
+        for g in groups:
+            for h in g["hooks"]:
+                h["args"] = [a.replace(S.HOOK_MARK, S.OLD_HOOK_MARK) if isinstance(a, str) else a
+                             for a in h.get("args") or []]
+    inst.write_settings(doc)
+    r = inst.check("hooks")["hooks"]
+    red(r, "SessionStart, UserPromptSubmit, PreToolUse", "Stop, PreCompact", "Notification run the hook entry of an "
+        "earlier version", "`cc-continuity install` moves them")
+    assert "not installed" not in r.detail and "missing" not in r.detail and r.detail.count("earlier") == 1
+    assert r.fix == "cc-continuity install"
+    doc["hooks"]["Stop"][0]["hooks"][0]["args"][2] = S.boot_code("/gone").replace(S.HOOK_MARK, S.OLD_HOOK_MARK)
+    inst.write_settings(doc)
+    red(inst.check("hooks")["hooks"], "Stop: the app copy /gone is missing")
+
+
 def test_a_regex_matcher_that_covers_every_source_is_fine(inst):
     doc = inst.read_settings()
     doc["hooks"]["SessionStart"][0]["matcher"] = ".*"
@@ -82,7 +104,7 @@ def test_disable_all_hooks_is_red(inst):
 
 
 def test_hook_probe_runs_the_installed_hook_for_real(inst, monkeypatch):
-    dispatch = os.path.join(inst.app, "cc_continuity", "hooks", "__init__.py")
+    dispatch = os.path.join(inst.app, "cc_continuity", "hosts", "claude", "hooks", "__init__.py")
     assert inst.check("hook-probe")["hook-probe"].ok
     with open(os.path.join(paths.logs_dir(), "hooks.log")) as f:
         assert any("DoctorProbe-" in line and "ignored" in line for line in f)

@@ -234,7 +234,7 @@ class HookDriver:
         Used with :class:`WriteFaults` to stop a hook at an exact durable write.  Raises what the
         handler raises (a :class:`SimulatedKill` passes through the fail-open wrapper like a real kill).
         """
-        from cc_continuity import hooks as dispatch
+        from cc_continuity.hosts.claude import hooks as dispatch
 
         raw = compact(self.payload(event, session_id, **fields)).encode()
         out, outcome, _ = dispatch.run(event, raw, env=env or self.env(session_id))

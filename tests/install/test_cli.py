@@ -208,7 +208,7 @@ def test_dry_run_prints_diffs_and_writes_nothing(tmp_path, capsys):
     assert snapshot(str(tmp_path)) == before
     assert "--- ~/.claude/settings.json (now)\n+++ ~/.claude/settings.json (after)" in out
     assert '+    "statusLine": {' not in out and '"command": "echo THEIR-STATUS"' in out  # replaced in place
-    assert "from cc_continuity.hooks import main" in out
+    assert "from cc_continuity.hosts.claude.hooks import main" in out
     assert "+++ ~/.claude/CLAUDE.md (after)" in out and "+<!-- >>> cc-continuity claude-md v" in out
     assert "+# >>> cc-continuity wrapper v" in out
     for name in skills.NAMES:
@@ -305,7 +305,7 @@ def test_uninstall_with_broken_settings_keeps_the_app_the_hooks_still_need(capsy
     rc, out, _ = cli(capsys, "uninstall", "--purge")
     assert rc == 1
     assert open(path, "rb").read() == good[:-5]
-    assert os.path.isfile(os.path.join(paths.home(), "app", "cc_continuity", "hooks", "__init__.py"))
+    assert os.path.isfile(os.path.join(paths.home(), "app", "cc_continuity", "hosts", "claude", "hooks", "__init__.py"))
     assert os.path.isfile(install.manifest.path()) and "purge: not done" in out
     write(path, good)
     assert cli(capsys, "uninstall")[0] == 0

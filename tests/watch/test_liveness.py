@@ -12,7 +12,7 @@ import psutil
 import pytest
 
 from cc_continuity import ledger, session
-from cc_continuity import hooks as dispatch
+from cc_continuity.hosts.claude import hooks as dispatch
 from cc_continuity.watch.liveness import (ACTIVE, DEAD, DONE, EXIT_HUNG, FAILED, LIMITED, STALLED, WAITING,
                                           LedgerFollower,
                                           ProcessTable, Scanner, SessionObs, TranscriptWatch, classify,

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping
     from typing import Any
 
-    Call = Any  # a hook call (cc_continuity.hooks.Call: event, payload, env, outcome, after_output ...)
+    Call = Any  # a hook call (cc_continuity.hosts.claude.hooks.Call: event, payload, env, outcome, after_output ...)
     from ...rotation.host import Env, Got
     from ...session import Record
 
@@ -226,7 +226,7 @@ CLAUDE = ClaudeHost()
 
 
 class HookContext(HookPorts):
-    """The rotation's context for one Claude Code hook call (:class:`~cc_continuity.hooks.Call`): the host is
+    """The rotation's context for one Claude Code hook call (:class:`~cc_continuity.hosts.claude.hooks.Call`): the host is
     :data:`CLAUDE`; pushes and the rotator are the hook ports' (:class:`~..ports.HookPorts`).  The outcome goes
     back to the call."""
 

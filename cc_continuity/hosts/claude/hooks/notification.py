@@ -12,7 +12,7 @@ session alone and forwards the news as a push.
 Same discipline as the per-tool-call path: the card and one ledger append.
 """
 
-from .. import card, ledger
+from .... import card, ledger
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time nothing is imported
 if TYPE_CHECKING:
@@ -36,7 +36,7 @@ def handle(call: "Call") -> None:
         return None
     c = card.load(call.session_id)
     if c is None:
-        from ..hosts.claude.host import begin
+        from ..host import begin
 
         started = begin(call)
         if started is None:

@@ -5,13 +5,13 @@ the build runs detached and is never awaited, and nothing here may cost the user
 stats.  A failure is shown once, as a ``systemMessage`` beside whatever the step answered.
 """
 
-from .. import config, deps
+from .... import config, deps
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time nothing is imported
 if TYPE_CHECKING:
     from typing import Any
 
-    from ..hosts.claude.host import HookContext
+    from ..host import HookContext
 
 
 def noted(ctx: "HookContext", out: "dict[str, Any] | None") -> "dict[str, Any] | None":

@@ -18,8 +18,8 @@ neither arrives, it does not act on the stale one: the late Stop
 requests the handoff then.
 """
 
-from ..rotation import turn
-from ..hosts.claude.host import HookContext
+from ....rotation import turn
+from ..host import HookContext
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time nothing is imported
 if TYPE_CHECKING:

@@ -8,9 +8,9 @@ returned as ``additionalContext``.  The rotator waits for the started-marker
 written here.
 """
 
-from ..rotation import start
+from ....rotation import start
 from . import plugin_env
-from ..hosts.claude.host import HookContext
+from ..host import HookContext
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time nothing is imported
 if TYPE_CHECKING:

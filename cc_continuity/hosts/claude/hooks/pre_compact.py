@@ -6,8 +6,8 @@ forgets intent.  Otherwise an emergency machine checkpoint (facts only, not
 claimable: the session goes on) is written and compaction proceeds.
 """
 
-from ..rotation import turn
-from ..hosts.claude.host import HookContext
+from ....rotation import turn
+from ..host import HookContext
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time nothing is imported
 if TYPE_CHECKING:

@@ -5,8 +5,8 @@ its process left is recorded; one whose Stop died before it verified a written
 handoff has it verified now.  Kept tiny — SessionEnd hooks share a short budget.
 """
 
-from ..rotation import turn
-from ..hosts.claude.host import HookContext
+from ....rotation import turn
+from ..host import HookContext
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time nothing is imported
 if TYPE_CHECKING:

@@ -14,7 +14,7 @@ looks like one; ``error_details`` (the API's message) is cut short.  Nothing
 of the prompt or the reply is recorded.
 """
 
-from .. import card, ledger
+from .... import card, ledger
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time nothing is imported
 if TYPE_CHECKING:
@@ -54,7 +54,7 @@ def handle(call: "Call") -> None:
 
 
 def slow(call: "Call") -> None:
-    from ..hosts.claude.host import begin
+    from ..host import begin
 
     started = begin(call)
     if started is None:

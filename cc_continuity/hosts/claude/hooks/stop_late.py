@@ -18,8 +18,8 @@ one ledger read), when the session moved on (a new prompt or tool call), or
 when the reading never arrives.
 """
 
-from ..rotation import turn
-from ..hosts.claude.host import HookContext
+from ....rotation import turn
+from ..host import HookContext
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time nothing is imported
 if TYPE_CHECKING:

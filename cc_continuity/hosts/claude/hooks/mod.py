@@ -27,15 +27,15 @@ Every call also leaves the mod's heartbeat (:func:`handover.mod_heartbeat`), whi
 is how the Stop hook knows it may choose the mod.
 """
 
-from .. import meter, paths, procs, session
-from ..rotation import context, handover, texts
-from ..hosts.claude.host import HookContext
+from .... import meter, paths, procs, session
+from ....rotation import context, handover, texts
+from ..host import HookContext
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time nothing is imported (hot path)
 if TYPE_CHECKING:
     from typing import Any
 
-    from ..session import Record
+    from ....session import Record
     from . import Call
 
 MOD_EVENTS = ("ModHello", "ModTurnEnd", "ModCompact", "ModDone")
@@ -110,7 +110,7 @@ def compact(ctx: HookContext, n: int, sdir: str) -> "dict[str, Any] | None":
     if rec["state"] in session.CLAIMABLE:
         out = _hand_over(ctx, n, sdir, last) if rec.get("driver") == "mod" else None
         return dict(out or {}, skip=SKIP_REASON)
-    from ..rotation import turn  # the compaction's step: not loaded at every turn's end (the mod calls in then)
+    from ....rotation import turn  # the compaction's step: not loaded at every turn's end (the mod calls in then)
 
     handoff = turn.rotate_instead_of_compacting(ctx, n, sdir, rec)
     if handoff is None:
@@ -121,7 +121,7 @@ def compact(ctx: HookContext, n: int, sdir: str) -> "dict[str, Any] | None":
 
 
 def _last_request(sdir: str) -> str | None:
-    from ..rotation import checkpoint  # (a compaction's only: see compact)
+    from ....rotation import checkpoint  # (a compaction's only: see compact)
 
     asked = checkpoint.prompts(sdir, limit=1, chars=600)
     text: str | None = asked[-1]["text"] if asked else None

@@ -16,13 +16,13 @@ of a crossing burst ran), so the hook waits for it, at most ``WAIT_S``; the
 wait ends early when the transcript stops growing.
 """
 
-from .. import card, meter, session
+from .... import card, meter, session
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time nothing is imported (hot path)
 if TYPE_CHECKING:
     from typing import Any
 
-    from ..session import Record
+    from ....session import Record
     from . import Call
 
 WAIT_S = 2.0
@@ -66,8 +66,8 @@ def _may_apply(call: "Call", c: "dict[str, Any]", rec: "Record", tokens: "list[i
 
 def _decide(call: "Call", c: "dict[str, Any]", tokens: "list[int | None]") -> "dict[str, Any] | None":
     """The tool-call step, with the Claude host's context: its answer as Claude Code takes it."""
-    from ..rotation import toolcall
-    from ..hosts.claude.host import HookContext
+    from ....rotation import toolcall
+    from ..host import HookContext
 
     ctx = HookContext(call)
     n, sdir, rec = ctx.load_session()
@@ -116,8 +116,8 @@ def _fresh_card(call: "Call") -> "dict[str, Any] | None":
     through whenever the card happened to be stale (seen on the real binary:
     the status line's first render invalidates the card SessionStart made).
     """
-    from ..rotation import context
-    from ..hosts.claude.host import HookContext
+    from ....rotation import context
+    from ..host import HookContext
 
     ctx = HookContext(call)
     if not ctx.cfg["enabled"]:

@@ -10,7 +10,7 @@ learns what was done after the checkpoint it resumes.  Anything else
 
 import posix
 
-from .. import card, ledger, meter, session
+from .... import card, ledger, meter, session
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time nothing is imported (hot path)
 if TYPE_CHECKING:
@@ -49,8 +49,8 @@ def handle(call: "Call") -> "dict[str, Any] | None":
 
 def slow(call: "Call", logged: "bool" = False) -> "dict[str, Any] | None":
     """Register or refresh the session, then record a level change if there is one."""
-    from ..rotation import context, turn
-    from ..hosts.claude.host import HookContext
+    from ....rotation import context, turn
+    from ..host import HookContext
 
     ctx = HookContext(call)
     started = context.begin(ctx)
@@ -81,7 +81,7 @@ def _effect_outcome(call: "Call", c: "dict[str, Any]", code: "int | None") -> No
     tid = call.payload.get("tool_use_id")
     pdir = c["sdir"].rstrip("/").rsplit("/", 2)[0]
     if isinstance(tid, str) and tid and "/" not in tid and posix.access(pdir + "/effects.pending/" + tid, posix.F_OK):
-        from ..holds import effects
+        from ....holds import effects
 
         effects.outcome(pdir, call.payload, code, call.session_id)
 

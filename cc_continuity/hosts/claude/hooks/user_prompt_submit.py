@@ -7,9 +7,9 @@ arrived, and names the session (``sessionTitle``).  If SessionStart could not
 claim (it timed out, say), the continuation prompt claims here instead.
 """
 
-from ..rotation import start
+from ....rotation import start
 from . import plugin_env
-from ..hosts.claude.host import HookContext
+from ..host import HookContext
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time nothing is imported
 if TYPE_CHECKING:
