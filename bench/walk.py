@@ -94,7 +94,8 @@ def scenario(root, event):
 
     Stop is the verifying one (a valid handoff is there); StopRequest the one that asks for it.
     """
-    from cc_continuity import config, hooks
+    from cc_continuity import config
+    from cc_continuity.hosts.claude import hooks
 
     drv = HookDriver(os.path.join(root, "proj"), files={"README.md": "hello\n", "src/app.py": "print(1)\n"})
     os.environ.update(drv.env(S1))

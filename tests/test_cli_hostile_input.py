@@ -61,7 +61,7 @@ def test_meter_on_a_fifo_says_so_at_once(tmp_path):
 
 def test_a_failed_hook_names_its_session(tmp_path):
     code = ("import sys; sys.argv = ['x']; from cc_continuity.hosts.claude.hooks import stop; "
-            "stop.handle = lambda call: 1 / 0; from cc_continuity import hooks; hooks.main(['Stop'])")
+            "stop.handle = lambda call: 1 / 0; from cc_continuity.hosts.claude import hooks; hooks.main(['Stop'])")
     sid = "abcdef12-3456-7890-abcd-ef1234567890"
     payload = {"session_id": sid, "hook_event_name": "Stop", "cwd": str(tmp_path), "transcript_path": "/nonexistent"}
     r = subprocess.run([PY, "-c", code], input=json.dumps(payload).encode(), capture_output=True, timeout=30,

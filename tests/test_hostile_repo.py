@@ -23,7 +23,8 @@ import uuid
 
 import pytest
 
-from cc_continuity import config, hooks, safefile
+from cc_continuity import config, safefile
+from cc_continuity.hosts.claude import hooks
 from cc_continuity.install import wrapper
 from helpers.transcripts import STATUSMAIN, hook_command, hook_payload
 
@@ -191,7 +192,7 @@ def audit(event, args):
 sys.addaudithook(audit)
 from cc_continuity import config
 from cc_continuity.doctor import claude_plugin, runner
-from cc_continuity.tmux import launch
+from cc_continuity.hosts.claude import launch
 for step in (lambda: config.load(root), lambda: launch.plan(["--version"], env=dict(os.environ), cwd=root),
              lambda: claude_plugin.check_skill_shell(runner.Context(cwd=root, env=dict(os.environ)))):
     try:

@@ -53,7 +53,7 @@ LONG_FUNCTIONS = {
     "rotation/revalidation.py:crash_handoff": "the machine handoff's sections in their order",
     "rotation/start.py:prompt_submitted": "a prompt's cases in protocol order",
     "rotation/turn.py:turn_ended": "the turn's end in protocol order",
-    "tmux/launch.py:_plan": "the trampoline's plan, standard library only (python -I)",
+    "hosts/claude/launch.py:_plan": "the trampoline's plan, standard library only (python -I)",
     "watch/liveness.py:Scanner._observe": "one session's observation from its record and files",
     "hosts/codex/wire.py:parse": "Codex's payload shapes, one case each",
 }

@@ -183,11 +183,11 @@ KEPT = {
                       "or ask for a handoff") for fn in ("request_handoff", "check_handoff", "verify_written",
                                                          "_claims_contradicted", "rotate_instead_of_compacting")},
     },
-    "cc_continuity.tmux.launch": {
+    "cc_continuity.hosts.claude.launch": {
         **{(fn, what): (SCRIPT, "the trampoline runs this file with python -I: no package, stdlib only")
            for fn, what in (("plan", "cc_continuity.config"), ("plan", "cc_continuity.project"),
                             ("plan", "cc_continuity.hosts.claude.executable.find_real_claude"),
-                            ("_plan", "cc_continuity.tmux.pane.tmux_name"), ("_plan", "cc_continuity.tmux.launchenv"),
+                            ("_plan", "cc_continuity.tmux.pane.tmux_name"), ("_plan", "cc_continuity.hosts.claude.launchenv"),
                             ("running_sessions", "cc_continuity.session"),
                             ("running_sessions", "cc_continuity.procs.pid_alive"))},
     },

@@ -19,9 +19,9 @@ import time
 
 import pytest
 
-from cc_continuity.tmux import launchenv
+from cc_continuity.hosts.claude import launchenv
 from cc_continuity.hosts.claude import executable
-from cc_continuity.tmux import launch
+from cc_continuity.hosts.claude import launch
 from cc_continuity.install import blocks, wrapper
 
 pytestmark = pytest.mark.skipif(not shutil.which("tmux"), reason="needs tmux")

@@ -1,6 +1,6 @@
 """``cc-continuity launch [--unattended] [--print] -- <claude args...>``: what the ``claude()`` wrapper runs.
 
-How claude is run is decided in :mod:`cc_continuity.tmux.launch`; this verb
+How claude is run is decided in :mod:`cc_continuity.hosts.claude.launch`; this verb
 execs that plan, or, for a new tmux session, runs the tmux client and waits for it:
 then claude's own exit status is this verb's, and the pane's last lines are printed
 when claude could not start or failed (``launch.report``).  Any failure before that exits with
@@ -15,9 +15,9 @@ import signal
 import sys
 import time
 
-from ..tmux import launchenv
+from ..hosts.claude import launchenv
 from ..install.wrapper import FALLTHROUGH_STATUS
-from ..tmux.launch import discard, one_line, plan, report, wait_attached
+from ..hosts.claude.launch import discard, one_line, plan, report, wait_attached
 
 
 def register(subparsers):

@@ -12,7 +12,7 @@ import time
 import pytest
 
 from cc_continuity import __version__, atomic, lock, paths
-from cc_continuity.tmux import launchenv
+from cc_continuity.hosts.claude import launchenv
 
 from .common import red
 

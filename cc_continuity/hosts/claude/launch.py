@@ -92,8 +92,8 @@ class Plan:
 def plan(claude_args, *, unattended=False, env, cwd, interactive=True):
     """Decide how to run claude; pure apart from reading config and asking tmux about a session."""
     # lazy: this file is also the trampoline (python -I, no package): its top level is stdlib only
-    from .. import config, project
-    from ..hosts.claude.executable import find_real_claude
+    from ... import config, project
+    from .executable import find_real_claude
 
     args, asked = _strip_unattended(claude_args)
     explicit = unattended or asked
@@ -145,7 +145,7 @@ def _plan(args, explicit, real, proj, cfg, env, cwd, interactive):
                     env, r.name, unattended, notes=[note])
 
     # lazy: this file is also the trampoline (python -I, no package): its top level is stdlib only
-    from .pane import tmux_name
+    from ...tmux.pane import tmux_name
 
     base = [tmux] + (["-S", env[ENV_TMUX_SOCKET]] if env.get(ENV_TMUX_SOCKET) else [])
     target = tmux_name(name)
@@ -191,8 +191,8 @@ def running_sessions(proj, tmux, env):
     recorded pid.  Bounded: only the open-session index is read, one tmux call each.
     """
     # lazy: this file is also the trampoline (python -I, no package): its top level is stdlib only
-    from .. import session
-    from ..procs import pid_alive
+    from ... import session
+    from ...procs import pid_alive
 
     out = []
     for n in proj.open_numbers()[-8:]:

@@ -3,14 +3,14 @@
 A tmux server that is already running gives a new session *its* environment, not the
 shell's; so ``launch`` saves the shell's here and the pane's trampoline loads and deletes
 it.  Beside them, ``exit-*`` files: the pane's end (status, last screen) that the pane-died
-hook leaves for the launcher waiting on the tmux client (tmux/launch.py ``report``).  Files
+hook leaves for the launcher waiting on the tmux client (hosts/claude/launch.py ``report``).  Files
 nobody picked up are swept after :data:`MAX_AGE_S`.
 """
 
 import json
 import os
 
-from .. import atomic, paths
+from ... import atomic, paths
 
 MAX_AGE_S = 120  # the trampoline reads its file within a second, the launcher its exit file too
 ENV_PREFIX, EXIT_PREFIX = "env-", "exit-"
