@@ -256,7 +256,7 @@ def assert_chain(rig, rotations):
 
 
 def test_the_screen_reader_reads_the_live_tui_in_each_state(box):
-    """The recorded screens (tests/test_codex_screen.py) are the same states read live, as the rotator reads."""
+    """The recorded screens (tests/hosts/codex/test_codex_screen.py) are the same states read live, as the rotator reads."""
     b = box(TOUR_SCENARIO)
     seen = []
     for name, shown in tour(b):

@@ -10,6 +10,8 @@ import tempfile
 import time
 
 FAKE_PROMPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fake_prompt.py")
+TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # tests/, whichever folder a test is in
+REPO = os.path.dirname(TESTS)
 
 
 class FakeRun:

@@ -10,7 +10,7 @@ Each rung is built on the one below, as libtmux's server -> session -> window ->
     cleared    S1's SessionEnd(clear), S2's SessionStart(clear): the checkpoint claimed, the bootstrap
     claimed    S2's first prompt: ACTIVE
 
-The steps are the protocol's own (:mod:`cc_continuity.rotation`) called as tests/test_protocol.py
+The steps are the protocol's own (:mod:`cc_continuity.rotation`) called as tests/rotation/test_protocol.py
 calls them: no hook process, no hook adapter; a plain :class:`~cc_continuity.rotation.context.Context`
 (pushes collected, no tmux).  Each reply is told to the fake host *and* written to the session's
 Claude Code transcript, so a test may go on with real hooks (``ladder.drv.hook``) or the real adapter

@@ -16,6 +16,7 @@ from cc_continuity.tmux.pane import ClaudeScreen
 from cc_continuity.tmux.pane import TmuxError
 from helpers import leftovers
 from helpers.ntfy import Ntfy
+from helpers import REPO
 
 pytestmark = pytest.mark.skipif(not __import__("shutil").which("tmux"), reason="needs tmux")
 
@@ -589,8 +590,7 @@ def test_a_whole_rotation_runs_on_a_python_with_no_site_packages_at_all(server, 
     no user site, no PYTHON* variables), this package alone on sys.path: the same rotation, byte-exact."""
     s = Setup(server, tmp_path)
     code = ("import sys; sys.path.insert(0, %r); "
-            "import cc_continuity.tmux.rotator as r; sys.exit(r.main([%r]))" % (os.path.dirname(
-                os.path.dirname(os.path.abspath(__file__))), s.plan_path))
+            "import cc_continuity.tmux.rotator as r; sys.exit(r.main([%r]))" % (REPO, s.plan_path))
     probe = subprocess.run([sys.executable, "-S", "-I", "-c", "import psutil"], capture_output=True)
     assert probe.returncode != 0  # the interpreter as the test runs it really has no third-party package
     res = subprocess.run([sys.executable, "-S", "-I", "-c", code], capture_output=True, text=True, timeout=40,

@@ -10,8 +10,9 @@ import os
 import pytest
 
 from cc_continuity.hosts.codex import rollout, wire
+from helpers import TESTS
 
-DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "codex")
+DATA = os.path.join(TESTS, "data", "codex")
 TOOL_TURN = os.path.join(DATA, "rollout-tool-turn.jsonl")
 COMPACTED = os.path.join(DATA, "rollout-compacted.jsonl")
 

@@ -10,8 +10,7 @@ import pytest
 from cc_continuity import cli
 from cc_continuity.install import bootstrap
 from tests.helpers.pkgindex import PackageIndex, use_index
-
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from helpers import REPO
 
 
 def test_a_refusing_index_is_named_with_its_credentials_masked(tmp_path, isolated_home, monkeypatch):

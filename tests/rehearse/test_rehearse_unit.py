@@ -12,6 +12,7 @@ from cc_continuity import cli, config, meter, rehearse
 from cc_continuity.rotation import handoff
 from cc_continuity.install import settings
 from cc_continuity.rehearse.scripted_model import ScriptedModel, validate_scenario
+from helpers import REPO
 
 DEFAULTS = config.load(None)
 
@@ -256,7 +257,7 @@ def test_the_checked_in_rehearsal_cast_is_valid_and_shows_the_rotation():
     from helpers.cast import plain_text, read_cast
     from cc_continuity.rehearse import CONTINUATION, SIZE
 
-    header, events = read_cast(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+    header, events = read_cast(os.path.join(REPO,
                                             "docs", "rehearsal.cast"))
     assert (header["width"], header["height"]) == SIZE
     text = plain_text(events)

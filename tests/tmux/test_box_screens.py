@@ -17,8 +17,9 @@ import pytest
 from cc_continuity.tmux import Pane, Screen, strip_styles
 from cc_continuity.watch.executor import _is_prompt
 from cc_continuity.watch.planner import Action
+from helpers import TESTS
 
-CASES = json.load(open(os.path.join(os.path.dirname(__file__), "data", "claude_box_screens.json"),
+CASES = json.load(open(os.path.join(TESTS, "data", "claude_box_screens.json"),
                        encoding="utf-8"))
 
 

@@ -13,6 +13,7 @@ import sys
 from helpers import ladder
 from helpers.hookdriver import HookDriver, dead_pid, tokens_at, wait_for_snapshot_jobs
 from helpers.ladder import S1, S2
+from helpers import REPO
 
 S3 = "c3c3c3c3-0000-4000-8000-0000000000e3"
 FILES = ladder.FILES  # {"README.md", "src/app.py", "src/util.py"}; the handoff names src/app.py and src/util.py
@@ -227,7 +228,7 @@ def test_post_tool_use_stays_on_the_fast_path_with_the_action_record(tmp_path):
             "import cc_continuity.hosts.claude.hooks as h\n"
             "out = h.dispatch('PostToolUse', posix.read(0, 1 << 20))\n"
             "sys.stdout.write(repr((out[1], sorted(set(sys.modules) - before))))\n"
-            % os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+            % REPO)
     payload = drv.payload("PostToolUse", S1, tool_input={"command": "git push --token s3cr3tT0kenValue123 x"})
     res = subprocess.run([sys.executable, "-S", "-c", code], input=json.dumps(payload).encode(),
                          env=drv.env(S1), capture_output=True, timeout=60)

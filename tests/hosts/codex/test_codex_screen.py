@@ -15,8 +15,9 @@ from cc_continuity.hosts.codex import screen as cs
 from cc_continuity.hosts.codex.screen import CodexScreen
 from cc_continuity.tmux.pane import ClaudeScreen, Pane, Screen, strip_styles
 from helpers.codex import SCREENS
+from helpers import TESTS
 
-DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "codex", "screens")
+DATA = os.path.join(TESTS, "data", "codex", "screens")
 
 
 def load(name):

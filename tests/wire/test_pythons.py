@@ -16,7 +16,6 @@ from helpers.hookdriver import HookDriver, tokens_at
 from helpers.transcripts import hook_command
 
 S1 = "f6f6f6f6-0000-4000-8000-000000000001"
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def interpreters():

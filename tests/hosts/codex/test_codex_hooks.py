@@ -17,8 +17,9 @@ from cc_continuity.install import settings
 from cc_continuity.project import Project
 from cc_continuity.rotation import handoff
 from helpers.hookdriver import REPO
+from helpers import TESTS
 
-DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "codex")
+DATA = os.path.join(TESTS, "data", "codex")
 SID = "01a23446-7060-7422-ae98-7e95270e3588"
 
 

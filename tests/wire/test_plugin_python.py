@@ -12,8 +12,8 @@ import subprocess
 import sys
 
 import pytest
+from helpers import REPO
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CHOOSER = os.path.join(REPO, "plugin", "hooks", "python.sh")
 PYENV = os.path.join(pwd.getpwuid(os.getuid()).pw_dir, ".pyenv")  # the real one (tests get a temp HOME)
 PROBE = ["-S", "-c", "import sys; print(sys.executable); print(sys.argv[1:])", "SessionStart"]

@@ -15,12 +15,13 @@ import subprocess
 
 from cc_continuity import config, once, session
 from helpers.hookdriver import HookDriver, compact, handoff_text, tokens_at
+from helpers import REPO
 
 S1 = "a7a7a7a7-0000-4000-8000-000000000001"
 S2 = "b8b8b8b8-0000-4000-8000-000000000002"
 S3 = "c9c9c9c9-0000-4000-8000-000000000003"
 S4 = "d0d0d0d0-0000-4000-8000-000000000004"
-PLUGIN_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PLUGIN_ROOT = REPO
 VOLATILE = {"ts", "prev", "n", "prompt_id", "ms", "waited_ms", "session_id", "sha256", "pid", "at", "took_ms",
             "requested_at", "chars", "commit", "tree", "ref", "snapshot_ms",
             "age_s", "snapshot"}  # (revalidation: the checkpoint's age, its ref names the project key)
