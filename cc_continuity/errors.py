@@ -142,7 +142,7 @@ class CorpusError(ConfigError):
 
 
 class BudgetExceeded(BaseException):
-    """A hook call ran past its budget (raised by SIGALRM: hookrun.py, for every host's entry).
+    """A hook call ran past its budget (raised by SIGALRM: hosts.run_hook, for every host's entry).
 
     Control flow, not an :class:`Error`: the runner catches it and logs ``budget-exceeded``; a
     BaseException, so that no ``except Exception`` inside a step takes it for the step's own error."""

@@ -141,11 +141,11 @@ KEPT = {
             START_UP, "each event loads its own step's module (start: claim, revalidation; turn: checkpoint, "
                       "handover) +~9 ms") for mod in ("start", "turn")},
     },
-    "cc_continuity.hookrun": {
+    "cc_continuity.hosts": {
         # Every host's hook entry runs through it on every tool call: what only a failed call or one that
         # answers needs loads then.
-        ("run", "cc_continuity.log"): (START_UP, "after the answer is out: log +~2 ms the call does not wait for"),
-        ("run", "cc_continuity.faults"): (START_UP, "a call that answers only: a module more on a tool call's "
+        ("run_hook", "cc_continuity.log"): (START_UP, "after the answer is out: log +~2 ms the call does not wait for"),
+        ("run_hook", "cc_continuity.faults"): (START_UP, "a call that answers only: a module more on a tool call's "
                                                      "steady state costs ~0.3 M instructions (P1 +0.8 %)"),
         **{(fn, "cc_continuity.errors.BudgetExceeded"): (
             START_UP, "a failed call only: a module more on a tool call's steady state costs ~0.3 M instructions "

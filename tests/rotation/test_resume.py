@@ -240,7 +240,7 @@ def test_post_tool_use_stays_on_the_fast_path_with_the_action_record(tmp_path):
     outside = {m for m in new if m != "cc_continuity" and not m.startswith("cc_continuity.")}
     assert outside <= {"posix", "_json", "_sha256", "_sha2", "time", "_signal"}, outside
     assert set(new) - outside <= {"cc_continuity", "cc_continuity.hosts", "cc_continuity.hosts.claude",
-                                  "cc_continuity.hosts.claude.hooks", "cc_continuity.hookrun",
+                                  "cc_continuity.hosts.claude.hooks",
                                   "cc_continuity.hosts.claude.hooks.post_tool_use",
                                   "cc_continuity.fastjson", "cc_continuity.card", "cc_continuity.ledger",
                                   "cc_continuity.paths", "cc_continuity.once", "cc_continuity.digest",

@@ -18,7 +18,7 @@ S1 = "f1f1f1f1-0000-4000-8000-0000000000f1"
 BUILTINS = {"posix", "_json", "time", "_signal"}
 SHA = {"_sha256", "_sha2"}  # the SHA-256 builtin: its name moved in Python 3.12
 HOOK_CORE = {"cc_continuity", "cc_continuity.hosts", "cc_continuity.hosts.claude", "cc_continuity.hosts.claude.hooks",
-             "cc_continuity.hookrun", "cc_continuity.fastjson", "cc_continuity.card",
+             "cc_continuity.fastjson", "cc_continuity.card",
              "cc_continuity.paths", "cc_continuity.meter", "cc_continuity.session", "cc_continuity.ledger"}
 EXPECTED = {
     "PreToolUse": HOOK_CORE | {"cc_continuity.hosts.claude.hooks.pre_tool_use",

@@ -26,7 +26,7 @@ Per event (the answers are Codex's own: :mod:`.wire`):
 
 import posix
 
-from ... import card, fastjson, hookrun, ledger, meter, session
+from ... import card, fastjson, hosts, ledger, meter, session
 from . import rollout, wire
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time nothing is imported (a tool call's path)
@@ -264,12 +264,12 @@ def _post_tool_use(ctx: "CodexContext", p: "dict[str, Any]") -> None:
 
 
 def main(argv: "list[str]") -> "NoReturn":
-    """Entry for the bootstrap install writes into hooks.json; always exits 0 (the runner: hookrun.py)."""
+    """Entry for the bootstrap install writes into hooks.json; always exits 0 (the runner: hosts.run_hook)."""
     event = argv[0] if argv else "?"
-    hookrun.run("codex:" + event, BUDGET.get(event, 4.0), lambda raw: _answer(event, raw), MAX_STDIN)
+    hosts.run_hook("codex:" + event, BUDGET.get(event, 4.0), lambda raw: _answer(event, raw), MAX_STDIN)
 
 
-def _answer(event: str, raw: bytes) -> "hookrun.Answer":
+def _answer(event: str, raw: bytes) -> "hosts.Answer":
     """:func:`answer` for the runner: a payload that is not Codex's is one log line, not an error."""
     try:
         out, outcome, sid, after = answer(event, raw)

@@ -8,7 +8,7 @@ a bug — the process exits 0 with nothing on stdout and one line in
 ``logs/hooks.log``.  Only a handler that finished cleanly may print, and it
 prints exactly one JSON object.  A per-event budget (SIGALRM) guarantees no
 hook outlives its settings.json timeout.  The budget, the bounded stdin read and
-the fail-open are the runner's (``cc_continuity/hookrun.py``), the same for
+the fail-open are the runner's (``cc_continuity.hosts.run_hook``), the same for
 Codex's entry (``hosts/codex/hooks.py``).
 
 One exception to "always exit 0", and only for the async hooks installed with
@@ -23,7 +23,7 @@ plugin's mod (``Mod*``, see ``hooks/mod.py``).
 
 import posix
 
-from .... import fastjson, hookrun, once
+from .... import fastjson, hosts, once
 from ....card import valid_session_id
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time nothing is imported (hot path)
@@ -166,12 +166,12 @@ def stop_wire(result: "object", claude_version: "str | None") -> "object":
 
 def main(argv: "list[str]") -> "NoReturn":
     """Entry for the installed bootstrap (``install.settings.BOOT``) and ``cc-continuity hook``; always exits 0
-    (2 for a REWAKE handler's wake): the runner (hookrun.py) is the same for every host."""
+    (2 for a REWAKE handler's wake): the runner (hosts.run_hook) is the same for every host."""
     event = argv[0] if argv else None
-    hookrun.run(event or "?", BUDGET.get(event or "", 5.0), lambda raw: _answer(event, raw), session_of=_session_of)
+    hosts.run_hook(event or "?", BUDGET.get(event or "", 5.0), lambda raw: _answer(event, raw), session_of=_session_of)
 
 
-def _answer(event: "str | None", raw: "bytes") -> "hookrun.Answer":
+def _answer(event: "str | None", raw: "bytes") -> "hosts.Answer":
     out, outcome, sid, rewake = dispatch(event, raw)
     return out, outcome, sid, _answered.after_output if _answered is not None else (), rewake
 
