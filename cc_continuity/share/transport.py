@@ -21,6 +21,7 @@ from .. import atomic, gitrun, paths, safefile, session
 from ..errors import LeaseHeld as LeaseHeld, ShareError
 from . import data as share_data
 from ..lock import Lock
+from ..rotation.texts import MACHINE_ID_LEN, is_machine_id
 from ..project import LEASES
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time typing is not imported
@@ -36,16 +37,16 @@ TRY_TIMEOUT_S = 60
 
 
 def machine_id() -> str:
-    """This state directory's machine id: 12 random hex digits, made once (O_EXCL), then read."""
+    """This state directory's machine id: 12 random hex digits (rotation/texts.py), made once (O_EXCL), then read."""
     path = paths.home() + "/" + MACHINE_ID
     try:
         got = safefile.read_regular(path, 100).decode("ascii", "replace").strip()
-        if len(got) == 12 and all(c in "0123456789abcdef" for c in got):
+        if is_machine_id(got):
             return got
     except FileNotFoundError:
         pass
     paths.ensure_dir(paths.home())
-    new = os.urandom(6).hex()
+    new = os.urandom(MACHINE_ID_LEN // 2).hex()
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, paths.FILE_MODE)
     except FileExistsError:  # another process made it first: theirs is the id
