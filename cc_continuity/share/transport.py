@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 SHARED_PREFIX = "refs/continuity/shared/"
 FETCHED_PREFIX = "refs/continuity/fetched/"  # what a claim fetched, in the claimer's own repository
 MACHINE_ID = "machine-id"
-TRY_TIMEOUT_S = 60
+TRY_TIMEOUT_S = int(gitrun.SHARING.timeout)  # a try's bound: the sharing profile's (60 s)
 
 
 def machine_id() -> str:
