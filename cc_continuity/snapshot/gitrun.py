@@ -43,7 +43,7 @@ def git_env(extra: "Mapping[str, str] | None" = None) -> dict[str, str]:
 
 
 def git(args: "Sequence[str]", cwd: str, *, env: "Mapping[str, str] | None" = None, input: bytes | None = None,
-        timeout: float = 30.0) -> "Done":
+        timeout: float = gitrun.SNAPSHOT.timeout) -> "Done":
     """Run git; return CompletedProcess with bytes stdout/stderr (never raises on rc).
 
     With ``GIT_INDEX_FILE`` (only ever one of our private indexes: ``git_env`` drops the
