@@ -57,6 +57,10 @@ KEPT = {
         ("_load", "tree_sitter"): (OPTIONAL, "a binary wheel from the deps' lock; the tokenizer reads without it"),
         ("_load", "tree_sitter_bash._binding.language"): (OPTIONAL, "the grammar, as tree_sitter"),
     },
+    "cc_continuity.gitrun": {
+        ("run", "subprocess"): (START_UP, "a classified tool call's hook loads it for read() (the hold's git state, "
+                                          "posix_spawnp): subprocess +~8 ms, loaded by the bounded runner only"),
+    },
     "cc_continuity.deps": {
         ("spawn", "subprocess"): (START_UP, "every prompt of a plugin session loads deps; subprocess +~4 ms, loaded "
                                             "when a build starts (once per plugin and interpreter)"),

@@ -26,7 +26,7 @@ here; nothing is written for a call with no harmful effect.
 import posix
 import time
 
-from .. import digest, fastjson
+from .. import digest, fastjson, gitrun
 from ..holds.classify import SCRIPT_MAX as SCRIPT_MAX, classify as classify, read_file  # (where callers look)
 from ..holds.shell import split
 
@@ -97,9 +97,11 @@ def card_words(harmful: "list[str]", alias_map: "Mapping[str, str]") -> "list[st
 # -- the identity of an effect ---------------------------------------------------------------------------
 
 def git_state(root: str) -> "str | None":
-    """HEAD and the state of the work tree (each changed path with its size and mtime), as one digest; None: no git."""
-    out = _run(["git", "-C", root, "--no-optional-locks", "status", "--porcelain=v2", "--branch", "-z",
-                "--untracked-files=all"])
+    """HEAD and the state of the work tree (each changed path with its size and mtime), as one digest; None: no git.
+
+    On the snapshot's profile (gitrun.SNAPSHOT): no optional lock, no hook, no fsmonitor, no filter or other
+    program the repository names; read with ``posix_spawnp`` (gitrun.read: no ``subprocess`` on a tool call)."""
+    out = gitrun.read(["status", "--porcelain=v2", "--branch", "-z", "--untracked-files=all"], root)
     if out is None:
         return None
     parts = []
@@ -118,36 +120,6 @@ def git_state(root: str) -> "str | None":
         except OSError:
             parts.append(ent + b" gone")
     return digest.sha256(b"\n".join(sorted(parts))).hexdigest()
-
-
-def _run(argv: "list[str]") -> "bytes | None":
-    """``argv``'s stdout when it exits 0, else None: ``posix_spawnp`` and a pipe (``subprocess`` costs ~8 ms to
-    import, more than the rest of a classified call).  Bounded by the hook's own budget (hooks/BUDGET)."""
-    try:
-        r, w = posix.pipe()
-    except OSError:
-        return None
-    try:
-        pid = posix.posix_spawnp(argv[0], argv, posix.environ, file_actions=[
-            (posix.POSIX_SPAWN_DUP2, w, 1), (posix.POSIX_SPAWN_CLOSE, r),
-            (posix.POSIX_SPAWN_OPEN, 2, "/dev/null", posix.O_WRONLY, 0), (posix.POSIX_SPAWN_OPEN, 0, "/dev/null",
-                                                                         posix.O_RDONLY, 0)])
-    except OSError:
-        posix.close(r)
-        posix.close(w)
-        return None
-    posix.close(w)
-    chunks = []
-    try:
-        while True:
-            b = posix.read(r, 1 << 16)
-            if not b:
-                break
-            chunks.append(b)
-    finally:
-        posix.close(r)
-        _, status = posix.waitpid(pid, 0)
-    return b"".join(chunks) if posix.WIFEXITED(status) and posix.WEXITSTATUS(status) == 0 else None
 
 
 def key(effects: "list[dict[str, Any]]", git: "str | None") -> str:

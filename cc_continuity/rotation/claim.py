@@ -345,7 +345,7 @@ def _shared(pdir: str, prec: "Record", nonce: "str | None" = None) -> list[str]:
     if isinstance(imp, dict):
         plain = texts.plain
         mid = imp.get("machine")  # our sentence names it only when it has the machine id's shape (12 hex digits)
-        mid = mid if isinstance(mid, str) and len(mid) == 12 and set(mid) <= set("0123456789abcdef") else "?"
+        mid = mid if texts.is_machine_id(mid) else "?"
         said = "published by: %s\nsession there: %s" % (plain(imp.get("author") or "?", 120),
                                                        plain(imp.get("session") or "?", 80))
         lines = ["It was written on another machine (machine %s), and reached this one through the git remote %s. "

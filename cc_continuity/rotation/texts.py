@@ -231,6 +231,20 @@ def continuation_prompt(cid: str, successor_name: str, driver: str = "tmux", roo
     return text
 
 
+# -- a machine's id ------------------------------------------------------------------------------------------
+# What names a machine in a checkpoint shared through a git remote (share/transport.machine_id makes it: 12
+# random lower-case hex digits), defined once: share/data.py builds MACHINE_RE from the pattern, a sentence
+# naming a machine checks it with is_machine_id (no ``re`` here: this module loads at every turn's end).
+MACHINE_ID_LEN = 12
+MACHINE_ID_DIGITS = "0123456789abcdef"
+MACHINE_ID_PATTERN = "[%s]{%d}" % (MACHINE_ID_DIGITS, MACHINE_ID_LEN)  # (a regular expression's text)
+
+
+def is_machine_id(value: object) -> bool:
+    """``value`` has a machine id's shape: MACHINE_ID_LEN of MACHINE_ID_DIGITS, nothing else."""
+    return isinstance(value, str) and len(value) == MACHINE_ID_LEN and not value.strip(MACHINE_ID_DIGITS)
+
+
 # -- text that is not ours, fenced --------------------------------------------------------------------------
 
 # Text that must never reach a terminal or the model as it is: C0/C1 controls, and the characters that

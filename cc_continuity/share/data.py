@@ -14,7 +14,7 @@ remote's.  Standard library only.
 import re
 
 from .. import log
-from ..rotation.texts import plain as plain  # (remote text in one line: where callers look)
+from ..rotation.texts import MACHINE_ID_LEN, MACHINE_ID_PATTERN, plain as plain  # (plain: where callers look)
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time typing is not imported
 if TYPE_CHECKING:
@@ -22,10 +22,10 @@ if TYPE_CHECKING:
     from typing import Any
 
 LOG = "share.log"
-MACHINE_RE = re.compile(r"[0-9a-f]{12}\Z")
+MACHINE_RE = re.compile(MACHINE_ID_PATTERN + r"\Z")  # (its one definition: rotation/texts.py)
 KEY_RE = re.compile(r"(?:[a-z0-9](?:[a-z0-9_-]{0,38}[a-z0-9])?)-[0-9a-f]{10}\Z")  # paths.project_key
 CID_RE = re.compile(r"cp-[0-9]{3,7}(?:-[0-9]{1,4})?\Z")  # session.checkpoint_id, and a taken one's -k
-FORK_RE = re.compile(r"(cp-[0-9]{3,7}(?:-[0-9]{1,4})?)-fork-([0-9a-f]{12})\Z")
+FORK_RE = re.compile(r"(cp-[0-9]{3,7}(?:-[0-9]{1,4})?)-fork-(%s)\Z" % MACHINE_ID_PATTERN)
 SHA_RE = re.compile(r"(?:[0-9a-f]{40}|[0-9a-f]{64})\Z")
 DIGEST_RE = re.compile(r"[0-9a-f]{64}\Z")  # effects.key
 TOOL_ID_RE = re.compile(r"[A-Za-z0-9_.:-]{1,100}\Z")
@@ -34,7 +34,7 @@ NAME_MAX = 200  # a ref name's part longer than this is refused (git worktree ad
 def name_problem(machine: str, key: str, cid: str) -> "str | None":
     """Why a published ref's parts are not ours to take (None: they have our shapes)."""
     if not MACHINE_RE.match(machine):
-        return "its machine id is not 12 hex digits"
+        return "its machine id is not %d hex digits" % MACHINE_ID_LEN
     if not KEY_RE.match(key):
         return "its project key is not <slug>-<10 hex digits>"
     if not CID_RE.match(cid):
@@ -195,7 +195,7 @@ def publisher(doc: "Mapping[str, Any]", source: str) -> "dict[str, Any]":
     """A remote publisher.json: who and when (the author is text: shown plain and fenced only)."""
     r = Reader("publisher.json", source)
     out: "dict[str, Any]" = {}
-    r.pick(doc, out, "machine", _str(12, MACHINE_RE))
+    r.pick(doc, out, "machine", _str(MACHINE_ID_LEN, MACHINE_RE))
     r.pick(doc, out, "author", _str(300), lambda v: plain(v, 120))
     r.pick(doc, out, "session", _str(80, re.compile(r"[A-Za-z0-9_.-]+\Z")))
     r.pick(doc, out, "published_at", _TIME)
@@ -210,14 +210,14 @@ def claim(doc: "Mapping[str, Any]", source: str) -> "dict[str, Any]":
     """A lease's claim.json (who holds it): shown in one line, made plain by ``share.describe``."""
     r = Reader("claim.json", source)
     out: "dict[str, Any]" = {}
-    r.pick(doc, out, "machine", _str(12, MACHINE_RE))
+    r.pick(doc, out, "machine", _str(MACHINE_ID_LEN, MACHINE_RE))
     r.pick(doc, out, "author", _str(300), lambda v: plain(v, 120))
     r.pick(doc, out, "at", _TIME)
     r.pick(doc, out, "renewed_at", _TIME)
     r.pick(doc, out, "local_successor", _str(80), lambda v: plain(v, 80))
     r.pick(doc, out, "project_key", _str(60, KEY_RE))
     r.pick(doc, out, "checkpoint", _str(20, CID_RE))
-    r.pick(doc, out, "published_by", _str(12, MACHINE_RE))
+    r.pick(doc, out, "published_by", _str(MACHINE_ID_LEN, MACHINE_RE))
     return out
 
 

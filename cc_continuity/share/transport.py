@@ -1,10 +1,12 @@
 """The remote as this machine talks to it: identity, ref names, the git runner, the leases held.
 
-Every call that talks to the remote runs here with the user's own environment (their
-credentials, ssh agent and credential helpers), never a prompt (``GIT_TERMINAL_PROMPT=0``,
-ssh in batch mode, no askpass, stdin from /dev/null, a session of its own), each try
-bounded (``TRY_TIMEOUT_S``), with no hook of the repository run (``--no-verify``) and
-never a ref outside ``refs/continuity/`` named.  Standard library only.
+Every call that talks to the remote runs here on the package's sharing profile
+(:data:`cc_continuity.gitrun.SHARING`): the user's own environment (their credentials, ssh
+agent and credential helpers), never a prompt (``GIT_TERMINAL_PROMPT=0``, ssh in batch
+mode, no askpass, stdin from /dev/null, a session of its own), each try bounded
+(``TRY_TIMEOUT_S``) and killed with its process group at the bound, with no hook of the
+repository run (``--no-verify`` too) and never a ref outside ``refs/continuity/`` named.
+Standard library only.
 
 The machine id is random, made once per state directory (the project key is built from
 a checkout's path and checkpoint numbers count per key: two machines would collide).
@@ -12,14 +14,14 @@ a checkout's path and checkpoint numbers count per key: two machines would colli
 
 import json
 import os
-import signal
 import subprocess
 import time
 
-from .. import atomic, paths, safefile, session
+from .. import atomic, gitrun, paths, safefile, session
 from ..errors import LeaseHeld as LeaseHeld, ShareError
 from . import data as share_data
 from ..lock import Lock
+from ..rotation.texts import MACHINE_ID_LEN, is_machine_id
 from ..project import LEASES
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time typing is not imported
@@ -31,25 +33,20 @@ if TYPE_CHECKING:
 SHARED_PREFIX = "refs/continuity/shared/"
 FETCHED_PREFIX = "refs/continuity/fetched/"  # what a claim fetched, in the claimer's own repository
 MACHINE_ID = "machine-id"
-TRY_TIMEOUT_S = 60
-# Variables that point git at another repository/index; removed for every call made here.
-_LOCAL_ENV = ("GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_COMMON_DIR", "GIT_DIR", "GIT_INDEX_FILE",
-              "GIT_OBJECT_DIRECTORY", "GIT_WORK_TREE", "GIT_NAMESPACE", "GIT_PREFIX", "GIT_ASKPASS",
-              "SSH_ASKPASS")
-_NO_HOOKS = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false")
+TRY_TIMEOUT_S = int(gitrun.SHARING.timeout)  # a try's bound: the sharing profile's (60 s)
 
 
 def machine_id() -> str:
-    """This state directory's machine id: 12 random hex digits, made once (O_EXCL), then read."""
+    """This state directory's machine id: 12 random hex digits (rotation/texts.py), made once (O_EXCL), then read."""
     path = paths.home() + "/" + MACHINE_ID
     try:
         got = safefile.read_regular(path, 100).decode("ascii", "replace").strip()
-        if len(got) == 12 and all(c in "0123456789abcdef" for c in got):
+        if is_machine_id(got):
             return got
     except FileNotFoundError:
         pass
     paths.ensure_dir(paths.home())
-    new = os.urandom(6).hex()
+    new = os.urandom(MACHINE_ID_LEN // 2).hex()
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, paths.FILE_MODE)
     except FileExistsError:  # another process made it first: theirs is the id
@@ -88,40 +85,24 @@ def parse_shared(ref: str, refused: "list[str] | None" = None) -> "tuple[str, st
 
 
 def remote_env(base: "Mapping[str, str] | None" = None) -> dict[str, str]:
-    """The user's environment (credentials kept) with every way of prompting switched off."""
-    env = {k: v for k, v in (os.environ if base is None else base).items() if k not in _LOCAL_ENV}
-    env["GIT_TERMINAL_PROMPT"] = "0"
-    env["GCM_INTERACTIVE"] = "never"
-    env["SSH_ASKPASS_REQUIRE"] = "never"
-    ssh = env.get("GIT_SSH_COMMAND") or "ssh"
-    env["GIT_SSH_COMMAND"] = ssh + " -o BatchMode=yes -o ConnectTimeout=30"
-    env.setdefault("LC_ALL", "C")
-    return env
+    """The user's environment (credentials kept) with every way of prompting switched off (the sharing profile)."""
+    return gitrun.environ(gitrun.SHARING, base)
 
 
 def git(args: "Sequence[str]", cwd: str, *, input: bytes | None = None, timeout: float = TRY_TIMEOUT_S,
         ok: "tuple[int, ...]" = (0,), env: "Mapping[str, str] | None" = None) -> "subprocess.CompletedProcess[bytes]":
-    """Run git in ``cwd`` (its own session: a timeout kills git and its ssh); ShareError unless rc in ``ok``."""
-    cmd = ["git", *_NO_HOOKS, *args]
+    """Run git in ``cwd`` on the sharing profile (its own session: a timeout kills git and its ssh);
+    ShareError unless rc in ``ok``."""
     try:
-        proc = subprocess.Popen(cmd, cwd=cwd, env=remote_env() if env is None else dict(env),
-                                stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+        proc = gitrun.run(args, cwd, gitrun.SHARING, env=env, input=input, timeout=timeout)
     except OSError as e:
         raise ShareError("cannot run git: %s" % e) from None
-    try:
-        out, err = proc.communicate(input, timeout=timeout)
     except subprocess.TimeoutExpired:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except OSError:
-            pass
-        proc.communicate()
         raise ShareError("git %s: no answer within %d s" % (args[0], timeout)) from None
     if proc.returncode not in ok:
-        lines = [x for x in err.decode("utf-8", "replace").strip().splitlines() if x.strip()]
+        lines = [x for x in proc.stderr.decode("utf-8", "replace").strip().splitlines() if x.strip()]
         raise ShareError("git %s failed (%d): %s" % (args[0], proc.returncode, " / ".join(lines[-3:])[:400]))
-    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+    return proc
 
 
 def git_out(args: "Sequence[str]", cwd: str, **kw: "Any") -> str:

@@ -1,20 +1,22 @@
 """How a snapshot runs git: the one runner of snapshot/, and where the work tree is.
 
-Every git call runs with ``cwd`` = the work tree, the repository-locating
-environment (``GIT_DIR``, ``GIT_INDEX_FILE``, ...) scrubbed so an outer git
-process (e.g. a pre-commit hook running us) cannot redirect us,
-``GIT_OPTIONAL_LOCKS=0`` so read-only commands never refresh the real index,
-and a profile that runs no program the repository names: no hooks, no fsmonitor,
-no credential helper, no filter or diff driver.  Standard library only.
+Every git call runs with ``cwd`` = the work tree, on the package's snapshot profile
+(:data:`cc_continuity.gitrun.SNAPSHOT`): the repository-locating environment
+(``GIT_DIR``, ``GIT_INDEX_FILE``, ...) scrubbed so an outer git process (e.g. a
+pre-commit hook running us) cannot redirect us, ``GIT_OPTIONAL_LOCKS=0`` so read-only
+commands never refresh the real index, and no program the repository names: no hooks,
+no fsmonitor, no credential helper, no filter or diff driver.  This module adds what a
+snapshot needs on top: a private index written under umask 077, one deadline for a
+snapshot's calls, failures as ``SnapshotError``, and where the work tree is.
+Standard library only.
 """
 
 import os
-import re
 import shutil
 import subprocess
 import time
 
-from .. import errors
+from .. import errors, gitrun
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time nothing is imported (the Stop hook loads this)
 if TYPE_CHECKING:
@@ -29,42 +31,6 @@ if TYPE_CHECKING:
 SUBJECT_MAX = 200  # a subject or a name in a report is cut to this
 
 
-# Variables that point git at another repository/index (git rev-parse --local-env-vars).
-_LOCAL_ENV = (
-    "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_COMMON_DIR", "GIT_DIR", "GIT_GRAFT_FILE",
-    "GIT_IMPLICIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_INTERNAL_SUPER_PREFIX",
-    "GIT_NO_REPLACE_OBJECTS", "GIT_OBJECT_DIRECTORY", "GIT_PREFIX", "GIT_REPLACE_REF_BASE",
-    "GIT_SHALLOW_FILE", "GIT_WORK_TREE", "GIT_NAMESPACE",
-)
-# Per-command config: no hooks (post-index-change, reference-transaction), no fsmonitor
-# daemon, no split index (it would write sharedindex.* files into the user's .git).
-# And no program the repository names (issue 22: a snapshot runs nothing the repository defined):
-# a command set here wins over every config file.  An empty helper list, no external diff, and
-# programs we never need (no remote, no signing, no editor, no pager) set to one that does nothing.
-_SAFE_CONFIG = (
-    "-c", "core.hooksPath=/dev/null",
-    "-c", "core.fsmonitor=false",
-    "-c", "core.splitIndex=false",
-    "-c", "advice.addEmbeddedRepo=false",
-    "-c", "diff.external=",
-    "-c", "core.sshCommand=false",
-    "-c", "core.askPass=false",
-    "-c", "credential.helper=",
-    "-c", "gpg.program=false",
-    "-c", "gpg.ssh.program=false",
-    "-c", "gpg.x509.program=false",
-    "-c", "commit.gpgSign=false",
-    "-c", "core.editor=false",
-    "-c", "sequence.editor=false",
-    "-c", "core.pager=cat",
-    "-c", "gc.auto=0",
-)
-# Drivers are named by the repository (filter.<name>.clean, diff.<name>.textconv): each one the
-# config names is emptied (``_without_drivers``); a filter marked required would then fail the add.
-_DRIVER_KEYS = re.compile(rb"^(filter|diff)\.(.+)\.(clean|smudge|process|required|textconv|command)$")
-_drivers_of: "dict[str, tuple[tuple[str, str], ...]]" = {}
-
-
 SnapshotError = errors.SnapshotError  # (defined with every error class, in errors.py)
 
 
@@ -72,15 +38,12 @@ SnapshotError = errors.SnapshotError  # (defined with every error class, in erro
 
 
 def git_env(extra: "Mapping[str, str] | None" = None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in _LOCAL_ENV}
-    env.update(GIT_OPTIONAL_LOCKS="0", GIT_TERMINAL_PROMPT="0", LC_ALL="C")
-    if extra:
-        env.update(extra)
-    return env
+    """This process's environment on the snapshot profile, then ``extra``."""
+    return gitrun.environ(gitrun.SNAPSHOT, extra=extra)
 
 
 def git(args: "Sequence[str]", cwd: str, *, env: "Mapping[str, str] | None" = None, input: bytes | None = None,
-         timeout: float = 30.0) -> "Done":
+        timeout: float = gitrun.SNAPSHOT.timeout) -> "Done":
     """Run git; return CompletedProcess with bytes stdout/stderr (never raises on rc).
 
     With ``GIT_INDEX_FILE`` (only ever one of our private indexes: ``git_env`` drops the
@@ -88,47 +51,8 @@ def git(args: "Sequence[str]", cwd: str, *, env: "Mapping[str, str] | None" = No
     byte: a snapshot killed before its chmod leaves no readable index behind.
     """
     env = env or git_env()
-    return subprocess.run(
-        ["git", *_SAFE_CONFIG, *args], cwd=cwd, env=_without_drivers(env, cwd, timeout), input=input,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout,
-        stdin=None if input is not None else subprocess.DEVNULL, umask=0o077 if "GIT_INDEX_FILE" in env else -1,
-    )
-
-
-def _without_drivers(env: "Mapping[str, str]", cwd: str, timeout: float) -> "Mapping[str, str]":
-    """``env`` plus config that empties every filter and diff driver the config of ``cwd`` defines.
-
-    Through ``GIT_CONFIG_COUNT`` (a driver's name may hold any character, ``=``
-    too, which ``-c`` cannot carry), after any such entries already there.  A
-    filter left without its commands stores the file as it is (an unchanged
-    file keeps its index blob: git does not read it again).  One query per place.
-    """
-    found = _drivers_of.get(cwd)
-    if found is None:
-        try:
-            out = subprocess.run(["git", *_SAFE_CONFIG, "config", "-z", "--name-only", "--get-regexp",
-                                  r"^(filter|diff)\..*\.(clean|smudge|process|required|textconv|command)$"],
-                                 cwd=cwd, env=git_env(), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                 stdin=subprocess.DEVNULL, timeout=timeout).stdout
-        except (OSError, subprocess.SubprocessError):
-            out = b""  # (no git, no such directory: the call itself will say so)
-        keys = []
-        for raw in out.split(b"\0"):
-            m = _DRIVER_KEYS.match(raw)
-            if m:
-                keys.append((os.fsdecode(raw), "false" if m.group(3) == b"required" else ""))
-        found = _drivers_of[cwd] = tuple(keys)
-    if not found:
-        return env
-    out_env = dict(env)
-    try:
-        n = int(out_env.get("GIT_CONFIG_COUNT") or 0)
-    except ValueError:
-        n = 0
-    for i, (key, value) in enumerate(found, n):
-        out_env["GIT_CONFIG_KEY_%d" % i], out_env["GIT_CONFIG_VALUE_%d" % i] = key, value
-    out_env["GIT_CONFIG_COUNT"] = str(n + len(found))
-    return out_env
+    return gitrun.run(args, cwd, gitrun.SNAPSHOT, env=env, input=input, timeout=timeout,
+                      umask=0o077 if "GIT_INDEX_FILE" in env else -1)
 
 
 def text(data: bytes) -> str:

@@ -19,7 +19,8 @@ import pytest
 
 from cc_continuity import config, paths, session
 from cc_continuity.project import LEASES
-from cc_continuity.share import claiming, fleet, job, publish, transport
+from cc_continuity.rotation import texts
+from cc_continuity.share import claiming, data, fleet, job, publish, transport
 from helpers.hookdriver import HookDriver
 from helpers.share import (GOOD, S1, S2, bare, claim_cli, free_port, git, machine, machine_a, mid_of, niceness,
                            published, rotate, user_refs, wait_status)
@@ -32,6 +33,16 @@ def test_the_machine_id_is_made_once_private_and_differs_per_state_dir(tmp_path,
     assert stat.S_IMODE(st.st_mode) == 0o600
     monkeypatch.setenv("CC_CONTINUITY_HOME", str(tmp_path / "other"))
     assert transport.machine_id() != a
+
+
+def test_the_machine_ids_shape_is_defined_once():
+    """rotation/texts.py holds it: share/data's MACHINE_RE (remote refs and files) and the bootstrap's check agree."""
+    for v in (transport.machine_id(), "0123456789ab", "f" * 12):
+        assert texts.is_machine_id(v) and data.MACHINE_RE.match(v), v
+    for v in ("0123456789AB", "0123456789a", "0123456789abc", "0123456789ab\n", "01234567-9ab", "",
+              "\uff10" * 12, None, 12):
+        assert not texts.is_machine_id(v) and not (isinstance(v, str) and data.MACHINE_RE.match(v)), v
+    assert data.FORK_RE.match("cp-001-fork-0123456789ab") and not data.FORK_RE.match("cp-001-fork-0123456789")
 
 
 @pytest.mark.parametrize("scheme", ["file", "daemon"])

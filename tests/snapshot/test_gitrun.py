@@ -13,6 +13,7 @@ import subprocess
 
 import pytest
 
+from cc_continuity import gitrun as profiles
 from cc_continuity.snapshot import drift, facts, gitrun, worktree
 from cc_continuity.snapshot.indexes import PrivateIndex
 
@@ -104,7 +105,7 @@ def test_user_config_entries_already_in_the_environment_are_kept(hostile, monkey
     monkeypatch.setenv("GIT_CONFIG_COUNT", "1")
     monkeypatch.setenv("GIT_CONFIG_KEY_0", "user.name")
     monkeypatch.setenv("GIT_CONFIG_VALUE_0", "from-env")
-    gitrun._drivers_of.clear()
+    profiles._drivers_of.clear()
     assert gitrun.git(["config", "user.name"], str(repo)).stdout.decode().strip() == "from-env"
     assert gitrun.git(["config", "filter.evil.clean"], str(repo)).stdout.decode().strip() == ""
 
