@@ -33,7 +33,7 @@ BASE_PY = os.path.realpath(sys.executable)
 
 
 def wall(cmd, stdin_bytes, env):
-    if callable(stdin_bytes):  # a fresh payload per call (a repeated tool_use_id is a twin: once.py)
+    if callable(stdin_bytes):  # a fresh payload per call (a repeated tool_use_id is a twin: hosts/claude/hooks' first)
         stdin_bytes = stdin_bytes()
     subprocess.run(cmd, input=stdin_bytes, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, check=False)
 

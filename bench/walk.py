@@ -34,7 +34,7 @@ from helpers.hookdriver import HookDriver, compact, handoff_text, tokens_at  # n
 
 PKG = os.path.join(REPO, "cc_continuity") + os.sep
 FOUNDATION = {"atomic", "card", "config", "digest", "errors", "fastjson", "faults", "ledger", "lock", "log", "meter",
-              "once", "paths", "procs", "project", "redact", "safefile", "session", "statusline"}
+              "paths", "procs", "project", "redact", "safefile", "session", "statusline"}
 CO_OPTIMIZED = 0x1  # a function's code (a module or class body has not this flag)
 S1 = "a1a1a1a1-0000-4000-8000-0000000000a1"
 S2 = "b2b2b2b2-0000-4000-8000-0000000000b2"

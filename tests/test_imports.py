@@ -37,7 +37,7 @@ TO_REVISIT = "the fast path and the domain: to be revisited"
 WHOLE_MODULES = {m: TO_REVISIT for m in (
     "cc_continuity.card", "cc_continuity.rotation.checkpoint", "cc_continuity.rotation.claim", "cc_continuity.cli",
     "cc_continuity.config", "cc_continuity.fastjson", "cc_continuity.snapshot.indexes", "cc_continuity.rotation.handoff",
-    "cc_continuity.ledger", "cc_continuity.meter", "cc_continuity.once", "cc_continuity.paths", "cc_continuity.safefile",
+    "cc_continuity.ledger", "cc_continuity.meter", "cc_continuity.paths", "cc_continuity.safefile",
     "cc_continuity.procs", "cc_continuity.project", "cc_continuity.snapshot.drift",
     "cc_continuity.rotation.revalidation",
     "cc_continuity.rotation.handover", "cc_continuity.session", "cc_continuity.snapshot.job", "cc_continuity.statusline",

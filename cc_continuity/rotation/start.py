@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import time
 
-from .. import atomic, faults, fastjson, ledger, meter, once, safefile, session
+from .. import atomic, faults, fastjson, ledger, meter, safefile, session
 from ..digest import sha256
 from ..errors import StateDirError
 from ..procs import pid_alive
@@ -118,8 +118,7 @@ def session_started(ctx: Context) -> Output | None:
 
 
 def _sweep() -> None:
-    """Markers of calls long handled and hand-overs long done (at startup, never on a rotation's path)."""
-    once.sweep()
+    """Hand-overs long done (at startup, never on a rotation's path)."""
     handover.sweep_handovers()
 
 

@@ -251,7 +251,7 @@ def hook_payload(event, session_id, transcript_path, cwd, **extra):
         p.update({"source": "startup", "model": "claude-sonnet-4-5"})
     elif event == "UserPromptSubmit":
         p["prompt"] = "please run the tools"
-        p["prompt_id"] = str(_uuid.uuid4())  # each prompt its own (a repeated id is a twin: once.py)
+        p["prompt_id"] = str(_uuid.uuid4())  # each prompt its own (a repeated id is a twin: hosts/claude/hooks' first)
     elif event in ("PreToolUse", "PostToolUse"):
         p.update({"effort": {"level": "medium"}, "tool_name": "Bash",
                   "tool_input": {"command": "echo ok", "description": "Say ok"},

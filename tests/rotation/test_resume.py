@@ -243,7 +243,7 @@ def test_post_tool_use_stays_on_the_fast_path_with_the_action_record(tmp_path):
                                   "cc_continuity.hosts.claude.hooks",
                                   "cc_continuity.hosts.claude.hooks.post_tool_use",
                                   "cc_continuity.fastjson", "cc_continuity.card", "cc_continuity.ledger",
-                                  "cc_continuity.paths", "cc_continuity.once", "cc_continuity.digest",
+                                  "cc_continuity.paths", "cc_continuity.digest",
                                   "cc_continuity.meter", "cc_continuity.session"}, new
     last = drv.ledger(S1, ev="tool")[-1]
     assert last["target"] == "git push --token [REDACTED] x"

@@ -3,7 +3,7 @@
 Claude Code does not deduplicate a plugin's hooks against settings.json's; each
 event then reaches us as two processes started together with the same stdin.
 ``install`` and ``doctor`` catch the double wiring; until it is mended, each call
-must still be handled once (``cc_continuity/once.py``).  A whole rotation fired
+must still be handled once (``cc_continuity/hosts/claude/hooks``: ``first``).  A whole rotation fired
 that way must leave the ledger and the state a single wiring leaves, and each
 answer (a block, a bootstrap, a note) exactly once.
 """
@@ -13,7 +13,8 @@ import os
 import re
 import subprocess
 
-from cc_continuity import config, once, session
+from cc_continuity import config, session
+from cc_continuity.hosts.claude import hooks as once
 from helpers.hookdriver import HookDriver, compact, handoff_text, tokens_at
 from helpers import REPO
 
@@ -125,7 +126,7 @@ def test_a_twin_comes_through_the_other_wiring_a_repeat_through_the_same():
 
 
 def test_twins_racing_in_many_processes_are_handled_once_per_repeat():
-    code = ("import sys, time; from cc_continuity import once; t = float(sys.argv[1])\n"
+    code = ("import sys, time; from cc_continuity.hosts.claude import hooks as once; t = float(sys.argv[1])\n"
             "while time.time() < t: pass\n"
             "print(once.first('Stop', sys.argv[2], {}, b'same bytes', sys.argv[3]))")
     import sys

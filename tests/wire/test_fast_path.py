@@ -21,10 +21,8 @@ HOOK_CORE = {"cc_continuity", "cc_continuity.hosts", "cc_continuity.hosts.claude
              "cc_continuity.fastjson", "cc_continuity.card",
              "cc_continuity.paths", "cc_continuity.meter", "cc_continuity.session", "cc_continuity.ledger"}
 EXPECTED = {
-    "PreToolUse": HOOK_CORE | {"cc_continuity.hosts.claude.hooks.pre_tool_use",
-                               "cc_continuity.once"},  # no SHA-256: no ledger line
-    "PostToolUse": HOOK_CORE | {"cc_continuity.hosts.claude.hooks.post_tool_use", "cc_continuity.once",
-                                "cc_continuity.digest"},
+    "PreToolUse": HOOK_CORE | {"cc_continuity.hosts.claude.hooks.pre_tool_use"},  # no SHA-256: no ledger line
+    "PostToolUse": HOOK_CORE | {"cc_continuity.hosts.claude.hooks.post_tool_use", "cc_continuity.digest"},
     "statusline": {"cc_continuity", "cc_continuity.statusline", "cc_continuity.fastjson", "cc_continuity.card",
                    "cc_continuity.paths", "cc_continuity.meter", "cc_continuity.session", "cc_continuity.ledger"},
 }

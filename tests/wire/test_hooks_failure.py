@@ -91,13 +91,13 @@ def test_stop_failure_stays_on_the_fast_path(claude):
     outcome, new = ast.literal_eval(res.stdout.decode())
     assert outcome == "turn failed: overloaded"
     outside = {m for m in new if m != "cc_continuity" and not m.startswith("cc_continuity.")}
-    # fcntl: a failed turn has no id of its own, so once.py counts its digest under a lock
+    # fcntl: a failed turn has no id of its own, so the twin check counts its digest under a lock
     assert outside <= {"posix", "_json", "_sha256", "_sha2", "time", "_signal", "fcntl"}, outside
     assert set(new) - outside <= {"cc_continuity", "cc_continuity.hosts", "cc_continuity.hosts.claude",
                                   "cc_continuity.hosts.claude.hooks",
                                   "cc_continuity.hosts.claude.hooks.stop_failure",
                                   "cc_continuity.fastjson", "cc_continuity.card", "cc_continuity.ledger",
-                                  "cc_continuity.paths", "cc_continuity.once",
+                                  "cc_continuity.paths",
                                   "cc_continuity.digest"}, new
     assert BUDGET["StopFailure"] <= BUDGET["PostToolUse"]
 

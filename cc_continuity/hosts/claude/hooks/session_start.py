@@ -5,11 +5,11 @@ SessionEnd(clear) seen just before names the predecessor.  On clear,
 startup and resume the latest claimable checkpoint of the project is
 claimed (exactly once, under the project lock) and the bootstrap text is
 returned as ``additionalContext``.  The rotator waits for the started-marker
-written here.
+written here.  At a startup the twin check's old markers are swept.
 """
 
 from ....rotation import start
-from . import plugin_env
+from . import plugin_env, sweep
 from ..host import HookContext
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time nothing is imported
@@ -21,4 +21,7 @@ if TYPE_CHECKING:
 
 def handle(call: "Call") -> "dict[str, Any] | None":
     ctx = HookContext(call)
-    return plugin_env.noted(ctx, start.session_started(ctx))
+    out = plugin_env.noted(ctx, start.session_started(ctx))
+    if call.payload.get("source") == "startup" and ctx.outcome.startswith("registered"):
+        sweep()  # the markers of calls long handled (the twin check's: off any rotation's path)
+    return out
