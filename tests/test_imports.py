@@ -87,9 +87,9 @@ KEPT = {
     "cc_continuity.install.app": {
         ("dependency_dists", "importlib.metadata"): (START_UP, "launch and every verb load install/: +~15 ms"),
     },
-    "cc_continuity.install.codex": {
+    "cc_continuity.hosts.codex.files": {
         ("_entry", "cc_continuity.hosts.codex.hooks"): (
-            START_UP, "every verb loads install/: the Codex hook entry and its rotation imports +~5-7 ms (min "
+            START_UP, "every verb loads install's and doctor's Codex pieces: the Codex hook entry and its rotation imports +~5-7 ms (min "
                       "and median of 15, after the parser); only install, uninstall and doctor of Codex need it"),
     },
     "cc_continuity.install.bootstrap": {

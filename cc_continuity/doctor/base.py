@@ -11,7 +11,8 @@ import re
 import subprocess
 
 from .. import config, paths, safefile
-from ..install import RECORD_KEYS, codex, manifest, plugin, settings
+from ..hosts.codex import files as codex
+from ..install import RECORD_KEYS, manifest, plugin, settings
 from ..project import find_root
 
 MIN_PYTHON = (3, 11)

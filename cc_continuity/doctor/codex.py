@@ -11,7 +11,8 @@ import time
 
 from .. import paths, safefile
 from ..hosts.codex import appserver
-from ..install import app, codex, settings
+from ..hosts.codex import files as codex
+from ..install import app, settings
 from .base import SETTINGS_MAX_BYTES, Result
 
 CODEX_FIX = "cc-continuity install --agent codex"

@@ -8,7 +8,7 @@ a missing file: config, app copy, launcher, settings.json, CLAUDE.md, shell
 rc, skills, and last the record (``install.json``) uninstall works from.
 
 ``--agent codex`` merges the same hooks, as Codex takes them, into
-``$CODEX_HOME/hooks.json`` (:mod:`.codex`), beside the same app copy and launcher;
+``$CODEX_HOME/hooks.json`` (``hosts/codex/files.py``), beside the same app copy and launcher;
 ``--trust`` records Codex's trust for those entries only, in its config.toml.
 
 Uninstall runs the other way round and removes only what is ours: hook
@@ -31,7 +31,8 @@ from .. import paths
 from ..errors import InstallError
 from ..share.fleet import left_on_remotes
 from ..lock import Lock
-from . import app, bootstrap, claude_code, codex, codex_cli, manifest, settings, tools
+from ..hosts.codex import files as codex
+from . import app, bootstrap, claude_code, codex_cli, manifest, settings, tools
 from .plan import AGENTS, AGENT_NAMES, load_manifest, size_text, unlink, purge_command, read, show
 
 

@@ -1,5 +1,5 @@
-"""Codex CLI's piece of install and uninstall: our hooks in ``$CODEX_HOME/hooks.json`` (:mod:`.codex` reads
-and writes its files), beside the same app copy and launcher; ``--trust`` records Codex's trust for those
+"""Codex CLI's piece of install and uninstall: our hooks in ``$CODEX_HOME/hooks.json`` (``hosts/codex/files.py``
+reads and writes its files), beside the same app copy and launcher; ``--trust`` records Codex's trust for those
 entries only, in its config.toml, and uninstall takes out Codex's trust tables by the key of an entry of ours.
 """
 
@@ -10,7 +10,8 @@ import time
 from .. import config, paths
 from ..errors import InstallError
 from ..hosts.codex import appserver
-from . import app, codex, manifest, settings
+from ..hosts.codex import files as codex
+from . import app, manifest, settings
 from .plan import FileChange, install_app, install_link, load_manifest, print_plan, shared_record, config_changes, describe_config, read, show
 
 

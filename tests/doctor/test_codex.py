@@ -11,7 +11,7 @@ import pytest
 from cc_continuity import paths
 from cc_continuity.doctor import codex as codex_rows
 from cc_continuity.doctor import runner
-from cc_continuity.install import codex
+from cc_continuity.hosts.codex import files as codex
 from helpers.codex import cli, codex_dir, listing, write
 
 DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "codex")

@@ -26,7 +26,7 @@ import sys
 
 import pytest
 
-from cc_continuity.install import codex
+from cc_continuity.hosts.codex import files as codex
 from helpers.codex import CodexTui, ok
 
 pytestmark = pytest.mark.codex

@@ -1,6 +1,6 @@
 """``install --agent codex`` / ``uninstall --agent codex``: hooks.json and the trust tables in config.toml.
 
-The pure parts (install/codex.py) on bytes: the merge and unmerge of hooks.json (foreign
+The pure parts (hosts/codex/files.py) on bytes: the merge and unmerge of hooks.json (foreign
 entries, odd formatting and exact numbers kept byte for byte, a file we cannot parse
 refused), Codex's trust key and hash (the hashes below are the ones Codex 0.171.0's
 ``hooks/list`` gave for these entries), and config.toml's tables edited as text
@@ -18,7 +18,8 @@ import pytest
 
 from cc_continuity import install, paths
 from cc_continuity.hosts.codex import hooks as codex_hooks
-from cc_continuity.install import codex, settings
+from cc_continuity.hosts.codex import files as codex
+from cc_continuity.install import settings
 from helpers.codex import cli, codex_dir, listing, write
 
 DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "codex")

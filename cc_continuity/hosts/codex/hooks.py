@@ -1,7 +1,7 @@
 """Codex CLI's hook entry: read the payload, run one rotation step with the Codex context, answer, fail open.
 
 What ``install --agent codex`` writes into ``$CODEX_HOME/hooks.json`` runs
-``<python> -S -c <BOOT> <Event>`` (``install.codex.command``), which calls :func:`main`.  The same
+``<python> -S -c <BOOT> <Event>`` (``files.command``), which calls :func:`main`.  The same
 promise as Claude Code's hooks: whatever happens inside — a payload that is not what
 Codex 0.171 sends, a corrupt state file, a full disk, a bug — the process exits 0 with
 nothing on stdout and one line in ``logs/hooks.log``; a budget (SIGALRM) below the

@@ -1,10 +1,12 @@
 """Codex CLI's files: our hooks in ``$CODEX_HOME/hooks.json``, their trust in ``$CODEX_HOME/config.toml``.
 
-Pure functions on bytes and parsed values, like :mod:`.settings` (whose strict JSON
-reader, exact writer and merge rules hooks.json shares: the same hook table shape,
-no status line); the caller reads, writes and backs up.
+Codex's own, so in its host folder: its install piece (:mod:`.install`) writes them and its doctor
+checks (:mod:`.doctor`) read them; nothing outside ``hosts/codex/`` knows their shape.  Pure
+functions on bytes and parsed values, like ``install/settings.py`` (whose strict JSON reader, exact
+writer and merge rules hooks.json shares: the same hook table shape, no status line); the caller
+reads, writes and backs up.
 
-hooks.json: one group of ours per event in ``hosts.codex.hooks.EVENTS``, each running
+hooks.json: one group of ours per event in :data:`.hooks.EVENTS`, each running
 ``<python> -S -c <BOOT> <Event>`` as a shell command (Codex runs ``command`` with a
 shell), recognised by the Codex entry's import (``HOOK_MARK``) in it.  A file we cannot
 parse is refused, never rewritten; every entry of the user's stays, byte for byte.
@@ -32,8 +34,8 @@ import re
 import shlex
 import tomllib
 
-from .. import errors
-from . import settings
+from ... import errors
+from ...install import settings
 
 HOOKS_FILE = "hooks.json"
 CONFIG_FILE = "config.toml"
@@ -70,7 +72,7 @@ def config_path(home):
 
 def _entry():
     """The Codex hook entry's module: its events, timeouts and bootstrap mark."""
-    from ..hosts.codex import hooks  # (every verb's start loads install/: it and its rotation imports +~5-7 ms)
+    from . import hooks  # (every verb's start loads install's and doctor's pieces: it and its rotation imports +~5-7 ms)
 
     return hooks
 
