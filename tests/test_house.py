@@ -36,9 +36,9 @@ LONG_MODULES = {
 LONG_FUNCTIONS = {
     "redact.py:_multiline_hits": "one pass over a text's lines with its carried state (issue 34's multi-line "
                                  "values); to cut with redact.py",
-    "install/claude_code.py:install": "plan, check and apply in one order that never leaves a hook without "
+    "hosts/claude/install.py:install": "plan, check and apply in one order that never leaves a hook without "
                                       "its files; to cut: plan and apply",
-    "install/codex_cli.py:install": "as claude_code.install, for hooks.json and its trust",
+    "hosts/codex/install.py:install": "as hosts/claude/install.py's, for hooks.json and its trust",
     "rotation/revalidation.py:revalidate": "the checkpoint against the world in one pass (drift, history, "
                                            "facts); to cut by check",
     "share/claiming.py:claim_from": "list, fetch, restore, lease, move, import with one rollback around "

@@ -19,7 +19,7 @@ brought back).  Backups of every user file we rewrite go to
 ``$CC_CONTINUITY_HOME/backups/`` (0600; the newest few kept), not beside the
 file: a dotfiles repo should not collect copies that may hold tokens.
 
-One piece per host: :mod:`.claude_code` and :mod:`.codex_cli`, each ``install(opts, out, check_only)``
+One piece per host: ``hosts/claude/install.py`` and ``hosts/codex/install.py``, each ``install(opts, out, check_only)``
 and ``uninstall(out, record)``, on :mod:`.plan`'s file changes; this module runs them under one lock
 and removes what they share (the app copy, the launcher, the record) once no agent's install is left.
 """
@@ -31,8 +31,10 @@ from .. import paths
 from ..errors import InstallError
 from ..share.fleet import left_on_remotes
 from ..lock import Lock
+from ..hosts.claude import install as claude_code
 from ..hosts.codex import files as codex
-from . import app, bootstrap, claude_code, codex_cli, manifest, settings, tools
+from ..hosts.codex import install as codex_cli
+from . import app, bootstrap, manifest, settings, tools
 from .plan import AGENTS, AGENT_NAMES, load_manifest, size_text, unlink, purge_command, read, show
 
 

@@ -1,6 +1,6 @@
 """What an install changes, planned while only reading: file changes (shown as diffs), the config, the record.
 
-Each host's piece (:mod:`.claude_code`, :mod:`.codex_cli`) plans its own files with these and applies
+Each host's piece (``hosts/claude/install.py``, ``hosts/codex/install.py``) plans its own files with these and applies
 them in an order that never leaves a hook pointing at a missing file.  Backups of every user file we
 rewrite go to ``$CC_CONTINUITY_HOME/backups/`` (0600; the newest few kept), not beside the file.
 """

@@ -9,7 +9,8 @@ import sys
 import pytest
 
 from cc_continuity import install
-from cc_continuity.install import claude_code, tools
+from cc_continuity.hosts.claude import install as claude_install
+from cc_continuity.install import tools
 
 KINDS = {"uv": ("share/uv/tools/cc-continuity", "uv-receipt.toml", "uv tool install", "uv tool uninstall cc-continuity"),
          "pipx": ("share/pipx/venvs/cc-continuity", "pipx_metadata.json", "pipx install", "pipx uninstall cc-continuity")}
@@ -92,5 +93,5 @@ def test_a_copy_of_a_plugin_still_enabled_is_not_called_left_over(isolated_home)
     (isolated_home / ".claude" / "settings.json").write_text(json.dumps(
         {"enabledPlugins": {"cc-continuity@cc-continuity": True}}))
     out = []
-    claude_code._name_plugin_cache(out.append, str(isolated_home / ".claude"))
+    claude_install._name_plugin_cache(out.append, str(isolated_home / ".claude"))
     assert out == []

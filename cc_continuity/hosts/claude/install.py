@@ -4,17 +4,18 @@ the shell wrapper, skills, the plugin.
 Applied in an order that never leaves a hook pointing at a missing file: config, app copy, launcher,
 settings.json, CLAUDE.md, shell rc, skills, and last the record (``install.json``) uninstall works from.
 Uninstall removes only what is ours: hook groups by command path, blocks by marker, skills and links by
-content.
+content.  Claude Code's own, so in its host folder; it plans and applies with install/'s library
+(``install/plan.py``, ``settings.py`` ...).
 """
 
 
 import os
 
-from .. import config, paths
-from ..errors import InstallError
-from ..hosts.claude.executable import find_real_claude
-from . import app, blocks, manifest, plugin, settings, skills, tools, wrapper
-from .plan import CLAUDE_MD_BLOCK, FileChange, WRAPPER_BLOCK, install_app, install_link, load_manifest, print_plan, shared_record, size_text, verb, block_change, claude_md_body, config_changes, describe_config, read, show
+from ... import config, paths
+from ...errors import InstallError
+from ...install import app, blocks, manifest, plugin, settings, skills, tools, wrapper
+from ...install.plan import CLAUDE_MD_BLOCK, FileChange, WRAPPER_BLOCK, install_app, install_link, load_manifest, print_plan, shared_record, size_text, verb, block_change, claude_md_body, config_changes, describe_config, read, show
+from .executable import find_real_claude
 
 
 def install_plugin(out):

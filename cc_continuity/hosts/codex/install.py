@@ -1,18 +1,20 @@
-"""Codex CLI's piece of install and uninstall: our hooks in ``$CODEX_HOME/hooks.json`` (``hosts/codex/files.py``
-reads and writes its files), beside the same app copy and launcher; ``--trust`` records Codex's trust for those
+"""Codex CLI's piece of install and uninstall: our hooks in ``$CODEX_HOME/hooks.json`` (:mod:`.files` reads
+and writes its files), beside the same app copy and launcher; ``--trust`` records Codex's trust for those
 entries only, in its config.toml, and uninstall takes out Codex's trust tables by the key of an entry of ours.
+
+Codex's own, so in its host folder; it plans and applies with install/'s library (``install/plan.py``).
 """
 
 
 import os
 import time
 
-from .. import config, paths
-from ..errors import InstallError
-from ..hosts.codex import appserver
-from ..hosts.codex import files as codex
-from . import app, manifest, settings
-from .plan import FileChange, install_app, install_link, load_manifest, print_plan, shared_record, config_changes, describe_config, read, show
+from ... import config, paths
+from ...errors import InstallError
+from ...install import app, manifest, settings
+from ...install.plan import FileChange, install_app, install_link, load_manifest, print_plan, shared_record, config_changes, describe_config, read, show
+from . import appserver
+from . import files
 
 
 CLAUDE_ONLY = (("plugin", "--plugin"), ("unattended", "--unattended"), ("no_wrapper", "--no-wrapper"))
@@ -38,20 +40,20 @@ def install(opts, out, check_only=False):
     changes = config_changes(opts)
     if changes:
         config.validate(changes, paths.config_file())
-    chome = codex.codex_home()
-    hooks_file, cfg_file = codex.hooks_path(chome), codex.config_path(chome)
+    chome = files.codex_home()
+    hooks_file, cfg_file = files.hooks_path(chome), files.config_path(chome)
     prev_codex = prev.get("codex") if (prev.get("codex") or {}).get("home") == chome else {}
     old = read(hooks_file)
-    new, hrec = codex.plan_hooks(old, python, app_dir, prev_codex.get("hooks"), where=hooks_file)
+    new, hrec = files.plan_hooks(old, python, app_dir, prev_codex.get("hooks"), where=hooks_file)
     hooks_change = FileChange(hooks_file, old, new, keep_backup=True)
-    ours = codex.entries(codex.parse_hooks(new, hooks_file), hooks_file)
+    ours = files.entries(files.parse_hooks(new, hooks_file), hooks_file)
     cfg_old = read(cfg_file)
     hashes, how = {e["key"]: e["hash"] for e in ours}, "computed as Codex 0.171 computes them"
     trust_change = None
     if opts.trust:
         if not (check_only or opts.dry_run):  # Codex's own hashes (a process, a scratch dir): the real run only
             hashes, how = _codex_hashes(new, hooks_file, ours)
-        trust_change = FileChange(cfg_file, cfg_old, codex.plan_trust(cfg_old, hashes, where=cfg_file),
+        trust_change = FileChange(cfg_file, cfg_old, files.plan_trust(cfg_old, hashes, where=cfg_file),
                                   keep_backup=True)
     launcher_change = FileChange(launcher, read(launcher), app.launcher_text(python, app_dir).encode("utf-8"),
                                  mode=0o700)
@@ -140,7 +142,7 @@ def _codex_hashes(hooks_bytes, hooks_file, ours):
 def _codex_trusted(cfg_bytes, ours):
     """Does config.toml trust every entry of ours as it is now?"""
     try:
-        state = codex.trust_state(codex.load_config(cfg_bytes))
+        state = files.trust_state(files.load_config(cfg_bytes))
     except InstallError:
         return False
     return bool(ours) and all(state.get(e["key"], {}).get("trusted_hash") == e["hash"] for e in ours)
@@ -153,7 +155,7 @@ def _codex_config_record(prev, path, old, change, hashes, hooks_file, ours, know
     same = prev.get("path") == path
     rec = {"path": path,
            "existed": prev.get("existed", old is not None) if same else old is not None,
-           "state_header": prev.get("state_header", codex.has_state_header(old)) if same else codex.has_state_header(old)}
+           "state_header": prev.get("state_header", files.has_state_header(old)) if same else files.has_state_header(old)}
     for k in ("original", "original_known", "written_sha256", "trusted"):
         if same and k in prev:
             rec[k] = prev[k]
@@ -161,7 +163,7 @@ def _codex_config_record(prev, path, old, change, hashes, hooks_file, ours, know
         return rec
     if same and prev.get("original_known") and prev.get("written_sha256") == settings.sha256(old or b""):
         pass  # the file is still what we wrote: its original stays the one recorded
-    elif not codex.our_trust_keys(codex.load_config(old, path), hooks_file, ours, known_hashes):
+    elif not files.our_trust_keys(files.load_config(old, path), hooks_file, ours, known_hashes):
         rec["original"], rec["original_known"] = (None if old is None else old.decode("utf-8")), True
     else:
         rec["original"], rec["original_known"] = None, False
@@ -176,8 +178,8 @@ def uninstall(out, rec):
     crec = (rec or {}).get("codex") or {}
     homes = [crec["home"]] if crec.get("home") else []
     try:
-        current = codex.codex_home()
-    except codex.CodexError as e:
+        current = files.codex_home()
+    except files.CodexError as e:
         if not homes:
             out("codex: %s: nothing to look at" % e)
         current = None
@@ -195,25 +197,25 @@ def _uninstall_codex_home(out, chome, record):
     """Our entries out of ``chome``'s hooks.json, then the trust tables naming them out of its config.toml:
     the file's bytes from before our ``--trust`` when nobody wrote it since, else only those tables.
     ``(problems, whether hooks of ours are left)``."""
-    hooks_file, cfg_file = codex.hooks_path(chome), codex.config_path(chome)
+    hooks_file, cfg_file = files.hooks_path(chome), files.config_path(chome)
     old = read(hooks_file)
     try:
-        ours = codex.entries(codex.parse_hooks(old, hooks_file), hooks_file)
-        new = codex.plan_unhooks(old, record.get("hooks"), where=hooks_file)
+        ours = files.entries(files.parse_hooks(old, hooks_file), hooks_file)
+        new = files.plan_unhooks(old, record.get("hooks"), where=hooks_file)
     except InstallError as e:
         out("codex: %s -- left untouched, so our hooks are still in it; fix it and run uninstall again" % e)
         return 1, True
     cfg_old, cfg_new, removed, problem = read(cfg_file), None, [], None
     crec = record.get("config") or {}
     try:
-        cfg_doc = codex.load_config(cfg_old, cfg_file)
-        keys = codex.our_trust_keys(cfg_doc, hooks_file, ours, record.get("hashes") or ())
-        removed = sorted(k for k in keys if k in codex.trust_state(cfg_doc))
+        cfg_doc = files.load_config(cfg_old, cfg_file)
+        keys = files.our_trust_keys(cfg_doc, hooks_file, ours, record.get("hashes") or ())
+        removed = sorted(k for k in keys if k in files.trust_state(cfg_doc))
         if cfg_old is not None and crec.get("original_known") and crec.get("written_sha256") == settings.sha256(
                 cfg_old):
             cfg_new = None if crec.get("original") is None else crec["original"].encode("utf-8")
         else:
-            cfg_new, removed = codex.plan_untrust(cfg_old, keys, not crec.get("state_header"), where=cfg_file)
+            cfg_new, removed = files.plan_untrust(cfg_old, keys, not crec.get("state_header"), where=cfg_file)
             if cfg_new is not None and crec and not crec.get("existed", True) and not cfg_new.strip():
                 cfg_new = None  # only our trust was in a file that was not there before
     except InstallError as e:
