@@ -50,8 +50,10 @@ ALLOWED = {
     "hooks": {"hosts"},                # the old name of Claude Code's hook entry (hosts/claude/hooks), kept one release
     "watch": {"rotation", "share", "install", "tmux", "notify"},  # readings and hand-over plans; service files name the
                                        # installed launcher (install.app); it types into panes, re-spawns a rotator
-    "install": {"rotation", "share", "hosts", "deps"},  # uninstall --purge names what stays on share remotes; the real claude;
-                                       # install.py fills its venv the way a plugin builds its packages
+    "install": {"rotation", "share", "deps"},  # the library of every host's install piece (hosts/<name>/install.py,
+                                       # given to it by hosts/setup.py: it names no host); uninstall --purge names
+                                       # what stays on share remotes; install.py fills its venv the way a plugin
+                                       # builds its packages
     "doctor": {"install", "notify", "tmux", "hosts", "deps", "watch"},  # it reads what install wrote, the hook table's
                                        # events, the pane's environment, the real claude; --notify-test pushes once
     "rehearse": {"rotation", "install", "tmux"},  # it installs into a throwaway HOME and drives a real pane

@@ -7,7 +7,8 @@ upgrade replaces ours in place).  ``--dry-run`` prints the diff of every file an
 
 import sys
 
-from .. import errors, install
+from .. import errors
+from ..hosts import setup
 from ..install import plan as install_plan
 # The same value parsers as `configure` (one spelling of 200k, 55,62,72, a URL for both).
 from .configure import parse_thresholds, parse_tokens, parse_url_or_off
@@ -15,7 +16,7 @@ from .configure import parse_thresholds, parse_tokens, parse_url_or_off
 
 def register(sub):
     p = sub.add_parser("install")
-    p.add_argument("--agent", choices=install.AGENTS, default="claude",
+    p.add_argument("--agent", choices=setup.AGENTS, default="claude",
                    help="the agent CLI to install into: Claude Code (default; ~/.claude) or Codex CLI (hooks into "
                         "$CODEX_HOME/hooks.json, default ~/.codex)")
     p.add_argument("--trust", action="store_true",
@@ -48,8 +49,8 @@ def run(args):
                            dry_run=args.dry_run, plugin=args.plugin, agent=args.agent, trust=args.trust)
     try:
         if args.check:
-            return install.check(opts)
-        return install.install(opts)
+            return setup.check(opts)
+        return setup.install(opts)
     except errors.Error as e:  # every install and config error: nothing half-done is left
         sys.stderr.write("cc-continuity install: %s\n" % e)
         sys.stderr.write("cc-continuity install: nothing was changed\n")

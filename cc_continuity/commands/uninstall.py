@@ -4,12 +4,12 @@ Every other byte of the user's files stays.  Both agents' installs by default; t
 goes with the last of them.  Safe to run twice.
 """
 
-from .. import install
+from ..hosts import setup
 
 
 def register(sub):
     p = sub.add_parser("uninstall")
-    p.add_argument("--agent", choices=install.AGENTS,
+    p.add_argument("--agent", choices=setup.AGENTS,
                    help="take out only this agent's install (default: both; the app copy and launcher stay while "
                         "the other's hooks run them)")
     p.add_argument("--purge", action="store_true",
@@ -18,4 +18,4 @@ def register(sub):
 
 
 def run(args):
-    return install.uninstall(purge=args.purge, agents=(args.agent,) if args.agent else install.AGENTS)
+    return setup.uninstall(purge=args.purge, agents=(args.agent,) if args.agent else setup.AGENTS)

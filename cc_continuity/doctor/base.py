@@ -11,8 +11,9 @@ import re
 import subprocess
 
 from .. import config, paths, safefile
+from ..hosts.claude import install as claude_install
 from ..hosts.codex import files as codex
-from ..install import RECORD_KEYS, manifest, plugin, settings
+from ..install import manifest, plugin, settings
 from ..project import find_root
 
 MIN_PYTHON = (3, 11)
@@ -71,7 +72,7 @@ class Context:
         """Is anything of ours wired into Claude Code: the record's Claude part (an unreadable record counts),
         an enabled plugin of ours, or our hooks or status line in settings.json (a record since lost)?"""
         rec = self.manifest()
-        if rec == {} or (rec and any(k in rec for k in RECORD_KEYS["claude"])) or self.plugin():
+        if rec == {} or (rec and any(k in rec for k in claude_install.RECORD_KEYS)) or self.plugin():
             return True
         doc, _ = self.settings()
         if doc is None and os.path.exists(self.settings_path):
@@ -144,7 +145,7 @@ class Context:
         """Was ``cc-continuity install`` run for Claude Code?  Yes for any record but one of a Codex-only
         install (an unreadable record counts as yes)."""
         rec = self.manifest()
-        return rec is not None and ("codex" not in rec or any(k in rec for k in RECORD_KEYS["claude"]))
+        return rec is not None and ("codex" not in rec or any(k in rec for k in claude_install.RECORD_KEYS))
 
     def codex(self):
         """What the Codex checks look at, read once: ``{"home", "hooks_file", "record", "doc", "data",

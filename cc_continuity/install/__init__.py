@@ -19,9 +19,12 @@ brought back).  Backups of every user file we rewrite go to
 ``$CC_CONTINUITY_HOME/backups/`` (0600; the newest few kept), not beside the
 file: a dotfiles repo should not collect copies that may hold tokens.
 
-One piece per host: ``hosts/claude/install.py`` and ``hosts/codex/install.py``, each ``install(opts, out, check_only)``
-and ``uninstall(out, record)``, on :mod:`.plan`'s file changes; this module runs them under one lock
-and removes what they share (the app copy, the launcher, the record) once no agent's install is left.
+This is the library the hosts' pieces build on; it names no host.  Each host's piece
+(``hosts/<name>/install.py``: ``install(opts, out, check_only)``, ``uninstall(out, record)``,
+``still_installed(record)``, its ``NAME``, ``RECORD_KEYS`` and ``HOOK_FILE``) plans its own files on
+:mod:`.plan`'s file changes and is given to :func:`install` / :func:`uninstall` by ``hosts/setup.py``,
+which sits above the hosts; this module runs them under one lock and removes what they share (the app
+copy, the launcher, the record) once no agent's install is left.
 """
 
 import os
@@ -31,14 +34,10 @@ from .. import paths
 from ..errors import InstallError
 from ..share.fleet import left_on_remotes
 from ..lock import Lock
-from ..hosts.claude import install as claude_code
-from ..hosts.codex import files as codex
-from ..hosts.codex import install as codex_cli
-from . import app, bootstrap, manifest, settings, tools
-from .plan import AGENTS, AGENT_NAMES, load_manifest, size_text, unlink, purge_command, read, show
+from . import app, bootstrap, manifest, tools
+from .plan import load_manifest, size_text, unlink, purge_command, show
 
 
-PIECES = {"claude": claude_code, "codex": codex_cli}  # each agent's piece: install(opts, out, check_only), uninstall
 INSTALL_LOCK_TIMEOUT_S = 600.0
 
 
@@ -78,57 +77,51 @@ class _InstallLock:
         return False
 
 
-def install(opts, out=print):
-    """Install (or re-install / upgrade) everything; with ``opts.dry_run`` print diffs and write nothing."""
-    piece = PIECES[opts.agent]
+def install(piece, opts, out=print):
+    """Install (or re-install / upgrade) one host's ``piece``; with ``opts.dry_run`` print diffs and write
+    nothing."""
     if opts.dry_run:
         return piece.install(opts, out)  # only reads: no lock (it would create the state dir)
     piece.install(opts, lambda *a: None, check_only=True)  # a file it cannot use is refused before anything is written
     with _InstallLock():
-        if opts.plugin:
-            claude_code.install_plugin(out)  # before settings are planned: `claude plugin install` writes them too
         return piece.install(opts, out)  # planned again: the install before ours may have changed things
 
 
-def check(opts):
+def check(piece, opts):
     """Raise what :func:`install` would refuse (options, files it cannot use), writing nothing; else 0."""
-    return PIECES[opts.agent].install(opts, lambda *a: None, check_only=True)
+    return piece.install(opts, lambda *a: None, check_only=True)
 
 
-def uninstall(purge=False, out=print, agents=AGENTS):
-    """Remove what install added for ``agents`` (both by default); ``purge`` also deletes
-    ``$CC_CONTINUITY_HOME`` once no agent's install is left.  Returns an exit status."""
+def uninstall(pieces, agents, purge=False, out=print):
+    """Remove what install added for ``agents``, of ``pieces`` (every host's piece by its ``--agent`` name, in
+    the order they are named); ``purge`` also deletes ``$CC_CONTINUITY_HOME`` once no agent's install is
+    left.  Returns an exit status."""
     if not os.path.isdir(paths.home()):
-        return _uninstall(purge, out, agents)
+        return _uninstall(pieces, agents, purge, out)
     with _InstallLock(remove=True):
-        return _uninstall(purge, out, agents)
+        return _uninstall(pieces, agents, purge, out)
 
 
-# The record's keys that are one agent's (the rest, the app copy and launcher, are shared).
-RECORD_KEYS = {"claude": ("settings", "statusline_chain", "claude_md", "rc", "skills", "plugin"),
-               "codex": ("codex",)}
-HOOK_FILES = {"claude": "settings.json", "codex": "Codex's hooks.json"}
-
-
-def _uninstall(purge, out, agents):
+def _uninstall(pieces, agents, purge, out):
     home = paths.home()
     user_home = os.path.expanduser("~")
     rec = load_manifest(out)
     problems = 0
-    running, kept = [], [a for a in AGENTS if a not in agents and _still_installed(a, rec)]
+    running, kept = [], [a for a, piece in pieces.items() if a not in agents and piece.still_installed(rec)]
     for agent in agents:  # each agent's hook file first: no hook may outlive the files it runs
-        more, gone = PIECES[agent].uninstall(out, rec)
+        more, gone = pieces[agent].uninstall(out, rec)
         problems += more
         if not gone:
             running.append(agent)
 
     launcher = app.launcher_path(home)
     if running:
-        out("app: kept, because %s still runs our hooks from it" % " and ".join(HOOK_FILES[a] for a in running))
+        out("app: kept, because %s still runs our hooks from it" % " and ".join(pieces[a].HOOK_FILE
+                                                                               for a in running))
         problems += 1
     elif kept:
         out("app: kept, %s's hooks run from it (`cc-continuity uninstall` takes out both)" % " and ".join(
-            AGENT_NAMES[a] for a in kept))
+            pieces[a].NAME for a in kept))
     else:
         link = (rec or {}).get("path_link") or app.path_link(user_home)
         if app.is_our_link(link, launcher):
@@ -159,11 +152,11 @@ def _uninstall(purge, out, agents):
         return 1
     if kept:
         manifest.save({k: v for k, v in (rec or {}).items()
-                       if not any(k in RECORD_KEYS[a] for a in agents)})
-        out("record: %s keeps %s's part" % (show(manifest.path()), " and ".join(AGENT_NAMES[a] for a in kept)))
+                       if not any(k in pieces[a].RECORD_KEYS for a in agents)})
+        out("record: %s keeps %s's part" % (show(manifest.path()), " and ".join(pieces[a].NAME for a in kept)))
         if purge:
             out("purge: not done, %s's install still uses %s; `cc-continuity uninstall --purge` takes out both"
-                % (" and ".join(AGENT_NAMES[a] for a in kept), show(home)))
+                % (" and ".join(pieces[a].NAME for a in kept), show(home)))
             return 1
         return 0
     out("record: %s" % ("removed" if manifest.remove() else "none"))
@@ -181,21 +174,3 @@ def _uninstall(purge, out, agents):
             % (show(home), size_text(home), purge_command(home, (rec or {}).get("checkout"))))
     return 0
 
-
-def _still_installed(agent, rec):
-    """Is ``agent``'s install still there (its part of the record, or hooks of ours in its hook file)?"""
-    if rec and any(k in rec for k in RECORD_KEYS[agent]):
-        return True
-    try:
-        if agent == "claude":
-            path = os.path.join(paths.claude_config_dir(), "settings.json")
-        else:
-            try:
-                path = codex.hooks_path(codex.codex_home())
-            except codex.CodexError:
-                return False  # no CODEX_HOME Codex would use, so no hook of ours it runs
-        data = read(path)
-        doc = settings.parse(settings.decode(data, path), path) if data else {}
-        return settings.has_ours(doc, settings.CLAUDE_MARKS if agent == "claude" else codex.mark())
-    except InstallError:
-        return True  # a file we cannot read may hold our hooks: keep what they run

@@ -13,7 +13,7 @@ import time
 
 from .. import __version__, atomic, paths
 from ..errors import InstallError
-from . import app, blocks, manifest, skills
+from . import app, blocks, manifest, settings, skills
 
 
 CLAUDE_MD_BLOCK = "claude-md"
@@ -21,8 +21,6 @@ WRAPPER_BLOCK = "wrapper"
 CLAUDE_MD_TEXT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "claude_md_block.md")
 BACKUPS_KEPT = 10
 USER_DIR_MODE = 0o700
-AGENTS = ("claude", "codex")
-AGENT_NAMES = {"claude": "Claude Code", "codex": "Codex CLI"}
 
 
 class Options:
@@ -160,6 +158,19 @@ def describe_config(changes):
         else:
             shown.append("%s=%s" % (key, str(value).lower() if isinstance(value, bool) else value))
     return ", ".join(shown)
+
+
+def still_installed(rec, keys, hook_file, mark):
+    """Is an agent's install still there: its part of the record (``keys``), or hooks of ours (``mark``) in its
+    ``hook_file``?  A file we cannot read may hold our hooks: yes, so what they run is kept."""
+    if rec and any(k in rec for k in keys):
+        return True
+    try:
+        data = read(hook_file)
+        doc = settings.parse(settings.decode(data, hook_file), hook_file) if data else {}
+        return settings.has_ours(doc, mark)
+    except InstallError:
+        return True
 
 
 def load_manifest(out):

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from cc_continuity import install
+from cc_continuity.hosts import setup
 from cc_continuity.hosts.claude import install as claude_install
 from cc_continuity.install import tools
 
@@ -55,7 +55,7 @@ def test_a_tool_launcher_on_path_is_named_when_another_one_runs_uninstall(isolat
     link.chmod(0o755)
     assert tools.tool_launchers() == [(str(link), "uv tool install", "uv tool uninstall cc-continuity")]
     out = []
-    assert install.uninstall(out=out.append) == 0
+    assert setup.uninstall(out=out.append) == 0
     assert "launcher: ~/.local/bin/cc-continuity stays: `uv tool install` put it there, not install; remove it " \
            "with: uv tool uninstall cc-continuity" in out, out
 
@@ -63,7 +63,7 @@ def test_a_tool_launcher_on_path_is_named_when_another_one_runs_uninstall(isolat
 def test_no_tool_launcher_no_word_of_one(isolated_home, monkeypatch):
     monkeypatch.setenv("PATH", "/usr/bin:/bin")
     out = []
-    assert install.uninstall(out=out.append) == 0
+    assert setup.uninstall(out=out.append) == 0
     assert not [line for line in out if "stays" in line], out
 
 
@@ -80,7 +80,7 @@ def test_uninstall_says_claude_code_keeps_its_cached_plugin_copy(isolated_home, 
     plugin_copy(isolated_home)
     plugin_copy(isolated_home, market="mine", version="0.1.1")
     out = []
-    assert install.uninstall(out=out.append) == 0
+    assert setup.uninstall(out=out.append) == 0
     said = [line for line in out if "cached copy" in line]
     assert said == ["plugin: Claude Code keeps its cached copy ~/.claude/plugins/cache/%s/cc-continuity/%s "
                     "(%s) and deletes it later by itself; nothing runs from it" % (m, v, size)

@@ -249,11 +249,11 @@ def test_status_reports_the_publishing_and_the_remote_fleet_view_lists_unclaimed
 
 
 def test_uninstall_purge_says_what_stays_on_the_remote_and_the_command_removes_it(tmp_path):
-    from cc_continuity import install
+    from cc_continuity.hosts import setup
 
     remote, drv, spec = published(tmp_path, claim_locally=True)
     lines = []
-    assert install.uninstall(purge=True, out=lines.append) == 0, lines
+    assert setup.uninstall(purge=True, out=lines.append) == 0, lines
     said = [x for x in lines if x.startswith("remote: origin")]
     assert len(said) == 1 and "keeps the checkpoints published from here" in said[0], lines
     assert not os.path.exists(paths.home())

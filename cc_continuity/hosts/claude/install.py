@@ -13,9 +13,14 @@ import os
 
 from ... import config, paths
 from ...errors import InstallError
-from ...install import app, blocks, manifest, plugin, settings, skills, tools, wrapper
+from ...install import app, blocks, manifest, plan, plugin, settings, skills, tools, wrapper
 from ...install.plan import CLAUDE_MD_BLOCK, FileChange, WRAPPER_BLOCK, install_app, install_link, load_manifest, print_plan, shared_record, size_text, verb, block_change, claude_md_body, config_changes, describe_config, read, show
 from .executable import find_real_claude
+
+NAME = "Claude Code"
+HOOK_FILE = "settings.json"  # where its hooks are, as uninstall names it
+# The record's keys that are Claude Code's (the rest, the app copy and launcher, are shared).
+RECORD_KEYS = ("settings", "statusline_chain", "claude_md", "rc", "skills", "plugin")
 
 
 def install_plugin(out):
@@ -37,8 +42,13 @@ def install_plugin(out):
 
 
 def install(opts, out, check_only=False):
+    """``install``: plan every change while only reading (``check_only``: stop there; ``opts.dry_run``: show
+    it), then apply them; with ``--plugin`` the plugin is registered first (`claude plugin install` writes
+    settings.json too, so the plan reads what it left)."""
     if opts.trust:
         raise InstallError("--trust is Codex's (it records Codex's hook trust): use it with --agent codex")
+    if opts.plugin and not (check_only or opts.dry_run):
+        install_plugin(out)  # before settings are planned: `claude plugin install` writes them too
     home = paths.home()
     cdir = paths.claude_config_dir()
     user_home = os.path.expanduser("~")
@@ -205,7 +215,10 @@ def _record(prev, python, app_dir, launcher, path_link, settings_path, srec, md_
     claude_md.append(block_entry(md_change))
     skill_hashes = dict(prev.get("skills") or {})
     skill_hashes.update({ch.path: skills.sha256(ch.new) for ch in skill_changes})
-    record = shared_record(prev, ("codex",), python, app_dir, launcher, path_link, created)
+    # Every other agent's part of the record stays as it was (keys not Claude Code's; the shared ones are
+    # written again).
+    record = shared_record(prev, [k for k in prev if k not in RECORD_KEYS], python, app_dir, launcher, path_link,
+                           created)
     record.update({
         "settings": dict(srec, path=settings_path),
         "statusline_chain": srec.get("statusline_chain"),
@@ -214,6 +227,12 @@ def _record(prev, python, app_dir, launcher, path_link, settings_path, srec, md_
         "skills": skill_hashes,
     })
     return record
+
+
+def still_installed(rec):
+    """Is Claude Code's install still there (its part of the record, or hooks of ours in settings.json)?"""
+    return plan.still_installed(rec, RECORD_KEYS, os.path.join(paths.claude_config_dir(), "settings.json"),
+                                settings.CLAUDE_MARKS)
 
 
 def uninstall(out, rec):

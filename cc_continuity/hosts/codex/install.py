@@ -11,12 +11,15 @@ import time
 
 from ... import config, paths
 from ...errors import InstallError
-from ...install import app, manifest, settings
+from ...install import app, manifest, plan, settings
 from ...install.plan import FileChange, install_app, install_link, load_manifest, print_plan, shared_record, config_changes, describe_config, read, show
 from . import appserver
 from . import files
 
 
+NAME = "Codex CLI"
+HOOK_FILE = "Codex's hooks.json"  # where its hooks are, as uninstall names it
+RECORD_KEYS = ("codex",)  # the record's key that is Codex's (the rest, the app copy and launcher, are shared)
 CLAUDE_ONLY = (("plugin", "--plugin"), ("unattended", "--unattended"), ("no_wrapper", "--no-wrapper"))
 TRUST_HOW = ('Codex runs new hooks only once they are trusted: at its next start it shows "Hooks need review"; '
              'choose "Trust all and continue" there (it trusts every hook that screen lists; "Review hooks" shows '
@@ -76,7 +79,8 @@ def install(opts, out, check_only=False):
         out("config: %s" % describe_config(changes))
     install_app(out, home, python, app_dir, launcher, launcher_change, created)
     path_link = install_link(out, link, link_state, launcher, created)
-    record = shared_record(prev, [k for k in prev if k != "codex"], python, app_dir, launcher, path_link, created)
+    record = shared_record(prev, [k for k in prev if k not in RECORD_KEYS], python, app_dir, launcher, path_link,
+                           created)
     record["codex"] = {
         "home": chome,
         "hooks": dict(hrec, path=hooks_file),
@@ -170,6 +174,15 @@ def _codex_config_record(prev, path, old, change, hashes, hooks_file, ours, know
     rec["written_sha256"] = settings.sha256(change.new)
     rec["trusted"] = dict(hashes)
     return rec
+
+
+def still_installed(rec):
+    """Is Codex's install still there (its part of the record, or hooks of ours in its hooks.json)?"""
+    try:
+        hooks_file = files.hooks_path(files.codex_home())
+    except files.CodexError:
+        return bool(rec and any(k in rec for k in RECORD_KEYS))  # no CODEX_HOME Codex would use: no hook it runs
+    return plan.still_installed(rec, RECORD_KEYS, hooks_file, files.mark())
 
 
 def uninstall(out, rec):
