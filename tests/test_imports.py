@@ -70,11 +70,11 @@ KEPT = {
             START_UP, "status's own plain path: the fleet's planner (liveness: psutil; the Brain) +~40 ms, for "
                       "`--all-projects` only"),
     },
-    "cc_continuity.doctor.claude": {
+    "cc_continuity.hosts.claude.doctor": {
         ("check_shell_reader", "cc_continuity.deps.build"): (
             START_UP, "as check_plugin_packages: only a plugin from a marketplace whose hooks lack the parser"),
     },
-    "cc_continuity.doctor.claude_plugin": {
+    "cc_continuity.hosts.claude.doctor_plugin": {
         ("check_plugin_packages", "cc_continuity.deps.build"): (
             START_UP, "every verb's parser loads doctor's checks: the installers and the index (urllib, html, "
                       "configparser) +~20 ms; only a plugin from a marketplace needs them"),

@@ -37,12 +37,14 @@ ALLOWED = {
     # -- adapters
     "deps": set(),                     # the optional packages: where they are for this interpreter, their build
                                        # (pip, uv, the package index); the root only, so any folder may ask it
-    "hosts": {"rotation", "holds", "snapshot", "share", "tmux", "notify", "deps", "install"},  # each agent is one
+    "hosts": {"rotation", "holds", "snapshot", "share", "tmux", "notify", "deps", "install",
+              "doctor"},  # each agent is one
                                        # folder (hosts/claude, hosts/codex): it fills the rotation's ports from its own
                                        # files and process, and holds its hook entry (one step per event), for a hook
                                        # call pushes and the tmux rotator; a tool-call step waits for a snapshot job,
                                        # records and holds side effects; a plugin session starts its packages' build;
-                                       # its install piece writes its files with install/'s library
+                                       # its install piece writes its files with install/'s library, its doctor
+                                       # checks are rows on doctor/'s base
     "notify": {"deps"},                # the push spool and its flusher talk to the ntfy server and the root only
                                        # (the flusher starts with the optional packages where they are)
     "tmux": {"rotation", "notify", "hosts", "deps"},  # the rotator is the tmux hand-over (rotation/handover.py's plan);

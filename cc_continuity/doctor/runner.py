@@ -10,11 +10,14 @@ saying how to add it; with none set up, one red row says how to start.
 import os
 import shlex
 
+from ..hosts.claude import doctor as claude
+from ..hosts.claude import doctor_plugin as claude_plugin
+from ..hosts.codex import doctor as codex
 from ..install import manifest
-from . import claude, claude_plugin, codex, system
+from . import system
 from .base import AGENTS, Context, Result
-from .claude import _settings_fix
-from .codex import CODEX_FIX
+from ..hosts.claude.doctor import _settings_fix
+from ..hosts.codex.doctor import CODEX_FIX
 
 __all__ = ["AGENTS", "CHECKS", "Context", "Result", "closing", "render", "run_checks", "selected"]
 

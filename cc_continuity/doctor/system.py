@@ -19,7 +19,7 @@ import urllib.parse
 from .. import __version__, atomic, lock, notify, paths
 from ..install import app
 from ..hosts.claude import launchenv
-from .claude_plugin import _marketplace_only
+from ..hosts.claude.doctor_plugin import _marketplace_only
 from .base import MIN_PYTHON, MIN_TMUX, TEMP_MIN_AGE_S, Result, _dotted, _first_line, _run, _version_tuple
 
 # -- tools ---------------------------------------------------------------------

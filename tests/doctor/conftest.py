@@ -1,10 +1,4 @@
-"""The ``inst`` fixture: a complete install in this test's temp HOME (tests/conftest.py makes the HOME)."""
+"""The ``inst`` fixture (helpers/doctor.py): a complete install in this test's temp HOME (tests/conftest.py makes
+the HOME)."""
 
-import pytest
-
-from .common import Install
-
-
-@pytest.fixture
-def inst(tmp_path, git_repo, isolated_home):
-    return Install(tmp_path, git_repo, isolated_home)
+from helpers.doctor import inst  # noqa: F401 (the fixture, shared with tests/hosts/)

@@ -8,7 +8,8 @@ import subprocess
 import sys
 
 from cc_continuity import paths
-from cc_continuity.doctor import claude, runner
+from cc_continuity.doctor import runner
+from cc_continuity.hosts.claude import doctor as claude
 from cc_continuity.install import wrapper
 
 CLAUDE_AND_SYSTEM = [c for c in runner.CHECKS if runner.agent_of(c) != "codex"]

@@ -14,7 +14,7 @@ import pytest
 from cc_continuity import __version__, atomic, lock, paths
 from cc_continuity.hosts.claude import launchenv
 
-from .common import red
+from helpers.doctor import red
 
 
 def test_app_copy_must_match_the_installed_version(inst):

@@ -514,7 +514,7 @@ def _turn(run, prompt, reply):
     _wait_idle(run)
 
 
-# -- `install --agent codex` in the test's temp HOME (tests/install/test_codex_cli.py, tests/doctor/test_codex.py)
+# -- `install --agent codex` in the test's temp HOME (tests/hosts/codex/test_codex_install.py, test_codex_doctor.py)
 
 def cli(capsys, *argv):
     """``cc-continuity <argv>`` in this process: (exit status, stdout, stderr)."""

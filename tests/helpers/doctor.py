@@ -1,4 +1,5 @@
-"""What the doctor tests share: a complete Claude Code install laid out in a temp HOME (:class:`Install`),
+"""What the doctor tests share (tests/doctor/, and the hosts' checks in tests/hosts/): a complete Claude Code
+install laid out in a temp HOME (:class:`Install`, the ``inst`` fixture their conftest.py takes from here),
 and :func:`red` (a row that failed, naming each fragment, with a fix)."""
 
 import importlib.util
@@ -7,6 +8,8 @@ import os
 import shutil
 import subprocess
 import sys
+
+import pytest
 
 from cc_continuity import __version__, atomic, paths
 from cc_continuity.doctor import runner
@@ -88,6 +91,11 @@ class Install:
     def cli(self, *args, env=None):
         return subprocess.run([sys.executable, "-m", "cc_continuity.cli", "doctor", *args], env=env or self.env,
                               cwd=str(self.repo), capture_output=True, text=True, timeout=60)
+
+
+@pytest.fixture
+def inst(tmp_path, git_repo, isolated_home):
+    return Install(tmp_path, git_repo, isolated_home)
 
 
 def red(result, *fragments):

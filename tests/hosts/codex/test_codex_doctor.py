@@ -1,4 +1,4 @@
-"""Codex CLI's rows (doctor/codex.py): our entries in $CODEX_HOME/hooks.json, Codex's trust of them, whether
+"""Codex CLI's rows (hosts/codex/doctor.py): our entries in $CODEX_HOME/hooks.json, Codex's trust of them, whether
 they ran since; each problem named with its one fix, and doctor writes nothing of Codex's.  Against real
 `install --agent codex` runs in a temp HOME, without a codex binary (the real one: tests/e2e)."""
 
@@ -9,12 +9,12 @@ import subprocess
 import pytest
 
 from cc_continuity import paths
-from cc_continuity.doctor import codex as codex_rows
+from cc_continuity.hosts.codex import doctor as codex_rows
 from cc_continuity.doctor import runner
 from cc_continuity.hosts.codex import files as codex
 from helpers.codex import cli, codex_dir, listing, write
 
-DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "codex")
+DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "data", "codex")
 
 
 @pytest.fixture(autouse=True)

@@ -1,7 +1,7 @@
 """The checks of Claude Code's wiring: the claude binary, our hooks in settings.json (hooks, hook-probe,
 shell-reader), the status line, the claude() shell wrapper that launches it in tmux, the folder trust,
 and what Claude Code is told of the model (context-window, system-prompt).  The plugin's rows are
-:mod:`.claude_plugin`'s.  They read what ``cc-continuity install`` wrote; they never write.
+:mod:`.doctor_plugin`'s.  They read what ``cc-continuity install`` wrote; they never write.
 """
 
 import json
@@ -11,13 +11,13 @@ import shlex
 import time
 import urllib.parse
 
-from .. import paths, procs
-from ..hosts.claude.hooks import EVENT_OF
-from ..hosts.claude.executable import find_real_claude
-from ..install import blocks, plugin, settings, wrapper
-from .base import MIN_CLAUDE, PROBE_EVENT, PROBE_TIMEOUT_S, Result, _dotted, _first_line, _is_executable, _run, \
+from ... import paths, procs
+from ...doctor.base import MIN_CLAUDE, PROBE_EVENT, PROBE_TIMEOUT_S, Result, _dotted, _first_line, _is_executable, _run, \
     _version_tuple
-from .claude_plugin import _marketplace_only, _plugin_handler, _plugin_table
+from ...install import blocks, plugin, settings, wrapper
+from .doctor_plugin import _marketplace_only, _plugin_handler, _plugin_table
+from .executable import find_real_claude
+from .hooks import EVENT_OF
 
 def check_claude(ctx):
     fix = "install or update Claude Code to %s or newer (`claude update`)" % _dotted(MIN_CLAUDE)
@@ -205,7 +205,7 @@ def check_shell_reader(ctx):
         return Result("shell-reader", True, "side-effect holds and the handoff's claims read shell with tree-sitter")
     fix = "cc-continuity install (it copies tree-sitter into the app copy's lib/)"
     if ctx.plugin() and (handler.get("command") or "").endswith("/python"):
-        from ..deps import build  # (as check_plugin_packages)
+        from ...deps import build  # (as check_plugin_packages)
 
         fix = build.FIX
     return Result("shell-reader", False, "side-effect holds read shell with the simpler reader (nested commands, "

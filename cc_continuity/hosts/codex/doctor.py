@@ -9,11 +9,11 @@ import os
 import re
 import time
 
-from .. import paths, safefile
-from ..hosts.codex import appserver
-from ..hosts.codex import files as codex
-from ..install import app, settings
-from .base import SETTINGS_MAX_BYTES, Result
+from ... import paths, safefile
+from ...doctor.base import SETTINGS_MAX_BYTES, Result
+from ...install import app, settings
+from . import appserver
+from . import files
 
 CODEX_FIX = "cc-continuity install --agent codex"
 CODEX_TRUST_FIX = "cc-continuity install --agent codex --trust"
@@ -41,7 +41,7 @@ def check_codex_hooks(ctx):
             fix = "repair %s by hand (cc-continuity never rewrites a file it cannot parse), then %s" % (path, fix)
         return Result("codex-hooks", False, facts["error"], fix)
     python, app_dir = app.base_interpreter(), app.app_link(paths.home())
-    want = codex.render(python, app_dir)["hooks"]
+    want = files.render(python, app_dir)["hooks"]
     by_event = {}
     for e in facts["ours"]:
         by_event.setdefault(e["event"], []).append(e)
@@ -81,15 +81,15 @@ def _codex_trust(ctx):
     ours = facts["ours"]
     if not ours:
         return Result("codex-trust", True, "no hook of ours to trust (see codex-hooks)")
-    cfg_path = codex.config_path(facts["home"])
+    cfg_path = files.config_path(facts["home"])
     try:
-        cfg = codex.load_config(safefile.read_bounded(cfg_path, SETTINGS_MAX_BYTES), cfg_path)
+        cfg = files.load_config(safefile.read_bounded(cfg_path, SETTINGS_MAX_BYTES), cfg_path)
     except FileNotFoundError:
         cfg = {}
     except (OSError, ValueError) as e:
         return Result("codex-trust", False, "%s (Codex cannot start with it either)" % e,
                       "repair %s by hand, then %s" % (cfg_path, CODEX_TRUST_FIX))
-    state = codex.trust_state(cfg)
+    state = files.trust_state(cfg)
     disabled = [e["event"] for e in ours if state.get(e["key"], {}).get("enabled") is False]
     untrusted = [e["event"] for e in ours if "trusted_hash" not in state.get(e["key"], {})]
     changed = [e["event"] for e in ours if e["event"] not in untrusted
@@ -161,15 +161,15 @@ def check_codex_firing(ctx):
                       % (len(calls), calls[-1][:160]))
     when = time.strftime("%Y-%m-%d %H:%M", time.localtime(since)) if since else "the install"
     try:
-        cfg = codex.load_config(safefile.read_bounded(codex.config_path(facts["home"]), SETTINGS_MAX_BYTES)) \
+        cfg = files.load_config(safefile.read_bounded(files.config_path(facts["home"]), SETTINGS_MAX_BYTES)) \
             if facts["home"] else {}
     except (OSError, ValueError):
         cfg = {}
     features = cfg.get("features") if isinstance(cfg.get("features"), dict) else {}
     if features.get("hooks") is False:
         return Result("codex-firing", False, "no Codex hook of ours has run since %s: `hooks = false` under "
-                      "[features] in %s turns Codex's hooks off" % (when, codex.config_path(facts["home"])),
-                      "delete `hooks = false` from [features] in %s" % codex.config_path(facts["home"]))
+                      "[features] in %s turns Codex's hooks off" % (when, files.config_path(facts["home"])),
+                      "delete `hooks = false` from [features] in %s" % files.config_path(facts["home"]))
     trust = check_codex_trust(ctx)
     if not trust.ok:
         return Result("codex-firing", False, "no Codex hook of ours has run since %s: they are not trusted "

@@ -1,4 +1,4 @@
-"""Claude Code's rows (doctor/claude.py): settings.json's hooks, the hook probe, the shell reader, the
+"""Claude Code's rows (hosts/claude/doctor.py): settings.json's hooks, the hook probe, the shell reader, the
 status line, the claude() wrapper, folder trust, what Claude Code is told of the model."""
 
 import os
@@ -7,10 +7,9 @@ import sys
 import time
 
 from cc_continuity import paths
-from cc_continuity.doctor import claude
+from cc_continuity.hosts.claude import doctor as claude
 from cc_continuity.install import blocks, wrapper
-
-from .common import red
+from helpers.doctor import red
 
 
 # -- settings.json ---------------------------------------------------------------

@@ -1,6 +1,6 @@
 """The checks of Claude Code's plugin route: the plugin (plugin, plugin-python, plugin-packages), its mod
 (mod), and the skills either route ships (skills, skill-shell); with the plugin's hook table read for
-:mod:`.claude`'s rows too."""
+:mod:`.doctor`'s rows too."""
 
 import json
 import os
@@ -9,10 +9,11 @@ import shutil
 import subprocess
 import tempfile
 
-from .. import __version__, deps, paths, safefile
-from ..hosts.claude.executable import find_real_claude
-from ..install import plugin, settings
-from .base import PROBE_TIMEOUT_S, SETTINGS_MAX_BYTES, Result, _first_line, _run
+from ... import __version__, deps, paths, safefile
+from ...doctor.base import PROBE_TIMEOUT_S, SETTINGS_MAX_BYTES, Result, _first_line, _run
+from ...install import plugin, settings
+from ...install.skills import SOURCE as SKILLS_SOURCE  # the package's data/skills/
+from .executable import find_real_claude
 
 # -- the plugin's own hook table ---------------------------------------------------
 
@@ -137,7 +138,7 @@ def check_plugin_packages(ctx):
         return Result("plugin-packages", True, "built once the first session has chosen its Python")
     data = plugin.data_dir(pid, paths.claude_config_dir())
     python = os.path.realpath(python)
-    from ..deps import build  # (doctor's and --fix's only: the installers and the index)
+    from ...deps import build  # (doctor's and --fix's only: the installers and the index)
 
     try:
         version = build._version(python)
@@ -211,7 +212,7 @@ def _frontmatter(text):
 
 def shipped_skills():
     """Skill names the package ships (``data/skills/<name>/SKILL.md``)."""
-    base = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "skills")
+    base = SKILLS_SOURCE
     try:
         return sorted(n for n in os.listdir(base) if os.path.isfile(os.path.join(base, n, "SKILL.md")))
     except OSError:
@@ -315,7 +316,7 @@ def _settings_layers(ctx):
 
 def skill_shell_commands():
     """``{skill: [inline command]}`` of our skills' ``!`cmd``` injections (PreSkillShellCommand gates them)."""
-    base = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "skills")
+    base = SKILLS_SOURCE
     out = {}
     for name in shipped_skills():
         with open(os.path.join(base, name, "SKILL.md"), encoding="utf-8") as f:

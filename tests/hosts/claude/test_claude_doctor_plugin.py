@@ -1,4 +1,4 @@
-"""The plugin route's rows (doctor/claude_plugin.py): the plugin, its Python and packages, the mod, the
+"""The plugin route's rows (hosts/claude/doctor_plugin.py): the plugin, its Python and packages, the mod, the
 skills either route ships, a PreSkillShellCommand hook."""
 
 import json
@@ -10,11 +10,10 @@ import sys
 import pytest
 
 from cc_continuity import __version__, paths
-from cc_continuity.doctor import claude_plugin
+from cc_continuity.hosts.claude import doctor_plugin as claude_plugin
 from cc_continuity.install import settings
 from cc_continuity.install import skills as install_skills
-
-from .common import PYTHON, REPO, red
+from helpers.doctor import PYTHON, REPO, red
 
 
 # -- the plugin ------------------------------------------------------------------
