@@ -191,11 +191,11 @@ def audit(event, args):
         opens.append([args[0], args[2]])
 sys.addaudithook(audit)
 from cc_continuity import config
-from cc_continuity.doctor import runner
+from cc_continuity.hosts import checkup
 from cc_continuity.hosts.claude import doctor_plugin as claude_plugin
 from cc_continuity.hosts.claude import launch
 for step in (lambda: config.load(root), lambda: launch.plan(["--version"], env=dict(os.environ), cwd=root),
-             lambda: claude_plugin.check_skill_shell(runner.Context(cwd=root, env=dict(os.environ)))):
+             lambda: claude_plugin.check_skill_shell(checkup.Context(cwd=root, env=dict(os.environ)))):
     try:
         step()
     except Exception as e:

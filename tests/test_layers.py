@@ -56,8 +56,9 @@ ALLOWED = {
                                        # given to it by hosts/setup.py: it names no host); uninstall --purge names
                                        # what stays on share remotes; install.py fills its venv the way a plugin
                                        # builds its packages
-    "doctor": {"install", "notify", "tmux", "hosts", "deps", "watch"},  # it reads what install wrote, the hook table's
-                                       # events, the pane's environment, the real claude; --notify-test pushes once
+    "doctor": {"install", "notify", "tmux", "deps", "watch"},  # the library of the report (each host's checks are in
+                                       # its folder, the selection in hosts/checkup.py: it names no host); it reads
+                                       # what install wrote; --notify-test pushes once
     "rehearse": {"rotation", "install", "tmux"},  # it installs into a throwaway HOME and drives a real pane
     "commands": {"rotation", "snapshot", "share", "hosts", "install", "watch", "rehearse", "tmux", "notify",
                  "doctor"},

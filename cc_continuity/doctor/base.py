@@ -1,9 +1,10 @@
 """What every doctor check builds on: the row (:class:`Result`), what the checks look at
 (:class:`Context`, read lazily and at most once) and small helpers (running a program, versions).
 
-A check is a function ``check(ctx) -> Result``; the checks live in one module per host
-(:mod:`.claude`, :mod:`.claude_plugin`, :mod:`.codex`) and one for the system
-(:mod:`.system`); :mod:`.runner` chooses and runs them and closes the report.
+A check is a function ``check(ctx) -> Result``; the system's are :mod:`.system`'s, each host's are in
+its folder (``hosts/<name>/doctor.py``), which builds on this module.  The Context names no host: it is
+given each host's doctor unit (``hosts/checkup.py`` does that) and asks them what is theirs (is the
+host set up here, which leftover files are its own).
 """
 
 import os
@@ -11,8 +12,6 @@ import re
 import subprocess
 
 from .. import config, paths, safefile
-from ..hosts.claude import install as claude_install
-from ..hosts.codex import files as codex
 from ..install import manifest, plugin, settings
 from ..project import find_root
 
@@ -27,7 +26,6 @@ TEMP_MIN_AGE_S = 300  # a younger temp file may belong to a write in progress
 PROBE_EVENT = "DoctorProbe"
 # Claude Code's settings files are small; a bigger one is not read (a link to /dev/zero, a dump).
 SETTINGS_MAX_BYTES = 16 << 20
-AGENTS = ("claude", "codex")  # install's --agent values, in the order doctor shows them
 
 
 class Result:
@@ -48,14 +46,18 @@ class Result:
 
 
 class Context:
-    """What the checks look at; everything is read lazily and at most once."""
+    """What the checks look at; everything is read lazily and at most once.
 
-    def __init__(self, env=None, cwd=None, fix=False, notify_test=False, agents=None):
+    ``hosts``: each host's doctor unit (``hosts/<name>/doctor.py``) by its ``--agent`` name, in the order
+    the report shows them; ``hosts/checkup.Context`` gives every host's."""
+
+    def __init__(self, env=None, cwd=None, fix=False, notify_test=False, agents=None, hosts=None):
         self.env = dict(os.environ if env is None else env)
         self.cwd = cwd or os.getcwd()
         self.fix = fix
         self.notify_test = notify_test
         self.asked = tuple(agents or ())  # `doctor --agent`: judged whether installed or not
+        self.hosts = dict(hosts or {})
         self._cache = {}
 
     @property
@@ -64,21 +66,20 @@ class Context:
         return self.asked or self.installed()
 
     def installed(self):
-        """The agents ``cc-continuity install`` (or a plugin) set up here, in :data:`AGENTS` order."""
-        return self._once("installed", lambda: tuple(a for a in AGENTS if (
-            self.claude_wired() if a == "claude" else bool(self.codex()["record"] or self.codex()["ours"]))))
+        """The agents ``cc-continuity install`` (or a plugin) set up here, in the hosts' order (each host's
+        unit judges its own: ``installed(ctx)``)."""
+        return self._once("installed", lambda: tuple(a for a, unit in self.hosts.items() if unit.installed(self)))
 
-    def claude_wired(self):
-        """Is anything of ours wired into Claude Code: the record's Claude part (an unreadable record counts),
-        an enabled plugin of ours, or our hooks or status line in settings.json (a record since lost)?"""
-        rec = self.manifest()
-        if rec == {} or (rec and any(k in rec for k in claude_install.RECORD_KEYS)) or self.plugin():
-            return True
-        doc, _ = self.settings()
-        if doc is None and os.path.exists(self.settings_path):
-            return True  # a settings.json it cannot read may hold our hooks (as uninstall judges it)
-        return bool(doc) and (settings.has_ours(doc, settings.CLAUDE_MARKS)
-                              or settings.is_our_statusline(doc.get("statusLine")))
+    def own_copy(self):
+        """The copy of cc-continuity the hooks run when it is not our app copy (a host's plugin that is the
+        whole install: ``own_copy(ctx)`` of a host's unit), or None."""
+        return self._once("own_copy", lambda: next(
+            (root for root in (unit.own_copy(self) for unit in self.hosts.values()) if root), None))
+
+    def stale_files(self, now=None):
+        """The hosts' files of ours nobody picked up (a launch's environment: may hold secrets), safe to
+        remove."""
+        return [path for unit in self.hosts.values() for path in unit.stale_files(now)]
 
     def _once(self, key, make):
         if key not in self._cache:
@@ -140,38 +141,6 @@ class Context:
                 return None
             return ids[0], plugin.install_path(ids[0], paths.claude_config_dir())
         return self._once("plugin", find)
-
-    def claude_installed(self):
-        """Was ``cc-continuity install`` run for Claude Code?  Yes for any record but one of a Codex-only
-        install (an unreadable record counts as yes)."""
-        rec = self.manifest()
-        return rec is not None and ("codex" not in rec or any(k in rec for k in claude_install.RECORD_KEYS))
-
-    def codex(self):
-        """What the Codex checks look at, read once: ``{"home", "hooks_file", "record", "doc", "data",
-        "ours", "error"}`` (``home`` None when $CODEX_HOME is not usable; ``doc`` None when hooks.json is
-        unreadable, with ``error`` saying why).  Only ``$CODEX_HOME``: a repository's .codex/ is not ours."""
-        def read():
-            rec = (self.manifest() or {}).get("codex") or None
-            out = {"home": None, "hooks_file": None, "record": rec, "doc": None, "data": None, "ours": [],
-                   "error": None}
-            try:
-                out["home"] = home = codex.codex_home(self.env)
-            except codex.CodexError as e:
-                out["error"] = str(e)
-                return out
-            out["hooks_file"] = path = codex.hooks_path(home)
-            try:
-                out["data"] = safefile.read_bounded(path, SETTINGS_MAX_BYTES)
-                out["doc"] = codex.parse_hooks(out["data"], path)
-            except FileNotFoundError:
-                out["doc"] = {}
-            except (OSError, ValueError) as e:  # not a regular file, too large, not JSON
-                out["error"] = str(e)
-                return out
-            out["ours"] = codex.entries(out["doc"], path)
-            return out
-        return self._once("codex", read)
 
     def config(self):
         """(Config or None, error text or None)."""

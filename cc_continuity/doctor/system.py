@@ -18,8 +18,6 @@ import urllib.parse
 
 from .. import __version__, atomic, lock, notify, paths
 from ..install import app
-from ..hosts.claude import launchenv
-from ..hosts.claude.doctor_plugin import _marketplace_only
 from .base import MIN_PYTHON, MIN_TMUX, TEMP_MIN_AGE_S, Result, _dotted, _first_line, _run, _version_tuple
 
 # -- tools ---------------------------------------------------------------------
@@ -146,7 +144,7 @@ def package_version():
 
 def check_app_copy(ctx):
     """The hooks run the copy under ``$CC_CONTINUITY_HOME/app``; it must be the version pip installed."""
-    root = _marketplace_only(ctx)
+    root = ctx.own_copy()
     if root:
         return Result("app-copy", True, "not used: the plugin's hooks run its own copy (%s)" % root)
     init = os.path.join(app.app_link(paths.home()), "cc_continuity", "__init__.py")
@@ -240,8 +238,9 @@ def check_permissions(ctx):
     return Result("permissions", True, "%s is private" % home)
 
 
-def find_leftovers(now=None):
-    """(temp files, stale launch env files, stale locks) that are ours and safe to remove."""
+def find_leftovers(ctx, now=None):
+    """(temp files, the hosts' stale files such as launch env files, stale locks) that are ours and safe to
+    remove."""
     now = time.time() if now is None else now
     temps, locks = [], []
     home = paths.home()
@@ -258,11 +257,11 @@ def find_leftovers(now=None):
         elif (name == "lock" or name.endswith(".lock")) and p.startswith(home + os.sep) and os.path.isfile(p):
             if lock.is_stale(p):
                 locks.append(p)
-    return sorted(temps), sorted(launchenv.stale(now=now)), sorted(locks)
+    return sorted(temps), sorted(ctx.stale_files(now)), sorted(locks)
 
 
 def check_leftovers(ctx):
-    temps, envs, locks = find_leftovers()
+    temps, envs, locks = find_leftovers(ctx)
     if not (temps or envs or locks):
         return Result("leftovers", True, "no leftover temp files or stale locks")
     if ctx.fix:
@@ -332,3 +331,6 @@ def _redact_url(url):
         host += ":%d" % p.port
     return urllib.parse.urlunsplit((p.scheme, host, p.path, "", ""))
 
+
+CHECKS = [check_python, check_git, check_tmux, check_config, check_app_copy, check_watchdog_unit, check_permissions,
+          check_leftovers, check_ntfy, check_mirror]  # the system's (hosts/checkup.ORDER places each row)

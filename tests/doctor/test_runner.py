@@ -1,4 +1,4 @@
-"""The whole report (doctor/runner.py, commands/doctor.py): rows, JSON, exit status, the closing line,
+"""The whole report (hosts/checkup.py, doctor/runner.py, commands/doctor.py): rows, JSON, exit status, the closing line,
 and which agents are judged: `--agent`, and each install shape (Claude Code only, Codex CLI only, both,
 none)."""
 
@@ -8,11 +8,11 @@ import subprocess
 import sys
 
 from cc_continuity import paths
-from cc_continuity.doctor import runner
+from cc_continuity.hosts import checkup
 from cc_continuity.hosts.claude import doctor as claude
 from cc_continuity.install import wrapper
 
-CLAUDE_AND_SYSTEM = [c for c in runner.CHECKS if runner.agent_of(c) != "codex"]
+CLAUDE_AND_SYSTEM = [c for c in checkup.CHECKS if checkup.agent_of(c) != "codex"]
 
 # -- the whole report ------------------------------------------------------------
 
@@ -51,7 +51,7 @@ def test_text_report_one_line_per_check_with_fixes_and_no_colour_when_piped(inst
     wrapper_line = next(i for i, line in enumerate(lines) if line.startswith("FAIL") and " wrapper " in line)
     assert "fix: cc-continuity install" in lines[wrapper_line + 1]
     assert "cc-continuity rehearse" in r.stdout
-    coloured = runner.render([runner.Result("x", True, "fine"), runner.Result("y", False, "bad", "do z")], color=True)
+    coloured = checkup.render([checkup.Result("x", True, "fine"), checkup.Result("y", False, "bad", "do z")], color=True)
     assert "\033[32m" in coloured and "\033[31m" in coloured
 
 
@@ -59,7 +59,7 @@ def test_a_crashing_check_is_reported_not_raised(inst):
     def check_boom(ctx):
         raise KeyError("surprise")
 
-    [r] = runner.run_checks(runner.Context(env=inst.env), [check_boom])
+    [r] = checkup.run_checks(checkup.Context(env=inst.env), [check_boom])
     assert r.name == "boom" and not r.ok and "surprise" in r.detail
 
 
@@ -75,11 +75,11 @@ def test_the_real_installer_passes_doctor(tmp_path, git_repo, isolated_home):
     with open(os.path.join(str(isolated_home), ".claude.json"), "w") as f:
         json.dump({"projects": {str(git_repo): {"hasTrustDialogAccepted": True}}}, f)
     # Right after install, in the shell that ran it: the wrapper is for new shells, not a failure.
-    results = {x.name: x for x in runner.run_checks(runner.Context(env=env, cwd=str(git_repo)))}
+    results = {x.name: x for x in checkup.run_checks(checkup.Context(env=env, cwd=str(git_repo)))}
     assert results["wrapper"].ok and "read by shells started from now on" in results["wrapper"].detail
     assert [x for x in results.values() if not x.ok] == []
     env[wrapper.ACTIVE_ENV] = "1"
-    results = {x.name: x for x in runner.run_checks(runner.Context(env=env, cwd=str(git_repo)))}
+    results = {x.name: x for x in checkup.run_checks(checkup.Context(env=env, cwd=str(git_repo)))}
     assert [x for x in results.values() if not x.ok] == []
     # The installed launcher runs `launch` from the app copy.
     launcher = claude.launcher_path(json.load(open(os.path.join(paths.home(), "install.json"))))
@@ -96,9 +96,9 @@ def rows_of(check_list):
     return {"mod" if n == "mods" else n for n in names}  # (check_mods' row is "mod")
 
 
-SYSTEM = rows_of(c for c in runner.CHECKS if runner.agent_of(c) is None)
-CLAUDE = rows_of(c for c in runner.CHECKS if runner.agent_of(c) == "claude")
-CODEX = rows_of(c for c in runner.CHECKS if runner.agent_of(c) == "codex")
+SYSTEM = rows_of(c for c in checkup.CHECKS if checkup.agent_of(c) is None)
+CLAUDE = rows_of(c for c in checkup.CHECKS if checkup.agent_of(c) == "claude")
+CODEX = rows_of(c for c in checkup.CHECKS if checkup.agent_of(c) == "codex")
 
 
 def doctor(capsys, *args):

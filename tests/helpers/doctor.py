@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from cc_continuity import __version__, atomic, paths
-from cc_continuity.doctor import runner
+from cc_continuity.hosts import checkup
 from cc_continuity.install import blocks, settings, wrapper
 from cc_continuity.install import skills as install_skills
 
@@ -83,10 +83,10 @@ class Install:
 
     def check(self, *names, cwd=None, **kw):
         """The results of the named checks (all when none are named), by name."""
-        chosen = [c for c in runner.CHECKS if c.__name__ in ["check_" + n.replace("-", "_") for n in names]] \
-            if names else None  # (none named: those the runner chooses for this install)
-        ctx = runner.Context(env=kw.pop("env", self.env), cwd=str(cwd or self.repo), **kw)
-        return {r.name: r for r in runner.run_checks(ctx, chosen)}
+        chosen = [c for c in checkup.CHECKS if c.__name__ in ["check_" + n.replace("-", "_") for n in names]] \
+            if names else None  # (none named: those checkup chooses for this install)
+        ctx = checkup.Context(env=kw.pop("env", self.env), cwd=str(cwd or self.repo), **kw)
+        return {r.name: r for r in checkup.run_checks(ctx, chosen)}
 
     def cli(self, *args, env=None):
         return subprocess.run([sys.executable, "-m", "cc_continuity.cli", "doctor", *args], env=env or self.env,

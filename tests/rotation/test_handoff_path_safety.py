@@ -15,7 +15,8 @@ import time
 import pytest
 
 from cc_continuity import config, session
-from cc_continuity.doctor import runner, system
+from cc_continuity.doctor import system
+from cc_continuity.hosts import checkup
 from helpers.hookdriver import handoff_text, tokens_at
 from helpers.ladder import S1
 
@@ -146,5 +147,5 @@ def test_a_verified_model_handoff_is_0600_and_doctor_stays_green(drv, requested)
     rec = drv.state(S1)
     assert rec["state"] == session.AWAITING_MANUAL_CLEAR and rec["checkpoint"]["degraded"] is False
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
-    result = system.check_permissions(runner.Context(cwd=drv.root))
+    result = system.check_permissions(checkup.Context(cwd=drv.root))
     assert result.ok, result.detail

@@ -14,7 +14,8 @@ import pytest
 from cc_continuity import config
 from cc_continuity.snapshot import worktree
 from cc_continuity.snapshot.refs import ref_name
-from cc_continuity.doctor import runner, system
+from cc_continuity.doctor import system
+from cc_continuity.hosts import checkup
 
 SECRET = "password=hunter2-local-only"
 
@@ -30,7 +31,7 @@ def repo(git_repo):
 
 
 def mirror_check(repo):
-    return system.check_mirror(runner.Context(cwd=str(repo)))
+    return system.check_mirror(checkup.Context(cwd=str(repo)))
 
 
 def test_a_mirror_push_carries_the_snapshots_and_untracked_files(repo, tmp_path):

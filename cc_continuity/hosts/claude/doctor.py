@@ -2,6 +2,10 @@
 shell-reader), the status line, the claude() shell wrapper that launches it in tmux, the folder trust,
 and what Claude Code is told of the model (context-window, system-prompt).  The plugin's rows are
 :mod:`.doctor_plugin`'s.  They read what ``cc-continuity install`` wrote; they never write.
+
+With them, Claude Code's doctor unit (the same names in every host's ``doctor.py``; ``hosts/checkup.py``
+puts the report together from them): its ``CHECKS``, whether it is set up here (:func:`installed`), its
+install's fix and its step in the closing ``Next:``, its leftovers, and the repair a fix needs first.
 """
 
 import json
@@ -15,9 +19,12 @@ from ... import paths, procs
 from ...doctor.base import MIN_CLAUDE, PROBE_EVENT, PROBE_TIMEOUT_S, Result, _dotted, _first_line, _is_executable, _run, \
     _version_tuple
 from ...install import blocks, plugin, settings, wrapper
+from . import doctor_plugin, launchenv
 from .doctor_plugin import _marketplace_only, _plugin_handler, _plugin_table
 from .executable import find_real_claude
 from .hooks import EVENT_OF
+from .install import NAME as NAME  # (the unit's name: its install's)
+from .install import RECORD_KEYS
 
 def check_claude(ctx):
     fix = "install or update Claude Code to %s or newer (`claude update`)" % _dotted(MIN_CLAUDE)
@@ -102,7 +109,7 @@ def _settings_fix(ctx, then="cc-continuity install"):
 
 def check_hooks(ctx):
     doc, err = ctx.settings()
-    installed = ctx.claude_installed()
+    installed = _install_ran(ctx)
     fix = "cc-continuity install"
     if doc is None:
         return Result("hooks", False, err, _settings_fix(ctx))
@@ -504,3 +511,62 @@ def check_system_prompt(ctx):
                   "choose: export CLAUDE_CODE_SIMPLE_SYSTEM_PROMPT=0 for the full prompt (=1 keeps the short one), "
                   "or put it in the \"env\" block of %s" % ctx.settings_path)
 
+
+# -- Claude Code's doctor unit (hosts/checkup.py: the report from every host's) -----------------------
+
+ROW = "claude-code"  # its one row when it is not set up here
+INSTALL_FIX = "cc-continuity install"
+NEXT = "`cc-continuity rehearse` runs one full rotation in a scratch project to prove the chain end to end"
+CHECKS = [  # in the order checkup.ORDER places among the others'
+    check_claude, doctor_plugin.check_plugin, doctor_plugin.check_plugin_python,
+    doctor_plugin.check_plugin_packages, check_hooks, check_hook_probe, check_shell_reader, doctor_plugin.check_mods,
+    check_statusline, check_wrapper, doctor_plugin.check_skills, doctor_plugin.check_skill_shell, check_trust,
+    check_context_window, check_system_prompt,
+]
+
+
+def installed(ctx):
+    """Is anything of ours wired into Claude Code: the record's Claude part (an unreadable record counts),
+    an enabled plugin of ours, or our hooks or status line in settings.json (a record since lost)?"""
+    rec = ctx.manifest()
+    if rec == {} or (rec and any(k in rec for k in RECORD_KEYS)) or ctx.plugin():
+        return True
+    doc, _ = ctx.settings()
+    if doc is None and os.path.exists(ctx.settings_path):
+        return True  # a settings.json it cannot read may hold our hooks (as uninstall judges it)
+    return bool(doc) and (settings.has_ours(doc, settings.CLAUDE_MARKS)
+                          or settings.is_our_statusline(doc.get("statusLine")))
+
+
+def _install_ran(ctx):
+    """Was ``cc-continuity install`` run for Claude Code?  Yes for any record but one of another agent's
+    install only (no key of Claude Code's, one of another host's); an unreadable record counts as yes."""
+    rec = ctx.manifest()
+    if rec is None:
+        return False
+    others = {k for unit in ctx.hosts.values() if unit.RECORD_KEYS != RECORD_KEYS for k in unit.RECORD_KEYS}
+    return any(k in rec for k in RECORD_KEYS) or not any(k in rec for k in others)
+
+
+def hook_file(ctx):
+    """Where its hooks would be, as the report names it."""
+    return ctx.settings_path
+
+
+def own_copy(ctx):
+    """The plugin's own copy when it is the whole install (then no app copy of ours is used), else None."""
+    return _marketplace_only(ctx)
+
+
+def stale_files(now=None):
+    """Launch environment files no pane picked up (they may hold secrets)."""
+    return launchenv.stale(now=now)
+
+
+def amend(ctx, results):
+    """install refuses a settings.json it cannot parse: every fix of these rows (the system's and Claude
+    Code's) that runs it starts with the repair."""
+    if ctx.settings()[0] is None and os.path.exists(ctx.settings_path):
+        for r in results:
+            if not r.ok and r.fix and r.fix.startswith("cc-continuity install"):
+                r.fix = _settings_fix(ctx, r.fix)

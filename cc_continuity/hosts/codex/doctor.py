@@ -2,6 +2,10 @@
 trust of them in its config.toml (codex-trust), and whether they have run since (codex-firing).
 
 Only ``$CODEX_HOME`` is read: a repository's ``.codex/`` is not ours (docs/SECURITY.md).
+
+With them, Codex CLI's doctor unit (the same names in every host's ``doctor.py``; ``hosts/checkup.py``
+puts the report together from them): its ``CHECKS``, whether it is set up here (:func:`installed`), its
+install's fix and its step in the closing ``Next:``.
 """
 
 import calendar
@@ -14,6 +18,8 @@ from ...doctor.base import SETTINGS_MAX_BYTES, Result
 from ...install import app, settings
 from . import appserver
 from . import files
+from .install import HOOK_FILE
+from .install import NAME as NAME, RECORD_KEYS as RECORD_KEYS  # (the unit's: its install's)
 
 CODEX_FIX = "cc-continuity install --agent codex"
 CODEX_TRUST_FIX = "cc-continuity install --agent codex --trust"
@@ -21,10 +27,37 @@ CODEX_ASK_TIMEOUT_S = 5.0
 _LOG_STAMP = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(\.\d+)?Z ")
 
 
+def codex_facts(ctx):
+    """What the Codex checks look at, read once: ``{"home", "hooks_file", "record", "doc", "data",
+    "ours", "error"}`` (``home`` None when $CODEX_HOME is not usable; ``doc`` None when hooks.json is
+    unreadable, with ``error`` saying why).  Only ``$CODEX_HOME``: a repository's .codex/ is not ours."""
+    def read():
+        rec = (ctx.manifest() or {}).get("codex") or None
+        out = {"home": None, "hooks_file": None, "record": rec, "doc": None, "data": None, "ours": [],
+               "error": None}
+        try:
+            out["home"] = home = files.codex_home(ctx.env)
+        except files.CodexError as e:
+            out["error"] = str(e)
+            return out
+        out["hooks_file"] = path = files.hooks_path(home)
+        try:
+            out["data"] = safefile.read_bounded(path, SETTINGS_MAX_BYTES)
+            out["doc"] = files.parse_hooks(out["data"], path)
+        except FileNotFoundError:
+            out["doc"] = {}
+        except (OSError, ValueError) as e:  # not a regular file, too large, not JSON
+            out["error"] = str(e)
+            return out
+        out["ours"] = files.entries(out["doc"], path)
+        return out
+    return ctx._once("codex", read)
+
+
 def _codex_installed(ctx):
     """None when Codex's hooks are not installed (no record, none of ours in hooks.json), else the facts."""
-    facts = ctx.codex()
-    return facts if facts["record"] or facts["ours"] else None
+    found = codex_facts(ctx)
+    return found if found["record"] or found["ours"] else None
 
 
 def check_codex_hooks(ctx):
@@ -178,3 +211,34 @@ def check_codex_firing(ctx):
                   "sent a prompt since, or the hooks fail before they log" % (when, log),
                   "send one prompt in `codex` (or `codex exec hi`), then `cc-continuity doctor` again")
 
+
+# -- Codex CLI's doctor unit (hosts/checkup.py: the report from every host's) ----------------------------
+
+ROW = "codex-cli"  # its one row when it is not set up here
+INSTALL_FIX = CODEX_FIX
+NEXT = "`cc-continuity run --agent codex \"<task>\"` runs a task through `codex exec`, rotating with no typing"
+CHECKS = [check_codex_hooks, check_codex_trust, check_codex_firing]  # placed among the others by checkup.ORDER
+
+
+def installed(ctx):
+    """Is Codex CLI set up here: the record's Codex part, or entries of ours in its hooks.json?"""
+    return _codex_installed(ctx) is not None
+
+
+def hook_file(ctx):
+    """Where its hooks would be, as the report names it."""
+    return HOOK_FILE
+
+
+def own_copy(ctx):
+    """None: Codex's hooks always run our app copy."""
+    return None
+
+
+def stale_files(now=None):
+    """None of Codex's: nothing of ours is left for a Codex process to pick up."""
+    return []
+
+
+def amend(ctx, results):
+    """Nothing: no file of Codex's stops an install's fix."""

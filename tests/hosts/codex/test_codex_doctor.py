@@ -10,7 +10,7 @@ import pytest
 
 from cc_continuity import paths
 from cc_continuity.hosts.codex import doctor as codex_rows
-from cc_continuity.doctor import runner
+from cc_continuity.hosts import checkup
 from cc_continuity.hosts.codex import files as codex
 from helpers.codex import cli, codex_dir, listing, write
 
@@ -23,8 +23,8 @@ def no_codex_binary(monkeypatch):
 
 
 def codex_results():
-    ctx = runner.Context()
-    return {r.name: r for r in runner.run_checks(ctx, [codex_rows.check_codex_hooks, codex_rows.check_codex_trust,
+    ctx = checkup.Context()
+    return {r.name: r for r in checkup.run_checks(ctx, [codex_rows.check_codex_hooks, codex_rows.check_codex_trust,
                                                        codex_rows.check_codex_firing])}
 
 
