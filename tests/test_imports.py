@@ -195,11 +195,6 @@ KEPT = {
                             ("running_sessions", "cc_continuity.session"),
                             ("running_sessions", "cc_continuity.procs.pid_alive"))},
     },
-    "cc_continuity.tmux.rotator": {
-        ("reader_of", "cc_continuity.hosts.codex.screen.CodexScreen"): (
-            START_UP, "the rotator's start: hosts/ (its __init__ loads the Claude host, rotation.context, effects) "
-                      "+~25 ms, for a Codex plan only"),
-    },
     "cc_continuity.watch.liveness": {
         **{(fn, "psutil"): (OPTIONAL, "`status` loads this module (via fleet) and runs without psutil; ~11 ms")
            for fn in ("create_time_skew", "ProcessTable._entry", "ProcessTable.tool_running")},

@@ -47,8 +47,9 @@ ALLOWED = {
                                        # checks are rows on doctor/'s base
     "notify": {"deps"},                # the push spool and its flusher talk to the ntfy server and the root only
                                        # (the flusher starts with the optional packages where they are)
-    "tmux": {"rotation", "notify", "hosts", "deps"},  # the rotator is the tmux hand-over (rotation/handover.py's plan);
-                                       # a failed one pushes; a Codex pane's screen is read by hosts/codex
+    "tmux": {"rotation", "notify", "deps"},  # the rotator is the tmux hand-over (rotation/handover.py's plan);
+                                       # a failed one pushes; a host's TUI is read by the screen reader its plan
+                                       # names (hosts/ports.py writes it: tmux imports no host)
     "hooks": {"hosts"},                # the old name of Claude Code's hook entry (hosts/claude/hooks), kept one release
     "watch": {"rotation", "share", "install", "tmux", "notify"},  # readings and hand-over plans; service files name the
                                        # installed launcher (install.app); it types into panes, re-spawns a rotator

@@ -4,8 +4,9 @@ remote (``share/``, the optional feature) publishes, renews leases and gates cla
 
 Claude Code's :class:`~.claude.host.HookContext` and Codex CLI's :class:`~.codex.host.CodexContext`
 both are a :class:`HookPorts`; what differs between them (the host, a turn's id, the outcome's
-home) stays in their own folder.  The rotator learns whose TUI it types into from the session's
-record (``host``, put in its plan by ``rotation.handover.plan``).  tmux, notify and share are
+home) stays in their own folder.  The rotator learns whose TUI it types into from its plan: the
+session's ``host`` (put there by ``rotation.handover.plan``) and the host's screen reader
+(:attr:`HookPorts.SCREEN_READER`, put there by :meth:`HookPorts.start_rotator`: tmux/ imports no host).  tmux, notify and share are
 imported when used: Claude Code's mod calls in at every turn's end and should not pay for loading them.
 """
 
@@ -26,6 +27,10 @@ if TYPE_CHECKING:
 class HookPorts(context.Context):
     """A rotation context whose ports are the real adapters: notify for pushes, tmux for the hand-over."""
 
+    # How the tmux rotator reads this host's TUI ("module:Class", in the rotator's plan); None: Claude Code's,
+    # the rotator's own default (tmux/pane.ClaudeScreen).
+    SCREEN_READER: str | None = None
+
     def deliver(self, push: "dict[str, Any]") -> None:
         from .. import notify  # (when a push goes out: the mod's every turn does not pay for it)
 
@@ -42,7 +47,8 @@ class HookPorts(context.Context):
                       standby_s: float | None) -> int:
         from ..tmux import rotator  # (when one is started)
 
-        pid: int = rotator.start(rec, sdir, self.cfg, successor_name, project_lock, standby_s)  # (tmux/ is not typed yet)
+        pid: int = rotator.start(rec, sdir, self.cfg, successor_name, project_lock, standby_s,
+                                 reader=self.SCREEN_READER)  # (tmux/ is not typed yet)
         return pid
 
     def after_verified(self, n: int) -> None:

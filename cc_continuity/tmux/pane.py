@@ -213,7 +213,7 @@ class ClaudeScreen:
     for input, what the user typed in its box, whether a subagent's view is in front; and it
     says what typing into that TUI takes (how a draft is cut, whether a prompt goes as a
     bracketed paste, whether the successor's SessionStart runs at ``/clear`` itself).  Codex
-    CLI's is :class:`cc_continuity.hosts.codex.screen.CodexScreen`.
+    CLI's is :class:`cc_continuity.hosts.codex.screen.CodexScreen` (the rotator's plan names it).
     """
 
     name = "claude"

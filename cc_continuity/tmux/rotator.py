@@ -13,6 +13,8 @@ Usage: ``python -m cc_continuity.tmux.rotator <plan.json>``. The plan::
      "continuation": "Continuing from cp-004 (proj-005).",
      "ledger": "/abs/.../ledger.jsonl", "successor_name": "proj-005",
      "host": "codex",                 # optional: the agent's TUI (absent: Claude Code's)
+     "reader": "cc_continuity.hosts.codex.screen:CodexScreen",  # its screen reader (module:Class; needed
+                                      # for a host but Claude Code, whose reader is tmux/pane's ClaudeScreen)
      "claude_pid": 4242,              # optional: the agent process this rotation serves (Claude Code's, or
                                       # with host codex the Codex process its hooks ran under)
      "sdir": "/abs/...", "project_lock": "/abs/.../lock",   # optional: where to record a failure
@@ -21,8 +23,10 @@ Usage: ``python -m cc_continuity.tmux.rotator <plan.json>``. The plan::
                   "quiet_s": 1, "draft_s": 60},
      "retries": 3}
 
-The agent's TUI is read and typed into through the pane's reader (``host``: Claude
-Code's :class:`~.pane.ClaudeScreen`, Codex CLI's ``hosts.codex.screen.CodexScreen``).
+The agent's TUI is read and typed into through the pane's reader: the one the plan names
+(``reader``, written by the host that started the rotation: ``hosts/ports.py``, Codex CLI's
+``hosts.codex.screen.CodexScreen``), else Claude Code's :class:`~.pane.ClaudeScreen`.  So tmux/
+knows no host's folder: the host below which it sits hands its reader over in the plan.
 Codex differs in one step: its successor's SessionStart fires only at the thread's first
 prompt (the continuation), so after ``/clear`` the rotator waits for the new, empty thread
 on screen instead of the started marker, and the delivered marker proves the rest.
@@ -62,8 +66,10 @@ stderr and, when the plan names a ledger, as ``failed`` there).
 
 import fcntl
 import hashlib
+import importlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -85,6 +91,7 @@ SUBMIT_S = 0.5  # an Enter that took empties the box within this
 # ("/clear acts on the main conversation, not this agent", starting on No).
 SUBAGENT_CONFIRM = "acts on the main conversation"
 HOSTS = ("claude", "codex")  # a plan's "host": whose TUI it types into
+READER = re.compile(r"cc_continuity(\.[A-Za-z_]\w*)+:[A-Za-z_]\w*\Z")  # a plan's "reader": one of ours, module:Class
 _REQUIRED = ("socket", "pane", "started_marker", "continuation", "ledger", "successor_name")
 _ABSOLUTE = ("started_marker", "delivered_marker", "ledger", "sdir", "project_lock", "draft_file")
 
@@ -113,6 +120,16 @@ def load_plan(path):
             raise PlanError("plan %s: %r must be an absolute path" % (path, key))
     if plan.get("host", "claude") not in HOSTS:
         raise PlanError("plan %s: 'host' must be one of %s" % (path, ", ".join(HOSTS)))
+    reader = plan.get("reader")
+    if reader is not None:
+        if not isinstance(reader, str) or not READER.match(reader):
+            raise PlanError("plan %s: 'reader' must name a screen reader of cc-continuity (module:Class)" % path)
+        try:
+            reader_of(plan)
+        except (ImportError, AttributeError) as e:
+            raise PlanError("plan %s: its reader %s cannot be loaded: %s" % (path, reader, e)) from None
+    elif plan.get("host", "claude") != "claude":
+        raise PlanError("plan %s: host %s's TUI needs its screen reader ('reader')" % (path, plan["host"]))
     pid = plan.get("claude_pid")
     if pid is not None and (isinstance(pid, bool) or not isinstance(pid, int) or pid <= 0):
         raise PlanError("plan %s: 'claude_pid' must be a positive integer" % path)
@@ -140,12 +157,13 @@ def load_plan(path):
 
 
 def reader_of(plan):
-    """How the plan's agent TUI is read and typed into (a :class:`Pane`'s reader, by the plan's host)."""
-    if plan.get("host") == "codex":
-        from ..hosts.codex.screen import CodexScreen  # (the rotator's start: hosts/ +~25 ms, a Codex plan's only)
-
-        return CodexScreen
-    return ClaudeScreen
+    """How the plan's agent TUI is read and typed into (a :class:`Pane`'s reader): the class its ``reader``
+    names (``module:Class``), else Claude Code's."""
+    name = plan.get("reader")
+    if not name:
+        return ClaudeScreen
+    module, _, attr = name.partition(":")
+    return getattr(importlib.import_module(module), attr)
 
 
 def _wait_for(predicate, timeout):
@@ -722,9 +740,12 @@ def spawn(plan_path, log_path=None):
     return proc.pid
 
 
-def start(rec, sdir, cfg, successor_name, project_lock=None, standby_s=None):
-    """Write the rotation's plan (:func:`handover.plan`) for a verified checkpoint and spawn the rotator; its pid."""
+def start(rec, sdir, cfg, successor_name, project_lock=None, standby_s=None, reader=None):
+    """Write the rotation's plan (:func:`handover.plan`) for a verified checkpoint and spawn the rotator; its pid.
+    ``reader``: the host's screen reader (``module:Class``; None: Claude Code's)."""
     p = handover.plan(rec, sdir, cfg, successor_name, project_lock, standby_s)
+    if reader:
+        p["reader"] = reader
     path = session.rotator_plan_path(sdir)
     atomic.write_text(path, json.dumps(p, indent=2) + "\n")
     paths.ensure_dir(paths.logs_dir())

@@ -5,10 +5,13 @@ import os
 import subprocess
 import sys
 import time
+import types
 
 import pytest
 
-from cc_continuity import config, ledger
+from cc_continuity import config, ledger, session
+from cc_continuity.hosts import ports
+from cc_continuity.hosts.codex.host import CodexContext
 from cc_continuity.hosts.codex.screen import CodexScreen
 from cc_continuity.rotation import handover
 from cc_continuity.tmux import rotator
@@ -302,6 +305,11 @@ def test_second_rotator_on_the_same_pane_refuses(server, tmp_path):
     ({"retries": 11}, "retries"),
     ({"retries": True}, "retries"),
     ({"host": "vim"}, "'host' must be one of claude, codex"),
+    ({"host": "codex"}, "host codex's TUI needs its screen reader"),
+    ({"reader": "os:system"}, "'reader' must name a screen reader of cc-continuity"),
+    ({"reader": ["cc_continuity.tmux.pane:ClaudeScreen"]}, "'reader' must name a screen reader of cc-continuity"),
+    ({"reader": "cc_continuity.nowhere:Screen"}, "cannot be loaded"),
+    ({"reader": "cc_continuity.tmux.pane:NoScreen"}, "cannot be loaded"),
 ])
 def test_bad_plans_are_refused_with_a_clear_reason(tmp_path, change, message):
     plan = {"socket": "/tmp/s", "pane": "%1", "started_marker": "/tmp/m", "continuation": "go",
@@ -339,8 +347,26 @@ def test_the_plan_names_the_host_whose_tui_is_read_absent_for_claude_code(tmp_pa
     codex = handover.plan(dict(rec, host="codex"), str(tmp_path), cfg, "p-005")
     assert "host" not in claude and "host" not in handover.plan(rec, str(tmp_path), cfg, "p-005")
     assert codex == dict(claude, host="codex") and codex["claude_pid"] == os.getpid()
+    # The host's screen reader goes in as the Codex host's ports put it (tmux/ imports no host's folder).
+    codex = dict(codex, reader=CodexContext.SCREEN_READER)
     assert rotator.reader_of(codex) is CodexScreen and rotator.reader_of(claude) is ClaudeScreen
     assert rotator.Rotator(dict(codex, timeouts={}, retries=0)).pane.reader is CodexScreen
+
+
+def test_each_host_hands_the_rotator_its_screen_reader_in_the_plan(tmp_path, monkeypatch):
+    rec = {"number": 4, "session_id": "s", "tmux_socket": "/tmp/s", "tmux_pane": "%1", "pid": os.getpid()}
+    cfg = config.load(str(tmp_path))
+    started = []
+    monkeypatch.setattr(rotator, "spawn", lambda path, log_path=None: started.append(path) or 4242)
+    for host, reader, screen in (("claude", ports.HookPorts.SCREEN_READER, ClaudeScreen),
+                                 ("codex", CodexContext.SCREEN_READER, CodexScreen)):
+        sdir = tmp_path / host
+        os.makedirs(os.path.dirname(session.rotator_plan_path(str(sdir))))
+        port = types.SimpleNamespace(cfg=cfg, SCREEN_READER=reader)  # (the hook ports' start_rotator, on its own)
+        assert ports.HookPorts.start_rotator(port, dict(rec, host=host), str(sdir), "p-005", None, None) == 4242
+        assert started[-1] == session.rotator_plan_path(str(sdir))
+        plan = rotator.load_plan(started[-1])
+        assert ("reader" in plan) == (host != "claude") and rotator.reader_of(plan) is screen
 
 
 def test_spawned_rotator_outlives_its_short_lived_parent(server, tmp_path):

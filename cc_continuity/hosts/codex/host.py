@@ -138,6 +138,8 @@ class CodexContext(HookPorts):
     the rotator types into Codex's TUI (its plan says ``host: codex``) and checks, before each batch of
     keys, that the Codex process the hook ran under (:func:`agent_process`) is still the pane's."""
 
+    SCREEN_READER = "cc_continuity.hosts.codex.screen:CodexScreen"  # (named, not imported: the hook loads no tmux)
+
     def __init__(self, event: str, payload: "dict[str, Any]", env: "Env | None" = None) -> None:
         if payload.get("turn_id") and "prompt_id" not in payload:
             payload = dict(payload, prompt_id=payload["turn_id"])  # what pairs a turn's hooks (the late Stop, an offer)
