@@ -7,12 +7,13 @@ still ties the layers.  Four layers, each import pointing down:
    session, ledger ...); it imports only the root;
 2. the domain, one folder each: ``snapshot/`` (the work-tree commit), ``rotation/``
    (the protocol's steps and what they build on);
-3. the adapters, one folder per thing they talk to (Claude Code's hooks, tmux,
-   ntfy, an agent host ...), each importing the domain and the adapters listed for it;
+3. the adapters, one folder per thing they talk to (tmux, ntfy, an agent host ...),
+   each importing the domain and the adapters listed for it; they are ranked
+   (:data:`ADAPTER_RANKS`): an adapter imports only adapters of a lower rank;
 4. the entry points (``cli``, ``statusmain``, ``commands/``).
 
-No module imports itself back through others (no circle, lazy imports included).
-A new edge is a decision: add it here, with why.
+No module imports itself back through others (no circle, lazy imports included), and no
+two folders import each other.  A new edge is a decision: add it here, with why.
 """
 
 import ast
@@ -37,14 +38,14 @@ ALLOWED = {
     # -- adapters
     "deps": set(),                     # the optional packages: where they are for this interpreter, their build
                                        # (pip, uv, the package index); the root only, so any folder may ask it
-    "hosts": {"rotation", "holds", "snapshot", "share", "tmux", "notify", "deps", "install",
-              "doctor"},  # each agent is one
-                                       # folder (hosts/claude, hosts/codex): it fills the rotation's ports from its own
-                                       # files and process, and holds its hook entry (one step per event), for a hook
-                                       # call pushes and the tmux rotator; a tool-call step waits for a snapshot job,
-                                       # records and holds side effects; a plugin session starts its packages' build;
-                                       # its install piece writes its files with install/'s library, its doctor
-                                       # checks are rows on doctor/'s base
+    "hosts": {"rotation", "holds", "snapshot", "share", "tmux", "notify", "deps", "install", "doctor"},
+                                       # each agent is one folder (hosts/claude, hosts/codex): it fills the rotation's
+                                       # ports from its own files and process, and holds its hook entry (one step per
+                                       # event), for a hook call pushes and the tmux rotator; a tool-call step waits
+                                       # for a snapshot job, records and holds side effects; a plugin session starts
+                                       # its packages' build; its install piece writes its files with install/'s
+                                       # library, its doctor checks are rows on doctor/'s; setup.py and checkup.py
+                                       # put the hosts' pieces together for the install and doctor verbs
     "notify": {"deps"},                # the push spool and its flusher talk to the ntfy server and the root only
                                        # (the flusher starts with the optional packages where they are)
     "tmux": {"rotation", "notify", "deps"},  # the rotator is the tmux hand-over (rotation/handover.py's plan);
@@ -57,13 +58,27 @@ ALLOWED = {
                                        # given to it by hosts/setup.py: it names no host); uninstall --purge names
                                        # what stays on share remotes; install.py fills its venv the way a plugin
                                        # builds its packages
-    "doctor": {"install", "notify", "tmux", "deps", "watch"},  # the library of the report (each host's checks are in
-                                       # its folder, the selection in hosts/checkup.py: it names no host); it reads
-                                       # what install wrote; --notify-test pushes once
+    "doctor": {"install", "notify", "watch"},  # the library of the report (each host's checks are in its folder,
+                                       # the selection in hosts/checkup.py: it names no host); it reads what install
+                                       # wrote and the watchdog's service; --notify-test pushes once
     "rehearse": {"rotation", "install", "tmux"},  # it installs into a throwaway HOME and drives a real pane
     "commands": {"rotation", "snapshot", "share", "hosts", "install", "watch", "rehearse", "tmux", "notify",
                  "doctor"},
 }
+
+# The adapters ranked, lowest first: an adapter imports only adapters of a lower rank, so none of one rank
+# imports another of it and no two import each other.  (Below them all the domain and share/; above, the entry
+# points.)
+ADAPTER_RANKS = (
+    ("deps",),              # the optional packages: any folder may ask where they are
+    ("notify",),            # pushes
+    ("tmux", "install"),    # the pane and the rotator (a host's screen reader comes in its plan); install's library
+    ("watch", "rehearse"),  # the watchdog (its service runs the installed launcher); a rehearsal (a throwaway install)
+    ("doctor",),            # the report's library (it checks the watchdog's service)
+    ("hosts",),             # each agent one folder: its hook entry, install piece and doctor checks on the above
+    ("hooks",),             # the old name of Claude Code's hook entry
+)
+RANK = {folder: n for n, folders in enumerate(ADAPTER_RANKS) for folder in folders}
 
 
 def _area(module):
@@ -129,6 +144,22 @@ def wrong_edges(edges):
     return sorted(set(wrong))
 
 
+def rank_errors(edges):
+    """The imports between adapters that do not go to a lower rank, and every two folders that import each
+    other."""
+    wrong, pairs = [], set()
+    for src, dst in edges:
+        a, b = _area(src), _area(dst)
+        if a == b or "root" in (a, b) or "entry" in (a, b):
+            continue
+        pairs.add((a, b))
+        if a in RANK and b in RANK and RANK[b] >= RANK[a]:
+            wrong.append("%s -> %s (%s, rank %d, may import only adapters below it; %s is rank %d)"
+                         % (src, dst, a, RANK[a] + 1, b, RANK[b] + 1))
+    wrong += ["%s <-> %s (two folders import each other)" % (a, b) for a, b in pairs if (b, a) in pairs and a < b]
+    return sorted(set(wrong))
+
+
 def circles(edges):
     """Every group of modules that import each other, directly or through others (Tarjan's SCCs > 1)."""
     graph = {}
@@ -178,6 +209,15 @@ def test_every_import_runs_down_the_layers():
     assert not wrong, "\n".join(wrong)
 
 
+def test_the_adapters_are_ranked_and_each_import_goes_down():
+    adapters = set(ALLOWED) - set(DOMAIN) - {"holds", "share", "commands"}
+    assert sorted(RANK) == sorted(adapters), "every adapter folder has one rank"
+    upward = ["%s -> %s" % (a, b) for a in RANK for b in ALLOWED[a] if b in RANK and RANK[b] >= RANK[a]]
+    assert not upward, "ALLOWED grants an import that is not to a lower rank: " + ", ".join(upward)
+    wrong = rank_errors(_imports())
+    assert not wrong, "\n".join(wrong)
+
+
 def test_no_module_imports_itself_back():
     found = circles(_imports())
     assert not found, "import circles (lazy imports count):\n" + "\n".join(" <-> ".join(g) for g in found)
@@ -205,6 +245,19 @@ def test_a_planted_upward_import_fails_the_layers(tmp_path):
     edges = _planted(tmp_path / "b", "snapshot/job.py", "from ..rotation import claim  # noqa")
     assert "cc_continuity.snapshot.job -> cc_continuity.rotation.claim (snapshot may not import rotation)" in \
         wrong_edges(edges)
+
+
+def test_a_planted_import_up_the_ranks_or_back_fails(tmp_path):
+    edges = _planted(tmp_path, "tmux/rotator.py", "from ..hosts.codex import screen  # noqa")
+    assert "cc_continuity.tmux.rotator -> cc_continuity.hosts.codex.screen (tmux, rank 3, may import only " \
+        "adapters below it; hosts is rank 6)" in rank_errors(edges)
+    assert "hosts <-> tmux (two folders import each other)" in rank_errors(edges)
+    edges = _planted(tmp_path / "b", "install/plan.py", "from ..watch import service  # noqa")
+    assert "cc_continuity.install.plan -> cc_continuity.watch.service (install, rank 3, may import only adapters " \
+        "below it; watch is rank 4)" in rank_errors(edges)
+    assert "install <-> watch (two folders import each other)" in rank_errors(edges)
+    edges = _planted(tmp_path / "c", "rotation/turn.py", "from ..share import publish  # noqa")
+    assert "rotation <-> share (two folders import each other)" in rank_errors(edges)  # (outside the ranks too)
 
 
 def test_a_planted_lazy_circle_fails(tmp_path):
