@@ -1,8 +1,11 @@
 """The agents cc-continuity rotates, one folder per host, and what every host's hook entry shares.
 
 Each host folder fills the rotation's host port (rotation/host.py) from its own files and holds
-what else is its own (its hook entry and wire, its transcript, its launch, install and doctor
-pieces); :data:`HOSTS` lists them.
+what else is its own (its hook entry and wire, its transcript, its launch, its install piece
+``install.py`` and its doctor checks ``doctor.py``, each the same shape in every folder);
+:data:`HOSTS` lists them.  Above the folders, ``setup.py`` (install and uninstall) and ``checkup.py``
+(doctor's report) find each host's ``install.py`` and ``doctor.py`` by the names in :data:`HOSTS`: a
+new host is its folder and its row here (tests/hosts/test_host_units.py checks each folder's units).
 
 Here too is the one fail-open runner of a hook call (:func:`run_hook`), for every host's entry
 (Claude Code's ``hosts/claude/hooks``, Codex's ``hosts/codex/hooks.py``).  A host's entry names
