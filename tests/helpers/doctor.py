@@ -15,8 +15,8 @@ from cc_continuity import __version__, atomic, paths
 from cc_continuity.hosts import checkup
 from cc_continuity.install import blocks, settings, wrapper
 from cc_continuity.install import skills as install_skills
+from helpers import REPO
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PKG = os.path.join(REPO, "cc_continuity")
 PYTHON = os.path.realpath(sys.executable)
 

@@ -12,9 +12,10 @@ from cc_continuity import paths
 from cc_continuity.hosts.codex import doctor as codex_rows
 from cc_continuity.hosts import checkup
 from cc_continuity.hosts.codex import files as codex
+from helpers import TESTS
 from helpers.codex import cli, codex_dir, listing, write
 
-DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "data", "codex")
+DATA = os.path.join(TESTS, "data", "codex")
 
 
 @pytest.fixture(autouse=True)

@@ -20,9 +20,10 @@ from cc_continuity import install, paths
 from cc_continuity.hosts.codex import hooks as codex_hooks
 from cc_continuity.hosts.codex import files as codex
 from cc_continuity.install import settings
+from helpers import TESTS
 from helpers.codex import cli, codex_dir, listing, write
 
-DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "data", "codex")
+DATA = os.path.join(TESTS, "data", "codex")
 PY, APP = "/usr/bin/python3", "/home/u/.claude-continuity/app"
 # What `codex app-server` hooks/list (0.171.0) reported for render(PY, APP) and one foreign entry.
 BINARY_HASHES = {
