@@ -92,6 +92,9 @@ SUBMIT_S = 0.5  # an Enter that took empties the box within this
 SUBAGENT_CONFIRM = "acts on the main conversation"
 HOSTS = ("claude", "codex")  # a plan's "host": whose TUI it types into
 READER = re.compile(r"cc_continuity(\.[A-Za-z_]\w*)+:[A-Za-z_]\w*\Z")  # a plan's "reader": one of ours, module:Class
+# A plan the previous version wrote names its host but no reader (the rotator chose it then): one release on,
+# such a plan (a watchdog re-spawning a rotation saved before the upgrade) still gets its host's reader.
+EARLIER_READERS = {"codex": "cc_continuity.hosts.codex.screen:CodexScreen"}
 _REQUIRED = ("socket", "pane", "started_marker", "continuation", "ledger", "successor_name")
 _ABSOLUTE = ("started_marker", "delivered_marker", "ledger", "sdir", "project_lock", "draft_file")
 
@@ -121,6 +124,8 @@ def load_plan(path):
     if plan.get("host", "claude") not in HOSTS:
         raise PlanError("plan %s: 'host' must be one of %s" % (path, ", ".join(HOSTS)))
     reader = plan.get("reader")
+    if reader is None and plan.get("host", "claude") in EARLIER_READERS:
+        reader = plan["reader"] = EARLIER_READERS[plan["host"]]
     if reader is not None:
         if not isinstance(reader, str) or not READER.match(reader):
             raise PlanError("plan %s: 'reader' must name a screen reader of cc-continuity (module:Class)" % path)

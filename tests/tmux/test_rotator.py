@@ -305,7 +305,6 @@ def test_second_rotator_on_the_same_pane_refuses(server, tmp_path):
     ({"retries": 11}, "retries"),
     ({"retries": True}, "retries"),
     ({"host": "vim"}, "'host' must be one of claude, codex"),
-    ({"host": "codex"}, "host codex's TUI needs its screen reader"),
     ({"reader": "os:system"}, "'reader' must name a screen reader of cc-continuity"),
     ({"reader": ["cc_continuity.tmux.pane:ClaudeScreen"]}, "'reader' must name a screen reader of cc-continuity"),
     ({"reader": "cc_continuity.nowhere:Screen"}, "cannot be loaded"),
@@ -323,6 +322,28 @@ def test_bad_plans_are_refused_with_a_clear_reason(tmp_path, change, message):
                          capture_output=True, text=True, timeout=20)
     assert res.returncode == 1 and message in res.stderr
     assert [r["step"] for r in ledger.read(plan["ledger"])] == ["failed"]
+
+
+def _plan_file(tmp_path, **change):
+    plan = {"socket": "/tmp/s", "pane": "%1", "started_marker": "/tmp/m", "continuation": "go",
+            "ledger": str(tmp_path / "ledger.jsonl"), "successor_name": "p-002"}
+    plan.update(change)
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(plan))
+    return str(path)
+
+
+def test_a_codex_plan_from_before_plans_named_their_reader_still_gets_codexs(tmp_path, monkeypatch):
+    """A plan the previous version saved (a watchdog re-spawning it after an upgrade) names the host only."""
+    from cc_continuity.hosts.codex.screen import CodexScreen
+
+    plan = rotator.load_plan(_plan_file(tmp_path, host="codex"))
+    assert plan["reader"] == "cc_continuity.hosts.codex.screen:CodexScreen"
+    assert rotator.reader_of(plan) is CodexScreen
+    assert rotator.reader_of(rotator.load_plan(_plan_file(tmp_path, host="claude"))) is rotator.ClaudeScreen
+    monkeypatch.setattr(rotator, "HOSTS", rotator.HOSTS + ("another",))  # a host added after plans named readers
+    with pytest.raises(rotator.PlanError, match="host another's TUI needs its screen reader"):
+        rotator.load_plan(_plan_file(tmp_path, host="another"))
 
 
 def test_unreadable_plan_and_defaults(tmp_path):
