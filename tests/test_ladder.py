@@ -55,3 +55,27 @@ def test_cleared_and_claimed_hand_over_to_the_successor(claimed):
 def test_the_second_copy_starts_at_verified_again(verified):
     assert verified.drv.state(S1)["state"] == session.AWAITING_MANUAL_CLEAR
     assert verified.drv.number(S2) is None
+
+
+def test_a_step_may_run_for_another_agent_process(project):
+    other = os.getpid()  # a live `claude` that is not the ladder's (its pid is drv.claude_pid)
+    project.said(S2, 10_000)
+    assert project.start(S2, agent_pid=other) is None
+    assert project.last_ctx.agent_pid() == other and project.last_ctx.env["CLAUDE_PID"] == str(other)
+    assert project.drv.state(S2)["pid"] == other
+    assert project.host.pid == project.drv.claude_pid  # the ladder's own process is unchanged
+    project.said(S1, 10_000)
+    assert project.start(S1) is None
+    assert project.last_ctx.agent_pid() == project.drv.claude_pid == project.drv.state(S1)["pid"]
+
+
+def test_with_the_mods_heartbeat_verified_is_offered_to_the_mod(make_project):
+    from cc_continuity.rotation import handover
+
+    lad = make_project(claude_pid=os.getpid())  # the mod's heartbeat needs a live process
+    assert lad.mod_hello() == {"runtime": os.path.join(lad.drv.cc_home, "runtime")}
+    lad.work().request_handoff().verify(driver="mod")
+    assert lad.verified_out is None  # nobody asks the user for /clear
+    rec = lad.drv.state(S1)
+    assert (rec["state"], rec["driver"]) == (session.ROTATING, "mod")
+    assert handover.handover_offered(S1) and lad.checkpoint["id"] == rec["checkpoint"]["id"] == "cp-001"

@@ -4,7 +4,8 @@ live session on the old version and a new one on the new version share CC_CONTIN
 This version is the older one for whatever comes next: what a newer one adds (keys in a record, in
 project.json, in a checkpoint's manifest; ledger events; config keys; a session state; a card format)
 must neither break this version's hooks nor be lost when this version rewrites the file.  Run through
-the real hooks (HookDriver: a process per hook, the table as an install renders it).
+the real hooks (HookDriver: a process per hook, the table as an install renders it) on the ladder's
+*verified* rung (tests/helpers/ladder.py; its owner, dead_pid(), is gone: any new session claims it).
 """
 
 import json
@@ -13,7 +14,8 @@ import os
 from cc_continuity import card, ledger, session
 from helpers.hookdriver import HookDriver, dead_pid, tokens_at
 
-from test_claim import S1, bootstrap_in, verified
+from helpers.ladder import S1
+from test_claim import bootstrap_in
 
 S2 = "b2b2b2b2-0000-4000-8000-000000000002"
 NEWER = {"from_a_newer_version": {"lease": {"remote": "origin", "at": 1.5}, "list": [1, "two"]}}
@@ -28,8 +30,9 @@ def edit_json(path, **keys):
     return doc
 
 
-def test_a_checkpoint_a_newer_version_wrote_is_claimed_here_and_keeps_what_it_added(tmp_path):
-    drv = verified(tmp_path, owner_pid=dead_pid())  # its Claude process is gone: any new session claims it
+def test_a_checkpoint_a_newer_version_wrote_is_claimed_here_and_keeps_what_it_added(verified):
+    drv = verified.drv  # its Claude process is gone: any new session claims it
+    assert drv.claude_pid == dead_pid()
     sdir = drv.sdir(S1)
     rec = session.load(sdir)
     edit_json(session.state_path(sdir), **NEWER, checkpoint=dict(rec["checkpoint"], newer_field="kept"))
@@ -56,8 +59,9 @@ def test_a_checkpoint_a_newer_version_wrote_is_claimed_here_and_keeps_what_it_ad
     drv.hook("Stop", S2)
 
 
-def test_a_session_in_a_state_this_version_does_not_know_is_left_as_it_is(tmp_path):
-    drv = verified(tmp_path, owner_pid=dead_pid())
+def test_a_session_in_a_state_this_version_does_not_know_is_left_as_it_is(verified):
+    drv = verified.drv
+    assert drv.claude_pid == dead_pid()
     path = session.state_path(drv.sdir(S1))
     edit_json(path, state="A_STATE_OF_A_NEWER_VERSION")
     with open(path, "rb") as f:

@@ -1,8 +1,9 @@
 """``history`` draws each session's context curve; ``status --all`` shows the whole project.
 
-A real chain, driven through the installed hook command against a real git repository:
-a session climbs to the rotate level, its handoff fails validation three times (a degraded,
-machine-written handoff), the user types /clear, the successor claims and works on.
+A real chain against a real git repository, climbed in-process on the ladder (tests/helpers/ladder.py:
+the protocol's steps, the tool calls by the real adapter in-process): a session climbs to the rotate
+level, its handoff fails validation three times (a degraded, machine-written handoff), the user types
+/clear, the successor claims and works on.  ``history`` and ``status`` run as the CLI.
 """
 
 import json
@@ -12,33 +13,34 @@ import pytest
 
 from cc_continuity import session
 from cc_continuity.commands import history
-from helpers.hookdriver import HookDriver, tokens_at
+from helpers.hookdriver import tokens_at
+from helpers.ladder import S1, S2
 
-S1 = "a1a1a1a1-0000-4000-8000-00000000a001"
-S2 = "b2b2b2b2-0000-4000-8000-00000000b002"
+
+def tools_at(lad, sid, percents):
+    """One tool call a reply: each reply at its percent, its PostToolUse recorded (the real adapter, in-process)."""
+    for pct in percents:
+        lad.said(sid, tokens_at(pct))
+        lad.drv.inproc("PostToolUse", sid)
 
 
 @pytest.fixture
-def chain(tmp_path):
-    drv = HookDriver(tmp_path / "proj")
-    drv.transcript(S1).assistant(tokens_at(10))
-    drv.hook("SessionStart", S1, source="startup")
-    drv.hook("UserPromptSubmit", S1, prompt="port the exporter")
-    for pct in (20, 40, 55):
-        drv.transcript(S1).assistant(tokens_at(pct))
-        drv.hook("PostToolUse", S1)
-    drv.transcript(S1).assistant(tokens_at(65), "Step finished.")
-    assert drv.hook("Stop", S1)["decision"] == "block"
+def chain(make_project):
+    lad = make_project(files={"README.md": "hello\n"})
+    drv = lad.drv
+    lad.said(S1, tokens_at(10))
+    lad.start(S1)
+    lad.prompt(S1, "port the exporter")
+    tools_at(lad, S1, (20, 40, 55))
+    lad.said(S1, tokens_at(65), "Step finished.")
+    assert lad.request_handoff(S1).request["decision"] == "block"
     for attempt in range(3):  # no handoff written: the third check writes the machine handoff
-        drv.hook("Stop", S1, stop_hook_active=True)
+        lad.stop(S1, stop_hook_active=True)
     assert drv.state(S1)["state"] == session.AWAITING_MANUAL_CLEAR
-    drv.hook("SessionEnd", S1, reason="clear")
-    drv.hook("SessionStart", S2, source="clear")
-    drv.transcript(S2).assistant(tokens_at(12))
-    drv.hook("UserPromptSubmit", S2, prompt="carry on")
-    for pct in (15, 30):
-        drv.transcript(S2).assistant(tokens_at(pct))
-        drv.hook("PostToolUse", S2)
+    lad.clear(S1, S2, tokens=None)  # S2's SessionStart before any reply of its own
+    lad.said(S2, tokens_at(12))
+    lad.claim(S2, "carry on")
+    tools_at(lad, S2, (15, 30))
     return drv
 
 

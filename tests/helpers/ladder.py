@@ -6,7 +6,8 @@ Each rung is built on the one below, as libtmux's server -> session -> window ->
     working    S1 started, its prompt recorded, its last reply at N % (65: past *rotate*, no Stop yet)
     requested  the Stop at *rotate*: HANDOFF_REQUESTED, the request and the handoff's path
     verified   the handoff (``HANDOFF``) written, the next Stop: checkpoint cp-001 verified, the user
-               asked for /clear (AWAITING_MANUAL_CLEAR, driver manual)
+               asked for /clear (AWAITING_MANUAL_CLEAR, driver manual); or, with the mod's heartbeat
+               (``mod_hello``), offered to the mod (ROTATING, driver mod: ``verify(driver="mod")``)
     cleared    S1's SessionEnd(clear), S2's SessionStart(clear): the checkpoint claimed, the bootstrap
     claimed    S2's first prompt: ACTIVE
 
@@ -22,13 +23,14 @@ the test's own paths, every absolute path, project key and transcript folder nam
 rewritten, and the hash-chained ledgers are chained again over the rewritten lines.
 """
 
+import copy
 import os
 import re
 import shutil
 
 from cc_continuity import config, paths, session
 from cc_continuity.digest import sha256
-from cc_continuity.rotation import context, start, turn
+from cc_continuity.rotation import context, handover, start, turn
 
 from .fakehost import FakeHost
 from .hookdriver import HookDriver, handoff_text, tokens_at, wait_for_snapshot_jobs
@@ -80,14 +82,20 @@ class Ladder:
         self.drv.transcript(sid).assistant(tokens, text)
 
     # -- one step ------------------------------------------------------------------------------
-    def step(self, fn, event, sid, ctx_class=context.Context, **fields):
+    def step(self, fn, event, sid, ctx_class=context.Context, agent_pid=None, **fields):
         """Run one protocol step for ``event``; its output (the context it ran with: ``last_ctx``).
 
-        Context the step added is what the agent then holds (a real host finds it in its transcript)."""
+        ``agent_pid``: the step runs for that agent process (another ``claude``, e.g. a ``--resume``),
+        not the ladder's (``drv.claude_pid``).  Context the step added is what the agent then holds (a
+        real host finds it in its transcript)."""
         if event == "Stop" and "last_assistant_message" not in fields:  # the agent names the turn's last reply
             fields["last_assistant_message"] = self.host.last_reply(self.transcript_path(sid)) or "Done for now."
         payload = self.drv.payload(event, sid, **fields)
-        ctx = ctx_class(event, payload, self.drv.env(sid), host=self.host)
+        host, env = self.host, self.drv.env(sid)
+        if agent_pid is not None:  # the same agent's files, another process
+            host, env = copy.copy(self.host), self.drv.env(sid, CLAUDE_PID=agent_pid)
+            host.pid = agent_pid
+        ctx = ctx_class(event, payload, env, host=host)
         out = fn(ctx)
         if out is not None:
             for then in ctx.after_output:  # as hooks.main does once the answer is written
@@ -134,18 +142,27 @@ class Ladder:
         with open(self.drv.handoff_path(sid), "w") as f:
             f.write(text)
 
-    def verify(self, text=HANDOFF, sid=S1, reply="Handoff written.", percent=66):
-        """*verified*: the handoff written, the next Stop checks it: cp-001, the user asked for /clear."""
+    def verify(self, text=HANDOFF, sid=S1, reply="Handoff written.", percent=66, driver="manual"):
+        """*verified*: the handoff written, the next Stop checks it: cp-001, the user asked for /clear
+        (``driver`` manual) or the hand-over offered to the mod (``driver`` mod: after :meth:`mod_hello`)."""
         if text is not None:
             self.write_handoff(text, sid)
         if reply is not None:
             self.said(sid, tokens_at(percent), reply)
         self.verified_out = self.stop(sid, stop_hook_active=True)
         rec = self.drv.state(sid)
-        assert rec["state"] == session.AWAITING_MANUAL_CLEAR, (rec["state"], self.last_ctx.outcome)
+        state = {"manual": session.AWAITING_MANUAL_CLEAR, "mod": session.ROTATING}[driver]
+        assert (rec["state"], rec["driver"]) == (state, driver), (rec["state"], rec["driver"], self.last_ctx.outcome)
         wait_for_snapshot_jobs(self.drv.root)
         self.checkpoint = self.drv.checkpoint_file("manifest.json", sid)
         return self
+
+    def mod_hello(self, sid=S1):
+        """The plugin's mod is loaded in the agent's process: its ModHello (the real handler, in-process)
+        leaves the heartbeat by which the verifying Stop chooses the mod as driver."""
+        out = self.drv.inproc("ModHello", sid, mod={"version": 1})
+        assert out and handover.mod_alive(self.host.pid), (out, self.host.pid)
+        return out
 
     def clear(self, old=S1, new=S2, tokens=tokens_at(3)):
         """*cleared*: /clear ends ``old``; ``new`` starts and claims the checkpoint (the bootstrap)."""

@@ -1,7 +1,8 @@
 """Claiming a checkpoint exactly once: which sessions qualify, and many claimers racing for one.
 
 The unit tests build session records with the session module itself; the race tests run the
-installed SessionStart hook in separate processes against a checkpoint made by the real hooks.
+installed SessionStart hook in separate processes against a checkpoint on the ladder's *verified*
+rung (tests/helpers/ladder.py: made in-process, its owner gone or, with make_project, alive).
 """
 
 import json
@@ -11,9 +12,10 @@ import subprocess
 import pytest
 
 from cc_continuity.rotation import claim
-from cc_continuity import config, ledger, session
+from cc_continuity import ledger, session
 from cc_continuity.project import Project
-from helpers.hookdriver import HookDriver, dead_pid, handoff_text, tokens_at
+from helpers.hookdriver import dead_pid
+from helpers.ladder import S1
 
 ALIVE = os.getpid()
 
@@ -98,24 +100,8 @@ def test_claim_takes_the_next_candidate_when_the_first_was_taken_meanwhile(proj)
 
 
 # -- races through the real hook -------------------------------------------------------------------
-S1 = "a1a1a1a1-0000-4000-8000-000000000001"
-
-
-def verified(tmp_path, owner_pid):
-    """A project whose session 1 holds a verified checkpoint (AWAITING_MANUAL_CLEAR), owned by ``owner_pid``."""
-    drv = HookDriver(tmp_path / "proj", files={"README.md": "hi\n", "src/app.py": "x = 1\n"}, claude_pid=owner_pid)
-    t = drv.transcript(S1)
-    t.assistant(tokens_at(5))
-    drv.hook("SessionStart", S1, source="startup")
-    drv.hook("UserPromptSubmit", S1, prompt="build it")
-    t.assistant(tokens_at(66))
-    out = drv.hook("Stop", S1)
-    assert out["decision"] == "block"
-    with open(drv.handoff_path(S1), "w") as f:
-        f.write(handoff_text(config.HANDOFF_SECTIONS))
-    drv.hook("Stop", S1, stop_hook_active=True)
-    assert drv.state(S1)["state"] == session.AWAITING_MANUAL_CLEAR
-    return drv
+# The checkpoint: the ladder's *verified* rung (session 1 AWAITING_MANUAL_CLEAR), owned by a gone
+# Claude process (the fixture: drv.claude_pid is dead_pid()) or, climbed with make_project, a live one.
 
 
 def bootstrap_in(stdout):
@@ -151,8 +137,9 @@ def race(drv, starters):
     return out
 
 
-def test_twenty_concurrent_startup_claimers_claim_exactly_once(tmp_path, live_pids):
-    drv = verified(tmp_path, owner_pid=dead_pid())  # its Claude crashed (or the machine rebooted)
+def test_twenty_concurrent_startup_claimers_claim_exactly_once(verified, live_pids):
+    drv = verified.drv  # its Claude (dead_pid()) crashed, or the machine rebooted
+    assert drv.claude_pid == dead_pid() and drv.state(S1)["state"] == session.AWAITING_MANUAL_CLEAR
     sids = ["e%07d-0000-4000-8000-%012d" % (k, k) for k in range(20)]
     pids = live_pids(20)
     results = race(drv, [(sid, drv.env(sid, CLAUDE_PID=pid), {"source": "startup"}) for sid, pid in zip(sids, pids)])
@@ -169,10 +156,11 @@ def test_twenty_concurrent_startup_claimers_claim_exactly_once(tmp_path, live_pi
         assert ledger.verify(session.ledger_path(drv.sdir(number=n)))[0]
 
 
-def test_other_terminals_never_steal_a_rotation_in_flight(tmp_path, live_pids):
+def test_other_terminals_never_steal_a_rotation_in_flight(make_project, live_pids):
     owner, *others = live_pids(6)
-    drv = verified(tmp_path, owner_pid=owner)  # its Claude process is alive and clearing right now
-    drv.hook("SessionEnd", S1, reason="clear")
+    lad = make_project(claude_pid=owner).work().request_handoff().verify()  # its Claude process is alive
+    drv = lad.drv
+    assert lad.end(S1, reason="clear") is None  # ... and clearing right now
     successor = "f0f0f0f0-0000-4000-8000-000000000000"
     starters = [(successor, drv.env(successor), {"source": "clear"})]
     sids = ["f%07d-0000-4000-8000-%012d" % (k + 1, k) for k in range(len(others))]
@@ -183,13 +171,13 @@ def test_other_terminals_never_steal_a_rotation_in_flight(tmp_path, live_pids):
     assert drv.state(S1)["successor"] == drv.number(successor)
 
 
-def test_a_draft_the_rotator_cut_from_the_box_is_in_the_bootstrap(tmp_path):
-    drv = verified(tmp_path, owner_pid=dead_pid())
+def test_a_draft_the_rotator_cut_from_the_box_is_in_the_bootstrap(verified):
+    drv = verified.drv  # its Claude process is gone
     draft = "also add a changelog entry\nand bump the version"
     with open(os.path.join(drv.sdir(S1), "checkpoint", "draft.txt"), "w") as f:
         f.write(draft)  # what rotation.draft_file holds once the rotator kept a draft
     sid = "d0d0d0d0-0000-4000-8000-000000000001"
-    out = drv.hook("SessionStart", sid, source="startup", env=drv.env(sid, CLAUDE_PID=os.getpid()))
+    out = verified.start(sid, agent_pid=os.getpid())  # a new terminal's SessionStart (in-process)
     text = out["hookSpecificOutput"]["additionalContext"]
     assert text.startswith("Continuing from cp-001")
     section = text.split("## Typed in the input box during the rotation, not sent\n", 1)[1]

@@ -9,7 +9,8 @@ successor's BOOTSTRAPPING); then the successor carries on the way a user would (
 ordinary prompt, a turn at the warn level, ``claude --resume``) and a new terminal starts.
 Every time: no illegal transition anywhere, every ledger verifies, the checkpoint has
 exactly one successor, and its bootstrap text arrives once (it can only be lost when the
-kill lands after the claim was complete, with the hook's answer still unwritten).
+kill lands after the claim was complete, with the hook's answer still unwritten).  The rotation
+before the claim is the ladder's *verified* rung (tests/helpers/ladder.py), cleared in-process.
 """
 
 import os
@@ -17,14 +18,11 @@ import shutil
 import signal
 import time
 
-from cc_continuity import config, ledger, session
-from helpers.hookdriver import (HookDriver, WriteFaults, file_contains, handoff_text, tokens_at,
-                               wait_for_snapshot_jobs)
+from cc_continuity import ledger, session
+from helpers.hookdriver import WriteFaults, file_contains, tokens_at, wait_for_snapshot_jobs
+from helpers.ladder import S1, S2
 
-S1 = "a1a1a1a1-0000-4000-8000-000000000001"
-S2 = "b2b2b2b2-0000-4000-8000-000000000002"
 S3 = "c3c3c3c3-0000-4000-8000-000000000003"
-FILES = {"README.md": "hello\n", "src/app.py": "x = 1\n"}
 
 
 def continuing(out):
@@ -33,19 +31,11 @@ def continuing(out):
 
 
 class World:
-    """S1 verified and cleared; S2's SessionStart(clear) is the claim under test."""
+    """S1 verified (the ladder's rung) and cleared; S2's SessionStart(clear) is the claim under test."""
 
-    def __init__(self, tmp_path):
-        self.drv = drv = HookDriver(tmp_path / "proj", files=FILES)
-        drv.transcript(S1).assistant(tokens_at(10))
-        drv.hook("SessionStart", S1, source="startup")
-        drv.hook("UserPromptSubmit", S1, prompt="build the parser")
-        drv.transcript(S1).assistant(tokens_at(65))
-        drv.hook("Stop", S1)
-        with open(drv.handoff_path(S1), "w") as f:
-            f.write(handoff_text(config.HANDOFF_SECTIONS, extra={"Files touched": "- `src/app.py`"}))
-        drv.hook("Stop", S1, stop_hook_active=True)
-        drv.hook("SessionEnd", S1, reason="clear")
+    def __init__(self, verified, tmp_path):
+        self.drv = drv = verified.drv
+        assert verified.end(S1, reason="clear") is None
         drv.transcript(S2).assistant(tokens_at(5))
         self.frozen = tmp_path / "frozen"
         for name, path in self._trees().items():
@@ -102,8 +92,8 @@ class World:
         assert delivered <= 1 if may_lose_bootstrap else delivered == 1, (delivered, outs)
 
 
-def test_sigkill_of_the_claiming_session_start_mid_flight(tmp_path):
-    w = World(tmp_path)
+def test_sigkill_of_the_claiming_session_start_mid_flight(verified, tmp_path):
+    w = World(verified, tmp_path)
     s1 = session.state_path(w.drv.sdir(S1))
     t0 = time.time()
     out, _ = w.drv.start("SessionStart", S2, source="clear").communicate(timeout=60)
@@ -148,9 +138,9 @@ def test_sigkill_of_the_claiming_session_start_mid_flight(tmp_path):
     print("kill trigger -> successor state: %s" % landed)
 
 
-def _cut(tmp_path, crash_at_label):
+def _cut(verified, tmp_path, crash_at_label):
     """S2's claim stopped (in-process) right before the durable write named by ``crash_at_label``."""
-    w = World(tmp_path)
+    w = World(verified, tmp_path)
     with WriteFaults() as probe:
         w.drv.inproc("SessionStart", S2, source="clear")
     k = next(i for i, label in enumerate(probe.writes) if crash_at_label(label))
@@ -161,9 +151,9 @@ def _cut(tmp_path, crash_at_label):
     return w, f.crashed
 
 
-def test_cut_after_the_predecessor_moved_completes_on_the_next_prompt_whatever_the_state(tmp_path):
+def test_cut_after_the_predecessor_moved_completes_on_the_next_prompt_whatever_the_state(verified, tmp_path):
     # The ROTATED save happened; its ledger line and everything of the successor's did not.
-    w, crashed = _cut(tmp_path, lambda label: label.endswith("transition AWAITING_MANUAL_CLEAR->ROTATED"))
+    w, crashed = _cut(verified, tmp_path, lambda label: label.endswith("transition AWAITING_MANUAL_CLEAR->ROTATED"))
     assert w.drv.state(S1)["state"] == session.ROTATED and w.drv.state(S2)["claiming"] == w.drv.number(S1)
     w.drv.transcript(S2).assistant(tokens_at(58))
     # the turn's end is the next hook that can add context (issue 21): it completes the claim and the turn
@@ -179,9 +169,9 @@ def test_cut_after_the_predecessor_moved_completes_on_the_next_prompt_whatever_t
     assert not w.drv.ledger(S2, ev="illegal_transition")
 
 
-def test_cut_before_the_predecessor_moved_rolls_back_when_another_session_took_it(tmp_path):
+def test_cut_before_the_predecessor_moved_rolls_back_when_another_session_took_it(verified, tmp_path):
     # Only the successor's intent was saved; then a new terminal (S3) claims the checkpoint first.
-    w, crashed = _cut(tmp_path, lambda label: label.endswith("transition AWAITING_MANUAL_CLEAR->ROTATED"))
+    w, crashed = _cut(verified, tmp_path, lambda label: label.endswith("transition AWAITING_MANUAL_CLEAR->ROTATED"))
     w.restore()
     with WriteFaults() as probe:
         w.drv.inproc("SessionStart", S2, source="clear")

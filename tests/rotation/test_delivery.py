@@ -14,7 +14,8 @@ before it does anything (it does not run).  A slowed git (a PATH shim adding 2.5
 call) runs the claim out of its revalidation budget.
 
 The random schedule (Hypothesis) kills any subset of those points over whole rotations;
-``CC_DELIVERY_ROTATIONS`` sets how many (CI: a few; the note reports a run of >= 300).
+``CC_DELIVERY_ROTATIONS`` sets how many (CI: a few; the note reports a run of >= 300).  The
+predecessor's rotation is the ladder's *verified* rung (tests/helpers/ladder.py), cleared in-process.
 """
 
 import json
@@ -26,12 +27,10 @@ import uuid
 
 import pytest
 
-from cc_continuity import config, ledger, session
-from helpers.hookdriver import FAILED_OPEN, HookDriver, compact, handoff_text, tokens_at, wait_for_snapshot_jobs
+from cc_continuity import ledger, session
+from helpers.hookdriver import FAILED_OPEN, compact, tokens_at, wait_for_snapshot_jobs
+from helpers.ladder import S1, S2
 
-S1 = "d1d1d1d1-0000-4000-8000-0000000000d1"
-S2 = "e2e2e2e2-0000-4000-8000-0000000000e2"
-FILES = {"README.md": "hello\n", "src/app.py": "x = 1\n"}
 NEEDLE = "Continuing from cp-001"
 
 # (hook, fault point); "skip" = the hook is killed before it does anything
@@ -97,19 +96,11 @@ class Claude:
 
 
 class World:
-    """S1 verified (manual driver) and cleared; then S2, the successor, under test."""
+    """S1 verified (the ladder's rung, manual driver) and cleared; then S2, the successor, under test."""
 
-    def __init__(self, root):
-        self.drv = drv = HookDriver(root / "proj", files=FILES)
-        drv.transcript(S1).assistant(tokens_at(10))
-        drv.hook("SessionStart", S1, source="startup")
-        drv.hook("UserPromptSubmit", S1, prompt="build the parser")
-        drv.transcript(S1).assistant(tokens_at(65))
-        drv.hook("Stop", S1)
-        with open(drv.handoff_path(S1), "w") as f:
-            f.write(handoff_text(config.HANDOFF_SECTIONS, extra={"Files touched": "- `src/app.py`"}))
-        drv.hook("Stop", S1, stop_hook_active=True)
-        drv.hook("SessionEnd", S1, reason="clear")
+    def __init__(self, verified, root):
+        self.drv = drv = verified.drv
+        assert verified.end(S1, reason="clear") is None
         wait_for_snapshot_jobs(drv.cc_home)
         self.frozen = root / "frozen"
         for name, path in self._trees().items():
@@ -193,8 +184,8 @@ class World:
 
 
 @pytest.fixture
-def world(tmp_path):
-    return World(tmp_path)
+def world(verified, tmp_path):
+    return World(verified, tmp_path)
 
 
 def test_unkilled_rotation_delivers_once_and_is_not_done_before(world):

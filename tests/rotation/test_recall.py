@@ -15,7 +15,7 @@ import pytest
 from cc_continuity.rotation import checkpoint, handoff, recall
 from cc_continuity import ledger, session
 from helpers import recall_corpus as corpus
-from helpers.hookdriver import HookDriver, tokens_at
+from helpers.hookdriver import tokens_at
 
 # Measured on the corpus (5 entries, 31 machine facts and 13 model facts each time); docs/QUALITY.md.
 PINNED_MACHINE = 100.0            # every quality: the bootstrap's machine facts do not depend on the handoff
@@ -93,28 +93,25 @@ def test_the_last_failing_command_is_cleared_by_the_same_command_passing():
 S1, S2 = corpus.S1, corpus.S2
 
 
-def _one_rotation(root):
-    drv = HookDriver(root, files={"README.md": "hello\n", "src/app.py": "x = 1\n"})
-    drv.transcript(S1).assistant(tokens_at(10))
-    drv.hook("SessionStart", S1, source="startup")
-    drv.hook("UserPromptSubmit", S1, prompt="make the parser strict about trailing commas")
+def _one_rotation(lad):
+    """One rotation on the ladder (in-process; the failed command recorded by the real adapter in-process)."""
+    drv = lad.drv
+    lad.said(S1, tokens_at(10))
+    lad.start(S1)
+    lad.prompt(S1, "make the parser strict about trailing commas")
     with open(os.path.join(drv.root, "src/app.py"), "w") as f:
         f.write("x = 2\n")
-    drv.hook("PostToolUseFailure", S1, tool_name="Bash", tool_input={"command": "python3 -m pytest -q"},
-             error="Exit code 1\n1 failed", is_interrupt=False)
-    drv.transcript(S1).assistant(tokens_at(65))
-    drv.hook("Stop", S1)
-    with open(drv.handoff_path(S1), "w") as f:
-        f.write(corpus.handoff_of({"handoffs": {"good": {}}}, "thin"))
-    drv.hook("Stop", S1, stop_hook_active=True)
-    drv.hook("SessionEnd", S1, reason="clear")
-    drv.transcript(S2).assistant(tokens_at(3))
-    text = drv.hook("SessionStart", S2, source="clear")["hookSpecificOutput"]["additionalContext"]
+    drv.inproc("PostToolUseFailure", S1, tool_name="Bash", tool_input={"command": "python3 -m pytest -q"},
+               error="Exit code 1\n1 failed", is_interrupt=False)
+    lad.said(S1, tokens_at(65))
+    lad.request_handoff(S1)
+    lad.verify(corpus.handoff_of({"handoffs": {"good": {}}}, "thin"), S1, reply=None)
+    text = lad.clear(S1, S2).cleared_out["hookSpecificOutput"]["additionalContext"]
     return drv, text
 
 
-def test_history_and_recall_show_the_machine_figure_of_each_rotation(tmp_path):
-    drv, text = _one_rotation(tmp_path / "proj")
+def test_history_and_recall_show_the_machine_figure_of_each_rotation(make_project):
+    drv, text = _one_rotation(make_project(files={"README.md": "hello\n", "src/app.py": "x = 1\n"}))
     assert "- changed files: src/app.py" in text and "- last failing command: `python3 -m pytest -q` (exit 1)" in text
     res = drv.cli("history", "--json")
     rows = json.loads(res.stdout)["sessions"]

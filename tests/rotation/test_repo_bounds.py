@@ -44,44 +44,39 @@ def test_out_of_bounds_repository_values_are_ignored(tmp_path, doc):
         assert cfg[k] == config.DEFAULTS[k], (k, cfg[k])
 
 
-def test_a_window_of_1000_is_warned_once_per_file_version_and_tools_are_allowed(tmp_path):
-    drv = HookDriver(tmp_path / "proj", files=FILES)
+def test_a_window_of_1000_is_warned_once_per_file_version_and_tools_are_allowed(make_project):
+    lad = make_project(files=FILES)  # the ladder, in-process; PreToolUse by the real adapter in-process
+    drv = lad.drv
     repo_config(drv, {"window": 1000, "statusline_color": False})
-    drv.transcript(S1).assistant(tokens_at(20))
-    out = drv.hook("SessionStart", S1, source="startup")
+    lad.said(S1, tokens_at(20))
+    out = lad.start(S1)
     assert "window" in out["systemMessage"] and "said once per version" in out["systemMessage"], out
-    assert drv.hook("PreToolUse", S1) is None  # 20 % of the real window: allowed (1000 tokens would be 4000 %)
-    drv.hook("UserPromptSubmit", S1, prompt="hello")
-    drv.transcript(S1).assistant(tokens_at(21))
-    assert drv.hook("Stop", S1) is None and drv.state(S1)["state"] == session.ACTIVE
-    drv.transcript(S2).assistant(tokens_at(5))
-    assert "systemMessage" not in (drv.hook("SessionStart", S2, source="startup") or {})  # not at every start
+    assert drv.inproc("PreToolUse", S1) is None  # 20 % of the real window: allowed (1000 tokens would be 4000 %)
+    lad.prompt(S1, "hello")
+    lad.said(S1, tokens_at(21))
+    assert lad.stop(S1) is None and drv.state(S1)["state"] == session.ACTIVE
+    lad.said(S2, tokens_at(5))
+    assert "systemMessage" not in (lad.start(S2) or {})  # not at every start
     repo_config(drv, {"window": 2000})  # a new version of the file: said again
-    drv.transcript(S3).assistant(tokens_at(5))
-    assert "window" in (drv.hook("SessionStart", S3, source="startup") or {}).get("systemMessage", "")
+    lad.said(S3, tokens_at(5))
+    assert "window" in (lad.start(S3) or {}).get("systemMessage", "")
 
 
-def test_a_successor_past_rotate_before_any_tool_stops_the_loop_and_says_so_once(tmp_path):
-    drv = HookDriver(tmp_path / "proj", files=FILES)
-    drv.transcript(S1).assistant(tokens_at(10))
-    drv.hook("SessionStart", S1, source="startup")
-    drv.hook("UserPromptSubmit", S1, prompt="build the parser")
-    drv.transcript(S1).assistant(tokens_at(65), "Step finished.")
-    drv.hook("Stop", S1)
-    with open(drv.handoff_path(S1), "w") as f:
-        f.write(handoff_text(config.HANDOFF_SECTIONS, extra={"Files touched": "- `src/app.py`"}))
-    drv.transcript(S1).assistant(tokens_at(66), "Handoff written.")
-    drv.hook("Stop", S1)
-    drv.hook("SessionEnd", S1, reason="clear")
-    drv.transcript(S2)
-    drv.hook("SessionStart", S2, source="clear")
-    drv.hook("UserPromptSubmit", S2, prompt="carry on")
-    drv.transcript(S2).assistant(tokens_at(70), "Read the handoff.")  # its first request, no tool: past rotate
-    out = drv.hook("Stop", S2)
+def test_a_successor_past_rotate_before_any_tool_stops_the_loop_and_says_so_once(make_project):
+    lad = make_project(files=FILES).work(sid=S1, prompts=("build the parser",))  # the ladder, in-process
+    drv = lad.drv
+    lad.request_handoff(S1)
+    lad.write_handoff(handoff_text(config.HANDOFF_SECTIONS, extra={"Files touched": "- `src/app.py`"}), S1)
+    lad.said(S1, tokens_at(66), "Handoff written.")
+    lad.stop(S1)
+    lad.clear(S1, S2, tokens=None)  # S2's transcript has no reply yet
+    lad.prompt(S2, "carry on")
+    lad.said(S2, tokens_at(70), "Read the handoff.")  # its first request, no tool: past rotate
+    out = lad.stop(S2)
     assert "will not rotate" in out["systemMessage"], out
     rec = drv.state(S2)
     assert rec["loop_stopped"] and rec["state"] not in (session.HANDOFF_REQUESTED, session.ROTATION_PENDING)
-    assert drv.hook("PreToolUse", S2) is None  # not denied either
-    drv.transcript(S2).assistant(tokens_at(75), "More.")
-    assert drv.hook("Stop", S2) is None  # said once
+    assert drv.inproc("PreToolUse", S2) is None  # not denied either
+    lad.said(S2, tokens_at(75), "More.")
+    assert lad.stop(S2) is None  # said once
     assert len(drv.ledger(S2, ev="rotation_loop_stopped")) == 1

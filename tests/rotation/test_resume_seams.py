@@ -4,7 +4,8 @@ The resumed conversation becomes a record of its own (``resumed_from``), is told
 went, is never denied a tool before its first turn end, and never claims the newer checkpoint
 its successor left (a checkpoint verified, its process gone): the chain stays a chain.  After
 every scenario a walk over every record's predecessor/successor links fails on a cycle or a
-link that is not returned.
+link that is not returned.  The sessions climb the ladder in-process (tests/helpers/ladder.py; each
+process a CLAUDE_PID: ``agent_pid``), PreToolUse by the real adapter in-process.
 """
 
 import os
@@ -14,10 +15,10 @@ import sys
 import pytest
 
 from cc_continuity import config, session
-from helpers.hookdriver import HookDriver, dead_pid, handoff_text, tokens_at
+from helpers.hookdriver import dead_pid, handoff_text, tokens_at
+from helpers.ladder import S1, S2
 
-S1 = "a7a7a7a7-0000-4000-8000-000000000001"
-S2 = "b8b8b8b8-0000-4000-8000-000000000002"
+FILES = {"README.md": "hi\n", "src/app.py": "x = 1\n"}
 GOOD = handoff_text(config.HANDOFF_SECTIONS, extra={"Files touched": "- `src/app.py`"})
 
 
@@ -41,16 +42,24 @@ def walk_links(drv):
     return recs
 
 
-def rotate(drv, sid, percent_at=10, env=None):
-    drv.transcript(sid).assistant(tokens_at(percent_at))
-    drv.hook("UserPromptSubmit", sid, env=env, prompt="work on")
-    drv.transcript(sid).assistant(tokens_at(65), "Step finished.")
-    assert drv.hook("Stop", sid, env=env)["decision"] == "block"
-    with open(drv.handoff_path(sid), "w") as f:
-        f.write(GOOD)
-    drv.transcript(sid).assistant(tokens_at(66), "Handoff written.")
-    drv.hook("Stop", sid, env=env)
-    assert drv.state(sid)["state"] == session.AWAITING_MANUAL_CLEAR
+def rotate(lad, sid, percent_at=10):
+    """``sid`` (started) works, crosses rotate, writes GOOD: verified (the ladder's rungs)."""
+    lad.said(sid, tokens_at(percent_at))
+    lad.prompt(sid, "work on")
+    lad.said(sid, tokens_at(65), "Step finished.")
+    assert lad.request_handoff(sid).request["decision"] == "block"
+    lad.verify(GOOD, sid, reply="Handoff written.", percent=66)
+    assert lad.drv.state(sid)["state"] == session.AWAITING_MANUAL_CLEAR
+
+
+def started_and_rotated(make_project):
+    """S1 started, rotated (cp-001 verified) and cleared: the ladder, in-process."""
+    lad = make_project(files=FILES)
+    lad.said(S1, tokens_at(10))
+    lad.start(S1)
+    rotate(lad, S1)
+    assert lad.end(S1, reason="clear") is None
+    return lad
 
 
 @pytest.fixture
@@ -62,22 +71,20 @@ def live():
 
 
 @pytest.mark.parametrize("successor", ["dead, holding a verified checkpoint", "live"])
-def test_resume_of_a_rotated_conversation(tmp_path, live, successor):
-    drv = HookDriver(tmp_path / "proj", files={"README.md": "hi\n", "src/app.py": "x = 1\n"})
-    drv.transcript(S1).assistant(tokens_at(10))
-    drv.hook("SessionStart", S1, source="startup")
-    rotate(drv, S1)
-    drv.hook("SessionEnd", S1, reason="clear")
-    env2 = drv.env(S2, CLAUDE_PID=live if successor == "live" else drv.claude_pid)
-    drv.transcript(S2).assistant(tokens_at(5))
-    assert "Continuing from cp-001" in drv.hook("SessionStart", S2, env=env2, source="clear")[
+def test_resume_of_a_rotated_conversation(make_project, live, successor):
+    lad = started_and_rotated(make_project)
+    drv = lad.drv
+    pid2 = live if successor == "live" else drv.claude_pid
+    lad.said(S2, tokens_at(5))
+    assert "Continuing from cp-001" in lad.start(S2, source="clear", agent_pid=pid2)[
         "hookSpecificOutput"]["additionalContext"]
     if successor != "live":
-        rotate(drv, S2, percent_at=20, env=env2)  # cp-002 verified; its process (dead) is gone
+        rotate(lad, S2, percent_at=20)  # cp-002 verified; its process (dead: drv.claude_pid) is gone
     # the user reopens the first conversation, in a new process, far above the hard ceiling
-    env1 = drv.env(S1, CLAUDE_PID=dead_pid(7))
-    drv.transcript(S1).assistant(tokens_at(97), "Old reply.")
-    out = drv.hook("SessionStart", S1, env=env1, source="resume", context_tokens=tokens_at(97))
+    pid1 = dead_pid(7)
+    env1 = drv.env(S1, CLAUDE_PID=pid1)
+    lad.said(S1, tokens_at(97), "Old reply.")
+    out = lad.start(S1, source="resume", agent_pid=pid1, context_tokens=tokens_at(97))
     text = out["hookSpecificOutput"]["additionalContext"]
     assert "was rotated away from" in text and "cp-001" in text and "proj-002" in text, text
     assert "at its end it hands off to a fresh session" in text and "claude --resume %s" % S2 in text
@@ -89,30 +96,27 @@ def test_resume_of_a_rotated_conversation(tmp_path, live, successor):
     s2 = drv.state(S2)
     assert s2.get("successor") is None  # its checkpoint is not taken by the old conversation
     # never denied a tool before its first turn end, though far above the hard ceiling
-    assert drv.hook("PreToolUse", S1, env=env1) is None
-    drv.transcript(S1).assistant(tokens_at(97), "Resumed reply.")
-    out = drv.hook("Stop", S1, env=env1)
+    assert drv.inproc("PreToolUse", S1, env=env1) is None
+    lad.said(S1, tokens_at(97), "Resumed reply.")
+    out = lad.stop(S1, agent_pid=pid1)
     assert out and out["decision"] == "block"  # it hands off at that turn's end, as it was told
     assert "resume_grace" not in drv.state(S1)
     walk_links(drv)
     # a second resume of the same conversation stays on its own record
-    drv.hook("SessionStart", S1, env=env1, source="resume")
+    lad.start(S1, source="resume", agent_pid=pid1)
     assert drv.number(S1) == 3
     walk_links(drv)
 
 
-def test_continue_after_a_rotation_keeps_the_chain(tmp_path):
+def test_continue_after_a_rotation_keeps_the_chain(make_project):
     """`claude --continue` opens the newest conversation (the successor): an ordinary resume of an ACTIVE one."""
-    drv = HookDriver(tmp_path / "proj", files={"README.md": "hi\n", "src/app.py": "x = 1\n"})
-    drv.transcript(S1).assistant(tokens_at(10))
-    drv.hook("SessionStart", S1, source="startup")
-    rotate(drv, S1)
-    drv.hook("SessionEnd", S1, reason="clear")
-    drv.transcript(S2).assistant(tokens_at(5))
-    drv.hook("SessionStart", S2, source="clear")
-    drv.hook("UserPromptSubmit", S2, prompt="carry on")
-    drv.hook("SessionEnd", S2, reason="prompt_input_exit")
-    out = drv.hook("SessionStart", S2, env=drv.env(S2, CLAUDE_PID=dead_pid(9)), source="resume")
+    lad = started_and_rotated(make_project)
+    drv = lad.drv
+    lad.said(S2, tokens_at(5))
+    lad.start(S2, source="clear")
+    lad.claim(S2, "carry on")
+    lad.end(S2, reason="prompt_input_exit")
+    out = lad.start(S2, source="resume", agent_pid=dead_pid(9))
     assert not out or "Continuing from" not in str(out)  # delivered once, not again
     assert drv.number(S2) == 2 and drv.state(S2)["state"] == session.ACTIVE
     walk_links(drv)

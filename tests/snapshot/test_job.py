@@ -6,7 +6,8 @@ the Stop hook returned within its wait, the successor's claim says the snapshot 
 there yet, the successor's first file-changing tool call waits and is denied while it is
 not, reading goes ahead, and once the job is done the same call goes through and the ref
 holds the work tree as it was at the handoff.  A job killed with SIGKILL no longer holds
-anything back.
+anything back.  The session up to its handoff is the ladder's *requested* rung (in-process,
+tests/helpers/ladder.py); the verifying Stop and the hooks after it run as the installed commands.
 
 The retention policy the job applies after its snapshot: tests/snapshot/test_retention.py.
 """
@@ -22,10 +23,9 @@ import time
 import pytest
 
 from cc_continuity import config, procs, session
-from helpers.hookdriver import HookDriver, handoff_text, tokens_at, wait_for_snapshot_jobs
+from helpers.hookdriver import handoff_text, tokens_at, wait_for_snapshot_jobs
+from helpers.ladder import S1, S2
 
-S1 = "a1a1a1a1-0000-4000-8000-000000000001"
-S2 = "b2b2b2b2-0000-4000-8000-000000000002"
 FILES = {"README.md": "hello\n", "src/app.py": "print('v1')\n"}
 
 
@@ -42,26 +42,25 @@ def slow_git(tmp_path):
     return str(bindir), hold
 
 
-def to_verified(drv, env):
-    drv.transcript(S1).assistant(tokens_at(10))
-    drv.hook("SessionStart", S1, env=env, source="startup")
-    drv.hook("UserPromptSubmit", S1, env=env, prompt="build the parser")
-    drv.transcript(S1).assistant(tokens_at(65))
-    assert drv.hook("Stop", S1, env=env)["decision"] == "block"
-    with open(drv.handoff_path(S1), "w") as f:
-        f.write(handoff_text(config.HANDOFF_SECTIONS, extra={"Files touched": "- `src/app.py`"}))
+def to_verified(lad):
+    """Up to the verifying Stop: the ladder's *requested* rung (in-process), the handoff written.  (The
+    slow git is not needed before it: nothing holds git until the test makes its HOLD file.)"""
+    lad.work(sid=S1, prompts=("build the parser",))
+    assert lad.request_handoff(S1).request["decision"] == "block"
+    lad.write_handoff(handoff_text(config.HANDOFF_SECTIONS, extra={"Files touched": "- `src/app.py`"}), S1)
 
 
 def pre_tool(drv, sid, env, tool, **tin):
     return drv.hook("PreToolUse", sid, env=env, tool_name=tool, tool_input=tin or {"command": "echo hi"})
 
 
-def test_a_slow_snapshot_leaves_the_hook_and_holds_back_file_changes_until_it_is_there(tmp_path):
-    drv = HookDriver(tmp_path / "proj", files=FILES)
+def test_a_slow_snapshot_leaves_the_hook_and_holds_back_file_changes_until_it_is_there(make_project, tmp_path):
+    lad = make_project(files=FILES)
+    drv = lad.drv
     drv.config(snapshot_hook_wait_s=1)
     bindir, hold = slow_git(tmp_path)
     env1 = drv.env(S1, PATH=bindir + os.pathsep + os.environ["PATH"])
-    to_verified(drv, env1)
+    to_verified(lad)
     with open(os.path.join(drv.root, "src", "app.py"), "w") as f:
         f.write("print('v2: at the handoff')\n")
     hold.write_text("")
@@ -111,12 +110,13 @@ def test_a_slow_snapshot_leaves_the_hook_and_holds_back_file_changes_until_it_is
     wait_for_snapshot_jobs(drv.cc_home)
 
 
-def test_a_killed_snapshot_job_holds_nothing_back(tmp_path):
-    drv = HookDriver(tmp_path / "proj", files=FILES)
+def test_a_killed_snapshot_job_holds_nothing_back(make_project, tmp_path):
+    lad = make_project(files=FILES)
+    drv = lad.drv
     drv.config(snapshot_hook_wait_s=0)
     bindir, hold = slow_git(tmp_path)
     env1 = drv.env(S1, PATH=bindir + os.pathsep + os.environ["PATH"])
-    to_verified(drv, env1)
+    to_verified(lad)
     hold.write_text("")
     drv.hook("Stop", S1, env=env1, stop_hook_active=True)
     git = drv.checkpoint_file("manifest.json", S1)["git"]
@@ -132,14 +132,15 @@ def test_a_killed_snapshot_job_holds_nothing_back(tmp_path):
     hold.unlink()
 
 
-def test_after_a_killed_snapshot_job_the_successor_is_told_it_did_not_finish(tmp_path):
+def test_after_a_killed_snapshot_job_the_successor_is_told_it_did_not_finish(make_project, tmp_path):
     """The job dies after the Stop left the snapshot to it (the bootstrap was prepared then, saying "not there
     yet"): the successor's bootstrap says the job stopped and what to do, not that edits wait for it."""
-    drv = HookDriver(tmp_path / "proj", files=FILES)
+    lad = make_project(files=FILES)
+    drv = lad.drv
     drv.config(snapshot_hook_wait_s=0)
     bindir, hold = slow_git(tmp_path)
     env1 = drv.env(S1, PATH=bindir + os.pathsep + os.environ["PATH"])
-    to_verified(drv, env1)
+    to_verified(lad)
     hold.write_text("")
     try:
         drv.hook("Stop", S1, env=env1, stop_hook_active=True)
@@ -186,9 +187,10 @@ def test_a_pending_entry_is_unfinished_only_once_its_job_is_gone_without_a_resul
     assert not job.unfinished({"git": True, "ref": "refs/continuity/k/cp-001"}) and not job.unfinished(None)
 
 
-def test_a_quick_snapshot_is_finished_inside_the_hook(tmp_path):
-    drv = HookDriver(tmp_path / "proj", files=FILES)
-    to_verified(drv, drv.env(S1))
+def test_a_quick_snapshot_is_finished_inside_the_hook(make_project):
+    lad = make_project(files=FILES)
+    drv = lad.drv
+    to_verified(lad)
     drv.hook("Stop", S1, stop_hook_active=True)
     git = drv.checkpoint_file("manifest.json", S1)["git"]
     assert git["git"] is True and not git.get("pending"), git

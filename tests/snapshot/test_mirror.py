@@ -80,21 +80,18 @@ def test_a_negative_refspec_or_snapshot_untracked_false_calms_doctor(repo):
     assert result.ok and "tracked files only" in result.detail
 
 
-def test_the_checkpoint_path_honours_snapshot_untracked(tmp_path):
-    """Through the real hooks: the setting reaches worktree."""
-    from helpers.hookdriver import HookDriver, handoff_text, tokens_at
+def test_the_checkpoint_path_honours_snapshot_untracked(make_project):
+    """Through the rotation's own steps (the ladder, in-process): the setting reaches worktree."""
+    from helpers.hookdriver import handoff_text
 
-    drv = HookDriver(tmp_path / "proj")
+    lad = make_project(files={"README.md": "hello\n"})
+    drv = lad.drv
     with open(os.path.join(drv.root, "notes.txt"), "w") as f:
         f.write(SECRET + "\n")
     drv.config(snapshot_untracked=False)
-    sid = "a1a1a1a1-0000-4000-8000-000000000001"
-    drv.transcript(sid).assistant(tokens_at(10))
-    drv.hook("SessionStart", sid, source="startup")
-    drv.transcript(sid).assistant(tokens_at(65))
-    drv.hook("Stop", sid)
-    with open(drv.handoff_path(sid), "w") as f:
-        f.write(handoff_text(config.HANDOFF_SECTIONS, body="Details of the work so far: see `README.md`."))
-    drv.hook("Stop", sid, stop_hook_active=True)
+    sid = lad.S1
+    lad.work(sid=sid, prompts=()).request_handoff(sid)
+    lad.verify(handoff_text(config.HANDOFF_SECTIONS, body="Details of the work so far: see `README.md`."), sid,
+               reply=None)
     ref = drv.checkpoint_file("manifest.json", sid)["git"]["ref"]
     assert drv.git("ls-tree", "-r", "--name-only", ref).decode().split() == ["README.md"]

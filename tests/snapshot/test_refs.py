@@ -5,9 +5,10 @@ Issue 10: a snapshot ref under refs/continuity is never overwritten by a later c
 Each scenario used to replace an older ``cp-001`` (refs were named by the directory's
 slug, and a checkpoint without a manifest dropped the ref of its name first): two
 worktrees of one repository both called ``proj``, a purged state dir (the counter starts
-again), and a project moved to another path.  Each runs full rotations through the real
-hook commands against a real repository; every ref that existed before must still point
-at its commit afterwards, and the new checkpoint must have a ref of its own.
+again), and a project moved to another path.  Each runs full rotations through the protocol's
+own steps (the ladder, in-process: tests/helpers/ladder.py) against a real repository; every
+ref that existed before must still point at its commit afterwards, and the new checkpoint
+must have a ref of its own.
 """
 
 
@@ -24,7 +25,7 @@ from cc_continuity.snapshot.gitrun import SnapshotError
 from cc_continuity.snapshot.refs import ref_name
 from cc_continuity.snapshot.worktree import snapshot
 from helpers.gitrepo import git, write
-from helpers.hookdriver import HookDriver, handoff_text, tokens_at
+from helpers.hookdriver import handoff_text
 
 
 def test_ref_name_validation_matches_git():
@@ -99,20 +100,15 @@ def refs(drv):
     return dict(line.split() for line in out.splitlines())
 
 
-def rotate(drv, sid, marker):
-    """One session from start to a verified checkpoint; returns the manifest's git record."""
+def rotate(lad, sid, marker):
+    """One session from start to a verified checkpoint (the ladder's rungs); returns the manifest's git record."""
+    drv = lad.drv
     with open(os.path.join(drv.root, "work.txt"), "w") as f:
         f.write("state of the work: %s\n" % marker)  # every snapshot has its own tree
-    drv.transcript(sid).assistant(tokens_at(10))
-    drv.hook("SessionStart", sid, source="startup")
-    drv.hook("UserPromptSubmit", sid, prompt="work on %s" % marker)
-    drv.transcript(sid).assistant(tokens_at(65), "Step finished.")
-    out = drv.hook("Stop", sid)
+    lad.work(sid=sid, prompts=("work on %s" % marker,))
+    out = lad.request_handoff(sid).request
     assert out and out["decision"] == "block", out
-    path = drv.handoff_path(sid)
-    with open(path, "w") as f:
-        f.write(handoff_text(config.HANDOFF_SECTIONS, body="Details: %s, see `README.md`." % marker))
-    drv.hook("Stop", sid, stop_hook_active=True)
+    lad.verify(handoff_text(config.HANDOFF_SECTIONS, body="Details: %s, see `README.md`." % marker), sid, reply=None)
     assert drv.state(sid)["state"] == session.AWAITING_MANUAL_CLEAR
     git = drv.checkpoint_file("manifest.json", sid)["git"]
     assert git.get("git") is True, git
@@ -125,60 +121,65 @@ def assert_kept(drv, before):
         assert now.get(ref) == commit, "%s was moved or deleted: %s -> %s" % (ref, commit, now.get(ref))
 
 
-def test_two_worktrees_with_the_same_name_keep_their_own_refs(tmp_path):
-    a = HookDriver(tmp_path / "a" / "proj")
+README = {"README.md": "hello\n"}
+
+
+def test_two_worktrees_with_the_same_name_keep_their_own_refs(make_project, tmp_path):
+    a = make_project(tmp_path / "a" / "proj", README)
     first = rotate(a, S[0], "worktree a")
     wt = tmp_path / "b" / "proj"
-    a.git("worktree", "add", "-q", "-b", "other", str(wt))
-    b = HookDriver(wt, git=False, files={})
-    assert b.project.slug == a.project.slug == "proj" and b.project.key != a.project.key
-    before = refs(a)
+    a.drv.git("worktree", "add", "-q", "-b", "other", str(wt))
+    b = make_project(wt, {}, git=False)
+    assert b.drv.project.slug == a.drv.project.slug == "proj" and b.drv.project.key != a.drv.project.key
+    before = refs(a.drv)
     second = rotate(b, S[1], "worktree b")
     assert second["ref"] != first["ref"]
-    assert_kept(a, before)
-    assert set(refs(a)) == {first["ref"], second["ref"]}
-    assert a.project.key in first["ref"] and b.project.key in second["ref"]
+    assert_kept(a.drv, before)
+    assert set(refs(a.drv)) == {first["ref"], second["ref"]}
+    assert a.drv.project.key in first["ref"] and b.drv.project.key in second["ref"]
 
 
-def test_a_purged_state_dir_restarting_the_counter_does_not_replace_cp_001(tmp_path):
-    drv = HookDriver(tmp_path / "proj")
-    first = rotate(drv, S[0], "before the purge")
+def test_a_purged_state_dir_restarting_the_counter_does_not_replace_cp_001(make_project):
+    lad = make_project(files=README)
+    drv = lad.drv
+    first = rotate(lad, S[0], "before the purge")
     assert first["ref"].endswith("/cp-001")
     before = refs(drv)
     shutil.rmtree(drv.cc_home)  # what `uninstall --purge` leaves; the repository keeps its refs
-    again = rotate(drv, S[1], "after the purge")
+    again = rotate(lad, S[1], "after the purge")
     assert drv.state(S[1])["checkpoint"]["id"] == "cp-001"  # the counter did start again
     assert again["ref"] == first["ref"] + "-2"
     assert_kept(drv, before)
     shutil.rmtree(drv.cc_home)
-    third = rotate(drv, S[2], "second purge")
+    third = rotate(lad, S[2], "second purge")
     assert third["ref"] == first["ref"] + "-3"
     assert len(set(refs(drv).values())) == 3
 
 
-def test_a_moved_project_keeps_the_refs_it_had(tmp_path):
-    old = HookDriver(tmp_path / "x" / "proj")
+def test_a_moved_project_keeps_the_refs_it_had(make_project, tmp_path):
+    old = make_project(tmp_path / "x" / "proj", README)
     first = rotate(old, S[0], "at the old path")
-    before = refs(old)
+    before = refs(old.drv)
     os.makedirs(tmp_path / "y")
-    shutil.move(old.root, str(tmp_path / "y" / "proj"))
-    moved = HookDriver(tmp_path / "y" / "proj", git=False, files={})
+    shutil.move(old.drv.root, str(tmp_path / "y" / "proj"))
+    moved = make_project(tmp_path / "y" / "proj", {}, git=False)
     second = rotate(moved, S[1], "at the new path")
     assert second["ref"] != first["ref"]
-    assert_kept(moved, before)
+    assert_kept(moved.drv, before)
     # ... and moved back, where the old state dir's counter still knows cp-001 is taken.
-    shutil.move(moved.root, old.root)
+    shutil.move(moved.drv.root, old.drv.root)
     third = rotate(old, S[2], "back again")
     assert third["ref"] not in (first["ref"], second["ref"])
-    assert_kept(old, dict(before, **{second["ref"]: refs(old)[second["ref"]]}))
+    assert_kept(old.drv, dict(before, **{second["ref"]: refs(old.drv)[second["ref"]]}))
 
 
-def test_a_foreign_ref_in_the_way_is_left_alone(tmp_path):
+def test_a_foreign_ref_in_the_way_is_left_alone(make_project):
     """A ref someone made at our name (by hand, another tool) is not ours to move either."""
-    drv = HookDriver(tmp_path / "proj")
+    lad = make_project(files=README)
+    drv = lad.drv
     head = drv.git("rev-parse", "HEAD").decode().strip()
     mine = "refs/continuity/%s/cp-001" % drv.project.key
     subprocess.run(["git", "update-ref", mine, head], cwd=drv.root, check=True)
-    git = rotate(drv, S[0], "foreign ref present")
+    git = rotate(lad, S[0], "foreign ref present")
     assert git["ref"] == mine + "-2"
     assert refs(drv)[mine] == head

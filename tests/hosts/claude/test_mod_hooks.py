@@ -1,8 +1,10 @@
 """The Python side of the plugin's mod (hooks/mod.js -> cc_continuity/hosts/claude/hooks/mod.py).
 
-Each handler runs as the mod runs it - the hook entry with JSON on stdin - for a
-live stand-in Claude process (the heartbeat is keyed by pid and start time), in a
-real git repository.  The mod's own JavaScript runs against the real binary in
+Each handler under test runs as the mod runs it - the hook entry with JSON on stdin -
+for a live stand-in Claude process (the heartbeat is keyed by pid and start time), in a
+real git repository.  The rotation that leads up to it climbs the ladder in-process
+(tests/helpers/ladder.py; a ModHello that only makes the mod alive is the real handler,
+in-process).  The mod's own JavaScript runs against the real binary in
 tests/e2e/test_mod_e2e.py.
 """
 
@@ -16,9 +18,7 @@ import pytest
 from cc_continuity import config, meter, session
 from cc_continuity.rotation import handover, texts
 from helpers.hookdriver import HookDriver, dead_pid, handoff_text, tokens_at
-
-S1 = "d4d4d4d4-0000-4000-8000-000000000001"
-S2 = "e5e5e5e5-0000-4000-8000-000000000002"
+from helpers.ladder import S1, S2
 
 
 @pytest.fixture
@@ -30,10 +30,18 @@ def claude():
     proc.wait()
 
 
+FILES = {"README.md": "hello\n", "src/app.py": "x = 1\n"}
+
+
 @pytest.fixture
-def drv(tmp_path, claude):
-    return HookDriver(tmp_path / "proj", files={"README.md": "hello\n", "src/app.py": "x = 1\n"},
-                      claude_pid=claude)
+def lad(make_project, claude):
+    """The project on the ladder, its agent the live stand-in."""
+    return make_project(files=FILES, claude_pid=claude)
+
+
+@pytest.fixture
+def drv(lad):
+    return lad.drv
 
 
 def mod(drv, handler, sid, **payload):
@@ -45,18 +53,12 @@ def valid_handoff():
                                                         "Files touched": "- `src/app.py` (modified)"})
 
 
-def to_verified(drv, sid):
-    """Start, cross the rotate level, write a valid handoff, end the turn: verified."""
-    drv.transcript(sid).assistant(tokens_at(10))
-    drv.hook("SessionStart", sid, source="startup")
-    drv.hook("UserPromptSubmit", sid, prompt="build the parser")
-    drv.transcript(sid).assistant(tokens_at(65), "Step finished.")
-    out = drv.hook("Stop", sid)
+def to_verified(lad, sid, driver="manual"):
+    """Start, cross the rotate level, write a valid handoff, end the turn: verified (the ladder's rungs)."""
+    lad.work(sid=sid, prompts=("build the parser",))
+    out = lad.request_handoff(sid).request
     assert out and out["decision"] == "block", out
-    with open(drv.handoff_path(sid), "w") as f:
-        f.write(valid_handoff())
-    drv.transcript(sid).assistant(tokens_at(66), "Handoff written.")
-    return drv.hook("Stop", sid)
+    return lad.verify(valid_handoff(), sid, driver=driver).verified_out
 
 
 def test_hello_leaves_a_heartbeat_for_this_very_process_and_names_the_runtime_folder(drv, claude):
@@ -79,9 +81,9 @@ def test_hello_from_a_dead_process_leaves_no_heartbeat(tmp_path):
                                            "%d.json" % gone.claude_pid))
 
 
-def test_turn_end_keeps_the_context_claude_code_computed(drv):
-    drv.transcript(S1).assistant(tokens_at(10))
-    drv.hook("SessionStart", S1, source="startup")
+def test_turn_end_keeps_the_context_claude_code_computed(lad, drv):
+    lad.said(S1, tokens_at(10))
+    lad.start(S1)
     assert mod(drv, "ModTurnEnd", S1, usage={"tokens": tokens_at(41), "window": 200000}) is None
     got = meter.load_status_reading(drv.sdir(S1))
     assert (got["session_id"], got["tokens"], got["window"]) == (S1, tokens_at(41), 200000)
@@ -90,9 +92,9 @@ def test_turn_end_keeps_the_context_claude_code_computed(drv):
     assert meter.load_status_reading(drv.sdir(S1))["tokens"] == tokens_at(41)
 
 
-def test_with_the_mod_alive_a_verified_checkpoint_is_offered_to_it_and_taken_once(drv):
+def test_with_the_mod_alive_a_verified_checkpoint_is_offered_to_it_and_taken_once(lad, drv):
     mod(drv, "ModHello", S1, cwd=drv.root)
-    assert to_verified(drv, S1) is None  # nothing asks the user for /clear
+    assert to_verified(lad, S1, "mod") is None  # nothing asks the user for /clear
     rec = drv.state(S1)
     assert (rec["state"], rec["driver"]) == (session.ROTATING, "mod")
     assert [r["driver"] for r in drv.ledger(S1, ev="driver")] == ["mod"]
@@ -108,29 +110,29 @@ def test_with_the_mod_alive_a_verified_checkpoint_is_offered_to_it_and_taken_onc
     assert mod(drv, "ModTurnEnd", S1, usage={"tokens": tokens_at(66), "window": 200000}) is None
 
 
-def test_an_offer_the_tmux_rotator_took_is_not_handed_to_the_mod_too(drv):
-    mod(drv, "ModHello", S1, cwd=drv.root)
-    to_verified(drv, S1)
+def test_an_offer_the_tmux_rotator_took_is_not_handed_to_the_mod_too(lad, drv):
+    lad.mod_hello(S1)
+    to_verified(lad, S1, "mod")
     assert handover.take_handover(S1, "tmux")
     assert mod(drv, "ModTurnEnd", S1, usage={"tokens": tokens_at(66), "window": 200000}) is None
     assert handover.handover_holder(S1) == "tmux" and not handover.handover_offered(S1)
 
 
-def test_without_a_heartbeat_or_with_mod_off_the_driver_is_not_the_mod(drv, tmp_path):
-    out = to_verified(drv, S1)  # no ModHello: no mod in this process
+def test_without_a_heartbeat_or_with_mod_off_the_driver_is_not_the_mod(lad, drv, make_project, tmp_path):
+    out = to_verified(lad, S1)  # no ModHello: no mod in this process
     assert "Type /clear" in out["systemMessage"]
     assert drv.state(S1)["driver"] == "manual"
     assert not handover.handover_offered(S1)
-    other = HookDriver(tmp_path / "other", files={"src/app.py": "x = 1\n"}, claude_pid=drv.claude_pid)
-    other.config(mod=False)
-    mod(other, "ModHello", S2, cwd=other.root)
+    other = make_project(tmp_path / "other", {"src/app.py": "x = 1\n"}, claude_pid=drv.claude_pid)
+    other.drv.config(mod=False)
+    mod(other.drv, "ModHello", S2, cwd=other.drv.root)
     to_verified(other, S2)
-    assert other.state(S2)["driver"] == "manual" and not handover.handover_offered(S2)
+    assert other.drv.state(S2)["driver"] == "manual" and not handover.handover_offered(S2)
 
 
-def test_a_failed_hand_over_is_given_back_and_without_a_rotator_the_user_is_asked(drv):
-    mod(drv, "ModHello", S1, cwd=drv.root)
-    to_verified(drv, S1)
+def test_a_failed_hand_over_is_given_back_and_without_a_rotator_the_user_is_asked(lad, drv):
+    lad.mod_hello(S1)
+    to_verified(lad, S1, "mod")
     assert handover.take_handover(S1, "mod")
     cid = drv.state(S1)["checkpoint"]["id"]
     # The mod pins it under the prompt at once (no turn's end may come to say it), and at every turn's end after.
@@ -143,10 +145,10 @@ def test_a_failed_hand_over_is_given_back_and_without_a_rotator_the_user_is_aske
     assert mod(drv, "ModTurnEnd", S1, usage={"tokens": tokens_at(66), "window": 200000}) == said
 
 
-def test_a_failed_hand_over_with_a_dead_rotator_behind_it_asks_the_user_too(drv):
+def test_a_failed_hand_over_with_a_dead_rotator_behind_it_asks_the_user_too(lad, drv):
     """A rotator was spawned but is gone (it failed, or was killed): nobody would take the hand-over back."""
-    mod(drv, "ModHello", S1, cwd=drv.root)
-    to_verified(drv, S1)
+    lad.mod_hello(S1)
+    to_verified(lad, S1, "mod")
     with drv.project.edit(drv.sdir(S1)) as rec:
         rec["rotator_pid"], rec["tmux_socket"], rec["tmux_pane"] = dead_pid(), "/tmp/no-such-socket", "%1"
     assert handover.take_handover(S1, "mod")
@@ -155,21 +157,18 @@ def test_a_failed_hand_over_with_a_dead_rotator_behind_it_asks_the_user_too(drv)
     assert drv.state(S1)["state"] == session.AWAITING_MANUAL_CLEAR
 
 
-def test_a_done_hand_over_is_recorded(drv):
-    mod(drv, "ModHello", S1, cwd=drv.root)
-    to_verified(drv, S1)
+def test_a_done_hand_over_is_recorded(lad, drv):
+    lad.mod_hello(S1)
+    to_verified(lad, S1, "mod")
     mod(drv, "ModDone", S1, ok=True, step="submitted", new_session_id=S2, cleared_ms=310, submitted_ms=420)
     rec = drv.ledger(S1, ev="mod")[-1]
     assert (rec["step"], rec["new_session_id"], rec["cleared_ms"], rec["submitted_ms"]) == ("submitted", S2, 310, 420)
     assert drv.state(S1)["state"] == session.ROTATING  # the successor's SessionStart claims it
 
 
-def test_an_auto_compaction_becomes_a_rotation_with_a_machine_handoff(drv):
-    mod(drv, "ModHello", S1, cwd=drv.root)
-    drv.transcript(S1).assistant(tokens_at(10))
-    drv.hook("SessionStart", S1, source="startup")
-    drv.hook("UserPromptSubmit", S1, prompt="port the parser to the new grammar")
-    drv.transcript(S1).assistant(tokens_at(97), "Reading files.")
+def test_an_auto_compaction_becomes_a_rotation_with_a_machine_handoff(lad, drv):
+    lad.mod_hello(S1)
+    lad.work(97, sid=S1, prompts=("port the parser to the new grammar",), text="Reading files.")
     out = mod(drv, "ModCompact", S1, trigger="auto")
     assert out["skip"].startswith("cc-continuity")
     cont = out["handover"]["continuation"]
@@ -184,10 +183,10 @@ def test_an_auto_compaction_becomes_a_rotation_with_a_machine_handoff(drv):
 
 
 @pytest.mark.parametrize("case", ["manual", "subagent", "repo_off", "user_mod_off"])
-def test_compaction_is_left_to_claude_code(drv, case):
-    mod(drv, "ModHello", S1, cwd=drv.root)
-    drv.transcript(S1).assistant(tokens_at(10))
-    drv.hook("SessionStart", S1, source="startup")
+def test_compaction_is_left_to_claude_code(lad, drv, case):
+    lad.mod_hello(S1)
+    lad.said(S1, tokens_at(10))
+    lad.start(S1)
     fields = {"trigger": "manual" if case == "manual" else "auto"}
     if case == "subagent":
         fields["agent_id"] = "a1b2"
@@ -201,15 +200,13 @@ def test_compaction_is_left_to_claude_code(drv, case):
     assert drv.state(S1)["state"] == session.ACTIVE
 
 
-def test_status_and_history_say_which_driver_hands_over(drv, tmp_path):
-    mod(drv, "ModHello", S1, cwd=drv.root)
-    to_verified(drv, S1)
+def test_status_and_history_say_which_driver_hands_over(lad, drv):
+    lad.mod_hello(S1)
+    to_verified(lad, S1, "mod")
     rows = json.loads(drv.cli("status", "--json").stdout)["sessions"]
     assert [(r["name"], r["driver"]) for r in rows] == [("proj-001", "mod")]
     assert "driver mod" in drv.cli("status").stdout
-    drv.hook("SessionEnd", S1, reason="clear")
-    drv.transcript(S2).assistant(tokens_at(5))
-    drv.hook("SessionStart", S2, source="clear")
+    lad.clear(S1, S2, tokens=tokens_at(5))
     hist = json.loads(drv.cli("history", "--json").stdout)["sessions"]
     assert [(r["name"], r["driver"]) for r in hist] == [("proj-001", "mod"), ("proj-002", None)]
     assert "by mod" in drv.cli("history").stdout
