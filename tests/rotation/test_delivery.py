@@ -230,12 +230,19 @@ def test_kill_matrix(world):
 
 @pytest.fixture
 def slow_git(tmp_path):
+    """A ``git`` 2.5 s slow at every call, first on the hooks' PATH.  The snapshot jobs the rotation starts
+    inherit it and run on for a minute after the test (dozens of git calls): they are this test's own, and
+    end with it, or the suite's leftover check, run right after the last test, would find them."""
+    from helpers import leftovers
+
     real = shutil.which("git")
     shim = tmp_path / "slowgit"
     shim.mkdir()
     (shim / "git").write_text("#!/bin/sh\nsleep 2.5\nexec %s \"$@\"\n" % real)
     os.chmod(shim / "git", 0o755)
-    return str(shim)
+    yield str(shim)
+    leftovers.kill(leftovers.find(str(shim)))
+    assert not leftovers.wait_gone(str(shim), 10)
 
 
 def test_slowed_git_the_claim_degrades_within_its_budget(world, slow_git):
