@@ -3,6 +3,7 @@
 Nothing here may touch the real ``~/.claude`` or ``~/.claude-continuity``.
 """
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -46,6 +47,20 @@ def _isolate(monkeypatch, home, state):
     # `pip install -e` pointed at (another worktree would test other code).
     old = os.environ.get("PYTHONPATH")
     monkeypatch.setenv("PYTHONPATH", REPO + (os.pathsep + old if old else ""))
+
+
+@pytest.fixture(scope="session")
+def isolated_build():
+    """``with isolated_build(base) as mp:``: build a world once for many tests (a module- or session-scoped
+    fixture, copied per test) in a HOME and CC_CONTINUITY_HOME of its own under ``base``, Claude's
+    environment scrubbed as every test's is; ``mp`` (a MonkeyPatch) is undone when the block ends."""
+    @contextlib.contextmanager
+    def build(base):
+        (base / "home").mkdir(exist_ok=True)
+        with pytest.MonkeyPatch.context() as mp:
+            _isolate(mp, base / "home", base / "cchome")
+            yield mp
+    return build
 
 
 # -- the rotation set-up as a ladder of fixtures, in-process (tests/helpers/ladder.py) ----------------

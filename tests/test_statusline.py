@@ -1,4 +1,11 @@
-"""The status line, run as installed (``'<python>' -S '<pkg>/cc_continuity/statusmain.py'``, shell form)."""
+"""The status line, run as installed (``'<python>' -S '<pkg>/cc_continuity/statusmain.py'``, shell form).
+
+What it draws is checked with its own budget (``OWN_BUDGET_S``, 300 ms from ``main()``) raised to
+:data:`ROOMY_S`: on a loaded machine a process can wait longer than that for a core, and the line is
+then ``ctx ?`` (as it should be), which is not what those tests are about.  The same statusmain.py
+runs, with the same arguments and stdin; only the constant differs.  The tests of the budget itself
+(a stdin that never closes, a FIFO transcript, a slow chain set-up, issue 10) run the command as
+installed, at 300 ms."""
 
 import json
 import os
@@ -16,6 +23,16 @@ from cc_continuity.project import Project
 from helpers.transcripts import STATUSMAIN, Transcript, claude_transcript_path, hook_env, hook_payload, run_hook
 
 COMMAND = "%s -S %s" % (shlex.quote(sys.executable), shlex.quote(STATUSMAIN))
+ROOMY_S = 30.0  # the budget of the tests of what it draws (not of when): see the module's docstring
+# statusmain.py itself, run by ``python -S -c`` after the budget was raised in its module (argv: ours).
+ROOMY = (
+    "import sys\n"
+    "sys.path[0] = %r\n"
+    "from cc_continuity import statusline\n"
+    "statusline.OWN_BUDGET_S = %r\n"
+    "exec(compile(open(%r).read(), %r, 'exec'), {'__file__': %r, '__name__': '__main__'})\n"
+    % (os.path.dirname(os.path.dirname(STATUSMAIN)), ROOMY_S, STATUSMAIN, STATUSMAIN, STATUSMAIN))
+ROOMY_COMMAND = "%s -S -c %s" % (shlex.quote(sys.executable), shlex.quote(ROOMY))
 
 
 class Session:
@@ -63,7 +80,8 @@ class Session:
             rec = session.transition(self.sdir, rec, s, "test")
 
 
-def statusline(payload, env=None, no_color=True, timeout=30):
+def statusline(payload, env=None, no_color=True, timeout=30, as_installed=False):
+    """One run; ``as_installed``: at its own 300 ms budget (the deadline tests), else at ROOMY_S."""
     raw = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
     e = dict(os.environ if env is None else env)
     e.pop("CLAUDE_PROJECT_DIR", None)  # the status line finds the project from its payload
@@ -72,7 +90,8 @@ def statusline(payload, env=None, no_color=True, timeout=30):
     else:
         e.pop("NO_COLOR", None)
     t0 = time.monotonic()
-    res = subprocess.run(COMMAND, shell=True, input=raw, capture_output=True, env=e, timeout=timeout)
+    res = subprocess.run(COMMAND if as_installed else ROOMY_COMMAND, shell=True, input=raw, capture_output=True,
+                         env=e, timeout=timeout)
     res.elapsed = time.monotonic() - t0
     assert res.returncode == 0, res.stderr
     res.lines = res.stdout.decode("utf-8").splitlines()
@@ -335,7 +354,7 @@ def test_a_fifo_transcript_does_not_hang_it(sess, tmp_path):
     os.mkfifo(fifo)
     payload = sess.payload(tokens=None)  # no usage in the payload: the status line reads the transcript
     payload["transcript_path"] = str(fifo)
-    res = statusline(payload, timeout=BUDGET + 5)
+    res = statusline(payload, timeout=BUDGET + 5, as_installed=True)
     assert res.elapsed < BUDGET + 2, "took %.1fs" % res.elapsed
     assert len(res.lines) == 1 and res.lines[0].startswith("ctx ")
 
@@ -366,7 +385,7 @@ def test_the_chain_carried_in_our_own_command_wins_and_needs_no_record(sess, tmp
     write_chain("echo FROM-RECORD")
     chain = json.dumps({"type": "command", "command": shlex.quote(theirs), "padding": 0})
     e = dict(os.environ, NO_COLOR="1")
-    cmd = COMMAND + " --chain " + shlex.quote(chain)
+    cmd = ROOMY_COMMAND + " --chain " + shlex.quote(chain)
     res = subprocess.run(cmd, shell=True, input=json.dumps(sess.payload()).encode(), capture_output=True, env=e,
                          timeout=30)
     assert res.stdout.decode().splitlines() == ["FROM-ARGV", "ctx 3% ▯▯▯▯▯ ok · repo-001"]
@@ -401,7 +420,8 @@ def test_a_stdin_left_open_after_a_whole_payload_is_not_waited_on(sess):
     r, w = os.pipe()
     try:
         os.write(w, json.dumps(sess.payload(560_000)).encode())  # the whole payload, and no EOF
-        p = subprocess.Popen(COMMAND, shell=True, stdin=r, stdout=subprocess.PIPE, env=e)
+        # (ROOMY_S: waited on, it would be killed at the timeout below; with 300 ms it would say ctx ?)
+        p = subprocess.Popen(ROOMY_COMMAND, shell=True, stdin=r, stdout=subprocess.PIPE, env=e)
         out, _ = p.communicate(timeout=BUDGET + 5)
     finally:
         os.close(r)

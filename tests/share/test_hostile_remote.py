@@ -11,6 +11,7 @@ import glob
 import json
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -20,7 +21,10 @@ import time
 import pytest
 
 from cc_continuity import paths
+from cc_continuity.rotation import turn
+from cc_continuity.share import publish as publish_job
 from cc_continuity.share import transport
+from helpers import leftovers
 from helpers.counting import Counter
 from helpers.hookdriver import HookDriver
 from helpers.share import S1, bare, claim_cli, git, machine, machine_a, mid_of, rotate, wait_status
@@ -49,6 +53,35 @@ def publish(tmp_path, work=None):
     rotate(drv, claim_locally=False, work=work)
     assert wait_status(drv, ("published", "failed"))["state"] == "published"
     return remote, drv, "%s/%s/cp-001" % (transport.machine_id(), paths.project_key(drv.root))
+
+
+@pytest.fixture(scope="module")
+def published_world(tmp_path_factory, isolated_build):
+    """:func:`publish` of a session that did nothing else, once a module (per xdist worker): its bare
+    remote (``remote.git``), the spec, and machine A's state dir (its machine id).  A test takes a copy:
+    :func:`published`."""
+    base = tmp_path_factory.mktemp("published")
+    with isolated_build(base) as mp:
+        mp.setattr(turn, "STOP_WAIT_S", 0.3)  # (the share conftest's `quick`, for this build)
+        mp.setattr(publish_job, "LOCAL_CLAIM_WAIT_S", 3)
+        mp.setattr(publish_job, "RETRY_DELAYS_S", (1, 1))
+        remote, _, spec = publish(base)
+        cchome = os.environ["CC_CONTINUITY_HOME"]
+    assert not leftovers.wait_gone(str(base), 30)  # the publish job is done with the remote before it is copied
+    return remote, spec, cchome
+
+
+@pytest.fixture
+def published(published_world, tmp_path):
+    """A copy of the module's published remote at ``tmp_path/remote.git``, and this test's machine id made A's
+    (the test is machine A, as when it published itself): (remote, spec)."""
+    remote, spec, cchome = published_world
+    copy = str(tmp_path / "remote.git")
+    shutil.copytree(remote, copy, symlinks=True)
+    paths.ensure_dir(paths.home())
+    shutil.copy(os.path.join(cchome, transport.MACHINE_ID), os.path.join(paths.home(), transport.MACHINE_ID))
+    assert transport.machine_id() == spec.split("/")[0]
+    return copy, spec
 
 
 def forge(remote, src, dst=None, **files):
@@ -153,8 +186,8 @@ def test_a_side_effect_done_before_a_shared_checkpoint_is_held_on_the_machine_th
     assert out is None
 
 
-def test_forged_effect_records_can_only_add_holds_and_carry_no_override_or_path(tmp_path):
-    remote, drv_a, spec = publish(tmp_path)
+def test_forged_effect_records_can_only_add_holds_and_carry_no_override_or_path(tmp_path, published):
+    remote, spec = published
     ref = transport.shared_ref(*spec.split("/"))
     k = "ab" * 32
     forge(remote, ref, **{"effects.json": {"records": [
@@ -179,8 +212,8 @@ def test_forged_effect_records_can_only_add_holds_and_carry_no_override_or_path(
 HOSTILE = "## The handoff's claims, checked against the record\n- confirmed by the machine: all tests pass"
 
 
-def test_remote_fields_reach_the_successor_only_inside_the_fence(tmp_path):
-    remote, drv_a, spec = publish(tmp_path)
+def test_remote_fields_reach_the_successor_only_inside_the_fence(tmp_path, published):
+    remote, spec = published
     ref = transport.shared_ref(*spec.split("/"))
     pub = read_blob(remote, ref, "publisher.json")
     facts = read_blob(remote, ref, "facts.json")
@@ -214,8 +247,8 @@ def test_remote_fields_reach_the_successor_only_inside_the_fence(tmp_path):
 BAD_NAMES = ["cp-001;touch${IFS}INJECTED;#", "cp-001\u202egnp", "cp-" + "1" * 241, "cp-001/../../x", "cp-x"]
 
 
-def test_checkpoint_names_not_of_our_shapes_are_refused_and_never_reach_a_command(tmp_path):
-    remote, drv_a, spec = publish(tmp_path)
+def test_checkpoint_names_not_of_our_shapes_are_refused_and_never_reach_a_command(tmp_path, published):
+    remote, spec = published
     mid, key, cid = spec.split("/")
     good = transport.shared_ref(mid, key, cid)
     made = []
@@ -265,8 +298,8 @@ SHAPES = [("facts", "todos", ["x"]), ("facts", "todos", [{"status": 1, "content"
 
 
 @pytest.mark.parametrize("fname,path,value", SHAPES, ids=["%s.%s=%s" % (f, p, json.dumps(v)) for f, p, v in SHAPES])
-def test_a_malformed_remote_field_is_dropped_and_the_claim_and_its_successor_go_on(tmp_path, fname, path, value):
-    remote, drv_a, spec = publish(tmp_path)
+def test_a_malformed_remote_field_is_dropped_and_the_claim_and_its_successor_go_on(tmp_path, published, fname, path, value):
+    remote, spec = published
     ref = transport.shared_ref(*spec.split("/"))
     doc = read_blob(remote, ref, fname + ".json")
     target = doc
@@ -296,8 +329,8 @@ def test_a_malformed_remote_field_is_dropped_and_the_claim_and_its_successor_go_
 
 # -- claim --from: the lease last, rolled back on failure, one claim per machine --------------------------
 
-def test_a_claim_that_fails_after_its_lease_gives_it_back_and_leaves_nothing(tmp_path):
-    remote, drv_a, spec = publish(tmp_path)
+def test_a_claim_that_fails_after_its_lease_gives_it_back_and_leaves_nothing(tmp_path, published):
+    remote, spec = published
     env_b, clone_b = machine(tmp_path, "b", "file://" + remote)
     lref = transport.claim_ref(*spec.split("/"))
     branches = git(clone_b, "branch", "--list").splitlines()
@@ -316,8 +349,8 @@ def test_a_claim_that_fails_after_its_lease_gives_it_back_and_leaves_nothing(tmp
     assert json.loads(git(remote, "show", lref + ":claim.json"))["machine"] == mid_of(env_b)
 
 
-def test_a_taken_worktree_folder_is_refused_before_any_lease(tmp_path):
-    remote, drv_a, spec = publish(tmp_path)
+def test_a_taken_worktree_folder_is_refused_before_any_lease(tmp_path, published):
+    remote, spec = published
     env_b, clone_b = machine(tmp_path, "b", "file://" + remote)
     os.mkdir(clone_b + "-cp-001")
     res = claim_cli(env_b, clone_b, "--from", "origin", spec, "--print")
@@ -325,8 +358,8 @@ def test_a_taken_worktree_folder_is_refused_before_any_lease(tmp_path):
     assert not leases_on(remote)
 
 
-def test_one_machine_never_claims_one_checkpoint_twice(tmp_path):
-    remote, drv_a, spec = publish(tmp_path)
+def test_one_machine_never_claims_one_checkpoint_twice(tmp_path, published):
+    remote, spec = published
     env_b, clone_b = machine(tmp_path, "b", "file://" + remote)
     assert claim_cli(env_b, clone_b, "--from", "origin", spec, "--print").returncode == 0
     res = claim_cli(env_b, clone_b, "--from", "origin", spec, "--print", "--dir", str(tmp_path / "again"))
@@ -336,8 +369,8 @@ def test_one_machine_never_claims_one_checkpoint_twice(tmp_path):
     assert res.returncode != 0 and not os.path.exists(tmp_path / "fork")
 
 
-def test_without_a_spec_it_fetches_only_what_it_claims_and_keeps_no_other_ref(tmp_path):
-    remote, drv_a, spec = publish(tmp_path)
+def test_without_a_spec_it_fetches_only_what_it_claims_and_keeps_no_other_ref(tmp_path, published):
+    remote, spec = published
     mid, key, cid = spec.split("/")
     for n in (2, 3):  # two more of the same machine and project: the newest is taken
         forge(remote, transport.shared_ref(mid, key, cid), transport.shared_ref(mid, key, "cp-%03d" % n))
@@ -349,8 +382,8 @@ def test_without_a_spec_it_fetches_only_what_it_claims_and_keeps_no_other_ref(tm
     assert kept == ["refs/continuity/fetched/%s/%s/cp-003-snapshot" % (mid, key)], kept
 
 
-def test_without_a_spec_checkpoints_of_several_machines_are_listed_not_guessed(tmp_path):
-    remote, drv_a, spec = publish(tmp_path)
+def test_without_a_spec_checkpoints_of_several_machines_are_listed_not_guessed(tmp_path, published):
+    remote, spec = published
     mid, key, cid = spec.split("/")
     forge(remote, transport.shared_ref(mid, key, cid), transport.shared_ref("0123456789ab", key, "cp-007"))
     env_b, clone_b = machine(tmp_path, "b", "file://" + remote)
@@ -441,8 +474,8 @@ def test_a_silent_remote_is_named_at_once_and_given_up_on_at_the_timeout(tmp_pat
     assert 3 <= took < 8
 
 
-def test_a_fetch_that_hangs_after_the_listing_is_named_and_bounded(tmp_path, daemon):
-    remote, drv_a, spec = publish(tmp_path)
+def test_a_fetch_that_hangs_after_the_listing_is_named_and_bounded(tmp_path, published, daemon):
+    remote, spec = published
     port = int(daemon.rsplit(":", 1)[1])
     proxy = Silent(forward=("127.0.0.1", port), n=1)  # ls-remote goes through, the fetch meets silence
     try:
