@@ -20,7 +20,9 @@ PKG_DIR = os.path.join(REPO, "cc_continuity")
 
 NAMES = {"rec", "prec", "prev", "srec", "record"}
 # Not session records under these names: the ledger's own lines, the install record.
-OTHER_MODULES = {"ledger.py": "ledger lines", "install": "the install record (install.json)"}
+OTHER_MODULES = {"ledger.py": "ledger lines", "install": "the install record (install.json)",
+                 "hosts/claude/install.py": "the install record's Claude Code part",
+                 "hosts/codex/install.py": "the install record's Codex part"}
 # Functions whose record-named variable is a ledger row though it never names "ev" there.
 ROWS = {("stop_failure.py", "handle"): "the stop_failure row stop_failure.record() built",
         ("stop_failure.py", "slow"): "the same row, on the slow path",
@@ -99,7 +101,7 @@ def record_keys():
         for f in files:
             path = os.path.join(d, f)
             rel = os.path.relpath(path, PKG_DIR)
-            if not f.endswith(".py") or rel.split(os.sep)[0] in OTHER_MODULES:
+            if not f.endswith(".py") or rel.split(os.sep)[0] in OTHER_MODULES or rel in OTHER_MODULES:
                 continue
             with open(path, encoding="utf-8") as fh:
                 tree = ast.parse(fh.read(), path)
