@@ -31,6 +31,14 @@ def p4(sb, cont, n):
     return round((req.time - cont.events(n, "checkpoint")[0]["ts"]) * 1000)
 
 
+def last_to_first(sb, cont, n):
+    """Session ``n``'s last model request -> its successor's first, ms (the issue's P4 on the mod path)."""
+    mine = sb.model.requests(kind="main", session_id=cont.record(n)["session_id"])
+    succ = sb.model.wait_for(lambda r: r.kind == "main" and r.session_id == cont.record(n + 1)["session_id"],
+                             timeout=30)
+    return round((succ.time - max(r.time for r in mine)) * 1000)
+
+
 def mod_steps(cont, n):
     return [r.get("step") for r in cont.events(n, "mod")]
 
@@ -45,7 +53,7 @@ def test_three_rotations_handed_over_by_the_mod(sandbox_factory, claude_bin_vers
     prompt(sb, TASK_CHAIN)
     done = sb.model.wait_for(lambda r: r.rule == "finish", timeout=120)
     sb.wait_for(lambda: mod_steps(cont, 3)[-1:] == ["submitted"], 30, what="the third hand-over")
-    figures = []
+    figures, from_last = [], []
     for n in (1, 2, 3):
         assert [e["driver"] for e in cont.events(n, "driver")] == ["mod"]
         # Taken from the offer (mv, no Python on the way to /clear), done once.
@@ -58,8 +66,10 @@ def test_three_rotations_handed_over_by_the_mod(sandbox_factory, claude_bin_vers
         assert_clean_successor(req, n, n + 1, TASK_CHAIN)
         assert req.contains("The handoff file is %s" % os.path.join(cont.sdir(n), "checkpoint", "handoff.md"))
         figures.append(p4(sb, cont, n))
+        from_last.append(last_to_first(sb, cont, n))
     assert done.session_id == cont.record(4)["session_id"]
     report_metrics("mod-P4", {"version": claude_bin_version, "per_rotation_ms": figures,
+                              "last_request_to_first_ms": from_last, "load": os.getloadavg()[0],
                               "median_ms": statistics.median(figures),
                               "p5_tokens": [cont.events(n, "bootstrap")[0]["chars"] // 4 for n in (2, 3, 4)]})
 
