@@ -246,3 +246,13 @@ def test_the_session_start_hook_shows_the_failure_once_beside_its_own_answer(tmp
     assert "could not build its optional packages" in out["systemMessage"] and "HTTP error 403" in out["systemMessage"]
     again = d.hook("UserPromptSubmit", sid, prompt="hello", env=d.env(sid, CLAUDE_PLUGIN_DATA=data))
     assert "optional packages" not in json.dumps(again or {})
+
+
+def test_a_build_after_the_plugin_was_uninstalled_brings_no_folder_back(tiny, tmp_path):
+    """`claude plugin uninstall` deletes the plugin's data folder; a build the last SessionStart started (it
+    runs detached, at low priority) may only start after that.  It builds nothing and makes no folder."""
+    data = tmp_path / "plugins" / "data" / "cc-continuity-inline"
+    data.parent.mkdir(parents=True)
+    p = _build(data, tiny.lock)
+    assert p.returncode == 1 and "is gone (the plugin was uninstalled?)" in p.stderr, p.stdout + p.stderr
+    assert os.listdir(data.parent) == [] and tiny.requests == []

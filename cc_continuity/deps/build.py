@@ -279,6 +279,8 @@ def build(data, python=None, say=print, env=None, lock=LOCK_FILE):
         except BaseException as e:
             shutil.rmtree(tmp, ignore_errors=True)
             why = str(e) if isinstance(e, BuildError) else "%s: %s" % (type(e).__name__, e)
+            if not os.path.isdir(root):  # the plugin was uninstalled under the build: leave nothing behind
+                raise BuildError("%s is gone (the plugin was uninstalled?): nothing built" % data) from e
             atomic.write_text(final + ".failed", json.dumps({"at": time.time(), "why": why, "fix": FIX,
                                                              "python": python, "shown": False}) + "\n",
                               mode=paths.FILE_MODE)
@@ -304,7 +306,15 @@ def _version(python):
 
 
 def _private(path):
-    os.makedirs(path, mode=paths.DIR_MODE, exist_ok=True)
+    """``path`` (a plugin's ``envs/``), made 0700 inside the plugin's data folder, which Claude Code makes and
+    ``claude plugin uninstall`` deletes: never made here.  A build that starts (or goes on) after an uninstall
+    took the folder must not bring it back, so its parent missing is a BuildError, and nothing is written."""
+    try:
+        os.mkdir(path, paths.DIR_MODE)
+    except FileExistsError:
+        pass
+    except FileNotFoundError:
+        raise BuildError("%s is gone (the plugin was uninstalled?): nothing built" % os.path.dirname(path)) from None
     os.chmod(path, paths.DIR_MODE)
     return path
 
