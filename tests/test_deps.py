@@ -256,3 +256,36 @@ def test_a_build_after_the_plugin_was_uninstalled_brings_no_folder_back(tiny, tm
     p = _build(data, tiny.lock)
     assert p.returncode == 1 and "is gone (the plugin was uninstalled?)" in p.stderr, p.stdout + p.stderr
     assert os.listdir(data.parent) == [] and tiny.requests == []
+
+
+def test_uninstall_ends_a_running_build_before_its_folder_goes(tmp_path):
+    """A build still at work when `claude plugin uninstall` deletes the data folder would make its venv's
+    folders again: uninstall ends it first (its process group), and only a process running the build."""
+    data = tmp_path / "data"
+    envs = data / "envs"
+    envs.mkdir(parents=True)
+    ready = tmp_path / "ready"
+    builder = ("import fcntl, os, sys, time\n"
+               "lock = open(os.path.join(sys.argv[1], '.lock'), 'a'); fcntl.flock(lock, fcntl.LOCK_EX)\n"
+               "os.mkdir(os.path.join(sys.argv[1], '.build-%d' % os.getpid()))\n"
+               "open(sys.argv[2], 'w').close()\n"
+               "time.sleep(120)\n")
+    proc = subprocess.Popen([sys.executable, "-S", "-c", builder, str(envs), str(ready), deps.BUILD_MODULE],
+                            start_new_session=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not ready.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert deps.building(str(data))
+        other = subprocess.Popen(["sleep", "120"], start_new_session=True)  # a pid not running the build
+        os.mkdir(envs / (".build-%d" % other.pid))
+        try:
+            assert deps.stop_builds(str(data)) == 1
+            assert proc.wait(timeout=10) != 0 and other.poll() is None
+        finally:
+            other.kill()
+            other.wait()
+        assert not deps.building(str(data)) and deps.stop_builds(str(data)) == 0
+    finally:
+        proc.kill()
+        proc.wait()

@@ -64,6 +64,8 @@ KEPT = {
     "cc_continuity.deps": {
         ("spawn", "subprocess"): (START_UP, "every prompt of a plugin session loads deps; subprocess +~4 ms, loaded "
                                             "when a build starts (once per plugin and interpreter)"),
+        ("stop_builds", "signal"): (START_UP, "every prompt of a plugin session loads deps; signal loads enum "
+                                              "(+~12 ms), needed only by uninstall"),
     },
     "cc_continuity.commands.status": {
         ("run_fleet", "cc_continuity.watch.planner"): (

@@ -31,7 +31,7 @@ import os
 import sys
 import time
 
-from .. import atomic, paths
+from .. import atomic, paths, procs
 
 LOCK_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "requirements.lock")
 # The packages asked for (the lock pins them and what they need); what a built environment must import.
@@ -167,6 +167,46 @@ def building(data):
     finally:
         os.close(fd)
     return False
+
+
+def stop_builds(data, grace=5.0):
+    """End the builds at work on ``data`` (before ``claude plugin uninstall`` deletes the folder: a build that
+    ran on would make its venv's folders again).  A builder names its temporary folder ``.build-<pid>`` and
+    runs in a session of its own (:func:`spawn`), so its process group goes; only while the lock is held,
+    and (where ``/proc`` tells) only a process running this module.  How many were ended."""
+    import signal  # uninstall's only
+
+    root = envs_dir(data)
+    if not building(data):
+        return 0
+    try:
+        names = os.listdir(root)
+    except OSError:
+        return 0
+    pids = [int(n[len(".build-"):]) for n in names if n.startswith(".build-") and n[len(".build-"):].isdigit()]
+    ended = []
+    for pid in pids:
+        try:
+            with open("/proc/%d/cmdline" % pid, "rb") as f:
+                if BUILD_MODULE.encode() not in f.read():
+                    continue  # a pid used again by another program
+        except FileNotFoundError:
+            if os.path.isdir("/proc/self"):
+                continue  # gone already
+        except OSError:
+            pass
+        try:
+            os.killpg(pid, signal.SIGTERM)
+            ended.append(pid)
+        except OSError:
+            pass
+    procs.reap(ended, grace)
+    for pid in ended:  # what the builder started (pip, uv) goes with it
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    return len(ended)
 
 
 def needed(cfg, env=None):

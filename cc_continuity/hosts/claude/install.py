@@ -11,7 +11,7 @@ content.  Claude Code's own, so in its host folder; it plans and applies with in
 
 import os
 
-from ... import config, paths
+from ... import config, deps, paths
 from ...errors import InstallError
 from ...install import app, blocks, manifest, plan, plugin, settings, skills, tools, wrapper
 from ...install.plan import CLAUDE_MD_BLOCK, FileChange, WRAPPER_BLOCK, install_app, install_link, load_manifest, print_plan, shared_record, size_text, verb, block_change, claude_md_body, config_changes, describe_config, read, show
@@ -309,6 +309,8 @@ def _uninstall_plugin(out, recorded, cdir, srec):
         for pid in ids or [recorded.get("id")]:
             out("plugin: %s left registered: no claude to run `claude plugin uninstall %s`" % (pid, pid))
         return 1
+    for pid in set(ids) | ({recorded.get("id")} if recorded and recorded.get("id") else set()):
+        deps.stop_builds(plugin.data_dir(pid, cdir))  # a build running on would bring the data folder back
     try:
         done = plugin.unregister(claude, ids)
     except plugin.PluginError as e:
