@@ -32,25 +32,25 @@ or built from string literals (``"sk_live_" + "..."``).  Those are masked line
 by line: a text keeps its line count (only a PEM/PuTTY key block and a bare
 DER key body still collapse into one mark, as before).
 
-The rules and passes, one module each: the words of a name that say secret (``names``), what a literal
-secret is not (``values``) and what a machine-made one is (``tokens``); one rule and its needles
-(``rule``); the exact provider formats (``providers``), then the generic shapes (``generic``) with their
-judges (``judges``), in one table (``table``); encoded text (``decoded``); values off their key's line
-(``multiline``: ``nextline``, ``heredoc``, ``xmltext``, ``kubernetes``, judged by ``named``, read by
-``lines``); secrets cut in two (``wrapped``).  This module is the public face: ``redact``,
-``find_secrets``, ``KINDS``, ``MARK``, ``name_tier``.
+The modules: the words of a name that say secret (``names``); what a plausible secret value is --
+not a stand-in, machine-made when it must be, judged under its name (``values``); the exact provider
+formats (``providers``), then the rule table with the generic rules and their judges, its scan and the
+encoded-text pass (``rules``); values off their key's line and secrets cut over lines or into string
+literals (``multiline``); values a heredoc, an XML element or a Kubernetes Secret frames (``embedded``).
+This module is the public face -- ``redact``, ``find_secrets``, ``KINDS``, ``MARK``, ``name_tier`` --
+and runs the passes in their order.
 
 Standard library only.  Not on the per-tool-call hot path, so ``re`` is fine;
 every pattern stays linear (possessive runs, bounded repeats), and a rule
 whose literal prefix is absent from a text is not run on it.
 """
 
-from .decoded import _decoded_hits
-from .multiline import _multiline_hits
-from .names import name_tier
-from .table import _PROVIDER_END, KINDS, _hits
+from .embedded import _heredoc_hits, _kubernetes_secret_hits, _xml_hits
+from .multiline import (_array_values, _concat_hits, _continued, _next_line_values, _open_quote_values,
+                        _plain_continued_values, _split_hits)
+from .names import _password_family, name_tier
+from .rules import _ASSIGNMENT_PRIORITY, _NEUTRAL_PRIORITY, _PROVIDER_END, KINDS, _decoded_hits, _hits
 from .values import MARK
-from .wrapped import _concat_hits, _continued, _split_hits
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time typing is not imported
 if TYPE_CHECKING:
@@ -94,3 +94,36 @@ def redact(text: str | None) -> str:
         pos = end
     out.append(text[pos:])
     return "".join(out)
+
+
+def _multiline_hits(text: str) -> "list[tuple[int, int, int, str]]":
+    """Values that start on the line after their key or run over several lines, masked line by line.
+
+    YAML block scalars (``key: |``, ``>-``, ``|2`` ...: the more-indented block is the value), a YAML
+    plain scalar on the next line or continued there, a YAML sequence or JSON array of values, a JSON
+    value on the next line, TOML and Python triple-quoted strings, Go raw strings, a quoted .env or YAML
+    value spanning lines, a shell ``NAME=\\`` continuation.  Under a name that says secret the value is
+    judged as that name's value; under any other name only a machine-made token on lines of its own
+    counts (:func:`.values._blob_value`).  Each line keeps its newline: the masked text has as many lines as the
+    original.
+    """
+    found: "list[tuple[str | None, list[tuple[int, int]]]]" = _xml_hits(text)   # (name, spans); None: a neutral name
+    out = _kubernetes_secret_hits(text)
+    if "\n" not in text:
+        return out + [(a, b, prio, kind) for name, spans in found for a, b in spans for prio, kind in [_found_kind(name)]]
+    found += _next_line_values(text)     # block scalars, next-line values, quoted, continued, sequences
+    found += _open_quote_values(text)    # triple-quoted and other quoted values spanning lines
+    found += _array_values(text)         # the items of an array under a secret name
+    found += _plain_continued_values(text)  # a plain scalar continued on deeper lines
+    found += _heredoc_hits(text)
+    for name, spans in found:
+        prio, kind = _found_kind(name)
+        out.extend((a, b, prio, kind) for a, b in spans)
+    return out
+
+
+def _found_kind(name: "str | None") -> "tuple[int, str]":
+    """(priority, kind) of a value found by its name (None: a neutral name, a random-looking value)."""
+    if name is None:
+        return _NEUTRAL_PRIORITY, "high-entropy-value"
+    return _ASSIGNMENT_PRIORITY, "password-assignment" if _password_family(name) else "secret-assignment"

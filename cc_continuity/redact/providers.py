@@ -2,17 +2,22 @@
 
 Armoured keys (PEM, PuTTY, age), then cloud providers, code hosting and registries, chat, AI providers,
 payments and SaaS, each from the vendor's own token documentation.  These come before every generic
-rule and win over them: a match is named by its provider.  The list changes when a vendor documents
-a new prefix.
+rule in :mod:`.rules`' table and win over them: a match is named by its provider.  The list changes
+when a vendor documents a new prefix; a rule's judge, where it has one, is beside it.
 """
 
 import re
 
-from .tokens import _random_token
+from .values import _random_token
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time typing is not imported
 if TYPE_CHECKING:
-    from .rule import Accept, Kind
+    from collections.abc import Callable
+
+    # A rule's spec, here and in :mod:`.rules`' generic rules: (kind, pattern, accept).
+    Accept = Callable[[re.Match[str]], bool]  # does this match hold a secret?
+    # A rule's kind: a name, or (group, {lower-cased group value: name} or a function of the match).
+    Kind = str | tuple[str, dict[str, str] | Callable[[re.Match[str]], str]]
 
 # A token starts and ends where its alphabet does.
 _B = r"(?<![A-Za-z0-9_\-])"
