@@ -41,9 +41,12 @@ S2 = "b2b2b2b2-0000-4000-8000-0000000000b2"
 
 
 def _foundation(rel):
-    """Is the package file ``rel`` (``cc_continuity/x.py``) one of the foundation's?"""
+    """Is the package file ``rel`` (``cc_continuity/x.py``) one of the foundation's?
+
+    (``cc_continuity/redact/*.py`` too: redact.py was a root module as of issue 27, cut into a folder since.)
+    """
     parts = rel.split(os.sep)
-    return len(parts) == 2 and parts[1][:-3] in FOUNDATION
+    return len(parts) == 2 and parts[1][:-3] in FOUNDATION or len(parts) == 3 and parts[1] == "redact"
 
 
 def trace(fn, domain=False):

@@ -18,8 +18,6 @@ MODULE_MAX, FUNCTION_MAX = 600, 60
 
 # module path (below cc_continuity/) -> why it is longer
 LONG_MODULES = {
-    "redact.py": "one table of ~100 rules read with their judges; to cut: words and judges, the rule table, "
-                 "the multi-line pass (issue 35, not done yet)",
     "rehearse/scripted_model.py": "a stand-alone script (python -m) with its scenario language; to cut: the "
                                   "HTTP server and the rule matcher",
     "rehearse/__init__.py": "the rehearsal's sandbox and its driver; to cut: the sandbox and the report",
@@ -34,8 +32,6 @@ LONG_MODULES = {
 
 # "module path:qualified name" -> why it is longer
 LONG_FUNCTIONS = {
-    "redact.py:_multiline_hits": "one pass over a text's lines with its carried state (issue 34's multi-line "
-                                 "values); to cut with redact.py",
     "hosts/claude/install.py:install": "plan, check and apply in one order that never leaves a hook without "
                                       "its files; to cut: plan and apply",
     "hosts/codex/install.py:install": "as hosts/claude/install.py's, for hooks.json and its trust",

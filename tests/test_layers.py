@@ -6,7 +6,8 @@ still ties the layers.  Four layers, each import pointing down:
 1. the root: the foundation, and what a tool call loads (the kernel: card, meter,
    session, ledger ...); it imports only the root;
 2. the domain, one folder each: ``snapshot/`` (the work-tree commit), ``rotation/``
-   (the protocol's steps and what they build on);
+   (the protocol's steps and what they build on), ``redact/`` (secrets masked before
+   text leaves the machine);
 3. the adapters, one folder per thing they talk to (tmux, ntfy, an agent host ...),
    each importing the domain and the adapters listed for it; they are ranked
    (:data:`ADAPTER_RANKS`): an adapter imports only adapters of a lower rank;
@@ -24,20 +25,24 @@ PKG_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 # Entry points: run as commands, they put the layers together.
 ENTRY = {"cli", "__main__", "statusmain"}
-DOMAIN = ("snapshot", "rotation")
+DOMAIN = ("snapshot", "rotation", "redact")
 # Besides the root and itself, what each folder may import.
 ALLOWED = {
     # -- the domain
     "snapshot": set(),                 # git and the root: nothing of the rotation
+    "redact": set(),                   # secrets masked before text leaves: the standard library only, no root module
     "holds": {"deps"},                 # the shell reading and what repeats would harm; tree-sitter where deps put it
-    "rotation": {"snapshot", "holds"},  # a checkpoint holds a work-tree snapshot (its job, its ref, its diff);
+    "rotation": {"snapshot", "holds", "redact"},  # a checkpoint holds a work-tree snapshot (its job, its ref, its
+                                       # diff); handoffs, bootstraps and snapshot messages are redacted;
                                        # the host it runs in is a port (rotation/host.py), never imported
     # -- optional features (above the domain; nothing below imports them: the protocol reaches them through ports)
-    "share": {"rotation", "holds"},    # sharing through a git remote: it publishes checkpoints (their manifest,
-                                       # effect records), claims one (the claim's bootstrap, revalidation)
+    "share": {"rotation", "holds", "redact"},  # sharing through a git remote: it publishes checkpoints (their
+                                       # manifest, effect records, the handoff redacted once more), claims one
+                                       # (the claim's bootstrap, revalidation)
     # -- adapters
-    "deps": set(),                     # the optional packages: where they are for this interpreter, their build
-                                       # (pip, uv, the package index); the root only, so any folder may ask it
+    "deps": {"redact"},                # the optional packages: where they are for this interpreter, their build
+                                       # (pip, uv, the package index: its URL and a failed build's output shown
+                                       # redacted); the root and redact/ only, so any folder may ask it
     "hosts": {"rotation", "holds", "snapshot", "share", "tmux", "notify", "deps", "install", "doctor"},
                                        # each agent is one folder (hosts/claude, hosts/codex): it fills the rotation's
                                        # ports from its own files and process, and holds its hook entry (one step per
@@ -46,14 +51,16 @@ ALLOWED = {
                                        # its packages' build; its install piece writes its files with install/'s
                                        # library, its doctor checks are rows on doctor/'s; setup.py and checkup.py
                                        # put the hosts' pieces together for the install and doctor verbs
-    "notify": {"deps"},                # the push spool and its flusher talk to the ntfy server and the root only
-                                       # (the flusher starts with the optional packages where they are)
+    "notify": {"deps", "redact"},      # the push spool and its flusher talk to the ntfy server and the root only
+                                       # (the flusher starts with the optional packages where they are); a push's
+                                       # text is redacted before it is spooled
     "tmux": {"rotation", "notify", "deps"},  # the rotator is the tmux hand-over (rotation/handover.py's plan);
                                        # a failed one pushes; a host's TUI is read by the screen reader its plan
                                        # names (hosts/ports.py writes it: tmux imports no host)
     "hooks": {"hosts"},                # the old name of Claude Code's hook entry (hosts/claude/hooks), kept one release
-    "watch": {"rotation", "share", "install", "tmux", "notify"},  # readings and hand-over plans; service files name the
-                                       # installed launcher (install.app); it types into panes, re-spawns a rotator
+    "watch": {"rotation", "share", "install", "tmux", "notify", "redact"},  # readings and hand-over plans; service
+                                       # files name the installed launcher (install.app); it types into panes (a log
+                                       # digest redacted), re-spawns a rotator
     "install": {"rotation", "share", "deps"},  # the library of every host's install piece (hosts/<name>/install.py,
                                        # given to it by hosts/setup.py: it names no host); uninstall --purge names
                                        # what stays on share remotes; install.py fills its venv the way a plugin
@@ -63,7 +70,7 @@ ALLOWED = {
                                        # wrote and the watchdog's service; --notify-test pushes once
     "rehearse": {"rotation", "install", "tmux"},  # it installs into a throwaway HOME and drives a real pane
     "commands": {"rotation", "snapshot", "share", "hosts", "install", "watch", "rehearse", "tmux", "notify",
-                 "doctor"},
+                 "doctor", "redact"},
 }
 
 # The adapters ranked, lowest first: an adapter imports only adapters of a lower rank, so none of one rank

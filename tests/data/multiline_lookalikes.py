@@ -3,7 +3,7 @@
 GitHub workflows with heredocs, Compose and Kubernetes manifests, Helm values, Terraform
 heredocs, Ansible vault blocks, Dockerfiles, Go raw strings, Python triple-quoted strings, lock
 files, JSON arrays of names and templates, JWKS public keys, Markdown notes, XML settings and SAML
-metadata -- written for tests/test_redact_multiline.py (the second round of issue 34).
+metadata -- written for tests/redact/test_redact_multiline.py (the second round of issue 34).
 """
 
 BENIGN = [

@@ -1,4 +1,4 @@
-"""Synthetic secrets of the right shape, for tests/test_redact.py.
+"""Synthetic secrets of the right shape, for tests/redact/test_redact.py.
 
 Every value is fake: built at import time from a fixed filler so that no
 complete credential-shaped literal sits in the repository (secret scanners on

@@ -5,7 +5,7 @@
 paste it: env lines, shell commands, config files in many syntaxes, URLs, HTTP headers, JSON,
 prose, other languages, wrapped lines.  ``BENIGN``: ordinary lines of a coding session that hold
 no secret: pytest node ids, hashes, paths, identifiers, versions, log lines, prose about secrets.
-Written for this corpus (issue 22); tests/test_redact_unseen.py holds the bar.
+Written for this corpus (issue 22); tests/redact/test_redact_unseen.py holds the bar.
 """
 
 import base64

@@ -19,7 +19,7 @@ from cc_continuity.install import app
 ROUNDS = int(os.environ.get("CC_CONTINUITY_RACE_ROUNDS", "5"))
 INSTALLS = 8
 MUST_EXIST = ("VERSION", "FINGERPRINT", "cc_continuity/hosts/claude/hooks/__init__.py",
-              "cc_continuity/statusmain.py", "cc_continuity/redact.py", "lib/requests/__init__.py")
+              "cc_continuity/statusmain.py", "cc_continuity/redact/__init__.py", "lib/requests/__init__.py")
 
 
 class Watcher(threading.Thread):

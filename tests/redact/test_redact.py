@@ -8,8 +8,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from cc_continuity import redact
+from helpers import TESTS
 
-_DATA = runpy.run_path(os.path.join(os.path.dirname(__file__), "data", "secrets_corpus.py"))
+_DATA = runpy.run_path(os.path.join(TESTS, "data", "secrets_corpus.py"))
 CORPUS = _DATA["CORPUS"]
 INNOCENT = _DATA["INNOCENT"]
 fake = _DATA["fake"]

@@ -10,9 +10,10 @@ import re
 import runpy
 
 from cc_continuity import redact
+from helpers import TESTS
 from helpers.redaction import leaked
 
-_DATA = runpy.run_path(os.path.join(os.path.dirname(__file__), "data", "unseen_corpus.py"))
+_DATA = runpy.run_path(os.path.join(TESTS, "data", "unseen_corpus.py"))
 SECRETS, BENIGN = _DATA["SECRETS"], _DATA["BENIGN"]
 _MARK = re.compile(r"\[REDACTED:[a-z0-9\-]+\]")
 

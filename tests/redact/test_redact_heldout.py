@@ -18,9 +18,10 @@ import os
 import runpy
 
 from cc_continuity import redact
+from helpers import TESTS
 from helpers.redaction import leaked
 
-_DATA = runpy.run_path(os.path.join(os.path.dirname(__file__), "data", "heldout34_corpus.py"))
+_DATA = runpy.run_path(os.path.join(TESTS, "data", "heldout34_corpus.py"))
 MULTILINE, VENDOR, BENIGN = _DATA["MULTILINE"], _DATA["VENDOR"], _DATA["BENIGN"]
 
 CAUGHT_AT_LEAST = 217   # of 222 (192 when measured blind)

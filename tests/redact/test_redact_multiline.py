@@ -18,6 +18,7 @@ import time
 import pytest
 
 from cc_continuity import redact
+from helpers import TESTS
 
 _R = random.Random(34)
 _AN = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
@@ -469,7 +470,7 @@ def test_a_strong_key_over_a_value_at_its_own_indentation():
         assert redact.find_secrets(benign) == [], benign
 
 
-_LOOKALIKES_34B = runpy.run_path(os.path.join(os.path.dirname(__file__), "data", "multiline_lookalikes.py"))["BENIGN"]
+_LOOKALIKES_34B = runpy.run_path(os.path.join(TESTS, "data", "multiline_lookalikes.py"))["BENIGN"]
 
 
 @pytest.mark.parametrize("text", _LOOKALIKES_34B, ids=[t.split("\n", 1)[0][:30] for t in _LOOKALIKES_34B])
