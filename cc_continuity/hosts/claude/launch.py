@@ -236,6 +236,9 @@ def _tmux_query(base, target, fmt, env):
 # start (it could not start: a bad option, no network), or with a failure status that
 # is not the user's own ^C / closed terminal.
 QUICK_EXIT_S = 5.0
+# A pane dead this soon after its report file was set up (_report_end, just before claude ran) has its launcher
+# still on the way: its tmux client may not be attached yet (a claude failing at once, on a loaded machine).
+ATTACHING_S = 30.0
 LAST_LINES = 20
 _USER_SIGNALS = (2, 1)  # SIGINT, SIGHUP
 _DEAD_NOTICE = "Pane is dead"  # tmux's own line at the bottom of a remain-on-exit pane
@@ -281,7 +284,12 @@ def _pane_died(argv):
     exit_path, tmux, socket, pane, status, sig, attached = argv
     base = [tmux, "-S", socket]
     try:
-        if attached not in ("", "0"):  # a detached session has no launcher waiting for it
+        fresh = time.time() - os.stat(exit_path).st_mtime < ATTACHING_S
+    except OSError:
+        fresh = False
+    try:
+        # A detached session has no launcher waiting for it, unless its launcher's client is still attaching.
+        if attached not in ("", "0") or fresh:
             shot = subprocess.run(base + ["capture-pane", "-p", "-J", "-S", "-", "-t", pane],
                                   stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                   timeout=10)

@@ -643,3 +643,30 @@ def test_the_installed_launcher_with_its_app_copy_gone_falls_through(world, dama
     lines = [line for line in out.splitlines() if "cc-continuity" in line]
     assert len(lines) == 1 and "starting claude without it" in lines[0], out
     assert "Traceback" not in out, out
+
+
+def test_a_pane_dead_before_its_client_attached_still_reports_its_last_lines(tmp_path):
+    """A claude failing at once can die before the launcher's tmux client has attached (seen under a loaded
+    suite: the pane-died hook got session_attached 0 and recorded nothing, so the user saw no line of the
+    failure).  A report file set up moments ago means a launcher is on its way: the screen is recorded.  An old
+    one (a session left detached long ago) records nothing: no launcher waits for it."""
+    fake = tmp_path / "tmux"
+    calls = tmp_path / "calls"
+    fake.write_text("#!/bin/sh\necho \"$@\" >> %s\ncase \"$*\" in *capture-pane*) printf 'line 1\\nfatal: x\\n';; "
+                    "esac\n" % calls)
+    fake.chmod(0o755)
+    exit_path = str(tmp_path / "exit.json")
+    with open(exit_path, "w") as f:
+        json.dump({"pid": 1, "socket": "/s"}, f)  # what _report_end wrote just before claude ran
+    assert launch._pane_died([exit_path, str(fake), "/s", "%1", "3", "", "0"]) == 0
+    with open(exit_path) as f:
+        assert json.load(f) == {"status": 3, "signal": None, "lines": ["line 1", "fatal: x"]}
+    assert "kill-pane" in calls.read_text()
+    with open(exit_path, "w") as f:
+        json.dump({"pid": 1, "socket": "/s"}, f)
+    old = time.time() - launch.ATTACHING_S - 5
+    os.utime(exit_path, (old, old))
+    assert launch._pane_died([exit_path, str(fake), "/s", "%1", "3", "", "0"]) == 0
+    with open(exit_path) as f:
+        assert json.load(f) == {"pid": 1, "socket": "/s"}  # nothing recorded for nobody
+    assert calls.read_text().count("kill-pane") == 2
