@@ -289,3 +289,22 @@ def test_uninstall_ends_a_running_build_before_its_folder_goes(tmp_path):
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_a_build_that_waited_while_another_failed_does_not_try_again(tmp_path):
+    """Two prompts in quick succession can each start a build (the first has not taken the lock yet).  The
+    one that waited finds the other's failure, newer than its own start: it leaves that record (and whether
+    the user was shown it) as it is, so the user is told once, not once per build."""
+    from cc_continuity.deps import build
+
+    data = tmp_path / "data"
+    data.mkdir()
+    final = deps.env_dir(str(data))
+    os.makedirs(os.path.dirname(final), mode=0o700)
+    record = {"at": time.time(), "why": "403 from the index", "fix": "cc-continuity doctor --fix", "shown": True}
+    with open(final + ".failed", "w") as f:
+        json.dump(record, f)
+    with pytest.raises(build.BuildError, match="a build started beside this one failed while it waited: 403"):
+        build.build(str(data), after=record["at"] - 1)
+    assert deps.failure(final) == record and not [n for n in os.listdir(os.path.dirname(final))
+                                                  if n.startswith(".build-")]

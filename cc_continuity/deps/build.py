@@ -39,7 +39,7 @@ import urllib.parse
 import urllib.request
 
 from .. import atomic, paths, procs, redact, safefile
-from . import COMPLETE, IMPORTS, LOCK_FILE, complete, env_dir, envs_dir, site_dir
+from . import COMPLETE, IMPORTS, LOCK_FILE, complete, env_dir, envs_dir, failure, site_dir
 
 # pip's own wheel, for an interpreter without ensurepip (Debian without python3-venv): from the index.
 PIP_WHEEL = "pip-26.3-py3-none-any.whl"
@@ -252,10 +252,13 @@ def pinned(lock):
         return [line.split("==", 1)[0].strip() for line in f if "==" in line and not line.lstrip().startswith("#")]
 
 
-def build(data, python=None, say=print, env=None, lock=LOCK_FILE):
+def build(data, python=None, say=print, env=None, lock=LOCK_FILE, after=None):
     """Build the environment for ``python`` (default: this one) under ``data``; its path.  Raises
     BuildError (recorded in ``<name>.failed``) when it cannot.  ``lock``: another lock (a developer's;
-    its every pinned name must import as itself, ``-`` read as ``_``)."""
+    its every pinned name must import as itself, ``-`` read as ``_``).  ``after``: when this build was
+    asked for (the detached job's start); a build that failed after that, while this one waited for
+    the lock, is not tried again now (two prompts in quick succession can each start one): its
+    record, and whether the user was shown it, stay as they are."""
     imports = IMPORTS if lock == LOCK_FILE else [n.replace("-", "_") for n in pinned(lock)]
     python = os.path.realpath(python or sys.executable)
     version = _version(python)
@@ -265,6 +268,10 @@ def build(data, python=None, say=print, env=None, lock=LOCK_FILE):
         fcntl.flock(held, fcntl.LOCK_EX)
         if complete(final) is not None:
             return final
+        failed = failure(final)
+        if after is not None and failed is not None and isinstance(failed.get("at"), (int, float)) \
+                and failed["at"] >= after:
+            raise BuildError("a build started beside this one failed while it waited: %s" % failed.get("why"))
         _sweep(root)
         tmp = os.path.join(root, ".build-%d" % os.getpid())
         t0 = time.monotonic()
@@ -344,9 +351,10 @@ def main(argv=None):
     ap.add_argument("--python", help="the interpreter to build for (default: this one)")
     ap.add_argument("--lock", default=LOCK_FILE, help="the lock to install (default: the one shipped)")
     args = ap.parse_args(argv)
+    asked = time.time()
     try:
         procs.yield_cpu(10)  # it runs while the user works
-        build(args.data, args.python, lock=args.lock)
+        build(args.data, args.python, lock=args.lock, after=asked)
     except BuildError as e:
         print("deps: %s" % e, file=sys.stderr)
         return 1
