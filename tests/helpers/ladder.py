@@ -180,6 +180,35 @@ class Ladder:
         return self
 
 
+class Frozen:
+    """The *verified* rung with S1 ended by /clear, frozen once and put back per case: for the tests whose
+    successor's hooks are killed, crashed or cut, case after case (``restore``).  The successor S2 has no
+    transcript after a restore (a subclass writes the one its cases start from)."""
+
+    def __init__(self, verified, root):
+        self.drv = verified.drv
+        assert verified.end(S1, reason="clear") is None
+        wait_for_snapshot_jobs(self.drv.cc_home)
+        self.frozen = root / "frozen"
+        for name, path in self._trees().items():
+            shutil.copytree(path, self.frozen / name, symlinks=True)
+
+    def _trees(self):
+        return {"cc": self.drv.cc_home, "git": os.path.join(self.drv.root, ".git")}
+
+    def restore(self):
+        wait_for_snapshot_jobs(self.drv.cc_home)
+        for name, path in self._trees().items():
+            shutil.rmtree(path)
+            shutil.copytree(self.frozen / name, path, symlinks=True)
+        self.drv.transcripts.pop(S2, None)
+        try:
+            os.unlink(self.drv.transcript(S2).path)
+        except FileNotFoundError:
+            pass
+        self.drv.transcripts.pop(S2, None)
+
+
 # -- the world of *verified*, built once, copied per test -----------------------------------------
 
 class World:

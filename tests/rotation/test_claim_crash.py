@@ -14,13 +14,12 @@ before the claim is the ladder's *verified* rung (tests/helpers/ladder.py), clea
 """
 
 import os
-import shutil
 import signal
 import time
 
 from cc_continuity import ledger, session
-from helpers.hookdriver import WriteFaults, file_contains, tokens_at, wait_for_snapshot_jobs
-from helpers.ladder import S1, S2
+from helpers.hookdriver import WriteFaults, file_contains, tokens_at
+from helpers.ladder import S1, S2, Frozen
 
 S3 = "c3c3c3c3-0000-4000-8000-000000000003"
 
@@ -30,27 +29,15 @@ def continuing(out):
     return "Continuing from cp-001" in ctx
 
 
-class World:
+class World(Frozen):
     """S1 verified (the ladder's rung) and cleared; S2's SessionStart(clear) is the claim under test."""
 
     def __init__(self, verified, tmp_path):
-        self.drv = drv = verified.drv
-        assert verified.end(S1, reason="clear") is None
-        drv.transcript(S2).assistant(tokens_at(5))
-        self.frozen = tmp_path / "frozen"
-        for name, path in self._trees().items():
-            shutil.copytree(path, self.frozen / name, symlinks=True)
-
-    def _trees(self):
-        return {"cc": self.drv.cc_home, "git": os.path.join(self.drv.root, ".git")}
+        super().__init__(verified, tmp_path)
+        self.drv.transcript(S2).assistant(tokens_at(5))
 
     def restore(self):
-        wait_for_snapshot_jobs(self.drv.cc_home)
-        for name, path in self._trees().items():
-            shutil.rmtree(path)
-            shutil.copytree(self.frozen / name, path, symlinks=True)
-        self.drv.transcripts.pop(S2, None)
-        os.unlink(self.drv.transcript(S2).path)
+        super().restore()
         self.drv.transcript(S2).assistant(tokens_at(5))
 
     def play_on(self):

@@ -28,8 +28,8 @@ import uuid
 import pytest
 
 from cc_continuity import ledger, session
-from helpers.hookdriver import FAILED_OPEN, compact, tokens_at, wait_for_snapshot_jobs
-from helpers.ladder import S1, S2
+from helpers.hookdriver import FAILED_OPEN, compact, tokens_at
+from helpers.ladder import S1, S2, Frozen
 
 NEEDLE = "Continuing from cp-001"
 
@@ -95,32 +95,12 @@ class Claude:
         return n
 
 
-class World:
+class World(Frozen):
     """S1 verified (the ladder's rung, manual driver) and cleared; then S2, the successor, under test."""
 
-    def __init__(self, verified, root):
-        self.drv = drv = verified.drv
-        assert verified.end(S1, reason="clear") is None
-        wait_for_snapshot_jobs(drv.cc_home)
-        self.frozen = root / "frozen"
-        for name, path in self._trees().items():
-            shutil.copytree(path, self.frozen / name, symlinks=True)
-
-    def _trees(self):
-        return {"cc": self.drv.cc_home, "git": os.path.join(self.drv.root, ".git")}
-
     def restore(self):
-        wait_for_snapshot_jobs(self.drv.cc_home)
-        for name, path in self._trees().items():
-            shutil.rmtree(path)
-            shutil.copytree(self.frozen / name, path, symlinks=True)
-        self.drv.transcripts.pop(S2, None)
+        super().restore()
         self.log_start = self.drv._log_size()
-        try:
-            os.unlink(self.drv.transcript(S2).path)
-        except FileNotFoundError:
-            pass
-        self.drv.transcripts.pop(S2, None)
 
     def rotation(self, faults, path_prefix=None):
         """The successor's first turn with the hooks in ``faults`` killed; what its model saw, and when."""
