@@ -96,6 +96,10 @@ class Context:
     def renew_leases(self, sdir: str) -> None:
         """A turn ended: renew the remote leases held for this project's work when they are due."""
 
+    def tidy_at_startup(self) -> None:
+        """A session registered at startup: the host sweeps what only it keeps (Claude Code: the twin check's
+        markers of calls long handled).  Off any rotation's path."""
+
     def claim_gate(self, n: int, name: str, cands: list[int]) -> ClaimGate | None:
         """Before session ``n`` claims one of ``cands`` (under the project lock): the gate that asks the
         remote first when one of them was published, else None (the claim is local)."""

@@ -94,7 +94,7 @@ def session_started(ctx: Context) -> Output | None:
         ctx.log(sdir, {"ev": "offer_withdrawn", "why": "resumed in a new process"})  # never for this process
     if source == "startup":
         ctx.push(rec, "session-started", source)
-        _sweep()
+        _sweep(ctx)
     warning = _boundary_warning(ctx) if source == "startup" else None
     text = None
     if source == "resume" and rec.get("resumed_from") is not None and rec.get("source") == "resume" \
@@ -117,8 +117,10 @@ def session_started(ctx: Context) -> Output | None:
     return out or None
 
 
-def _sweep() -> None:
-    """Hand-overs long done (at startup, never on a rotation's path)."""
+def _sweep(ctx: Context) -> None:
+    """Hand-overs long done and what the host keeps of calls long handled (at startup, never on a rotation's
+    path)."""
+    ctx.tidy_at_startup()
     handover.sweep_handovers()
 
 

@@ -22,7 +22,7 @@ from ..ports import HookPorts
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time nothing is imported
 if TYPE_CHECKING:
-    from collections.abc import Iterator, Mapping
+    from collections.abc import Callable, Iterator, Mapping
     from typing import Any
 
     Call = Any  # a hook call (cc_continuity.hosts.claude.hooks.Call: event, payload, env, outcome, after_output ...)
@@ -232,8 +232,9 @@ class HookContext(HookPorts):
 
     session_id: str  # hooks.dispatch runs no handler without a usable session id (the same check as here)
 
-    def __init__(self, call: "Call") -> None:
+    def __init__(self, call: "Call", tidy: "Callable[[], object] | None" = None) -> None:
         self.call = call
+        self.tidy = tidy  # what a startup sweeps (SessionStart's: the router's twin markers, hooks.sweep)
         super().__init__(call.event, call.payload, call.env, host=CLAUDE)
         self.after_output = call.after_output  # hooks.main runs them once the answer is written
 
@@ -245,6 +246,10 @@ class HookContext(HookPorts):
     @outcome.setter
     def outcome(self, value: str) -> None:
         self.call.outcome = value
+
+    def tidy_at_startup(self) -> None:
+        if self.tidy is not None:
+            self.tidy()
 
     @property
     def agent_version(self) -> str | None:

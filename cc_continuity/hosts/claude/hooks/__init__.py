@@ -211,7 +211,7 @@ def _session_of(raw: "bytes") -> "object":
 #   a wiring is handled only when no other wiring has already had its n-th.
 #
 # Standard library and one syscall on the per-tool-call path; markers older than
-# ``KEEP_S`` are swept by :func:`sweep` (a startup's SessionStart, off the hot path).
+# ``KEEP_S`` are swept by :func:`sweep` (a startup's registration: the port HookContext.tidy_at_startup, given it by SessionStart).
 
 KEYED = {"PreToolUse": "tool_use_id", "PostToolUse": "tool_use_id", "PostToolUseFailure": "tool_use_id"}
 ONLY_ONE_WIRING = frozenset(("ModHello", "ModTurnEnd", "ModCompact", "ModDone"))  # the mod calls once

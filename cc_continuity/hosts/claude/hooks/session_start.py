@@ -5,7 +5,7 @@ SessionEnd(clear) seen just before names the predecessor.  On clear,
 startup and resume the latest claimable checkpoint of the project is
 claimed (exactly once, under the project lock) and the bootstrap text is
 returned as ``additionalContext``.  The rotator waits for the started-marker
-written here.  At a startup the twin check's old markers are swept.
+written here.
 """
 
 from ....rotation import start
@@ -20,8 +20,5 @@ if TYPE_CHECKING:
 
 
 def handle(call: "Call") -> "dict[str, Any] | None":
-    ctx = HookContext(call)
-    out = plugin_env.noted(ctx, start.session_started(ctx))
-    if call.payload.get("source") == "startup" and ctx.outcome.startswith("registered"):
-        sweep()  # the markers of calls long handled (the twin check's: off any rotation's path)
-    return out
+    ctx = HookContext(call, tidy=sweep)
+    return plugin_env.noted(ctx, start.session_started(ctx))
