@@ -2,12 +2,15 @@
 
 import os
 import runpy
+import subprocess
+import sys
 import time
 
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from cc_continuity import redact
+from cc_continuity.redact import rules
 from helpers import TESTS
 
 _DATA = runpy.run_path(os.path.join(TESTS, "data", "secrets_corpus.py"))
@@ -273,3 +276,18 @@ _ABOUT_SECRETS = [
 def test_ordinary_strings_next_to_secret_words_are_left_alone(template, value):
     text = template.format(x=value)
     assert redact.find_secrets(text) == [], (text, redact.redact(text))
+
+
+def test_a_rule_is_compiled_only_when_a_text_holds_its_literals():
+    """Compiling the whole table at import cost 20-45 ms in each process that redacts (the verifying Stop,
+    the claim); a rule with literals is compiled the first time a text holds one of them."""
+    code = ("from cc_continuity.redact import rules, redact\n"
+            "print(sum(r._regex is not None for r in rules._RULES))\n"
+            "redact('plain words and nothing else')\n"
+            "print(sum(r._regex is not None for r in rules._RULES))\n"
+            "redact('token ghp_' + 'a1B2' * 9)\n"
+            "print(sum(r._regex is not None for r in rules._RULES), len(rules._RULES))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    at_import, plain, after_ghp, table = map(int, out)
+    without_literals = sum(1 for r in rules._RULES if not r.needles)
+    assert at_import == 0 and plain == without_literals and plain < after_ghp < table // 2, out
