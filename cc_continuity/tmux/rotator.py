@@ -86,6 +86,8 @@ DEFAULT_RETRIES = 3
 MAX_RETRIES = 10
 POLL_S = 0.05
 DRAFT_POLL_S = 0.25
+STANDBY_DELAY_S = 1.0
+PANE_WATCH_S = 1.0  # standing by for the mod: how often the pane's program is asked of tmux
 SUBMIT_S = 0.5  # an Enter that took empties the box within this
 # Claude Code 2.1.331+: /clear typed while a subagent's view is in front asks first
 # ("/clear acts on the main conversation, not this agent", starting on No).
@@ -204,13 +206,16 @@ class AgentProcess:
         if self.started is None:
             raise AgentGone("%s %d has exited" % (name, pid))
 
-    def check(self, pane):
-        """Raise AgentGone unless this very process is alive and is (or runs under) the pane's program."""
+    def check(self, pane, pane_too=True):
+        """Raise AgentGone unless this very process is alive and is (or runs under) the pane's program
+        (``pane_too=False``: alive, without asking tmux)."""
         now = procs.start_time(self.pid)
         if now is None:
             raise AgentGone("%s %d has exited" % (self.name, self.pid))
         if now != self.started:
             raise AgentGone("%s %d has exited (its pid now belongs to another process)" % (self.name, self.pid))
+        if not pane_too:
+            return
         owner = pane.pane_pid()
         if owner != self.pid and owner not in procs.ancestors(self.pid):
             raise AgentGone("%s %d is no longer the program in pane %s" % (self.name, self.pid, pane.pane_id))
@@ -227,6 +232,7 @@ class Rotator:
         self.attempts = plan["retries"] + 1
         self.t0 = time.monotonic()
         self.agent = agent
+        self._pane_watched = float("-inf")  # when _watch last asked tmux
         self.draft = None  # the user's unsent text we cut from the predecessor's box
         # A rotator standing by for the mod has no hand-over until it wins the offered one
         # (handover.take_handover): until then the session's record is not its to change.
@@ -285,6 +291,19 @@ class Rotator:
         faults.fail("rotator:check")  # (tests: a rotator that cannot even look at its pane)
         if self.agent is not None:
             self.agent.check(self.pane)
+
+    def _watch(self):
+        """While the mod hands over: the agent checked at every poll (a /proc read), its pane through tmux
+        once every PANE_WATCH_S.  A tmux call at every 50 ms poll took CPU from the agent's own /clear
+        and first request on a 2-core machine (bench/p4.py)."""
+        faults.fail("rotator:check")
+        if self.agent is None:
+            return
+        now = time.monotonic()
+        pane_too = now >= self._pane_watched + PANE_WATCH_S
+        self.agent.check(self.pane, pane_too)
+        if pane_too:
+            self._pane_watched = now
 
     def _box(self):
         return self.pane.input_text(self.pane.capture())
@@ -501,7 +520,7 @@ class Rotator:
         if not wait or not sid:
             return False
         self.note("standby", s=wait)
-        _wait_for(lambda: (self._check() or True) and (
+        _wait_for(lambda: (self._watch() or True) and (
             os.path.exists(self.plan["started_marker"]) or handover.handover_holder(sid) == "mod"), wait)
         if handover.take_handover(sid, "tmux"):
             self.owns = True
@@ -521,7 +540,7 @@ class Rotator:
         back (its ModDone failed) and it is ours now, so we type the step ourselves."""
         sid = self.plan["session_id"]
         back = lambda: handover.handover_holder(sid) is None
-        if _wait_for(lambda: (self._check() or True) and (done() or back()), self.timeouts[timeout]) and done():
+        if _wait_for(lambda: (self._watch() or True) and (done() or back()), self.timeouts[timeout]) and done():
             return True
         if back() and handover.take_handover(sid, "tmux"):
             self.owns = True
@@ -721,7 +740,7 @@ class _pane_lock:
         os.close(self.fd)
 
 
-def spawn(plan_path, log_path=None):
+def spawn(plan_path, log_path=None, delay_s=0.0):
     """Start ``python -m cc_continuity.tmux.rotator <plan>`` fully detached; return its pid.
 
     Own session (no controlling terminal, not killed with the hook's process
@@ -734,8 +753,11 @@ def spawn(plan_path, log_path=None):
     if log_path:
         out = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, paths.FILE_MODE)
     try:
+        argv = [sys.executable, "-m", handover.ROTATOR_MODULE, plan_path]
+        if delay_s:
+            argv = ["/bin/sh", "-c", 'sleep "$0" && exec "$@"', "%g" % delay_s] + argv
         proc = subprocess.Popen(
-            [sys.executable, "-m", handover.ROTATOR_MODULE, plan_path],
+            argv,
             stdin=subprocess.DEVNULL, stdout=out, stderr=out if log_path else subprocess.DEVNULL,
             cwd="/", env=env, start_new_session=True, close_fds=True,
         )
@@ -754,7 +776,7 @@ def start(rec, sdir, cfg, successor_name, project_lock=None, standby_s=None, rea
     path = session.rotator_plan_path(sdir)
     atomic.write_text(path, json.dumps(p, indent=2) + "\n")
     paths.ensure_dir(paths.logs_dir())
-    return spawn(path, log_path=paths.logs_dir() + "/rotator.log")
+    return spawn(path, log_path=paths.logs_dir() + "/rotator.log", delay_s=STANDBY_DELAY_S if standby_s else 0.0)
 
 
 def _note_bad_plan(path, error):

@@ -378,7 +378,7 @@ def test_each_host_hands_the_rotator_its_screen_reader_in_the_plan(tmp_path, mon
     rec = {"number": 4, "session_id": "s", "tmux_socket": "/tmp/s", "tmux_pane": "%1", "pid": os.getpid()}
     cfg = config.load(str(tmp_path))
     started = []
-    monkeypatch.setattr(rotator, "spawn", lambda path, log_path=None: started.append(path) or 4242)
+    monkeypatch.setattr(rotator, "spawn", lambda path, log_path=None, delay_s=0.0: started.append(path) or 4242)
     for host, reader, screen in (("claude", ports.HookPorts.SCREEN_READER, ClaudeScreen),
                                  ("codex", CodexContext.SCREEN_READER, CodexScreen)):
         sdir = tmp_path / host
@@ -577,6 +577,45 @@ def test_when_the_mod_takes_the_hand_over_the_rotator_types_nothing(server, tmp_
     assert ("standby_over" in steps and "clear_sent" not in steps and "continuation_sent" not in steps)
     assert [r.get("by") for r in s.records() if r["step"] in ("standby_over", "started")] == ["mod", "mod"]
     assert [r.get("via") for r in s.records() if r["step"] == "delivered"] == ["mod"]
+
+
+def test_standing_by_the_rotator_asks_tmux_about_its_pane_once_a_second(server, tmp_path):
+    """While the mod may be handing over, the rotator watches the agent through /proc at every poll and
+    its pane through tmux once every PANE_WATCH_S: a tmux call every 50 ms took CPU from the agent's
+    own /clear and first request (bench/p4.py)."""
+    calls = tmp_path / "tmux-calls"
+    wrapper = tmp_path / "tmux"
+    wrapper.write_text('#!/bin/sh\necho "$*" >> %s\nexec %s "$@"\n' % (calls, server.tmux_bin))
+    wrapper.chmod(0o755)
+    s = _standby_setup(server, tmp_path, standby_s=2.0)
+    s.plan.update(claude_pid=s.run.pid(), tmux_bin=str(wrapper))
+    with open(s.plan_path, "w") as f:
+        json.dump(s.plan, f)
+    res = s.rotate()
+    assert res.returncode == 0, res.stderr
+    assert [r["by"] for r in s.records() if r["step"] == "standby_over"] == ["tmux"]  # it stood by 2 s
+    asked = calls.read_text().splitlines()
+    standing = asked[:next(i for i, line in enumerate(asked) if "send-keys" in line or "capture-pane" in line)]
+    pane_pids = [line for line in standing if "#{pane_pid}" in line]
+    assert 1 <= len(pane_pids) <= 2 + int(2.0 / rotator.PANE_WATCH_S), standing  # 40 at one per poll
+
+
+def test_a_standby_rotator_starts_after_its_delay_as_the_same_process(server, tmp_path):
+    s = _standby_setup(server, tmp_path, standby_s=0.5)
+    log = str(tmp_path / "rotator.log")
+    t0 = time.time()
+    pid = rotator.spawn(s.plan_path, log, delay_s=1.0)
+    try:
+        assert wait_for(lambda: "renamed" in s.steps(), 30), s.steps()
+        begin = s.records()[0]
+        assert begin["step"] == "begin" and begin["pid"] == pid  # the shell that waited exec'd the rotator
+        assert begin["ts"] - t0 >= 1.0, begin["ts"] - t0
+        assert s.run.submitted() == ["/clear", CONTINUATION]  # nobody took the offer: the rotator did
+    finally:
+        try:
+            os.waitpid(pid, 0)
+        except ChildProcessError:
+            pass
 
 
 def test_a_mod_that_cleared_then_failed_gives_back_and_the_rotator_types_the_continuation(server, tmp_path):
