@@ -38,6 +38,9 @@ LATE_WAIT_S = 30.0  # the late Stop (async: nobody waits for it) waits this long
 LATE_SYNC_WAIT_S = 10.0  # and this long for the Stop hook's ledger line of the same turn end
 
 
+IN_PROCESS = ("mod",)  # drivers that clear at once in the agent's process: the snapshot is not waited for (P4)
+
+
 STATE_FOR_LEVEL = {"warn": session.WARNED, "rotate": session.ROTATION_PENDING, "hard": session.ROTATION_PENDING}
 
 
@@ -387,7 +390,9 @@ def checkpoint_and_hand_over(ctx: Context, n: int, sdir: str, check: Validation,
     is alive (it hands over at the turn's end, in-process; a tmux rotator stands by in case it
     does not), else the tmux rotator, else the user's own /clear.  The ledger and the record say
     which.  ``snapshot_wait_s``: how long the work-tree snapshot is waited for (default
-    ``snapshot_hook_wait_s``; its job finishes it either way).  A session that left
+    ``snapshot_hook_wait_s``, and 0 for a driver that clears in the agent's process at once, as
+    the mod does: the successor's first request does not wait for it, its tools that change
+    files do; its job finishes it either way).  A session that left
     HANDOFF_REQUESTED meanwhile (another hook verified it first) is left as it is.
     """
     snap = checkpoint.facts(sdir)
@@ -397,11 +402,13 @@ def checkpoint_and_hand_over(ctx: Context, n: int, sdir: str, check: Validation,
             ctx.log(sdir, {"ev": "checkpoint_skipped", "state": rec["state"], "by": ctx.event})
             ctx.outcome = "checkpoint already made (%s)" % rec["state"]
             return None
-        summary = _make_checkpoint(ctx, n, sdir, rec, check, degraded, tries, snap, snapshot_wait_s)
-        successor_name = proj.session_name(proj.peek_next_number())
         driver = driver or ctx.own_driver()
         tmux_ok = driver not in ("headless", "manual") and ctx.can_drive(rec)
         driver = driver or handover.choose_driver(rec, ctx.cfg, tmux_ok)
+        if snapshot_wait_s is None and driver in IN_PROCESS:
+            snapshot_wait_s = 0.0
+        summary = _make_checkpoint(ctx, n, sdir, rec, check, degraded, tries, snap, snapshot_wait_s)
+        successor_name = proj.session_name(proj.peek_next_number())
         _offer(ctx, sdir, rec, summary, driver, successor_name)
     ctx.push(rec, "checkpoint-verified", "%s %s" % (summary["id"], "degraded" if degraded else "valid"))
     ctx.outcome = "checkpoint %s verified%s, driver %s" % (summary["id"], " (degraded)" if degraded else "", driver)
