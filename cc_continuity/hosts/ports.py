@@ -32,6 +32,8 @@ class HookPorts(context.Context):
     SCREEN_READER: str | None = None
 
     def deliver(self, push: "dict[str, Any]") -> None:
+        if not self.cfg.get("ntfy_url"):  # pushes off: notify (subprocess, urllib: ~12 ms) is not imported
+            return
         from .. import notify  # (when a push goes out: the mod's every turn does not pay for it)
 
         notify.emit(push["event"], slug=push["slug"], session=push["session"], ratio=push["ratio"],

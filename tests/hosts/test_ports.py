@@ -1,0 +1,56 @@
+"""The ports every host's hook context shares (hosts/ports.py): a push goes to the notifier only when pushes
+are on, and only then is the notifier loaded (its subprocess and urllib cost a rotation's Stop and the
+successor's first prompt ~12 ms: bench/p4.py)."""
+
+import json
+import os
+import subprocess
+import sys
+
+import psutil
+
+from cc_continuity import config, notify, paths
+from helpers.ntfy import Ntfy
+
+DELIVER = """
+import json, sys
+from cc_continuity.hosts.ports import HookPorts
+from cc_continuity.rotation.host import Host
+ports = HookPorts("Stop", {}, host=Host())
+ports._cfg = {"ntfy_url": sys.argv[1] or None, "ntfy_token": None, "notify_events": ["all"]}
+ports.deliver({"event": "checkpoint-verified", "slug": "demo", "session": 3, "ratio": 0.66, "text": "cp-003 valid",
+               "project_root": sys.argv[2]})
+print(json.dumps("cc_continuity.notify" in sys.modules))
+"""
+
+
+def deliver(url, root):
+    out = subprocess.run([sys.executable, "-c", DELIVER, url, root], capture_output=True, text=True, timeout=60,
+                         env=dict(os.environ, PYTHONPATH=os.environ.get("PYTHONPATH", "")))
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+def test_with_pushes_off_the_notifier_is_not_even_loaded(tmp_path):
+    assert deliver("", str(tmp_path)) is False
+    assert notify.spooled() == []
+
+
+def test_with_pushes_on_the_push_goes_out(monkeypatch, tmp_path):
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    server = Ntfy()
+    server.start()
+    try:
+        config.update_global({"ntfy_url": server.url})
+        assert deliver(server.url, str(tmp_path)) is True
+        [req] = server.wait_for(1)
+        assert req["body"].startswith("cp-003 valid\ndemo-003 · ctx 66%"), req["body"]
+    finally:
+        server.stop()
+        for proc in psutil.process_iter(["cmdline", "environ"]):  # the flusher it started, once done
+            if "cc_continuity.notify" in " ".join(proc.info["cmdline"] or ()) \
+                    and (proc.info["environ"] or {}).get("CC_CONTINUITY_HOME") == paths.home():
+                try:
+                    proc.kill()
+                except psutil.Error:
+                    pass
