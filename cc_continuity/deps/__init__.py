@@ -25,13 +25,13 @@ few stats and one small read per call.
 """
 
 import fcntl
-import hashlib
 import json
 import os
 import sys
 import time
 
 from .. import atomic, paths, procs
+from ..digest import sha256  # (not hashlib: its OpenSSL binding costs a plugin's every prompt ~3 ms)
 
 LOCK_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "requirements.lock")
 # The packages asked for (the lock pins them and what they need); what a built environment must import.
@@ -48,14 +48,14 @@ def lock_digest():
     global _digest
     if _digest is None:
         with open(LOCK_FILE, "rb") as f:
-            _digest = hashlib.sha256(f.read()).hexdigest()[:16]
+            _digest = sha256(f.read()).hexdigest()[:16]
     return _digest
 
 
 def env_name(python, version):
     """The folder name for ``python`` (its realpath) at ``version`` ("3.11") and this lock."""
     key = "%s\0%s\0%s" % (os.path.realpath(python), version, lock_digest())
-    return "py%s-%s" % (version, hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:12])
+    return "py%s-%s" % (version, sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:12])
 
 
 def plugin_data(env=None):
