@@ -209,7 +209,7 @@ def main(argv=None):
         print(" ".join("%8s" % ("-" if r.get(k) is None else r[k]) for k in keys))
     med = {k: statistics.median([r[k] for r in rows if r.get(k) is not None]) for k in keys
            if any(r.get(k) is not None for r in rows)}
-    print(" ".join("%8s" % med.get(k, "-") for k in keys), " (median)")
+    print(" ".join("%8s" % (round(med[k], 2) if k in med else "-") for k in keys), " (median)")
 
 
 if __name__ == "__main__":
