@@ -25,10 +25,17 @@ def _named(ref):
     return getattr(importlib.import_module(module), name)
 
 
+# A host folder still being built, by its issue: it has no hook entry yet, so it decides no tool call.
+BEING_BUILT = {"gemini": "issue 36: its session file and port are in; its hook entry, install and doctor come next"}
+
+
 def test_the_registry_lists_every_host_folder():
     folders = sorted(d for d in os.listdir(HOSTS_DIR)
                      if os.path.isdir(os.path.join(HOSTS_DIR, d)) and d != "__pycache__")
-    assert sorted(hosts.HOSTS) == folders
+    assert sorted(hosts.HOSTS) == sorted(set(folders) - set(BEING_BUILT))
+    for name in BEING_BUILT:  # a folder with a hook entry is a host: in the registry, or this test fails
+        assert name in folders and name not in hosts.HOSTS
+        assert not any(os.path.exists(os.path.join(HOSTS_DIR, name, entry)) for entry in ("hooks.py", "hooks"))
     for name, (host, _) in hosts.HOSTS.items():
         cls = _named(host)
         assert issubclass(cls, port.Host) and cls.name == name
