@@ -51,7 +51,6 @@ LONG_FUNCTIONS = {
     "rotation/turn.py:turn_ended": "the turn's end in protocol order",
     "hosts/claude/launch.py:_plan": "the trampoline's plan, standard library only (python -I)",
     "watch/liveness.py:Scanner._observe": "one session's observation from its record and files",
-    "hosts/codex/wire.py:parse": "Codex's payload shapes, one case each",
 }
 
 
@@ -119,7 +118,7 @@ OWN_EXCEPTIONS = {
     "tmux/rotator.py:_Busy": "another rotator holds the pane: the rotator exits quietly (never an error shown)",
     "install/bootstrap.py:BootstrapError": "install.py's first step runs before the package can be imported",
     "hosts/codex/appserver.py:AppServerError": "the Codex app server's protocol, turned into a reason by its caller",
-    "hosts/codex/wire.py:PayloadError": "a Codex payload that is not Codex's: the hook logs it and exits 0",
+    "hosts/__init__.py:PayloadError": "a payload that is not its host's: the hook logs it and exits 0",
     "deps/build.py:BuildError": "a package build that failed: logged, the feature degrades without it",
 }
 

@@ -273,6 +273,6 @@ def _answer(event: str, raw: bytes) -> "hosts.Answer":
     """:func:`answer` for the runner: a payload that is not Codex's is one log line, not an error."""
     try:
         out, outcome, sid, after = answer(event, raw)
-    except wire.PayloadError as e:
+    except hosts.PayloadError as e:
         return None, "bad payload: %s" % str(e)[:120], None, (), None
     return out, outcome, sid, after, None

@@ -25,6 +25,8 @@ request).  No answer clears the thread or starts a new one (the reference): the 
 """
 
 from ... import fastjson
+from .. import PayloadError, payload_object
+from .. import payload_str as _str
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time nothing is imported (hot path)
 if TYPE_CHECKING:
@@ -40,23 +42,6 @@ BYTES_PER_TOKEN = 4         # Codex's estimate ("original token count: 9789" for
 MAX_PAYLOAD = 1 << 22       # a hook reads at most this much stdin
 
 
-class PayloadError(ValueError):
-    """A payload that is not what Codex 0.171 sends; the message names the field.
-
-    Not an ``errors.Error``: a hook never tells the user; its router logs this and
-    fails open (exit 0, nothing on stdout)."""
-
-
-def _str(d: "dict[str, Any]", key: "str", optional: "bool" = False) -> "str | None":
-    v = d.get(key)
-    if v is None and optional:
-        return None
-    if not isinstance(v, str) or (not optional and not v):
-        raise PayloadError("%s: expected %sa string, got %s" % (key, "null or " if optional else "a non-empty ",
-                                                                type(v).__name__ if v is not None else "nothing"))
-    return v
-
-
 def parse(raw: "bytes | str", expect: "str | None" = None) -> "dict[str, Any]":
     """A hook's stdin, checked and flattened.
 
@@ -67,14 +52,7 @@ def parse(raw: "bytes | str", expect: "str | None" = None) -> "dict[str, Any]":
     ``trigger``; ``reason``).  ``expect``: the event this hook was installed for (a
     payload for another is an error).  Raises :class:`PayloadError`.
     """
-    if len(raw) > MAX_PAYLOAD:
-        raise PayloadError("payload over %d bytes" % MAX_PAYLOAD)
-    try:
-        d = fastjson.loads(raw)
-    except (ValueError, UnicodeDecodeError) as e:
-        raise PayloadError("not JSON: %s" % e) from None
-    if not isinstance(d, dict):
-        raise PayloadError("expected a JSON object, got %s" % type(d).__name__)
+    d = payload_object(raw, MAX_PAYLOAD)
     event = _str(d, "hook_event_name")
     if expect is not None and event != expect:
         raise PayloadError("hook_event_name: %r, but this hook is for %s" % (event, expect))
