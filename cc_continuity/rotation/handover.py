@@ -7,6 +7,9 @@
   start and after every turn).  A tmux rotator stands by meanwhile (``standby_s``)
   and takes over only if the mod's hand-over does not start.
 * ``tmux`` - the detached rotator types ``/clear`` and the continuation.
+* ``native`` - the host clears and continues by itself, in its answer to the hook
+  that verified the checkpoint (Gemini CLI's AfterAgent ``clearContext``): no tmux,
+  no typing, no process of ours; the successor claims at its first prompt.
 * ``manual`` - the user is told to type ``/clear``; the successor's SessionStart
   claims the checkpoint all the same.
 """
@@ -24,7 +27,7 @@ if TYPE_CHECKING:
     from ..config import Config
     from ..session import Record
 
-DRIVERS = ("mod", "tmux", "headless", "manual")
+DRIVERS = ("mod", "native", "tmux", "headless", "manual")
 # The rotator's identity: how it is started (``python -m``) and recognised among processes.
 ROTATOR_MODULE = "cc_continuity.tmux.rotator"
 MOD_FRESH_S = 24 * 3600  # a heartbeat older than this is not taken as a live mod

@@ -139,6 +139,12 @@ def type_clear(checkpoint_id: str) -> str:
             "handoff automatically." % checkpoint_id)
 
 
+def cleared_natively(checkpoint_id: str, successor_name: str) -> str:
+    """The user's line when the host clears and continues itself (the ``native`` driver)."""
+    return "cc-continuity: handoff %s verified; the context is cleared and %s continues." % (
+        checkpoint_id, successor_name)
+
+
 def compaction_blocked() -> str:
     """An automatic compaction past *rotate*: refused, the handoff comes at the turn's end instead."""
     return ("cc-continuity: the session is past its rotate level; it hands off to a fresh session at the end of this "

@@ -38,7 +38,7 @@ LATE_WAIT_S = 30.0  # the late Stop (async: nobody waits for it) waits this long
 LATE_SYNC_WAIT_S = 10.0  # and this long for the Stop hook's ledger line of the same turn end
 
 
-IN_PROCESS = ("mod",)  # drivers that clear at once in the agent's process: the snapshot is not waited for (P4)
+IN_PROCESS = ("mod", "native")  # drivers that clear at once in the agent's process: the snapshot is not waited for
 
 
 STATE_FOR_LEVEL = {"warn": session.WARNED, "rotate": session.ROTATION_PENDING, "hard": session.ROTATION_PENDING}
@@ -384,8 +384,9 @@ def checkpoint_and_hand_over(ctx: Context, n: int, sdir: str, check: Validation,
     """The handoff is settled: make the checkpoint, then hand over to the successor by one driver.
 
     Both in one critical section of the project (no claim sees the checkpoint without its
-    driver), then the tmux rotator is started outside it.  ``driver`` (mod, tmux, headless or
-    manual) is the adapter's own when it has one (``headless``: the run loop starts the successor
+    driver), then the tmux rotator is started outside it.  ``driver`` (mod, native, tmux, headless or
+    manual) is the adapter's own when it has one (``native``: the host's answer clears and continues;
+    ``headless``: the run loop starts the successor
     once the agent's process ends), else chosen: the plugin's mod when this agent process's mod
     is alive (it hands over at the turn's end, in-process; a tmux rotator stands by in case it
     does not), else the tmux rotator, else the user's own /clear.  The ledger and the record say
@@ -403,7 +404,7 @@ def checkpoint_and_hand_over(ctx: Context, n: int, sdir: str, check: Validation,
             ctx.outcome = "checkpoint already made (%s)" % rec["state"]
             return None
         driver = driver or ctx.own_driver()
-        tmux_ok = driver not in ("headless", "manual") and ctx.can_drive(rec)
+        tmux_ok = driver not in ("headless", "manual", "native") and ctx.can_drive(rec)
         driver = driver or handover.choose_driver(rec, ctx.cfg, tmux_ok)
         if snapshot_wait_s is None and driver in IN_PROCESS:
             snapshot_wait_s = 0.0
@@ -412,6 +413,8 @@ def checkpoint_and_hand_over(ctx: Context, n: int, sdir: str, check: Validation,
         _offer(ctx, sdir, rec, summary, driver, successor_name)
     ctx.push(rec, "checkpoint-verified", "%s %s" % (summary["id"], "degraded" if degraded else "valid"))
     ctx.outcome = "checkpoint %s verified%s, driver %s" % (summary["id"], " (degraded)" if degraded else "", driver)
+    if driver == "native":
+        return _clear_natively(ctx, n, sdir, rec, successor_name)
     if driver != "manual" and tmux_ok and not _start_rotator(ctx, sdir, rec, driver, successor_name):
         if driver != "mod":  # the mod still hands over without a rotator behind it
             with proj.edit(sdir) as rec:
@@ -442,7 +445,8 @@ def _make_checkpoint(ctx: Context, n: int, sdir: str, rec: Record, check: Valida
 def _offer(ctx: Context, sdir: str, rec: Record, summary: dict[str, Any], driver: str, successor_name: str) -> None:
     """ROTATING by ``driver`` (AWAITING_MANUAL_CLEAR for the user's own /clear); for the mod, the hand-over is
     offered where it reads it at the turn's end, bound to this process and turn.  Under the project lock."""
-    why = {"mod": "the mod hands over in-process", "tmux": "tmux pane %s" % rec.get("tmux_pane"),
+    why = {"mod": "the mod hands over in-process", "native": "the host clears and continues in-process",
+           "tmux": "tmux pane %s" % rec.get("tmux_pane"),
            "headless": "the run loop starts the successor", "manual": "no tmux: manual /clear"}[driver]
     session.transition(sdir, rec, session.AWAITING_MANUAL_CLEAR if driver == "manual" else session.ROTATING,
                        why, driver=driver)
@@ -452,6 +456,17 @@ def _offer(ctx: Context, sdir: str, rec: Record, summary: dict[str, Any], driver
         handover.offer_handover(ctx.session_id, handover.handover(rec, sdir, successor_name, ctx.project.root), bound)
         rec["handover_bound"] = {"pid": bound["pid"], "pid_ticks": bound["pid_ticks"]}
     ctx.log(sdir, {"ev": "driver", "driver": driver, "checkpoint": summary["id"]})
+
+
+def _clear_natively(ctx: Context, n: int, sdir: str, rec: Record, successor_name: str) -> Output:
+    """The host clears and continues in this very answer (``native``): the continuation is the first message
+    after the clear.  This agent process is remembered as having cleared session ``n``, as a SessionEnd(clear)
+    does, so the successor it starts is paired with it."""
+    plan = handover.handover(rec, sdir, successor_name, ctx.project.root)
+    ctx.project.remember_pid(ctx.agent_pid(), n, round(time.time(), 3))
+    return {"decision": "block", "reason": plan["continuation"],
+            "hookSpecificOutput": {"hookEventName": ctx.event, "clearContext": True},
+            "systemMessage": texts.cleared_natively(plan["checkpoint"], successor_name)}
 
 
 def _start_rotator(ctx: Context, sdir: str, rec: Record, driver: str, successor_name: str) -> bool:
