@@ -5,7 +5,8 @@ Every test in this directory is marked ``e2e``.  The binary is
 else ``claude`` on PATH; when there is none, every e2e test *fails* with what
 to do (a run that skips everything would pass and prove nothing).  The Codex
 tests (marker ``codex``) skip, saying how to get one, when no Codex CLI is found,
-except under ``CI=true``, where they fail too.
+except under ``CI=true``, where they fail too; so do the Gemini CLI tests (marker
+``gemini``) when no Gemini CLI is found.
 
 ``CC_E2E_REPEAT=N`` runs every test N times in a row (timing bugs hide in
 single runs); each run is its own test id, so the pass count is pytest's.
@@ -17,6 +18,8 @@ import pytest
 
 from cc_continuity.rehearse.scripted_model import ScriptedModel
 from helpers.codex import CodexSandbox, CodexTui, find_codex_bin
+from helpers.gemini import GeminiSandbox, find_gemini_bin
+from helpers.gemini_model import GeminiModel
 from helpers.responses_model import ResponsesModel
 
 from .harness import CLAUDE_BIN_ENV, ClaudeBinError, ClaudeSandbox, claude_version, find_claude_bin
@@ -98,14 +101,20 @@ NO_CODEX = ("no Codex CLI for the codex e2e tests: set CC_CONTINUITY_CODEX_BIN t
 def codex_bin():
     """The Codex CLI binary.  None found: a skip that says how to get one (a Claude Code user's
     `pytest -m e2e` is not an error), except under CI=true, where it fails: CI installs one."""
+    return _cli_or_skip(find_codex_bin, NO_CODEX)
+
+
+def _cli_or_skip(find, missing):
+    """``find()``'s path; none: skip saying ``missing`` (under CI=true: fail).  A path set in the
+    environment that names no executable (``find`` raises FileNotFoundError) always fails."""
     try:
-        path = find_codex_bin()
-    except FileNotFoundError as e:  # CC_CONTINUITY_CODEX_BIN names no executable: a mistake, never skipped
+        path = find()
+    except FileNotFoundError as e:  # CC_CONTINUITY_<CLI>_BIN names no executable: a mistake, never skipped
         pytest.fail(str(e))
     if path is None:
         if os.environ.get("CI") == "true":
-            pytest.fail(NO_CODEX)
-        pytest.skip(NO_CODEX)
+            pytest.fail(missing)
+        pytest.skip(missing)
     return path
 
 
@@ -136,3 +145,41 @@ def tui(box):
     yield start
     for run in runs:
         run.close()
+
+
+# -- the Gemini CLI (marker gemini): its executable, sandboxes on the scripted Gemini API --
+
+
+NO_GEMINI = ("no Gemini CLI for the gemini e2e tests: set CC_CONTINUITY_GEMINI_BIN to its executable, e.g. "
+             "CC_CONTINUITY_GEMINI_BIN=\"$(bash .ci/install-gemini.sh | tail -n 1)\" (it needs Node.js >= 20 and "
+             "npm), or put gemini on PATH")
+
+
+@pytest.fixture(scope="session")
+def gemini_bin():
+    """The Gemini CLI: $CC_CONTINUITY_GEMINI_BIN, else the cache .ci/install-gemini.sh fills, else gemini on
+    PATH.  None: a skip that says how to get one, except under CI=true, where it fails: CI installs one."""
+    return _cli_or_skip(find_gemini_bin, NO_GEMINI)
+
+
+@pytest.fixture(scope="module")
+def gemini_box(gemini_bin, tmp_path_factory):
+    """``make(scenario=None, **sandbox kw)`` -> a GeminiSandbox on its own started GeminiModel.  Module-scoped,
+    so a module can share one ``gemini -p`` among its tests; at its end every sandbox is closed (its
+    processes killed, its root removed: the model's request log stays next to it) and must have left
+    no process behind."""
+    made = []
+
+    def make(scenario=None, **kw):
+        logs = tmp_path_factory.mktemp("gemini-model")
+        model = GeminiModel(scenario, log_path=logs / "model.jsonl").start()
+        box = GeminiSandbox(gemini_bin, model, root=tmp_path_factory.mktemp("gemini"), **kw)
+        made.append(box)
+        return box
+
+    yield make
+    left = []
+    for box in made:
+        left += box.close()
+        box.model.stop()
+    assert not left, "processes left behind (killed now): %s" % left
