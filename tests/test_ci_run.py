@@ -34,7 +34,8 @@ def dry(path, home, as_nobody=False, run=RUN):
 
 
 def test_scripts_parse():
-    for script in (RUN, os.path.join(REPO, ".ci", "install-claude.sh"), os.path.join(REPO, ".ci", "install-codex.sh")):
+    for script in (RUN, os.path.join(REPO, ".ci", "install-claude.sh"), os.path.join(REPO, ".ci", "install-codex.sh"),
+                   os.path.join(REPO, ".ci", "install-gemini.sh")):
         p = subprocess.run(["bash", "-n", script], capture_output=True, text=True, timeout=30)
         assert p.returncode == 0, p.stderr
 
@@ -50,10 +51,13 @@ def test_dry_run_with_everything_there_plans_the_readme_commands(tmp_path):
     assert "test dependencies into the virtualenv %s (never into a base interpreter)" % venv in p.stdout
     assert "would run: python3 -m venv %s" % venv in p.stdout
     assert "would run: python3 -m pip install -q --disable-pip-version-check -e .[dev]" in p.stdout
-    assert "would run: ruff, mypy, python3 -m pytest -n auto, then python3 -m pytest -m e2e once per version" in p.stdout
+    assert ("would run: ruff, mypy, python3 -m pytest -n auto, then python3 -m pytest -m "
+            "'e2e and not codex and not gemini' once per version") in p.stdout
     assert "into %s/cache/cc-continuity" % tmp_path in p.stdout, "Claude Code cached under the user's cache dir"
     assert "would install Codex CLI 0.171.0 into %s/cache/cc-continuity/codex-0.171.0" % tmp_path in p.stdout
     assert "would run: python3 -m pytest -m 'e2e and codex' once against Codex CLI 0.171.0" in p.stdout
+    assert "would install Gemini CLI 0.61.0 into %s/cache/cc-continuity/gemini-0.61.0" % tmp_path in p.stdout
+    assert "would run: python3 -m pytest -m 'e2e and gemini' once against Gemini CLI 0.61.0" in p.stdout
     assert "/opt" not in p.stdout + p.stderr
 
 
@@ -143,3 +147,59 @@ def test_install_codex_with_an_empty_cache_and_no_npm_says_so(tmp_path):
     assert p.returncode == 1
     assert "npm is required to install @openai/codex@0.171.0" in p.stderr
     assert p.stdout == ""
+
+
+INSTALL_GEMINI = os.path.join(REPO, ".ci", "install-gemini.sh")
+GEMINI_CACHE = os.path.join(os.path.expanduser("~"), ".cache", "cc-continuity", "gemini-0.61.0")  # the real HOME
+
+
+def _install_gemini(tmp_path, cache, node=None, tools=("bash", "awk", "mktemp", "rm", "mkdir", "flock")):
+    """install-gemini.sh with PATH holding ``tools`` and, as ``node``, the executable ``node`` (none: no node)."""
+    d = tmp_path / "gemini-bin"
+    d.mkdir(exist_ok=True)
+    for t in tools:
+        if shutil.which(t):
+            os.symlink(shutil.which(t), d / t)
+    if node:
+        os.symlink(node, d / "node")
+    env = {"PATH": str(d), "HOME": str(tmp_path / "gemini-home"), "CC_GEMINI_CACHE": str(cache), "LANG": "C.UTF-8"}
+    return subprocess.run(["/bin/bash", INSTALL_GEMINI], env=env, capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.skipif(not (os.path.exists(os.path.join(GEMINI_CACHE, "node_modules", ".bin", "gemini"))
+                         and shutil.which("node")), reason="needs node and the cache .ci/install-gemini.sh fills")
+def test_install_gemini_is_offline_once_cached(tmp_path):
+    """With the pinned Gemini CLI in the cache it answers its path without npm (PATH has none), and its
+    version probe writes nothing into HOME."""
+    (tmp_path / "gemini-home").mkdir()
+    p = _install_gemini(tmp_path, GEMINI_CACHE, node=shutil.which("node"))
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.splitlines()[-1] == os.path.join(os.path.realpath(GEMINI_CACHE), "node_modules", ".bin", "gemini")
+    assert "gemini 0.61.0 already in" in p.stderr
+    assert os.listdir(tmp_path / "gemini-home") == []
+
+
+def _fake_node(tmp_path, version):
+    fake = tmp_path / "fake-node"
+    fake.write_text("#!/bin/sh\necho %s\n" % version)
+    fake.chmod(0o755)
+    return str(fake)
+
+
+def test_install_gemini_on_an_old_node_names_the_fix(tmp_path):
+    p = _install_gemini(tmp_path, tmp_path / "empty-cache", node=_fake_node(tmp_path, "v18.19.1"))
+    assert p.returncode == 1 and p.stdout == ""
+    assert "Gemini CLI needs Node.js >= 20" in p.stderr and "is v18.19.1" in p.stderr, p.stderr
+    assert "nvm install 20" in p.stderr and "nodejs.org" in p.stderr
+
+
+def test_install_gemini_without_node_names_the_fix(tmp_path):
+    p = _install_gemini(tmp_path, tmp_path / "empty-cache")
+    assert p.returncode == 1 and p.stdout == ""
+    assert "Node.js is required to run Gemini CLI" in p.stderr and "nvm install 20" in p.stderr, p.stderr
+
+
+def test_install_gemini_with_an_empty_cache_and_no_npm_says_so(tmp_path):
+    p = _install_gemini(tmp_path, tmp_path / "empty-cache", node=_fake_node(tmp_path, "v20.20.2"))
+    assert p.returncode == 1 and p.stdout == ""
+    assert "npm is required to install @google/gemini-cli@0.61.0" in p.stderr, p.stderr

@@ -161,16 +161,18 @@ def test_readme_diagram_draws_the_state_machine_as_it_is():
 
 
 def test_readme_runs_the_e2e_suite_as_ci_does():
-    """README's e2e lines are .ci/run's: `-m 'e2e and not codex'` with a Claude Code binary, `-m 'e2e and codex'`
-    with a Codex one (a bare `-m e2e` on a machine with no Codex CLI gave 28 errors)."""
+    """README's e2e lines are .ci/run's: `-m 'e2e and not codex and not gemini'` with a Claude Code binary,
+    `-m 'e2e and codex'` with a Codex one, `-m 'e2e and gemini'` with a Gemini one (a bare `-m e2e` on a
+    machine with no Codex CLI gave 28 errors)."""
     with open(os.path.join(ROOT, "README.md")) as f:
         readme = f.read()
     with open(os.path.join(ROOT, ".ci", "run")) as f:
         ci = f.read()
-    runs = re.findall(r"(CC_CONTINUITY_(?:CLAUDE|CODEX)_BIN)=(?:\"[^\"]*\"|\S+) \S*python3? -m pytest -m ('[^']*'|\S+)",
-                      readme)
-    assert sorted(runs) == [("CC_CONTINUITY_CLAUDE_BIN", "'e2e and not codex'"),
-                            ("CC_CONTINUITY_CODEX_BIN", "'e2e and codex'")], runs
+    runs = re.findall(r"(CC_CONTINUITY_(?:CLAUDE|CODEX|GEMINI)_BIN)=(?:\"[^\"]*\"|\S+) "
+                      r"\S*python3? -m pytest -m ('[^']*'|\S+)", readme)
+    assert sorted(runs) == [("CC_CONTINUITY_CLAUDE_BIN", "'e2e and not codex and not gemini'"),
+                            ("CC_CONTINUITY_CODEX_BIN", "'e2e and codex'"),
+                            ("CC_CONTINUITY_GEMINI_BIN", "'e2e and gemini'")], runs
     for var, marker in runs:
         assert re.search(r"^%s=\S+ python3 -m pytest -m %s$" % (var, re.escape(marker)), ci, re.M), (var, marker)
     assert not re.search(r"pytest -m e2e\b", readme), "README names a bare `-m e2e`"
