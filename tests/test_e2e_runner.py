@@ -7,8 +7,11 @@ all there is.
 """
 
 import os
+import shutil
 import subprocess
 import sys
+
+import pytest
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ONE = "tests/e2e/test_harness_smoke.py::test_the_claude_binary_is_found_and_answers"
@@ -50,12 +53,17 @@ CODEX_ONE = "tests/e2e/test_codex_headless_e2e.py::test_the_headless_chain_rotat
 
 def codex_runner(tmp_path, **env_extra):
     """The README's Claude-only machine: no CC_CONTINUITY_CODEX_BIN and an empty Codex cache."""
-    env = {k: v for k, v in os.environ.items() if k not in ("CC_CONTINUITY_CODEX_BIN", "CI")}
-    empty = tmp_path / "no-codex"
+    return cli_runner(tmp_path, "CODEX", CODEX_ONE, **env_extra)
+
+
+def cli_runner(tmp_path, cli, one, **env_extra):
+    """``pytest -m e2e <one>`` with no CC_CONTINUITY_<cli>_BIN, no CI and an empty CC_<cli>_CACHE."""
+    env = {k: v for k, v in os.environ.items() if k not in ("CC_CONTINUITY_%s_BIN" % cli, "CI")}
+    empty = tmp_path / ("no-" + cli.lower())
     empty.mkdir(exist_ok=True)
-    env.update(CC_CODEX_CACHE=str(empty), **env_extra)
+    env.update({"CC_%s_CACHE" % cli: str(empty)}, **env_extra)
     return subprocess.run([sys.executable, "-m", "pytest", "-m", "e2e", "-q", "-rs", "-p", "no:cacheprovider",
-                           CODEX_ONE], cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+                           one], cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
 
 
 def test_no_codex_skips_the_codex_tests_and_says_how_to_get_one(tmp_path):
@@ -76,3 +84,23 @@ def test_no_codex_under_ci_fails(tmp_path):
 def test_a_codex_bin_that_is_no_executable_fails_even_outside_ci(tmp_path):
     p = codex_runner(tmp_path, CC_CONTINUITY_CODEX_BIN=str(tmp_path / "nothing"))
     assert p.returncode != 0 and "is not an executable file" in p.stdout, p.stdout[-2000:]
+
+
+GEMINI_ONE = "tests/e2e/test_gemini_contract_e2e.py::test_an_untrusted_folder_exits_55_before_any_hook"
+NO_GEMINI_PATH = "/usr/bin:/bin"  # the Gemini CLI's last resort is `gemini` on PATH
+
+
+@pytest.mark.skipif(shutil.which("gemini", path=NO_GEMINI_PATH) is not None, reason="a gemini on the system PATH")
+@pytest.mark.parametrize("extra, fails", [({}, False), ({"CI": "true"}, True),
+                                          ({"CC_CONTINUITY_GEMINI_BIN": "/nonexistent/gemini"}, True)],
+                         ids=["skips", "fails-under-ci", "fails-on-a-bad-bin"])
+def test_no_gemini_cli_skips_saying_how_except_under_ci(tmp_path, extra, fails):
+    p = cli_runner(tmp_path, "GEMINI", GEMINI_ONE, PATH=NO_GEMINI_PATH, **extra)
+    last = p.stdout.strip().splitlines()[-1]
+    if fails:
+        assert p.returncode != 0 and "skipped" not in last, p.stdout[-2000:]
+        assert ("is not an executable file" if extra.get("CC_CONTINUITY_GEMINI_BIN")
+                else "no Gemini CLI for the gemini e2e tests") in p.stdout, p.stdout[-2000:]
+    else:
+        assert p.returncode == 0 and "1 skipped" in last, p.stdout[-2000:] + p.stderr[-2000:]
+        assert "CC_CONTINUITY_GEMINI_BIN" in p.stdout and ".ci/install-gemini.sh" in p.stdout
