@@ -151,13 +151,13 @@ def _usage_metadata(usage):
     return meta
 
 
-def _parts(blocks):
-    """Reply blocks (Claude names) as Gemini parts; text split in halves: more than one chunk."""
+def _parts(blocks, split):
+    """Reply blocks (Claude names) as Gemini parts; with ``split``, a text in halves (two chunks when streamed)."""
     parts = []
     for block in blocks:
         if block["type"] == "text":
             text = block["text"]
-            cut = len(text) // 2
+            cut = len(text) // 2 if split else 0
             parts += [{"text": piece} for piece in (text[:cut], text[cut:]) if piece] or [{"text": ""}]
         elif block["type"] == "tool_use":
             parts.append({"functionCall": {"name": block["name"], "args": block.get("input", {})}})
@@ -169,7 +169,7 @@ def _parts(blocks):
 def responses(blocks, usage, model, stream):
     """The ``GenerateContentResponse`` objects of a reply: one a part when streamed, the last one
     carrying ``finishReason`` and ``usageMetadata``; a single one otherwise."""
-    parts = _parts(blocks)
+    parts = _parts(blocks, stream)
     groups = [[p] for p in parts] if stream else [parts]
     out = [{"candidates": [{"content": {"role": "model", "parts": g}, "index": 0}], "modelVersion": model,
             "responseId": uuid.uuid4().hex[:16]} for g in groups]
