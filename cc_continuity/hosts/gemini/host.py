@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import os
 
-from ... import procs
+from ... import atomic, card, fastjson, paths, procs, safefile
 from ...rotation.host import Host
+from ..ports import HookPorts
 from . import chats
 
 TYPE_CHECKING = False
@@ -93,3 +94,56 @@ class GeminiHost(Host):
 
 
 GEMINI = GeminiHost()
+
+
+# -- a session's generations: what keys it across the clears it does not announce ----------------------
+#
+# A clear our AfterAgent asks for keeps Gemini's session id and fires no SessionEnd/SessionStart, yet the
+# successor is a session of its own to us (its record, its card, its ``ids/`` link).  So the host counts
+# the clears it asked for: ``runtime/gemini/<session id>.gen`` holds the generation (none: the first), and
+# the key of generation N > 1 is ``<session id>_gN``.  The count is raised when the clearing answer is
+# written (:func:`next_generation`), before Gemini acts on it.  A typed /clear is a new session id.
+
+def _generation_path(sid: str) -> str:
+    return paths.runtime_dir() + "/gemini/" + sid + ".gen"
+
+
+def generation(sid: str) -> int:
+    """The generation of Gemini session ``sid`` (1 until a clear of ours)."""
+    try:
+        with open(_generation_path(sid), "rb") as f:
+            n = fastjson.loads(f.read(64))
+    except (OSError, ValueError):
+        return 1
+    return n if isinstance(n, int) and not isinstance(n, bool) and n > 1 else 1
+
+
+def key(sid: str, gen: int | None = None) -> str:
+    """Our session key for generation ``gen`` (the current one by default) of Gemini session ``sid``."""
+    gen = generation(sid) if gen is None else gen
+    return sid if gen <= 1 else "%s_g%d" % (sid, gen)
+
+
+def next_generation(sid: str) -> int:
+    """A clear of ours is being answered: the generation after this one (written, private), returned."""
+    gen = generation(sid) + 1
+    safefile.private_dir(paths.runtime_dir())
+    safefile.private_dir(paths.runtime_dir() + "/gemini")
+    atomic.write_text(_generation_path(sid), str(gen), fsync=False, follow=False)
+    return gen
+
+
+class GeminiContext(HookPorts):
+    """The rotation's context for one Gemini CLI hook call: the host is :data:`GEMINI`, the session is keyed
+    by its generation (:func:`key`), and the host hands over by itself (``native``: the verifying
+    AfterAgent's answer clears and continues)."""
+
+    def __init__(self, event: str, payload: "dict[str, Any]", env: "Env | None" = None) -> None:
+        sid = payload.get("session_id")
+        self.gemini_session_id = sid if isinstance(sid, str) else None
+        if card.valid_session_id(self.gemini_session_id):
+            payload = dict(payload, session_id=key(self.gemini_session_id))
+        super().__init__(event, payload, env, host=GEMINI)
+
+    def own_driver(self) -> str | None:
+        return "native"

@@ -1,0 +1,259 @@
+"""Gemini CLI's hook entry: read the payload, run one rotation step with the Gemini context, answer, fail open.
+
+The command runs ``<python> -S -c <BOOT> <Event>``, which calls :func:`main`: whatever happens inside
+(a payload that is not what Gemini 0.61 sends, a corrupt state file, a full disk, a bug) the process
+exits 0 with nothing on stdout and one line in ``logs/hooks.log``; a budget (SIGALRM) below the
+timeout the hook table gives ends it first (Gemini's timeouts are milliseconds: :data:`TIMEOUTS_MS`).
+
+Per event (the answers are Gemini's own: :mod:`.wire`):
+
+* SessionStart  register; claim a waiting checkpoint; its bootstrap as ``additionalContext`` on startup
+                and resume.  After a typed ``/clear`` Gemini drops that context, so nothing is said to
+                have been sent: the next BeforeAgent delivers it;
+* BeforeAgent   the prompt (UserPromptSubmit's step): a successor's first prompt claims and gets its
+                bootstrap, a bootstrap not delivered yet is added;
+* BeforeTool    the tool-call step (rotation/toolcall.py): a checkpoint's snapshot waited for, past the
+                hard ceiling every call denied but the handoff's own write, a harmful repeat denied;
+* AfterTool     the level after the call, recorded once;
+* AfterAgent    the turn's end (Stop's step): ask for the handoff (block), check it, make the checkpoint
+                and hand over in the same answer (``native``: clearContext, the continuation first).
+                Gemini's file tools write only inside the workspace and the project's temp folder, so
+                the handoff is asked for there (:func:`draft_path`) and taken into the checkpoint;
+* PreCompress   nothing: it fires before every model round and cannot veto (rotation sits below
+                ``model.compressionThreshold`` instead);
+* SessionEnd    ENDED, once (Gemini fires it more than once on one exit).
+
+Not yet here (issue 36 goes on): a tool call's fast path (the card and the session file's tail, as
+Codex's and Claude Code's tool hooks have: every call loads the steps' world for now) and the install
+piece and doctor unit that make Gemini a row of ``hosts.HOSTS``.
+"""
+
+import os
+import posix
+
+from ... import atomic, fastjson, hosts, ledger, meter, paths, safefile, session
+from ...digest import sha256
+from ...rotation import context, start, toolcall, turn
+from . import wire
+from .host import GeminiContext, next_generation
+
+TYPE_CHECKING = False  # mypy takes this name as true; at run time nothing is imported
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any, NoReturn
+
+EVENTS = ("SessionStart", "BeforeAgent", "BeforeTool", "AfterTool", "AfterAgent", "PreCompress", "SessionEnd")
+# Seconds; the hook table's timeouts (milliseconds) are one second more.
+BUDGET = {"SessionStart": 12.0, "BeforeAgent": 8.0, "BeforeTool": 4.0, "AfterTool": 4.0, "AfterAgent": 50.0,
+          "PreCompress": 2.0, "SessionEnd": 2.0}
+TIMEOUTS_MS = {e: (int(b) + 1) * 1000 for e, b in BUDGET.items()}
+HOOK_MARK = "from cc_continuity.hosts.gemini.hooks import main"
+DRAFT = "continuity-handoff-%03d.md"  # in the project's temp folder: what the model writes, taken at AfterAgent
+MAX_DRAFT = 1 << 21
+
+
+def answer(event: str, raw: "bytes | str", env: "Mapping[str, str] | None" = None
+           ) -> "tuple[str | None, str, str | None, list[Any]]":
+    """(stdout text or None, outcome for the log, session id, what to run once the answer is out) for one
+    hook call; raises what a step raises."""
+    p = wire.parse(raw, expect=event)
+    sid = p["session_id"]
+    if (env.get("CC_CONTINUITY") if env is not None else os.environ.get("CC_CONTINUITY")) == "0":
+        return None, "disabled", sid, []
+    if event not in EVENTS or event == "PreCompress":
+        return None, "ignored", sid, []
+    ctx = GeminiContext(event, fastjson.loads(raw), env)
+    text: "str | None" = None
+    after = True  # the answer carries what the steps said it would (a dropped context did not go out)
+    if event == "SessionStart":
+        out = start.session_started(ctx)
+        if p["source"] == "clear":  # Gemini drops SessionStart's context after a typed /clear
+            after = False
+            text = _notice(out)
+        else:
+            text = _context(event, out)
+    elif event == "BeforeAgent":
+        if ctx.session_id and _ours(ctx.session_id, p["prompt"]):  # our AfterAgent's block, not the user's prompt
+            ctx.outcome = "our own request"
+            return None, ctx.outcome, ctx.session_id, []
+        text = _context(event, start.prompt_submitted(ctx))
+    elif event == "BeforeTool":
+        text = _before_tool(ctx, p)
+    elif event == "AfterTool":
+        _after_tool(ctx, p)
+    elif event == "AfterAgent":
+        text = _after_agent(ctx, p)
+    elif event == "SessionEnd":
+        _session_end(ctx)
+    return text, ctx.outcome, ctx.session_id, ctx.after_output if (text is not None and after) else []
+
+
+def _notice(out: "dict[str, Any] | None") -> "str | None":
+    said = (out or {}).get("systemMessage")
+    return fastjson.dumps({"systemMessage": said}) if isinstance(said, str) and said else None
+
+
+def _context(event: str, out: "dict[str, Any] | None") -> "str | None":
+    """A step's answer (Claude Code's shapes) as Gemini takes it at SessionStart and BeforeAgent."""
+    hso = (out or {}).get("hookSpecificOutput")
+    added = hso.get("additionalContext") if isinstance(hso, dict) else None
+    said = (out or {}).get("systemMessage")
+    said = said if isinstance(said, str) and said else None
+    if isinstance(added, str) and added:
+        return wire.add_context(event, added, said)
+    return _notice(out)
+
+
+# -- what our AfterAgent said: Gemini sends a block's reason on as the next round's prompt (BeforeAgent) --------
+
+def _said_path(key: str) -> str:
+    return paths.runtime_dir() + "/gemini/" + key + ".said"
+
+
+def _say(key: str, reason: str) -> None:
+    """Remember this block's reason for session ``key``: the BeforeAgent it starts is ours, not the user's."""
+    safefile.private_dir(paths.runtime_dir())
+    safefile.private_dir(paths.runtime_dir() + "/gemini")
+    atomic.write_text(_said_path(key), sha256(reason.encode("utf-8")).hexdigest(), fsync=False, follow=False)
+
+
+def _ours(key: str, prompt: str) -> bool:
+    try:
+        with open(_said_path(key), "rb") as f:
+            said = f.read(64).decode("ascii", "replace")
+    except OSError:
+        return False
+    return said == sha256(prompt.encode("utf-8")).hexdigest()
+
+
+# -- the handoff: written by the model in Gemini's temp folder, taken into the checkpoint ---------------------
+
+def draft_path(transcript: object, number: int) -> "str | None":
+    """Where the model writes session ``number``'s handoff: the project's temp folder (the one above the
+    session file's ``chats/``), where Gemini's file tools may write; None when the payload names no such file."""
+    if not isinstance(transcript, str) or not transcript:
+        return None
+    chats = os.path.dirname(transcript)
+    if os.path.basename(chats) != "chats":
+        return None
+    return os.path.join(os.path.dirname(chats), DRAFT % number)
+
+
+def _take_draft(ctx: "GeminiContext", n: int, sdir: str, draft: str) -> bool:
+    """The model's draft moved into the checkpoint folder (a regular file of ours, read without following a
+    link, bounded); True when one was taken."""
+    try:
+        fd = posix.open(draft, posix.O_RDONLY | posix.O_NOFOLLOW | posix.O_NONBLOCK | posix.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        st = posix.fstat(fd)
+        if (st.st_mode & 0o170000) != 0o100000 or st.st_uid != posix.geteuid() or st.st_size > MAX_DRAFT:
+            ctx.log(sdir, {"ev": "handoff_draft_refused", "path": draft, "size": st.st_size})
+            return False
+        data = posix.read(fd, MAX_DRAFT + 1)
+    finally:
+        posix.close(fd)
+    os.makedirs(session.checkpoint_dir(sdir), mode=0o700, exist_ok=True)
+    atomic.write_bytes(session.handoff_path(sdir), data, mode=paths.FILE_MODE, follow=False)
+    try:
+        posix.unlink(draft)
+    except OSError:
+        pass
+    ctx.log(sdir, {"ev": "handoff_taken", "from": draft, "bytes": len(data)})
+    return True
+
+
+def _after_agent(ctx: "GeminiContext", p: "dict[str, Any]") -> "str | None":
+    found = context.known(ctx)
+    draft = None
+    if found is not None:
+        n, sdir = found
+        draft = draft_path(p.get("transcript_path"), n)
+        if draft and session.load(sdir)["state"] == session.HANDOFF_REQUESTED:
+            _take_draft(ctx, n, sdir, draft)
+    out = turn.turn_ended(ctx)
+    if not out:
+        return None
+    hso = out.get("hookSpecificOutput")
+    if out.get("decision") == "block" and isinstance(hso, dict) and hso.get("clearContext"):
+        sid = ctx.gemini_session_id
+        found = context.known(ctx)
+        if sid and found is not None:
+            gen = next_generation(sid)
+            ctx.log(found[1], {"ev": "generation", "gemini_session": sid, "next": gen})
+        return wire.clear_and_continue(out["reason"], out.get("systemMessage"))
+    if out.get("decision") == "block" and isinstance(out.get("reason"), str):
+        reason = out["reason"]
+        if draft and found is not None:
+            reason = reason.replace(session.handoff_path(found[1]), draft)
+        if ctx.session_id:
+            _say(ctx.session_id, reason)
+        return wire.block_turn(reason)
+    return _notice(out)
+
+
+# -- a tool call ----------------------------------------------------------------------------------------
+
+def _tool(ctx: "GeminiContext", p: "dict[str, Any]", n: int) -> "Any":
+    """The call as the tool-call step reads it: a write of the handoff's draft is the handoff's write."""
+    tool_input = p["tool_input"]
+    draft = draft_path(p.get("transcript_path"), n)
+    if draft and tool_input.get("file_path") == draft:
+        tool_input = dict(tool_input, file_path=session.handoff_path(ctx.session_dir(n)))
+    return toolcall.Tool(p["tool_name"], tool_input, p.get("command"))
+
+
+def _before_tool(ctx: "GeminiContext", p: "dict[str, Any]") -> "str | None":
+    """The tool-call step (rotation/toolcall.py) with the Gemini context; its deny in Gemini's wire (the
+    handoff's own write just runs: an allow is Gemini's default)."""
+    started = context.begin(ctx)
+    if started is None:
+        return None
+    n, sdir, rec = started
+    said = toolcall.before_tool(ctx, n, sdir, rec, _tool(ctx, p, n), lambda: ctx.reading(sdir, rec))
+    if said is None or said[0] == "allow":
+        return None
+    return wire.deny_tool(said[1])
+
+
+def _after_tool(ctx: "GeminiContext", p: "dict[str, Any]") -> None:
+    """The level after the call: the action recorded, a level change told once."""
+    started = context.begin(ctx)
+    if started is None:
+        return
+    n, sdir, rec = started
+    context.refresh_card(ctx, n, sdir, rec)
+    reading = ctx.reading(sdir, rec)
+    ctx.log(sdir, {"ev": "tool", "tool": p["tool_name"], "tokens": reading["tokens"], "percent": reading["percent"],
+                   "target": ledger.target(p["tool_input"]), "exit": None})
+    if meter.level_index(reading["level"]) != meter.notified_index(rec):
+        turn.tool_used(ctx, n, sdir, rec, reading)
+        ctx.outcome = "level %s" % reading["level"]
+
+
+def _session_end(ctx: "GeminiContext") -> None:
+    """ENDED, once: Gemini fires SessionEnd more than once on one exit (the TUI's /quit, three times)."""
+    found = context.known(ctx)
+    if found is None:
+        return
+    rec = session.load(found[1])
+    if rec.get("ended") and rec["state"] not in session.LIVE:
+        ctx.outcome = "already ended"
+        return
+    turn.session_ended(ctx)
+
+
+def main(argv: "list[str]") -> "NoReturn":
+    """Entry for the bootstrap the hook table runs; always exits 0 (the runner: hosts.run_hook)."""
+    event = argv[0] if argv else "?"
+    hosts.run_hook("gemini:" + event, BUDGET.get(event, 4.0), lambda raw: _answer(event, raw), wire.MAX_PAYLOAD)
+
+
+def _answer(event: str, raw: bytes) -> "hosts.Answer":
+    """:func:`answer` for the runner: a payload that is not Gemini's is one log line, not an error."""
+    try:
+        out, outcome, sid, after = answer(event, raw)
+    except hosts.PayloadError as e:
+        return None, "bad payload: %s" % str(e)[:120], None, (), None
+    return out, outcome, sid, after, None

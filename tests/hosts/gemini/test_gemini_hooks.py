@@ -1,0 +1,165 @@
+"""Gemini CLI's hook entry (hosts/gemini/hooks.py) on Gemini's own payloads: what each event does that is
+Gemini's (a typed /clear's dropped context, our own block coming back as a prompt, SessionEnd fired more
+than once, the handoff's draft in Gemini's temp folder), and the entry as installed: fail-open in a real
+process.  The whole rotation against the real binary: tests/e2e/test_gemini_rotation_e2e.py."""
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+
+import pytest
+
+from cc_continuity import ledger, session
+from cc_continuity.hosts.gemini import hooks, host
+from cc_continuity.install import settings
+from helpers import REPO
+
+SID = "9e9e9e9e-0000-4000-8000-0000000000e9"
+SID2 = "9e9e9e9e-0000-4000-8000-0000000000f2"
+
+
+class World:
+    """A project and Gemini's files for it in this test's HOME; ``call`` runs the entry in-process."""
+
+    def __init__(self, tmp_path):
+        self.proj = tmp_path / "proj"
+        self.proj.mkdir()
+        subprocess.run(["git", "init", "-q", str(self.proj)], check=True)
+        self.chats = tmp_path / "home" / ".gemini" / "tmp" / "proj" / "chats"
+        self.chats.mkdir(parents=True)
+
+    def session_file(self, sid=SID, tokens=20_000):
+        path = self.chats / ("session-2026-12-07T12-00-%s.jsonl" % sid[:8])
+        if not path.exists():
+            path.write_text('{"sessionId":"%s","startTime":"2026-12-07T12:00:00.000Z","kind":"main"}\n' % sid)
+        with open(path, "a") as f:
+            f.write(json.dumps({"id": "m", "type": "gemini", "content": "ok", "tokens": {"input": tokens},
+                                "model": "gemini-2.5-flash"}) + "\n")
+        return str(path)
+
+    def payload(self, event, sid=SID, **fields):
+        return json.dumps(dict({"session_id": sid, "transcript_path": self.session_file(sid, fields.pop("tokens", 20_000)),
+                                "cwd": str(self.proj), "timestamp": "t", "hook_event_name": event}, **fields))
+
+    def call(self, event, sid=SID, **fields):
+        """As the runner does: the answer, then what it carried noted as sent (only when it answered)."""
+        text, outcome, key, after = hooks.answer(event, self.payload(event, sid, **fields))
+        if text is not None:
+            for then in after:
+                then()
+        return text, outcome, key, after
+
+    def record(self, sid=SID):
+        (rec,) = [session.load(os.path.dirname(p)) for p in self._states() if session.load(os.path.dirname(p))
+                  ["session_id"] == sid]
+        return rec
+
+    def ledger(self, sid=SID):
+        (sdir,) = [os.path.dirname(p) for p in self._states() if session.load(os.path.dirname(p))["session_id"] == sid]
+        return ledger.read(session.ledger_path(sdir))
+
+    def _states(self):
+        base = os.path.join(os.environ["CC_CONTINUITY_HOME"], "projects")
+        return [os.path.join(base, d, "sessions", n, "state.json") for d in os.listdir(base)
+                for n in os.listdir(os.path.join(base, d, "sessions"))]
+
+
+@pytest.fixture
+def world(tmp_path):
+    return World(tmp_path)
+
+
+def test_session_end_fired_again_is_one_line(world):
+    world.call("SessionStart", source="startup")
+    for _ in range(3):  # the TUI's /quit fires it three times
+        assert world.call("SessionEnd", reason="exit")[0] is None
+    assert [r["reason"] for r in world.ledger() if r["ev"] == "session_end"] == ["exit"]
+    assert world.record()["state"] == session.ENDED
+
+
+def test_our_own_block_coming_back_as_a_prompt_is_not_the_users(world, monkeypatch):
+    world.call("SessionStart", source="startup")
+    assert world.call("BeforeAgent", prompt="build the parser")[1] == "ok"
+    reason = "cc-continuity: the handoff at /x is not complete yet (check 1 of 3)."
+    hooks._say(host.key(SID), reason)
+    text, outcome, _, _ = world.call("BeforeAgent", prompt=reason)
+    assert (text, outcome) == (None, "our own request")
+    assert [r["text"] for r in world.ledger() if r["ev"] == "prompt"] == ["build the parser"]
+    assert world.call("BeforeAgent", prompt=reason + " (typed by the user)")[1] == "ok"  # not ours: recorded
+
+
+def test_a_typed_clear_drops_the_bootstrap_so_the_next_prompt_carries_it(world):
+    """Gemini drops SessionStart's additionalContext after a typed /clear: the claim is made there, the
+    bootstrap goes out with the successor's first prompt (BeforeAgent), once."""
+    world.call("SessionStart", source="startup")
+    rec = world.record()
+    sdir = os.path.join(os.environ["CC_CONTINUITY_HOME"], "projects", os.listdir(
+        os.path.join(os.environ["CC_CONTINUITY_HOME"], "projects"))[0], "sessions", "%03d" % rec["number"])
+    # a verified checkpoint waiting for the user's own /clear, as the ladder leaves one
+    from helpers.ladder import HANDOFF
+
+    os.makedirs(session.checkpoint_dir(sdir), exist_ok=True)
+    with open(session.handoff_path(sdir), "w") as f:
+        f.write(HANDOFF)
+    rec.update(state=session.AWAITING_MANUAL_CLEAR, checkpoint={"id": "cp-001"}, driver="manual")
+    session.save(sdir, rec)
+    with open(session.manifest_path(sdir), "w") as f:
+        json.dump({"id": "cp-001", "git": {}, "handoff": {"validation": "valid"}}, f)
+    world.call("SessionEnd", reason="clear")
+    text, outcome, _, after = world.call("SessionStart", SID2, source="clear")
+    assert outcome.startswith("claimed cp-001") and after == []
+    assert text is None or "additionalContext" not in text
+    first, _, _, _ = world.call("BeforeAgent", SID2, prompt="go on")
+    boot = json.loads(first)["hookSpecificOutput"]["additionalContext"]
+    assert boot.startswith("Continuing from cp-001")
+    again, _, _, _ = world.call("BeforeAgent", SID2, prompt="and more")
+    assert again is None or "Continuing from cp-001" not in again
+
+
+def test_the_handoffs_draft_is_taken_only_as_a_regular_file_of_ours(world, tmp_path):
+    world.call("SessionStart", source="startup")
+    n = world.record()["number"]
+    draft = hooks.draft_path(world.session_file(), n)
+    assert draft == str(world.chats.parent / ("continuity-handoff-%03d.md" % n))
+    assert hooks.draft_path("/elsewhere/session.jsonl", n) is None and hooks.draft_path(None, n) is None
+    secret = tmp_path / "secret.txt"
+    secret.write_text("not a handoff")
+    os.symlink(secret, draft)
+    sdir = os.path.dirname(world._states()[0])
+    ctx = host.GeminiContext("AfterAgent", json.loads(world.payload("AfterAgent", prompt="p", stop_hook_active=False)))
+    assert hooks._take_draft(ctx, n, sdir, draft) is False  # a link is not followed
+    assert not os.path.exists(session.handoff_path(sdir)) and os.path.islink(draft)
+    os.unlink(draft)
+    with open(draft, "w") as f:
+        f.write("# Handoff\n")
+    assert hooks._take_draft(ctx, n, sdir, draft) is True
+    assert not os.path.exists(draft) and open(session.handoff_path(sdir)).read() == "# Handoff\n"
+    assert os.stat(session.handoff_path(sdir)).st_mode & 0o777 == 0o600
+    assert [r["ev"] for r in ledger.read(session.ledger_path(sdir))][-1] == "handoff_taken"
+
+
+def test_generations_key_a_session_across_its_silent_clears():
+    assert (host.key(SID), host.generation(SID)) == (SID, 1)
+    assert host.next_generation(SID) == 2 and host.key(SID) == SID + "_g2"
+    assert host.next_generation(SID) == 3 and host.key(SID, 2) == SID + "_g2" and host.key(SID2) == SID2
+    assert os.stat(os.path.dirname(host._generation_path(SID))).st_mode & 0o777 == 0o700
+
+
+@pytest.mark.parametrize("stdin", [b"", b"{not json", json.dumps({"hook_event_name": "BeforeTool"}).encode()])
+def test_the_installed_command_fails_open_on_what_is_not_geminis(world, stdin):
+    command = [sys.executable, "-S", "-c", settings.boot_code(REPO, hooks.HOOK_MARK), "BeforeTool"]
+    res = subprocess.run(command, input=stdin, capture_output=True, timeout=60, env=dict(os.environ, PYTHONPATH=""))
+    assert (res.returncode, res.stdout, res.stderr) == (0, b"", b"")
+    with open(os.path.join(os.environ["CC_CONTINUITY_HOME"], "logs", "hooks.log")) as f:
+        assert "gemini:BeforeTool sid=- " in f.read().splitlines()[-1]
+    assert shlex.join(command)  # the shape a hook table carries (a shell command line)
+
+
+def test_the_installed_command_answers_a_real_payload(world):
+    command = [sys.executable, "-S", "-c", settings.boot_code(REPO, hooks.HOOK_MARK), "SessionStart"]
+    res = subprocess.run(command, input=world.payload("SessionStart", source="startup").encode(), capture_output=True,
+                         timeout=60, env=dict(os.environ, PYTHONPATH=""))
+    assert res.returncode == 0 and res.stderr == b"", res.stderr
+    assert world.record()["host"] == "gemini" and world.record()["state"] == session.ACTIVE
