@@ -26,7 +26,8 @@ Per event (the answers are Codex's own: :mod:`.wire`):
 
 import posix
 
-from ... import card, fastjson, hosts, ledger, meter, session
+from ... import fastjson, hosts, ledger, meter, session
+from .. import toolpath
 from . import rollout, wire
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time nothing is imported (a tool call's path)
@@ -47,7 +48,7 @@ HOOK_MARK = "from cc_continuity.hosts.codex.hooks import main"
 # unless its text is mostly non-ASCII.  (A handler's ``additionalContextLimit`` would raise the cut, but it
 # changes the entry's trust hash in a way not yet checked against the binary: not written.)
 MAX_STDIN = wire.MAX_PAYLOAD
-SLOW = None  # what a tool call's fast path returns when the slow path (the steps, the Codex context) must decide
+SLOW = toolpath.SLOW  # what a tool call's fast path returns when the slow path (the steps, the Codex context) must decide
 
 
 def answer(event: str, raw: "bytes | str", env: "Mapping[str, str] | None" = None
@@ -128,66 +129,25 @@ def _wire(event: str, out: "dict[str, Any]") -> "str | None":
     return fastjson.dumps(fields) if fields else None
 
 
-# -- a tool call: the card, the record and the rollout's tail; the steps only when something changes -------
+# -- a tool call: the card, the record and the rollout's tail (hosts/toolpath.py); the steps only when something
+#    changes -------
 
-def _steady(p: "dict[str, Any]") -> "tuple[dict[str, Any], session.Record, dict[str, Any]] | None":
-    """(card, record, reading) of a registered session whose card is current; None: the slow path decides."""
-    c = card.load(p["session_id"])
-    if c is None:
-        return None
-    try:
-        rec = session.load(c["sdir"])
-    except (OSError, ValueError):
-        return None
-    path = p.get("transcript_path") or c["transcript"]
-    try:
-        got = rollout.read_rollout(path) if isinstance(path, str) and path else {"tokens": None, "window": None}
-    except OSError:
-        got = {"tokens": None, "window": None}
-    window = got["window"] or c["window"]
-    tokens = got["tokens"]
-    return c, rec, {"tokens": tokens, "window": window, "level": meter.level(tokens, window, c),
-                    "percent": None if tokens is None else round(100.0 * tokens / window, 1)}
+def _read(path: str) -> "tuple[int | None, int | None]":
+    got = rollout.read_rollout(path)
+    return got["tokens"], got["window"]
 
 
 def _post_tool_use_fast(p: "dict[str, Any]") -> "str | None":
     """The outcome when the level is unchanged (the action recorded); SLOW for a level change, an effect's
     outcome to record, or a session whose card is not current."""
-    got = _steady(p)
-    if got is None:
-        return SLOW
-    c, rec, reading = got
-    if not c["enabled"]:
-        return "project disabled"
-    tid = p.get("tool_use_id")
-    pdir = c["sdir"].rstrip("/").rsplit("/", 2)[0]
-    if isinstance(tid, str) and tid and "/" not in tid and posix.access(pdir + "/effects.pending/" + tid, posix.F_OK):
-        return SLOW
-    if meter.level_index(reading["level"]) != meter.notified_index(rec):
-        return SLOW
-    ledger.append(c["ledger"], _tool_line(p, reading))
-    return "ok"
+    return toolpath.after_tool(p["session_id"], p.get("transcript_path"), _read, p.get("tool_use_id"),
+                               lambda reading: _tool_line(p, reading))
 
 
 def _pre_tool_use_fast(p: "dict[str, Any]") -> "tuple[str | None, str] | None":
     """(answer, outcome) when nothing is to decide: below the hard ceiling and no possible side effect; SLOW else."""
-    got = _steady(p)
-    if got is None:
-        return SLOW
-    c, rec, reading = got
-    if not c["enabled"]:
-        return None, "project disabled"
-    if rec.get("snapshot_wait") or (rec["state"] in session.CLAIMABLE
-                                    and (rec.get("checkpoint") or {}).get("snapshot_wait")):
-        return SLOW  # a checkpoint's snapshot is still being taken
-    if card.may_have_effect(c, p.get("tool_name"), p.get("tool_input")):
-        return SLOW  # a side effect a repeat of which is held
-    if rec.get("resume_grace") or rec.get("loop_stopped"):
-        return None, "ok"
-    if meter.notified_index(rec) >= meter.HARD or (rec["state"] not in session.CLAIMABLE
-                                                    and reading["level"] == "hard"):
-        return SLOW
-    return None, "ok"
+    return toolpath.before_tool(p["session_id"], p.get("transcript_path"), _read, p.get("tool_name"),
+                                p.get("tool_input"))
 
 
 def _tool_line(p: "dict[str, Any]", reading: "dict[str, Any]") -> "dict[str, Any]":
