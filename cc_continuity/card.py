@@ -147,9 +147,12 @@ EFFECT_WORDS = ("curl", "wget", "http", "xh ", "gh ", "publish", "deploy", "rele
                 "gem ", "mvn", "gradle", "dotnet", "yank", "effects.")
 
 
+SHELL_TOOLS = ("Bash", "run_shell_command")  # the shell tool: Claude Code's and Codex CLI's, Gemini CLI's
+
+
 def may_have_effect(c: "dict[str, Any]", tool: "object", tool_input: "object") -> "bool":
     """Could this call have a side effect a repeat of which is held?  (False: it is not looked at again.)"""
-    if tool != "Bash" or not isinstance(tool_input, dict):
+    if tool not in SHELL_TOOLS or not isinstance(tool_input, dict):
         return False
     cmd = tool_input.get("command")
     fx = c.get("fx")
