@@ -147,6 +147,23 @@ KEPT = {
             START_UP, "each event loads its own step's module (start: claim, revalidation; turn: checkpoint, "
                       "handover) +~9 ms") for mod in ("start", "turn")},
     },
+    "cc_continuity.hosts.gemini.hooks": {
+        # As Codex's: a tool call's hook loads the card, the record and the session file's tail only
+        # (hosts/toolpath.py); the steps' world loads when something must be decided, each step's module with
+        # its event.
+        **{(fn, what): (START_UP, "a Gemini tool call's hook: the steps' world +~80 ms, only when it must decide")
+           for fn, what in (("answer", "cc_continuity.hosts.gemini.host.GeminiContext"),
+                            ("_tool", "cc_continuity.rotation.toolcall"),
+                            ("_before_tool", "cc_continuity.rotation.context"),
+                            ("_before_tool", "cc_continuity.rotation.toolcall"),
+                            ("_after_tool", "cc_continuity.rotation.context"),
+                            ("_after_tool", "cc_continuity.rotation.turn"))},
+        **{(fn, "cc_continuity.rotation." + mod): (
+            START_UP, "each event loads its own step's module (start: claim, revalidation; turn: checkpoint, "
+                      "handover) +~9 ms") for fn, mod in (("answer", "start"), ("_after_agent", "context"),
+                                                            ("_after_agent", "turn"), ("_session_end", "context"),
+                                                            ("_session_end", "turn"))},
+    },
     "cc_continuity.hosts": {
         # Every host's hook entry runs through it on every tool call: what only a failed call or one that
         # answers needs loads then.

@@ -31,16 +31,17 @@ piece and doctor unit that make Gemini a row of ``hosts.HOSTS``.
 import os
 import posix
 
-from ... import atomic, fastjson, hosts, ledger, meter, paths, safefile, session
+from ... import atomic, fastjson, hosts, ledger, meter, paths, session
 from ...digest import sha256
-from ...rotation import context, start, toolcall, turn
-from . import wire
-from .host import GeminiContext, next_generation
+from .. import toolpath
+from . import chats, generations, wire
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time nothing is imported
 if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any, NoReturn
+
+    from .host import GeminiContext
 
 EVENTS = ("SessionStart", "BeforeAgent", "BeforeTool", "AfterTool", "AfterAgent", "PreCompress", "SessionEnd")
 # Seconds; the hook table's timeouts (milliseconds) are one second more.
@@ -62,6 +63,18 @@ def answer(event: str, raw: "bytes | str", env: "Mapping[str, str] | None" = Non
         return None, "disabled", sid, []
     if event not in EVENTS or event == "PreCompress":
         return None, "ignored", sid, []
+    key = generations.key(sid)
+    if event == "AfterTool":
+        done = toolpath.after_tool(key, p.get("transcript_path"), _read, None, lambda reading: _tool_line(p, reading))
+        if done is not toolpath.SLOW:
+            return None, done, key, []
+    elif event == "BeforeTool" and _draft_write(p) is None:  # (a write of the handoff's draft: the steps decide)
+        fast = toolpath.before_tool(key, p.get("transcript_path"), _read, p["tool_name"], p["tool_input"])
+        if fast is not toolpath.SLOW:
+            return fast[0], fast[1], key, []
+    from ...rotation import start  # the steps' world: not on a tool call's path unless it must decide
+    from .host import GeminiContext  # (the same world: the context, the project, config)
+
     ctx = GeminiContext(event, fastjson.loads(raw), env)
     text: "str | None" = None
     after = True  # the answer carries what the steps said it would (a dropped context did not go out)
@@ -107,14 +120,17 @@ def _context(event: str, out: "dict[str, Any] | None") -> "str | None":
 # -- what our AfterAgent said: Gemini sends a block's reason on as the next round's prompt (BeforeAgent) --------
 
 def _said_path(key: str) -> str:
-    return paths.runtime_dir() + "/gemini/" + key + ".said"
+    return generations.folder() + "/" + key + ".said"
 
 
 def _say(key: str, reason: str) -> None:
     """Remember this block's reason for session ``key``: the BeforeAgent it starts is ours, not the user's."""
-    safefile.private_dir(paths.runtime_dir())
-    safefile.private_dir(paths.runtime_dir() + "/gemini")
-    atomic.write_text(_said_path(key), sha256(reason.encode("utf-8")).hexdigest(), fsync=False, follow=False)
+    generations.private_folder()
+    atomic.write_text(_said_path(key), _hash(reason), fsync=False, follow=False)
+
+
+def _hash(text: str) -> str:
+    return sha256(text.encode("utf-8")).hexdigest()
 
 
 def _ours(key: str, prompt: str) -> bool:
@@ -123,7 +139,7 @@ def _ours(key: str, prompt: str) -> bool:
             said = f.read(64).decode("ascii", "replace")
     except OSError:
         return False
-    return said == sha256(prompt.encode("utf-8")).hexdigest()
+    return said == _hash(prompt)
 
 
 # -- the handoff: written by the model in Gemini's temp folder, taken into the checkpoint ---------------------
@@ -165,6 +181,8 @@ def _take_draft(ctx: "GeminiContext", n: int, sdir: str, draft: str) -> bool:
 
 
 def _after_agent(ctx: "GeminiContext", p: "dict[str, Any]") -> "str | None":
+    from ...rotation import context, turn  # (its event's step only)
+
     found = context.known(ctx)
     draft = None
     if found is not None:
@@ -180,7 +198,7 @@ def _after_agent(ctx: "GeminiContext", p: "dict[str, Any]") -> "str | None":
         sid = ctx.gemini_session_id
         found = context.known(ctx)
         if sid and found is not None:
-            gen = next_generation(sid)
+            gen = generations.next_generation(sid)
             ctx.log(found[1], {"ev": "generation", "gemini_session": sid, "next": gen})
         return wire.clear_and_continue(out["reason"], out.get("systemMessage"))
     if out.get("decision") == "block" and isinstance(out.get("reason"), str):
@@ -197,6 +215,8 @@ def _after_agent(ctx: "GeminiContext", p: "dict[str, Any]") -> "str | None":
 
 def _tool(ctx: "GeminiContext", p: "dict[str, Any]", n: int) -> "Any":
     """The call as the tool-call step reads it: a write of the handoff's draft is the handoff's write."""
+    from ...rotation import toolcall  # (the steps' world: only when a tool call must be decided)
+
     tool_input = p["tool_input"]
     draft = draft_path(p.get("transcript_path"), n)
     if draft and tool_input.get("file_path") == draft:
@@ -207,6 +227,8 @@ def _tool(ctx: "GeminiContext", p: "dict[str, Any]", n: int) -> "Any":
 def _before_tool(ctx: "GeminiContext", p: "dict[str, Any]") -> "str | None":
     """The tool-call step (rotation/toolcall.py) with the Gemini context; its deny in Gemini's wire (the
     handoff's own write just runs: an allow is Gemini's default)."""
+    from ...rotation import context, toolcall  # (the steps' world: only when a tool call must be decided)
+
     started = context.begin(ctx)
     if started is None:
         return None
@@ -218,22 +240,46 @@ def _before_tool(ctx: "GeminiContext", p: "dict[str, Any]") -> "str | None":
 
 
 def _after_tool(ctx: "GeminiContext", p: "dict[str, Any]") -> None:
-    """The level after the call: the action recorded, a level change told once."""
+    """The slow path of a tool call: register (or refresh the card), the action recorded, a level change told once."""
+    from ...rotation import context, turn  # (the steps' world: only when a tool call must be decided)
+
     started = context.begin(ctx)
     if started is None:
         return
     n, sdir, rec = started
     context.refresh_card(ctx, n, sdir, rec)
     reading = ctx.reading(sdir, rec)
-    ctx.log(sdir, {"ev": "tool", "tool": p["tool_name"], "tokens": reading["tokens"], "percent": reading["percent"],
-                   "target": ledger.target(p["tool_input"]), "exit": None})
+    ctx.log(sdir, _tool_line(p, reading))
     if meter.level_index(reading["level"]) != meter.notified_index(rec):
         turn.tool_used(ctx, n, sdir, rec, reading)
         ctx.outcome = "level %s" % reading["level"]
 
 
+# -- a tool call's fast path (hosts/toolpath.py): the card, the record and the session file's tail -----------
+
+def _read(path: str) -> "tuple[int | None, int | None]":
+    return chats.read_session(path)["tokens"], None  # (no window in Gemini's files: the card's, from our config)
+
+
+def _tool_line(p: "dict[str, Any]", reading: "dict[str, Any]") -> "dict[str, Any]":
+    """The ``tool`` ledger line: the reading and the action (Gemini's payloads carry no call id)."""
+    return {"ev": "tool", "tool": p["tool_name"], "tokens": reading["tokens"], "percent": reading["percent"],
+            "target": ledger.target(p["tool_input"]), "exit": None}
+
+
+def _draft_write(p: "dict[str, Any]") -> "str | None":
+    """The handoff's draft, when this call writes one (the steps let it through past the hard ceiling)."""
+    path, transcript = p["tool_input"].get("file_path"), p.get("transcript_path")
+    if not isinstance(path, str) or not isinstance(transcript, str):
+        return None
+    folder = os.path.dirname(os.path.dirname(transcript))
+    return path if os.path.dirname(path) == folder and os.path.basename(path).startswith(DRAFT.split("%")[0]) else None
+
+
 def _session_end(ctx: "GeminiContext") -> None:
     """ENDED, once: Gemini fires SessionEnd more than once on one exit (the TUI's /quit, three times)."""
+    from ...rotation import context, turn  # (its event's step only)
+
     found = context.known(ctx)
     if found is None:
         return

@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from cc_continuity import ledger, session
-from cc_continuity.hosts.gemini import hooks, host
+from cc_continuity.hosts.gemini import generations, hooks, host
 from cc_continuity.install import settings
 from helpers import REPO
 
@@ -83,7 +83,7 @@ def test_our_own_block_coming_back_as_a_prompt_is_not_the_users(world, monkeypat
     world.call("SessionStart", source="startup")
     assert world.call("BeforeAgent", prompt="build the parser")[1] == "ok"
     reason = "cc-continuity: the handoff at /x is not complete yet (check 1 of 3)."
-    hooks._say(host.key(SID), reason)
+    hooks._say(generations.key(SID), reason)
     text, outcome, _, _ = world.call("BeforeAgent", prompt=reason)
     assert (text, outcome) == (None, "our own request")
     assert [r["text"] for r in world.ledger() if r["ev"] == "prompt"] == ["build the parser"]
@@ -141,10 +141,10 @@ def test_the_handoffs_draft_is_taken_only_as_a_regular_file_of_ours(world, tmp_p
 
 
 def test_generations_key_a_session_across_its_silent_clears():
-    assert (host.key(SID), host.generation(SID)) == (SID, 1)
-    assert host.next_generation(SID) == 2 and host.key(SID) == SID + "_g2"
-    assert host.next_generation(SID) == 3 and host.key(SID, 2) == SID + "_g2" and host.key(SID2) == SID2
-    assert os.stat(os.path.dirname(host._generation_path(SID))).st_mode & 0o777 == 0o700
+    assert (generations.key(SID), generations.generation(SID)) == (SID, 1)
+    assert generations.next_generation(SID) == 2 and generations.key(SID) == SID + "_g2"
+    assert generations.next_generation(SID) == 3 and generations.key(SID, 2) == SID + "_g2" and generations.key(SID2) == SID2
+    assert os.stat(os.path.dirname(generations._generation_path(SID))).st_mode & 0o777 == 0o700
 
 
 @pytest.mark.parametrize("stdin", [b"", b"{not json", json.dumps({"hook_event_name": "BeforeTool"}).encode()])
@@ -163,3 +163,37 @@ def test_the_installed_command_answers_a_real_payload(world):
                          timeout=60, env=dict(os.environ, PYTHONPATH=""))
     assert res.returncode == 0 and res.stderr == b"", res.stderr
     assert world.record()["host"] == "gemini" and world.record()["state"] == session.ACTIVE
+
+
+STEADY = ("import sys, json\n"
+          "sys.path.insert(0, %r)\n"
+          "before = set(sys.modules)\n"
+          "from cc_continuity.hosts.gemini import hooks\n"
+          "text, outcome, _, _ = hooks.answer(sys.argv[1], sys.stdin.read())\n"
+          "print(json.dumps([text, outcome, sorted(m for m in set(sys.modules) - before if m.startswith('cc_'))]))\n"
+          % REPO)
+
+
+def _steady(world, event, **fields):
+    res = subprocess.run([sys.executable, "-S", "-c", STEADY, event], input=world.payload(event, **fields).encode(),
+                         capture_output=True, timeout=60, check=True, env=dict(os.environ, PYTHONPATH=""))
+    return json.loads(res.stdout)
+
+
+def test_a_steady_tool_call_is_answered_without_the_steps(world):
+    """The card, the record and the session file's tail (hosts/toolpath.py): no rotation module, no context."""
+    world.call("SessionStart", source="startup")
+    world.call("AfterTool", tool_name="read_file", tool_input={"file_path": "README.md"}, tool_response={})  # card
+    text, outcome, loaded = _steady(world, "AfterTool", tool_name="list_directory", tool_input={"dir_path": "."},
+                                    tool_response={})
+    assert (text, outcome) == (None, "ok")
+    assert not [m for m in loaded if m.startswith("cc_continuity.rotation")], loaded
+    assert [r["tool"] for r in world.ledger() if r["ev"] == "tool"][-1] == "list_directory"  # the action, recorded
+    text, outcome, loaded = _steady(world, "BeforeTool", tool_name="run_shell_command", tool_input={"command": "ls"})
+    assert (text, outcome) == (None, "ok") and not [m for m in loaded if m.startswith("cc_continuity.rotation")]
+    # a possible side effect, a level crossed: the steps decide
+    _, _, loaded = _steady(world, "BeforeTool", tool_name="run_shell_command", tool_input={"command": "curl -X POST https://api.example.invalid/hook"})
+    assert "cc_continuity.rotation.toolcall" in loaded
+    _, outcome, loaded = _steady(world, "AfterTool", tool_name="write_file", tool_input={"file_path": "a"},
+                                 tool_response={}, tokens=650_000)  # (no window configured: Gemini's 1M)
+    assert outcome == "level rotate" and "cc_continuity.rotation.turn" in loaded
