@@ -139,9 +139,6 @@ KEPT = {
            for fn, what in (("answer", "cc_continuity.hosts.codex.host.CodexContext"),
                             ("_pre_tool_use", "cc_continuity.rotation.context"),
                             ("_pre_tool_use", "cc_continuity.rotation.toolcall"),
-                            ("_post_tool_use", "cc_continuity.rotation.context"),
-                            ("_post_tool_use", "cc_continuity.holds.effects"),
-                            ("_post_tool_use", "cc_continuity.rotation.turn"),
                             ("_settle_exits", "cc_continuity.rotation.context"))},
         **{("answer", "cc_continuity.rotation." + mod): (
             START_UP, "each event loads its own step's module (start: claim, revalidation; turn: checkpoint, "
@@ -156,13 +153,17 @@ KEPT = {
                             ("_tool", "cc_continuity.rotation.toolcall"),
                             ("_before_tool", "cc_continuity.rotation.context"),
                             ("_before_tool", "cc_continuity.rotation.toolcall"),
-                            ("_after_tool", "cc_continuity.rotation.context"),
-                            ("_after_tool", "cc_continuity.rotation.turn"))},
+                            )},
         **{(fn, "cc_continuity.rotation." + mod): (
             START_UP, "each event loads its own step's module (start: claim, revalidation; turn: checkpoint, "
                       "handover) +~9 ms") for fn, mod in (("answer", "start"), ("_after_agent", "context"),
                                                             ("_after_agent", "turn"), ("_session_end", "context"),
                                                             ("_session_end", "turn"))},
+    },
+    "cc_continuity.hosts.toolpath": {
+        **{("after_tool_steps", what): (START_UP, "a tool call's hook of a per-call host: the steps' world +~80 ms, "
+                                                  "only when it must decide") for what in (
+            "cc_continuity.holds.effects", "cc_continuity.rotation.context", "cc_continuity.rotation.turn")},
     },
     "cc_continuity.hosts": {
         # Every host's hook entry runs through it on every tool call: what only a failed call or one that

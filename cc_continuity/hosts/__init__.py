@@ -161,6 +161,21 @@ def run_hook(name: "str", budget: "float", answer: "Callable[[bytes], Answer]", 
     posix._exit(status)
 
 
+def run_entry(host: "str", event: "str", budget: "float",
+              answer: "Callable[[str, bytes], tuple[str | None, str, Any, Iterable[Callable[[], Any]]]]",
+              limit: "int" = MAX_STDIN) -> "NoReturn":
+    """A per-call host's hook entry (Codex CLI's, Gemini CLI's): ``answer(event, stdin)`` under :func:`run_hook`,
+    logged as ``<host>:<event>``; a payload that is not the host's (:class:`PayloadError`) is one log line."""
+    def call(raw: "bytes") -> "Answer":
+        try:
+            out, outcome, sid, after = answer(event, raw)
+        except PayloadError as e:
+            return None, "bad payload: %s" % str(e)[:120], None, (), None
+        return out, outcome, sid, after, None
+
+    run_hook(host + ":" + event, budget, call, limit)
+
+
 def failed(e: "BaseException") -> "str":
     """The log's outcome for a call that raised ``e``: the budget, or the error and where it was raised."""
     from ..errors import BudgetExceeded  # (a failed call only)

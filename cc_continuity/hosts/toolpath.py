@@ -17,6 +17,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
+    from ..rotation.context import Context
+
     # the host's reader: (tokens, window or None) of the transcript's newest request; OSError when unreadable
     Read = Callable[[str], tuple[int | None, int | None]]
 
@@ -82,3 +84,24 @@ def before_tool(sid: "str", path: "object", read: "Read", tool_name: "object",
                                                     and reading["level"] == "hard"):
         return SLOW
     return None, "ok"
+
+
+def after_tool_steps(ctx: "Context", tool_use_id: "object", line: "Callable[[dict[str, Any]], dict[str, Any]]") -> None:
+    """The slow path after a tool call: register (or refresh the card), the action recorded (``line(reading)``),
+    an effect's outcome (``tool_use_id`` marked pending), a level change told once."""
+    from ..holds import effects  # (the record and the hold: only when a tool call must be decided)
+    from ..rotation import context, turn  # (the steps' world: only when a tool call must be decided)
+
+    started = context.begin(ctx)
+    if started is None:
+        return
+    n, sdir, rec = started
+    context.refresh_card(ctx, n, sdir, rec)
+    reading = ctx.reading(sdir, rec)
+    ctx.log(sdir, line(reading))
+    if isinstance(tool_use_id, str) and tool_use_id and "/" not in tool_use_id and \
+            posix.access(effects.pending_dir(ctx.project.dir) + "/" + tool_use_id, posix.F_OK):
+        effects.outcome(ctx.project.dir, ctx.payload, None, ctx.session_id)
+    if meter.level_index(reading["level"]) != meter.notified_index(rec):
+        turn.tool_used(ctx, n, sdir, rec, reading)
+        ctx.outcome = "level %s" % reading["level"]

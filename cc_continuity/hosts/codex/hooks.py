@@ -26,7 +26,7 @@ Per event (the answers are Codex's own: :mod:`.wire`):
 
 import posix
 
-from ... import fastjson, hosts, ledger, meter, session
+from ... import fastjson, hosts, ledger, session
 from .. import toolpath
 from . import rollout, wire
 
@@ -202,37 +202,11 @@ def _pre_tool_use(ctx: "CodexContext", p: "dict[str, Any]") -> "str | None":
 
 
 def _post_tool_use(ctx: "CodexContext", p: "dict[str, Any]") -> None:
-    """The slow path of a tool call: register (or refresh the card), record the action, an effect's outcome,
-    a level change."""
-    from ...holds import effects  # (the record and the hold: only when a tool call must be decided)
-    from ...rotation import context, turn  # (the steps' world: only when a tool call must be decided)
-
-    started = context.begin(ctx)
-    if started is None:
-        return
-    n, sdir, rec = started
-    context.refresh_card(ctx, n, sdir, rec)
-    reading = ctx.reading(sdir, rec)
-    ctx.log(sdir, _tool_line(p, reading))
-    tid = p.get("tool_use_id")
-    if isinstance(tid, str) and tid and "/" not in tid and \
-            posix.access(effects.pending_dir(ctx.project.dir) + "/" + tid, posix.F_OK):
-        effects.outcome(ctx.project.dir, ctx.payload, None, ctx.session_id)
-    if meter.level_index(reading["level"]) != meter.notified_index(rec):
-        turn.tool_used(ctx, n, sdir, rec, reading)
-        ctx.outcome = "level %s" % reading["level"]
+    """The slow path of a tool call (hosts/toolpath.py): the card, the action, an effect's outcome, a level change."""
+    toolpath.after_tool_steps(ctx, p.get("tool_use_id"), lambda reading: _tool_line(p, reading))
 
 
 def main(argv: "list[str]") -> "NoReturn":
     """Entry for the bootstrap install writes into hooks.json; always exits 0 (the runner: hosts.run_hook)."""
     event = argv[0] if argv else "?"
-    hosts.run_hook("codex:" + event, BUDGET.get(event, 4.0), lambda raw: _answer(event, raw), MAX_STDIN)
-
-
-def _answer(event: str, raw: bytes) -> "hosts.Answer":
-    """:func:`answer` for the runner: a payload that is not Codex's is one log line, not an error."""
-    try:
-        out, outcome, sid, after = answer(event, raw)
-    except hosts.PayloadError as e:
-        return None, "bad payload: %s" % str(e)[:120], None, (), None
-    return out, outcome, sid, after, None
+    hosts.run_entry("codex", event, BUDGET.get(event, 4.0), answer, MAX_STDIN)

@@ -31,7 +31,7 @@ piece and doctor unit that make Gemini a row of ``hosts.HOSTS``.
 import os
 import posix
 
-from ... import atomic, fastjson, hosts, ledger, meter, paths, session
+from ... import atomic, fastjson, hosts, ledger, paths, session
 from ...digest import sha256
 from .. import toolpath
 from . import chats, generations, wire
@@ -240,19 +240,9 @@ def _before_tool(ctx: "GeminiContext", p: "dict[str, Any]") -> "str | None":
 
 
 def _after_tool(ctx: "GeminiContext", p: "dict[str, Any]") -> None:
-    """The slow path of a tool call: register (or refresh the card), the action recorded, a level change told once."""
-    from ...rotation import context, turn  # (the steps' world: only when a tool call must be decided)
-
-    started = context.begin(ctx)
-    if started is None:
-        return
-    n, sdir, rec = started
-    context.refresh_card(ctx, n, sdir, rec)
-    reading = ctx.reading(sdir, rec)
-    ctx.log(sdir, _tool_line(p, reading))
-    if meter.level_index(reading["level"]) != meter.notified_index(rec):
-        turn.tool_used(ctx, n, sdir, rec, reading)
-        ctx.outcome = "level %s" % reading["level"]
+    """The slow path of a tool call (hosts/toolpath.py): the card, the action, a level change (no call id:
+    Gemini's payloads carry none)."""
+    toolpath.after_tool_steps(ctx, None, lambda reading: _tool_line(p, reading))
 
 
 # -- a tool call's fast path (hosts/toolpath.py): the card, the record and the session file's tail -----------
@@ -293,13 +283,4 @@ def _session_end(ctx: "GeminiContext") -> None:
 def main(argv: "list[str]") -> "NoReturn":
     """Entry for the bootstrap the hook table runs; always exits 0 (the runner: hosts.run_hook)."""
     event = argv[0] if argv else "?"
-    hosts.run_hook("gemini:" + event, BUDGET.get(event, 4.0), lambda raw: _answer(event, raw), wire.MAX_PAYLOAD)
-
-
-def _answer(event: str, raw: bytes) -> "hosts.Answer":
-    """:func:`answer` for the runner: a payload that is not Gemini's is one log line, not an error."""
-    try:
-        out, outcome, sid, after = answer(event, raw)
-    except hosts.PayloadError as e:
-        return None, "bad payload: %s" % str(e)[:120], None, (), None
-    return out, outcome, sid, after, None
+    hosts.run_entry("gemini", event, BUDGET.get(event, 4.0), answer, wire.MAX_PAYLOAD)
