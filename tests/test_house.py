@@ -118,7 +118,7 @@ OWN_EXCEPTIONS = {
     "tmux/rotator.py:_Busy": "another rotator holds the pane: the rotator exits quietly (never an error shown)",
     "install/bootstrap.py:BootstrapError": "install.py's first step runs before the package can be imported",
     "hosts/codex/appserver.py:AppServerError": "the Codex app server's protocol, turned into a reason by its caller",
-    "hosts/__init__.py:PayloadError": "a payload that is not its host's: the hook logs it and exits 0",
+    "hosts/entry.py:PayloadError": "a payload that is not its host's: the hook logs it and exits 0",
     "deps/build.py:BuildError": "a package build that failed: logged, the feature degrades without it",
 }
 

@@ -19,14 +19,12 @@ the model (``wake``, Claude Code's async hooks with asyncRewake) exits 2 with th
 
 Every hook call imports this package (it is its entry's parent), so it is the runner's place: it
 costs the hot path no module more.  Standard library builtins only (``posix``, ``time``,
-``_signal``) and ``fastjson``, which every hook's path loads; a host's own modules are imported by
-its entry, never here.  So are the two readers of a payload every host's wire parses with.
+``_signal``); a host's own modules are imported by its entry, never here (what the per-call hosts'
+entries share besides is :mod:`.entry`: every line here is run at every Claude Code tool call).
 """
 
 import posix
 import time
-
-from .. import fastjson  # (every hook's path reads JSON: it costs the runner's no module more)
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time only the else branch runs (hot path)
 if TYPE_CHECKING:
@@ -75,38 +73,6 @@ def read_stdin(limit: "int" = MAX_STDIN) -> "bytes":
         if total > limit:
             raise ValueError("stdin larger than %d bytes" % limit)
     return b"".join(chunks)
-
-
-class PayloadError(ValueError):
-    """A hook's stdin that is not what its host sends; the message names the field.
-
-    Not an ``errors.Error``: a hook never tells the user; its entry logs this and fails open
-    (exit 0, nothing on stdout).  Each host's wire parses its own payloads with the two readers
-    below (``hosts/<name>/wire.py``)."""
-
-
-def payload_object(raw: "bytes | str", limit: "int") -> "dict[str, Any]":
-    """A hook's stdin as a JSON object; :class:`PayloadError` past ``limit`` bytes, or for anything else."""
-    if len(raw) > limit:
-        raise PayloadError("payload over %d bytes" % limit)
-    try:
-        d = fastjson.loads(raw)
-    except (ValueError, UnicodeDecodeError) as e:
-        raise PayloadError("not JSON: %s" % e) from None
-    if not isinstance(d, dict):
-        raise PayloadError("expected a JSON object, got %s" % type(d).__name__)
-    return d
-
-
-def payload_str(d: "dict[str, Any]", key: "str", optional: "bool" = False) -> "str | None":
-    """``d[key]``: a non-empty string (``optional``: a string or null/absent, as None)."""
-    v = d.get(key)
-    if v is None and optional:
-        return None
-    if not isinstance(v, str) or (not optional and not v):
-        raise PayloadError("%s: expected %sa string, got %s" % (key, "null or " if optional else "a non-empty ",
-                                                                type(v).__name__ if v is not None else "nothing"))
-    return v
 
 
 def run_hook(name: "str", budget: "float", answer: "Callable[[bytes], Answer]", limit: "int" = MAX_STDIN,
@@ -159,21 +125,6 @@ def run_hook(name: "str", budget: "float", answer: "Callable[[bytes], Answer]", 
     except BaseException:
         pass
     posix._exit(status)
-
-
-def run_entry(host: "str", event: "str", budget: "float",
-              answer: "Callable[[str, bytes], tuple[str | None, str, Any, Iterable[Callable[[], Any]]]]",
-              limit: "int" = MAX_STDIN) -> "NoReturn":
-    """A per-call host's hook entry (Codex CLI's, Gemini CLI's): ``answer(event, stdin)`` under :func:`run_hook`,
-    logged as ``<host>:<event>``; a payload that is not the host's (:class:`PayloadError`) is one log line."""
-    def call(raw: "bytes") -> "Answer":
-        try:
-            out, outcome, sid, after = answer(event, raw)
-        except PayloadError as e:
-            return None, "bad payload: %s" % str(e)[:120], None, (), None
-        return out, outcome, sid, after, None
-
-    run_hook(host + ":" + event, budget, call, limit)
 
 
 def failed(e: "BaseException") -> "str":

@@ -26,8 +26,8 @@ Per event (the answers are Codex's own: :mod:`.wire`):
 
 import posix
 
-from ... import fastjson, hosts, ledger, session
-from .. import toolpath
+from ... import fastjson, ledger, session
+from .. import entry, toolpath
 from . import rollout, wire
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time nothing is imported (a tool call's path)
@@ -209,4 +209,4 @@ def _post_tool_use(ctx: "CodexContext", p: "dict[str, Any]") -> None:
 def main(argv: "list[str]") -> "NoReturn":
     """Entry for the bootstrap install writes into hooks.json; always exits 0 (the runner: hosts.run_hook)."""
     event = argv[0] if argv else "?"
-    hosts.run_entry("codex", event, BUDGET.get(event, 4.0), answer, MAX_STDIN)
+    entry.run_entry("codex", event, BUDGET.get(event, 4.0), answer, MAX_STDIN)

@@ -31,9 +31,9 @@ piece and doctor unit that make Gemini a row of ``hosts.HOSTS``.
 import os
 import posix
 
-from ... import atomic, fastjson, hosts, ledger, paths, session
+from ... import atomic, fastjson, ledger, paths, session
 from ...digest import sha256
-from .. import toolpath
+from .. import entry, toolpath
 from . import chats, generations, wire
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time nothing is imported
@@ -283,4 +283,4 @@ def _session_end(ctx: "GeminiContext") -> None:
 def main(argv: "list[str]") -> "NoReturn":
     """Entry for the bootstrap the hook table runs; always exits 0 (the runner: hosts.run_hook)."""
     event = argv[0] if argv else "?"
-    hosts.run_entry("gemini", event, BUDGET.get(event, 4.0), answer, wire.MAX_PAYLOAD)
+    entry.run_entry("gemini", event, BUDGET.get(event, 4.0), answer, wire.MAX_PAYLOAD)

@@ -21,8 +21,8 @@ resume, BeforeAgent) reaches the model HTML-escaped inside ``<hook_context>``; a
 """
 
 from ... import fastjson
-from .. import PayloadError, payload_object
-from .. import payload_str as _str
+from ..entry import PayloadError, payload_object
+from ..entry import payload_str as _str
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time nothing is imported (hot path)
 if TYPE_CHECKING:
