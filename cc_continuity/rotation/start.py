@@ -450,7 +450,8 @@ def session_ended(ctx: Context) -> None:
     """SessionEnd: ENDED, or only the process's leaving for a session holding a verified checkpoint.
 
     On ``/clear`` the Claude process is remembered as having cleared this session,
-    so the successor it starts next is paired with it.  The hooks run
+    so the successor it starts next is paired with it.  The same end told again is one line and
+    one push (Gemini CLI fires SessionEnd three times on one ``/quit``).  The hooks run
     :func:`.turn.session_ended`, which first verifies a handoff the Stop left unverified.
     """
     n = ctx.number()
@@ -461,6 +462,9 @@ def session_ended(ctx: Context) -> None:
     reason = ctx.payload.get("reason")
     reason = reason if isinstance(reason, str) else "other"
     with ctx.project.edit(sdir) as rec:
+        if rec["state"] not in session.LIVE and (rec.get("ended") or {}).get("reason") == reason:
+            ctx.outcome = "already ended (%s)" % reason  # a host that fires it again (Gemini CLI's /quit: 3x)
+            return None
         ctx.log(sdir, {"ev": "session_end", "reason": reason})
         rec["ended"] = {"reason": reason, "at": round(time.time(), 3)}
         if rec["state"] in session.LIVE:
