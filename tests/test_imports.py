@@ -157,8 +157,7 @@ KEPT = {
         **{(fn, "cc_continuity.rotation." + mod): (
             START_UP, "each event loads its own step's module (start: claim, revalidation; turn: checkpoint, "
                       "handover) +~9 ms") for fn, mod in (("answer", "start"), ("_after_agent", "context"),
-                                                            ("_after_agent", "turn"), ("_session_end", "context"),
-                                                            ("_session_end", "turn"))},
+                                                            ("_after_agent", "turn"), ("answer", "turn"))},
     },
     "cc_continuity.hosts.toolpath": {
         **{("after_tool_steps", what): (START_UP, "a tool call's hook of a per-call host: the steps' world +~80 ms, "

@@ -5,6 +5,8 @@ Not in ``hosts/__init__``: every line there runs at every Claude Code tool call 
 functions cost it ~0.13 M instructions, +0.4 %).
 """
 
+import posix
+
 from .. import fastjson
 from . import run_hook
 
@@ -12,6 +14,8 @@ TYPE_CHECKING = False  # mypy takes this name as true; at run time nothing is im
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
     from typing import Any, NoReturn
+
+    from collections.abc import Mapping
 
     from . import Answer
 
@@ -22,6 +26,14 @@ class PayloadError(ValueError):
     Not an ``errors.Error``: a hook never tells the user; its entry logs this and fails open
     (exit 0, nothing on stdout).  Each host's wire parses its own payloads with the two readers
     below (``hosts/<name>/wire.py``)."""
+
+
+def getenv(env: "Mapping[str, str] | None", name: "str") -> "str | None":
+    """``name`` from ``env``, or from this process's environment (``posix``: ``os`` is not on a tool call's path)."""
+    if env is not None:
+        return env.get(name)
+    v = posix.environ.get(name.encode())
+    return None if v is None else v.decode("utf-8", "surrogateescape")
 
 
 def payload_object(raw: "bytes | str", limit: "int") -> "dict[str, Any]":

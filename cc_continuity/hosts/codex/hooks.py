@@ -24,8 +24,6 @@ Per event (the answers are Codex's own: :mod:`.wire`):
 * SessionEnd        ENDED (Codex ends a thread late, when it unloads it, or at exit).
 """
 
-import posix
-
 from ... import fastjson, ledger, session
 from .. import entry, toolpath
 from . import rollout, wire
@@ -57,7 +55,7 @@ def answer(event: str, raw: "bytes | str", env: "Mapping[str, str] | None" = Non
     hook call; raises what a step raises."""
     p = wire.parse(raw, expect=event)
     sid = p["session_id"]
-    if _getenv(env, "CC_CONTINUITY") == "0":
+    if entry.getenv(env, "CC_CONTINUITY") == "0":
         return None, "disabled", sid, []
     if event == "PostToolUse":
         done = _post_tool_use_fast(p)
@@ -105,13 +103,6 @@ def answer(event: str, raw: "bytes | str", env: "Mapping[str, str] | None" = Non
     if text is None and out:
         text = _wire(event, out)
     return text, ctx.outcome, sid, ctx.after_output if text is not None else []
-
-
-def _getenv(env: "Mapping[str, str] | None", name: str) -> "str | None":
-    if env is not None:
-        return env.get(name)
-    v = posix.environ.get(name.encode())
-    return None if v is None else v.decode("utf-8", "surrogateescape")
 
 
 def _wire(event: str, out: "dict[str, Any]") -> "str | None":

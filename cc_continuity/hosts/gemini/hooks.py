@@ -21,7 +21,7 @@ Per event (the answers are Gemini's own: :mod:`.wire`):
                 the handoff is asked for there (:func:`draft_path`) and taken into the checkpoint;
 * PreCompress   nothing: it fires before every model round and cannot veto (rotation sits below
                 ``model.compressionThreshold`` instead);
-* SessionEnd    ENDED, once (Gemini fires it more than once on one exit).
+* SessionEnd    ENDED (told again, as Gemini does on one exit, it is one line: the step's own rule).
 
 Not yet here (issue 36 goes on): a tool call's fast path (the card and the session file's tail, as
 Codex's and Claude Code's tool hooks have: every call loads the steps' world for now) and the install
@@ -31,7 +31,7 @@ piece and doctor unit that make Gemini a row of ``hosts.HOSTS``.
 import os
 import posix
 
-from ... import atomic, fastjson, ledger, paths, session
+from ... import atomic, card, fastjson, ledger, paths, safefile, session
 from ...digest import sha256
 from .. import entry, toolpath
 from . import chats, generations, wire
@@ -59,10 +59,12 @@ def answer(event: str, raw: "bytes | str", env: "Mapping[str, str] | None" = Non
     hook call; raises what a step raises."""
     p = wire.parse(raw, expect=event)
     sid = p["session_id"]
-    if (env.get("CC_CONTINUITY") if env is not None else os.environ.get("CC_CONTINUITY")) == "0":
+    if entry.getenv(env, "CC_CONTINUITY") == "0":
         return None, "disabled", sid, []
     if event not in EVENTS or event == "PreCompress":
         return None, "ignored", sid, []
+    if not card.valid_session_id(sid):  # it names files of ours (its key, its card): safe characters only
+        return None, "session id not usable", None, []
     key = generations.key(sid)
     if event == "AfterTool":
         done = toolpath.after_tool(key, p.get("transcript_path"), _read, None, lambda reading: _tool_line(p, reading))
@@ -72,10 +74,12 @@ def answer(event: str, raw: "bytes | str", env: "Mapping[str, str] | None" = Non
         fast = toolpath.before_tool(key, p.get("transcript_path"), _read, p["tool_name"], p["tool_input"])
         if fast is not toolpath.SLOW:
             return fast[0], fast[1], key, []
+    elif event == "BeforeAgent" and _ours(key, p["prompt"]):  # our AfterAgent's block, not the user's prompt
+        return None, "our own request", key, []
     from ...rotation import start  # the steps' world: not on a tool call's path unless it must decide
     from .host import GeminiContext  # (the same world: the context, the project, config)
 
-    ctx = GeminiContext(event, fastjson.loads(raw), env)
+    ctx = GeminiContext(event, fastjson.loads(raw), env, key)
     text: "str | None" = None
     after = True  # the answer carries what the steps said it would (a dropped context did not go out)
     if event == "SessionStart":
@@ -86,9 +90,6 @@ def answer(event: str, raw: "bytes | str", env: "Mapping[str, str] | None" = Non
         else:
             text = _context(event, out)
     elif event == "BeforeAgent":
-        if ctx.session_id and _ours(ctx.session_id, p["prompt"]):  # our AfterAgent's block, not the user's prompt
-            ctx.outcome = "our own request"
-            return None, ctx.outcome, ctx.session_id, []
         text = _context(event, start.prompt_submitted(ctx))
     elif event == "BeforeTool":
         text = _before_tool(ctx, p)
@@ -97,7 +98,9 @@ def answer(event: str, raw: "bytes | str", env: "Mapping[str, str] | None" = Non
     elif event == "AfterAgent":
         text = _after_agent(ctx, p)
     elif event == "SessionEnd":
-        _session_end(ctx)
+        from ...rotation import turn  # (its event's step only)
+
+        turn.session_ended(ctx)
     return text, ctx.outcome, ctx.session_id, ctx.after_output if (text is not None and after) else []
 
 
@@ -144,32 +147,34 @@ def _ours(key: str, prompt: str) -> bool:
 
 # -- the handoff: written by the model in Gemini's temp folder, taken into the checkpoint ---------------------
 
-def draft_path(transcript: object, number: int) -> "str | None":
-    """Where the model writes session ``number``'s handoff: the project's temp folder (the one above the
-    session file's ``chats/``), where Gemini's file tools may write; None when the payload names no such file."""
+def _temp_folder(transcript: object) -> "str | None":
+    """The project's temp folder (the one above the session file's ``chats/``), where Gemini's file tools may
+    write; None when the payload names no such file."""
     if not isinstance(transcript, str) or not transcript:
         return None
     chats = os.path.dirname(transcript)
-    if os.path.basename(chats) != "chats":
-        return None
-    return os.path.join(os.path.dirname(chats), DRAFT % number)
+    return os.path.dirname(chats) if os.path.basename(chats) == "chats" else None
+
+
+def draft_path(transcript: object, number: int) -> "str | None":
+    """Where the model writes session ``number``'s handoff, in the project's temp folder (None: no such folder)."""
+    folder = _temp_folder(transcript)
+    return os.path.join(folder, DRAFT % number) if folder else None
 
 
 def _take_draft(ctx: "GeminiContext", n: int, sdir: str, draft: str) -> bool:
-    """The model's draft moved into the checkpoint folder (a regular file of ours, read without following a
-    link, bounded); True when one was taken."""
+    """The model's draft moved into the checkpoint folder (a plain file of ours, read without following a link,
+    bounded: ``safefile.read_regular``); True when one was taken."""
     try:
-        fd = posix.open(draft, posix.O_RDONLY | posix.O_NOFOLLOW | posix.O_NONBLOCK | posix.O_CLOEXEC)
-    except OSError:
+        data = safefile.read_regular(draft, MAX_DRAFT + 1)
+    except FileNotFoundError:
         return False
-    try:
-        st = posix.fstat(fd)
-        if (st.st_mode & 0o170000) != 0o100000 or st.st_uid != posix.geteuid() or st.st_size > MAX_DRAFT:
-            ctx.log(sdir, {"ev": "handoff_draft_refused", "path": draft, "size": st.st_size})
-            return False
-        data = posix.read(fd, MAX_DRAFT + 1)
-    finally:
-        posix.close(fd)
+    except OSError as e:  # a link, a FIFO, another user's file: refused, left where it is
+        ctx.log(sdir, {"ev": "handoff_draft_refused", "path": draft, "why": str(e)[:200]})
+        return False
+    if len(data) > MAX_DRAFT:
+        ctx.log(sdir, {"ev": "handoff_draft_refused", "path": draft, "why": "over %d bytes" % MAX_DRAFT})
+        return False
     os.makedirs(session.checkpoint_dir(sdir), mode=0o700, exist_ok=True)
     atomic.write_bytes(session.handoff_path(sdir), data, mode=paths.FILE_MODE, follow=False)
     try:
@@ -196,8 +201,7 @@ def _after_agent(ctx: "GeminiContext", p: "dict[str, Any]") -> "str | None":
     hso = out.get("hookSpecificOutput")
     if out.get("decision") == "block" and isinstance(hso, dict) and hso.get("clearContext"):
         sid = ctx.gemini_session_id
-        found = context.known(ctx)
-        if sid and found is not None:
+        if sid and found is not None:  # (a verified checkpoint: the session was registered before this turn's end)
             gen = generations.next_generation(sid)
             ctx.log(found[1], {"ev": "generation", "gemini_session": sid, "next": gen})
         return wire.clear_and_continue(out["reason"], out.get("systemMessage"))
@@ -259,25 +263,10 @@ def _tool_line(p: "dict[str, Any]", reading: "dict[str, Any]") -> "dict[str, Any
 
 def _draft_write(p: "dict[str, Any]") -> "str | None":
     """The handoff's draft, when this call writes one (the steps let it through past the hard ceiling)."""
-    path, transcript = p["tool_input"].get("file_path"), p.get("transcript_path")
-    if not isinstance(path, str) or not isinstance(transcript, str):
+    path, folder = p["tool_input"].get("file_path"), _temp_folder(p.get("transcript_path"))
+    if not isinstance(path, str) or folder is None:
         return None
-    folder = os.path.dirname(os.path.dirname(transcript))
     return path if os.path.dirname(path) == folder and os.path.basename(path).startswith(DRAFT.split("%")[0]) else None
-
-
-def _session_end(ctx: "GeminiContext") -> None:
-    """ENDED, once: Gemini fires SessionEnd more than once on one exit (the TUI's /quit, three times)."""
-    from ...rotation import context, turn  # (its event's step only)
-
-    found = context.known(ctx)
-    if found is None:
-        return
-    rec = session.load(found[1])
-    if rec.get("ended") and rec["state"] not in session.LIVE:
-        ctx.outcome = "already ended"
-        return
-    turn.session_ended(ctx)
 
 
 def main(argv: "list[str]") -> "NoReturn":

@@ -102,11 +102,12 @@ class GeminiContext(HookPorts):
     by its generation (:func:`key`), and the host hands over by itself (``native``: the verifying
     AfterAgent's answer clears and continues)."""
 
-    def __init__(self, event: str, payload: "dict[str, Any]", env: "Env | None" = None) -> None:
+    def __init__(self, event: str, payload: "dict[str, Any]", env: "Env | None" = None,
+                 session_key: str | None = None) -> None:
         sid = payload.get("session_id")
         self.gemini_session_id = sid if isinstance(sid, str) else None
-        if card.valid_session_id(self.gemini_session_id):
-            payload = dict(payload, session_id=key(self.gemini_session_id))
+        if card.valid_session_id(self.gemini_session_id):  # ``session_key``: its key, when the caller read it
+            payload = dict(payload, session_id=session_key or key(self.gemini_session_id))
         super().__init__(event, payload, env, host=GEMINI)
 
     def own_driver(self) -> str | None:

@@ -136,8 +136,13 @@ def test_the_handoffs_draft_is_taken_only_as_a_regular_file_of_ours(world, tmp_p
         f.write("# Handoff\n")
     assert hooks._take_draft(ctx, n, sdir, draft) is True
     assert not os.path.exists(draft) and open(session.handoff_path(sdir)).read() == "# Handoff\n"
+    with open(draft, "wb") as f:
+        f.write(b"x" * (hooks.MAX_DRAFT + 1))
+    assert hooks._take_draft(ctx, n, sdir, draft) is False and os.path.exists(draft)  # too big: left, not taken
+    assert open(session.handoff_path(sdir)).read() == "# Handoff\n"
+    os.unlink(draft)
     assert os.stat(session.handoff_path(sdir)).st_mode & 0o777 == 0o600
-    assert [r["ev"] for r in ledger.read(session.ledger_path(sdir))][-1] == "handoff_taken"
+    assert [r["ev"] for r in ledger.read(session.ledger_path(sdir))][-2:] == ["handoff_taken", "handoff_draft_refused"]
 
 
 def test_generations_key_a_session_across_its_silent_clears():
@@ -197,3 +202,15 @@ def test_a_steady_tool_call_is_answered_without_the_steps(world):
     _, outcome, loaded = _steady(world, "AfterTool", tool_name="write_file", tool_input={"file_path": "a"},
                                  tool_response={}, tokens=650_000)  # (no window configured: Gemini's 1M)
     assert outcome == "level rotate" and "cc_continuity.rotation.turn" in loaded
+
+
+def test_a_session_id_that_could_name_a_path_is_not_used(world, tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    for event, fields in (("BeforeTool", {"tool_name": "read_file", "tool_input": {"file_path": "a"}}),
+                          ("BeforeAgent", {"prompt": "hi"}), ("AfterAgent", {"prompt": "p", "stop_hook_active": False})):
+        payload = json.loads(world.payload(event, **fields))
+        payload["session_id"] = "../../outside/x"
+        text, outcome, key, after = hooks.answer(event, json.dumps(payload))
+        assert (text, outcome, key, after) == (None, "session id not usable", None, [])
+    assert not os.path.exists(os.path.join(os.environ["CC_CONTINUITY_HOME"], "projects"))  # nothing registered
