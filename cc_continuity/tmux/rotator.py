@@ -232,7 +232,7 @@ class Rotator:
         self.attempts = plan["retries"] + 1
         self.t0 = time.monotonic()
         self.agent = agent
-        self._pane_watched = float("-inf")  # when _watch last asked tmux
+        self._pane_watched = float("-inf")  # when _check last asked tmux
         self.draft = None  # the user's unsent text we cut from the predecessor's box
         # A rotator standing by for the mod has no hand-over until it wins the offered one
         # (handover.take_handover): until then the session's record is not its to change.
@@ -286,21 +286,16 @@ class Rotator:
 
     # -- guards -------------------------------------------------------------
 
-    def _check(self):
-        """Before every keystroke batch: the pane still runs the agent we serve."""
+    def _check(self, pane_every=0.0):
+        """Before every keystroke batch: the pane still runs the agent we serve.  ``pane_every`` (standing by
+        while the mod hands over: PANE_WATCH_S): the agent is checked at each call (a /proc read), its pane
+        through tmux at most that often; a tmux call at every 50 ms poll took CPU from the agent's own
+        /clear and first request on a 2-core machine (bench/p4.py)."""
         faults.fail("rotator:check")  # (tests: a rotator that cannot even look at its pane)
-        if self.agent is not None:
-            self.agent.check(self.pane)
-
-    def _watch(self):
-        """While the mod hands over: the agent checked at every poll (a /proc read), its pane through tmux
-        once every PANE_WATCH_S.  A tmux call at every 50 ms poll took CPU from the agent's own /clear
-        and first request on a 2-core machine (bench/p4.py)."""
-        faults.fail("rotator:check")
         if self.agent is None:
             return
         now = time.monotonic()
-        pane_too = now >= self._pane_watched + PANE_WATCH_S
+        pane_too = now >= self._pane_watched + pane_every
         self.agent.check(self.pane, pane_too)
         if pane_too:
             self._pane_watched = now
@@ -520,7 +515,7 @@ class Rotator:
         if not wait or not sid:
             return False
         self.note("standby", s=wait)
-        _wait_for(lambda: (self._watch() or True) and (
+        _wait_for(lambda: (self._check(PANE_WATCH_S) or True) and (
             os.path.exists(self.plan["started_marker"]) or handover.handover_holder(sid) == "mod"), wait)
         if handover.take_handover(sid, "tmux"):
             self.owns = True
@@ -540,7 +535,7 @@ class Rotator:
         back (its ModDone failed) and it is ours now, so we type the step ourselves."""
         sid = self.plan["session_id"]
         back = lambda: handover.handover_holder(sid) is None
-        if _wait_for(lambda: (self._watch() or True) and (done() or back()), self.timeouts[timeout]) and done():
+        if _wait_for(lambda: (self._check(PANE_WATCH_S) or True) and (done() or back()), self.timeouts[timeout]) and done():
             return True
         if back() and handover.take_handover(sid, "tmux"):
             self.owns = True
