@@ -49,6 +49,16 @@ def payload_object(raw: "bytes | str", limit: "int") -> "dict[str, Any]":
     return d
 
 
+def payload_event(raw: "bytes | str", limit: "int", expect: "str | None") -> "tuple[dict[str, Any], str]":
+    """(the payload, its ``hook_event_name``); ``expect``: the event this hook was installed for (a payload for
+    another is an error)."""
+    d = payload_object(raw, limit)
+    event = payload_str(d, "hook_event_name")
+    if expect is not None and event != expect:
+        raise PayloadError("hook_event_name: %r, but this hook is for %s" % (event, expect))
+    return d, event  # type: ignore[return-value]  # (a non-empty string: payload_str raised otherwise)
+
+
 def payload_str(d: "dict[str, Any]", key: "str", optional: "bool" = False) -> "str | None":
     """``d[key]``: a non-empty string (``optional``: a string or null/absent, as None)."""
     v = d.get(key)
@@ -57,6 +67,22 @@ def payload_str(d: "dict[str, Any]", key: "str", optional: "bool" = False) -> "s
     if not isinstance(v, str) or (not optional and not v):
         raise PayloadError("%s: expected %sa string, got %s" % (key, "null or " if optional else "a non-empty ",
                                                                 type(v).__name__ if v is not None else "nothing"))
+    return v
+
+
+def payload_choice(d: "dict[str, Any]", key: "str", choices: "tuple[str, ...]") -> "str":
+    """``d[key]``: one of ``choices``."""
+    v = payload_str(d, key)
+    if v not in choices:
+        raise PayloadError("%s: %r is not one of %s" % (key, v, ", ".join(choices)))
+    return v
+
+
+def payload_field(d: "dict[str, Any]", key: "str", kind: "type") -> "Any":
+    """``d[key]``, of ``kind`` (``str``: any string, empty too; ``bool``; ``dict``: an object)."""
+    v = d.get(key)
+    if not isinstance(v, kind):
+        raise PayloadError("%s: expected %s" % (key, {str: "a string", bool: "true or false", dict: "an object"}[kind]))
     return v
 
 

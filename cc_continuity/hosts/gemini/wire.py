@@ -21,7 +21,7 @@ resume, BeforeAgent) reaches the model HTML-escaped inside ``<hook_context>``; a
 """
 
 from ... import fastjson
-from ..entry import PayloadError, payload_object
+from ..entry import PayloadError, payload_choice, payload_event, payload_field
 from ..entry import payload_str as _str
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time nothing is imported (hot path)
@@ -47,44 +47,26 @@ def parse(raw: "bytes | str", expect: "str | None" = None) -> "dict[str, Any]":
     ``tool_input``, ``command`` for the shell, ``tool_response``; ``trigger``).  ``expect``: the event
     this hook was installed for (a payload for another is an error).  Raises :class:`PayloadError`.
     """
-    d = payload_object(raw, MAX_PAYLOAD)
-    event = _str(d, "hook_event_name")
-    if expect is not None and event != expect:
-        raise PayloadError("hook_event_name: %r, but this hook is for %s" % (event, expect))
+    d, event = payload_event(raw, MAX_PAYLOAD, expect)
     out: "dict[str, Any]" = {"event": event, "session_id": _str(d, "session_id"), "cwd": _str(d, "cwd"),
                              "transcript_path": _str(d, "transcript_path", optional=True)}
     if event == "SessionStart":
-        source = _str(d, "source")
-        if source not in SOURCES:
-            raise PayloadError("source: %r is not one of %s" % (source, ", ".join(SOURCES)))
-        out["source"] = source
+        out["source"] = payload_choice(d, "source", SOURCES)
     elif event == "SessionEnd":
         out["reason"] = _str(d, "reason", optional=True)
     elif event in ("BeforeAgent", "AfterAgent"):
-        prompt = d.get("prompt")
-        if not isinstance(prompt, str):
-            raise PayloadError("prompt: expected a string")
-        out["prompt"] = prompt
+        out["prompt"] = payload_field(d, "prompt", str)
         if event == "AfterAgent":
-            active = d.get("stop_hook_active")
-            if not isinstance(active, bool):
-                raise PayloadError("stop_hook_active: expected true or false")
-            out["stop_hook_active"] = active
+            out["stop_hook_active"] = payload_field(d, "stop_hook_active", bool)
     elif event in ("BeforeTool", "AfterTool"):
         out["tool_name"] = _str(d, "tool_name")
-        tool_input = d.get("tool_input")
-        if not isinstance(tool_input, dict):
-            raise PayloadError("tool_input: expected an object")
-        out["tool_input"] = tool_input
+        tool_input = out["tool_input"] = payload_field(d, "tool_input", dict)
         command = tool_input.get("command")
         out["command"] = command if out["tool_name"] == SHELL_TOOL and isinstance(command, str) else None
         if event == "AfterTool":
             out["tool_response"] = d.get("tool_response")
     elif event == "PreCompress":
-        trigger = _str(d, "trigger")
-        if trigger not in TRIGGERS:
-            raise PayloadError("trigger: %r is not one of %s" % (trigger, ", ".join(TRIGGERS)))
-        out["trigger"] = trigger
+        out["trigger"] = payload_choice(d, "trigger", TRIGGERS)
     return out
 
 
