@@ -21,6 +21,7 @@ _SCRUB = (
     "CLAUDECODE", "ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_MODEL", "CLAUDE_ENV_FILE",
     "CC_CONTINUITY_UNATTENDED", "CC_CONTINUITY_WRAPPER", "CC_CONTINUITY_TMUX_SOCKET", "CC_CONTINUITY_CLAUDE",
     "CLAUDE_CODE_SESSION_ID", "NO_COLOR", "CODEX_HOME", "CC_CONTINUITY_CODEX",
+    "GEMINI_CLI_HOME", "GEMINI_CLI_TRUSTED_FOLDERS_PATH", "GEMINI_CLI_TRUST_WORKSPACE", "GEMINI_API_KEY",
 )
 
 
@@ -38,6 +39,8 @@ def _isolate(monkeypatch, home, state):
     monkeypatch.setenv("CC_CONTINUITY_HOME", str(state))
     for name in _SCRUB:
         monkeypatch.delenv(name, raising=False)
+    # Gemini CLI's system settings win over everything: the machine's /etc/gemini-cli is not the test's.
+    monkeypatch.setenv("GEMINI_CLI_SYSTEM_SETTINGS_PATH", os.path.join(str(state) + "-etc", "settings.json"))
     monkeypatch.setenv("GIT_AUTHOR_NAME", "Test")
     monkeypatch.setenv("GIT_AUTHOR_EMAIL", "test@example.invalid")
     monkeypatch.setenv("GIT_COMMITTER_NAME", "Test")

@@ -94,6 +94,11 @@ KEPT = {
             START_UP, "every verb loads install's and doctor's Codex pieces: the Codex hook entry and its rotation imports +~5-7 ms (min "
                       "and median of 15, after the parser); only install, uninstall and doctor of Codex need it"),
     },
+    "cc_continuity.hosts.gemini.files": {
+        ("_entry", "cc_continuity.hosts.gemini.hooks"): (
+            START_UP, "every verb loads install's and doctor's Gemini pieces: its hook entry and what it imports, as "
+                      "for Codex's; only install, uninstall and doctor of Gemini need it"),
+    },
     "cc_continuity.install.bootstrap": {
         ("fill_venv", "cc_continuity.deps.build"): (START_UP, "launch and every verb load install/: the installers "
                                                                 "and the index (urllib, html, configparser) +~20 ms; "

@@ -7,6 +7,7 @@ import sys
 from .. import config
 from ..hosts.claude.host import CLAUDE
 from ..hosts.codex.host import CODEX
+from ..hosts.gemini.host import GEMINI
 from ..watch import ago  # noqa: F401 - the verbs take it from here
 from ..project import Project
 
@@ -39,4 +40,4 @@ def print_json(obj):
 
 def host_of(rec):
     """The agent host a session record was made by (records without one are Claude Code's: they came first)."""
-    return CODEX if rec.get("host") == "codex" else CLAUDE
+    return {"codex": CODEX, "gemini": GEMINI}.get(rec.get("host"), CLAUDE)

@@ -1,7 +1,8 @@
 """``cc-continuity install``: hooks, status line, CLAUDE.md block, shell wrapper, skills, launcher.
 
 ``--agent codex``: the hooks into Codex CLI's ``$CODEX_HOME/hooks.json`` instead (``--trust``
-also records Codex's trust for them).  Safe to re-run (a second run changes nothing; an
+also records Codex's trust for them); ``--agent gemini``: into Gemini CLI's ``~/.gemini/settings.json``
+(and its compression threshold above our hard ceiling, when the user set none).  Safe to re-run (a second run changes nothing; an
 upgrade replaces ours in place).  ``--dry-run`` prints the diff of every file and writes nothing.
 """
 
@@ -17,8 +18,8 @@ from .configure import parse_thresholds, parse_tokens, parse_url_or_off
 def register(sub):
     p = sub.add_parser("install")
     p.add_argument("--agent", choices=setup.AGENTS, default="claude",
-                   help="the agent CLI to install into: Claude Code (default; ~/.claude) or Codex CLI (hooks into "
-                        "$CODEX_HOME/hooks.json, default ~/.codex)")
+                   help="the agent CLI to install into: Claude Code (default; ~/.claude), Codex CLI (hooks into "
+                        "$CODEX_HOME/hooks.json, default ~/.codex) or Gemini CLI (hooks into ~/.gemini/settings.json)")
     p.add_argument("--trust", action="store_true",
                    help="--agent codex: also trust our hooks, and only ours, in Codex's config.toml (by the hash "
                         "`codex app-server` gives each), instead of choosing \"Trust all\" on Codex's \"Hooks need "

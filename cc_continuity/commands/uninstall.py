@@ -1,4 +1,4 @@
-"""``cc-continuity uninstall [--agent claude|codex] [--purge]``: remove exactly what install added.
+"""``cc-continuity uninstall [--agent claude|codex|gemini] [--purge]``: remove exactly what install added.
 
 Every other byte of the user's files stays.  Both agents' installs by default; the app copy
 goes with the last of them.  Safe to run twice.

@@ -7,9 +7,11 @@ given each host's doctor unit (``hosts/checkup.py`` does that) and asks them wha
 host set up here, which leftover files are its own).
 """
 
+import calendar
 import os
 import re
 import subprocess
+import time
 
 from .. import config, paths, safefile
 from ..install import manifest, plugin, settings
@@ -26,6 +28,7 @@ TEMP_MIN_AGE_S = 300  # a younger temp file may belong to a write in progress
 PROBE_EVENT = "DoctorProbe"
 # Claude Code's settings files are small; a bigger one is not read (a link to /dev/zero, a dump).
 SETTINGS_MAX_BYTES = 16 << 20
+_LOG_STAMP = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(\.\d+)?Z ")
 
 
 class Result:
@@ -184,3 +187,28 @@ def _first_line(text):
 
 def _is_executable(path):
     return isinstance(path, str) and os.path.isabs(path) and os.path.isfile(path) and os.access(path, os.X_OK)
+
+
+def _log_time(line):
+    m = _LOG_STAMP.match(line)
+    if not m:
+        return None
+    try:
+        return calendar.timegm(time.strptime(m.group(1), "%Y-%m-%dT%H:%M:%S")) + float(m.group(2) or 0)
+    except ValueError:
+        return None
+
+
+def hook_calls(host, since):
+    """``(hooks.log's path, [its lines of ``host``'s hook calls at or after ``since``])``, the rotated log
+    first: each call of a host's entry writes one line, ``<time>Z <host>:<Event> ...``."""
+    log = os.path.join(paths.logs_dir(), "hooks.log")
+    calls = []
+    for path in (log + ".1", log):
+        try:
+            with open(path, "rb") as f:
+                lines = f.read().decode("utf-8", "replace").splitlines()
+        except OSError:
+            continue
+        calls += [line for line in lines if (" %s:" % host) in line[:40] and (_log_time(line) or 0) >= since]
+    return log, calls

@@ -45,6 +45,7 @@ else:
 HOSTS = {
     "claude": ("cc_continuity.hosts.claude.host:ClaudeHost", "cc_continuity.hosts.claude.hooks.pre_tool_use:_decide"),
     "codex": ("cc_continuity.hosts.codex.host:CodexHost", "cc_continuity.hosts.codex.hooks:_pre_tool_use"),
+    "gemini": ("cc_continuity.hosts.gemini.host:GeminiHost", "cc_continuity.hosts.gemini.hooks:_before_tool"),
 }
 
 MAX_STDIN = 64 * 1024 * 1024

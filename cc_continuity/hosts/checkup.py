@@ -37,6 +37,7 @@ ORDER = (
     "python", "git", "tmux", "claude", "config",
     "plugin", "plugin_python", "plugin_packages", "hooks", "hook_probe", "shell_reader", "mods", "statusline",
     "wrapper", "skills", "skill_shell", "app_copy", "codex_hooks", "codex_trust", "codex_firing",
+    "gemini_hooks", "gemini_trust", "gemini_settings", "gemini_window", "gemini_firing",
     "watchdog_unit", "permissions", "leftovers", "trust", "context_window", "system_prompt", "ntfy", "mirror",
 )
 _AGENT_OF = {check: agent for agent, unit in UNITS.items() for check in unit.CHECKS}

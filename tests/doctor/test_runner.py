@@ -12,7 +12,7 @@ from cc_continuity.hosts import checkup
 from cc_continuity.hosts.claude import doctor as claude
 from cc_continuity.install import wrapper
 
-CLAUDE_AND_SYSTEM = [c for c in checkup.CHECKS if checkup.agent_of(c) != "codex"]
+CLAUDE_AND_SYSTEM = [c for c in checkup.CHECKS if checkup.agent_of(c) not in ("codex", "gemini")]
 
 # -- the whole report ------------------------------------------------------------
 
@@ -28,7 +28,7 @@ def test_cli_json_shape_and_exit_status(inst):
     r = inst.cli("--json")
     assert r.returncode == 0, r.stdout + r.stderr
     rows = json.loads(r.stdout)
-    assert isinstance(rows, list) and len(rows) == len(CLAUDE_AND_SYSTEM) + 1  # + Codex CLI's neutral row
+    assert isinstance(rows, list) and len(rows) == len(CLAUDE_AND_SYSTEM) + 2  # + Codex and Gemini CLI's neutral rows
     for row in rows:
         assert set(row) == {"name", "ok", "detail", "fix"}
         assert row["ok"] is True and row["fix"] is None and row["detail"]
@@ -47,7 +47,7 @@ def test_text_report_one_line_per_check_with_fixes_and_no_colour_when_piped(inst
     assert "\033[" not in r.stdout
     lines = r.stdout.splitlines()
     assert sum(1 for line in lines if line.startswith(("ok  ", "FAIL"))) == len(CLAUDE_AND_SYSTEM)
-    assert [line.split()[1] for line in lines if line.startswith("-   ")] == ["codex-cli"]
+    assert [line.split()[1] for line in lines if line.startswith("-   ")] == ["codex-cli", "gemini-cli"]
     wrapper_line = next(i for i, line in enumerate(lines) if line.startswith("FAIL") and " wrapper " in line)
     assert "fix: cc-continuity install" in lines[wrapper_line + 1]
     assert "cc-continuity rehearse" in r.stdout
@@ -99,6 +99,7 @@ def rows_of(check_list):
 SYSTEM = rows_of(c for c in checkup.CHECKS if checkup.agent_of(c) is None)
 CLAUDE = rows_of(c for c in checkup.CHECKS if checkup.agent_of(c) == "claude")
 CODEX = rows_of(c for c in checkup.CHECKS if checkup.agent_of(c) == "codex")
+GEMINI = rows_of(c for c in checkup.CHECKS if checkup.agent_of(c) == "gemini")
 
 
 def doctor(capsys, *args):
@@ -122,6 +123,8 @@ def test_the_rows_split_into_the_system_and_one_group_per_agent():
     assert {"python", "git", "tmux", "config", "app-copy", "permissions", "ntfy"} <= SYSTEM
     assert {"claude", "hooks", "statusline", "wrapper", "skills", "plugin", "mod", "trust"} <= CLAUDE
     assert CODEX == {"codex-hooks", "codex-trust", "codex-firing"}
+    assert GEMINI == {"gemini-hooks", "gemini-trust", "gemini-settings", "gemini-window", "gemini-firing"}
+    assert not (GEMINI & (SYSTEM | CLAUDE | CODEX))
 
 
 def test_a_codex_only_install_shows_no_claude_code_row_as_a_failure(capsys, git_repo, monkeypatch):
@@ -132,19 +135,20 @@ def test_a_codex_only_install_shows_no_claude_code_row_as_a_failure(capsys, git_
     install_codex(capsys)
     rc, rows = doctor(capsys, "--json")
     assert rc == 1
-    assert set(rows) == SYSTEM | CODEX | {"claude-code"}
+    assert set(rows) == SYSTEM | CODEX | {"claude-code", "gemini-cli"}
     assert rows["claude-code"]["ok"] and "cc-continuity install" in rows["claude-code"]["detail"]
     assert {name for name, r in rows.items() if not r["ok"]} == {"codex-trust", "codex-firing"}, rows
     rc, text = doctor(capsys)
     assert "2 of %d checks failed." % len(SYSTEM | CODEX) in text
-    [neutral] = [line for line in text.splitlines() if line.startswith("-   ")]
+    neutral, gemini = [line for line in text.splitlines() if line.startswith("-   ")]
     assert neutral.split()[1] == "claude-code" and "Claude Code is not set up here" in neutral
+    assert gemini.split()[1] == "gemini-cli"
     next_line = text.splitlines()[-1]
     assert next_line.startswith("Next:") and "--no-wrapper" not in text
     assert "rehearse" not in next_line and "cc-continuity run --agent codex" in next_line
     # Asked for by name, Claude Code is judged: red where nothing is wired, and never "--no-wrapper".
     rc, rows = doctor(capsys, "--json", "--agent", "claude")
-    assert set(rows) == SYSTEM | CLAUDE
+    assert set(rows) == SYSTEM | CLAUDE | {"gemini-cli"}  # (Gemini CLI: set up nowhere, its neutral row)
     assert not rows["hooks"]["ok"] and rows["hooks"]["fix"] == "cc-continuity install"
     assert not rows["wrapper"]["ok"] and "--no-wrapper" not in rows["wrapper"]["detail"]
     rc, text = doctor(capsys, "--agent", "claude")
@@ -156,16 +160,16 @@ def test_a_claude_only_install_judges_claude_code_and_names_codex_once(inst, cap
     for k, v in inst.env.items():
         monkeypatch.setenv(k, v)
     rc, rows = doctor(capsys, "--json")
-    assert rc == 0 and set(rows) == SYSTEM | CLAUDE | {"codex-cli"}
+    assert rc == 0 and set(rows) == SYSTEM | CLAUDE | {"codex-cli", "gemini-cli"}
     assert "cc-continuity install --agent codex" in rows["codex-cli"]["detail"]
     rc, text = doctor(capsys)
     assert "Next: `cc-continuity rehearse`" in text and "run --agent codex" not in text
     # --agent codex: Codex CLI is judged although it is not installed, and that is red with its install.
     rc, rows = doctor(capsys, "--json", "--agent", "codex")
-    assert rc == 1 and set(rows) == SYSTEM | CODEX
+    assert rc == 1 and set(rows) == SYSTEM | CODEX | {"gemini-cli"}
     assert rows["codex-hooks"]["fix"] == "cc-continuity install --agent codex"
     rc, rows = doctor(capsys, "--json", "--agent", "all")
-    assert set(rows) == SYSTEM | CLAUDE | CODEX
+    assert set(rows) == SYSTEM | CLAUDE | CODEX | GEMINI
 
 
 def test_with_both_installed_both_are_judged_and_agent_narrows(inst, capsys, monkeypatch):
@@ -174,15 +178,15 @@ def test_with_both_installed_both_are_judged_and_agent_narrows(inst, capsys, mon
         monkeypatch.setenv(k, v)
     install_codex(capsys, "--trust")
     rc, rows = doctor(capsys, "--json")
-    assert set(rows) == SYSTEM | CLAUDE | CODEX, "no neutral row: both are set up"
+    assert set(rows) == SYSTEM | CLAUDE | CODEX | {"gemini-cli"}, "no neutral row for the two set up"
     assert [n for n, r in rows.items() if not r["ok"]] == ["codex-firing"], rows  # no Codex session ran yet
     assert rows["wrapper"]["ok"] and rows["codex-trust"]["ok"]
     rc, text = doctor(capsys)
     assert "cc-continuity rehearse" in text.splitlines()[-1] and "run --agent codex" in text.splitlines()[-1]
     rc, rows = doctor(capsys, "--json", "--agent", "claude")
-    assert rc == 0 and set(rows) == SYSTEM | CLAUDE
+    assert rc == 0 and set(rows) == SYSTEM | CLAUDE | {"gemini-cli"}
     rc, rows = doctor(capsys, "--json", "--agent", "codex")
-    assert rc == 1 and set(rows) == SYSTEM | CODEX
+    assert rc == 1 and set(rows) == SYSTEM | CODEX | {"gemini-cli"}
 
 
 def test_with_nothing_installed_one_row_says_how_to_start(capsys, git_repo, monkeypatch):
@@ -192,10 +196,12 @@ def test_with_nothing_installed_one_row_says_how_to_start(capsys, git_repo, monk
     assert rc == 1 and set(rows) == SYSTEM | {"install"}
     assert not rows["install"]["ok"] and "set up for no agent" in rows["install"]["detail"]
     assert rows["install"]["fix"] == ("`cc-continuity install` for Claude Code, or `cc-continuity install "
-                                      "--agent codex` for Codex CLI")
+                                      "--agent codex` for Codex CLI, or `cc-continuity install --agent gemini` "
+                                      "for Gemini CLI")
     rc, text = doctor(capsys)
     assert text.splitlines()[-1] == ("Next: `cc-continuity install` sets cc-continuity up for Claude Code, "
-                                     "`cc-continuity install --agent codex` for Codex CLI.")
+                                     "`cc-continuity install --agent codex` for Codex CLI, "
+                                     "`cc-continuity install --agent gemini` for Gemini CLI.")
     # What a plugin or a lost record leaves still counts as set up: hooks of ours in settings.json.
     paths.ensure_dir(paths.claude_config_dir())
     from cc_continuity.install import settings
@@ -203,7 +209,7 @@ def test_with_nothing_installed_one_row_says_how_to_start(capsys, git_repo, monk
     with open(os.path.join(paths.claude_config_dir(), "settings.json"), "w") as f:
         json.dump(settings.render_fragment(settings.load_fragment(), sys.executable, "/gone/app"), f)
     rc, rows = doctor(capsys, "--json")
-    assert set(rows) == SYSTEM | CLAUDE | {"codex-cli"} and not rows["hooks"]["ok"]
+    assert set(rows) == SYSTEM | CLAUDE | {"codex-cli", "gemini-cli"} and not rows["hooks"]["ok"]
     with open(os.path.join(paths.claude_config_dir(), "settings.json"), "w") as f:
         f.write('{"hooks": {},}')  # unreadable: it may hold ours, so Claude Code is judged (the repair first)
     rc, rows = doctor(capsys, "--json")

@@ -38,7 +38,7 @@ def test_each_host_folder_has_its_install_piece_and_doctor_unit(name):
 
 
 def test_the_registry_orders_the_agents_and_their_record_keys_are_their_own():
-    assert setup.AGENTS == checkup.AGENTS == tuple(hosts.HOSTS) == ("claude", "codex")
+    assert setup.AGENTS == checkup.AGENTS == tuple(hosts.HOSTS) == ("claude", "codex", "gemini")
     keys = [k for piece in setup.PIECES.values() for k in piece.RECORD_KEYS]
     assert len(keys) == len(set(keys)), "no record key is two agents'"
     assert len({u.ROW for u in checkup.UNITS.values()}) == len(checkup.UNITS)

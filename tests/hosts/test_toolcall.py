@@ -27,8 +27,7 @@ def _named(ref):
 
 # A host folder still being built, by its issue: its port and tool-call step are checked as a row's are, but it is
 # not a row of hosts.HOSTS until its install piece and doctor unit exist (tests/hosts/test_host_units.py).
-BEING_BUILT = {"gemini": ("cc_continuity.hosts.gemini.host:GeminiHost", "cc_continuity.hosts.gemini.hooks:_before_tool",
-                          "issue 36: its hook entry is in; its install piece and doctor unit come next")}
+BEING_BUILT: dict[str, tuple[str, str, str]] = {}  # (none now: Gemini CLI became a row with issue 36)
 STEPS = {**hosts.HOSTS, **{name: row[:2] for name, row in BEING_BUILT.items()}}
 
 

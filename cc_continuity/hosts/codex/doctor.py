@@ -8,13 +8,11 @@ puts the report together from them): its ``CHECKS``, whether it is set up here (
 install's fix and its step in the closing ``Next:``.
 """
 
-import calendar
 import os
-import re
 import time
 
 from ... import paths, safefile
-from ...doctor.base import SETTINGS_MAX_BYTES, Result
+from ...doctor.base import SETTINGS_MAX_BYTES, Result, hook_calls
 from ...install import app, settings
 from . import appserver
 from . import files
@@ -24,7 +22,6 @@ from .install import NAME as NAME, RECORD_KEYS as RECORD_KEYS  # (the unit's: it
 CODEX_FIX = "cc-continuity install --agent codex"
 CODEX_TRUST_FIX = "cc-continuity install --agent codex --trust"
 CODEX_ASK_TIMEOUT_S = 5.0
-_LOG_STAMP = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(\.\d+)?Z ")
 
 
 def codex_facts(ctx):
@@ -164,31 +161,13 @@ def _ask_codex(ctx, facts):
     return version, [e["event"] for e in facts["ours"] if got.get(e["key"][cut:]) != e["hash"]]
 
 
-def _log_time(line):
-    m = _LOG_STAMP.match(line)
-    if not m:
-        return None
-    try:
-        return calendar.timegm(time.strptime(m.group(1), "%Y-%m-%dT%H:%M:%S")) + float(m.group(2) or 0)
-    except ValueError:
-        return None
-
-
 def check_codex_firing(ctx):
     """Our Codex hooks ran since the install: hooks.log has ``codex:`` lines (each call writes one)."""
     facts = _codex_installed(ctx)
     if facts is None:
         return Result("codex-firing", True, "not installed for Codex CLI")
     since = (facts["record"] or {}).get("installed_ts") or 0
-    log = os.path.join(paths.logs_dir(), "hooks.log")
-    calls = []
-    for path in (log + ".1", log):
-        try:
-            with open(path, "rb") as f:
-                lines = f.read().decode("utf-8", "replace").splitlines()
-        except OSError:
-            continue
-        calls += [line for line in lines if " codex:" in line[:40] and (_log_time(line) or 0) >= since]
+    log, calls = hook_calls("codex", since)
     if calls:
         return Result("codex-firing", True, "%d Codex hook call(s) since the install, the last: %s"
                       % (len(calls), calls[-1][:160]))
