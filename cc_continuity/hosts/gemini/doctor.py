@@ -96,9 +96,18 @@ def check_gemini_hooks(ctx):
                 event, found[0].get("timeout"), found[0].get("name"), expected["timeout"], expected["name"]))
     if not os.path.isfile(os.path.join(app_dir, "cc_continuity", "hosts", "gemini", "hooks.py")):
         problems.append("the app copy %s is missing (the hooks do nothing)" % app_dir)
+    policy = files.policy_path(facts["home"])
+    try:
+        current = safefile.read_bounded(policy, SETTINGS_MAX_BYTES).decode("utf-8", "replace")
+    except OSError:
+        current = None
+    if current != files.policy_text(facts["home"]):
+        problems.append("%s %s: Gemini asks a person before the handoff's write (and `gemini -p` has no write_file)"
+                        % (policy, "is missing" if current is None else "is not the rule install writes"))
     if problems:
         return Result("gemini-hooks", False, "; ".join(problems), GEMINI_FIX)
-    return Result("gemini-hooks", True, "%d events wired in %s, running %s" % (len(want), facts["path"], app_dir))
+    return Result("gemini-hooks", True, "%d events wired in %s, running %s; the handoff's write rule in %s"
+                  % (len(want), facts["path"], app_dir, policy))
 
 
 def _trusted(ctx, facts):
@@ -142,7 +151,8 @@ def _scopes(ctx, facts):
 
 def check_gemini_settings(ctx):
     """No settings file Gemini reads here switches our hooks off (``hooksConfig.enabled: false``, our names in
-    ``hooksConfig.disabled``) or makes it compress before we rotate (``model.compressionThreshold``)."""
+    ``hooksConfig.disabled``), makes it compress before we rotate (``model.compressionThreshold``) or keeps
+    the handoff's write from going through without a person (``policyPaths``, ``tools.exclude``, an edit mode)."""
     facts = _installed(ctx)
     if facts is None or facts["home"] is None:
         return Result("gemini-settings", True, "not installed for Gemini CLI")
@@ -160,6 +170,7 @@ def check_gemini_settings(ctx):
             problems.append((path, "%s switches off %s (hooksConfig.disabled)" % (path, ", ".join(off))))
         if files.threshold_of(doc) is not None:
             threshold, where = files.threshold_of(doc), path
+        problems += [(path, "%s %s" % (path, text)) for text in _handoff_blocked(doc)]
     if not enabled[0]:
         problems.append((enabled[1], "%s turns every hook off (hooksConfig.enabled: false)" % enabled[1]))
     cfg, _error = ctx.config()
@@ -190,6 +201,22 @@ def check_gemini_settings(ctx):
         fix = ("edit %s: take our names out of hooksConfig.disabled, drop hooksConfig.enabled: false, and keep "
                "model.compressionThreshold at %g or more" % (facts["path"], wanted_threshold(cfg)))
     return Result("gemini-settings", False, "; ".join(text for _, text in problems) + note, fix)
+
+
+def _handoff_blocked(doc):
+    """What in one settings object keeps the model from writing its handoff without a person."""
+    found = []
+    if isinstance(doc.get("policyPaths"), list) and doc["policyPaths"]:
+        found.append("sets policyPaths, so Gemini reads no rule from ~/.gemini/policies, ours included (the "
+                     "handoff's write asks a person)")
+    tools = doc.get("tools") if isinstance(doc.get("tools"), dict) else {}
+    if isinstance(tools.get("exclude"), list) and "write_file" in tools["exclude"]:
+        found.append("excludes write_file (tools.exclude): the model cannot write its handoff")
+    general = doc.get("general") if isinstance(doc.get("general"), dict) else {}
+    if general.get("defaultApprovalMode") in ("auto_edit", "autoEdit", "plan"):
+        found.append("starts Gemini in %s mode (general.defaultApprovalMode), which refuses the handoff's write "
+                     "outside the workspace" % general["defaultApprovalMode"])
+    return found
 
 
 def _foreign_hooks(ctx):

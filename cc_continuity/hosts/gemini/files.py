@@ -25,6 +25,7 @@ import copy
 import json
 import math
 import os
+import re
 import shlex
 
 from ... import errors
@@ -37,6 +38,7 @@ GEMINI_LIMIT = 1_048_576  # the window Gemini 0.61's core assumes for every mode
 DEFAULT_THRESHOLD = 0.5  # model.compressionThreshold when no file sets it
 THRESHOLD = ("model", "compressionThreshold")
 NAME_PREFIX = "cc-continuity-"
+POLICY_FILE = os.path.join("policies", "cc-continuity.toml")
 
 SettingsError = errors.SettingsError
 
@@ -65,6 +67,11 @@ def trust_path(home, env=None):
 def system_path(env=None):
     env = os.environ if env is None else env
     return env.get("GEMINI_CLI_SYSTEM_SETTINGS_PATH") or SYSTEM_SETTINGS
+
+
+def policy_path(home):
+    """Our policy rule's file: Gemini loads every ``*.toml`` of ``<its folder>/policies`` at the user's tier."""
+    return os.path.join(home, POLICY_FILE)
 
 
 def project_path(folder):
@@ -270,6 +277,30 @@ def paste_text(where, python, app, threshold):
     return ("%s has comments, which writing it back would drop; cc-continuity changes nothing in it. Merge "
             "this into it by hand (each event's group beside any of yours; \"model\" beside your model "
             "settings), then run `cc-continuity doctor --agent gemini`:\n%s" % (where, body))
+
+
+# -- the handoff's write, approved by a policy rule ----------------------------------
+
+def policy_text(home):
+    """Our one policy rule: ``write_file`` allowed without a prompt for a ``continuity-handoff-<n>.md`` right in
+    a project's temp folder (``<home>/tmp/<project>/``), nothing else.
+
+    Gemini 0.61 matches ``argsPattern`` against the arguments as sorted JSON with each top-level argument
+    between NUL bytes, so ``\\x00"file_path":"…"\\x00`` is the ``file_path`` argument itself, never text
+    inside ``content``; ``[a-z0-9-]+`` is the alphabet of its project folders, so no ``..`` or ``/``.  A user
+    rule at priority 100 sits above every default (4.1 against 1.x), in the TUI and headless (where it also
+    gives the model ``write_file`` back, for that path only).  A BeforeTool answer cannot approve: 0.61 reads
+    only deny, ask and a rewrite from it."""
+    if any(c in home for c in "\"'\n"):
+        raise SettingsError("%s has a quote, backslash or newline in it: no policy rule of ours could name it" % home)
+    spelled = re.sub(r"[.^$*+?()\[\]{}|]", lambda m: "\\" + m.group(0), home)
+    return ("# cc-continuity: the model writes its rotation handoff here without a prompt; nothing else.\n"
+            "# Written by `cc-continuity install --agent gemini`; `cc-continuity uninstall` removes it.\n"
+            "[[rule]]\n"
+            'toolName = "write_file"\n'
+            "argsPattern = '\\x00\"file_path\":\"%s/tmp/[a-z0-9-]+/continuity-handoff-[0-9]+\\.md\"\\x00'\n"
+            'decision = "allow"\n'
+            "priority = 100\n" % spelled)
 
 
 # -- trust -------------------------------------------------------------------------

@@ -19,7 +19,7 @@ import time
 
 from ... import config, meter, paths
 from ...errors import InstallError
-from ...install import app, manifest
+from ...install import app, manifest, settings
 from ...install.plan import FileChange, install_app, install_link, load_manifest, print_plan, shared_record, config_changes, describe_config, read, show
 from . import files
 
@@ -71,6 +71,8 @@ def install(opts, out, check_only=False):
     old = read(path)
     new, srec = files.plan(old, python, app_dir, threshold, prev_gemini.get("settings"), where=path)
     settings_change = FileChange(path, old, new, keep_backup=True)
+    policy = files.policy_path(ghome)
+    policy_change = FileChange(policy, read(policy), files.policy_text(ghome).encode("utf-8"), mode=0o600)
     launcher_change = FileChange(launcher, read(launcher), app.launcher_text(python, app_dir).encode("utf-8"),
                                  mode=0o700)
     link = app.path_link(os.path.expanduser("~"))
@@ -79,7 +81,8 @@ def install(opts, out, check_only=False):
     if check_only:
         return 0
     if opts.dry_run:
-        print_plan(out, changes, home, [launcher_change, settings_change], link, link_state, launcher, [])
+        print_plan(out, changes, home, [launcher_change, settings_change, policy_change], link, link_state,
+                   launcher, [])
         out("gemini: " + TRUST_HOW)
         return 0
 
@@ -95,6 +98,7 @@ def install(opts, out, check_only=False):
     record["gemini"] = {
         "home": ghome,
         "settings": dict(srec, path=path),
+        "policy": {"path": policy, "sha256": settings.sha256(policy_change.new)},
         "installed_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         # doctor: our hooks fired since they were last written (hooks.log)
         "installed_ts": time.time() if settings_change.changed or not prev_gemini else prev_gemini.get("installed_ts"),
@@ -103,6 +107,9 @@ def install(opts, out, check_only=False):
 
     settings_change.apply(created)
     _said(out, settings_change, srec, threshold, len(files.render(python, app_dir)["hooks"]))
+    policy_change.apply(created)
+    out("gemini: %s %s: the handoff's write_file to a project's temp folder needs no approval (that path only)"
+        % (show(policy), "written" if policy_change.changed else "unchanged"))
     out("gemini: " + TRUST_HOW)
     record["created_dirs"] = sorted(set(created))
     manifest.save(record)
@@ -156,10 +163,29 @@ def uninstall(out, rec):
         homes.append(current)
     problems, gone = 0, True
     for ghome in homes:
-        more, left = _uninstall_home(out, ghome, grec.get("settings") if grec.get("home") == ghome else None)
-        problems += more
+        mine = grec if grec.get("home") == ghome else {}
+        more, left = _uninstall_home(out, ghome, mine.get("settings"))
+        problems += more + _uninstall_policy(out, ghome, mine.get("policy") or {})
         gone = gone and not left
     return problems, gone
+
+
+def _uninstall_policy(out, ghome, record):
+    """Our policy file out, when it is still what we wrote (or what we would write); else left, and said."""
+    path = files.policy_path(ghome)
+    data = read(path)
+    if data is None:
+        return 0
+    if settings.sha256(data) not in (record.get("sha256"), settings.sha256(files.policy_text(ghome).encode())):
+        out("gemini: %s changed since install: left as it is (delete it yourself if you do not want it)" % show(path))
+        return 0
+    FileChange(path, data, None).apply([])
+    out("gemini: %s removed" % show(path))
+    try:
+        os.rmdir(os.path.dirname(path))  # (only when empty: install may have made it)
+    except OSError:
+        pass
+    return 0
 
 
 def _uninstall_home(out, ghome, record):

@@ -130,3 +130,22 @@ def test_an_unreadable_trust_file_or_settings_file_is_a_clear_red(capsys, git_re
     write(os.path.join(gemini_dir(), "settings.json"), b'{"hooks": [}')
     row = results(git_repo)["gemini-hooks"]
     assert not row.ok and "not valid JSON at line 1" in row.detail and row.fix.startswith("repair ")
+
+
+def test_what_keeps_the_handoff_s_write_from_going_through_is_named(capsys, git_repo):
+    assert cli(capsys, "install", "--agent", "gemini")[0] == 0
+    assert cli(capsys, "configure", "--window", "1000000")[0] == 0
+    trust(git_repo)
+    repo_file = os.path.join(str(git_repo), ".gemini", "settings.json")
+    write(repo_file, b'{"policyPaths": [".gemini/mine"], "tools": {"exclude": ["write_file"]}, '
+                     b'"general": {"defaultApprovalMode": "auto_edit"}}')
+    row = results(git_repo)["gemini-settings"]
+    assert not row.ok and "%s sets policyPaths" % repo_file in row.detail
+    assert "excludes write_file" in row.detail and "auto_edit mode" in row.detail
+    os.unlink(repo_file)
+    assert results(git_repo)["gemini-settings"].ok
+    policy = os.path.join(gemini_dir(), "policies", "cc-continuity.toml")
+    os.unlink(policy)
+    row = results(git_repo)["gemini-hooks"]
+    assert not row.ok and "%s is missing: Gemini asks a person" % policy in row.detail
+    assert row.fix == "cc-continuity install --agent gemini"

@@ -175,3 +175,40 @@ def test_with_claude_code_too_uninstall_of_gemini_keeps_the_app(capsys):
 def test_folder_trust_is_gemini_s_longest_rule(rules, folder, want):
     assert gemini.folder_trusted(folder, rules, env={}) is want
     assert gemini.folder_trusted(folder, rules, env={"GEMINI_CLI_TRUST_WORKSPACE": "true"}) is True
+
+
+def _gemini_args(file_path, content="# Handoff\n"):
+    """The arguments as Gemini 0.61's policy engine matches them: sorted JSON, each top-level pair between NULs."""
+    args = {"content": content, "file_path": file_path}
+    return "{" + ",".join("\0%s:%s\0" % (json.dumps(k), json.dumps(args[k])) for k in sorted(args)) + "}"
+
+
+def test_the_policy_rule_allows_the_handoff_s_write_and_nothing_else():
+    import re
+    import tomllib
+
+    home = "/home/u.x/.gemini"
+    (rule,) = tomllib.loads(gemini.policy_text(home))["rule"]
+    assert (rule["toolName"], rule["decision"], rule["priority"]) == ("write_file", "allow", 100)
+    allowed = re.compile(rule["argsPattern"])
+    assert allowed.search(_gemini_args(home + "/tmp/my-proj-2/continuity-handoff-001.md"))
+    for path in (home + "/tmp/my-proj/sub/continuity-handoff-003.md", home + "/tmp/my-proj/notes.md",
+                 home + "/tmp/my-proj/continuity-handoff-4.md.sh", home + "/tmp/../continuity-handoff-1.md",
+                 "continuity-handoff-006.md", "/w/.gemini/tmp/x/continuity-handoff-008.md",
+                 "/home/uXx/.gemini/tmp/p/continuity-handoff-1.md"):
+        assert not allowed.search(_gemini_args(path)), path
+    # the path named inside the content is not the file_path argument
+    assert not allowed.search(_gemini_args("/w/README.md", '"file_path":"%s/tmp/p/continuity-handoff-1.md"' % home))
+    with pytest.raises(SettingsError, match="quote, backslash or newline"):
+        gemini.policy_text("/home/o'brien/.gemini")
+
+
+def test_a_policy_file_changed_by_the_user_is_left_at_uninstall(capsys):
+    assert cli(capsys, "install", "--agent", "gemini")[0] == 0
+    policy = os.path.join(gemini_dir(), "policies", "cc-continuity.toml")
+    assert oct(os.stat(policy).st_mode & 0o777) == "0o600"
+    with open(policy, "a") as f:
+        f.write("# mine too\n")
+    rc, out, _ = cli(capsys, "uninstall", "--agent", "gemini")
+    assert rc == 0 and "cc-continuity.toml changed since install: left as it is" in out
+    assert os.path.isfile(policy)
