@@ -105,11 +105,7 @@ def install(opts, out, check_only=False):
     }
     manifest.save(record)  # before Gemini's file is touched, so an interrupted install can still be undone
 
-    settings_change.apply(created)
-    _said(out, settings_change, srec, threshold, len(files.render(python, app_dir)["hooks"]))
-    policy_change.apply(created)
-    out("gemini: %s %s: the handoff's write_file to a project's temp folder needs no approval (that path only)"
-        % (show(policy), "written" if policy_change.changed else "unchanged"))
+    _write(out, created, settings_change, policy_change, srec, threshold, len(files.render(python, app_dir)["hooks"]))
     out("gemini: " + TRUST_HOW)
     record["created_dirs"] = sorted(set(created))
     manifest.save(record)
@@ -117,8 +113,9 @@ def install(opts, out, check_only=False):
     return 0
 
 
-def _said(out, change, srec, threshold, events):
-    """What install did to settings.json, and to the compression threshold, in two lines."""
+def _write(out, created, change, policy_change, srec, threshold, events):
+    """settings.json, then the policy rule, each said in a line (and what became of the threshold)."""
+    change.apply(created)
     line = "gemini: %s " % show(change.path)
     if change.changed:
         line += "hooks merged (%d events)" % events
@@ -134,6 +131,9 @@ def _said(out, change, srec, threshold, events):
     elif have is not None and have < threshold:
         out("gemini: your model.compressionThreshold %g makes Gemini compress at %d tokens, before our "
             "rotation; raise it to %g or more (doctor checks it)" % (have, have * files.GEMINI_LIMIT, threshold))
+    policy_change.apply(created)
+    out("gemini: %s %s: the handoff's write_file to a project's temp folder needs no approval (that path only)"
+        % (show(policy_change.path), "written" if policy_change.changed else "unchanged"))
 
 
 def still_installed(rec):
