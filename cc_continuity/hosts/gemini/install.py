@@ -73,8 +73,7 @@ def install(opts, out, check_only=False):
     settings_change = FileChange(path, old, new, keep_backup=True)
     policy = files.policy_path(ghome)
     policy_change = FileChange(policy, read(policy), files.policy_text(ghome).encode("utf-8"), mode=0o600)
-    launcher_change = FileChange(launcher, read(launcher), app.launcher_text(python, app_dir).encode("utf-8"),
-                                 mode=0o700)
+    launcher_change = FileChange(launcher, read(launcher), app.launcher_text(python, app_dir).encode(), mode=0o700)
     link = app.path_link(os.path.expanduser("~"))
     link_state = "ours" if app.is_our_link(link, launcher) else ("foreign" if os.path.lexists(link) else "absent")
 
