@@ -1,29 +1,29 @@
 """Rotations inside one ``gemini -p``: the Gemini host's hook entry against the real Gemini CLI 0.61.
 
-Our hook entry (hosts/gemini/hooks.py) is wired the way a user's settings will carry it (the bootstrap
-command, timeouts in milliseconds), the scripted model answers the rehearsal's rotation script with
-Gemini's tools (``write_file``), and nothing is typed: the verifying AfterAgent clears and continues
-(the ``native`` driver), the successor claims at its first BeforeAgent.  The install verb for Gemini
-comes with the rest of issue 36; here the test writes the hook table.
+Installed as a user installs it (``cc-continuity install --agent gemini``: the app copy, our hooks in
+``~/.gemini/settings.json``, the policy rule), the scripted model answers the rehearsal's rotation script
+with Gemini's tools (``write_file``), and nothing is typed: the verifying AfterAgent clears and continues
+(the ``native`` driver), the successor claims at its first BeforeAgent.  No ``--yolo``: the handoff's write
+goes through by our policy rule, the work steps' writes by the user's own rule (``USER_RULE``), and a write
+neither allows is refused as headless Gemini refuses it.
 """
 
 import json
 import os
-import shlex
+import re
 import subprocess
-import sys
 
 import pytest
 
 from cc_continuity import ledger
-from cc_continuity.hosts.gemini import hooks as gemini_hooks
-from cc_continuity.install import settings
 from cc_continuity.rehearse import CONTINUATION, HANDOFF_REQUEST, WINDOW, WORK_MARK, rotation_scenario
-from helpers import REPO
 
 pytestmark = pytest.mark.gemini
 
 TASK = "Gemini chain task: keep a work log"
+# What a user who runs headless writes for their work (or they pass --yolo): the project's work-<n>.txt only.
+USER_RULE = ("[[rule]]\ntoolName = \"write_file\"\n"
+             "argsPattern = '\\x00\"file_path\":\"%s/work-[0-9]+\\.txt\"\\x00'\ndecision = \"allow\"\npriority = 50\n")
 ROTATIONS = 3
 
 
@@ -41,13 +41,11 @@ def chain(gemini_box):
     box = gemini_box()
     box.model.set_scenario(_gemini_tools(rotation_scenario(box.project, rotations=ROTATIONS, task=TASK)))
     cc_home = os.path.join(box.root, "cchome")
-    os.makedirs(cc_home, mode=0o700)
-    with open(os.path.join(cc_home, "config.json"), "w") as f:
-        json.dump({"window": WINDOW}, f)  # no payload carries the window: ours says it
-    for event in gemini_hooks.EVENTS:
-        command = shlex.join([sys.executable, "-S", "-c", settings.boot_code(REPO, gemini_hooks.HOOK_MARK), event])
-        box.add_hook(event, command, name="cc-continuity-" + event, timeout_ms=gemini_hooks.TIMEOUTS_MS[event])
-    run = box.run_print(TASK, args=["--yolo"], timeout=240, env={"CC_CONTINUITY_HOME": cc_home})
+    said = box.install_ours(cc_home, config={"window": WINDOW})  # no payload carries the window: ours says it
+    assert "policies/cc-continuity.toml written" in said
+    with open(os.path.join(box.gemini_dir, "policies", "user-work.toml"), "w") as f:
+        f.write(USER_RULE % re.escape(box.project))  # the user's own rule for the work (theirs, not ours)
+    run = box.run_print(TASK, timeout=240, env={"CC_CONTINUITY_HOME": cc_home})  # no --yolo: the policy rule
     return box, run, cc_home
 
 

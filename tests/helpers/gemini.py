@@ -23,6 +23,7 @@ import pwd
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 
@@ -142,6 +143,25 @@ class GeminiSandbox:
             group["sequential"] = True
         self.settings.setdefault("hooks", {}).setdefault(event, []).append(group)
         self.write_settings()
+
+    def install_ours(self, cc_home, python=None, config=None, args=()):
+        """``cc-continuity install --agent gemini`` into this HOME, as a user runs it (the app copy, the launcher,
+        our hooks and the policy rule in ``~/.gemini``), with ``cc_home`` as CC_CONTINUITY_HOME and ``config``
+        (e.g. the window) written there first; returns the install's stdout.  The sandbox's own settings
+        (auth, model) are read back afterwards, so ``add_hook`` keeps working."""
+        from helpers import REPO
+
+        os.makedirs(cc_home, mode=0o700, exist_ok=True)
+        if config:
+            with open(os.path.join(cc_home, "config.json"), "w") as f:
+                json.dump(config, f)
+        env = dict(self.env(), CC_CONTINUITY_HOME=cc_home, PYTHONPATH=REPO)
+        p = subprocess.run([python or sys.executable, "-m", "cc_continuity", "install", "--agent", "gemini", *args],
+                           cwd=self.project, env=env, capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0, p.stdout + p.stderr
+        with open(self.settings_path) as f:
+            self.settings = json.load(f)
+        return p.stdout
 
     def recorder_command(self, event):
         return "python3 %s %s %s %s" % (self.recorder, self.log, event, self.replies)
