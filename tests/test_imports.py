@@ -94,6 +94,10 @@ KEPT = {
             START_UP, "every verb loads install's and doctor's Codex pieces: the Codex hook entry and its rotation imports +~5-7 ms (min "
                       "and median of 15, after the parser); only install, uninstall and doctor of Codex need it"),
     },
+    "cc_continuity.hosts.gemini.envfile": {
+        ("parse", "re"): (START_UP, "every Gemini hook call looks for a repository's env file; re (7.8-11 ms with -S, "
+                                    "-X importtime) only when one is there"),
+    },
     "cc_continuity.hosts.gemini.files": {
         ("_entry", "cc_continuity.hosts.gemini.hooks"): (
             START_UP, "every verb loads install's and doctor's Gemini pieces: its hook entry and what it imports, as "

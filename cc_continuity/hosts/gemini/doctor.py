@@ -21,7 +21,7 @@ from ... import meter, paths, safefile
 from ...doctor.base import SETTINGS_MAX_BYTES, Result, hook_calls
 from ...errors import InstallError
 from ...install import app, settings
-from . import files
+from . import envfile, files
 from .install import HOOK_FILE, wanted_threshold
 from .install import NAME as NAME, RECORD_KEYS as RECORD_KEYS  # (the unit's: its install's)
 
@@ -187,6 +187,7 @@ def check_gemini_settings(ctx):
     theirs = _foreign_hooks(ctx)
     note = ("; %s adds hooks of its own (%s), which Gemini runs once the folder is trusted"
             % (files.project_path(ctx.cwd), ", ".join(theirs[:5]))) if theirs else ""
+    note += _env_note(ctx, facts)
     if not problems:
         return Result("gemini-settings", True, "our hooks on in every settings file read here; Gemini compresses "
                       "at %d tokens (%s), after our rotation%s%s" % (compress_at, where,
@@ -201,6 +202,20 @@ def check_gemini_settings(ctx):
         fix = ("edit %s: take our names out of hooksConfig.disabled, drop hooksConfig.enabled: false, and keep "
                "model.compressionThreshold at %g or more" % (facts["path"], wanted_threshold(cfg)))
     return Result("gemini-settings", False, "; ".join(text for _, text in problems) + note, fix)
+
+
+def _env_note(ctx, facts):
+    """The repository's env file Gemini loads here, and that our hooks unset what it gives (envfile.scrub)."""
+    base = os.path.dirname(facts["home"])
+    path = envfile.loaded_file(ctx.cwd, base)
+    if path is None or os.path.dirname(path) in (base, facts["home"]):
+        return ""
+    try:
+        names = sorted(envfile.parse(safefile.read_bounded(path, envfile.MAX_BYTES).decode("utf-8", "replace")))
+    except OSError:
+        return ""
+    return ("; Gemini loads %s into its environment (%s): our hooks unset what it gives them" % (
+        path, ", ".join(names[:6]) + (", ..." if len(names) > 6 else ""))) if names else ""
 
 
 def _handoff_blocked(doc):

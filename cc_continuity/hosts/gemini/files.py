@@ -142,14 +142,15 @@ def hook_name(event):
 
 
 def command(python, app, event):
-    """The shell command of our handler for ``event``: the base interpreter, ``-S``, the bootstrap
-    (a missing app copy exits 0: a hook never fails Gemini), the event.  Gemini expands ``$NAME`` in
+    """The shell command of our handler for ``event``: the base interpreter, ``-E`` (no ``PYTHON*`` name
+    counts: a repository's .env may have put one in Gemini's environment) and ``-S``, the bootstrap (a
+    missing app copy exits 0: a hook never fails Gemini), the event.  Gemini expands ``$NAME`` in
     a settings value, so a path with ``$`` in it is refused rather than written."""
     for path in (python, app):
         if "$" in path:
             raise SettingsError("%s has a $ in it, which Gemini CLI would expand in settings.json; install "
                                 "from a path without one" % path)
-    return shlex.join([python, "-S", "-c", settings.boot_code(app, mark()), event])
+    return shlex.join([python, "-E", "-S", "-c", settings.boot_code(app, mark()), event])
 
 
 def render(python, app):

@@ -34,7 +34,7 @@ import posix
 from ... import atomic, card, fastjson, ledger, paths, safefile, session
 from ...digest import sha256
 from .. import entry, toolpath
-from . import chats, generations, wire
+from . import chats, envfile, generations, wire
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time nothing is imported
 if TYPE_CHECKING:
@@ -272,4 +272,8 @@ def _draft_write(p: "dict[str, Any]") -> "str | None":
 def main(argv: "list[str]") -> "NoReturn":
     """Entry for the bootstrap the hook table runs; always exits 0 (the runner: hosts.run_hook)."""
     event = argv[0] if argv else "?"
+    try:
+        envfile.scrub()  # a repository's .env is not the user: what it gave Gemini's environment is not ours
+    except Exception:  # (fail open: the runner below logs whatever else goes wrong)
+        pass
     entry.run_entry("gemini", event, BUDGET.get(event, 4.0), answer, wire.MAX_PAYLOAD)

@@ -149,3 +149,14 @@ def test_what_keeps_the_handoff_s_write_from_going_through_is_named(capsys, git_
     row = results(git_repo)["gemini-hooks"]
     assert not row.ok and "%s is missing: Gemini asks a person" % policy in row.detail
     assert row.fix == "cc-continuity install --agent gemini"
+
+
+def test_a_repository_env_file_is_named_and_what_it_gives_our_hooks_unset(capsys, git_repo):
+    assert cli(capsys, "install", "--agent", "gemini")[0] == 0
+    assert cli(capsys, "configure", "--window", "1000000")[0] == 0
+    trust(git_repo)
+    env_file = os.path.join(str(git_repo), ".gemini", ".env")
+    write(env_file, b"CC_CONTINUITY_HOME=/tmp/evil\nGOOGLE_GEMINI_BASE_URL=http://127.0.0.1:9\n")
+    row = results(git_repo)["gemini-settings"]
+    assert row.ok and "Gemini loads %s into its environment (CC_CONTINUITY_HOME, GOOGLE_GEMINI_BASE_URL)" % env_file \
+        in row.detail

@@ -1,0 +1,99 @@
+"""What a repository's ``.env`` put into Gemini CLI's environment, taken out of our hook's before anything runs.
+
+Gemini 0.61, in a trusted folder, loads the first env file it finds walking up from its folder (in each
+folder ``.gemini/.env``, then ``.env``; at the top the user's ``~/.gemini/.env`` or ``~/.env``) into its
+own environment, for every name not already set, and its hooks inherit that environment.  So a
+repository could hand our hook ``CC_CONTINUITY_HOME`` (another state dir, another config),
+``CC_CONTINUITY=0`` (no holds), ``GIT_CONFIG_*`` (a command run by our snapshot's git) or a proxy.
+A repository is not the user: :func:`scrub` finds the file Gemini loaded and unsets each name whose
+value is the file's (a value the user set stays: Gemini never overrides one), unless the file is the
+user's own.  ``PYTHON*`` names are not needed here: the hook's interpreter runs with ``-E``.
+
+On every Gemini hook call, a tool call's too: ``posix`` only, a few ``stat`` calls, and a bounded read
+and parse only when a repository's file is there.  The parse follows the ``dotenv`` package Gemini
+uses (``KEY=value``, ``export``, quotes, ``#`` comments, ``\\n`` in double quotes).
+"""
+
+import posix
+
+MAX_BYTES = 1 << 20
+# Names always set in a process's environment (so no file could have set them): never unset, even when equal.
+KEEP = frozenset({"PATH", "HOME", "USER", "LOGNAME", "SHELL", "PWD", "TERM", "LANG"})
+# dotenv's line (its v16 rule): a name, = or ": ", a quoted or bare value, an optional comment.
+LINE = (r"^\s*(?:export\s+)?([\w.-]+)(?:\s*=\s*?|:\s+?)(\s*'(?:\\'|[^'])*'|\s*\"(?:\\\"|[^\"])*\""
+        r"|\s*`(?:\\`|[^`])*`|[^#\r\n]+)?\s*(?:#.*)?$")
+
+
+def _exists(path: str) -> bool:
+    try:
+        posix.stat(path)
+    except OSError:
+        return False
+    return True
+
+
+def _parent(path: str) -> str:
+    cut = path.rstrip("/").rfind("/")
+    return path[:cut] if cut > 0 else "/"
+
+
+def loaded_file(cwd: str, home: str) -> "str | None":
+    """The env file Gemini loads for a trusted folder ``cwd`` (its ``homedir()`` is ``home``), or None."""
+    d = cwd.rstrip("/") or "/"
+    while True:
+        for path in (d.rstrip("/") + "/.gemini/.env", d.rstrip("/") + "/.env"):
+            if _exists(path):
+                return path
+        if d == "/":
+            break
+        d = _parent(d)
+    for path in (home + "/.gemini/.env", home + "/.env"):
+        if _exists(path):
+            return path
+    return None
+
+
+def parse(text: str) -> "dict[str, str]":
+    """``{name: value}`` of an env file as dotenv reads it."""
+    import re  # (only when a repository's env file is there: re costs a tool call's hook 8-11 ms to import)
+
+    found = {}
+    for m in re.finditer(LINE, text.replace("\r\n", "\n").replace("\r", "\n"), re.M):
+        value = (m.group(2) or "").strip()
+        quote = value[:1]
+        if len(value) > 1 and quote in "'\"`" and value.endswith(quote):
+            value = value[1:-1]
+            if quote == '"':
+                value = value.replace("\\n", "\n").replace("\\r", "\r")
+        found[m.group(1)] = value
+    return found
+
+
+def scrub(cwd: "str | None" = None) -> "list[str]":
+    """Unset in this process each name a repository's env file gave Gemini (its value still the file's);
+    the names unset.  The user's own files (under their home's top) are theirs: nothing is unset."""
+    env = posix.environ
+    home = (env.get(b"GEMINI_CLI_HOME") or env.get(b"HOME") or b"").decode("utf-8", "surrogateescape")
+    try:
+        cwd = cwd or posix.getcwd()
+    except OSError:
+        return []
+    path = loaded_file(cwd, home)
+    if path is None or _parent(path) in (home, home + "/.gemini"):
+        return []
+    try:
+        fd = posix.open(path, posix.O_RDONLY | posix.O_NONBLOCK)
+        try:
+            data = posix.read(fd, MAX_BYTES)
+        finally:
+            posix.close(fd)
+    except OSError:
+        return []
+    gone = []
+    for name, value in parse(data.decode("utf-8", "replace")).items():
+        key = name.encode("utf-8", "surrogateescape")
+        if name not in KEEP and env.get(key) == value.encode("utf-8", "surrogateescape"):
+            del env[key]
+            posix.unsetenv(key)
+            gone.append(name)
+    return gone
