@@ -102,7 +102,7 @@ class GeminiSandbox:
                          "model": {"name": model_name},
                          "privacy": {"usageStatisticsEnabled": False},
                          "telemetry": {"enabled": False},
-                         "general": {"disableAutoUpdate": True},
+                         "general": {"enableAutoUpdate": False},  # (0.61 migrates disableAutoUpdate, rewriting the file)
                          "hooksConfig": {"enabled": True}}
         self.settings.update(settings or {})
         self.write_settings()
@@ -153,7 +153,8 @@ class GeminiSandbox:
 
         os.makedirs(cc_home, mode=0o700, exist_ok=True)
         if config:
-            with open(os.path.join(cc_home, "config.json"), "w") as f:
+            with open(os.open(os.path.join(cc_home, "config.json"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600),
+                      "w") as f:
                 json.dump(config, f)
         env = dict(self.env(), CC_CONTINUITY_HOME=cc_home, PYTHONPATH=REPO)
         p = subprocess.run([python or sys.executable, "-m", "cc_continuity", "install", "--agent", "gemini", *args],
