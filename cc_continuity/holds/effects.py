@@ -205,7 +205,8 @@ def mark_pending(pdir: str, tool_use_id: str, k: str) -> None:
 
 def outcome(pdir: str, payload: "Mapping[str, Any]", code: "int | None", sid: str | None = None) -> "dict[str, Any] | None":
     """PostToolUse / PostToolUseFailure of a call whose intent is pending: record its outcome and exit code
-    (``code``: the tool line's, hooks/post_tool_use.exit_code).  None: no intent pending."""
+    (``code``: the tool line's, hooks/post_tool_use.exit_code; None when the host does not say, which counts as
+    done).  None: no intent pending."""
     tid = payload.get("tool_use_id")
     if not isinstance(tid, str) or not tid or "/" in tid:
         return None
@@ -220,8 +221,10 @@ def outcome(pdir: str, payload: "Mapping[str, Any]", code: "int | None", sid: st
         posix.close(fd)
     resp = payload.get("tool_response")
     interrupted = payload.get("is_interrupt") is True or (isinstance(resp, dict) and resp.get("interrupted") is True)
-    line: "dict[str, Any]" = {"ph": "done", "k": k, "tu": tid, "exit": code, "ok": code == 0 and not interrupted,
-                              "sid": sid}
+    # An exit the host does not report (Codex's comes after its hook, Gemini's only as text a command's output can
+    # imitate) counts as success: the call ran, so a repeat is held (the user can let it through), never let by.
+    line: "dict[str, Any]" = {"ph": "done", "k": k, "tu": tid, "exit": code,
+                              "ok": code in (0, None) and not interrupted, "sid": sid}
     if interrupted:
         line["interrupted"] = True
     append(pdir, line)

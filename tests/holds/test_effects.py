@@ -211,6 +211,17 @@ def test_a_failed_post_is_not_held(tmp_path):
     assert w.run(S1, POST) is None
 
 
+def test_an_outcome_with_no_exit_code_counts_as_done_and_its_repeat_is_held(tmp_path):
+    """Codex's PostToolUse and Gemini's AfterTool carry no exit code a hook can trust: the call ran, so it is
+    done, never "failed" (which would let the repeat through)."""
+    w = World(tmp_path)
+    tid, out = w.pre(S1, POST)
+    assert out is None
+    effects.outcome(w.pdir, {"tool_use_id": tid}, None, S1)
+    assert w.records()[-1]["ph"] == "done" and w.records()[-1]["ok"] is True and w.records()[-1]["exit"] is None
+    assert decision(w.pre(S1, POST)[1]) == "ask"
+
+
 def test_an_intent_with_no_outcome_is_uncertain(tmp_path):
     w = World(tmp_path)
     tid, out = w.pre(S1, POST)
