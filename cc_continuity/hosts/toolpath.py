@@ -98,10 +98,11 @@ def after_tool_steps(ctx: "Context", tool_use_id: "object", line: "Callable[[dic
     n, sdir, rec = started
     context.refresh_card(ctx, n, sdir, rec)
     reading = ctx.reading(sdir, rec)
-    ctx.log(sdir, line(reading))
+    said = line(reading)
+    ctx.log(sdir, said)
     if isinstance(tool_use_id, str) and tool_use_id and "/" not in tool_use_id and \
             posix.access(effects.pending_dir(ctx.project.dir) + "/" + tool_use_id, posix.F_OK):
-        effects.outcome(ctx.project.dir, ctx.payload, None, ctx.session_id)
+        effects.outcome(ctx.project.dir, ctx.payload, said.get("exit"), ctx.session_id)  # (None: done, unknown code)
     if meter.level_index(reading["level"]) != meter.notified_index(rec):
         turn.tool_used(ctx, n, sdir, rec, reading)
         ctx.outcome = "level %s" % reading["level"]

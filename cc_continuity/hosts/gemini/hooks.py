@@ -66,8 +66,11 @@ def answer(event: str, raw: "bytes | str", env: "Mapping[str, str] | None" = Non
     if not card.valid_session_id(sid):  # it names files of ours (its key, its card): safe characters only
         return None, "session id not usable", None, []
     key = generations.key(sid)
+    if event in ("BeforeTool", "AfterTool"):
+        p["tool_use_id"] = call_id(key, p["tool_name"], p["tool_input"])
     if event == "AfterTool":
-        done = toolpath.after_tool(key, p.get("transcript_path"), _read, None, lambda reading: _tool_line(p, reading))
+        done = toolpath.after_tool(key, p.get("transcript_path"), _read, p["tool_use_id"],
+                                   lambda reading: _tool_line(p, reading))
         if done is not toolpath.SLOW:
             return None, done, key, []
     elif event == "BeforeTool" and _draft_write(p) is None:  # (a write of the handoff's draft: the steps decide)
@@ -79,7 +82,10 @@ def answer(event: str, raw: "bytes | str", env: "Mapping[str, str] | None" = Non
     from ...rotation import start  # the steps' world: not on a tool call's path unless it must decide
     from .host import GeminiContext  # (the same world: the context, the project, config)
 
-    ctx = GeminiContext(event, fastjson.loads(raw), env, key)
+    payload = fastjson.loads(raw)
+    if "tool_use_id" in p:
+        payload["tool_use_id"] = p["tool_use_id"]
+    ctx = GeminiContext(event, payload, env, key)
     text: "str | None" = None
     after = True  # the answer carries what the steps said it would (a dropped context did not go out)
     if event == "SessionStart":
@@ -244,9 +250,16 @@ def _before_tool(ctx: "GeminiContext", p: "dict[str, Any]") -> "str | None":
 
 
 def _after_tool(ctx: "GeminiContext", p: "dict[str, Any]") -> None:
-    """The slow path of a tool call (hosts/toolpath.py): the card, the action, a level change (no call id:
-    Gemini's payloads carry none)."""
-    toolpath.after_tool_steps(ctx, None, lambda reading: _tool_line(p, reading))
+    """The slow path of a tool call (hosts/toolpath.py): the card, the action, an effect's outcome (by the
+    call's :func:`call_id`), a level change."""
+    toolpath.after_tool_steps(ctx, p["tool_use_id"], lambda reading: _tool_line(p, reading))
+
+
+def call_id(key: str, tool: object, tool_input: object) -> str:
+    """The id of one call, the same at its BeforeTool and its AfterTool: Gemini's payloads carry none, so it is
+    the call itself (the session's key, the tool, its arguments as Gemini sends both times).  Two identical
+    calls in a row share it; the second is a repeat, which is what a hold asks about."""
+    return "g" + sha256(("%s\0%s\0%r" % (key, tool, tool_input)).encode("utf-8", "surrogateescape")).hexdigest()[:32]
 
 
 # -- a tool call's fast path (hosts/toolpath.py): the card, the record and the session file's tail -----------
@@ -256,9 +269,13 @@ def _read(path: str) -> "tuple[int | None, int | None]":
 
 
 def _tool_line(p: "dict[str, Any]", reading: "dict[str, Any]") -> "dict[str, Any]":
-    """The ``tool`` ledger line: the reading and the action (Gemini's payloads carry no call id)."""
+    """The ``tool`` ledger line: the reading, the action and its exit as far as Gemini says: 127 when the tool
+    could not run at all (its own ``error`` object), else None (the code is only in the output's text, which
+    the command's own output can imitate: an effect's outcome then counts as done)."""
+    resp = p.get("tool_response")
+    failed = isinstance(resp, dict) and isinstance(resp.get("error"), dict)
     return {"ev": "tool", "tool": p["tool_name"], "tokens": reading["tokens"], "percent": reading["percent"],
-            "target": ledger.target(p["tool_input"]), "exit": None}
+            "target": ledger.target(p["tool_input"]), "exit": 127 if failed else None, "tu": p.get("tool_use_id")}
 
 
 def _draft_write(p: "dict[str, Any]") -> "str | None":

@@ -214,3 +214,47 @@ def test_a_session_id_that_could_name_a_path_is_not_used(world, tmp_path):
         text, outcome, key, after = hooks.answer(event, json.dumps(payload))
         assert (text, outcome, key, after) == (None, "session id not usable", None, [])
     assert not os.path.exists(os.path.join(os.environ["CC_CONTINUITY_HOME"], "projects"))  # nothing registered
+
+
+POST = "curl -s -X POST -d 'release v1 is out' https://api.example.invalid/notify"
+
+
+def _shell(world, event, sid=SID, command=POST, **fields):
+    return world.call(event, sid, tool_name="run_shell_command",
+                      tool_input={"command": command, "description": "announce"}, **fields)
+
+
+def _effects(world):
+    from cc_continuity.holds import effects
+
+    (pdir,) = {os.path.dirname(os.path.dirname(os.path.dirname(p))) for p in world._states()}
+    return effects.read(pdir)
+
+
+def test_a_side_effect_is_paired_by_the_call_itself_and_its_repeat_denied(world):
+    """Gemini's payloads carry no call id: the call (session, tool, arguments) pairs BeforeTool and AfterTool,
+    so a POST that ran is done, and the same POST again is denied (Gemini can only deny)."""
+    world.call("SessionStart", source="startup")
+    assert _shell(world, "BeforeTool")[0] is None
+    _shell(world, "AfterTool", tool_response={"llmContent": "Output: ok", "returnDisplay": "ok"})
+    recs = _effects(world)
+    assert [r["ph"] for r in recs] == ["intent", "done"] and recs[0]["tu"] == recs[1]["tu"] \
+        and recs[1]["ok"] is True and recs[0]["tu"].startswith("g")
+    text = json.loads(_shell(world, "BeforeTool")[0])
+    assert text["decision"] == "deny" and "already had its effect" in text["reason"]
+    assert "repeat %s" % recs[0]["k"][:8] in text["reason"]
+    # a tool that could not run at all (Gemini's own error object) failed: its retry runs
+    other = POST.replace("v1", "v2")
+    assert _shell(world, "BeforeTool", command=other)[0] is None
+    _shell(world, "AfterTool", command=other, tool_response={"llmContent": "x", "error": {"message": "spawn ENOENT"}})
+    assert _effects(world)[-1]["ok"] is False and _effects(world)[-1]["exit"] == 127
+    assert _shell(world, "BeforeTool", command=other)[0] is None
+
+
+def test_a_side_effect_cut_off_by_a_crash_is_held_in_the_next_session(world):
+    world.call("SessionStart", source="startup")
+    assert _shell(world, "BeforeTool")[0] is None  # ... and Gemini died before AfterTool
+    world.call("SessionStart", SID2, source="startup")
+    text = json.loads(_shell(world, "BeforeTool", SID2)[0])
+    assert text["decision"] == "deny" and "Check whether it took effect" in text["reason"]
+    assert [r["ph"] for r in _effects(world)] == ["intent"]  # a held call never runs: no second intent
