@@ -118,6 +118,12 @@ def test_message_carries_slug_session_ratio_reason_and_host():
     }
 
 
+def test_a_session_of_another_agent_cli_is_named_in_the_body():
+    m = notify.format_message("rotation-complete", slug="demo", session=3, ratio=0.1, text="cp-003 claimed",
+                              host="mbp", agent="Gemini CLI")
+    assert m["body"] == "cp-003 claimed\ndemo-003 · ctx 10% · Gemini CLI · mbp"
+
+
 def test_ratio_may_be_given_as_a_fraction_or_a_percentage():
     for ratio in (0.634, 63.4):
         assert "ctx 63%" in notify.format_message("context-warning", slug="p", ratio=ratio, host="h")["body"]

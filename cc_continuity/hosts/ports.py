@@ -37,7 +37,8 @@ class HookPorts(context.Context):
         from .. import notify  # (when a push goes out: the mod's every turn does not pay for it)
 
         notify.emit(push["event"], slug=push["slug"], session=push["session"], ratio=push["ratio"],
-                    text=push["text"], project_root=push["project_root"])
+                    text=push["text"], project_root=push["project_root"],
+                    agent=None if self.host.name == "claude" else self.host.label)  # (Claude Code: the first host)
 
     def can_drive(self, rec: "Record") -> bool:
         from .. import tmux  # (when a hand-over needs a driver)

@@ -104,12 +104,13 @@ def session_name(slug, session=None):
         return "%s-%s" % (slug, _one_line(session))
 
 
-def format_message(event, *, slug=None, session=None, ratio=None, text="", host=None):
+def format_message(event, *, slug=None, session=None, ratio=None, text="", host=None, agent=None):
     """``{"event", "title", "body", "priority", "tags"}`` for one push.
 
     ``ratio`` is the context fill as a fraction (0.63 -> "ctx 63%"); a value above
     1.5 is taken as a percentage already (no window is 150% full).  ``text`` is
-    a short reason or summary; only its first line is used.  Everything is
+    a short reason or summary; only its first line is used.  ``agent`` names the agent CLI the session runs
+    in (Codex CLI, Gemini CLI; Claude Code's pushes name none).  Everything is
     redacted before it is cut to size, so a cut can never expose half a secret.
     """
     # lazy: compiling its rules costs ~20 ms, and the hooks (the mod's per-turn calls) import this
@@ -124,6 +125,8 @@ def format_message(event, *, slug=None, session=None, ratio=None, text="", host=
     if ratio is not None:
         ratio = float(ratio)
         facts.append("ctx %d%%" % round(ratio if ratio > 1.5 else ratio * 100))
+    if agent:
+        facts.append(_one_line(agent))
     facts.append(_one_line(host) or hostname())
     tail = redact(" · ".join(facts))
     reason = redact(_one_line(text))
@@ -165,7 +168,7 @@ def wanted(event, events):
 
 # --- emit (caller side: no network, returns in milliseconds) ------------------
 
-def emit(event, *, slug=None, session=None, ratio=None, text="", host=None, project_root=None):
+def emit(event, *, slug=None, session=None, ratio=None, text="", host=None, project_root=None, agent=None):
     """Queue one push and start a detached flusher; True when queued.
 
     Does nothing (False) when no ntfy URL is configured or the event is not
@@ -179,7 +182,7 @@ def emit(event, *, slug=None, session=None, ratio=None, text="", host=None, proj
     url, token, events = conf
     if not wanted(name, events):
         return False
-    msg = format_message(name, slug=slug, session=session, ratio=ratio, text=text, host=host)
+    msg = format_message(name, slug=slug, session=session, ratio=ratio, text=text, host=host, agent=agent)
     try:
         spool(msg, url, token)
     except OSError as e:

@@ -26,6 +26,7 @@ class Host:
     """The port.  Each method says what the rotation asks; a host answers from its own files."""
 
     name = "agent"
+    label = "the agent"  # how a push names it
     write_with = "with your tool for writing files"  # how the handoff request says to write the file
     # A tool call (rotation/toolcall.py) as this host's payload shapes it:
     write_allowed = "writing it is allowed"  # how the hard ceiling's deny says the handoff's own write goes

@@ -13,10 +13,10 @@ from cc_continuity import config, notify, paths
 from helpers.ntfy import Ntfy
 
 DELIVER = """
-import json, sys
+import importlib, json, sys
 from cc_continuity.hosts.ports import HookPorts
-from cc_continuity.rotation.host import Host
-ports = HookPorts("Stop", {}, host=Host())
+module, name = sys.argv[3].split(":")
+ports = HookPorts("Stop", {}, host=getattr(importlib.import_module(module), name)())
 ports._cfg = {"ntfy_url": sys.argv[1] or None, "ntfy_token": None, "notify_events": ["all"]}
 ports.deliver({"event": "checkpoint-verified", "slug": "demo", "session": 3, "ratio": 0.66, "text": "cp-003 valid",
                "project_root": sys.argv[2]})
@@ -24,8 +24,8 @@ print(json.dumps("cc_continuity.notify" in sys.modules))
 """
 
 
-def deliver(url, root):
-    out = subprocess.run([sys.executable, "-c", DELIVER, url, root], capture_output=True, text=True, timeout=60,
+def deliver(url, root, host="cc_continuity.hosts.claude.host:ClaudeHost"):
+    out = subprocess.run([sys.executable, "-c", DELIVER, url, root, host], capture_output=True, text=True, timeout=60,
                          env=dict(os.environ, PYTHONPATH=os.environ.get("PYTHONPATH", "")))
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)
@@ -44,7 +44,13 @@ def test_with_pushes_on_the_push_goes_out(monkeypatch, tmp_path):
         config.update_global({"ntfy_url": server.url})
         assert deliver(server.url, str(tmp_path)) is True
         [req] = server.wait_for(1)
-        assert req["body"].startswith("cp-003 valid\ndemo-003 · ctx 66%"), req["body"]
+        assert req["body"].startswith("cp-003 valid\ndemo-003 · ctx 66% · "), req["body"]
+        assert "CLI" not in req["body"] and "Claude" not in req["body"]  # Claude Code's pushes name no agent
+        for n, (host, label) in enumerate((("gemini.host:GeminiHost", "Gemini CLI"),
+                                           ("codex.host:CodexHost", "Codex CLI")), start=2):
+            assert deliver(server.url, str(tmp_path), "cc_continuity.hosts." + host) is True
+            req = server.wait_for(n)[n - 1]
+            assert req["body"].startswith("cp-003 valid\ndemo-003 · ctx 66%% · %s · " % label), req["body"]
     finally:
         server.stop()
         for proc in psutil.process_iter(["cmdline", "environ"]):  # the flusher it started, once done

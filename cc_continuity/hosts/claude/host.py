@@ -168,6 +168,7 @@ def is_our_cli(command: object, env: Env) -> bool:
 
 class ClaudeHost(Host):
     name = "claude"
+    label = "Claude Code"
     write_with = "with the Write tool"
     write_allowed = "the Write tool is allowed for it"
     reads_meanwhile = "reading (Read, Grep, Glob) works meanwhile"

@@ -57,6 +57,7 @@ def _texts(payload: "dict[str, Any]") -> list[str]:
 
 class CodexHost(Host):
     name = "codex"
+    label = "Codex CLI"
     write_with = "with one shell command (cat > <the path> <<'EOF' ... EOF)"
     write_allowed = "one command that writes that file is allowed"
     reads_meanwhile = "cc-continuity's own commands work meanwhile"

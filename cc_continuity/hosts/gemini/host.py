@@ -46,6 +46,7 @@ def agent_process(start: int) -> int | None:
 
 class GeminiHost(Host):
     name = "gemini"
+    label = "Gemini CLI"
     write_with = "with your write_file tool"
     can_ask = False  # BeforeTool takes a deny: a held repeat is denied, never asked
 
