@@ -9,12 +9,17 @@ A repository is not the user: :func:`scrub` finds the file Gemini loaded and uns
 value is the file's (a value the user set stays: Gemini never overrides one), unless the file is the
 user's own.  ``PYTHON*`` names are not needed here: the hook's interpreter runs with ``-E``.
 
-On every Gemini hook call, a tool call's too: ``posix`` only, a few ``stat`` calls, and a bounded read
-and parse only when a repository's file is there.  The parse follows the ``dotenv`` package Gemini
+On every Gemini hook call, a tool call's too: ``posix`` only, a few ``stat`` calls, and when a repository's
+file is there, our digests of its values (``runtime/gemini/envfile.json``, parsed again only when the file
+changed: importing ``re`` costs a hook ~6 ms).  The parse follows the ``dotenv`` package Gemini
 uses (``KEY=value``, ``export``, quotes, ``#`` comments, ``\\n`` in double quotes).
 """
 
 import posix
+
+from ... import atomic, fastjson
+from ...digest import sha256
+from . import generations
 
 MAX_BYTES = 1 << 20
 # Names always set in a process's environment (so no file could have set them): never unset, even when equal.
@@ -69,6 +74,40 @@ def parse(text: str) -> "dict[str, str]":
     return found
 
 
+def _digest(value: bytes) -> str:
+    return sha256(value).hexdigest()
+
+
+def _digests(path: str, st: "posix.stat_result") -> "dict[str, str] | None":
+    """``{name: sha256 of its value}`` of the file at ``path`` (``st``: its stat), from our cache when the file
+    is the one cached (its device, inode, size and mtime), else parsed and cached.  Digests, never the values:
+    a repository's .env holds secrets, and the cache is ours.  None when it cannot be read."""
+    ident = [path, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns]
+    cache = generations.folder() + "/envfile.json"
+    try:
+        with open(cache, "rb") as f:
+            got = fastjson.loads(f.read(1 << 20))
+        if isinstance(got, dict) and got.get("file") == ident and isinstance(got.get("names"), dict):
+            return got["names"]  # type: ignore[no-any-return]
+    except (OSError, ValueError):
+        pass
+    try:
+        fd = posix.open(path, posix.O_RDONLY | posix.O_NONBLOCK)
+        try:
+            data = posix.read(fd, MAX_BYTES)
+        finally:
+            posix.close(fd)
+    except OSError:
+        return None
+    names = {k: _digest(v.encode("utf-8", "surrogateescape")) for k, v in parse(data.decode("utf-8", "replace")).items()}
+    try:
+        generations.private_folder()
+        atomic.write_text(cache, fastjson.dumps({"file": ident, "names": names}), fsync=False, follow=False)
+    except OSError:
+        pass  # (parsed again next time)
+    return names
+
+
 def scrub(cwd: "str | None" = None) -> "list[str]":
     """Unset in this process each name a repository's env file gave Gemini (its value still the file's);
     the names unset.  The user's own files (under their home's top) are theirs: nothing is unset."""
@@ -82,17 +121,14 @@ def scrub(cwd: "str | None" = None) -> "list[str]":
     if path is None or _parent(path) in (home, home + "/.gemini"):
         return []
     try:
-        fd = posix.open(path, posix.O_RDONLY | posix.O_NONBLOCK)
-        try:
-            data = posix.read(fd, MAX_BYTES)
-        finally:
-            posix.close(fd)
+        names = _digests(path, posix.stat(path))
     except OSError:
         return []
     gone = []
-    for name, value in parse(data.decode("utf-8", "replace")).items():
+    for name, digest in (names or {}).items():
         key = name.encode("utf-8", "surrogateescape")
-        if name not in KEEP and env.get(key) == value.encode("utf-8", "surrogateescape"):
+        value = env.get(key)
+        if name not in KEEP and value is not None and _digest(value) == digest:
             del env[key]
             posix.unsetenv(key)
             gone.append(name)

@@ -74,3 +74,18 @@ def test_the_users_own_files_are_theirs(tmp_path):
                                                "CC_CONTINUITY_HOME": "/mine"})
         assert gone == [] and after["CC_CONTINUITY_HOME"] == "/mine"
         os.unlink(str(home / where))
+
+
+def test_the_cache_holds_digests_never_values_and_a_changed_file_is_read_again(tmp_path):
+    home, repo = tmp_path / "uhome", tmp_path / "repo"
+    home.mkdir()
+    repo.mkdir()
+    state = tmp_path / "state"
+    env = {"HOME": str(home), "PATH": "/usr/bin:/bin", "CC_CONTINUITY_HOME": str(state), "API_TOKEN": "s3cret-value"}
+    write(str(repo / ".env"), b"API_TOKEN=s3cret-value\n")
+    assert _scrubbed(str(repo), env)[0] == ["API_TOKEN"]
+    cache = state / "runtime" / "gemini" / "envfile.json"
+    assert b"s3cret" not in cache.read_bytes() and oct(cache.stat().st_mode & 0o777) == "0o600"
+    assert _scrubbed(str(repo), env)[0] == ["API_TOKEN"]  # from the cache
+    write(str(repo / ".env"), b"API_TOKEN=another-value-now\n")
+    assert _scrubbed(str(repo), env)[0] == []  # the file changed: read again, the user's value stays
