@@ -67,7 +67,7 @@ def build_parser(verbs: Iterable[str] | None = None) -> argparse.ArgumentParser:
     """The parser with the subparsers of ``verbs`` (only their modules imported); every verb's without them."""
     parser = argparse.ArgumentParser(
         prog="cc-continuity",
-        description="Zero-touch session rotation for Claude Code and Codex CLI.",
+        description="Zero-touch session rotation for Claude Code, Codex CLI and Gemini CLI.",
     )
     parser.add_argument("--version", action="version", version="cc-continuity %s" % __version__)
     sub = parser.add_subparsers(dest="verb", metavar="<command>")
