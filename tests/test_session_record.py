@@ -22,7 +22,9 @@ NAMES = {"rec", "prec", "prev", "srec", "record"}
 # Not session records under these names: the ledger's own lines, the install record.
 OTHER_MODULES = {"ledger.py": "ledger lines", "install": "the install record (install.json)",
                  "hosts/claude/install.py": "the install record's Claude Code part",
-                 "hosts/codex/install.py": "the install record's Codex part"}
+                 "hosts/codex/install.py": "the install record's Codex part",
+                 "hosts/gemini/install.py": "the install record's Gemini part",
+                 "hosts/gemini/files.py": "the install record's Gemini settings part"}
 # Functions whose record-named variable is a ledger row though it never names "ev" there.
 ROWS = {("stop_failure.py", "handle"): "the stop_failure row stop_failure.record() built",
         ("stop_failure.py", "slow"): "the same row, on the slow path",
