@@ -37,9 +37,9 @@ FLOOR_MARK = "Continuing from floor"
 USER_RULE = ("[[rule]]\ntoolName = \"write_file\"\n"
              "argsPattern = '\\x00\"file_path\":\"%s/work-[0-9]+\\.txt\"\\x00'\ndecision = \"allow\"\npriority = 50\n")
 # The floor's AfterAgent: clear and continue after each turn but the last (a count in a file), nothing else.
-FLOOR_HOOK = """n=$(cat "$0" 2>/dev/null || echo 0); n=$((n+1)); echo $n > "$0"
-if [ "$n" -le "$1" ]; then
-  printf '{"decision":"block","reason":"%s %d.","hookSpecificOutput":{"hookEventName":"AfterAgent","clearContext":true}}' "$2" "$n"
+FLOOR_HOOK = """n=$(cat "$1" 2>/dev/null || echo 0); n=$((n+1)); echo $n > "$1"
+if [ "$n" -le "$2" ]; then
+  printf '{"decision":"block","reason":"%s %d.","hookSpecificOutput":{"hookEventName":"AfterAgent","clearContext":true}}' "$3" "$n"
 fi
 """
 
