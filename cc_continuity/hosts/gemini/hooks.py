@@ -23,9 +23,11 @@ Per event (the answers are Gemini's own: :mod:`.wire`):
                 ``model.compressionThreshold`` instead);
 * SessionEnd    ENDED (told again, as Gemini does on one exit, it is one line: the step's own rule).
 
-Not yet here (issue 36 goes on): a tool call's fast path (the card and the session file's tail, as
-Codex's and Claude Code's tool hooks have: every call loads the steps' world for now) and the install
-piece and doctor unit that make Gemini a row of ``hosts.HOSTS``.
+A tool call's BeforeTool and AfterTool take the fast path (hosts/toolpath.py: the card and the session
+file's tail) unless something must be decided; they are paired by :func:`call_id` (Gemini sends no call
+id).  Before any of it, :func:`main` unsets what a repository's ``.env`` gave Gemini's environment
+(:mod:`.envfile`).  Installed by ``install --agent gemini`` (:mod:`.install`), checked by doctor
+(:mod:`.doctor`).
 """
 
 import os
