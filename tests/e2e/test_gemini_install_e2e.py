@@ -1,18 +1,23 @@
-"""``install --agent gemini`` against the real Gemini CLI 0.61: what install wrote is what Gemini runs, doctor
-sees it fire, uninstall leaves ``~/.gemini`` as it was apart from Gemini's own runtime state; and a hostile
+"""``install --agent gemini`` against the real Gemini CLI 0.61: what install wrote is what Gemini runs (also as
+``python3 install.py --agent gemini`` on the distribution's Python, none of our packages), doctor sees it fire,
+uninstall leaves ``~/.gemini`` as it was apart from Gemini's own runtime state; and a hostile
 repository's ``.gemini/`` (our hook switched off, the compression threshold lowered, a hook of its own, an
 ``.env`` naming another state dir, ``CC_CONTINUITY=0`` and a ``PYTHONPATH``) changes nothing of ours, runs
 nothing through our hooks, and doctor names it."""
 
 import json
 import os
+import re
 import subprocess
 import sys
 
 import pytest
 
+from cc_continuity.rehearse import WINDOW, rotation_scenario
 from helpers import REPO
 from helpers.codex import listing
+
+from .test_gemini_rotation_e2e import TASK, USER_RULE, _gemini_tools
 
 pytestmark = pytest.mark.gemini
 
@@ -117,3 +122,37 @@ def test_a_hostile_repository_changes_nothing_of_ours_and_doctor_names_it(gemini
     assert "model.compressionThreshold 0.1 (%s)" % repo_file in row["detail"]
     assert "adds hooks of its own ('theirs')" in row["detail"] and ".gemini/.env into its environment" in row["detail"]
     assert row["fix"].startswith(repo_file + " is not cc-continuity's")
+
+
+SYSTEM_PYTHON = "/usr/bin/python3"
+
+
+@pytest.mark.skipif(not os.path.exists(SYSTEM_PYTHON), reason="no distribution Python at /usr/bin/python3")
+def test_install_py_on_the_distributions_python_then_gemini_rotates(gemini_box):
+    """The README's first line with ``--agent gemini``, on the distribution's own Python (PEP 668, none of our
+    packages: install.py builds its private venv), then a rotation in ``gemini -p`` whose hooks run on it."""
+    bare = subprocess.run([SYSTEM_PYTHON, "-c", "import psutil"], capture_output=True)
+    assert bare.returncode != 0, "this Python has our packages: it proves nothing"
+    box = gemini_box()
+    box.model.set_scenario(_gemini_tools(rotation_scenario(box.project, rotations=1, task=TASK)))
+    cc_home = os.path.join(box.root, "cchome")
+    os.makedirs(cc_home, mode=0o700)
+    with open(os.open(os.path.join(cc_home, "config.json"), os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
+        json.dump({"window": WINDOW}, f)
+    env = dict(box.env(), CC_CONTINUITY_HOME=cc_home)
+    env.pop("PYTHONPATH", None)
+    p = subprocess.run([SYSTEM_PYTHON, os.path.join(REPO, "install.py"), "--agent", "gemini"], cwd=box.project,
+                       env=env, capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    with open(box.settings_path) as f:
+        command = json.load(f)["hooks"]["AfterAgent"][0]["hooks"][0]["command"]
+    assert os.path.realpath(command.split()[0]) == os.path.realpath(SYSTEM_PYTHON), command[:80]
+    with open(os.path.join(box.gemini_dir, "policies", "user-work.toml"), "w") as f:
+        f.write(USER_RULE % re.escape(box.project))
+    run = box.run_print(TASK, timeout=240, env={"CC_CONTINUITY_HOME": cc_home})
+    assert run.returncode == 0, run
+    (proj,) = os.listdir(os.path.join(cc_home, "projects"))
+    with open(os.path.join(cc_home, "projects", proj, "sessions", "001", "state.json")) as f:
+        first = json.load(f)
+    assert (first["state"], first["driver"]) == ("ROTATED", "native"), first["state"]
+    assert not [line for line in _hook_lines(cc_home) if "error" in line.lower() or "Traceback" in line]
