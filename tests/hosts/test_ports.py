@@ -6,10 +6,10 @@ import json
 import os
 import subprocess
 import sys
-
-import psutil
+import time
 
 from cc_continuity import config, notify, paths
+from helpers import leftovers
 from helpers.ntfy import Ntfy
 
 DELIVER = """
@@ -48,15 +48,22 @@ def test_with_pushes_on_the_push_goes_out(monkeypatch, tmp_path):
         assert "CLI" not in req["body"] and "Claude" not in req["body"]  # Claude Code's pushes name no agent
         for n, (host, label) in enumerate((("gemini.host:GeminiHost", "Gemini CLI"),
                                            ("codex.host:CodexHost", "Codex CLI")), start=2):
+            _flushers_gone()  # (one push at a time: a flusher still finishing would leave the next for later)
             assert deliver(server.url, str(tmp_path), "cc_continuity.hosts." + host) is True
             req = server.wait_for(n)[n - 1]
             assert req["body"].startswith("cp-003 valid\ndemo-003 · ctx 66%% · %s · " % label), req["body"]
     finally:
         server.stop()
-        for proc in psutil.process_iter(["cmdline", "environ"]):  # the flusher it started, once done
-            if "cc_continuity.notify" in " ".join(proc.info["cmdline"] or ()) \
-                    and (proc.info["environ"] or {}).get("CC_CONTINUITY_HOME") == paths.home():
-                try:
-                    proc.kill()
-                except psutil.Error:
-                    pass
+        _flushers_gone(kill=True)
+
+
+def _flushers_gone(kill=False):
+    """Wait for the flushers these pushes started (by our state dir in their environment) to end; ``kill``: and
+    kill what is left."""
+    deadline = time.monotonic() + 10
+    left = [p for p in leftovers.find(paths.home()) if "cc_continuity.notify" in p[1]]
+    while left and (kill or time.monotonic() < deadline):
+        if kill:
+            leftovers.kill(left)
+        time.sleep(0.1)
+        left = [p for p in leftovers.find(paths.home()) if "cc_continuity.notify" in p[1]]
