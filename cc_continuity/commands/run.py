@@ -1,35 +1,54 @@
-"""``cc-continuity run --agent codex "<task>"``: an unattended Codex task, rotated with no typing."""
+"""``cc-continuity run --agent codex|gemini "<task>"``: a task run unattended to its end, rotated with no typing,
+within caps a loop cannot ignore (rotation/run.py)."""
 
 import argparse
 import os
 
-from ..hosts.codex import headless
+from ..hosts import runs
+from ..rotation import run as loop
 from ._util import die
 
 
 def register(sub):
     p = sub.add_parser("run",
-                       description="Run TASK with `codex exec` and rotate it at the context threshold with no "
-                                   "typing: each session is one `codex exec`; when one hands over, the next "
-                                   "starts with the continuation and claims the checkpoint. Exits with the last "
-                                   "session's status. Needs the Codex hooks installed and trusted "
-                                   "(`cc-continuity install --agent codex`).")
-    p.add_argument("--agent", choices=("codex",), required=True,
+                       description="Run TASK unattended and rotate it at the context threshold with no typing, "
+                                   "session after session, until it is done or a cap is reached. Codex CLI: each "
+                                   "session one `codex exec`. Gemini CLI: `gemini -p` rotates in-process. Every "
+                                   "session is unattended (a harmful repeat is denied, never asked). Exit status: "
+                                   "0 done, 3 a cap reached (the newest checkpoint waits: run again to go on), 4 "
+                                   "a session needs a person, 5 the agent failed. Needs the agent's hooks "
+                                   "installed (`cc-continuity install --agent ...`).")
+    p.add_argument("--agent", choices=runs.AGENTS, required=True,
                    help="the agent to drive (Claude Code runs in tmux or with the plugin instead)")
-    p.add_argument("--codex", help="the codex executable (default: $CC_CONTINUITY_CODEX, else codex on PATH)")
-    p.add_argument("--max-rotations", type=int, default=headless.MAX_ROTATIONS,
-                   help="stop after this many rotations (default %%(default)s); exit status %d" % headless.LOOP_STOPPED)
+    p.add_argument("--codex", help="--agent codex: the codex executable (default: $CC_CONTINUITY_CODEX, else "
+                                   "codex on PATH)")
+    p.add_argument("--gemini", help="--agent gemini: the gemini executable (default: $CC_CONTINUITY_GEMINI, else "
+                                    "gemini on PATH)")
+    p.add_argument("--max-rotations", type=int, default=loop.MAX_ROTATIONS,
+                   help="rotations the run may make (default %(default)s); past it the checkpoint waits and the "
+                        "exit status is 3")
+    p.add_argument("--max-time", type=float, metavar="SECONDS",
+                   help="no new session after this many seconds (a session is never cut mid-turn); exit status 3")
     p.add_argument("task", help="what to do (the first session's prompt)")
     p.add_argument("exec_args", nargs=argparse.REMAINDER,
-                   help="after --: more arguments for every `codex exec` (a model, -c key=value ...)")
+                   help="after --: more arguments for every session (`codex exec`'s or `gemini`'s: a model, "
+                        "-c key=value, --yolo ...)")
     p.set_defaults(func=run)
 
 
 def run(args):
     if args.max_rotations < 0:
         die("--max-rotations must be 0 or more", code=2)
-    codex = headless.find_codex(os.environ, args.codex)
-    if codex is None:
-        die("no codex executable: install Codex CLI (npm install -g @openai/codex) or pass --codex PATH", code=2)
+    if args.max_time is not None and args.max_time <= 0:
+        die("--max-time must be more than 0 seconds", code=2)
+    piece = runs.PIECES[args.agent]
+    other = [opt for name, opt in (("codex", "--codex"), ("gemini", "--gemini"))
+             if name != args.agent and getattr(args, name)]
+    if other:
+        die("%s: not for --agent %s" % (", ".join(other), args.agent), code=2)
+    binary = piece.BACKEND.find(os.environ, getattr(args, args.agent))
+    if binary is None:
+        die(piece.NO_BINARY, code=2)
     extra = args.exec_args[1:] if args.exec_args[:1] == ["--"] else list(args.exec_args)
-    return headless.run(args.task, codex, os.getcwd(), extra, os.environ, args.max_rotations)
+    return loop.run(piece.BACKEND, binary, args.task, os.getcwd(), extra, os.environ, args.max_rotations,
+                    args.max_time)

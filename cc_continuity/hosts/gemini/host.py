@@ -13,8 +13,9 @@ import os
 
 from ... import card, procs
 from ...rotation.host import Host
+from ...rotation.run import at_cap
 from ..ports import HookPorts
-from . import chats
+from . import chats, generations
 from .generations import key
 
 TYPE_CHECKING = False
@@ -112,4 +113,7 @@ class GeminiContext(HookPorts):
         super().__init__(event, payload, env, host=GEMINI)
 
     def own_driver(self) -> str | None:
-        return "native"
+        """``native`` (the clearing answer continues in-process); under ``cc-continuity run`` past its caps,
+        ``headless``: the turn ends, the process exits, the run loop decides (rotation/run.py)."""
+        done = generations.generation(self.gemini_session_id) - 1 if self.gemini_session_id else 0
+        return "headless" if at_cap(self.env, done) else "native"

@@ -1,0 +1,46 @@
+"""Gemini CLI unattended: ``cc-continuity run --agent gemini "<task>"`` (the loop: rotation/run.py).
+
+One ``gemini -p`` rotates by itself: its verifying AfterAgent clears and continues in-process (``native``), so
+a whole chain may be one process.  Under ``run`` the caps hold inside it: once the process has made the
+rotations its run allows, or the run's time is up, the AfterAgent hands over ``headless`` instead (the turn
+ends, ``gemini -p`` exits, the checkpoint waits; :meth:`.host.GeminiContext.own_driver`), and the loop stops
+there or starts the next ``gemini -p`` with the continuation, which claims it.
+
+Gemini runs no hook in a folder it does not trust and ``gemini -p`` exits 55 there: nothing of ours passes
+``--skip-trust`` or sets ``GEMINI_CLI_TRUST_WORKSPACE`` (``cc-continuity doctor`` names the command that
+trusts the folder).  Writing files needs the user's own approval setup (``--yolo`` or a policy of theirs,
+given after ``--``); the handoff's write is our policy rule's.
+"""
+
+import os
+
+from ...rotation.run import Backend
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+NO_BINARY = ("no gemini executable: install Gemini CLI (npm install -g @google/gemini-cli) or pass "
+             "--gemini PATH")
+
+
+class GeminiBackend(Backend):
+    name = "gemini"
+    option = "--gemini"
+    in_process = True
+
+    def command(self, binary: str, prompt: str, extra: "list[str]") -> "list[str]":
+        return [binary] + list(extra) + ["-p", prompt]
+
+    def find(self, env: "Mapping[str, str]", given: "str | None" = None) -> "str | None":
+        for cand in (given, env.get("CC_CONTINUITY_GEMINI")):
+            if cand:
+                return cand
+        for d in (env.get("PATH") or "").split(os.pathsep):
+            path = os.path.join(d, "gemini")
+            if d and os.path.isfile(path) and os.access(path, os.X_OK):
+                return path
+        return None
+
+
+BACKEND = GeminiBackend()

@@ -1,0 +1,73 @@
+"""``cc-continuity run --agent gemini`` against the real Gemini CLI 0.61 (issue 37's first part).
+
+One ``gemini -p`` rotates in-process, so the run's caps must hold inside it: with ``--max-rotations 2`` on a
+task that takes three, the second verifying AfterAgent still clears and continues, the third hands over
+``headless`` instead (the turn ends, ``gemini -p`` exits, cp-003 waits) and the run exits 3; the same
+``run`` again claims cp-003 and finishes (exit 0).  Without a cap the whole chain is one process and the run
+exits 0.  Installed as a user installs it; the work's writes are the test user's own rule.
+"""
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from cc_continuity.rehearse import WINDOW, rotation_scenario
+from helpers import REPO
+
+from .test_gemini_rotation_e2e import TASK, USER_RULE, _gemini_tools
+
+pytestmark = pytest.mark.gemini
+
+
+def _box(gemini_box):
+    box = gemini_box()
+    box.model.set_scenario(_gemini_tools(rotation_scenario(box.project, rotations=3, task=TASK)))
+    cc_home = os.path.join(box.root, "cchome")
+    box.install_ours(cc_home, config={"window": WINDOW})
+    with open(os.path.join(box.gemini_dir, "policies", "user-work.toml"), "w") as f:
+        f.write(USER_RULE % re.escape(box.project))
+    return box, cc_home
+
+
+def _run(box, cc_home, *args):
+    env = dict(box.env(), CC_CONTINUITY_HOME=cc_home, PYTHONPATH=REPO)
+    return subprocess.run([sys.executable, "-m", "cc_continuity", "run", "--agent", "gemini", "--gemini", box.bin,
+                           *args, TASK], cwd=box.project, env=env, capture_output=True, text=True, timeout=300)
+
+
+def _records(cc_home):
+    (proj,) = os.listdir(os.path.join(cc_home, "projects"))
+    base = os.path.join(cc_home, "projects", proj, "sessions")
+    out = []
+    for name in sorted(os.listdir(base)):
+        with open(os.path.join(base, name, "state.json")) as f:
+            out.append(json.load(f))
+    return out
+
+
+def test_a_run_is_one_gemini_p_rotating_three_times(gemini_box):
+    box, cc_home = _box(gemini_box)
+    res = _run(box, cc_home)
+    assert res.returncode == 0, (res.returncode, res.stderr[-2000:])
+    assert "run done: 1 session, 3 rotations" in res.stderr, res.stderr[-1000:]
+    recs = _records(cc_home)
+    assert [(r["state"], r.get("driver")) for r in recs] == [("ROTATED", "native")] * 3 + [("ENDED", None)]
+    assert all(r.get("unattended") for r in recs), "a run's sessions are unattended"
+
+
+def test_max_rotations_holds_inside_one_process_and_a_second_run_goes_on(gemini_box):
+    box, cc_home = _box(gemini_box)
+    res = _run(box, cc_home, "--max-rotations", "2")
+    assert res.returncode == 3, (res.returncode, res.stderr[-2000:])
+    assert "cp-003 waits for a successor: the run reached --max-rotations 2" in res.stderr, res.stderr[-1000:]
+    recs = _records(cc_home)
+    assert [(r["state"], r.get("driver")) for r in recs] == [("ROTATED", "native")] * 2 + [("ROTATING", "headless")]
+    again = _run(box, cc_home)
+    assert again.returncode == 0, (again.returncode, again.stderr[-2000:])
+    recs = _records(cc_home)
+    assert [r["state"] for r in recs] == ["ROTATED"] * 3 + ["ENDED"]
+    assert recs[3].get("checkpoint_from") == "cp-003" and recs[2].get("successor") == 4

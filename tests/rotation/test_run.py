@@ -1,0 +1,63 @@
+"""The run loop's rules (rotation/run.py): when a session of a run must hand over ``headless`` rather than rotate
+in-process (its caps), which session of a chain waits, why a run ended; and the verb's argument checks.  The
+loop itself drives the real agents: tests/e2e/test_gemini_run_e2e.py, test_codex_headless_e2e.py."""
+
+import pytest
+
+from cc_continuity import session
+from cc_continuity.cli import main
+from cc_continuity.hosts import runs
+from cc_continuity.rotation import run
+
+RUN = {run.HEADLESS_ENV: "1"}
+
+
+@pytest.mark.parametrize("env, done, now, want", [
+    ({}, 99, 0, None),  # not under run: never capped
+    (dict(RUN, **{run.ROTATIONS_ENV: "2"}), 1, 0, None),
+    (dict(RUN, **{run.ROTATIONS_ENV: "2"}), 2, 0, "its run's --max-rotations"),
+    (dict(RUN, **{run.ROTATIONS_ENV: "0"}), 0, 0, "its run's --max-rotations"),
+    (dict(RUN, **{run.DEADLINE_ENV: "100.5"}), 0, 100.0, None),
+    (dict(RUN, **{run.DEADLINE_ENV: "100.5"}), 0, 100.5, "its run's --max-time"),
+    (dict(RUN, **{run.DEADLINE_ENV: "soon", run.ROTATIONS_ENV: "x"}), 5, 1e12, None),  # unreadable: no cap
+])
+def test_a_session_of_a_run_hands_over_headless_at_its_caps(env, done, now, want):
+    assert run.at_cap(env, done, now) == want
+
+
+def test_the_waiting_session_is_the_newest_verified_and_unclaimed():
+    cp = {"id": "cp-002"}
+    chain = [(1, {"state": session.ROTATED, "checkpoint": {"id": "cp-001"}, "successor": 2}),
+             (2, {"state": session.ROTATING, "checkpoint": cp}),
+             (3, {"state": session.ACTIVE})]
+    assert run.waiting(chain) == (2, chain[1][1])
+    assert run.waiting(chain[:1]) is None and run.waiting([]) is None
+
+
+def test_why_a_run_ended():
+    assert run._ended([(1, {"state": session.ENDED})], 0) == "done"
+    assert run._ended([(1, {"state": session.ENDED})], 1) == "agent failed"
+    assert run._ended([(1, {"state": session.ENDED, "flags": {"needs_human": {"text": "t"}}})], 0) == "needs a person"
+    assert run.EXIT == {"done": 0, "cap": 3, "needs a person": 4, "agent failed": 5}
+    assert len(set(run.EXIT.values())) == len(run.EXIT)
+
+
+def test_every_host_that_runs_headless_has_its_backend():
+    assert runs.AGENTS == ("codex", "gemini")
+    for name, piece in runs.PIECES.items():
+        assert isinstance(piece.BACKEND, run.Backend) and piece.BACKEND.name == name and piece.NO_BINARY
+    assert runs.PIECES["gemini"].BACKEND.command("g", "do it", ["--yolo"]) == ["g", "--yolo", "-p", "do it"]
+    assert runs.PIECES["codex"].BACKEND.command("c", "do it", ["-m", "x"]) == ["c", "exec", "-m", "x", "do it"]
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--agent", "gemini", "--max-rotations", "-1", "t"], "--max-rotations must be 0 or more"),
+    (["--agent", "gemini", "--max-time", "0", "t"], "--max-time must be more than 0 seconds"),
+    (["--agent", "gemini", "--codex", "/bin/true", "t"], "--codex: not for --agent gemini"),
+    (["--agent", "gemini", "--gemini", "", "t"], "no gemini executable"),
+])
+def test_bad_arguments_are_refused_before_anything_runs(argv, says, capsys, monkeypatch):
+    monkeypatch.setenv("PATH", "/nonexistent")
+    with pytest.raises(SystemExit) as e:
+        main(["run", *argv])
+    assert e.value.code == 2 and says in capsys.readouterr().err
