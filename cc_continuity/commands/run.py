@@ -1,4 +1,4 @@
-"""``cc-continuity run --agent codex|gemini "<task>"``: a task run unattended to its end, rotated with no typing,
+"""``cc-continuity run --agent claude|codex|gemini "<task>"``: a task run unattended to its end, rotated with no typing,
 within caps a loop cannot ignore (rotation/run.py)."""
 
 import argparse
@@ -12,14 +12,17 @@ from ._util import die
 def register(sub):
     p = sub.add_parser("run",
                        description="Run TASK unattended and rotate it at the context threshold with no typing, "
-                                   "session after session, until it is done or a cap is reached. Codex CLI: each "
+                                   "session after session, until it is done or a cap is reached. Claude Code: each "
+                                   "session one `claude -p`. Codex CLI: each "
                                    "session one `codex exec`. Gemini CLI: `gemini -p` rotates in-process. Every "
                                    "session is unattended (a harmful repeat is denied, never asked). Exit status: "
                                    "0 done, 3 a cap reached (the newest checkpoint waits: run again to go on), 4 "
                                    "a session needs a person, 5 the agent failed. Needs the agent's hooks "
                                    "installed (`cc-continuity install --agent ...`).")
     p.add_argument("--agent", choices=runs.AGENTS, required=True,
-                   help="the agent to drive (Claude Code runs in tmux or with the plugin instead)")
+                   help="the agent to drive")
+    p.add_argument("--claude", help="--agent claude: the claude executable (default: $CC_CONTINUITY_CLAUDE, else "
+                                    "the first claude on PATH that is not ours)")
     p.add_argument("--codex", help="--agent codex: the codex executable (default: $CC_CONTINUITY_CODEX, else "
                                    "codex on PATH)")
     p.add_argument("--gemini", help="--agent gemini: the gemini executable (default: $CC_CONTINUITY_GEMINI, else "
@@ -42,7 +45,7 @@ def run(args):
     if args.max_time is not None and args.max_time <= 0:
         die("--max-time must be more than 0 seconds", code=2)
     piece = runs.PIECES[args.agent]
-    other = [opt for name, opt in (("codex", "--codex"), ("gemini", "--gemini"))
+    other = [opt for name, opt in (("claude", "--claude"), ("codex", "--codex"), ("gemini", "--gemini"))
              if name != args.agent and getattr(args, name)]
     if other:
         die("%s: not for --agent %s" % (", ".join(other), args.agent), code=2)

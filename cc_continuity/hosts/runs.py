@@ -3,8 +3,7 @@
 Above the hosts, like ``setup.py`` and ``checkup.py``: each host folder named in
 :data:`~cc_continuity.hosts.HOSTS` that can run headless has ``headless.py`` with its ``BACKEND`` (a
 :class:`~cc_continuity.rotation.run.Backend`: the command line of one session, where its executable is) and
-``NO_BINARY`` (what to say when there is none).  A host without one is not offered (Claude Code's headless
-driver comes with issue 37's next part).  ``commands/run.py`` calls here.
+``NO_BINARY`` (what to say when there is none).  A host without one is not offered.  ``commands/run.py`` calls here.
 """
 
 import importlib

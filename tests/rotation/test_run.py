@@ -43,11 +43,34 @@ def test_why_a_run_ended():
 
 
 def test_every_host_that_runs_headless_has_its_backend():
-    assert runs.AGENTS == ("codex", "gemini")
+    assert runs.AGENTS == ("claude", "codex", "gemini")
     for name, piece in runs.PIECES.items():
         assert isinstance(piece.BACKEND, run.Backend) and piece.BACKEND.name == name and piece.NO_BINARY
     assert runs.PIECES["gemini"].BACKEND.command("g", "do it", ["--yolo"]) == ["g", "--yolo", "-p", "do it"]
     assert runs.PIECES["codex"].BACKEND.command("c", "do it", ["-m", "x"]) == ["c", "exec", "-m", "x", "do it"]
+    assert runs.PIECES["claude"].BACKEND.command("cl", "do it", ["--allowedTools", "Write"]) == \
+        ["cl", "-p", "do it", "--allowedTools", "Write"]
+
+
+def test_each_host_hands_over_headless_under_run_and_chooses_otherwise():
+    from cc_continuity.hosts.claude.host import HookContext
+    from cc_continuity.hosts.codex.host import CodexContext
+    from cc_continuity.hosts.gemini.host import GeminiContext
+
+    class Call:
+        event, payload, outcome, claude_version = "Stop", {"session_id": "s"}, "", None
+        after_output = []
+
+        def __init__(self, env):
+            self.env = env
+
+    assert HookContext(Call({run.HEADLESS_ENV: "1"})).own_driver() == "headless"
+    assert HookContext(Call({})).own_driver() is None
+    assert CodexContext("Stop", {"session_id": "s"}, {run.HEADLESS_ENV: "1"}).own_driver() == "headless"
+    sid = "9e9e9e9e-0000-4000-8000-0000000000e9"
+    gem = lambda env: GeminiContext("AfterAgent", {"session_id": sid}, env).own_driver()  # noqa: E731
+    assert gem({}) == "native" and gem(dict(RUN, **{run.ROTATIONS_ENV: "5"})) == "native"
+    assert gem(dict(RUN, **{run.ROTATIONS_ENV: "0"})) == "headless"
 
 
 @pytest.mark.parametrize("argv, says", [

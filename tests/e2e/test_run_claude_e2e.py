@@ -1,0 +1,68 @@
+"""``cc-continuity run --agent claude`` against the real Claude Code (issue 37): each session one ``claude -p``.
+
+cc-continuity installed by its own installer (settings.json), the rehearsal's three-rotation script; the test
+user lets the work's writes through (``--allowedTools Write`` after ``--``), the handoff's write is allowed by
+our PreToolUse.  Each verifying Stop hands over ``headless``: the turn ends, ``claude -p`` exits, the loop starts
+the next with the continuation, and its SessionStart claims the checkpoint and puts the bootstrap in.  No tmux,
+no mod.  ``--max-rotations 2`` stops after two with exit 3 and cp-003 waiting, and the next ``run`` goes on.
+"""
+
+import json
+import os
+import sys
+
+import pytest
+
+from cc_continuity.rehearse import CONTINUATION, rotation_scenario
+
+from .common import installed_sandbox
+from .harness import REPO_ROOT
+
+pytestmark = pytest.mark.e2e
+
+TASK = "Headless chain task: keep a work log"
+
+
+def _run(sb, *args):
+    return sb.run([sys.executable, "-m", "cc_continuity", "run", "--agent", "claude", "--claude", sb.claude_bin,
+                   *args, TASK, "--", "--allowedTools", "Write"], timeout=300, env={"PYTHONPATH": REPO_ROOT})
+
+
+def _records(sb):
+    (proj,) = os.listdir(os.path.join(sb.cc_home, "projects"))
+    base = os.path.join(sb.cc_home, "projects", proj, "sessions")
+    out = []
+    for name in sorted(os.listdir(base)):
+        with open(os.path.join(base, name, "state.json")) as f:
+            out.append(json.load(f))
+    return out
+
+
+def test_three_rotations_each_a_claude_p_each_claimed_once(sandbox_factory):
+    sb = installed_sandbox(sandbox_factory, lambda p: rotation_scenario(p, rotations=3, task=TASK))
+    res = _run(sb)
+    assert res.returncode == 0, (res.returncode, res.stderr[-3000:])
+    assert res.stderr.count("handed over cp-") == 3 and "run done: 4 sessions, 3 rotations" in res.stderr, res.stderr
+    recs = _records(sb)
+    assert [(r["state"], r.get("driver")) for r in recs[:3]] == [("ROTATED", "headless")] * 3, \
+        [(r["state"], r.get("driver")) for r in recs]
+    assert [r.get("successor") for r in recs[:3]] == [2, 3, 4]
+    assert [r.get("checkpoint_from") for r in recs[1:]] == ["cp-001", "cp-002", "cp-003"]
+    assert all(r.get("unattended") for r in recs)
+    firsts = [r for r in sb.model.requests() if getattr(r, "kind", "main") == "main" and CONTINUATION in r.latest_text
+              and len(r.messages) == 1]
+    assert len(firsts) == 3, [len(r.messages) for r in sb.model.requests()]
+    for k, req in enumerate(firsts, start=1):
+        assert "cp-%03d" % k in req.text and "## Next steps" in req.text  # the bootstrap, whole, in a fresh context
+
+
+def test_max_rotations_stops_with_its_status_and_the_next_run_goes_on(sandbox_factory):
+    sb = installed_sandbox(sandbox_factory, lambda p: rotation_scenario(p, rotations=3, task=TASK))
+    res = _run(sb, "--max-rotations", "2")
+    assert res.returncode == 3, (res.returncode, res.stderr[-3000:])
+    assert "cp-003 waits for a successor: the run reached --max-rotations 2" in res.stderr, res.stderr
+    again = _run(sb)
+    assert again.returncode == 0, (again.returncode, again.stderr[-3000:])
+    recs = _records(sb)
+    assert [r["state"] for r in recs] == ["ROTATED"] * 3 + ["ENDED"], [r["state"] for r in recs]
+    assert recs[3].get("checkpoint_from") == "cp-003"
