@@ -257,14 +257,14 @@ class HookContext(HookPorts):
         version: str | None = self.call.claude_version
         return version
 
+    @agent_version.setter
+    def agent_version(self, value: str | None) -> None:
+        self.call.claude_version = value
+
     def own_driver(self) -> str | None:
         """``headless`` under ``cc-continuity run`` (its loop starts the successor once ``claude -p`` ends);
         else None: the rotation chooses (the mod, tmux, the user's /clear)."""
         return "headless" if self.env.get("CC_CONTINUITY_HEADLESS") == "1" else None  # (rotation/run.HEADLESS_ENV)
-
-    @agent_version.setter
-    def agent_version(self, value: str | None) -> None:
-        self.call.claude_version = value
 
 
 def begin(call: "Call") -> "tuple[HookContext, int, str, Record] | None":
