@@ -2,6 +2,7 @@
 within caps a loop cannot ignore (rotation/run.py)."""
 
 import argparse
+import json
 import os
 
 from ..hosts import runs
@@ -16,8 +17,9 @@ def register(sub):
                                    "session one `claude -p`. Codex CLI: each "
                                    "session one `codex exec`. Gemini CLI: `gemini -p` rotates in-process. Every "
                                    "session is unattended (a harmful repeat is denied, never asked). Exit status: "
-                                   "0 done, 3 a cap reached (the newest checkpoint waits: run again to go on), 4 "
-                                   "a session needs a person, 5 the agent failed. Needs the agent's hooks "
+                                   "0 done, 3 a cap reached (the newest checkpoint waits: --resume goes on), 4 a "
+                                   "person is needed (a session said so, a harmful repeat was held, or the chain "
+                                   "goes round), 5 the agent failed, 2 nothing to resume. Needs the agent's hooks "
                                    "installed (`cc-continuity install --agent ...`).")
     p.add_argument("--agent", choices=runs.AGENTS, required=True,
                    help="the agent to drive")
@@ -32,7 +34,14 @@ def register(sub):
                         "exit status is 3")
     p.add_argument("--max-time", type=float, metavar="SECONDS",
                    help="no new session after this many seconds (a session is never cut mid-turn); exit status 3")
-    p.add_argument("task", help="what to do (the first session's prompt)")
+    p.add_argument("--resume", action="store_true",
+                   help="continue from this project's newest checkpoint that waits for a successor (after a cap, or a "
+                        "run that died) instead of starting TASK")
+    p.add_argument("--same-tree", type=int, default=loop.SAME_TREE, metavar="N",
+                   help="stop when the work tree is the same at N checkpoints in a row (default %(default)s; 0: never, "
+                        "for a task that changes no file)")
+    p.add_argument("--json", action="store_true", help="print the run's summary as JSON on stdout at its end")
+    p.add_argument("task", nargs="?", help="what to do (the first session's prompt; not with --resume)")
     p.add_argument("exec_args", nargs=argparse.REMAINDER,
                    help="after --: more arguments for every session (`codex exec`'s or `gemini`'s: a model, "
                         "-c key=value, --yolo ...)")
@@ -44,6 +53,12 @@ def run(args):
         die("--max-rotations must be 0 or more", code=2)
     if args.max_time is not None and args.max_time <= 0:
         die("--max-time must be more than 0 seconds", code=2)
+    if args.same_tree < 0:
+        die("--same-tree must be 0 or more", code=2)
+    if args.resume and args.task and args.task.startswith("-"):  # `run --resume -- --flag ...`: argparse gave the
+        args.exec_args, args.task = ["--", args.task] + [a for a in args.exec_args if a != "--"], None  # task slot
+    if bool(args.task) == args.resume:
+        die("give a TASK, or --resume to continue the newest waiting checkpoint (not both)", code=2)
     piece = runs.PIECES[args.agent]
     other = [opt for name, opt in (("claude", "--claude"), ("codex", "--codex"), ("gemini", "--gemini"))
              if name != args.agent and getattr(args, name)]
@@ -53,5 +68,6 @@ def run(args):
     if binary is None:
         die(piece.NO_BINARY, code=2)
     extra = args.exec_args[1:] if args.exec_args[:1] == ["--"] else list(args.exec_args)
+    report = (lambda facts: print(json.dumps(facts), flush=True)) if args.json else None
     return loop.run(piece.BACKEND, binary, args.task, os.getcwd(), extra, os.environ, args.max_rotations,
-                    args.max_time)
+                    args.max_time, resume=args.resume, same_tree=args.same_tree, report=report)

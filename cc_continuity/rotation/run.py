@@ -12,9 +12,13 @@ make (:data:`ROTATIONS_ENV`) and the run's deadline (:data:`DEADLINE_ENV`): a ho
 hands over ``headless`` instead once either is reached (:func:`at_cap`), so its process ends between two
 sessions, never mid-turn, and the checkpoint waits.  A run started again claims it.
 
-Exit statuses (distinct, in :data:`EXIT`): 0 done; 3 a cap reached (the newest checkpoint waits for the next
-run); 4 a session needs a person (``cc-continuity signal needs-human``); 5 the agent failed (its own status
-in the summary).
+It stops going round too, between two sessions: the same handoff twice in a row (section for section), or
+the same work tree at the last :data:`SAME_TREE` checkpoints.
+
+Exit statuses (distinct, in :data:`EXIT`): 0 done; 3 a cap reached (the newest checkpoint waits: ``run
+--resume`` continues it); 4 a person is needed (a session said so with ``cc-continuity signal needs-human``, a
+harmful repeat was held, or the chain goes round); 5 the agent failed (its own status in the summary); 2
+nothing to resume.
 """
 
 from __future__ import annotations
@@ -23,9 +27,10 @@ import subprocess
 import sys
 import time
 
-from .. import session
+from .. import gitrun, session
+from ..digest import sha256
 from ..project import Project
-from . import texts
+from . import handoff, texts
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -36,7 +41,8 @@ HEADLESS_ENV = "CC_CONTINUITY_HEADLESS"      # "1": started by `cc-continuity ru
 ROTATIONS_ENV = "CC_CONTINUITY_RUN_ROTATIONS"  # how many rotations this session's process may still make
 DEADLINE_ENV = "CC_CONTINUITY_RUN_DEADLINE"   # the run's end (epoch seconds): no rotation starts a session after it
 MAX_ROTATIONS = 10  # the default cap: a task that rotates more than this in one run is likely going round
-EXIT = {"done": 0, "cap": 3, "needs a person": 4, "agent failed": 5}
+SAME_TREE = 3  # checkpoints in a row with the same work tree that stop a run (a read-only task: --same-tree 0)
+EXIT = {"done": 0, "cap": 3, "needs a person": 4, "agent failed": 5, "nothing to resume": 2}
 
 
 class Backend:
@@ -92,45 +98,131 @@ def waiting(chain: list[tuple[int, dict[str, Any]]]) -> tuple[int, dict[str, Any
     return None
 
 
-def run(backend: Backend, binary: str, task: str, cwd: str, extra: list[str], env: Mapping[str, str],
+def run(backend: Backend, binary: str, task: str | None, cwd: str, extra: list[str], env: Mapping[str, str],
         max_rotations: int = MAX_ROTATIONS, max_time_s: float | None = None,
-        say: Callable[[str], None] | None = None) -> int:
-    """Run ``task`` to its end through as many sessions as it takes, within the caps; an :data:`EXIT` status."""
+        say: Callable[[str], None] | None = None, resume: bool = False, same_tree: int = SAME_TREE,
+        report: Callable[[dict[str, Any]], None] | None = None) -> int:
+    """Run ``task`` to its end through as many sessions as it takes, within the caps; an :data:`EXIT` status.
+    ``resume``: start from the project's newest checkpoint waiting for a successor instead (``task`` unused).
+    ``report``: given the run's summary at its end (``run --json``)."""
     say = say or (lambda line: print(line, file=sys.stderr, flush=True))
     proj = Project.discover(cwd)
     started = time.time()
     deadline = started + max_time_s if max_time_s else None
-    prompt, rotations, sessions, last_code = task, 0, 0, 0
+    facts: dict[str, Any] = {"agent": backend.name, "sessions": 0, "rotations": 0, "checkpoints": [],
+                             "agent_exit": None, "why": None, "needs": None}
+    prompt = _resumed(proj, say) if resume else task or ""
+    if prompt is None:
+        return _end(say, report, facts, "nothing to resume", started)
+    seen: list[tuple[str, str | None, str | None]] = []  # (checkpoint, its handoff's digest, its tree)
     while True:
         child = dict(env, **{HEADLESS_ENV: "1", "CC_CONTINUITY_UNATTENDED": "1",
-                             ROTATIONS_ENV: str(max(0, max_rotations - rotations))})
+                             ROTATIONS_ENV: str(max(0, max_rotations - facts["rotations"]))})
         if deadline:
             child[DEADLINE_ENV] = "%.3f" % deadline
         t0 = time.time()
         proc = subprocess.Popen(backend.command(binary, prompt, extra), cwd=cwd, env=child, stdin=subprocess.DEVNULL)
-        last_code = proc.wait()
-        sessions += 1
-        chain = _chain(proj, t0 - 1)
-        rotations += sum(1 for _, rec in chain if rec["state"] == session.ROTATED)
+        facts["agent_exit"] = proc.wait()
+        chain = _chain(proj, t0)
+        _tally(proj, chain, facts, seen)
         got = waiting(chain)
         if got is None:
-            why = _ended(chain, last_code)
-            say(_summary(why, sessions, rotations, time.time() - started, last_code))
-            return EXIT[why]
+            why = _ended(chain, facts["agent_exit"])
+            if why == "needs a person":
+                facts["needs"] = ((chain[-1][1].get("flags") or {}).get("needs_human") or {}).get("text")
+                say("cc-continuity: %s needs a person: %s" % (chain[-1][1].get("name"), facts["needs"]))
+            return _end(say, report, facts, why, started)
         n, rec = got
-        cid = (rec.get("checkpoint") or {}).get("id") or session.checkpoint_id(n)
-        capped = rotations >= max_rotations or (deadline is not None and time.time() >= deadline)
-        if capped:
-            say("cc-continuity: %s waits for a successor: the run reached %s; `cc-continuity run --agent %s` "
-                "again continues it" % (cid, "--max-rotations %d" % max_rotations if rotations >= max_rotations
-                                        else "--max-time", backend.name))
-            say(_summary("cap", sessions, rotations, time.time() - started, last_code))
-            return EXIT["cap"]
-        rotations += 1
+        cid = _cid(n, rec)
+        looping = _looping(seen, same_tree)
+        if looping:
+            facts["needs"] = looping
+            say("cc-continuity: %s waits for a successor, but the run stopped: %s" % (cid, looping))
+            return _end(say, report, facts, "needs a person", started)
+        if facts["rotations"] >= max_rotations or (deadline is not None and time.time() >= deadline):
+            say("cc-continuity: %s waits for a successor: the run reached %s; `cc-continuity run --agent %s --resume` "
+                "continues it" % (cid, "--max-rotations %d" % max_rotations if facts["rotations"] >= max_rotations
+                                  else "--max-time", backend.name))
+            return _end(say, report, facts, "cap", started)
+        facts["rotations"] += 1
         successor = proj.session_name(proj.peek_next_number())
         say("cc-continuity: %s handed over %s after %.0f s; %s continues it" % (
             rec.get("name"), cid, time.time() - t0, successor))
         prompt = texts.continuation_prompt(cid, successor)
+
+
+def _resumed(proj: Project, say: Callable[[str], None]) -> str | None:
+    """The continuation of the project's newest checkpoint waiting for a successor, or None (said why)."""
+    got = waiting(_chain(proj, 0))
+    if got is None:
+        say("cc-continuity: nothing to resume: no checkpoint of %s waits for a successor" % proj.slug)
+        return None
+    say("cc-continuity: resuming from %s" % _cid(*got))
+    return texts.continuation_prompt(_cid(*got), proj.session_name(proj.peek_next_number()))
+
+
+def _tally(proj: Project, chain: list[tuple[int, dict[str, Any]]], facts: dict[str, Any],
+           seen: list[tuple[str, str | None, str | None]]) -> None:
+    """One session's process is over: count it and its in-process rotations (those from one process to the
+    next are counted by the loop, once each), note its checkpoints (their handoff's digest and tree)."""
+    facts["sessions"] += 1
+    facts["rotations"] += sum(1 for _, rec in chain if rec["state"] == session.ROTATED and rec.get("driver") == "native")
+    for n, rec in chain:
+        if rec.get("checkpoint") and _cid(n, rec) not in [c for c, _, _ in seen]:
+            seen.append((_cid(n, rec), _handoff_digest(proj.session_dir(n), rec), _tree(proj.root, rec)))
+    facts["checkpoints"] = [c for c, _, _ in seen]
+
+
+def _cid(n: int, rec: dict[str, Any]) -> str:
+    return str((rec.get("checkpoint") or {}).get("id") or session.checkpoint_id(n))
+
+
+def _handoff_digest(sdir: str, rec: dict[str, Any]) -> str | None:
+    """sha256 of a checkpoint's handoff, section by section as the model wrote them (None: a machine handoff,
+    which says nothing of the model's progress, or none to read)."""
+    if (rec.get("checkpoint") or {}).get("degraded"):
+        return None
+    try:
+        with open(session.handoff_path(sdir), encoding="utf-8", errors="replace") as f:
+            sections = handoff.sections_of(f.read(1 << 21))
+    except OSError:
+        return None
+    return sha256("\n\0".join("%s\n%s" % kv for kv in sorted(sections.items())).encode("utf-8")).hexdigest()
+
+
+def _tree(root: str, rec: dict[str, Any]) -> str | None:
+    """The work-tree snapshot's tree of a checkpoint (None: none, or not yet taken)."""
+    ref = (rec.get("checkpoint") or {}).get("ref")
+    if not ref:
+        return None
+    try:
+        got = gitrun.run(["rev-parse", "--verify", "-q", ref + "^{tree}"], root, gitrun.SNAPSHOT, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    tree = got.stdout.decode("ascii", "replace").strip()
+    return tree if got.returncode == 0 and tree else None
+
+
+def _looping(seen: list[tuple[str, str | None, str | None]], same_tree: int) -> str | None:
+    """Why the chain goes round, or None: the same handoff twice in a row, or the same work tree across
+    ``same_tree`` checkpoints in a row (0: not checked)."""
+    if len(seen) >= 2 and seen[-1][1] and seen[-1][1] == seen[-2][1]:
+        return "%s's handoff is %s's again, section for section (the task goes round)" % (seen[-1][0], seen[-2][0])
+    trees = [t for _, _, t in seen[-same_tree:]] if same_tree else []
+    if same_tree and len(trees) == same_tree and trees[0] and len(set(trees)) == 1:
+        return "the work tree is the same at the last %d checkpoints (nothing changes; --same-tree 0 allows it)" % (
+            same_tree)
+    return None
+
+
+def _end(say: Callable[[str], None], report: Callable[[dict[str, Any]], None] | None, facts: dict[str, Any],
+         why: str, started: float) -> int:
+    facts["why"], facts["seconds"] = why, round(time.time() - started, 1)
+    facts["exit"] = EXIT.get(why, 2)
+    say(_summary(why, facts["sessions"], facts["rotations"], facts["seconds"], facts["agent_exit"] or 0))
+    if report is not None:
+        report(dict(facts))
+    return int(facts["exit"])
 
 
 def _ended(chain: list[tuple[int, dict[str, Any]]], code: int) -> str:

@@ -91,6 +91,9 @@ def before_tool(ctx: Context, n: int, sdir: str, rec: Record, tool: Tool,
     if tool.command and ctx.cfg["effects_hold"]:
         held = _hold(ctx, rec, tool)
         if held is not None:
+            if held[0] == "deny" and ctx.env.get("CC_CONTINUITY_HEADLESS") == "1":  # (rotation/run.HEADLESS_ENV)
+                with ctx.project.edit(sdir) as r:  # a run: no one to ask, so it ends as needing a person
+                    r.setdefault("flags", {})["needs_human"] = {"text": held[1][:500], "at": round(time.time(), 3)}
             return held
     return let
 

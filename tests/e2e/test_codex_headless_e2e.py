@@ -45,11 +45,11 @@ def install_ours(box):
 
 def scenario(rotations):
     """The task crosses rotate; each successor starts small (its bootstrap), runs a tool, and but the last
-    crosses again; the last finishes.  (A successor already past rotate at its first request is a loop the
+    crosses again; the last finishes.  Each handoff is its own (the same one twice in a row stops a run).  (A successor already past rotate at its first request is a loop the
     rotation stops: its start alone would be the next one's.)"""
     rules = [{"name": "handoff", "when": {"latest_contains": "Handoff file (absolute path):"},
               "extract": {"path": r"Handoff file \(absolute path\): (\S+)"},
-              "reply": [{"type": "exec_command", "cmd": "cat > {path} <<'EOF'\n{handoff}\nEOF"}],
+              "reply": [{"type": "exec_command", "cmd": "cat > {path} <<'EOF'\n{handoff}\nRotation marker {n}.\nEOF"}],
               "then": ["Handoff written."], "usage": {"input_tokens": OVER + 500}}]
     for k in range(1, rotations):
         rules.append({"name": "cont-%d" % k, "when": {"latest_contains": "Continuing from cp-%03d" % k},
@@ -79,6 +79,7 @@ def test_the_headless_chain_rotates_three_times_with_no_typing(codex_bin, tmp_pa
         env = box.env(CC_CONTINUITY_HOME=state, PYTHONPATH=REPO, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t",
                       GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@t")
         res = subprocess.run([sys.executable, "-m", "cc_continuity", "run", "--agent", "codex", "--codex", codex_bin,
+                              "--same-tree", "0",  # (its steps change no file: the same tree at each checkpoint)
                               "build the parser", "--", "--dangerously-bypass-hook-trust"],
                              cwd=box.work, env=env, capture_output=True, text=True, timeout=300)
         assert res.returncode == 0, (res.returncode, res.stderr[-3000:])

@@ -2,8 +2,8 @@
 
 One ``gemini -p`` rotates in-process, so the run's caps must hold inside it: with ``--max-rotations 2`` on a
 task that takes three, the second verifying AfterAgent still clears and continues, the third hands over
-``headless`` instead (the turn ends, ``gemini -p`` exits, cp-003 waits) and the run exits 3; the same
-``run`` again claims cp-003 and finishes (exit 0).  Without a cap the whole chain is one process and the run
+``headless`` instead (the turn ends, ``gemini -p`` exits, cp-003 waits) and the run exits 3; ``run
+--resume`` claims cp-003 and finishes (exit 0).  Without a cap the whole chain is one process and the run
 exits 0.  Installed as a user installs it; the work's writes are the test user's own rule.
 """
 
@@ -23,9 +23,20 @@ from .test_gemini_rotation_e2e import TASK, USER_RULE, _gemini_tools
 pytestmark = pytest.mark.gemini
 
 
+def progressing(scenario):
+    """The rehearsal's script with each handoff its own (a real task's handoff moves on; the same handoff twice
+    in a row stops a run: the chain goes round)."""
+    for rule in scenario["rules"]:
+        if rule.get("name") == "handoff":
+            for block in rule["reply"]:
+                if block.get("type") == "tool_use":
+                    block["input"]["content"] = "{handoff}\nRotation marker {n}.\n"
+    return scenario
+
+
 def _box(gemini_box):
     box = gemini_box()
-    box.model.set_scenario(_gemini_tools(rotation_scenario(box.project, rotations=3, task=TASK)))
+    box.model.set_scenario(progressing(_gemini_tools(rotation_scenario(box.project, rotations=3, task=TASK))))
     cc_home = os.path.join(box.root, "cchome")
     box.install_ours(cc_home, config={"window": WINDOW})
     with open(os.path.join(box.gemini_dir, "policies", "user-work.toml"), "w") as f:
@@ -33,10 +44,11 @@ def _box(gemini_box):
     return box, cc_home
 
 
-def _run(box, cc_home, *args):
+def _run(box, cc_home, *args, task=TASK):
     env = dict(box.env(), CC_CONTINUITY_HOME=cc_home, PYTHONPATH=REPO)
     return subprocess.run([sys.executable, "-m", "cc_continuity", "run", "--agent", "gemini", "--gemini", box.bin,
-                           *args, TASK], cwd=box.project, env=env, capture_output=True, text=True, timeout=300)
+                           *args] + ([task] if task else []), cwd=box.project, env=env, capture_output=True,
+                          text=True, timeout=300)
 
 
 def _records(cc_home):
@@ -66,8 +78,11 @@ def test_max_rotations_holds_inside_one_process_and_a_second_run_goes_on(gemini_
     assert "cp-003 waits for a successor: the run reached --max-rotations 2" in res.stderr, res.stderr[-1000:]
     recs = _records(cc_home)
     assert [(r["state"], r.get("driver")) for r in recs] == [("ROTATED", "native")] * 2 + [("ROTATING", "headless")]
-    again = _run(box, cc_home)
+    again = _run(box, cc_home, "--resume", "--json", task=None)
     assert again.returncode == 0, (again.returncode, again.stderr[-2000:])
+    summary = json.loads(again.stdout.strip().splitlines()[-1])
+    assert (summary["why"], summary["exit"], summary["sessions"], summary["rotations"]) == ("done", 0, 1, 0), summary
+    assert "resuming from cp-003" in again.stderr
     recs = _records(cc_home)
     assert [r["state"] for r in recs] == ["ROTATED"] * 3 + ["ENDED"]
     assert recs[3].get("checkpoint_from") == "cp-003" and recs[2].get("successor") == 4

@@ -4,7 +4,7 @@ cc-continuity installed by its own installer (settings.json), the rehearsal's th
 user lets the work's writes through (``--allowedTools Write`` after ``--``), the handoff's write is allowed by
 our PreToolUse.  Each verifying Stop hands over ``headless``: the turn ends, ``claude -p`` exits, the loop starts
 the next with the continuation, and its SessionStart claims the checkpoint and puts the bootstrap in.  No tmux,
-no mod.  ``--max-rotations 2`` stops after two with exit 3 and cp-003 waiting, and the next ``run`` goes on.
+no mod.  ``--max-rotations 2`` stops after two with exit 3 and cp-003 waiting, and ``run --resume`` goes on.
 """
 
 import json
@@ -23,9 +23,21 @@ pytestmark = pytest.mark.e2e
 TASK = "Headless chain task: keep a work log"
 
 
-def _run(sb, *args):
+def progressing(scenario):
+    """The rehearsal's script with each handoff its own (a real task's handoff moves on; the same handoff twice
+    in a row stops a run: the chain goes round)."""
+    for rule in scenario["rules"]:
+        if rule.get("name") == "handoff":
+            for block in rule["reply"]:
+                if block.get("type") == "tool_use":
+                    block["input"]["content"] = "{handoff}\nRotation marker {n}.\n"
+    return scenario
+
+
+def _run(sb, *args, task=TASK):
     return sb.run([sys.executable, "-m", "cc_continuity", "run", "--agent", "claude", "--claude", sb.claude_bin,
-                   *args, TASK, "--", "--allowedTools", "Write"], timeout=300, env={"PYTHONPATH": REPO_ROOT})
+                   *args] + ([task] if task else []) + ["--", "--allowedTools", "Write"], timeout=300,
+                  env={"PYTHONPATH": REPO_ROOT})
 
 
 def _records(sb):
@@ -39,7 +51,7 @@ def _records(sb):
 
 
 def test_three_rotations_each_a_claude_p_each_claimed_once(sandbox_factory):
-    sb = installed_sandbox(sandbox_factory, lambda p: rotation_scenario(p, rotations=3, task=TASK))
+    sb = installed_sandbox(sandbox_factory, lambda p: progressing(rotation_scenario(p, rotations=3, task=TASK)))
     res = _run(sb)
     assert res.returncode == 0, (res.returncode, res.stderr[-3000:])
     assert res.stderr.count("handed over cp-") == 3 and "run done: 4 sessions, 3 rotations" in res.stderr, res.stderr
@@ -57,12 +69,23 @@ def test_three_rotations_each_a_claude_p_each_claimed_once(sandbox_factory):
 
 
 def test_max_rotations_stops_with_its_status_and_the_next_run_goes_on(sandbox_factory):
-    sb = installed_sandbox(sandbox_factory, lambda p: rotation_scenario(p, rotations=3, task=TASK))
+    sb = installed_sandbox(sandbox_factory, lambda p: progressing(rotation_scenario(p, rotations=3, task=TASK)))
     res = _run(sb, "--max-rotations", "2")
     assert res.returncode == 3, (res.returncode, res.stderr[-3000:])
     assert "cp-003 waits for a successor: the run reached --max-rotations 2" in res.stderr, res.stderr
-    again = _run(sb)
+    again = _run(sb, "--resume", task=None)
     assert again.returncode == 0, (again.returncode, again.stderr[-3000:])
     recs = _records(sb)
     assert [r["state"] for r in recs] == ["ROTATED"] * 3 + ["ENDED"], [r["state"] for r in recs]
     assert recs[3].get("checkpoint_from") == "cp-003"
+
+
+def test_the_same_handoff_twice_stops_the_run_between_two_sessions(sandbox_factory):
+    sb = installed_sandbox(sandbox_factory, lambda p: rotation_scenario(p, rotations=3, task=TASK))  # one handoff
+    res = _run(sb, "--json")
+    assert res.returncode == 4, (res.returncode, res.stderr[-3000:])
+    assert "cp-002's handoff is cp-001's again, section for section (the task goes round)" in res.stderr
+    summary = json.loads(res.stdout.strip().splitlines()[-1])
+    assert (summary["why"], summary["checkpoints"], summary["rotations"]) == ("needs a person", ["cp-001", "cp-002"], 1)
+    recs = _records(sb)
+    assert [r["state"] for r in recs] == ["ROTATED", "ROTATING"], [r["state"] for r in recs]  # cp-002 waits

@@ -38,7 +38,7 @@ def test_why_a_run_ended():
     assert run._ended([(1, {"state": session.ENDED})], 0) == "done"
     assert run._ended([(1, {"state": session.ENDED})], 1) == "agent failed"
     assert run._ended([(1, {"state": session.ENDED, "flags": {"needs_human": {"text": "t"}}})], 0) == "needs a person"
-    assert run.EXIT == {"done": 0, "cap": 3, "needs a person": 4, "agent failed": 5}
+    assert run.EXIT == {"done": 0, "cap": 3, "needs a person": 4, "agent failed": 5, "nothing to resume": 2}
     assert len(set(run.EXIT.values())) == len(run.EXIT)
 
 
@@ -78,9 +78,41 @@ def test_each_host_hands_over_headless_under_run_and_chooses_otherwise():
     (["--agent", "gemini", "--max-time", "0", "t"], "--max-time must be more than 0 seconds"),
     (["--agent", "gemini", "--codex", "/bin/true", "t"], "--codex: not for --agent gemini"),
     (["--agent", "gemini", "--gemini", "", "t"], "no gemini executable"),
+    (["--agent", "gemini", "--resume", "t"], "give a TASK, or --resume"),
+    (["--agent", "gemini"], "give a TASK, or --resume"),
+    (["--agent", "gemini", "--same-tree", "-1", "t"], "--same-tree must be 0 or more"),
 ])
 def test_bad_arguments_are_refused_before_anything_runs(argv, says, capsys, monkeypatch):
     monkeypatch.setenv("PATH", "/nonexistent")
     with pytest.raises(SystemExit) as e:
         main(["run", *argv])
     assert e.value.code == 2 and says in capsys.readouterr().err
+
+
+def test_a_chain_going_round_is_seen_between_two_sessions():
+    assert run._looping([("cp-001", "a", "t1"), ("cp-002", "b", "t2")], 3) is None
+    assert "cp-002's handoff is cp-001's again" in run._looping([("cp-001", "a", "t1"), ("cp-002", "a", "t2")], 3)
+    assert run._looping([("cp-001", None, "t1"), ("cp-002", None, "t2")], 3) is None  # machine handoffs say nothing
+    same = [("cp-%03d" % k, str(k), "t") for k in (1, 2, 3)]
+    assert "the work tree is the same at the last 3 checkpoints" in run._looping(same, 3)
+    assert run._looping(same[:2], 3) is None and run._looping(same, 0) is None
+    assert run._looping([(c, h, None) for c, h, _ in same], 3) is None  # no snapshot to compare
+
+
+def test_a_handoffs_digest_is_its_sections_and_a_machine_handoff_has_none(tmp_path):
+    from cc_continuity import session as s
+
+    sdir = str(tmp_path)
+    path = s.handoff_path(sdir)
+    os = __import__("os")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write("# Handoff\n\n## Goal\nship it\n\n## Next steps\n- test\n")
+    one = run._handoff_digest(sdir, {"checkpoint": {"degraded": False}})
+    with open(path, "w") as f:
+        f.write("# Handoff\n## Next steps\n- test\n## Goal\nship it\n")  # the same sections, moved about
+    assert run._handoff_digest(sdir, {"checkpoint": {"degraded": False}}) == one and len(one) == 64
+    with open(path, "a") as f:
+        f.write("## Done so far\nmore\n")
+    assert run._handoff_digest(sdir, {"checkpoint": {"degraded": False}}) != one
+    assert run._handoff_digest(sdir, {"checkpoint": {"degraded": True}}) is None
