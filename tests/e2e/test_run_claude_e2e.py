@@ -9,11 +9,13 @@ no mod.  ``--max-rotations 2`` stops after two with exit 3 and cp-003 waiting, a
 
 import json
 import os
+import signal
+import subprocess
 import sys
 
 import pytest
 
-from cc_continuity.rehearse import CONTINUATION, rotation_scenario
+from cc_continuity.rehearse import CONTINUATION, ROTATE_AT, rotation_scenario, usage_at
 
 from .common import installed_sandbox
 from .harness import REPO_ROOT
@@ -36,7 +38,7 @@ def progressing(scenario):
 
 def _run(sb, *args, task=TASK):
     return sb.run([sys.executable, "-m", "cc_continuity", "run", "--agent", "claude", "--claude", sb.claude_bin,
-                   *args] + ([task] if task else []) + ["--", "--allowedTools", "Write"], timeout=300,
+                   *args] + ([task] if task else []) + ["--", "--allowedTools", "Write,Bash"], timeout=300,
                   env={"PYTHONPATH": REPO_ROOT})
 
 
@@ -89,3 +91,55 @@ def test_the_same_handoff_twice_stops_the_run_between_two_sessions(sandbox_facto
     assert (summary["why"], summary["checkpoints"], summary["rotations"]) == ("needs a person", ["cp-001", "cp-002"], 1)
     recs = _records(sb)
     assert [r["state"] for r in recs] == ["ROTATED", "ROTATING"], [r["state"] for r in recs]  # cp-002 waits
+
+
+def test_the_runner_killed_mid_chain_then_resume_goes_on_and_a_post_is_not_repeated(sandbox_factory):
+    """The runner dies while its first ``claude -p`` works (after a POST); that session still hands over by
+    itself (its checkpoint waits: no one starts the next); ``run --resume`` claims it, and the successor's
+    POST of the same release is held: the run ends needing a person (4) and the server counted one."""
+    from helpers import benchscript, leftovers
+
+    server = benchscript.load("continuity").Counter()
+    try:
+        cmd = "curl -s -X POST -d 'release v1 is out' %s/notify" % server.url
+        hi, lo = usage_at(ROTATE_AT), usage_at(20)
+
+        def scenario(project):
+            post = {"type": "tool_use", "name": "Bash", "input": {"command": cmd, "description": "announce"}}
+            rot = progressing(rotation_scenario(project, rotations=1, task=TASK))
+            rot["rules"] = [
+                {"name": "again", "when": {"last_user_contains": CONTINUATION}, "times": 1,
+                 "reply": [{"type": "text", "text": "Announcing again."}, post], "usage": lo,
+                 "then": [{"reply": "The announcement was held; stopping here.", "usage": lo}]},
+                {"name": "post", "when": {"last_user_contains": TASK}, "times": 1,
+                 "reply": [{"type": "text", "text": "Announcing."}, post], "usage": hi,
+                 "then": [{"reply": "Announced; ending the turn.", "usage": hi}]},
+            ] + [r for r in rot["rules"] if r["name"] == "handoff"]
+            return rot
+
+        sb = installed_sandbox(sandbox_factory, scenario)
+        cfg = sb.run([sys.executable, "-c", "import sys; from cc_continuity import config; "
+                      "config.update_global({'effects_local_exempt': False})"], env={"PYTHONPATH": REPO_ROOT})
+        assert cfg.returncode == 0, cfg.stderr
+        runner = subprocess.Popen([sys.executable, "-m", "cc_continuity", "run", "--agent", "claude", "--claude",
+                                   sb.claude_bin, TASK, "--", "--allowedTools", "Write,Bash"], cwd=sb.project,
+                                  env=dict(sb.env(), PYTHONPATH=REPO_ROOT), stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL)
+        sb.wait_for(lambda: sum(server.counts.values()) == 1, 60, what="the first session's POST")
+        os.kill(runner.pid, signal.SIGKILL)  # the runner dies; its claude -p goes on by itself
+        runner.wait(10)
+        sb.wait_for(lambda: _records(sb) and _records(sb)[0]["state"] == "ROTATING"
+                    and not [p for p in leftovers.find(sb.root) if "claude" in p[1]], 90,
+                    what="the orphaned claude -p to hand over and end")
+        assert len(_records(sb)) == 1, "no one started the next session"
+
+        res = _run(sb, "--resume", "--json", task=None)
+        assert res.returncode == 4, (res.returncode, res.stderr[-3000:])
+        summary = json.loads(res.stdout.strip().splitlines()[-1])
+        assert summary["why"] == "needs a person" and "already had its effect" in summary["needs"], summary
+        assert sum(server.counts.values()) == 1, server.counts
+        recs = _records(sb)
+        assert recs[0]["state"] == "ROTATED" and recs[1]["checkpoint_from"] == "cp-001"
+        assert "needs_human" in recs[1].get("flags", {})
+    finally:
+        server.close()
