@@ -110,7 +110,8 @@ def run(backend: Backend, binary: str, task: str | None, cwd: str, extra: list[s
     started = time.time()
     deadline = started + max_time_s if max_time_s else None
     facts: dict[str, Any] = {"agent": backend.name, "sessions": 0, "rotations": 0, "checkpoints": [],
-                             "agent_exit": None, "why": None, "needs": None}
+                             "agent_exit": None, "why": None, "needs": None, "gaps_ms": []}
+    ended: float | None = None
     prompt = _resumed(proj, say) if resume else task or ""
     if prompt is None:
         return _end(say, report, facts, "nothing to resume", started)
@@ -121,8 +122,11 @@ def run(backend: Backend, binary: str, task: str | None, cwd: str, extra: list[s
         if deadline:
             child[DEADLINE_ENV] = "%.3f" % deadline
         t0 = time.time()
+        if ended is not None:  # the runner's own time between two sessions: read the records, start the next
+            facts["gaps_ms"].append(round((t0 - ended) * 1000, 1))
         proc = subprocess.Popen(backend.command(binary, prompt, extra), cwd=cwd, env=child, stdin=subprocess.DEVNULL)
         facts["agent_exit"] = proc.wait()
+        ended = time.time()
         chain = _chain(proj, t0)
         _tally(proj, chain, facts, seen)
         got = waiting(chain)
