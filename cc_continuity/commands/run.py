@@ -4,6 +4,8 @@ within caps a loop cannot ignore (rotation/run.py)."""
 import argparse
 import json
 import os
+import shutil
+import sys
 
 from ..hosts import runs
 from ..rotation import run as loop
@@ -69,5 +71,18 @@ def run(args):
         die(piece.NO_BINARY, code=2)
     extra = args.exec_args[1:] if args.exec_args[:1] == ["--"] else list(args.exec_args)
     report = (lambda facts: print(json.dumps(facts), flush=True)) if args.json else None
+    live = _live_line if sys.stderr.isatty() else None  # a terminal: one line, rewritten; a log: event lines only
     return loop.run(piece.BACKEND, binary, args.task, os.getcwd(), extra, os.environ, args.max_rotations,
-                    args.max_time, resume=args.resume, same_tree=args.same_tree, report=report)
+                    args.max_time, say=_say_over_the_line if live else None, resume=args.resume,
+                    same_tree=args.same_tree, report=report, live=live)
+
+
+def _say_over_the_line(text):
+    sys.stderr.write("\r\033[K%s\n" % text)  # (the progress line is redrawn under it a second later)
+    sys.stderr.flush()
+
+
+def _live_line(text):
+    width = shutil.get_terminal_size((100, 20)).columns - 1
+    sys.stderr.write("\r\033[K" + text[:width])
+    sys.stderr.flush()

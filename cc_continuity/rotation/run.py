@@ -27,7 +27,7 @@ import subprocess
 import sys
 import time
 
-from .. import gitrun, session
+from .. import gitrun, ledger, session
 from ..digest import sha256
 from ..project import Project
 from . import handoff, texts
@@ -58,6 +58,10 @@ class Backend:
     def find(self, env: Mapping[str, str], given: str | None = None) -> str | None:
         """The agent's executable, or None."""
         raise NotImplementedError
+
+    def session_args(self, proj: Project) -> list[str]:
+        """Arguments of ours for every session of ``proj``, before the user's (none by default)."""
+        return []
 
 
 def at_cap(env: Mapping[str, str], rotations_done: int, now: float | None = None) -> str | None:
@@ -101,16 +105,17 @@ def waiting(chain: list[tuple[int, dict[str, Any]]]) -> tuple[int, dict[str, Any
 def run(backend: Backend, binary: str, task: str | None, cwd: str, extra: list[str], env: Mapping[str, str],
         max_rotations: int = MAX_ROTATIONS, max_time_s: float | None = None,
         say: Callable[[str], None] | None = None, resume: bool = False, same_tree: int = SAME_TREE,
-        report: Callable[[dict[str, Any]], None] | None = None) -> int:
+        report: Callable[[dict[str, Any]], None] | None = None, live: Callable[[str], None] | None = None) -> int:
     """Run ``task`` to its end through as many sessions as it takes, within the caps; an :data:`EXIT` status.
     ``resume``: start from the project's newest checkpoint waiting for a successor instead (``task`` unused).
-    ``report``: given the run's summary at its end (``run --json``)."""
+    ``report``: given the run's summary at its end (``run --json``).  ``live``: given a progress line every
+    second while a session works (a terminal's one line; :func:`progress`)."""
     say = say or (lambda line: print(line, file=sys.stderr, flush=True))
     proj = Project.discover(cwd)
     started = time.time()
     deadline = started + max_time_s if max_time_s else None
     facts: dict[str, Any] = {"agent": backend.name, "sessions": 0, "rotations": 0, "checkpoints": [],
-                             "agent_exit": None, "why": None, "needs": None, "gaps_ms": []}
+                             "agent_exit": None, "why": None, "needs": None, "gaps_ms": [], "degraded": []}
     ended: float | None = None
     prompt = _resumed(proj, say) if resume else task or ""
     if prompt is None:
@@ -124,8 +129,9 @@ def run(backend: Backend, binary: str, task: str | None, cwd: str, extra: list[s
         t0 = time.time()
         if ended is not None:  # the runner's own time between two sessions: read the records, start the next
             facts["gaps_ms"].append(round((t0 - ended) * 1000, 1))
-        proc = subprocess.Popen(backend.command(binary, prompt, extra), cwd=cwd, env=child, stdin=subprocess.DEVNULL)
-        facts["agent_exit"] = proc.wait()
+        argv = backend.command(binary, prompt, backend.session_args(proj) + list(extra))
+        proc = subprocess.Popen(argv, cwd=cwd, env=child, stdin=subprocess.DEVNULL)
+        facts["agent_exit"] = _wait(proc, proj, t0, facts, started, live)
         ended = time.time()
         chain = _chain(proj, t0)
         _tally(proj, chain, facts, seen)
@@ -155,6 +161,36 @@ def run(backend: Backend, binary: str, task: str | None, cwd: str, extra: list[s
         prompt = texts.continuation_prompt(cid, successor)
 
 
+def _wait(proc: subprocess.Popen[bytes], proj: Project, t0: float, facts: dict[str, Any], started: float,
+          live: Callable[[str], None] | None) -> int:
+    """The session's process's exit status; meanwhile, with ``live``, its progress line once a second."""
+    if live is None:
+        return proc.wait()
+    while True:
+        try:
+            return proc.wait(1.0)
+        except subprocess.TimeoutExpired:
+            chain = _chain(proj, t0)
+            if chain:
+                n, rec = chain[-1]
+                live(progress(rec, _last_tool(proj.session_dir(n)), facts["rotations"], time.time() - started))
+
+
+def progress(rec: dict[str, Any], tool: str | None, rotations: int, seconds: float) -> str:
+    """One line: the session, its context, the run's rotations and time, the last tool it ran."""
+    pct = (rec.get("last_reading") or {}).get("percent")
+    return "%s · ctx %s · %d rotation%s · %dm%02ds%s" % (
+        rec.get("name") or "?", "%d%%" % round(pct) if isinstance(pct, (int, float)) else "-", rotations,
+        "" if rotations == 1 else "s", seconds // 60, seconds % 60, " · %s" % tool if tool else "")
+
+
+def _last_tool(sdir: str) -> str | None:
+    for row in reversed(ledger.tail(session.ledger_path(sdir), 20)):
+        if isinstance(row, dict) and row.get("ev") == "tool":
+            return "%s %s" % (row.get("tool"), str(row.get("target") or "")[:40])
+    return None
+
+
 def _resumed(proj: Project, say: Callable[[str], None]) -> str | None:
     """The continuation of the project's newest checkpoint waiting for a successor, or None (said why)."""
     got = waiting(_chain(proj, 0))
@@ -174,6 +210,8 @@ def _tally(proj: Project, chain: list[tuple[int, dict[str, Any]]], facts: dict[s
     for n, rec in chain:
         if rec.get("checkpoint") and _cid(n, rec) not in [c for c, _, _ in seen]:
             seen.append((_cid(n, rec), _handoff_digest(proj.session_dir(n), rec), _tree(proj.root, rec)))
+            if rec["checkpoint"].get("degraded"):  # the model's handoff never passed: a machine one went on
+                facts["degraded"].append(_cid(n, rec))
     facts["checkpoints"] = [c for c, _, _ in seen]
 
 
@@ -224,6 +262,10 @@ def _end(say: Callable[[str], None], report: Callable[[dict[str, Any]], None] | 
     facts["why"], facts["seconds"] = why, round(time.time() - started, 1)
     facts["exit"] = EXIT.get(why, 2)
     say(_summary(why, facts["sessions"], facts["rotations"], facts["seconds"], facts["agent_exit"] or 0))
+    if facts["degraded"]:
+        say("cc-continuity: %d handoff%s degraded (%s): the model's was never valid, a machine handoff went on; its "
+            "checkpoint's facts say why (a sandbox that refused the write says \"Read-only file system\")" % (
+                len(facts["degraded"]), "" if len(facts["degraded"]) == 1 else "s", ", ".join(facts["degraded"])))
     if report is not None:
         report(dict(facts))
     return int(facts["exit"])

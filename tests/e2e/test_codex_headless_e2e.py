@@ -11,8 +11,10 @@ CI: ``CC_CONTINUITY_CODEX_BIN=<.ci/install-codex.sh> python3 -m pytest -m 'e2e a
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
+import tempfile
 
 import pytest
 
@@ -63,8 +65,13 @@ def scenario(rotations):
             "vars": {"handoff": HANDOFF}, "title": "Scripted title"}
 
 
-def test_the_headless_chain_rotates_three_times_with_no_typing(codex_bin, tmp_path):
+@pytest.mark.parametrize("sandbox", ["danger-full-access", "workspace-write"])
+def test_the_headless_chain_rotates_three_times_with_no_typing(codex_bin, tmp_path, sandbox):
+    """Under ``workspace-write`` (Codex's default in a trusted folder) the handoff's folder is outside the
+    workspace: ``run`` adds it (``--add-dir``), so the model's write goes through and no checkpoint degrades.
+    The state dir is kept out of /tmp there (workspace-write lets every command write /tmp)."""
     model = ResponsesModel(scenario(3), log_path=tmp_path / "model.jsonl").start()
+    outside = tempfile.mkdtemp(prefix="cc-codex-state-", dir="/var/tmp") if sandbox == "workspace-write" else None
     try:
         box = CodexSandbox(codex_bin, model, tmp_path / "box", window=WINDOW)
         install_ours(box)
@@ -75,12 +82,12 @@ def test_the_headless_chain_rotates_three_times_with_no_typing(codex_bin, tmp_pa
         subprocess.run(["git", "-C", box.work, "add", "."], check=True)
         subprocess.run(["git", "-C", box.work, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init"],
                        check=True)
-        state = str(tmp_path / "state")
+        state = os.path.join(outside, "state") if outside else str(tmp_path / "state")
         env = box.env(CC_CONTINUITY_HOME=state, PYTHONPATH=REPO, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t",
                       GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@t")
         res = subprocess.run([sys.executable, "-m", "cc_continuity", "run", "--agent", "codex", "--codex", codex_bin,
                               "--same-tree", "0",  # (its steps change no file: the same tree at each checkpoint)
-                              "build the parser", "--", "--dangerously-bypass-hook-trust"],
+                              "build the parser", "--", "--dangerously-bypass-hook-trust", "--sandbox", sandbox],
                              cwd=box.work, env=env, capture_output=True, text=True, timeout=300)
         assert res.returncode == 0, (res.returncode, res.stderr[-3000:])
         assert res.stderr.count("handed over cp-") == 3, res.stderr
@@ -121,5 +128,8 @@ def test_the_headless_chain_rotates_three_times_with_no_typing(codex_bin, tmp_pa
         for a, b in zip(threads, threads[1:]):
             p4.append(model.requests("main", thread_id=b)[0].time - model.requests("main", thread_id=a)[-1].time)
         print("P4 headless (s): %s" % ", ".join("%.2f" % x for x in p4))
+        assert "degraded" not in res.stderr
     finally:
         model.stop()
+        if outside:
+            shutil.rmtree(outside, ignore_errors=True)

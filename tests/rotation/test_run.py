@@ -2,6 +2,8 @@
 in-process (its caps), which session of a chain waits, why a run ended; and the verb's argument checks.  The
 loop itself drives the real agents: tests/e2e/test_gemini_run_e2e.py, test_codex_headless_e2e.py."""
 
+import os
+
 import pytest
 
 from cc_continuity import session
@@ -48,6 +50,11 @@ def test_every_host_that_runs_headless_has_its_backend():
         assert isinstance(piece.BACKEND, run.Backend) and piece.BACKEND.name == name and piece.NO_BINARY
     assert runs.PIECES["gemini"].BACKEND.command("g", "do it", ["--yolo"]) == ["g", "--yolo", "-p", "do it"]
     assert runs.PIECES["codex"].BACKEND.command("c", "do it", ["-m", "x"]) == ["c", "exec", "-m", "x", "do it"]
+    from cc_continuity.project import Project
+
+    proj = Project.discover(os.getcwd())
+    assert runs.PIECES["codex"].BACKEND.session_args(proj) == ["--add-dir", proj.dir] and os.path.isdir(proj.dir)
+    assert runs.PIECES["gemini"].BACKEND.session_args(proj) == []
     assert runs.PIECES["claude"].BACKEND.command("cl", "do it", ["--allowedTools", "Write"]) == \
         ["cl", "-p", "do it", "--allowedTools", "Write"]
 
@@ -116,3 +123,9 @@ def test_a_handoffs_digest_is_its_sections_and_a_machine_handoff_has_none(tmp_pa
         f.write("## Done so far\nmore\n")
     assert run._handoff_digest(sdir, {"checkpoint": {"degraded": False}}) != one
     assert run._handoff_digest(sdir, {"checkpoint": {"degraded": True}}) is None
+
+
+def test_the_progress_line_says_the_session_its_context_the_runs_rotations_time_and_last_tool():
+    rec = {"name": "proj-004", "last_reading": {"percent": 63.6}}
+    assert run.progress(rec, "Bash npm test", 3, 125.4) == "proj-004 · ctx 64% · 3 rotations · 2m05s · Bash npm test"
+    assert run.progress({"name": "proj-001"}, None, 1, 3) == "proj-001 · ctx - · 1 rotation · 0m03s"
