@@ -81,16 +81,18 @@ def at_cap(env: Mapping[str, str], rotations_done: int, now: float | None = None
     return None
 
 
-def _chain(proj: Project, since: float) -> list[tuple[int, dict[str, Any]]]:
-    """``[(number, record)]`` of this project's sessions started at or after ``since``, oldest first."""
+def _chain(proj: Project, after: int) -> list[tuple[int, dict[str, Any]]]:
+    """``[(number, record)]`` of this project's sessions numbered above ``after``, oldest first (numbers only
+    grow: a clock stepped back or ahead during a run changes nothing here)."""
     out = []
     for n in proj.numbers():
+        if n <= after:
+            continue
         try:
             rec = session.load(proj.session_dir(n))
         except (OSError, ValueError):
             continue
-        if (rec.get("created") or 0) >= since:
-            out.append((n, dict(rec)))
+        out.append((n, dict(rec)))
     return out
 
 
@@ -126,14 +128,14 @@ def run(backend: Backend, binary: str, task: str | None, cwd: str, extra: list[s
                              ROTATIONS_ENV: str(max(0, max_rotations - facts["rotations"]))})
         if deadline:
             child[DEADLINE_ENV] = "%.3f" % deadline
-        t0 = time.time()
+        t0, before = time.time(), proj.newest_number()
         if ended is not None:  # the runner's own time between two sessions: read the records, start the next
             facts["gaps_ms"].append(round((t0 - ended) * 1000, 1))
         argv = backend.command(binary, prompt, backend.session_args(proj) + list(extra))
         proc = subprocess.Popen(argv, cwd=cwd, env=child, stdin=subprocess.DEVNULL)
-        facts["agent_exit"] = _wait(proc, proj, t0, facts, started, live)
+        facts["agent_exit"] = _wait(proc, proj, before, facts, started, live)
         ended = time.time()
-        chain = _chain(proj, t0)
+        chain = _chain(proj, before)
         _tally(proj, chain, facts, seen)
         got = waiting(chain)
         if got is None:
@@ -161,7 +163,7 @@ def run(backend: Backend, binary: str, task: str | None, cwd: str, extra: list[s
         prompt = texts.continuation_prompt(cid, successor)
 
 
-def _wait(proc: subprocess.Popen[bytes], proj: Project, t0: float, facts: dict[str, Any], started: float,
+def _wait(proc: subprocess.Popen[bytes], proj: Project, before: int, facts: dict[str, Any], started: float,
           live: Callable[[str], None] | None) -> int:
     """The session's process's exit status; meanwhile, with ``live``, its progress line once a second."""
     if live is None:
@@ -170,7 +172,7 @@ def _wait(proc: subprocess.Popen[bytes], proj: Project, t0: float, facts: dict[s
         try:
             return proc.wait(1.0)
         except subprocess.TimeoutExpired:
-            chain = _chain(proj, t0)
+            chain = _chain(proj, before)
             if chain:
                 n, rec = chain[-1]
                 live(progress(rec, _last_tool(proj.session_dir(n)), facts["rotations"], time.time() - started))
