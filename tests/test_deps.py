@@ -114,6 +114,26 @@ def test_a_trusted_uv_builds_it_and_never_downloads_a_python(tiny, tmp_path):
     assert _imports(env) == "42"
 
 
+def test_a_uv_that_cannot_reach_the_index_hands_over_to_pip(tiny, tmp_path):
+    """uv and pip may reach the index differently (uv.toml, pip.conf, a proxy's certificate only one of them
+    trusts: seen on CI's machine): a trusted uv that fails is said, and pip builds."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    os.chmod(bindir, 0o755)
+    marker = tmp_path / "uv-ran"
+    (bindir / "uv").write_text("#!/bin/sh\necho \"$@\" >> %s\necho 'error: invalid peer certificate: UnknownIssuer' >&2\n"
+                               "exit 2\n" % marker)
+    os.chmod(bindir / "uv", 0o755)
+    data = tmp_path / "data"
+    data.mkdir()
+    p = _build(data, tiny.lock, path="%s:%s" % (bindir, SYSTEM_PATH))
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert marker.read_text().startswith("venv "), "the trusted uv was tried first"
+    assert "invalid peer certificate" in p.stdout + p.stderr and "trying pip" in p.stdout + p.stderr
+    env = deps.env_dir(str(data))
+    assert deps.complete(env)["installer"] == "pip" and _imports(env) == "42"
+
+
 def test_an_untrusted_uv_first_on_path_is_never_run(tiny, tmp_path):
     """A world-writable folder on PATH holding a `uv`: not run (not even asked its version); pip builds."""
     evil = tmp_path / "shared"

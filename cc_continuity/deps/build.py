@@ -205,11 +205,15 @@ def make(dest, python, lock=LOCK_FILE, env=None, say=print):
     if uv:
         uv_env = dict(env, UV_PYTHON_DOWNLOADS="never")
         say("installing with %s" % uv)
-        if not have:
-            _run([uv, "venv", "--quiet", "--no-cache", "--python", python, dest], "uv venv", uv_env, cwd)
-        _run([uv, "pip", "install", "--quiet", "--no-cache", "--python", vpy, "--require-hashes", "--only-binary", ":all:",
-              "--no-deps", "-r", lock], "uv pip install", uv_env, cwd)
-        return "uv"
+        try:
+            if not have:
+                _run([uv, "venv", "--quiet", "--no-cache", "--python", python, dest], "uv venv", uv_env, cwd)
+            _run([uv, "pip", "install", "--quiet", "--no-cache", "--python", vpy, "--require-hashes", "--only-binary",
+                  ":all:", "--no-deps", "-r", lock], "uv pip install", uv_env, cwd)
+            return "uv"
+        except BuildError as e:  # uv and pip may reach the index differently (uv.toml, pip.conf, certificates)
+            say("%s; trying pip" % e)
+            have = os.path.isfile(vpy)
     how = "pip"
     if not have:
         try:

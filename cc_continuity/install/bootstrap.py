@@ -149,7 +149,8 @@ def main(argv, source_root, cli):
             python = fill_venv(venv_dir())
         except BootstrapError as e:
             say("error: %s" % e)
-            say("nothing of your Claude Code setup was changed")
+            say("nothing of your %s setup was changed" % {"claude": "Claude Code", "codex": "Codex CLI",
+                                                            "gemini": "Gemini CLI"}.get(args.agent, args.agent))
             return 1
     code = ("import sys; sys.path.insert(0, %r); from cc_continuity.cli import main; "
             "sys.exit(main(['install'] + sys.argv[1:]))" % source_root)

@@ -125,6 +125,9 @@ def test_a_hostile_repository_changes_nothing_of_ours_and_doctor_names_it(gemini
 
 
 SYSTEM_PYTHON = "/usr/bin/python3"
+# A user's shell carries how their machine verifies the package index (a proxy's CA here): the sandbox's
+# made-up environment does not, so install.py gets them as the user's shell would give them.
+TLS_ENV = ("SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "NIX_SSL_CERT_FILE")
 
 
 @pytest.mark.skipif(not os.path.exists(SYSTEM_PYTHON), reason="no distribution Python at /usr/bin/python3")
@@ -140,6 +143,7 @@ def test_install_py_on_the_distributions_python_then_gemini_rotates(gemini_box):
     with open(os.open(os.path.join(cc_home, "config.json"), os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
         json.dump({"window": WINDOW}, f)
     env = dict(box.env(), CC_CONTINUITY_HOME=cc_home)
+    env.update({k: v for k, v in os.environ.items() if k in TLS_ENV})  # how this machine reaches the index
     env.pop("PYTHONPATH", None)
     p = subprocess.run([SYSTEM_PYTHON, os.path.join(REPO, "install.py"), "--agent", "gemini"], cwd=box.project,
                        env=env, capture_output=True, text=True, timeout=600)
