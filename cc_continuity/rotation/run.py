@@ -137,13 +137,13 @@ def run(backend: Backend, binary: str, task: str | None, cwd: str, extra: list[s
         ended = time.time()
         chain = _chain(proj, before)
         _tally(proj, chain, facts, seen)
-        got = waiting(chain)
+        got, flagged = waiting(chain), _flagged(chain)
+        if flagged:  # (a session said so, or a repeat was held: even one that handed over after it stops the run)
+            facts["needs"] = flagged[1]
+            say("cc-continuity: %s needs a person: %s" % (flagged[0], flagged[1]))
+            return _end(say, report, facts, "needs a person", started)
         if got is None:
-            why = _ended(chain, facts["agent_exit"])
-            if why == "needs a person":
-                facts["needs"] = ((chain[-1][1].get("flags") or {}).get("needs_human") or {}).get("text")
-                say("cc-continuity: %s needs a person: %s" % (chain[-1][1].get("name"), facts["needs"]))
-            return _end(say, report, facts, why, started)
+            return _end(say, report, facts, "agent failed" if facts["agent_exit"] else "done", started)
         n, rec = got
         cid = _cid(n, rec)
         looping = _looping(seen, same_tree)
@@ -273,12 +273,14 @@ def _end(say: Callable[[str], None], report: Callable[[dict[str, Any]], None] | 
     return int(facts["exit"])
 
 
-def _ended(chain: list[tuple[int, dict[str, Any]]], code: int) -> str:
-    """Why a session ended without handing over: needs a person, the agent failed, or done."""
-    last = chain[-1][1] if chain else {}
-    if (last.get("flags") or {}).get("needs_human"):  # `cc-continuity signal needs-human`
-        return "needs a person"
-    return "agent failed" if code != 0 else "done"
+def _flagged(chain: list[tuple[int, dict[str, Any]]]) -> tuple[str, str] | None:
+    """``(session, what)`` of the newest session of ``chain`` flagged as needing a person (``cc-continuity signal
+    needs-human``, a harmful repeat held in a run), or None."""
+    for _n, rec in reversed(chain):
+        flag = (rec.get("flags") or {}).get("needs_human")
+        if flag:
+            return str(rec.get("name")), str(flag.get("text") or "") if isinstance(flag, dict) else ""
+    return None
 
 
 def _summary(why: str, sessions: int, rotations: int, seconds: float, code: int) -> str:

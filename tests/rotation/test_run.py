@@ -36,10 +36,15 @@ def test_the_waiting_session_is_the_newest_verified_and_unclaimed():
     assert run.waiting(chain[:1]) is None and run.waiting([]) is None
 
 
-def test_why_a_run_ended():
-    assert run._ended([(1, {"state": session.ENDED})], 0) == "done"
-    assert run._ended([(1, {"state": session.ENDED})], 1) == "agent failed"
-    assert run._ended([(1, {"state": session.ENDED, "flags": {"needs_human": {"text": "t"}}})], 0) == "needs a person"
+def test_a_session_flagged_anywhere_in_the_chain_stops_the_run():
+    assert run._flagged([(1, {"name": "p-001", "state": session.ENDED})]) is None
+    chain = [(1, {"name": "p-001", "state": session.ROTATED, "flags": {"needs_human": {"text": "held: repeat ab12cd34"}}}),
+             (2, {"name": "p-002", "state": session.ROTATING, "checkpoint": {"id": "cp-002"}})]
+    assert run._flagged(chain) == ("p-001", "held: repeat ab12cd34")
+    assert run._flagged([(1, {"name": "p-001", "flags": {"done": {"text": "x"}}})]) is None
+
+
+def test_exit_statuses_are_distinct():
     assert run.EXIT == {"done": 0, "cap": 3, "needs a person": 4, "agent failed": 5, "nothing to resume": 2}
     assert len(set(run.EXIT.values())) == len(run.EXIT)
 
