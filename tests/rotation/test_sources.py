@@ -36,8 +36,14 @@ def test_a_claim_is_a_list_item_or_a_sentence():
 
 
 def test_citations_that_hold_and_claims_that_cite_nothing(repo):
-    head = subprocess.run(["git", "rev-parse", "--short=9", "HEAD"], cwd=repo, capture_output=True,
-                          text=True).stdout.strip()
+    # A bare hash is read as a commit only with a digit and a letter in it: 9 hex digits are all digits 1.5 %
+    # of the time (this test failed so on a clean-clone CI run), so commit again until HEAD's has both.
+    for _ in range(100):
+        head = subprocess.run(["git", "rev-parse", "--short=9", "HEAD"], cwd=repo, capture_output=True,
+                              text=True).stdout.strip()
+        if handoff.BARE_COMMIT.fullmatch(head):
+            break
+        subprocess.run(["git", "commit", "-q", "--allow-empty", "-m", "again"], cwd=repo, check=True)
     tools = [bash("python3 -m pytest -q", 1)]
     text = doc("- parse() splits on spaces (`src/app.py:4`).\n- The entry point is `src/app.py:parse`.\n"
                "- Committed as %s.\n- `python3 -m pytest -q` exits 1: one test fails.\n"
