@@ -328,3 +328,11 @@ def test_a_build_that_waited_while_another_failed_does_not_try_again(tmp_path):
         build.build(str(data), after=record["at"] - 1)
     assert deps.failure(final) == record and not [n for n in os.listdir(os.path.dirname(final))
                                                   if n.startswith(".build-")]
+
+
+def test_pip_fetched_from_a_refusing_index_says_its_status_and_never_its_credentials(refusing, tmp_path):
+    from cc_continuity.deps import build
+
+    with pytest.raises(build.BuildError) as e:
+        build.fetch_pip(str(tmp_path), dict(os.environ))
+    assert "answered HTTP 403 (Forbidden)" in str(e.value) and "s3cr3t-index-token-value" not in str(e.value)

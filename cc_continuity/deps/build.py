@@ -180,6 +180,9 @@ def fetch_pip(dest_dir, env=None):
                 if f.tell() > PIP_MAX_BYTES:
                     raise BuildError("%s from %s is larger than %d bytes" % (PIP_WHEEL, redact.redact(index),
                                                                              PIP_MAX_BYTES))
+    except urllib.error.HTTPError as e:
+        raise BuildError("cannot fetch pip from %s: it answered HTTP %d (%s)" % (redact.redact(index), e.code,
+                                                                                  e.reason)) from None
     except OSError as e:
         raise BuildError("cannot fetch pip from %s: %s" % (redact.redact(index), getattr(e, "reason", None) or e)) from None
     if digest.hexdigest() != PIP_SHA256:
@@ -213,7 +216,8 @@ def make(dest, python, lock=LOCK_FILE, env=None, say=print):
             return "uv"
         except BuildError as e:  # uv and pip may reach the index differently (uv.toml, pip.conf, certificates)
             say("%s; trying pip" % e)
-            have = os.path.isfile(vpy)
+            if not have:  # what uv made has no pip: `python -m venv` makes one with its own (ensurepip, offline)
+                shutil.rmtree(dest, ignore_errors=True)
     how = "pip"
     if not have:
         try:
