@@ -31,6 +31,7 @@ sys.path.insert(0, os.path.join(REPO, "tests"))
 from cc_continuity.rehearse import CONTINUATION, WINDOW, rotation_scenario  # noqa: E402
 from helpers.gemini import GeminiSandbox, find_gemini_bin  # noqa: E402
 from helpers.gemini_model import GeminiModel  # noqa: E402
+from e2e.test_gemini_rotation_e2e import _gemini_tools  # noqa: E402  (the rehearsal's script in Gemini's tools)
 
 TASK = "P4 chain task: keep a work log"
 FLOOR_MARK = "Continuing from floor"
@@ -42,14 +43,6 @@ if [ "$n" -le "$2" ]; then
   printf '{"decision":"block","reason":"%s %d.","hookSpecificOutput":{"hookEventName":"AfterAgent","clearContext":true}}' "$3" "$n"
 fi
 """
-
-
-def _gemini_tools(node):
-    if isinstance(node, dict):
-        return {k: ("write_file" if k == "name" and v == "Write" else _gemini_tools(v)) for k, v in node.items()}
-    if isinstance(node, list):
-        return [_gemini_tools(v) for v in node]
-    return node
 
 
 def _intervals(model, mark):

@@ -23,6 +23,7 @@ nothing to resume.
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import time
@@ -58,6 +59,15 @@ class Backend:
     def find(self, env: Mapping[str, str], given: str | None = None) -> str | None:
         """The agent's executable, or None."""
         raise NotImplementedError
+
+    @staticmethod
+    def executable(name: str, env: Mapping[str, str], given: str | None, env_var: str) -> str | None:
+        """The agent's executable as the run verb finds one: ``given``, else ``$env_var``, else ``name`` on the
+        PATH of ``env``, else None."""
+        for cand in (given, env.get(env_var)):
+            if cand:
+                return cand
+        return shutil.which(name, path=env.get("PATH") or "")
 
     def session_args(self, proj: Project) -> list[str]:
         """Arguments of ours for every session of ``proj``, before the user's (none by default)."""

@@ -24,6 +24,28 @@ def installed_sandbox(sandbox_factory, scenario_for):
     return sb
 
 
+def progressing(scenario):
+    """The rehearsal's script with each handoff its own (a real task's handoff moves on; the same handoff twice
+    in a row stops a `cc-continuity run`: the chain goes round)."""
+    for rule in scenario["rules"]:
+        if rule.get("name") == "handoff":
+            for block in rule["reply"]:
+                if block.get("type") == "tool_use":
+                    block["input"]["content"] = "{handoff}\nRotation marker {n}.\n"
+    return scenario
+
+
+def session_records(cc_home):
+    """Every session record of the one project under ``cc_home``, in number order."""
+    (proj,) = os.listdir(os.path.join(cc_home, "projects"))
+    base = os.path.join(cc_home, "projects", proj, "sessions")
+    out = []
+    for name in sorted(os.listdir(base)):
+        with open(os.path.join(base, name, "state.json")) as f:
+            out.append(json.load(f))
+    return out
+
+
 def squash(text):
     return "".join(text.split())
 

@@ -18,20 +18,10 @@ import pytest
 from cc_continuity.rehearse import WINDOW, rotation_scenario
 from helpers import REPO
 
+from .common import progressing, session_records
 from .test_gemini_rotation_e2e import TASK, USER_RULE, _gemini_tools
 
 pytestmark = pytest.mark.gemini
-
-
-def progressing(scenario):
-    """The rehearsal's script with each handoff its own (a real task's handoff moves on; the same handoff twice
-    in a row stops a run: the chain goes round)."""
-    for rule in scenario["rules"]:
-        if rule.get("name") == "handoff":
-            for block in rule["reply"]:
-                if block.get("type") == "tool_use":
-                    block["input"]["content"] = "{handoff}\nRotation marker {n}.\n"
-    return scenario
 
 
 def _box(gemini_box):
@@ -51,22 +41,12 @@ def _run(box, cc_home, *args, task=TASK):
                           text=True, timeout=300)
 
 
-def _records(cc_home):
-    (proj,) = os.listdir(os.path.join(cc_home, "projects"))
-    base = os.path.join(cc_home, "projects", proj, "sessions")
-    out = []
-    for name in sorted(os.listdir(base)):
-        with open(os.path.join(base, name, "state.json")) as f:
-            out.append(json.load(f))
-    return out
-
-
 def test_a_run_is_one_gemini_p_rotating_three_times(gemini_box):
     box, cc_home = _box(gemini_box)
     res = _run(box, cc_home)
     assert res.returncode == 0, (res.returncode, res.stderr[-2000:])
     assert "run done: 1 session, 3 rotations" in res.stderr, res.stderr[-1000:]
-    recs = _records(cc_home)
+    recs = session_records(cc_home)
     assert [(r["state"], r.get("driver")) for r in recs] == [("ROTATED", "native")] * 3 + [("ENDED", None)]
     assert all(r.get("unattended") for r in recs), "a run's sessions are unattended"
 
@@ -76,13 +56,13 @@ def test_max_rotations_holds_inside_one_process_and_a_second_run_goes_on(gemini_
     res = _run(box, cc_home, "--max-rotations", "2")
     assert res.returncode == 3, (res.returncode, res.stderr[-2000:])
     assert "cp-003 waits for a successor: the run reached --max-rotations 2" in res.stderr, res.stderr[-1000:]
-    recs = _records(cc_home)
+    recs = session_records(cc_home)
     assert [(r["state"], r.get("driver")) for r in recs] == [("ROTATED", "native")] * 2 + [("ROTATING", "headless")]
     again = _run(box, cc_home, "--resume", "--json", task=None)
     assert again.returncode == 0, (again.returncode, again.stderr[-2000:])
     summary = json.loads(again.stdout.strip().splitlines()[-1])
     assert (summary["why"], summary["exit"], summary["sessions"], summary["rotations"]) == ("done", 0, 1, 0), summary
     assert "resuming from cp-003" in again.stderr
-    recs = _records(cc_home)
+    recs = session_records(cc_home)
     assert [r["state"] for r in recs] == ["ROTATED"] * 3 + ["ENDED"]
     assert recs[3].get("checkpoint_from") == "cp-003" and recs[2].get("successor") == 4

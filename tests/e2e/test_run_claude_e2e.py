@@ -17,23 +17,12 @@ import pytest
 
 from cc_continuity.rehearse import CONTINUATION, ROTATE_AT, rotation_scenario, usage_at
 
-from .common import installed_sandbox
+from .common import installed_sandbox, progressing, session_records
 from .harness import REPO_ROOT
 
 pytestmark = pytest.mark.e2e
 
 TASK = "Headless chain task: keep a work log"
-
-
-def progressing(scenario):
-    """The rehearsal's script with each handoff its own (a real task's handoff moves on; the same handoff twice
-    in a row stops a run: the chain goes round)."""
-    for rule in scenario["rules"]:
-        if rule.get("name") == "handoff":
-            for block in rule["reply"]:
-                if block.get("type") == "tool_use":
-                    block["input"]["content"] = "{handoff}\nRotation marker {n}.\n"
-    return scenario
 
 
 def _run(sb, *args, task=TASK):
@@ -42,22 +31,12 @@ def _run(sb, *args, task=TASK):
                   env={"PYTHONPATH": REPO_ROOT})
 
 
-def _records(sb):
-    (proj,) = os.listdir(os.path.join(sb.cc_home, "projects"))
-    base = os.path.join(sb.cc_home, "projects", proj, "sessions")
-    out = []
-    for name in sorted(os.listdir(base)):
-        with open(os.path.join(base, name, "state.json")) as f:
-            out.append(json.load(f))
-    return out
-
-
 def test_three_rotations_each_a_claude_p_each_claimed_once(sandbox_factory):
     sb = installed_sandbox(sandbox_factory, lambda p: progressing(rotation_scenario(p, rotations=3, task=TASK)))
     res = _run(sb)
     assert res.returncode == 0, (res.returncode, res.stderr[-3000:])
     assert res.stderr.count("handed over cp-") == 3 and "run done: 4 sessions, 3 rotations" in res.stderr, res.stderr
-    recs = _records(sb)
+    recs = session_records(sb.cc_home)
     assert [(r["state"], r.get("driver")) for r in recs[:3]] == [("ROTATED", "headless")] * 3, \
         [(r["state"], r.get("driver")) for r in recs]
     assert [r.get("successor") for r in recs[:3]] == [2, 3, 4]
@@ -77,7 +56,7 @@ def test_max_rotations_stops_with_its_status_and_the_next_run_goes_on(sandbox_fa
     assert "cp-003 waits for a successor: the run reached --max-rotations 2" in res.stderr, res.stderr
     again = _run(sb, "--resume", task=None)
     assert again.returncode == 0, (again.returncode, again.stderr[-3000:])
-    recs = _records(sb)
+    recs = session_records(sb.cc_home)
     assert [r["state"] for r in recs] == ["ROTATED"] * 3 + ["ENDED"], [r["state"] for r in recs]
     assert recs[3].get("checkpoint_from") == "cp-003"
 
@@ -89,7 +68,7 @@ def test_the_same_handoff_twice_stops_the_run_between_two_sessions(sandbox_facto
     assert "cp-002's handoff is cp-001's again, section for section (the task goes round)" in res.stderr
     summary = json.loads(res.stdout.strip().splitlines()[-1])
     assert (summary["why"], summary["checkpoints"], summary["rotations"]) == ("needs a person", ["cp-001", "cp-002"], 1)
-    recs = _records(sb)
+    recs = session_records(sb.cc_home)
     assert [r["state"] for r in recs] == ["ROTATED", "ROTATING"], [r["state"] for r in recs]  # cp-002 waits
 
 
@@ -128,17 +107,17 @@ def test_the_runner_killed_mid_chain_then_resume_goes_on_and_a_post_is_not_repea
         sb.wait_for(lambda: sum(server.counts.values()) == 1, 60, what="the first session's POST")
         os.kill(runner.pid, signal.SIGKILL)  # the runner dies; its claude -p goes on by itself
         runner.wait(10)
-        sb.wait_for(lambda: _records(sb) and _records(sb)[0]["state"] == "ROTATING"
+        sb.wait_for(lambda: session_records(sb.cc_home) and session_records(sb.cc_home)[0]["state"] == "ROTATING"
                     and not [p for p in leftovers.find(sb.root) if "claude" in p[1]], 90,
                     what="the orphaned claude -p to hand over and end")
-        assert len(_records(sb)) == 1, "no one started the next session"
+        assert len(session_records(sb.cc_home)) == 1, "no one started the next session"
 
         res = _run(sb, "--resume", "--json", task=None)
         assert res.returncode == 4, (res.returncode, res.stderr[-3000:])
         summary = json.loads(res.stdout.strip().splitlines()[-1])
         assert summary["why"] == "needs a person" and "already had its effect" in summary["needs"], summary
         assert sum(server.counts.values()) == 1, server.counts
-        recs = _records(sb)
+        recs = session_records(sb.cc_home)
         assert recs[0]["state"] == "ROTATED" and recs[1]["checkpoint_from"] == "cp-001"
         assert "needs_human" in recs[1].get("flags", {})
     finally:

@@ -39,7 +39,7 @@ class CodexBackend(Backend):
         return [binary, "exec"] + list(extra) + [prompt]
 
     def find(self, env: "Mapping[str, str]", given: "str | None" = None) -> "str | None":
-        return find_codex(env, given)
+        return self.executable("codex", env, given, "CC_CONTINUITY_CODEX")
 
     def session_args(self, proj: "Project") -> "list[str]":
         """``--add-dir`` our project folder: the handoff is written under it, outside the workspace, and under
@@ -50,15 +50,3 @@ class CodexBackend(Backend):
 
 
 BACKEND = CodexBackend()
-
-
-def find_codex(env: "Mapping[str, str]", given: "str | None" = None) -> "str | None":
-    """The codex executable: ``given``, else ``$CC_CONTINUITY_CODEX``, else the first ``codex`` on PATH."""
-    for cand in (given, env.get("CC_CONTINUITY_CODEX")):
-        if cand:
-            return cand
-    for d in (env.get("PATH") or "").split(os.pathsep):
-        path = os.path.join(d, "codex")
-        if d and os.path.isfile(path) and os.access(path, os.X_OK):
-            return path
-    return None

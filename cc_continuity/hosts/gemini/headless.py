@@ -12,8 +12,6 @@ trusts the folder).  Writing files needs the user's own approval setup (``--yolo
 given after ``--``); the handoff's write is our policy rule's.
 """
 
-import os
-
 from ...rotation.run import Backend
 
 TYPE_CHECKING = False
@@ -33,14 +31,7 @@ class GeminiBackend(Backend):
         return [binary] + list(extra) + ["-p", prompt]
 
     def find(self, env: "Mapping[str, str]", given: "str | None" = None) -> "str | None":
-        for cand in (given, env.get("CC_CONTINUITY_GEMINI")):
-            if cand:
-                return cand
-        for d in (env.get("PATH") or "").split(os.pathsep):
-            path = os.path.join(d, "gemini")
-            if d and os.path.isfile(path) and os.access(path, os.X_OK):
-                return path
-        return None
+        return self.executable("gemini", env, given, "CC_CONTINUITY_GEMINI")
 
 
 BACKEND = GeminiBackend()
