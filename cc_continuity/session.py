@@ -103,7 +103,8 @@ LIVE = frozenset((ACTIVE, WARNED, ROTATION_PENDING, HANDOFF_REQUESTED, BOOTSTRAP
 WORKING = LIVE - {HANDOFF_REQUESTED}
 # A verified checkpoint waiting for a successor survives the process.
 CLAIMABLE = frozenset((CHECKPOINT_VERIFIED, ROTATING, AWAITING_MANUAL_CLEAR))
-# Done for good, "finished" (ENDED only comes back through `claude --resume`, under the project lock).
+# Done for good, "finished" (ENDED only comes back through `claude --resume`, or a run finishing the rotation
+# its process ended in; both under the project lock).
 TERMINAL = frozenset((ROTATED, ENDED))
 
 TRANSITIONS = {
@@ -116,7 +117,9 @@ TRANSITIONS = {
     AWAITING_MANUAL_CLEAR: {ROTATING, ROTATED},
     ROTATED: set(),
     BOOTSTRAPPING: {ACTIVE, WARNED, ROTATION_PENDING, HANDOFF_REQUESTED, ENDED},
-    ENDED: {ACTIVE},  # only `claude --resume` of an ended session brings it back
+    # `claude --resume` of an ended session brings it back; `cc-continuity run` finishes a rotation whose process
+    # ended with its handoff requested and not decided (rotation/turn.finish_undecided)
+    ENDED: {ACTIVE, HANDOFF_REQUESTED},
 }
 
 

@@ -31,7 +31,8 @@ def test_table_covers_every_state():
     for dsts in TRANSITIONS.values():
         assert set(dsts) <= set(session.STATES)
     assert TRANSITIONS[session.ROTATED] == set()
-    assert TRANSITIONS[session.ENDED] == {session.ACTIVE}  # only a `claude --resume` revives an ended session
+    # only a `claude --resume` revives an ended session, and a run finishing the rotation its process ended in
+    assert TRANSITIONS[session.ENDED] == {session.ACTIVE, session.HANDOFF_REQUESTED}
     assert len(ALLOWED) + len(DISALLOWED) == len(session.STATES) ** 2
 
 

@@ -31,12 +31,14 @@ import time
 from .. import gitrun, ledger, session
 from ..digest import sha256
 from ..project import Project
-from . import handoff, texts
+from . import handoff, texts, turn
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
     from typing import Any
+
+    from .context import Context
 
 HEADLESS_ENV = "CC_CONTINUITY_HEADLESS"      # "1": started by `cc-continuity run` (no one types)
 ROTATIONS_ENV = "CC_CONTINUITY_RUN_ROTATIONS"  # how many rotations this session's process may still make
@@ -72,6 +74,11 @@ class Backend:
     def session_args(self, proj: Project) -> list[str]:
         """Arguments of ours for every session of ``proj``, before the user's (none by default)."""
         return []
+
+    def context(self, event: str, payload: dict[str, Any], env: Mapping[str, str]) -> Context:
+        """The rotation's context for a step the loop takes itself in one of this host's sessions (its process
+        over: :func:`.turn.finish_undecided`), with the host's ports (pushes as configured)."""
+        raise NotImplementedError
 
 
 def at_cap(env: Mapping[str, str], rotations_done: int, now: float | None = None) -> str | None:
@@ -145,7 +152,7 @@ def run(backend: Backend, binary: str, task: str | None, cwd: str, extra: list[s
         proc = subprocess.Popen(argv, cwd=cwd, env=child, stdin=subprocess.DEVNULL)
         facts["agent_exit"] = _wait(proc, proj, before, facts, started, live)
         ended = time.time()
-        chain = _chain(proj, before)
+        chain = _finish(backend, proj, _chain(proj, before), child, say)
         _tally(proj, chain, facts, seen)
         got, flagged = waiting(chain), _flagged(chain)
         if flagged:  # (a session said so, or a repeat was held: even one that handed over after it stops the run)
@@ -171,6 +178,25 @@ def run(backend: Backend, binary: str, task: str | None, cwd: str, extra: list[s
         say("cc-continuity: %s handed over %s after %.0f s; %s continues it" % (
             rec.get("name"), cid, time.time() - t0, successor))
         prompt = texts.continuation_prompt(cid, successor)
+
+
+def _finish(backend: Backend, proj: Project, chain: list[tuple[int, dict[str, Any]]], env: Mapping[str, str],
+            say: Callable[[str], None]) -> list[tuple[int, dict[str, Any]]]:
+    """The process is over: a rotation it ended in, its handoff requested and never decided (the process killed,
+    its turns cut short, its Stop hook gone at a headless teardown), is decided now (:func:`.turn
+    .finish_undecided`); the chain read again when one was."""
+    done = False
+    for n, rec in chain:
+        if rec.get("checkpoint") or not rec.get("handoff_requested_at") or \
+                rec["state"] not in (session.HANDOFF_REQUESTED, session.ENDED):
+            continue
+        payload = {"session_id": rec.get("session_id"), "cwd": proj.root, "transcript_path": rec.get("transcript")}
+        got = turn.finish_undecided(backend.context("Run", payload, env), n, proj.session_dir(n))
+        if got:
+            done = True
+            say("cc-continuity: %s's process ended before its handoff was decided; the run decided it: %s" % (
+                rec.get("name"), "the handoff it wrote" if got == "valid" else "a machine handoff (degraded)"))
+    return _chain(proj, chain[0][0] - 1) if done else chain
 
 
 def _wait(proc: subprocess.Popen[bytes], proj: Project, before: int, facts: dict[str, Any], started: float,

@@ -8,7 +8,9 @@
 * :func:`before_compact` (PreCompact) and :func:`rotate_instead_of_compacting` (the mod's
   skipped compaction) - rotate instead of compacting;
 * :func:`session_ended` (SessionEnd) - a handoff the verifying Stop died before checking is
-  checked as it would have been, then the session's record ends (``start.session_ended``).
+  checked as it would have been, then the session's record ends (``start.session_ended``);
+* :func:`finish_undecided` (``cc-continuity run``, once a session's process is over) - a rotation
+  its process ended in is decided: the handoff it wrote, else a machine one.
 """
 
 from __future__ import annotations
@@ -645,7 +647,8 @@ def _verify_at_end(ctx: Context, n: int, sdir: str) -> None:
     else:
         check, tries = verify_written(ctx, sdir)
         if check.ok:
-            checkpoint_and_hand_over(ctx, n, sdir, check, degraded=False, tries=tries, driver="manual",
+            checkpoint_and_hand_over(ctx, n, sdir, check, degraded=False, tries=tries,
+                                     driver="headless" if ctx.own_driver() == "headless" else "manual",
                                      snapshot_wait_s=min(ctx.cfg["snapshot_hook_wait_s"], END_SNAPSHOT_WAIT_S))
             rec = session.load(sdir)
             if rec["state"] in session.CLAIMABLE:
@@ -656,3 +659,33 @@ def _verify_at_end(ctx: Context, n: int, sdir: str) -> None:
         why = {"why": "the handoff is not valid", "problems": check.problems[:10]}
     ctx.log(sdir, dict(why, ev="handoff_not_verified_at_end", reason=reason))
     ctx.outcome = "handoff not verified at the session's end: %s" % why["why"]
+
+
+# -- a run's session whose process is over -----------------------------------------------------------
+def finish_undecided(ctx: Context, n: int, sdir: str) -> str | None:
+    """A session of ``cc-continuity run`` whose process is over with its handoff requested and never decided
+    (killed, its turns cut short, its Stop gone at a headless teardown): decided now as its Stop would have,
+    driver ``headless``: the handoff the model wrote when it is valid, else a machine handoff (degraded), as
+    after a crash.  ``"valid"``, ``"degraded"``, or None: nothing to finish (no handoff requested, a checkpoint
+    made, a session that said it is done, one the user cleared).  Only the run calls this: nothing else knows
+    that the session's process is over."""
+    with ctx.project.edit(sdir) as rec:
+        if rec.get("checkpoint") or not rec.get("handoff_requested_at") or (rec.get("flags") or {}).get("done"):
+            return None
+        if rec["state"] == session.ENDED and (rec.get("ended") or {}).get("reason") != "clear":
+            session.transition(sdir, rec, session.HANDOFF_REQUESTED,
+                               "run: the process ended before its handoff was decided")
+        elif rec["state"] != session.HANDOFF_REQUESTED:
+            return None
+    ctx.log(sdir, {"ev": "finished_by_run", "had_handoff": os.path.lexists(checkpoint.handoff_path(sdir))})
+    if os.path.lexists(checkpoint.handoff_path(sdir)):
+        check, tries = verify_written(ctx, sdir)
+        if check.ok:
+            checkpoint_and_hand_over(ctx, n, sdir, check, degraded=False, tries=tries, driver="headless")
+            return "valid"
+        problems = check.problems
+    else:
+        tries, problems = int(session.load(sdir).get("handoff_tries") or 0), [
+            "the session's process ended before it wrote its handoff"]
+    fall_back(ctx, n, sdir, problems, tries, driver="headless")
+    return "degraded"

@@ -122,3 +122,57 @@ def test_the_runner_killed_mid_chain_then_resume_goes_on_and_a_post_is_not_repea
         assert "needs_human" in recs[1].get("flags", {})
     finally:
         server.close()
+
+
+def _kill_claude_when(sb, runner, ready, what):
+    """SIGKILL the runner's ``claude -p`` once ``ready()`` holds (its reply held by the scripted server): no Stop,
+    no SessionEnd of that process runs."""
+    import psutil
+
+    sb.wait_for(ready, 90, what=what)
+    (agent,) = [p for p in psutil.Process(runner.pid).children(recursive=True) if "-p" in p.cmdline()]
+    agent.kill()
+
+
+@pytest.mark.parametrize("written", [True, False], ids=["handoff-written", "no-handoff"])
+def test_a_claude_p_killed_before_its_handoff_was_decided_is_decided_by_the_runner(sandbox_factory, written):
+    """The ``claude -p`` dies while the handoff is asked for: after the model wrote it (its next reply held) or
+    before (the reply to the request held).  Its Stop never decides; the runner does, once the process is over
+    (the model's handoff, else a machine one), and the successor claims it: the run ends done."""
+    def scenario(project):
+        rot = progressing(rotation_scenario(project, rotations=1, task=TASK))
+        for rule in rot["rules"]:
+            if rule["name"] == "handoff" and written:
+                rule["then"][0]["delay"] = 120
+            elif rule["name"] == "handoff":
+                rule.update(hang=True, times=1)
+        return rot
+
+    sb = installed_sandbox(sandbox_factory, scenario)
+    runner = subprocess.Popen([sys.executable, "-m", "cc_continuity", "run", "--agent", "claude", "--claude",
+                               sb.claude_bin, "--json", TASK, "--", "--allowedTools", "Write,Bash"], cwd=sb.project,
+                              env=dict(sb.env(), PYTHONPATH=REPO_ROOT), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        def ready():
+            recs = session_records(sb.cc_home) if os.path.isdir(os.path.join(sb.cc_home, "projects")) else []
+            if not recs or recs[0]["state"] != "HANDOFF_REQUESTED":
+                return False
+            main = [r for r in sb.model.requests() if getattr(r, "kind", "main") == "main"]
+            if written:  # the request after the handoff's Write (its tool result), held 120 s
+                return any("Writing the handoff." in r.text for r in main)
+            return any("Handoff file (absolute path)" in r.latest_text for r in main)  # the request, hung
+        _kill_claude_when(sb, runner, ready, "the handoff's reply held")
+        out, err = runner.communicate(timeout=240)
+    finally:
+        if runner.poll() is None:
+            runner.kill()
+            runner.wait(10)
+    err = err.decode()
+    assert runner.returncode == 0, (runner.returncode, err[-3000:])
+    assert "ended before its handoff was decided; the run decided it: %s" % (
+        "the handoff it wrote" if written else "a machine handoff (degraded)") in err, err
+    summary = json.loads(out.decode().strip().splitlines()[-1])
+    assert (summary["why"], summary["rotations"], summary["degraded"]) == ("done", 1, [] if written else ["cp-001"])
+    recs = session_records(sb.cc_home)
+    assert [(r["state"], r.get("driver")) for r in recs] == [("ROTATED", "headless"), ("ENDED", None)], recs
+    assert recs[1]["checkpoint_from"] == "cp-001" and bool(recs[0]["checkpoint"].get("degraded")) is not written

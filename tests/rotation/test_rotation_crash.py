@@ -442,3 +442,76 @@ def test_after_the_rotator_died_the_next_stop_asks_for_clear(tmp_path, server):
     time.sleep(0.2)
     out = run.drv.hook("Stop", S1)
     assert out and "/clear" in out.get("systemMessage", ""), out
+
+
+@pytest.mark.parametrize("handoff, end", [("valid", None), ("none", "other"), ("invalid", "other"), ("invalid", None)])
+def test_a_run_decides_the_rotation_its_sessions_process_ended_in(tmp_path, handoff, end):
+    """``cc-continuity run`` after a session's process is over (killed, or its turns cut short: its SessionEnd ran
+    and ENDED it): the handoff it wrote is verified, else a machine one goes on (degraded); ``headless`` either
+    way, and the successor claims it."""
+    from cc_continuity.hosts.claude.headless import BACKEND
+    from cc_continuity.rotation import run as runloop, turn
+
+    run = Run(tmp_path)
+    for i in range(VERIFY):
+        run.step(i)
+    d = run.drv
+    if handoff == "valid":
+        write_handoff(d)
+    elif handoff == "invalid":
+        with open(d.handoff_path(S1), "w") as f:
+            f.write("# Handoff\n\nnot the template\n")
+    env = d.env(S1, **{runloop.HEADLESS_ENV: "1"})
+    if end:
+        assert d.hook("SessionEnd", S1, reason=end, env=env) is None
+        assert d.state(S1)["state"] == session.ENDED
+    ctx = BACKEND.context("Run", {"session_id": S1, "cwd": d.root}, env)
+    n = d.number(S1)
+    got = turn.finish_undecided(ctx, n, d.sdir(S1))
+    assert got == ("valid" if handoff == "valid" else "degraded")
+    rec = d.state(S1)
+    assert (rec["state"], rec["driver"], rec["checkpoint"]["degraded"]) == (
+        session.ROTATING, "headless", handoff != "valid")
+    assert d.ledger(S1, ev="finished_by_run") and turn.finish_undecided(ctx, n, d.sdir(S1)) is None  # once
+    from helpers.hookdriver import dead_pid
+
+    d.claude_pid = dead_pid(1)  # the run's next `claude -p`
+    text = continuing(d.hook("SessionStart", S2, source="startup"))
+    assert text and text.startswith("Continuing from cp-001"), text
+    wait_for_snapshot_jobs(d.cc_home)
+
+
+def test_a_headless_sessions_end_verifies_its_handoff_for_the_run(tmp_path):
+    """Its turns cut short after the handoff was written (``claude -p --max-turns``): SessionEnd verifies it, as
+    for a /clear, but the driver is the run's (``headless``), not the user's /clear; nothing is left to the run."""
+    from cc_continuity.hosts.claude.headless import BACKEND
+    from cc_continuity.rotation import run as runloop, turn
+
+    run = Run(tmp_path)
+    for i in range(VERIFY):
+        run.step(i)
+    write_handoff(run.drv)
+    env = run.drv.env(S1, **{runloop.HEADLESS_ENV: "1"})
+    assert run.drv.hook("SessionEnd", S1, reason="other", env=env) is None
+    rec = run.drv.state(S1)
+    assert (rec["state"], rec["driver"], rec["checkpoint"]["degraded"]) == (session.ROTATING, "headless", False)
+    ctx = BACKEND.context("Run", {"session_id": S1, "cwd": run.drv.root}, env)
+    assert turn.finish_undecided(ctx, run.drv.number(S1), run.drv.sdir(S1)) is None
+    wait_for_snapshot_jobs(run.drv.cc_home)
+
+
+def test_a_run_leaves_a_session_that_said_it_is_done(tmp_path):
+    from cc_continuity.hosts.claude.headless import BACKEND
+    from cc_continuity.rotation import run as runloop, turn
+
+    run = Run(tmp_path)
+    for i in range(VERIFY):
+        run.step(i)
+    d = run.drv
+    sdir = d.sdir(S1)
+    rec = session.load(sdir)
+    rec.setdefault("flags", {})["done"] = {"text": "all tasks finished"}
+    session.save(sdir, rec)
+    ctx = BACKEND.context("Run", {"session_id": S1, "cwd": d.root}, d.env(S1, **{runloop.HEADLESS_ENV: "1"}))
+    assert turn.finish_undecided(ctx, d.number(S1), sdir) is None
+    assert d.state(S1)["state"] == session.HANDOFF_REQUESTED

@@ -10,11 +10,14 @@ the handoff's own write is allowed by our PreToolUse.
 """
 
 from ...rotation.run import Backend
+from ..ports import HookPorts
 from .executable import find_real_claude
+from .host import CLAUDE
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
+    from typing import Any
 
 NO_BINARY = ("no claude executable: install Claude Code (npm install -g @anthropic-ai/claude-code), or set "
              "CC_CONTINUITY_CLAUDE or pass --claude PATH")
@@ -34,6 +37,9 @@ class ClaudeBackend(Backend):
             return find_real_claude(env)
         except RuntimeError:
             return None
+
+    def context(self, event: str, payload: "dict[str, Any]", env: "Mapping[str, str]") -> HookPorts:
+        return HookPorts(event, payload, env, host=CLAUDE)
 
 
 BACKEND = ClaudeBackend()

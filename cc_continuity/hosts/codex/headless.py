@@ -21,10 +21,13 @@ skipped silently by ``codex exec``, and then nothing rotates.  Nothing here bypa
 import os
 
 from ...rotation.run import Backend
+from .host import CodexContext
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
+
+    from typing import Any
 
     from ...project import Project
 
@@ -40,6 +43,9 @@ class CodexBackend(Backend):
 
     def find(self, env: "Mapping[str, str]", given: "str | None" = None) -> "str | None":
         return self.executable("codex", env, given, "CC_CONTINUITY_CODEX")
+
+    def context(self, event: str, payload: "dict[str, Any]", env: "Mapping[str, str]") -> CodexContext:
+        return CodexContext(event, payload, env)
 
     def session_args(self, proj: "Project") -> "list[str]":
         """``--add-dir`` our project folder: the handoff is written under it, outside the workspace, and under

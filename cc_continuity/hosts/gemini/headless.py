@@ -13,10 +13,12 @@ given after ``--``); the handoff's write is our policy rule's.
 """
 
 from ...rotation.run import Backend
+from .host import GeminiContext
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
+    from typing import Any
 
 NO_BINARY = ("no gemini executable: install Gemini CLI (npm install -g @google/gemini-cli) or pass "
              "--gemini PATH")
@@ -32,6 +34,11 @@ class GeminiBackend(Backend):
 
     def find(self, env: "Mapping[str, str]", given: "str | None" = None) -> "str | None":
         return self.executable("gemini", env, given, "CC_CONTINUITY_GEMINI")
+
+    def context(self, event: str, payload: "dict[str, Any]", env: "Mapping[str, str]") -> GeminiContext:
+        """(``payload``'s session id is the record's: the key of a Gemini session's generation already.)"""
+        sid = payload.get("session_id")
+        return GeminiContext(event, payload, env, session_key=sid if isinstance(sid, str) else None)
 
 
 BACKEND = GeminiBackend()
