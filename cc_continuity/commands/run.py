@@ -10,6 +10,7 @@ import sys
 from ..hosts import runs
 from ..rotation import run as loop
 from ._util import die
+from .configure import parse_tokens
 
 
 def register(sub):
@@ -36,6 +37,9 @@ def register(sub):
                         "exit status is 3")
     p.add_argument("--max-time", type=float, metavar="SECONDS",
                    help="no new session after this many seconds (a session is never cut mid-turn); exit status 3")
+    p.add_argument("--max-tokens", metavar="TOKENS", type=parse_tokens,
+                   help="no new session once the run's sessions spent this many tokens (every request's input, "
+                        "cached included, and output; e.g. 2000000 or 2m); exit status 3")
     p.add_argument("--resume", action="store_true",
                    help="continue from this project's newest checkpoint that waits for a successor (after a cap, or a "
                         "run that died) instead of starting TASK")
@@ -74,7 +78,7 @@ def run(args):
     live = _live_line if sys.stderr.isatty() else None  # a terminal: one line, rewritten; a log: event lines only
     return loop.run(piece.BACKEND, binary, args.task, os.getcwd(), extra, os.environ, args.max_rotations,
                     args.max_time, say=_say_over_the_line if live else None, resume=args.resume,
-                    same_tree=args.same_tree, report=report, live=live)
+                    same_tree=args.same_tree, report=report, live=live, max_tokens=args.max_tokens)
 
 
 def _say_over_the_line(text):

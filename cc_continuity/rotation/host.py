@@ -54,6 +54,12 @@ class Host:
         """The context size of the session's very first model request (its start alone), or None."""
         return None
 
+    def tokens_spent(self, transcript: str) -> int | None:
+        """The tokens the session's model requests took, every request's input (cached or not) and output summed
+        (a run's ``--max-tokens``); None when the transcript has none or cannot be read.  Not for a hook's path
+        unless a budget asks: it reads the whole transcript (bounded)."""
+        return None
+
     def holds_context(self, transcript: str | None, needle: object) -> bool | None:
         """Does the transcript hold ``needle`` among the context our hooks added?  None: it cannot tell yet
         (no transcript, or no hook's context recorded in it so far)."""

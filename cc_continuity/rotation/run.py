@@ -39,10 +39,12 @@ if TYPE_CHECKING:
     from typing import Any
 
     from .context import Context
+    from .host import Host
 
 HEADLESS_ENV = "CC_CONTINUITY_HEADLESS"      # "1": started by `cc-continuity run` (no one types)
 ROTATIONS_ENV = "CC_CONTINUITY_RUN_ROTATIONS"  # how many rotations this session's process may still make
 DEADLINE_ENV = "CC_CONTINUITY_RUN_DEADLINE"   # the run's end (epoch seconds): no rotation starts a session after it
+TOKENS_ENV = "CC_CONTINUITY_RUN_TOKENS"  # the tokens this session's process may still spend (--max-tokens)
 MAX_ROTATIONS = 10  # the default cap: a task that rotates more than this in one run is likely going round
 SAME_TREE = 3  # checkpoints in a row with the same work tree that stop a run (a read-only task: --same-tree 0)
 EXIT = {"done": 0, "cap": 3, "needs a person": 4, "agent failed": 5, "nothing to resume": 2}
@@ -53,6 +55,7 @@ class Backend:
 
     name = "agent"
     in_process = False  # True: one process rotates by itself (its hooks read the caps from the environment)
+    host: Host | None = None  # the host's reader of its own transcripts (the tokens a session spent)
 
     def command(self, binary: str, prompt: str, extra: list[str]) -> list[str]:
         """The command line of one session that starts with ``prompt`` (``extra``: the user's arguments)."""
@@ -81,14 +84,19 @@ class Backend:
         raise NotImplementedError
 
 
-def at_cap(env: Mapping[str, str], rotations_done: int, now: float | None = None) -> str | None:
+def at_cap(env: Mapping[str, str], rotations_done: int, now: float | None = None,
+           spent: Callable[[], int | None] | None = None) -> str | None:
     """Why a session of a run must hand over ``headless`` now rather than rotate in-process (it has made
-    ``rotations_done`` already), or None: not under ``run``, or within its caps."""
+    ``rotations_done`` already; ``spent``: the tokens its process has spent, asked only under a budget), or
+    None: not under ``run``, or within its caps."""
     if env.get(HEADLESS_ENV) != "1":
         return None
     left = env.get(ROTATIONS_ENV, "")
     if left.isdigit() and rotations_done >= int(left):
         return "its run's --max-rotations"
+    budget = env.get(TOKENS_ENV, "")
+    if budget.isdigit() and spent is not None and (spent() or 0) >= int(budget):
+        return "its run's --max-tokens"
     deadline = env.get(DEADLINE_ENV, "")
     try:
         if deadline and (time.time() if now is None else now) >= float(deadline):
@@ -124,17 +132,21 @@ def waiting(chain: list[tuple[int, dict[str, Any]]]) -> tuple[int, dict[str, Any
 def run(backend: Backend, binary: str, task: str | None, cwd: str, extra: list[str], env: Mapping[str, str],
         max_rotations: int = MAX_ROTATIONS, max_time_s: float | None = None,
         say: Callable[[str], None] | None = None, resume: bool = False, same_tree: int = SAME_TREE,
-        report: Callable[[dict[str, Any]], None] | None = None, live: Callable[[str], None] | None = None) -> int:
+        report: Callable[[dict[str, Any]], None] | None = None, live: Callable[[str], None] | None = None,
+        max_tokens: int | None = None) -> int:
     """Run ``task`` to its end through as many sessions as it takes, within the caps; an :data:`EXIT` status.
     ``resume``: start from the project's newest checkpoint waiting for a successor instead (``task`` unused).
     ``report``: given the run's summary at its end (``run --json``).  ``live``: given a progress line every
-    second while a session works (a terminal's one line; :func:`progress`)."""
+    second while a session works (a terminal's one line; :func:`progress`).  ``max_tokens``: no session starts
+    once the run's sessions spent this many (:meth:`.host.Host.tokens_spent`), and an in-process rotation
+    hands over ``headless`` instead past it."""
     say = say or (lambda line: print(line, file=sys.stderr, flush=True))
     proj = Project.discover(cwd)
     started = time.time()
     deadline = started + max_time_s if max_time_s else None
     facts: dict[str, Any] = {"agent": backend.name, "sessions": 0, "rotations": 0, "checkpoints": [],
-                             "agent_exit": None, "why": None, "needs": None, "gaps_ms": [], "degraded": []}
+                             "agent_exit": None, "why": None, "needs": None, "gaps_ms": [], "degraded": [],
+                             "tokens": 0}
     ended: float | None = None
     prompt = _resumed(proj, say) if resume else task or ""
     if prompt is None:
@@ -145,6 +157,8 @@ def run(backend: Backend, binary: str, task: str | None, cwd: str, extra: list[s
                              ROTATIONS_ENV: str(max(0, max_rotations - facts["rotations"]))})
         if deadline:
             child[DEADLINE_ENV] = "%.3f" % deadline
+        if max_tokens is not None:
+            child[TOKENS_ENV] = str(max(0, max_tokens - facts["tokens"]))
         t0, before = time.time(), proj.newest_number()
         if ended is not None:  # the runner's own time between two sessions: read the records, start the next
             facts["gaps_ms"].append(round((t0 - ended) * 1000, 1))
@@ -154,30 +168,71 @@ def run(backend: Backend, binary: str, task: str | None, cwd: str, extra: list[s
         ended = time.time()
         chain = _finish(backend, proj, _chain(proj, before), child, say)
         _tally(proj, chain, facts, seen)
-        got, flagged = waiting(chain), _flagged(chain)
-        if flagged:  # (a session said so, or a repeat was held: even one that handed over after it stops the run)
-            facts["needs"] = flagged[1]
-            say("cc-continuity: %s needs a person: %s" % (flagged[0], flagged[1]))
-            return _end(say, report, facts, "needs a person", started)
-        if got is None:
-            return _end(say, report, facts, "agent failed" if facts["agent_exit"] else "done", started)
-        n, rec = got
+        facts["tokens"] += _spent(backend, chain)
+        why = _stops(backend, chain, facts, seen, Caps(max_rotations, deadline, max_tokens, same_tree), say)
+        if why:
+            return _end(say, report, facts, why, started)
+        n, rec = waiting(chain) or (0, {})
         cid = _cid(n, rec)
-        looping = _looping(seen, same_tree)
-        if looping:
-            facts["needs"] = looping
-            say("cc-continuity: %s waits for a successor, but the run stopped: %s" % (cid, looping))
-            return _end(say, report, facts, "needs a person", started)
-        if facts["rotations"] >= max_rotations or (deadline is not None and time.time() >= deadline):
-            say("cc-continuity: %s waits for a successor: the run reached %s; `cc-continuity run --agent %s --resume` "
-                "continues it" % (cid, "--max-rotations %d" % max_rotations if facts["rotations"] >= max_rotations
-                                  else "--max-time", backend.name))
-            return _end(say, report, facts, "cap", started)
         facts["rotations"] += 1
         successor = proj.session_name(proj.peek_next_number())
         say("cc-continuity: %s handed over %s after %.0f s; %s continues it" % (
             rec.get("name"), cid, time.time() - t0, successor))
         prompt = texts.continuation_prompt(cid, successor)
+
+
+class Caps:
+    """What stops a run between two sessions: its caps, and the checkpoints in a row with one work tree.
+    (A plain class: Gemini's hooks import this module, and they do not pay for ``typing``.)"""
+
+    __slots__ = ("max_rotations", "deadline", "max_tokens", "same_tree")
+
+    def __init__(self, max_rotations: int, deadline: float | None, max_tokens: int | None, same_tree: int) -> None:
+        self.max_rotations, self.deadline, self.max_tokens, self.same_tree = (
+            max_rotations, deadline, max_tokens, same_tree)
+
+
+def _stops(backend: Backend, chain: list[tuple[int, dict[str, Any]]], facts: dict[str, Any],
+           seen: list[tuple[str, str | None, str | None]], caps: Caps, say: Callable[[str], None]) -> str | None:
+    """Between two sessions: why the run ends here (an :data:`EXIT` key, said), or None: the next session starts."""
+    got, flagged = waiting(chain), _flagged(chain)
+    if flagged:  # (a session said so, or a repeat was held: even one that handed over after it stops the run)
+        facts["needs"] = flagged[1]
+        say("cc-continuity: %s needs a person: %s" % (flagged[0], flagged[1]))
+        return "needs a person"
+    if got is None:
+        return "agent failed" if facts["agent_exit"] else "done"
+    cid = _cid(*got)
+    looping = _looping(seen, caps.same_tree)
+    if looping:
+        facts["needs"] = looping
+        say("cc-continuity: %s waits for a successor, but the run stopped: %s" % (cid, looping))
+        return "needs a person"
+    cap = _cap(facts, caps)
+    if cap:
+        say("cc-continuity: %s waits for a successor: the run reached %s; `cc-continuity run --agent %s --resume` "
+            "continues it" % (cid, cap, backend.name))
+        return "cap"
+    return None
+
+
+def _cap(facts: dict[str, Any], caps: Caps) -> str | None:
+    """The cap the run has reached, between two sessions, or None."""
+    if facts["rotations"] >= caps.max_rotations:
+        return "--max-rotations %d" % caps.max_rotations
+    if caps.deadline is not None and time.time() >= caps.deadline:
+        return "--max-time"
+    if caps.max_tokens is not None and facts["tokens"] >= caps.max_tokens:
+        return "--max-tokens %d (%d spent)" % (caps.max_tokens, facts["tokens"])
+    return None
+
+
+def _spent(backend: Backend, chain: list[tuple[int, dict[str, Any]]]) -> int:
+    """The tokens a process's sessions spent, each transcript once (an in-process host's sessions share one)."""
+    paths = {str(rec["transcript"]) for _, rec in chain if isinstance(rec.get("transcript"), str)}
+    if backend.host is None:
+        return 0
+    return sum(backend.host.tokens_spent(p) or 0 for p in sorted(paths))
 
 
 def _finish(backend: Backend, proj: Project, chain: list[tuple[int, dict[str, Any]]], env: Mapping[str, str],
@@ -299,7 +354,8 @@ def _end(say: Callable[[str], None], report: Callable[[dict[str, Any]], None] | 
          why: str, started: float) -> int:
     facts["why"], facts["seconds"] = why, round(time.time() - started, 1)
     facts["exit"] = EXIT.get(why, 2)
-    say(_summary(why, facts["sessions"], facts["rotations"], facts["seconds"], facts["agent_exit"] or 0))
+    say(_summary(why, facts["sessions"], facts["rotations"], facts["seconds"], facts["agent_exit"] or 0,
+                 facts["tokens"]))
     if facts["degraded"]:
         say("cc-continuity: %d handoff%s degraded (%s): the model's was never valid, a machine handoff went on; its "
             "checkpoint's facts say why (a sandbox that refused the write says \"Read-only file system\")" % (
@@ -319,7 +375,8 @@ def _flagged(chain: list[tuple[int, dict[str, Any]]]) -> tuple[str, str] | None:
     return None
 
 
-def _summary(why: str, sessions: int, rotations: int, seconds: float, code: int) -> str:
-    return "cc-continuity: run %s: %d session%s, %d rotation%s, %.0f s%s" % (
+def _summary(why: str, sessions: int, rotations: int, seconds: float, code: int, tokens: int = 0) -> str:
+    return "cc-continuity: run %s: %d session%s, %d rotation%s, %.0f s%s%s" % (
         why, sessions, "" if sessions == 1 else "s", rotations, "" if rotations == 1 else "s", seconds,
+        ", %s tokens" % format(tokens, ",") if tokens else "",
         "; the agent exited %d" % code if why == "agent failed" else "")

@@ -176,3 +176,66 @@ def test_a_claude_p_killed_before_its_handoff_was_decided_is_decided_by_the_runn
     recs = session_records(sb.cc_home)
     assert [(r["state"], r.get("driver")) for r in recs] == [("ROTATED", "headless"), ("ENDED", None)], recs
     assert recs[1]["checkpoint_from"] == "cp-001" and bool(recs[0]["checkpoint"].get("degraded")) is not written
+
+
+def test_a_token_budget_stops_between_two_sessions_and_counts_what_the_server_answered(sandbox_factory):
+    """``--max-tokens``: the first ``claude -p`` spends more than the budget; the run stops at its checkpoint
+    (exit 3, cp-001 waits) and its summary's tokens are what the scripted server answered, request by request."""
+    sb = installed_sandbox(sandbox_factory, lambda p: progressing(rotation_scenario(p, rotations=3, task=TASK)))
+    res = _run(sb, "--max-tokens", "100k", "--json")
+    assert res.returncode == 3, (res.returncode, res.stderr[-3000:])
+    assert "cp-001 waits for a successor: the run reached --max-tokens 100000" in res.stderr, res.stderr
+    summary = json.loads(res.stdout.strip().splitlines()[-1])
+    answered = [r.usage for r in sb.model.requests() if getattr(r, "kind", "main") == "main" and r.usage]
+    want = sum(sum(u.get(k) or 0 for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens",
+                                           "output_tokens")) for u in answered)
+    assert (summary["why"], summary["rotations"], summary["tokens"]) == ("cap", 0, want) and want > 100_000, summary
+    assert "%s tokens" % format(want, ",") in res.stderr
+    again = _run(sb, "--resume", task=None)
+    assert again.returncode == 0, (again.returncode, again.stderr[-3000:])
+
+
+def test_on_a_terminal_one_progress_line_says_the_session_its_context_rotations_time_and_last_tool(sandbox_factory):
+    """stderr a terminal (a pty): while a session works, one line rewritten in place (``\\r`` + erase) with the
+    session, its context, the run's rotations, the time and the last tool; event lines are written over it."""
+    import pty
+    import re
+    import select
+
+    def scenario(project):
+        rot = progressing(rotation_scenario(project, rotations=1, task=TASK))
+        for rule in rot["rules"]:
+            if rule["name"] == "handoff":
+                rule["delay"] = 2.5  # the session works a while after its Bash step: the line is drawn
+        return rot
+
+    sb = installed_sandbox(sandbox_factory, scenario)
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "cc_continuity", "run", "--agent", "claude", "--claude",
+                             sb.claude_bin, TASK, "--", "--allowedTools", "Write,Bash"], cwd=sb.project,
+                            env=dict(sb.env(), PYTHONPATH=REPO_ROOT), stdout=subprocess.DEVNULL, stderr=slave)
+    os.close(slave)
+    seen = b""
+    try:
+        while True:
+            ready, _, _ = select.select([master], [], [], 120)
+            if not ready:
+                break
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # the pty's other end closed: the run is over
+                break
+            if not chunk:
+                break
+            seen += chunk
+        assert proc.wait(60) == 0, seen[-3000:]
+    finally:
+        os.close(master)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+    text = seen.decode("utf-8", "replace")
+    lines = re.findall(r"\r\x1b\[K([^\r\n]*)", text)
+    live = [x for x in lines if re.fullmatch(r"\S+-001 · ctx \d+% · 0 rotations · 0m\d\ds · Write \S+work-1.txt", x)]
+    assert live, lines
+    assert any("handed over cp-001" in x for x in lines) and any("run done: 2 sessions, 1 rotation" in x for x in lines)

@@ -27,6 +27,20 @@ def test_a_session_of_a_run_hands_over_headless_at_its_caps(env, done, now, want
     assert run.at_cap(env, done, now) == want
 
 
+def test_the_token_budget_is_asked_only_under_a_budget():
+    asked = []
+
+    def spent(n):
+        return lambda: asked.append(n) or n
+
+    assert run.at_cap(RUN, 0, spent=spent(10**9)) is None and asked == []  # no budget: never read
+    budget = dict(RUN, **{run.TOKENS_ENV: "5000"})
+    assert run.at_cap(budget, 0, spent=spent(4999)) is None
+    assert run.at_cap(budget, 0, spent=spent(5000)) == "its run's --max-tokens"
+    assert run.at_cap(budget, 0, spent=lambda: None) is None and run.at_cap(budget, 0) is None  # unknown: no cap
+    assert asked == [4999, 5000]
+
+
 def test_the_waiting_session_is_the_newest_verified_and_unclaimed():
     cp = {"id": "cp-002"}
     chain = [(1, {"state": session.ROTATED, "checkpoint": {"id": "cp-001"}, "successor": 2}),
@@ -85,6 +99,26 @@ def test_each_host_hands_over_headless_under_run_and_chooses_otherwise():
     assert gem(dict(RUN, **{run.ROTATIONS_ENV: "0"})) == "headless"
 
 
+def test_a_gemini_process_past_its_runs_token_budget_hands_over_headless(tmp_path):
+    """One ``gemini -p`` rotates in-process: its session file's tokens (every generation's) against the budget
+    its run left it."""
+    import json
+
+    from cc_continuity.hosts.gemini.host import GeminiContext
+
+    path = tmp_path / "session.jsonl"
+    path.write_text("".join(json.dumps({"id": "m%d" % k, "type": "gemini", "tokens": {"input": 30_000, "output": 100,
+                                                                                    "total": 30_100}}) + "\n"
+                            for k in range(3)))
+    sid = "9e9e9e9e-0000-4000-8000-0000000000e9"
+
+    def gem(budget):
+        env = dict(RUN, **{run.TOKENS_ENV: str(budget)})
+        return GeminiContext("AfterAgent", {"session_id": sid, "transcript_path": str(path)}, env).own_driver()
+
+    assert (gem(90_301), gem(90_300), gem(1)) == ("native", "headless", "headless")
+
+
 @pytest.mark.parametrize("argv, says", [
     (["--agent", "gemini", "--max-rotations", "-1", "t"], "--max-rotations must be 0 or more"),
     (["--agent", "gemini", "--max-time", "0", "t"], "--max-time must be more than 0 seconds"),
@@ -93,6 +127,8 @@ def test_each_host_hands_over_headless_under_run_and_chooses_otherwise():
     (["--agent", "gemini", "--resume", "t"], "give a TASK, or --resume"),
     (["--agent", "gemini"], "give a TASK, or --resume"),
     (["--agent", "gemini", "--same-tree", "-1", "t"], "--same-tree must be 0 or more"),
+    (["--agent", "gemini", "--max-tokens", "0", "t"], "expected a positive whole number of tokens"),
+    (["--agent", "gemini", "--max-tokens", "lots", "t"], "expected a token count like 200000"),
 ])
 def test_bad_arguments_are_refused_before_anything_runs(argv, says, capsys, monkeypatch):
     monkeypatch.setenv("PATH", "/nonexistent")

@@ -25,6 +25,7 @@ NO_BINARY = ("no claude executable: install Claude Code (npm install -g @anthrop
 
 class ClaudeBackend(Backend):
     name = "claude"
+    host = CLAUDE
     option = "--claude"
 
     def command(self, binary: str, prompt: str, extra: "list[str]") -> "list[str]":

@@ -106,6 +106,37 @@ def first_request_tokens(path: str, limit: int = 1 << 23) -> int | None:
     return None
 
 
+SPENT_SCAN = 1 << 28  # a transcript read for its tokens, at most this much (256 MiB)
+
+
+def tokens_spent(path: str, limit: int = SPENT_SCAN) -> int | None:
+    """Every model request's tokens in a transcript (input, cache writes, cache reads and output), subagents'
+    included; a reply written as several rows (one per content block, the same message id and usage) counts
+    once.  None when no request is recorded or the file cannot be read."""
+    seen: dict[str, int] = {}
+    try:
+        with open(meter.open_transcript(path), "rb") as f:
+            data = f.read(limit)
+    except OSError:
+        return None
+    for k, line in enumerate(data.splitlines()):
+        if b'"usage"' not in line or b'"assistant"' not in line:
+            continue
+        try:
+            row = fastjson.loads(line)
+        except (ValueError, UnicodeDecodeError):
+            continue
+        msg = row.get("message") if isinstance(row, dict) and row.get("type") == "assistant" else None
+        if not isinstance(msg, dict) or not isinstance(msg.get("usage"), dict):
+            continue
+        u = msg["usage"]
+        mid = msg["id"] if isinstance(msg.get("id"), str) else "row %d" % k
+        seen[mid] = sum(v for v in (u.get(key) for key in ("input_tokens", "cache_creation_input_tokens",
+                                                            "cache_read_input_tokens", "output_tokens"))
+                        if isinstance(v, int) and not isinstance(v, bool) and v > 0)
+    return sum(seen.values()) if seen else None
+
+
 def holds_context(path: str | None, needle: object, limit: int = 1 << 23) -> bool | None:
     """Does the transcript hold ``needle`` in a hook's added context?  None: no transcript, or no hook
     context recorded in it yet (Claude Code writes one as a ``hook_additional_context`` attachment)."""
@@ -209,6 +240,9 @@ class ClaudeHost(Host):
 
     def first_request_tokens(self, transcript_path: str) -> int | None:
         return first_request_tokens(transcript_path)
+
+    def tokens_spent(self, transcript_path: str) -> int | None:
+        return tokens_spent(transcript_path)
 
     def holds_context(self, transcript_path: str | None, needle: object) -> bool | None:
         return holds_context(transcript_path, needle)

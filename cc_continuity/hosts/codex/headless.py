@@ -21,7 +21,7 @@ skipped silently by ``codex exec``, and then nothing rotates.  Nothing here bypa
 import os
 
 from ...rotation.run import Backend
-from .host import CodexContext
+from .host import CODEX, CodexContext
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -36,6 +36,7 @@ NO_BINARY = "no codex executable: install Codex CLI (npm install -g @openai/code
 
 class CodexBackend(Backend):
     name = "codex"
+    host = CODEX
     option = "--codex"  # the run verb's option naming the executable
 
     def command(self, binary: str, prompt: str, extra: "list[str]") -> "list[str]":

@@ -101,6 +101,12 @@ class CodexHost(Host):
                 return tokens
         return None
 
+    def tokens_spent(self, transcript: str) -> int | None:
+        try:
+            return rollout.tokens_spent(transcript)
+        except OSError:
+            return None
+
     def holds_context(self, transcript: str | None, needle: object) -> bool | None:
         if not transcript or not isinstance(needle, str):
             return None

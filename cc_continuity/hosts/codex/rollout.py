@@ -111,6 +111,21 @@ def read_rollout(path: "str", max_scan: "int" = MAX_SCAN, chunk: "int" = CHUNK) 
     return {"tokens": tokens, "window": window, "source": source, "scanned": scanned}
 
 
+def tokens_spent(path: "str", max_scan: "int" = MAX_SCAN, chunk: "int" = CHUNK) -> "int | None":
+    """The thread's tokens so far: the newest ``token_count``'s ``total_token_usage`` (Codex sums every request:
+    input, cached included, and output), or None.  Raises OSError when the file cannot be opened."""
+    for line, _ in lines_backwards(path, max_scan=max_scan, chunk=chunk):
+        if b'"token_count"' not in line:
+            continue
+        got = _row(line)
+        info = got[1].get("info") if got and got[0] == "token_count" else None
+        if isinstance(info, dict):
+            total = usage_tokens(info.get("total_token_usage"))
+            if total is not None:
+                return total
+    return None
+
+
 def effective_window(configured: "int") -> "int":
     """The window Codex reports (and compacts against) for a configured ``model_context_window``."""
     return configured * EFFECTIVE_PERCENT // 100

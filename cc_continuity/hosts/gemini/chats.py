@@ -75,6 +75,30 @@ def read_session(path: "str", max_scan: "int" = MAX_SCAN, chunk: "int" = CHUNK) 
             "source": "session" if tokens is not None else "none", "scanned": scanned}
 
 
+SPENT_SCAN = 1 << 28  # a session file read for its tokens, at most this much (256 MiB)
+
+
+def tokens_spent(path: "str", limit: "int" = SPENT_SCAN) -> "int | None":
+    """Every model reply's tokens in a session file, all its generations (``tokens.total``: the prompt, cached
+    included, the reply, thoughts and tool prompts); a reply recorded again (its ``id``) counts once.  None
+    when there is none.  Raises OSError when the file cannot be opened."""
+    seen: "dict[str, int]" = {}
+    with open(path, "rb") as f:
+        data = f.read(limit)
+    for k, line in enumerate(data.splitlines()):
+        row = _row(line) if b'"tokens"' in line else None
+        if row is None or row.get("type") != "gemini" or not isinstance(row.get("tokens"), dict):
+            continue
+        tokens = row["tokens"]
+        total = _count(tokens.get("total"))
+        if total is None:
+            parts = [_count(tokens.get(key)) for key in ("input", "output")]
+            total = None if None in parts else sum(p for p in parts if p is not None)
+        if total is not None:
+            seen[row["id"] if isinstance(row.get("id"), str) else "row %d" % k] = total
+    return sum(seen.values()) if seen else None
+
+
 def generation_rows(path: "str", max_scan: "int" = MAX_SCAN) -> "list[dict[str, Any]]":
     """The records of the newest generation, oldest first (the header excluded); OSError propagates."""
     rows: "list[dict[str, Any]]" = []

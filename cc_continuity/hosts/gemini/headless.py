@@ -13,7 +13,7 @@ given after ``--``); the handoff's write is our policy rule's.
 """
 
 from ...rotation.run import Backend
-from .host import GeminiContext
+from .host import GEMINI, GeminiContext
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -26,6 +26,7 @@ NO_BINARY = ("no gemini executable: install Gemini CLI (npm install -g @google/g
 
 class GeminiBackend(Backend):
     name = "gemini"
+    host = GEMINI
     option = "--gemini"
     in_process = True
 

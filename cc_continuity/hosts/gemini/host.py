@@ -64,6 +64,12 @@ class GeminiHost(Host):
         got = self.reading(transcript)
         return got["tokens"] is not None, got
 
+    def tokens_spent(self, transcript: str) -> int | None:
+        try:
+            return chats.tokens_spent(transcript)
+        except OSError:
+            return None
+
     def first_request_tokens(self, transcript: str) -> int | None:
         try:
             rows = chats.generation_rows(transcript)
@@ -116,4 +122,6 @@ class GeminiContext(HookPorts):
         """``native`` (the clearing answer continues in-process); under ``cc-continuity run`` past its caps,
         ``headless``: the turn ends, the process exits, the run loop decides (rotation/run.py)."""
         done = generations.generation(self.gemini_session_id) - 1 if self.gemini_session_id else 0
-        return "headless" if at_cap(self.env, done) else "native"
+        path = self.payload.get("transcript_path")
+        spent = (lambda: GEMINI.tokens_spent(path)) if isinstance(path, str) and path else None  # (under a budget)
+        return "headless" if at_cap(self.env, done, spent=spent) else "native"

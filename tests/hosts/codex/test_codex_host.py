@@ -239,3 +239,17 @@ def test_the_injection_estimate_is_bytes_over_four():
     assert wire.approx_tokens("ü") == 1 and wire.approx_tokens("") == 0
     assert wire.fits_injection("x" * 10000) and not wire.fits_injection("x" * 10001)
     assert wire.fits_injection("x" * 20000, limit_tokens=5000)
+
+
+def test_a_threads_tokens_are_its_newest_running_total():
+    counts = [r["payload"]["info"] for r in rows(TOOL_TURN)
+              if r["payload"].get("type") == "token_count" and r["payload"].get("info")]
+    want = counts[-1]["total_token_usage"]["total_tokens"]
+    assert want == sum(c["last_token_usage"]["total_tokens"] for c in counts)  # (Codex sums every request)
+    assert rollout.tokens_spent(TOOL_TURN) == want > 0
+
+
+def test_a_thread_with_no_count_is_unknown(tmp_path):
+    path = tmp_path / "r.jsonl"
+    path.write_text(json.dumps({"type": "session_meta", "payload": {"id": "x"}}) + "\n")
+    assert rollout.tokens_spent(str(path)) is None

@@ -143,3 +143,14 @@ def test_the_agent_process_is_the_node_that_runs_gemini(tmp_path):
     finally:
         child.kill()
         child.wait()
+
+
+def test_a_session_files_tokens_are_every_replys_total_across_its_generations(sess):
+    sess.header().user("task").gemini(21_000).gemini(30_000)
+    sess.header("2026-12-07T13:00:00.000Z").user("continue").gemini(12_000)  # in-process rotation: same file
+    with open(sess.path, "a") as f:  # a reply recorded again (its id): counted once, as last written
+        f.write(json.dumps({"id": "m5", "type": "gemini", "tokens": {"input": 12_000, "output": 60, "total": 12_100}})
+                + "\n")
+    assert chats.tokens_spent(sess.path) == 21_040 + 30_040 + 12_100
+    assert host.GEMINI.tokens_spent(sess.path) == 21_040 + 30_040 + 12_100
+    assert host.GEMINI.tokens_spent(sess.path + ".missing") is None
