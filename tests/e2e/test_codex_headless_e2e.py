@@ -65,30 +65,56 @@ def scenario(rotations):
             "vars": {"handoff": HANDOFF}, "title": "Scripted title"}
 
 
+def _run(codex_bin, model, tmp_path, outside, sandbox):
+    """A git work tree with our hooks, and ``run --agent codex`` in it under ``sandbox``: (box, state dir, result)."""
+    box = CodexSandbox(codex_bin, model, tmp_path / "box", window=WINDOW)
+    install_ours(box)
+    os.makedirs(os.path.join(box.work, "src"))
+    for name, text in (("README.md", "hello\n"), ("src/app.py", "print(1)\n")):  # the files the handoff names
+        with open(os.path.join(box.work, name), "w") as f:
+            f.write(text)
+    subprocess.run(["git", "-C", box.work, "add", "."], check=True)
+    subprocess.run(["git", "-C", box.work, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init"],
+                   check=True)
+    state = os.path.join(outside, "state") if outside else str(tmp_path / "state")
+    env = box.env(CC_CONTINUITY_HOME=state, PYTHONPATH=REPO, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t",
+                  GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@t")
+    res = subprocess.run([sys.executable, "-m", "cc_continuity", "run", "--agent", "codex", "--codex", codex_bin,
+                          "--same-tree", "0",  # (its steps change no file: the same tree at each checkpoint)
+                          "build the parser", "--", "--dangerously-bypass-hook-trust", "--sandbox", sandbox],
+                         cwd=box.work, env=env, capture_output=True, text=True, timeout=300)
+    return box, state, res
+
+
+def test_under_read_only_the_handoff_degrades_and_the_run_says_so(codex_bin, tmp_path, monkeypatch):
+    """``--sandbox read-only``: Codex ignores ``--add-dir`` and the model's handoff write fails ("Read-only file
+    system"); the Stop's tries run out, a machine handoff goes on (degraded), the successor claims it and the
+    run ends done, naming the degraded checkpoint."""
+    model = ResponsesModel(scenario(1), log_path=tmp_path / "model.jsonl").start()
+    outside = tempfile.mkdtemp(prefix="cc-codex-state-", dir="/var/tmp")
+    try:
+        box, state, res = _run(codex_bin, model, tmp_path, outside, "read-only")
+        assert res.returncode == 0, (res.returncode, res.stderr[-3000:])
+        assert res.stderr.count("handed over cp-001") == 1 and "1 handoff degraded (cp-001)" in res.stderr, res.stderr
+        monkeypatch.setenv("CC_CONTINUITY_HOME", state)
+        proj = Project.discover(box.work)
+        first, second = (session.load(proj.session_dir(n)) for n in (1, 2))
+        assert (first["state"], first["driver"], first["checkpoint"]["degraded"]) == (session.ROTATED, "headless", True)
+        assert second.get("checkpoint_from") == "cp-001"
+    finally:
+        model.stop()
+        shutil.rmtree(outside, ignore_errors=True)
+
+
 @pytest.mark.parametrize("sandbox", ["danger-full-access", "workspace-write"])
-def test_the_headless_chain_rotates_three_times_with_no_typing(codex_bin, tmp_path, sandbox):
+def test_the_headless_chain_rotates_three_times_with_no_typing(codex_bin, tmp_path, sandbox, monkeypatch):
     """Under ``workspace-write`` (Codex's default in a trusted folder) the handoff's folder is outside the
     workspace: ``run`` adds it (``--add-dir``), so the model's write goes through and no checkpoint degrades.
     The state dir is kept out of /tmp there (workspace-write lets every command write /tmp)."""
     model = ResponsesModel(scenario(3), log_path=tmp_path / "model.jsonl").start()
     outside = tempfile.mkdtemp(prefix="cc-codex-state-", dir="/var/tmp") if sandbox == "workspace-write" else None
     try:
-        box = CodexSandbox(codex_bin, model, tmp_path / "box", window=WINDOW)
-        install_ours(box)
-        os.makedirs(os.path.join(box.work, "src"))
-        for name, text in (("README.md", "hello\n"), ("src/app.py", "print(1)\n")):  # the files the handoff names
-            with open(os.path.join(box.work, name), "w") as f:
-                f.write(text)
-        subprocess.run(["git", "-C", box.work, "add", "."], check=True)
-        subprocess.run(["git", "-C", box.work, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init"],
-                       check=True)
-        state = os.path.join(outside, "state") if outside else str(tmp_path / "state")
-        env = box.env(CC_CONTINUITY_HOME=state, PYTHONPATH=REPO, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t",
-                      GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@t")
-        res = subprocess.run([sys.executable, "-m", "cc_continuity", "run", "--agent", "codex", "--codex", codex_bin,
-                              "--same-tree", "0",  # (its steps change no file: the same tree at each checkpoint)
-                              "build the parser", "--", "--dangerously-bypass-hook-trust", "--sandbox", sandbox],
-                             cwd=box.work, env=env, capture_output=True, text=True, timeout=300)
+        box, state, res = _run(codex_bin, model, tmp_path, outside, sandbox)
         assert res.returncode == 0, (res.returncode, res.stderr[-3000:])
         assert res.stderr.count("handed over cp-") == 3, res.stderr
 
@@ -107,7 +133,7 @@ def test_the_headless_chain_rotates_three_times_with_no_typing(codex_bin, tmp_pa
         assert not model.requests("compaction"), "Codex never compacted: the rotation came first"
 
         # The chain: each checkpoint claimed exactly once, by the next session; the last one still open.
-        os.environ["CC_CONTINUITY_HOME"] = state
+        monkeypatch.setenv("CC_CONTINUITY_HOME", state)
         proj = Project.discover(box.work)
         recs = [session.load(proj.session_dir(n)) for n in range(1, 5)]
         assert [r["state"] for r in recs[:3]] == [session.ROTATED] * 3, [r["state"] for r in recs]
