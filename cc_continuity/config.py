@@ -105,6 +105,8 @@ def _nonempty_str_list(v: object) -> str | None:
 SCHEMA: "dict[str, tuple[Any, Check, str]]" = {
     "enabled": (True, _bool, "rotation on/off (per project: .claude/continuity.json)"),
     "window": (None, _int(1000, 100_000_000, null=True), "context window in tokens; null = detect"),
+    "window_source": (None, _str_or_null, "where window came from (`configure --window auto`: the model server's "
+                                          "answer and its date); null = set by hand or detected"),
     "warn": (55, _num(0, 100), "percent of the window: note to wrap up soon"),
     "rotate": (62, _num(0, 100), "percent: hand off and rotate at the next turn end"),
     "hard": (72, _num(0, 100), "percent: deny tools except writing the handoff"),

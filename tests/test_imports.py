@@ -67,6 +67,13 @@ KEPT = {
         ("stop_builds", "signal"): (START_UP, "every prompt of a plugin session loads deps; signal loads enum "
                                               "(+~12 ms), needed only by uninstall"),
     },
+    "cc_continuity.commands.configure": {
+        ("window_from_server", "cc_continuity.hosts.servers"): (START_UP, "--window auto only: the hosts' "
+                                                                           "server readers"),
+        **{("window_from_server", what): (OPTIONAL, "--window auto only: requests (+~90 ms); configure runs on a "
+                                                    "Python without our packages, and says so for auto")
+           for what in ("cc_continuity.serverwindow.ask", "cc_continuity.serverwindow.shapes")},
+    },
     "cc_continuity.commands.status": {
         ("run_fleet", "cc_continuity.watch.planner"): (
             START_UP, "status's own plain path: the fleet's planner (liveness: psutil; the Brain) +~40 ms, for "

@@ -51,6 +51,8 @@ ALLOWED = {
                                        # its packages' build; its install piece writes its files with install/'s
                                        # library, its doctor checks are rows on doctor/'s; setup.py and checkup.py
                                        # put the hosts' pieces together for the install and doctor verbs
+    "serverwindow": set(),             # the window a model server reports (network; configure, never a hook): the
+                                       # root only; each host says where its server is (hosts/<name>/modelserver.py)
     "notify": {"deps", "redact"},      # the push spool and its flusher talk to the ntfy server and the root only
                                        # (the flusher starts with the optional packages where they are); a push's
                                        # text is redacted before it is spooled
@@ -70,14 +72,14 @@ ALLOWED = {
                                        # wrote and the watchdog's service; --notify-test pushes once
     "rehearse": {"rotation", "install", "tmux"},  # it installs into a throwaway HOME and drives a real pane
     "commands": {"rotation", "snapshot", "share", "hosts", "install", "watch", "rehearse", "tmux", "notify",
-                 "doctor", "redact"},
+                 "doctor", "redact", "serverwindow"},
 }
 
 # The adapters ranked, lowest first: an adapter imports only adapters of a lower rank, so none of one rank
 # imports another of it and no two import each other.  (Below them all the domain and share/; above, the entry
 # points.)
 ADAPTER_RANKS = (
-    ("deps",),              # the optional packages: any folder may ask where they are
+    ("deps", "serverwindow"),  # the optional packages: any folder may ask where they are; a server's window
     ("notify",),            # pushes
     ("tmux", "install"),    # the pane and the rotator (a host's screen reader comes in its plan); install's library
     ("watch", "rehearse"),  # the watchdog (its service runs the installed launcher); a rehearsal (a throwaway install)

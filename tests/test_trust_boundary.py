@@ -60,6 +60,7 @@ HOSTILE = {
     "watchdog_rotation_stuck_s": 1,     # would make the watchdog re-spawn a rotator (type into the pane) sooner
     "watchdog_quiet_s": 0,              # would let it type right behind the user's keystrokes
     "share_remote": "origin",           # would push every checkpoint (handoff, facts, tree) to a server
+    "window_source": "llama-server /props at gpu:8080, 2026-12-07",  # would vouch for a window no server gave
     "share_untracked": True,            # would publish untracked files too
     "share_unclaimed_alert_min": 0.5,   # would make the watchdog contact the remote (and push) sooner
     "fetch_packages": False,            # would keep the shell parser out: holds read shell the simpler way

@@ -16,6 +16,8 @@ import argparse
 import json
 import os
 import sys
+import time
+from urllib.parse import urlsplit
 
 from .. import atomic, config, paths
 from ._util import current_project
@@ -24,6 +26,7 @@ from ._util import current_project
 SHOWN = (
     ("enabled", "--enable/--disable"),
     ("window", "--window"),
+    ("window_source", "--window auto"),
     ("warn", "--thresholds"),
     ("rotate", "--thresholds"),
     ("hard", "--thresholds"),
@@ -42,7 +45,9 @@ def register(subparsers):
     p = subparsers.add_parser(
         "configure", description="Change cc-continuity settings globally, or for the current project with --project.")
     p.add_argument("--window", type=parse_window, default=argparse.SUPPRESS, metavar="N|auto",
-                   help="context window in tokens (e.g. 200000, 200k, 1m), or auto to detect it")
+                   help="context window in tokens (e.g. 200000, 200k, 1m), or auto: ask the model server your "
+                        "agent talks to (ANTHROPIC_BASE_URL from your shell or user settings) and keep its "
+                        "answer; with Anthropic's own API, detect it from the model id")
     p.add_argument("--thresholds", type=parse_thresholds, default=argparse.SUPPRESS, metavar="W,R,H",
                    help="warn, rotate and hard-ceiling percentages, e.g. 55,62,72")
     p.add_argument("--rotate-tokens", type=parse_tokens_or_off, default=argparse.SUPPRESS, metavar="N|off",
@@ -154,6 +159,13 @@ def run(args):
     root = current_project().root
     target = config.user_project_file(root) if args.project else paths.config_file()
     changes = changes_from(args)
+    if "window" in changes and changes["window"] is None:  # --window auto
+        asked = window_from_server(os.environ)
+        if asked is None:
+            return 1  # (said why; nothing written)
+        changes["window"], changes["window_source"] = asked
+    elif "window" in changes and _loads(root).get("window_source") is not None:
+        changes["window_source"] = None  # a number given by hand: no server said it
     if changes:
         before = _read_bytes(target)
         try:
@@ -187,6 +199,52 @@ def run(args):
                          "If you put it there yourself (older versions of `configure --project` did), %s "
                          "and delete it from that file.\n" % (path, key, how))
     return 0
+
+
+def _loads(root):
+    try:
+        return config.load(root)
+    except config.ConfigError:
+        return {}
+
+
+def window_from_server(env):
+    """``(window, source)`` for ``--window auto``: the model server's answer (said on stdout), ``(None, None)``
+    with Anthropic's own API (detected from the model id), or None when the server gave none (said why on
+    stderr; nothing is written)."""
+    from ..hosts import servers  # (--window auto only)
+
+    found = servers.configured(env)
+    if found is None:
+        print("--window auto: no model server of your own is set (ANTHROPIC_BASE_URL): the window is detected "
+              "from the model id")
+        return None, None
+    try:
+        from ..serverwindow import ask, shapes  # (requests: --window auto only)
+    except ImportError as e:  # a Python without our packages (a plugin's, before its environment is built)
+        sys.stderr.write("cc-continuity configure: --window auto needs requests, which this Python (%s) does not "
+                         "have (%s). Nothing was written; run it with the installed cc-continuity, or set the "
+                         "window by hand: cc-continuity configure --window N\n" % (sys.executable, e))
+        return None
+    asked = ask.ask(found["url"], found["model"], found["credential"])
+    for line in asked.tried:
+        print("  asked %s" % line)
+    got = asked.answer
+    if got is None or got.tokens is None:
+        why = got.note if got is not None else asked.why or "no endpoint answered in a shape it documents"
+        sys.stderr.write("cc-continuity configure: --window auto: %s (%s, model %s): %s. Nothing was written; "
+                         "set the window by hand: cc-continuity configure --window N\n" % (
+                             ask.root_of(found["url"]), found["where"], found["model"] or "not set", why))
+        return None
+    source = "%s %s at %s, %s" % (got.server, got.where, urlsplit(ask.root_of(found["url"])).netloc,
+                                  time.strftime("%Y-%m-%d"))
+    if got.kind == shapes.CEILING:
+        source += " (a ceiling: %s)" % got.note
+    elif got.note:
+        source += " (%s)" % got.note
+    print("--window auto: %s says %d tokens for %s%s" % (got.server, got.tokens, found["model"] or "its model",
+                                                         "" if got.kind == shapes.EXACT else " (its ceiling)"))
+    return got.tokens, source
 
 
 def _read_bytes(path):

@@ -148,3 +148,59 @@ def test_no_options_prints_the_effective_values(repo, capsys):
     lines = {line.split()[0]: line for line in out.splitlines() if line.strip()}
     assert "65" in lines["rotate"] and "continuity.json" in lines["rotate"]
     assert "(default)" in lines["warn"]
+
+
+# -- --window auto: the model server's answer (serverwindow/, stand-ins in tests/helpers/standin.py) ----------
+from helpers.standin import ok, stand_in  # noqa: E402,F401  (a fixture)
+
+PROPS = {"default_generation_settings": {"n_ctx": 32768}, "total_slots": 1}
+
+
+def _user_settings(env):
+    d = os.path.join(os.environ["HOME"], ".claude")
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "settings.json"), "w") as f:
+        json.dump({"env": env}, f)
+
+
+def test_window_auto_keeps_the_servers_answer_with_its_source(repo, capsys, stand_in):
+    s = stand_in({"GET /props": ok(PROPS)})
+    _user_settings({"ANTHROPIC_BASE_URL": s.url, "ANTHROPIC_MODEL": "qwen3-coder"})
+    rc, out, err = configure(capsys, "--window", "auto")
+    assert rc == 0, err
+    cfg = config.load(str(repo))
+    assert cfg["window"] == 32768 and cfg.source("window") == paths.config_file()
+    assert cfg["window_source"].startswith("llama-server /props at %s, 20" % s.url.split("//")[1])
+    assert "llama-server says 32768 tokens for qwen3-coder" in out and "asked GET /props: llama-server 32768" in out
+    rc, out, err = configure(capsys, "--window", "100k")  # by hand: no server said it
+    assert rc == 0 and config.load(str(repo))["window_source"] is None and config.load(str(repo))["window"] == 100000
+
+
+def test_window_auto_asks_only_the_users_own_server(repo, capsys, stand_in):
+    """A repository's .claude/settings.json points ANTHROPIC_BASE_URL elsewhere: never asked, never sent a key."""
+    mine, theirs = stand_in({"GET /props": ok(PROPS)}), stand_in({"GET /props": ok({"default_generation_settings":
+                                                                                 {"n_ctx": 999999}})})
+    _user_settings({"ANTHROPIC_BASE_URL": mine.url, "ANTHROPIC_AUTH_TOKEN": "sk-mine"})
+    os.makedirs(os.path.join(str(repo), ".claude"), exist_ok=True)
+    with open(os.path.join(str(repo), ".claude", "settings.json"), "w") as f:
+        json.dump({"env": {"ANTHROPIC_BASE_URL": theirs.url}}, f)
+    with open(os.path.join(str(repo), ".env"), "w") as f:
+        f.write("ANTHROPIC_BASE_URL=%s\n" % theirs.url)
+    rc, out, err = configure(capsys, "--window", "auto")
+    assert rc == 0 and config.load(str(repo))["window"] == 32768, err
+    assert not theirs.seen and "authorization" not in mine.seen[0][2]
+
+
+def test_window_auto_with_no_answer_writes_nothing_and_says_what_to_do(repo, capsys, stand_in):
+    s = stand_in({})  # every endpoint 404
+    _user_settings({"ANTHROPIC_BASE_URL": s.url + "/v1"})
+    before = snapshot(repo)
+    rc, out, err = configure(capsys, "--window", "auto")
+    assert rc == 1 and snapshot(repo) == before
+    assert "--window auto: %s (ANTHROPIC_BASE_URL (settings.json env), model not set)" % s.url in err
+    assert "Nothing was written; set the window by hand: cc-continuity configure --window N" in err
+
+
+def test_window_auto_with_anthropics_own_api_detects_from_the_model_id(repo, capsys):
+    rc, out, err = configure(capsys, "--window", "auto")
+    assert rc == 0 and "detected from the model id" in out and config.load(str(repo))["window"] is None

@@ -1,0 +1,54 @@
+"""The model server Claude Code talks to, as ``configure --window auto`` asks it (serverwindow/): its base URL,
+the model id it sends, and the credential it sends there.
+
+Only from the user's own shell and user settings (``$CLAUDE_CONFIG_DIR/settings.json``'s ``env`` block, which
+Claude Code applies to itself, and its ``model``): a repository's ``.claude/settings.json`` or ``.env`` cannot
+point the question anywhere, nor make a credential go with it.  No base URL, or Anthropic's own: None (the
+window then comes from the model id, as before).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from urllib.parse import urlsplit
+
+from ... import paths
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+
+
+def _user_settings(env: Mapping[str, str]) -> dict[str, Any]:
+    d = env.get("CLAUDE_CONFIG_DIR") or os.path.join(env.get("HOME") or os.path.expanduser("~"), ".claude")
+    try:
+        with open(os.path.join(paths.normalize(d), "settings.json"), "rb") as f:
+            doc = json.loads(f.read(1 << 20))
+    except (OSError, ValueError):
+        return {}
+    return doc if isinstance(doc, dict) else {}
+
+
+def model_server(env: Mapping[str, str]) -> dict[str, Any] | None:
+    """``{"url", "model", "credential", "where"}`` for Claude Code's model server, or None (Anthropic's API,
+    or no base URL set).  ``credential``: the headers Claude Code sends that URL (``ANTHROPIC_AUTH_TOKEN`` as a
+    bearer token, else ``ANTHROPIC_API_KEY`` as ``x-api-key``), or None."""
+    doc = _user_settings(env)
+    block = doc.get("env") if isinstance(doc.get("env"), dict) else {}
+
+    def get(name: str) -> tuple[str | None, str]:
+        if env.get(name):
+            return env[name], "your environment"
+        value = block.get(name)
+        return (str(value), "settings.json env") if value not in (None, "") else (None, "")
+
+    url, where = get("ANTHROPIC_BASE_URL")
+    host = (urlsplit(url).hostname or "") if url else ""
+    if not url or host == "anthropic.com" or host.endswith(".anthropic.com"):
+        return None
+    model = get("ANTHROPIC_MODEL")[0] or (doc.get("model") if isinstance(doc.get("model"), str) else None)
+    token, key = get("ANTHROPIC_AUTH_TOKEN")[0], get("ANTHROPIC_API_KEY")[0]
+    credential = {"authorization": "Bearer %s" % token} if token else {"x-api-key": key} if key else None
+    return {"url": url, "model": model, "credential": credential, "where": "ANTHROPIC_BASE_URL (%s)" % where}
