@@ -47,6 +47,9 @@ def test_three_rotations_each_a_claude_p_each_claimed_once(sandbox_factory):
     assert len(firsts) == 3, [len(r.messages) for r in sb.model.requests()]
     for k, req in enumerate(firsts, start=1):
         assert "cp-%03d" % k in req.text and "## Next steps" in req.text  # the bootstrap, whole, in a fresh context
+    mains = [r for r in sb.model.requests() if getattr(r, "kind", "main") == "main"]
+    p4 = [first.time - max(r.time for r in mains if r.seq < first.seq) for first in firsts]
+    print("P4 headless claude -p (ms): %s" % ", ".join("%.0f" % (x * 1000) for x in p4))
 
 
 def test_max_rotations_stops_with_its_status_and_the_next_run_goes_on(sandbox_factory):
