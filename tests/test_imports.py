@@ -74,6 +74,11 @@ KEPT = {
                                                     "Python without our packages, and says so for auto")
            for what in ("cc_continuity.serverwindow.ask", "cc_continuity.serverwindow.shapes")},
     },
+    "cc_continuity.hosts.servers": {
+        **{("check_server_window", what): (OPTIONAL, "doctor with a model server set only: requests (+~90 ms); "
+                                                     "doctor runs on a Python without our packages")
+           for what in ("cc_continuity.serverwindow.ask", "cc_continuity.serverwindow.shapes")},
+    },
     "cc_continuity.commands.status": {
         ("run_fleet", "cc_continuity.watch.planner"): (
             START_UP, "status's own plain path: the fleet's planner (liveness: psutil; the Brain) +~40 ms, for "

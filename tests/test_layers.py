@@ -43,7 +43,8 @@ ALLOWED = {
     "deps": {"redact"},                # the optional packages: where they are for this interpreter, their build
                                        # (pip, uv, the package index: its URL and a failed build's output shown
                                        # redacted); the root and redact/ only, so any folder may ask it
-    "hosts": {"rotation", "holds", "snapshot", "share", "tmux", "notify", "deps", "install", "doctor"},
+    "hosts": {"rotation", "holds", "snapshot", "share", "tmux", "notify", "deps", "install", "doctor",
+              "serverwindow"},
                                        # each agent is one folder (hosts/claude, hosts/codex): it fills the rotation's
                                        # ports from its own files and process, and holds its hook entry (one step per
                                        # event), for a hook call pushes and the tmux rotator; a tool-call step waits

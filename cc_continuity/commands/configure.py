@@ -209,15 +209,16 @@ def _loads(root):
 
 
 def window_from_server(env):
-    """``(window, source)`` for ``--window auto``: the model server's answer (said on stdout), ``(None, None)``
-    with Anthropic's own API (detected from the model id), or None when the server gave none (said why on
-    stderr; nothing is written)."""
+    """``(window, source)`` for ``--window auto``: the model servers' answer (said on stdout; the smallest when
+    the hosts' servers differ: rotating early never overflows), ``(None, None)`` when no host has a server of
+    the user's own (the window is detected from the model id), or None when a server gave no answer (said why
+    on stderr; nothing is written)."""
     from ..hosts import servers  # (--window auto only)
 
     found = servers.configured(env)
-    if found is None:
-        print("--window auto: no model server of your own is set (ANTHROPIC_BASE_URL): the window is detected "
-              "from the model id")
+    if not found:
+        print("--window auto: no model server of your own is set (ANTHROPIC_BASE_URL, a Codex provider's "
+              "base_url, GOOGLE_GEMINI_BASE_URL): the window is detected from the model id")
         return None, None
     try:
         from ..serverwindow import ask, shapes  # (requests: --window auto only)
@@ -226,25 +227,31 @@ def window_from_server(env):
                          "have (%s). Nothing was written; run it with the installed cc-continuity, or set the "
                          "window by hand: cc-continuity configure --window N\n" % (sys.executable, e))
         return None
-    asked = ask.ask(found["url"], found["model"], found["credential"])
-    for line in asked.tried:
-        print("  asked %s" % line)
-    got = asked.answer
-    if got is None or got.tokens is None:
-        why = got.note if got is not None else asked.why or "no endpoint answered in a shape it documents"
-        sys.stderr.write("cc-continuity configure: --window auto: %s (%s, model %s): %s. Nothing was written; "
-                         "set the window by hand: cc-continuity configure --window N\n" % (
-                             ask.root_of(found["url"]), found["where"], found["model"] or "not set", why))
-        return None
-    source = "%s %s at %s, %s" % (got.server, got.where, urlsplit(ask.root_of(found["url"])).netloc,
-                                  time.strftime("%Y-%m-%d"))
+    answers = []
+    for server in found:
+        asked = ask.ask(server["url"], server["model"], server["credential"])
+        for line in asked.tried:
+            print("  %s: asked %s" % (server["host"], line))
+        got = asked.answer
+        if got is None or got.tokens is None:
+            why = got.note if got is not None else asked.why or "no endpoint answered in a shape it documents"
+            sys.stderr.write("cc-continuity configure: --window auto: %s's server %s (%s, model %s): %s. Nothing "
+                             "was written; set the window by hand: cc-continuity configure --window N\n" % (
+                                 server["host"], ask.root_of(server["url"]), server["where"],
+                                 server["model"] or "not set", why))
+            return None
+        print("--window auto: %s's server (%s) says %d tokens for %s%s" % (
+            server["host"], got.server, got.tokens, server["model"] or "its model",
+            "" if got.kind == shapes.EXACT else " (its ceiling)"))
+        answers.append((got.tokens, _server_source(got, server["url"], ask, shapes)))
+    return min(answers)
+
+
+def _server_source(got, url, ask, shapes):
+    source = "%s %s at %s, %s" % (got.server, got.where, urlsplit(ask.root_of(url)).netloc, time.strftime("%Y-%m-%d"))
     if got.kind == shapes.CEILING:
-        source += " (a ceiling: %s)" % got.note
-    elif got.note:
-        source += " (%s)" % got.note
-    print("--window auto: %s says %d tokens for %s%s" % (got.server, got.tokens, found["model"] or "its model",
-                                                         "" if got.kind == shapes.EXACT else " (its ceiling)"))
-    return got.tokens, source
+        return source + " (a ceiling: %s)" % got.note
+    return source + (" (%s)" % got.note if got.note else "")
 
 
 def _read_bytes(path):

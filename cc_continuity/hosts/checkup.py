@@ -23,7 +23,7 @@ from ..doctor import base, runner, system
 from ..doctor.base import Result
 from ..doctor.runner import render
 from ..install import manifest
-from . import HOSTS
+from . import HOSTS, servers
 
 __all__ = ["AGENTS", "CHECKS", "Context", "Result", "closing", "render", "run_checks", "selected"]
 
@@ -38,7 +38,8 @@ ORDER = (
     "plugin", "plugin_python", "plugin_packages", "hooks", "hook_probe", "shell_reader", "mods", "statusline",
     "wrapper", "skills", "skill_shell", "app_copy", "codex_hooks", "codex_trust", "codex_firing",
     "gemini_hooks", "gemini_trust", "gemini_settings", "gemini_window", "gemini_firing",
-    "watchdog_unit", "permissions", "leftovers", "trust", "context_window", "system_prompt", "ntfy", "mirror",
+    "watchdog_unit", "permissions", "leftovers", "trust", "context_window", "server_window", "system_prompt", "ntfy",
+    "mirror",
 )
 _AGENT_OF = {check: agent for agent, unit in UNITS.items() for check in unit.CHECKS}
 
@@ -48,7 +49,7 @@ def _place(check):
     return ORDER.index(name) if name in ORDER else len(ORDER)
 
 
-CHECKS = sorted(system.CHECKS + list(_AGENT_OF), key=_place)
+CHECKS = sorted(system.CHECKS + list(_AGENT_OF) + [servers.check_server_window], key=_place)
 
 
 class Context(base.Context):

@@ -1,17 +1,74 @@
-"""The model server an installed host talks to, for ``configure --window auto`` (serverwindow/ asks it).
+"""The model servers the hosts talk to, for ``configure --window auto`` and doctor (serverwindow/ asks them).
 
-Claude Code's today (``hosts/claude/modelserver.py``): its ``ANTHROPIC_BASE_URL`` from the user's shell or user
-settings.  Codex's provider ``base_url`` and Gemini's ``GOOGLE_GEMINI_BASE_URL`` are not asked yet.
+Each host folder's ``modelserver.py`` says where its own server is, from the user's shell and user settings
+only: Claude Code's ``ANTHROPIC_BASE_URL``, Codex's provider ``base_url``, Gemini's ``GOOGLE_GEMINI_BASE_URL``.
 """
 
+from ..doctor.base import Result
 from .claude import modelserver as claude
+from .codex import modelserver as codex
+from .gemini import modelserver as gemini
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any
 
+READERS = (("Claude Code", claude), ("Codex CLI", codex), ("Gemini CLI", gemini))
 
-def configured(env: "Mapping[str, str]") -> "dict[str, Any] | None":
-    """The first host's own model server (``{"url", "model", "credential", "where"}``), or None."""
-    return claude.model_server(env)
+
+def configured(env: "Mapping[str, str]") -> "list[dict[str, Any]]":
+    """Every host's own model server (``{"host", "url", "model", "credential", "where", "window"}``), in the
+    hosts' order; empty when none has one (their vendors' own APIs)."""
+    out = []
+    for label, reader in READERS:
+        found = reader.model_server(env)
+        if found is not None:
+            out.append(dict(found, host=label))
+    return out
+
+
+def check_server_window(ctx: "Any") -> Result:
+    """doctor: each host's own model server asked for its window (2 s at most a request, once a server), against
+    cc-continuity's window and the host's own; one command named for what disagrees."""
+    found = configured(ctx.env)
+    if not found:
+        return Result("server-window", True, "no model server of your own: your agents use their vendors' APIs")
+    try:
+        from ..serverwindow import ask, shapes  # (requests: only when a server is set)
+    except ImportError as e:
+        return Result("server-window", False, "a model server is set but this Python cannot ask it (%s)" % e,
+                      "run doctor with the installed cc-continuity")
+    cfg, _ = ctx.config()
+    ours = cfg["window"] if cfg is not None else None
+    said, wrong, fixes = [], [], []
+    for server in found:
+        asked = ctx._once(("server-window", server["url"], server["model"]),
+                          lambda s=server: ask.ask(s["url"], s["model"], s["credential"]))
+        got = asked.answer
+        if got is None or got.tokens is None:
+            silent = "%s's server %s said no window (%s)" % (server["host"], ask.root_of(server["url"]),
+                                                             got.note if got else asked.why or "no shape it documents")
+            if ours:  # set by hand: nothing to compare it with, nothing known to be wrong
+                said.append(silent + ": yours is not confirmed")
+                continue
+            wrong.append(silent)
+            fixes.append("cc-continuity configure --window N (your model's context, as the server runs it)")
+            continue
+        n, reader = got.tokens, dict(READERS)[server["host"]]
+        said.append("%s's server (%s) %s %d" % (server["host"], got.server,
+                                                "runs" if got.kind == shapes.EXACT else "allows at most", n))
+        if ours is None or (ours != n if got.kind == shapes.EXACT else ours > n):
+            wrong.append("cc-continuity's window is %s" % (ours or "detected from the model id"))
+            fixes.append("cc-continuity configure --window auto")
+        own = server.get("window")
+        fix = reader.own_window_fix(n)
+        if fix and own != n and got.kind == shapes.EXACT:
+            wrong.append("%s's own window is %s" % (server["host"], own or "unset"))
+            fixes.append(fix)
+        elif not fix and own and own > n:
+            said.append("%s assumes %d for every model: its own compression comes after the server's limit, so "
+                        "the rotation is the guard" % (server["host"], own))
+    if wrong:
+        return Result("server-window", False, "; ".join(said + wrong), " and ".join(dict.fromkeys(fixes)))
+    return Result("server-window", True, "; ".join(said) + "; cc-continuity's window is %s" % ours)

@@ -171,7 +171,8 @@ def test_window_auto_keeps_the_servers_answer_with_its_source(repo, capsys, stan
     cfg = config.load(str(repo))
     assert cfg["window"] == 32768 and cfg.source("window") == paths.config_file()
     assert cfg["window_source"].startswith("llama-server /props at %s, 20" % s.url.split("//")[1])
-    assert "llama-server says 32768 tokens for qwen3-coder" in out and "asked GET /props: llama-server 32768" in out
+    assert "Claude Code's server (llama-server) says 32768 tokens for qwen3-coder" in out
+    assert "Claude Code: asked GET /props: llama-server 32768" in out
     rc, out, err = configure(capsys, "--window", "100k")  # by hand: no server said it
     assert rc == 0 and config.load(str(repo))["window_source"] is None and config.load(str(repo))["window"] == 100000
 
@@ -197,10 +198,42 @@ def test_window_auto_with_no_answer_writes_nothing_and_says_what_to_do(repo, cap
     before = snapshot(repo)
     rc, out, err = configure(capsys, "--window", "auto")
     assert rc == 1 and snapshot(repo) == before
-    assert "--window auto: %s (ANTHROPIC_BASE_URL (settings.json env), model not set)" % s.url in err
+    assert "--window auto: Claude Code's server %s (ANTHROPIC_BASE_URL (settings.json env), model not set)" % (
+        s.url) in err
     assert "Nothing was written; set the window by hand: cc-continuity configure --window N" in err
 
 
 def test_window_auto_with_anthropics_own_api_detects_from_the_model_id(repo, capsys):
     rc, out, err = configure(capsys, "--window", "auto")
     assert rc == 0 and "detected from the model id" in out and config.load(str(repo))["window"] is None
+
+
+def test_window_auto_asks_every_hosts_own_server_and_keeps_the_smallest(repo, capsys, stand_in, monkeypatch):
+    """Codex's provider (its user config.toml; a repository's .codex/config.toml is not the user's) and Gemini's
+    GOOGLE_GEMINI_BASE_URL, with the credential each host sends there, only after a 401."""
+    vllm = stand_in({"GET /v1/models": ok({"object": "list", "data": [{"id": "qwen", "max_model_len": 65536}]})})
+    ollama = stand_in({"GET /api/ps": (401, {"error": "unauthorized"}, None, 0)})
+    elsewhere = stand_in({"GET /props": ok(PROPS)})
+    home = os.path.join(os.environ["HOME"], ".codex")
+    os.makedirs(home)
+    with open(os.path.join(home, "config.toml"), "w") as f:
+        f.write('model = "qwen"\nmodel_provider = "box"\n[model_providers.box]\nbase_url = "%s/v1"\n'
+                'env_key = "BOX_KEY"\nwire_api = "responses"\n' % vllm.url)
+    os.makedirs(os.path.join(str(repo), ".codex"))
+    with open(os.path.join(str(repo), ".codex", "config.toml"), "w") as f:
+        f.write('model_provider = "x"\n[model_providers.x]\nbase_url = "%s"\n' % elsewhere.url)
+    monkeypatch.setenv("BOX_KEY", "sk-box")
+    monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", ollama.url)
+    monkeypatch.setenv("GEMINI_API_KEY", "gk-1")
+    monkeypatch.setenv("GEMINI_MODEL", "qwen3")
+    rc, out, err = configure(capsys, "--window", "auto")
+    assert rc == 1 and "Gemini CLI's server" in err, (out, err)  # Ollama kept refusing: nothing written
+    assert [h.get("x-goog-api-key") for _, p, h, _ in ollama.seen if p == "/api/ps"] == [None, "gk-1"]
+    assert config.load(str(repo))["window"] is None and not elsewhere.seen
+    assert "authorization" not in vllm.seen[0][2]  # the vLLM stand-in asked for no key: none sent
+    ollama.routes["GET /api/ps"] = ok({"models": [{"name": "qwen3:latest", "context_length": 16384}]})
+    rc, out, err = configure(capsys, "--window", "auto")
+    assert rc == 0, err
+    cfg = config.load(str(repo))
+    assert cfg["window"] == 16384 and cfg["window_source"].startswith("Ollama /api/ps at 127.0.0.1:"), cfg["window_source"]
+    assert "Codex CLI's server (vLLM) says 65536 tokens for qwen" in out

@@ -317,6 +317,7 @@ def test_a_refusing_index_leaves_one_message_and_a_red_doctor_row(sandbox_factor
         assert "cc-continuity doctor --fix" in screen
         (root,) = glob.glob(os.path.join(sb.home, ".claude", "plugins", "cache", "cc-continuity", "cc-continuity", "*"))
         d = sb.run([os.path.join(root, "bin", "cc-continuity"), "doctor", "--json"], timeout=180)
+    assert d.stdout.strip(), (d.returncode, d.stderr[-3000:])
     rows = {r["name"]: r for r in json.loads(d.stdout)}
     row = rows["plugin-packages"]
     assert not row["ok"] and "403" in row["detail"] and row["fix"] == "cc-continuity doctor --fix", row
@@ -430,6 +431,8 @@ def update_to_011(sb, tmp_path):
 USER_SETUP = {
     "context-window": "the sandbox's model is the scripted server on 127.0.0.1 with no "
                       "CLAUDE_CODE_MAX_CONTEXT_TOKENS: the user's model setup, which doctor is right to flag",
+    "server-window": "the scripted server answers every GET with {}: no window in any shape a server documents, "
+                     "so doctor asks for one by hand",
 }
 
 
@@ -452,6 +455,7 @@ def test_an_update_over_the_git_marketplace_keeps_state_and_stays_quiet(sandbox_
     # doctor as a marketplace-only user has it: the plugin's own bin/, from the new copy.
     root = index["plugins"][PLUGIN][0]["installPath"]
     d = sb.run([os.path.join(root, "bin", "cc-continuity"), "doctor", "--json"], timeout=180)
+    assert d.stdout.strip(), (d.returncode, d.stderr[-3000:])
     rows = {r["name"]: r for r in json.loads(d.stdout)}
     assert set(USER_SETUP) <= set(rows) and {"plugin", "plugin-python", "hooks", "hook-probe", "skills", "mod",
                                              "statusline", "wrapper", "app-copy"} <= set(rows), sorted(rows)

@@ -10,7 +10,8 @@ import pytest
 
 
 class StandIn:
-    """A server answering ``routes``: ``{"GET /props": (status, body, content type, delay_s)}``; 404 otherwise.
+    """A server answering ``routes``: ``{"GET /props": (status, body, content type, delay_s)}`` (or a function of
+    the request's headers, lower-cased, giving one); 404 otherwise.
     ``seen``: (method, path, headers) of every request."""
 
     def __init__(self, routes):
@@ -22,8 +23,10 @@ class StandIn:
                 n = int(self.headers.get("content-length") or 0)
                 body = self.rfile.read(n) if n else b""
                 stand.seen.append((self.command, self.path, {k.lower(): v for k, v in self.headers.items()}, body))
-                status, doc, ctype, delay = stand.routes.get("%s %s" % (self.command, self.path),
-                                                             (404, {"error": "not found"}, None, 0))
+                route = stand.routes.get("%s %s" % (self.command, self.path), (404, {"error": "not found"}, None, 0))
+                if callable(route):  # an answer that depends on the request's headers (a key asked for)
+                    route = route(stand.seen[-1][2])
+                status, doc, ctype, delay = route
                 if delay:
                     time.sleep(delay)
                 data = doc.encode() if isinstance(doc, str) else json.dumps(doc).encode()

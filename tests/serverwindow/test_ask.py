@@ -124,3 +124,26 @@ def test_a_credential_goes_only_after_a_401_and_only_to_that_server(stand_in):
 def test_a_base_url_that_is_not_http_is_refused():
     got = ask.ask("file:///etc/passwd", "m")
     assert got.answer is None and "not an http(s) URL" in got.why and got.tried == []
+
+
+def test_a_litellm_proxy_as_recorded_from_1_108_7(stand_in):
+    """The answers a real LiteLLM proxy 1.108.7 (PyPI, in front of a stand-in) gave: 404 JSON on the other shapes'
+    paths, 401 on /model/info without its master key, then ``data[].model_info.max_input_tokens`` (186 keys,
+    nearly all null) for the entry whose config set it; an entry without it is null, so nothing is known."""
+    info = {"data": [
+        {"model_name": "qwen-local", "litellm_params": {"model": "openai/qwen", "api_base": "http://127.0.0.1:1/v1"},
+         "model_info": {"id": "ab" * 32, "db_model": False, "max_tokens": None, "max_input_tokens": None,
+                        "max_output_tokens": None, "key": "openai/qwen", "litellm_provider": "openai",
+                        "mode": None, "supports_vision": None}},
+        {"model_name": "qwen-local-32k", "litellm_params": {"model": "openai/qwen2"},
+         "model_info": {"id": "cd" * 32, "max_input_tokens": 32768, "max_tokens": None, "key": "openai/qwen2"}}]}
+    denied = (401, {"error": {"message": "Authentication Error, No api key passed in.", "type": "auth_error",
+                              "param": "None", "code": "401"}}, None, 0)
+    routes = {"GET %s" % p: (404, {"detail": "Not Found"}, None, 0)
+              for p in ("/props", "/props?model=qwen-local-32k", "/api/ps", "/api/v1/models")}
+    routes["GET /model/info"] = lambda h: ok(info) if h.get("authorization") == "Bearer sk-lab-1234" else denied
+    s = stand_in(routes)
+    got = ask.ask(s.url + "/v1", "qwen-local-32k", {"authorization": "Bearer sk-lab-1234"})
+    assert (got.answer.tokens, got.answer.server) == (32768, "LiteLLM") and "LiteLLM's own figure" in got.answer.note
+    got = ask.ask(s.url, "qwen-local", {"authorization": "Bearer sk-lab-1234"})
+    assert got.answer is None or got.answer.server != "LiteLLM", got.to_json()  # null: not taken for a window

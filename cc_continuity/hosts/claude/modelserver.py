@@ -32,8 +32,8 @@ def _user_settings(env: Mapping[str, str]) -> dict[str, Any]:
 
 
 def model_server(env: Mapping[str, str]) -> dict[str, Any] | None:
-    """``{"url", "model", "credential", "where"}`` for Claude Code's model server, or None (Anthropic's API,
-    or no base URL set).  ``credential``: the headers Claude Code sends that URL (``ANTHROPIC_AUTH_TOKEN`` as a
+    """``{"url", "model", "credential", "where", "window"}`` for Claude Code's model server, or None
+    (Anthropic's API, or no base URL set); ``window``: its ``CLAUDE_CODE_MAX_CONTEXT_TOKENS``.  ``credential``: the headers Claude Code sends that URL (``ANTHROPIC_AUTH_TOKEN`` as a
     bearer token, else ``ANTHROPIC_API_KEY`` as ``x-api-key``), or None."""
     doc = _user_settings(env)
     block = doc.get("env") if isinstance(doc.get("env"), dict) else {}
@@ -51,4 +51,11 @@ def model_server(env: Mapping[str, str]) -> dict[str, Any] | None:
     model = get("ANTHROPIC_MODEL")[0] or (doc.get("model") if isinstance(doc.get("model"), str) else None)
     token, key = get("ANTHROPIC_AUTH_TOKEN")[0], get("ANTHROPIC_API_KEY")[0]
     credential = {"authorization": "Bearer %s" % token} if token else {"x-api-key": key} if key else None
-    return {"url": url, "model": model, "credential": credential, "where": "ANTHROPIC_BASE_URL (%s)" % where}
+    own = get("CLAUDE_CODE_MAX_CONTEXT_TOKENS")[0]
+    return {"url": url, "model": model, "credential": credential, "where": "ANTHROPIC_BASE_URL (%s)" % where,
+            "window": int(own) if own and own.isdigit() else None}
+
+
+def own_window_fix(tokens: int) -> str:
+    """How the user makes Claude Code's own window ``tokens``."""
+    return "export CLAUDE_CODE_MAX_CONTEXT_TOKENS=%d (or put it in the \"env\" block of your settings.json)" % tokens
