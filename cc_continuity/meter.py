@@ -520,6 +520,16 @@ def model_window(model: "object") -> "int | None":
     return None
 
 
+def window_guessed(source: "object", model: "object", max_context: "str | None") -> "bool":
+    """Is the window a guess: not set in our config (by hand or from the server, ``configure --window``), and
+    the model is an id Claude Code does not know (its status line then reports the 1,000,000 it assumes)
+    with no ``CLAUDE_CODE_MAX_CONTEXT_TOKENS`` given (``max_context``: its value)?  (An absent model: not
+    said to be one.)"""
+    if source == "config" or not isinstance(model, str) or not model or model_window(model):
+        return False
+    return not (max_context and max_context.isdigit() and int(max_context) > 0)
+
+
 def reported_window(sdir: "str") -> "int | None":
     """The window the status line last reported for this session (``statusline.json``), or None.
 

@@ -50,6 +50,9 @@ MARKS = {
 }
 
 
+GUESSED = "window guessed: cc-continuity configure --window auto"
+
+
 def bar(ratio: "float | None") -> "str":
     filled = 0 if ratio is None else max(0, min(BAR, int(round(ratio * BAR))))
     return "▮" * filled + "▯" * (BAR - filled)
@@ -101,6 +104,11 @@ def render(payload: "Any", env: "Mapping[str, str] | None" = None, c: "Facts | s
     pct = "?" if r["percent"] is None else "%d%%" % int(r["percent"])
     lvl = r["level"]
     parts = [paint("ctx %s %s %s" % (pct, bar(r["ratio"]), lvl), COLORS[lvl], color)]
+    model = payload.get("model")
+    limit = "CLAUDE_CODE_MAX_CONTEXT_TOKENS"
+    if meter.window_guessed(c.get("window_source"), model.get("id") if isinstance(model, dict) else None,
+                            env.get(limit) if env is not None else paths.getenv(limit)):
+        parts.append(paint(GUESSED, "33", color))  # a local model with no window given: a percentage of a guess
     if not c["enabled"]:
         parts.append("continuity off")
     if rec:

@@ -241,6 +241,10 @@ KEPT = {
         ("TranscriptWatch.start", "watchdog.observers.Observer"): (OPTIONAL, "the daemon's only; ~14 ms"),
         ("TranscriptWatch._handler", "watchdog.events.FileSystemEventHandler"): (OPTIONAL, "the daemon's only"),
     },
+    "cc_continuity.watch.window": {
+        ("check", "cc_continuity.serverwindow.ask"): (START_UP, "requests (+~90 ms): the daemon's only, once the "
+                                                                "server is up"),
+    },
     "cc_continuity.watch.probe": {
         ("Prober._call", "requests"): (START_UP, "status --all-projects loads the probe: +~90 ms; daemon only"),
         ("Prober._read", "requests"): (START_UP, "status --all-projects loads the probe: +~90 ms; daemon only"),

@@ -61,7 +61,7 @@ ALLOWED = {
                                        # a failed one pushes; a host's TUI is read by the screen reader its plan
                                        # names (hosts/ports.py writes it: tmux imports no host)
     "hooks": {"hosts"},                # the old name of Claude Code's hook entry (hosts/claude/hooks), kept one release
-    "watch": {"rotation", "share", "install", "tmux", "notify", "redact"},  # readings and hand-over plans; service
+    "watch": {"rotation", "share", "install", "tmux", "notify", "redact", "serverwindow"},  # readings and hand-over plans; service
                                        # files name the installed launcher (install.app); it types into panes (a log
                                        # digest redacted), re-spawns a rotator
     "install": {"rotation", "share", "deps"},  # the library of every host's install piece (hosts/<name>/install.py,

@@ -18,7 +18,8 @@ import uuid
 
 import pytest
 
-from cc_continuity import paths, session
+from cc_continuity import config, paths, session
+from cc_continuity.statusline import GUESSED
 from cc_continuity.project import Project
 from helpers.transcripts import STATUSMAIN, Transcript, claude_transcript_path, hook_env, hook_payload, run_hook
 
@@ -431,3 +432,15 @@ def test_a_stdin_left_open_after_a_whole_payload_is_not_waited_on(sess):
 
 def test_our_budget_is_300_ms():
     assert statusline_mod.OWN_BUDGET_S <= 0.3
+
+
+def test_a_window_that_is_a_guess_says_so_until_one_is_given(sess):
+    """A model id Claude Code does not know: it reports the 1,000,000 it assumes (seen on 2.1.328 and 2.1.332),
+    so the percentage is of a guess; said until the window is given (CLAUDE_CODE_MAX_CONTEXT_TOKENS, or ours)."""
+    local = sess.payload(400_000, window=1_000_000, model="qwen3-coder-local")
+    assert statusline(local).lines == ["ctx 40% ▮▮▯▯▯ ok · " + GUESSED + " · repo-001"]
+    assert statusline(sess.payload(400_000)).lines == ["ctx 40% ▮▮▯▯▯ ok · repo-001"]  # a Claude id: known
+    given = dict(os.environ, CLAUDE_CODE_MAX_CONTEXT_TOKENS="1000000")
+    assert statusline(local, env=given).lines == ["ctx 40% ▮▮▯▯▯ ok · repo-001"]
+    config.update_global({"window": 1_000_000})
+    assert GUESSED not in statusline(local).lines[0]

@@ -38,7 +38,7 @@ ORDER = (
     "plugin", "plugin_python", "plugin_packages", "hooks", "hook_probe", "shell_reader", "mods", "statusline",
     "wrapper", "skills", "skill_shell", "app_copy", "codex_hooks", "codex_trust", "codex_firing",
     "gemini_hooks", "gemini_trust", "gemini_settings", "gemini_window", "gemini_firing",
-    "watchdog_unit", "permissions", "leftovers", "trust", "context_window", "server_window", "system_prompt", "ntfy",
+    "watchdog_unit", "permissions", "leftovers", "trust", "context_window", "server_window", "small_window", "system_prompt", "ntfy",
     "mirror",
 )
 _AGENT_OF = {check: agent for agent, unit in UNITS.items() for check in unit.CHECKS}
@@ -49,7 +49,8 @@ def _place(check):
     return ORDER.index(name) if name in ORDER else len(ORDER)
 
 
-CHECKS = sorted(system.CHECKS + list(_AGENT_OF) + [servers.check_server_window], key=_place)
+CHECKS = sorted(system.CHECKS + list(_AGENT_OF) + [servers.check_server_window, servers.check_small_window],
+                key=_place)
 
 
 class Context(base.Context):

@@ -72,3 +72,54 @@ def check_server_window(ctx: "Any") -> Result:
     if wrong:
         return Result("server-window", False, "; ".join(said + wrong), " and ".join(dict.fromkeys(fixes)))
     return Result("server-window", True, "; ".join(said) + "; cc-continuity's window is %s" % ours)
+
+
+SMALL = 160_000  # a window below this (a 128k or 131,072 model included) is checked against a fresh session
+
+
+def check_small_window(ctx: "Any") -> Result:
+    """doctor: on a small window, can *rotate* sit above a fresh session of each agent judged (its system prompt
+    and tools, and the bootstrap up to ``bootstrap_max_tokens``)?  And, for Claude Code, does its own
+    auto-compaction come before our rotation?  What to change when not."""
+    cfg, _ = ctx.config()
+    window = cfg["window"] if cfg is not None else None
+    if not window or window >= SMALL:
+        return Result("small-window", True, "window %s: roomy enough for a fresh session" % (window or "detected"))
+    rotate_at = int(window * cfg["rotate"] / 100)
+    wrong, fixes, said = [], [], []
+    for label, reader in READERS:
+        if _agent(label) not in ctx.agents:
+            continue
+        fresh, what = reader.fresh_tokens(ctx.env)
+        start = fresh + int(cfg["bootstrap_max_tokens"])
+        said.append("a fresh %s session ~%d tokens (%s, the bootstrap up to %d)" % (
+            label, start, what, cfg["bootstrap_max_tokens"]))
+        if start >= rotate_at:
+            wrong.append("that is past rotate (%s%% of %d = %d): each successor would rotate at once" % (
+                cfg["rotate"], window, rotate_at))
+            fixes.append("a larger context on the server (llama-server --ctx-size, Ollama num_ctx, vLLM "
+                         "--max-model-len)%s, or a smaller bootstrap (bootstrap_max_tokens in your config)" % (
+                             ", or CLAUDE_CODE_SIMPLE_SYSTEM_PROMPT=1 (~%d)" % claude.FRESH_TOKENS["short"]
+                             if label == "Claude Code" and fresh > claude.FRESH_TOKENS["short"] else ""))
+        compacts_at = window - claude.COMPACT_MARGIN
+        if label == "Claude Code" and int(window * cfg["hard"] / 100) >= compacts_at:
+            wrong.append("Claude Code compacts at %d tokens (%d%%) of a %d window, before cc-continuity's hard "
+                         "ceiling (%s%%)" % (max(compacts_at, 0), max(0, 100 * compacts_at // window), window,
+                                             cfg["hard"]))
+            fixes.append(_lower_thresholds(window, compacts_at, start))
+    if wrong:
+        return Result("small-window", False, "; ".join(said + wrong), " and ".join(dict.fromkeys(fixes)))
+    return Result("small-window", True, "; ".join(said) + "; rotate at %d of %d" % (rotate_at, window))
+
+
+def _agent(label: str) -> str:
+    return {"Claude Code": "claude", "Codex CLI": "codex", "Gemini CLI": "gemini"}[label]
+
+
+def _lower_thresholds(window: int, compacts_at: int, start: int) -> str:
+    """The thresholds under Claude Code's compaction and above a fresh session, or a larger context."""
+    hard = 100 * compacts_at // window - 2
+    rotate, warn = hard - 8, hard - 15
+    if warn >= 20 and window * rotate // 100 > start:
+        return "cc-continuity configure --thresholds %d,%d,%d" % (warn, rotate, hard)
+    return "a larger context on the server: Claude Code compacts %d tokens below the window" % claude.COMPACT_MARGIN

@@ -50,6 +50,7 @@ EVENTS = {
     "server-down": ("model server down", 5, "red_circle"),
     "server-up": ("model server up", 3, "green_circle"),
     "server-degraded": ("model server degraded", 4, "yellow_circle"),
+    "server-window": ("model server window changed", 4, "straight_ruler"),
     "server-power-cycle": ("model server power-cycled", 4, "electric_plug"),
     "session-escalated": ("session frozen, escalated", 5, "rotating_light"),
     "session-stalled": ("session stalled", 4, "hourglass_flowing_sand"),

@@ -24,6 +24,7 @@ from . import LOG, Settings, ledger_path, pid_path, state_dir, state_path
 from .executor import Executor, push
 from .planner import Brain
 from .liveness import ProcessTable, Scanner, TranscriptWatch
+from . import window
 from .probe import Prober
 from .unclaimed import UnclaimedWatch
 
@@ -78,6 +79,8 @@ class Daemon:
         self.brain = Brain(self.settings, saved.get("brain"))
         self.executor = Executor(self.settings, self.procs, push_fn)
         self.unclaimed = UnclaimedWatch(push if push_fn is None else push_fn, saved.get("unclaimed"))
+        self._push = push if push_fn is None else push_fn
+        self._window_asked = False  # the probed server's window: asked once it is up, again after each outage
         self.started = None
         self.cycles = 0
         self._work_expected = False
@@ -138,10 +141,15 @@ class Daemon:
         sessions = self.scanner.scan(now)
         self._work_expected = any(o.alive and o.mid_turn and not o.finished for o in sessions)
         actions = self.brain.cycle(now, probe, sessions)
+        back = False
         for change in self.brain.drain_changes():
             self._note(change)
             if change["ev"] == "server":
                 log.write(LOG, "model server %s -> %s (%s)" % (change["from"], change["to"], change.get("why")))
+                back = back or change["to"] == "UP"
+        if probe is not None and probe.ok and (back or not self._window_asked):
+            self._window_asked = True
+            self._server_window()
         done = []
         for action in actions:
             outcome, detail = self.executor.run(action, now)
@@ -160,6 +168,19 @@ class Daemon:
         self.save(now)
         rotate_ledger(self._ledger)
         return done
+
+    def _server_window(self):
+        """The server is up (the watchdog's start, or after an outage): a context size other than
+        cc-continuity's window is said once (watch/window.py)."""
+        try:
+            text = window.check(self.settings)
+        except Exception as e:  # the watchdog goes on whatever the question met
+            log.write(LOG, "server window not asked: %s" % type(e).__name__)
+            return
+        if text:
+            self._note({"ev": "server_window", "text": text[:300]})
+            log.write(LOG, text)
+            self._push("server-window", text=text)
 
     def state_doc(self, now):
         s = self.settings

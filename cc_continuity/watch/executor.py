@@ -47,6 +47,7 @@ PUSH_EVENTS = {
     "server-down": ("server-down",),
     "server-up": ("server-up",),
     "server-degraded": ("server-degraded", "server-down"),
+    "server-window": ("server-window", "server-up"),
     "server-power-cycle": ("server-power-cycle", "lifecycle-failed", "failed"),
     "session-nudged": ("session-nudged", "nudged"),
     "session-escalated": ("session-escalated", "blocked"),

@@ -49,4 +49,4 @@ def test_every_row_has_its_place_in_the_report_and_every_place_a_row():
     assert sorted(names) == sorted(checkup.ORDER), "checkup.ORDER places every check once, and only checks"
     assert names == list(checkup.ORDER)
     assert set(checkup.CHECKS) == set(system.CHECKS) | {c for u in checkup.UNITS.values() for c in u.CHECKS} | {
-        servers.check_server_window}  # (every host's model server, one row)
+        servers.check_server_window, servers.check_small_window}  # (every host's model server, its window)

@@ -70,3 +70,33 @@ def test_a_server_that_says_nothing_names_the_window_by_hand_unless_one_is_set(g
     config.update_global({"window": 32768})
     r = row(git_repo)
     assert r.ok and "said no window" in r.detail and "yours is not confirmed" in r.detail, r
+
+
+def small(repo, *agents):
+    return servers.check_small_window(checkup.Context(cwd=str(repo), agents=agents))
+
+
+@pytest.mark.parametrize("window, agents, ok_, says, fix", [
+    (200_000, ("claude",), True, "roomy enough", None),
+    (131_072, ("claude",), True, "a fresh Claude Code session ~24800 tokens", None),
+    (65_536, ("claude",), False, "Claude Code compacts at 32536 tokens (49%)", "cc-continuity configure --thresholds 32,39,47"),
+    (32_768, ("claude",), False, "past rotate (62% of 32768 = 20316)", "a larger context on the server"),
+    (32_768, ("codex", "gemini"), True, "a fresh Codex CLI session ~12200", None),
+    (16_384, ("codex",), False, "past rotate (62% of 16384 = 10158)", "a larger context on the server"),
+])
+def test_a_small_window_against_a_fresh_sessions_size(git_repo, window, agents, ok_, says, fix):
+    config.update_global({"window": window})
+    r = small(git_repo, *agents)
+    assert r.ok is ok_ and says in r.detail, r
+    if fix:
+        assert r.fix.startswith(fix), r.fix
+
+
+def test_the_short_system_prompt_makes_room_on_a_32k_window(git_repo, claude_settings):
+    config.update_global({"window": 32_768, "warn": 20, "rotate": 25, "hard": 30})
+    claude_settings({"CLAUDE_CODE_SIMPLE_SYSTEM_PROMPT": "1"})
+    r = small(git_repo, "claude")
+    assert "~15400 tokens (the short system prompt" in r.detail and "past rotate" in r.detail  # 25 %: 8192
+    config.update_global({"warn": 55, "rotate": 62, "hard": 72})
+    r = small(git_repo, "claude")
+    assert "past rotate" not in r.detail and "Claude Code compacts at 0 tokens" in r.detail, r

@@ -21,6 +21,15 @@ if TYPE_CHECKING:
     from typing import Any
 
 
+# A fresh session's first request with our hooks installed (system prompt, tools, CLAUDE.md's block, the skills'
+# list), measured against the scripted server on 2.1.328 and 2.1.332 (`claude -p`, bytes/4; the two differ by
+# 14 bytes of tool text): the full system prompt, and the short one unknown model ids get since 2.1.330.
+FRESH_TOKENS = {"full": 22_300, "short": 12_900}
+# Claude Code's auto-compaction threshold for a window W it is given (CLAUDE_CODE_MAX_CONTEXT_TOKENS): W less
+# min(its max output, 20,000) less a 13,000 buffer (its debug log: 1M -> 967,000; 32,768 -> -232).
+COMPACT_MARGIN = 33_000
+
+
 def _user_settings(env: Mapping[str, str]) -> dict[str, Any]:
     d = env.get("CLAUDE_CONFIG_DIR") or os.path.join(env.get("HOME") or os.path.expanduser("~"), ".claude")
     try:
@@ -59,3 +68,12 @@ def model_server(env: Mapping[str, str]) -> dict[str, Any] | None:
 def own_window_fix(tokens: int) -> str:
     """How the user makes Claude Code's own window ``tokens``."""
     return "export CLAUDE_CODE_MAX_CONTEXT_TOKENS=%d (or put it in the \"env\" block of your settings.json)" % tokens
+
+
+def fresh_tokens(env: Mapping[str, str]) -> tuple[int, str]:
+    """A fresh Claude Code session's size (tokens) with the system prompt it will get, and what that is."""
+    doc = _user_settings(env)
+    block = doc.get("env") if isinstance(doc.get("env"), dict) else {}
+    chosen = str(env.get("CLAUDE_CODE_SIMPLE_SYSTEM_PROMPT") or block.get("CLAUDE_CODE_SIMPLE_SYSTEM_PROMPT") or "")
+    short = chosen.strip().lower() in ("1", "true", "yes", "on")
+    return FRESH_TOKENS["short" if short else "full"], "the %s system prompt" % ("short" if short else "full")

@@ -18,6 +18,13 @@ if TYPE_CHECKING:
     from typing import Any
 
 
+FRESH_TOKENS = 9_700  # a fresh `codex exec`'s first request (0.171, scripted server, bytes/4): ours add nothing
+
+
+def fresh_tokens(env: Mapping[str, str]) -> tuple[int, str]:
+    return FRESH_TOKENS, "its base instructions and tools"
+
+
 def model_server(env: Mapping[str, str]) -> dict[str, Any] | None:
     """``{"url", "model", "credential", "where", "window"}`` (``window``: the config's ``model_context_window``),
     or None."""

@@ -19,6 +19,13 @@ if TYPE_CHECKING:
     from typing import Any
 
 
+FRESH_TOKENS = 8_400  # a fresh `gemini -p`'s first request (0.61, scripted server, bytes/4), our policy's tool on
+
+
+def fresh_tokens(env: Mapping[str, str]) -> tuple[int, str]:
+    return FRESH_TOKENS, "its system instruction and tools"
+
+
 def model_server(env: Mapping[str, str]) -> dict[str, Any] | None:
     """``{"url", "model", "credential", "where", "window"}`` (``window``: the one Gemini 0.61 assumes for every
     model, :data:`.files.GEMINI_LIMIT`), or None."""
