@@ -63,7 +63,7 @@ def check_server_window(ctx: "Any") -> Result:
             fixes.append("cc-continuity configure --window auto")
         own = server.get("window")
         fix = reader.own_window_fix(n)
-        if fix and own != n and got.kind == shapes.EXACT:
+        if fix and (own != n if got.kind == shapes.EXACT else own is not None and own > n):
             wrong.append("%s's own window is %s" % (server["host"], own or "unset"))
             fixes.append(fix)
         elif not fix and own and own > n:

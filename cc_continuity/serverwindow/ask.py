@@ -73,7 +73,7 @@ def ask(base_url: str, model: str | None, credential: Mapping[str, str] | None =
                 if got.server == "Ollama" and got.kind == shapes.NOT_LOADED and model:
                     more = _one(http, root, shapes.OLLAMA_SHOW, model, credential, timeout_s, out)
                     if isinstance(more, shapes.Answer):
-                        more.note = "%s; %s" % (got.note, more.note)
+                        more.note = "not loaded; %s" % more.note
                         out.answer = more
                 break
     out.seconds = time.monotonic() - t0

@@ -107,11 +107,11 @@ def ollama_show(doc: Any, model: str | None, where: str) -> Answer | None:
     for line in params.splitlines() if isinstance(params, str) else ():
         parts = line.split()
         if len(parts) == 2 and parts[0] == "num_ctx" and parts[1].isdigit():
-            return Answer(int(parts[1]), CEILING, "Ollama", where, "the model's num_ctx; a request or "
-                                                                   "OLLAMA_CONTEXT_LENGTH can still set another")
+            return Answer(int(parts[1]), CEILING, "Ollama", where, "its num_ctx, which a request or "
+                                                                   "OLLAMA_CONTEXT_LENGTH can override")
     if ceiling:
-        return Answer(ceiling, CEILING, "Ollama", where, "the model's own maximum; until it is loaded the context "
-                                                         "it gets depends on OLLAMA_CONTEXT_LENGTH or the memory")
+        return Answer(ceiling, CEILING, "Ollama", where, "the model's own maximum; loaded, it gets what "
+                                                         "OLLAMA_CONTEXT_LENGTH or the machine's memory gives")
     return None
 
 

@@ -100,3 +100,17 @@ def test_the_short_system_prompt_makes_room_on_a_32k_window(git_repo, claude_set
     config.update_global({"warn": 55, "rotate": 62, "hard": 72})
     r = small(git_repo, "claude")
     assert "past rotate" not in r.detail and "Claude Code compacts at 0 tokens" in r.detail, r
+
+
+def test_a_ceiling_is_a_most_for_ours_and_claude_codes(git_repo, stand_in, claude_settings):
+    """Ollama with the model not loaded: its num_ctx is the most it will run; a window above it is wrong."""
+    s = stand_in({"GET /api/ps": ok({"models": []}),
+                  "POST /api/show": ok({"model_info": {"general.architecture": "qwen3", "qwen3.context_length": 40960},
+                                        "parameters": "num_ctx 16384"})})
+    claude_settings({"ANTHROPIC_BASE_URL": s.url, "ANTHROPIC_MODEL": "qwen3", "CLAUDE_CODE_MAX_CONTEXT_TOKENS": "16384"})
+    config.update_global({"window": 12000})
+    r = row(git_repo)
+    assert r.ok and "Claude Code's server (Ollama) allows at most 16384" in r.detail, r
+    claude_settings({"ANTHROPIC_BASE_URL": s.url, "ANTHROPIC_MODEL": "qwen3", "CLAUDE_CODE_MAX_CONTEXT_TOKENS": "32768"})
+    r = row(git_repo)
+    assert not r.ok and r.fix.startswith("export CLAUDE_CODE_MAX_CONTEXT_TOKENS=16384"), r
