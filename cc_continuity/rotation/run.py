@@ -146,7 +146,7 @@ def run(backend: Backend, binary: str, task: str | None, cwd: str, extra: list[s
     deadline = started + max_time_s if max_time_s else None
     facts: dict[str, Any] = {"agent": backend.name, "sessions": 0, "rotations": 0, "checkpoints": [],
                              "agent_exit": None, "why": None, "needs": None, "gaps_ms": [], "degraded": [],
-                             "tokens": 0}
+                             "tokens": 0, "held": 0}
     ended: float | None = None
     prompt = _resumed(proj, say) if resume else task or ""
     if prompt is None:
@@ -200,6 +200,10 @@ def _stops(backend: Backend, chain: list[tuple[int, dict[str, Any]]], facts: dic
         facts["needs"] = flagged[1]
         say("cc-continuity: %s needs a person: %s" % (flagged[0], flagged[1]))
         return "needs a person"
+    said_done = _flagged(chain, "done")
+    if said_done:  # `cc-continuity signal done`: no successor, even when a checkpoint was made after it
+        say("cc-continuity: %s said the task is done%s" % (said_done[0], ": " + said_done[1] if said_done[1] else ""))
+        return "done"
     if got is None:
         return "agent failed" if facts["agent_exit"] else "done"
     cid = _cid(*got)
@@ -300,12 +304,19 @@ def _tally(proj: Project, chain: list[tuple[int, dict[str, Any]]], facts: dict[s
     next are counted by the loop, once each), note its checkpoints (their handoff's digest and tree)."""
     facts["sessions"] += 1
     facts["rotations"] += sum(1 for _, rec in chain if rec["state"] == session.ROTATED and rec.get("driver") == "native")
+    facts["held"] += sum(1 for _, rec in chain if _held(rec))
     for n, rec in chain:
         if rec.get("checkpoint") and _cid(n, rec) not in [c for c, _, _ in seen]:
             seen.append((_cid(n, rec), _handoff_digest(proj.session_dir(n), rec), _tree(proj.root, rec)))
             if rec["checkpoint"].get("degraded"):  # the model's handoff never passed: a machine one went on
                 facts["degraded"].append(_cid(n, rec))
     facts["checkpoints"] = [c for c, _, _ in seen]
+
+
+def _held(rec: dict[str, Any]) -> bool:
+    """Did this session's harmful repeat get held (its needs-a-person flag names the ``repeat <code>``)?"""
+    flag = (rec.get("flags") or {}).get("needs_human")
+    return isinstance(flag, dict) and "repeat " in str(flag.get("text") or "")
 
 
 def _cid(n: int, rec: dict[str, Any]) -> str:
@@ -355,7 +366,8 @@ def _end(say: Callable[[str], None], report: Callable[[dict[str, Any]], None] | 
     facts["why"], facts["seconds"] = why, round(time.time() - started, 1)
     facts["exit"] = EXIT.get(why, 2)
     say(_summary(why, facts["sessions"], facts["rotations"], facts["seconds"], facts["agent_exit"] or 0,
-                 facts["tokens"]))
+                 facts["tokens"]) + ("; %d side effect%s held" % (facts["held"], "" if facts["held"] == 1 else "s")
+                                     if facts["held"] else ""))
     if facts["degraded"]:
         say("cc-continuity: %d handoff%s degraded (%s): the model's was never valid, a machine handoff went on; its "
             "checkpoint's facts say why (a sandbox that refused the write says \"Read-only file system\")" % (
@@ -365,11 +377,11 @@ def _end(say: Callable[[str], None], report: Callable[[dict[str, Any]], None] | 
     return int(facts["exit"])
 
 
-def _flagged(chain: list[tuple[int, dict[str, Any]]]) -> tuple[str, str] | None:
+def _flagged(chain: list[tuple[int, dict[str, Any]]], kind: str = "needs_human") -> tuple[str, str] | None:
     """``(session, what)`` of the newest session of ``chain`` flagged as needing a person (``cc-continuity signal
-    needs-human``, a harmful repeat held in a run), or None."""
+    needs-human``, a harmful repeat held in a run), or with ``kind`` ``"done"`` as done, or None."""
     for _n, rec in reversed(chain):
-        flag = (rec.get("flags") or {}).get("needs_human")
+        flag = (rec.get("flags") or {}).get(kind)
         if flag:
             return str(rec.get("name")), str(flag.get("text") or "") if isinstance(flag, dict) else ""
     return None

@@ -119,6 +119,7 @@ def test_the_runner_killed_mid_chain_then_resume_goes_on_and_a_post_is_not_repea
         assert res.returncode == 4, (res.returncode, res.stderr[-3000:])
         summary = json.loads(res.stdout.strip().splitlines()[-1])
         assert summary["why"] == "needs a person" and "already had its effect" in summary["needs"], summary
+        assert summary["held"] == 1 and "1 side effect held" in res.stderr, (summary, res.stderr[-2000:])
         assert sum(server.counts.values()) == 1, server.counts
         recs = session_records(sb.cc_home)
         assert recs[0]["state"] == "ROTATED" and recs[1]["checkpoint_from"] == "cp-001"

@@ -58,6 +58,20 @@ def test_a_session_flagged_anywhere_in_the_chain_stops_the_run():
     assert run._flagged([(1, {"name": "p-001", "flags": {"done": {"text": "x"}}})]) is None
 
 
+def test_a_session_that_said_done_ends_the_run_even_with_a_checkpoint_after_it():
+    said = []
+    chain = [(1, {"name": "p-001", "state": session.ROTATING, "checkpoint": {"id": "cp-001"},
+                  "flags": {"done": {"text": "all tests pass"}}})]
+    facts = {"agent_exit": 0, "rotations": 0, "tokens": 0}
+    caps = run.Caps(10, None, None, 3)
+    assert run._stops(run.Backend(), chain, facts, [], caps, said.append) == "done"
+    assert said == ["cc-continuity: p-001 said the task is done: all tests pass"]
+    chain[0][1]["flags"] = {}
+    assert run._stops(run.Backend(), chain, facts, [], caps, said.append) is None  # the checkpoint goes on
+    held = {"flags": {"needs_human": {"text": "held: this POST already had its effect; repeat ab12cd34"}}}
+    assert run._held(held) and not run._held({"flags": {"needs_human": {"text": "stuck on a password"}}})
+
+
 def test_exit_statuses_are_distinct():
     assert run.EXIT == {"done": 0, "cap": 3, "needs a person": 4, "agent failed": 5, "nothing to resume": 2}
     assert len(set(run.EXIT.values())) == len(run.EXIT)
