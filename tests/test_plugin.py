@@ -123,7 +123,7 @@ def test_bin_launcher_runs_the_plugins_own_package(tmp_path):
     assert p.returncode == 127 and "needs Python 3.11" in p.stderr
 
 
-LEAN_LIMIT = 1_800_000  # bytes of files in the plugin copy (docs/ARCHITECTURE.md, "The plugin copy")
+LEAN_LIMIT = 1_900_000  # bytes of files in the plugin copy (docs/ARCHITECTURE.md, "The plugin copy")
 
 
 def test_the_plugin_copy_is_what_the_plugin_runs_and_stays_lean():

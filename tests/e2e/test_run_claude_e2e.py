@@ -33,9 +33,12 @@ def _run(sb, *args, task=TASK):
 
 def test_three_rotations_each_a_claude_p_each_claimed_once(sandbox_factory):
     sb = installed_sandbox(sandbox_factory, lambda p: progressing(rotation_scenario(p, rotations=3, task=TASK)))
-    res = _run(sb)
+    res = _run(sb, "--json")
     assert res.returncode == 0, (res.returncode, res.stderr[-3000:])
     assert res.stderr.count("handed over cp-") == 3 and "run done: 4 sessions, 3 rotations" in res.stderr, res.stderr
+    summary = json.loads(res.stdout.strip().splitlines()[-1])
+    assert (summary["sessions"], summary["rotations"], summary["checkpoints"]) == (4, 3, ["cp-001", "cp-002", "cp-003"])
+    print("runner's own time between sessions (ms): %s" % summary["gaps_ms"])
     recs = session_records(sb.cc_home)
     assert [(r["state"], r.get("driver")) for r in recs[:3]] == [("ROTATED", "headless")] * 3, \
         [(r["state"], r.get("driver")) for r in recs]
