@@ -133,6 +133,8 @@ SCHEMA: "dict[str, tuple[Any, Check, str]]" = {
     "share_remote": (None, _str_or_null, "git remote (a name in the repository's remotes) every verified checkpoint "
                                          "is published to under refs/continuity/shared/; null = never"),
     "share_untracked": (False, _bool, "with share_remote: publish untracked files of the snapshot too"),
+    "mcp_clients": ([], _str_list, "MCP clients (by the name they declare) allowed the mutating tools of "
+                                   "`cc-continuity mcp`; read-only tools are open to every client"),
     "share_unclaimed_alert_min": (30, _num(0, 525600), "the watchdog pushes once when a checkpoint published from "
                                                        "here waits unclaimed this long (minutes; 0 = never)"),
     "bootstrap_max_tokens": (2500, _int(200, 2400000), "budget for the successor's injected text (chars/4)"),

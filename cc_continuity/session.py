@@ -68,6 +68,7 @@ if TYPE_CHECKING:
         # the rotation
         last_reading: dict[str, Any]     # the last level change's reading: tokens, window, percent, level
         rotate_requested: bool           # `cc-continuity rotate` (or a blocked compaction) asked for a rotation
+        rotation_asked_by_agent: bool    # an agent asked through the MCP server (once a session: mcpserver/tools.py)
         pending_note: str                # a note for the next prompt (UserPromptSubmit adds and pops it)
         handoff_tries: int               # handoff validations so far for the current request
         claims_shown: str                # sha256 of the handoff whose contradicted claims its writer was shown

@@ -79,6 +79,9 @@ KEPT = {
                                                      "doctor runs on a Python without our packages")
            for what in ("cc_continuity.serverwindow.ask", "cc_continuity.serverwindow.shapes")},
     },
+    "cc_continuity.commands.mcp": {
+        ("run", "cc_continuity.mcpserver.server"): (OPTIONAL, "the MCP SDK (~1 s, ~65 MB): this verb's only"),
+    },
     "cc_continuity.commands.status": {
         ("run_fleet", "cc_continuity.watch.planner"): (
             START_UP, "status's own plain path: the fleet's planner (liveness: psutil; the Brain) +~40 ms, for "

@@ -36,6 +36,8 @@ ALLOWED = {
                                        # diff); handoffs, bootstraps and snapshot messages are redacted;
                                        # the host it runs in is a port (rotation/host.py), never imported
     # -- optional features (above the domain; nothing below imports them: the protocol reaches them through ports)
+    "mcpserver": {"rotation", "holds", "snapshot", "redact"},  # the MCP server (optional: the SDK): tools on the
+                                       # project's records; only its command imports it
     "share": {"rotation", "holds", "redact"},  # sharing through a git remote: it publishes checkpoints (their
                                        # manifest, effect records, the handoff redacted once more), claims one
                                        # (the claim's bootstrap, revalidation)
@@ -73,7 +75,7 @@ ALLOWED = {
                                        # wrote and the watchdog's service; --notify-test pushes once
     "rehearse": {"rotation", "install", "tmux"},  # it installs into a throwaway HOME and drives a real pane
     "commands": {"rotation", "snapshot", "share", "hosts", "install", "watch", "rehearse", "tmux", "notify",
-                 "doctor", "redact", "serverwindow"},
+                 "doctor", "redact", "serverwindow", "mcpserver"},
 }
 
 # The adapters ranked, lowest first: an adapter imports only adapters of a lower rank, so none of one rank
@@ -219,8 +221,23 @@ def test_every_import_runs_down_the_layers():
     assert not wrong, "\n".join(wrong)
 
 
+def test_only_its_command_imports_the_mcp_server_and_only_it_imports_the_sdk():
+    """The MCP SDK (~1 s, ~65 MB) is the server's own: no hook, no status line, no other verb loads it."""
+    assert [a for a, allowed in ALLOWED.items() if "mcpserver" in allowed] == ["commands"]
+    sdk = []
+    for d, _dirs, files in os.walk(PKG_DIR):
+        for f in (f for f in files if f.endswith(".py")):
+            with open(os.path.join(d, f), encoding="utf-8") as fh:
+                tree = ast.parse(fh.read())
+            names = [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
+            names += [n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and not n.level and n.module]
+            if any(x == "mcp" or x.startswith("mcp.") for x in names):
+                sdk.append(os.path.relpath(os.path.join(d, f), PKG_DIR))
+    assert sdk == [os.path.join("mcpserver", "server.py")], sdk
+
+
 def test_the_adapters_are_ranked_and_each_import_goes_down():
-    adapters = set(ALLOWED) - set(DOMAIN) - {"holds", "share", "commands"}
+    adapters = set(ALLOWED) - set(DOMAIN) - {"holds", "share", "mcpserver", "commands"}
     assert sorted(RANK) == sorted(adapters), "every adapter folder has one rank"
     upward = ["%s -> %s" % (a, b) for a in RANK for b in ALLOWED[a] if b in RANK and RANK[b] >= RANK[a]]
     assert not upward, "ALLOWED grants an import that is not to a lower rank: " + ", ".join(upward)

@@ -1,0 +1,20 @@
+"""``cc-continuity mcp``: the MCP server on stdio (mcpserver/), for an agent to start; needs the optional SDK."""
+
+import sys
+
+
+def register(sub):
+    p = sub.add_parser("mcp", description="Serve cc-continuity's tools over MCP on stdin/stdout (an agent starts "
+                                          "this). Needs the optional SDK: pip install 'cc-continuity[mcp]'.")
+    p.set_defaults(func=run)
+
+
+def run(args):
+    try:
+        from ..mcpserver import server  # (the SDK: ~1 s and ~65 MB, only for this verb)
+    except ImportError as e:
+        sys.stderr.write("cc-continuity mcp: the MCP SDK is not installed for this Python (%s): %s. Install it with "
+                         "pip install 'cc-continuity[mcp]' (or into the plugin's environment).\n" % (
+                             sys.executable, e))
+        return 2
+    return server.main()

@@ -1,0 +1,62 @@
+"""The stdio MCP server (the official SDK's ``MCPServer``): :mod:`.tools` registered, the client's declared
+name handed to the mutating ones, a refusal answered as a tool error (the agent reads why).
+
+Bounded like the hooks: every tool reads a project's records (small files, bounded ledgers) and returns;
+none waits on the network or on a lock longer than the project lock's own timeout.  A server killed mid-call
+leaves what the records' writes leave (atomic files, one ``write`` a ledger line, locks that die with it).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+
+from .. import __version__
+from . import tools
+
+INSTRUCTIONS = ("cc-continuity keeps long sessions going across context resets: it checkpoints the work and "
+                "hands it to a fresh session. Read-only tools (session_context, list_checkpoints, "
+                "verify_ledgers) are open; request_rotation runs only for clients the user allowed.")
+
+
+def _client(ctx: Context) -> str | None:
+    params = ctx.session.client_params
+    info = params.client_info if params is not None else None
+    name = info.name if info is not None else None
+    return name if isinstance(name, str) else None
+
+
+def build() -> MCPServer:
+    server: MCPServer = MCPServer("cc-continuity", version=__version__, instructions=INSTRUCTIONS)
+
+    @server.tool(description="This session's context: its name and state, the context's last reading (tokens, "
+                             "window, percent, level) and the warn/rotate/hard thresholds. Read-only.")
+    def session_context() -> dict[str, Any]:
+        return tools.session_context(tools.project())
+
+    @server.tool(description="The project's checkpoints, newest first: each one's session, whether it waits for "
+                             "a successor or who claimed it, and whether its handoff was degraded. Read-only.")
+    def list_checkpoints() -> dict[str, Any]:
+        return {"checkpoints": tools.list_checkpoints(tools.project())}
+
+    @server.tool(description="Check the hash chain of every session ledger of the project. Read-only.")
+    def verify_ledgers() -> dict[str, Any]:
+        return tools.verify_ledgers(tools.project())
+
+    @server.tool(description="Ask for a rotation at the end of this turn (you sense the context filling up). "
+                             "cc-continuity decides: only past warn, once per session, never in a rotation "
+                             "loop; the answer says what will happen. Only for clients the user allowed.")
+    def request_rotation(ctx: Context) -> dict[str, Any]:
+        try:
+            return tools.request_rotation(tools.project(), _client(ctx))
+        except tools.Denied as e:
+            raise ToolError(str(e)) from None
+
+    return server
+
+
+def main() -> int:
+    build().run("stdio")
+    return 0

@@ -1,0 +1,152 @@
+"""The MCP tools' work, on the project's records (no SDK here: :mod:`.server` registers these).
+
+"This session" is worked out on every call, never once at start: the server outlives a rotation (a ``/clear``
+keeps the agent's process, and this server with it), so it is the newest open session whose agent process is
+one of this server's ancestors.  A mutating tool runs only for a client named in the user's own config
+(``mcp_clients``): the name is only what the client declares, so nothing the server is given (its arguments,
+its environment, which a repository's server entry could set) widens the list.  Every call of a mutating tool
+is written to the session's ledger as reported by the agent (``"by": "agent"``).
+"""
+
+from __future__ import annotations
+
+import os
+
+from .. import config, ledger, session
+from ..project import Project
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+MAX_ANCESTORS = 6  # the agent may start us through a wrapper or two (sh -c, uv run, npx)
+
+
+class Denied(Exception):
+    """A mutating tool refused to this client (or in this session's state): the text says why."""
+
+
+def ancestors(pid: int | None = None) -> list[int]:
+    """This process's parent and its parents, nearest first (at most :data:`MAX_ANCESTORS`)."""
+    out, cur = [], pid or os.getpid()
+    for _ in range(MAX_ANCESTORS):
+        try:
+            with open("/proc/%d/stat" % cur, "rb") as f:
+                stat = f.read(4096).decode("ascii", "replace")
+            cur = int(stat.rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            break
+        if cur <= 1:
+            break
+        out.append(cur)
+    return out
+
+
+def project(cwd: str | None = None) -> Project:
+    return Project.discover(cwd or os.getcwd())
+
+
+def this_session(proj: Project, pids: list[int] | None = None) -> tuple[int, dict[str, Any]] | None:
+    """The newest open session of ``proj`` run by one of ``pids`` (this server's ancestors), or None."""
+    pids = ancestors() if pids is None else pids
+    for n in reversed(proj.open_numbers()):
+        try:
+            rec = session.load(proj.session_dir(n))
+        except (OSError, ValueError):
+            continue
+        if rec["state"] not in session.TERMINAL and rec.get("pid") in pids:
+            return n, dict(rec)
+    return None
+
+
+def allowed(client: str | None, root: str) -> bool:
+    """Does the user's own config let ``client`` call mutating tools?  (``mcp_clients`` is user-only: a
+    repository's config cannot set it.)"""
+    try:
+        names = config.load(root)["mcp_clients"]
+    except config.ConfigError:
+        return False
+    return isinstance(client, str) and bool(client) and client in names
+
+
+def _guard(client: str | None, proj: Project) -> None:
+    if not allowed(client, proj.root):
+        raise Denied("denied: this tool changes the project's records, and the client %r is not in your "
+                     "mcp_clients (your own cc-continuity config; a repository cannot set it). Read-only "
+                     "tools stay open." % (client or "(no name)"))
+
+
+# -- read-only ------------------------------------------------------------------------------------
+def session_context(proj: Project, pids: list[int] | None = None) -> dict[str, Any]:
+    """The calling session: its name, state, the context's last reading and level, the thresholds."""
+    got = this_session(proj, pids)
+    if got is None:
+        return {"session": None, "why": "no open cc-continuity session of this project runs this agent process"}
+    n, rec = got
+    cfg = config.load(proj.root)
+    reading = rec.get("last_reading") or {}
+    return {"session": rec.get("name"), "number": n, "state": rec["state"],
+            "context": {k: reading.get(k) for k in ("tokens", "window", "percent", "level")},
+            "thresholds": {k: cfg[k] for k in ("warn", "rotate", "hard")},
+            "checkpoint_from": rec.get("checkpoint_from")}
+
+
+def list_checkpoints(proj: Project) -> list[dict[str, Any]]:
+    """The project's checkpoints, newest first: waiting for a successor or claimed, and by whom."""
+    out = []
+    for n in reversed(proj.numbers()):
+        try:
+            rec = session.load(proj.session_dir(n))
+        except (OSError, ValueError):
+            continue
+        cp = rec.get("checkpoint")
+        if not cp:
+            continue
+        succ = rec.get("successor")
+        out.append({"checkpoint": cp.get("id"), "session": rec.get("name"), "state": rec["state"],
+                    "waiting": rec["state"] in session.CLAIMABLE and not succ,
+                    "claimed_by": proj.session_name(succ) if isinstance(succ, int) else None,
+                    "degraded": bool(cp.get("degraded")), "ref": cp.get("ref")})
+    return out
+
+
+def verify_ledgers(proj: Project) -> dict[str, Any]:
+    """Every session ledger of the project, its hash chain checked."""
+    rows, bad = [], 0
+    for n in proj.numbers():
+        ok, line, reason = ledger.verify(session.ledger_path(proj.session_dir(n)))
+        rows.append({"session": proj.session_name(n), "ok": ok, "line": line, "reason": reason})
+        bad += not ok
+    return {"ok": bad == 0, "ledgers": rows}
+
+
+# -- mutating -------------------------------------------------------------------------------------
+def request_rotation(proj: Project, client: str | None, pids: list[int] | None = None) -> dict[str, Any]:
+    """Ask for a rotation at the end of this turn.  The harness decides: only past *warn*, once per session,
+    never in a rotation loop; the answer says what will happen."""
+    _guard(client, proj)
+    got = this_session(proj, pids)
+    if got is None:
+        raise Denied("no open cc-continuity session of this project runs this agent process: nothing to rotate")
+    n, _ = got
+    sdir = proj.session_dir(n)
+    with proj.edit(sdir) as rec:
+        level = (rec.get("last_reading") or {}).get("level") or "ok"
+        why = None
+        if rec["state"] not in session.WORKING:
+            why = "the session is already %s" % rec["state"]
+        elif rec.get("loop_stopped"):
+            why = "rotation is stopped in this session (its fresh context alone was past rotate)"
+        elif rec.get("rotation_asked_by_agent"):
+            why = "a rotation was asked for once in this session already"
+        elif level == "ok":
+            why = "the context is below warn (%s%%): no rotation yet" % (rec.get("last_reading") or {}).get("percent")
+        if why is None:
+            rec["rotate_requested"] = True
+            rec["rotation_asked_by_agent"] = True
+    ledger.append(session.ledger_path(sdir), {"ev": "mcp_rotation_request", "by": "agent", "client": client,
+                                              "granted": why is None, "why": why})
+    if why:
+        return {"granted": False, "why": why}
+    return {"granted": True, "what_happens": "at the end of this turn the handoff is asked for; once it is valid "
+                                             "the session rotates and its successor continues from it"}

@@ -1,0 +1,161 @@
+"""``cc-continuity mcp`` through the official SDK's own client over stdio (mcpserver/): every tool, a mutating one
+denied and allowed, "this session" worked out on each call across a rotation, the server killed mid-call, and
+the verb on a Python without the SDK.  The server is this test process's child, so the session whose agent
+process is this test (``CLAUDE_PID``) is "this session"."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import anyio
+import pytest
+
+pytest.importorskip("mcp")  # (the [mcp] extra; the dev extra installs it)
+
+from mcp import ClientSession  # noqa: E402
+from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
+from mcp_types import Implementation  # noqa: E402
+
+from cc_continuity import config, ledger, session  # noqa: E402
+from cc_continuity.project import Project  # noqa: E402
+from helpers.hookdriver import REPO, HookDriver, handoff_text, tokens_at  # noqa: E402
+
+S1 = "a1a1a1a1-0000-4000-8000-0000000000a1"
+S2 = "b2b2b2b2-0000-4000-8000-0000000000b2"
+TOOLS = ["list_checkpoints", "request_rotation", "session_context", "verify_ledgers"]
+
+
+def server_params(root):
+    return StdioServerParameters(command=sys.executable, args=["-m", "cc_continuity", "mcp"], cwd=root,
+                                 env=dict(os.environ, PYTHONPATH=REPO))
+
+
+def calls(root, steps, client="cc-test"):
+    """Run ``steps`` ([(tool, args)]) in one server; [(is_error, structured or text)], and the seconds from the
+    server's start to its first answer."""
+    out = []
+
+    async def go():
+        t0 = time.monotonic()
+        async with stdio_client(server_params(root)) as (r, w):
+            async with ClientSession(r, w, client_info=Implementation(name=client, version="1")) as s:
+                await s.initialize()
+                out.append(time.monotonic() - t0)
+                listed = await s.list_tools()
+                out.append(sorted(t.name for t in listed.tools))
+                for tool, args in steps:
+                    if callable(tool):
+                        tool()
+                        continue
+                    res = await s.call_tool(tool, args)
+                    text = res.content[0].text if res.content else ""
+                    out.append((res.is_error, json.loads(text) if not res.is_error else text))
+    anyio.run(go)
+    return out
+
+
+@pytest.fixture
+def drv(tmp_path):
+    d = HookDriver(tmp_path / "proj", claude_pid=os.getpid(), files={"README.md": "hi\n", "src/app.py": "x = 1\n"})
+    d.transcript(S1).assistant(tokens_at(8))
+    d.hook("SessionStart", S1, source="startup")
+    d.hook("UserPromptSubmit", S1, prompt="build the parser")
+    return d
+
+
+def test_the_tools_listed_and_this_sessions_context_read(drv):
+    started, listed, (err, ctx) = calls(drv.root, [("session_context", {})])
+    assert listed == TOOLS and not err
+    assert (ctx["session"], ctx["state"], ctx["thresholds"]) == ("proj-001", "ACTIVE",
+                                                                 {"warn": 55, "rotate": 62, "hard": 72})
+    print("server start to its first answer: %.2f s" % started)
+    assert started < 10, "Codex gives an MCP server 10 s to start"
+
+
+def test_this_session_is_worked_out_on_every_call_across_a_rotation(drv):
+    """One server process: before the rotation it answers for proj-001, after the /clear for proj-002."""
+    def rotate():
+        drv.transcript(S1).assistant(tokens_at(65))
+        drv.hook("Stop", S1)
+        with open(drv.handoff_path(S1), "w") as f:
+            f.write(handoff_text(config.HANDOFF_SECTIONS, extra={"Files touched": "- `src/app.py`"}))
+        drv.hook("Stop", S1, stop_hook_active=True)
+        drv.hook("SessionEnd", S1, reason="clear")
+        drv.hook("SessionStart", S2, source="clear")
+    _, _, (e1, before), (e2, after), (e3, cps) = calls(drv.root, [
+        ("session_context", {}), (rotate, None), ("session_context", {}), ("list_checkpoints", {})])
+    assert not (e1 or e2 or e3)
+    assert before["session"] == "proj-001" and after["session"] == "proj-002", (before, after)
+    assert after["checkpoint_from"] == "cp-001", (after, drv.outcomes[-3:])
+    [cp] = cps["checkpoints"]
+    assert (cp["checkpoint"], cp["session"], cp["waiting"], cp["claimed_by"], cp["degraded"]) == (
+        "cp-001", "proj-001", False, "proj-002", False)
+
+
+def test_a_mutating_tool_is_denied_unless_the_users_own_config_names_the_client(drv, tmp_path):
+    os.makedirs(os.path.join(drv.root, ".claude"), exist_ok=True)
+    with open(os.path.join(drv.root, ".claude", "continuity.json"), "w") as f:
+        json.dump({"mcp_clients": ["cc-test"]}, f)  # a repository's: not the user
+    _, _, (err, text) = calls(drv.root, [("request_rotation", {})])
+    assert err and "denied" in text and "'cc-test' is not in your mcp_clients" in text
+    sdir = drv.sdir(S1)
+    assert not session.load(sdir).get("rotate_requested")
+    config.update_global({"mcp_clients": ["cc-test"]})
+    _, _, (err, got) = calls(drv.root, [("request_rotation", {})], client="someone-else")
+    assert err and "'someone-else' is not in your mcp_clients" in got
+
+
+def test_an_allowed_rotation_request_is_decided_by_the_harness_once(drv):
+    config.update_global({"mcp_clients": ["cc-test"]})
+    _, _, (e1, low) = calls(drv.root, [("request_rotation", {})])
+    assert not e1 and low["granted"] is False and "below warn" in low["why"]
+    drv.transcript(S1).assistant(tokens_at(57))
+    drv.hook("PostToolUse", S1)  # the level is recorded: warn
+    _, _, (e2, yes), (e3, again) = calls(drv.root, [("request_rotation", {}), ("request_rotation", {})])
+    assert yes["granted"] is True and "end of this turn the handoff is asked for" in yes["what_happens"]
+    assert again == {"granted": False, "why": "a rotation was asked for once in this session already"}
+    assert session.load(drv.sdir(S1))["rotate_requested"] is True
+    asked = [r for r in ledger.read(session.ledger_path(drv.sdir(S1))) if r["ev"] == "mcp_rotation_request"]
+    assert [(r["by"], r["client"], r["granted"]) for r in asked] == [("agent", "cc-test", False),
+                                                                     ("agent", "cc-test", True),
+                                                                     ("agent", "cc-test", False)]
+    out = drv.hook("Stop", S1)  # the harness acts at the turn's end
+    assert "Handoff file (absolute path)" in out["reason"]
+
+
+def test_bad_calls_get_a_clear_error(drv):
+    _, _, (err, text) = calls(drv.root, [("no_such_tool", {})])
+    assert err and "no_such_tool" in text
+
+
+def test_a_server_killed_mid_call_loses_nothing_and_leaves_no_lock(drv):
+    proj = Project.discover(drv.root)
+    proc = subprocess.Popen([sys.executable, "-m", "cc_continuity", "mcp"], cwd=drv.root, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=dict(os.environ, PYTHONPATH=REPO))
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "cc-test", "version": "1"}}}
+    proc.stdin.write((json.dumps(init) + "\n").encode())
+    proc.stdin.flush()
+    assert b'"id":1' in proc.stdout.readline().replace(b" ", b"")
+    proc.stdin.write((json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n").encode())
+    with proj.lock():  # the call waits on the project lock while the server is killed
+        proc.stdin.write((json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                                      "params": {"name": "request_rotation", "arguments": {}}}) + "\n").encode())
+        proc.stdin.flush()
+        time.sleep(1.0)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+    with proj.lock(timeout=2):  # nothing of the dead server holds it
+        pass
+    assert session.load(drv.sdir(S1))["state"] == "ACTIVE"
+    assert ledger.verify(session.ledger_path(drv.sdir(S1)))[0]
+
+
+def test_the_verb_on_a_python_without_the_sdk_says_how_to_get_it(drv):
+    code = "import sys; sys.modules['mcp'] = None; from cc_continuity.cli import main; sys.exit(main(['mcp']))"
+    res = subprocess.run([sys.executable, "-c", code], cwd=drv.root, capture_output=True, text=True, timeout=60,
+                         env=dict(os.environ, PYTHONPATH=REPO))
+    assert res.returncode == 2 and "pip install 'cc-continuity[mcp]'" in res.stderr, res.stderr
