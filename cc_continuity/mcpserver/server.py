@@ -18,7 +18,9 @@ from . import tools
 
 INSTRUCTIONS = ("cc-continuity keeps long sessions going across context resets: it checkpoints the work and "
                 "hands it to a fresh session. Read-only tools (session_context, list_checkpoints, "
-                "verify_ledgers) are open; request_rotation runs only for clients the user allowed.")
+                "verify_ledgers) are open; request_rotation, effect_begin and effect_end run only for clients "
+                "the user allowed. Route a side effect the shell cannot show through effect_begin / effect_end: "
+                "a repeat after a crash is then held.")
 
 
 def _client(ctx: Context) -> str | None:
@@ -51,6 +53,24 @@ def build() -> MCPServer:
     def request_rotation(ctx: Context) -> dict[str, Any]:
         try:
             return tools.request_rotation(tools.project(), _client(ctx))
+        except tools.Denied as e:
+            raise ToolError(str(e)) from None
+
+    @server.tool(description="Before a side effect the shell cannot show (a program that posts, a deploy, another "
+                             "server's tool): record it under a key that names the effect (a release tag, a "
+                             "message id). Refused, with the user's 'repeat <code>', when the same effect already "
+                             "ran or may have (begun, never ended). Only for clients the user allowed.")
+    def effect_begin(key: str, what: str, ctx: Context) -> dict[str, Any]:
+        try:
+            return tools.effect_begin(tools.project(), _client(ctx), key, what)
+        except tools.Denied as e:
+            raise ToolError(str(e)) from None
+
+    @server.tool(description="After the effect begun under key: whether it succeeded (recorded as reported by you). "
+                             "Only for clients the user allowed.")
+    def effect_end(key: str, ok: bool, ctx: Context) -> dict[str, Any]:
+        try:
+            return tools.effect_end(tools.project(), _client(ctx), key, ok)
         except tools.Denied as e:
             raise ToolError(str(e)) from None
 

@@ -11,8 +11,11 @@ is written to the session's ledger as reported by the agent (``"by": "agent"``).
 from __future__ import annotations
 
 import os
+import time
 
 from .. import config, ledger, session
+from ..digest import sha256
+from ..holds import effects
 from ..project import Project
 
 TYPE_CHECKING = False
@@ -150,3 +153,55 @@ def request_rotation(proj: Project, client: str | None, pids: list[int] | None =
         return {"granted": False, "why": why}
     return {"granted": True, "what_happens": "at the end of this turn the handoff is asked for; once it is valid "
                                              "the session rotates and its successor continues from it"}
+
+
+def _effect_key(key: str) -> str:
+    """The digest a side effect routed through the server is held by: the agent's key, never its text."""
+    return sha256(b"mcp\0" + key.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _checked_key(key: object) -> str:
+    if not isinstance(key, str) or not key.strip() or len(key) > 500:
+        raise Denied("key must be a non-empty string of at most 500 characters naming the effect (the same key "
+                     "for the same effect: a release tag, the message's id, the deploy's target and version)")
+    return key.strip()
+
+
+def effect_begin(proj: Project, client: str | None, key: object, what: object,
+                 pids: list[int] | None = None) -> dict[str, Any]:
+    """Before a side effect the shell cannot show (a program that posts, a deploy script): its intent recorded
+    under ``key``, or refused when the same effect already ran, or may have (begun and never ended: the process
+    died), with the ``repeat <code>`` only the user can give.  The same holds as a Bash effect's."""
+    _guard(client, proj)
+    k = _effect_key(_checked_key(key))
+    label = (what if isinstance(what, str) and what.strip() else "an effect routed through MCP")[:200]
+    got = this_session(proj, pids)
+    sid, name = (got[1].get("session_id"), got[1].get("name")) if got else (None, None)
+    h = effects.history(proj.dir, k)
+    if h["last"] is not None and not h["override"]:
+        raise Denied(effects.hold_reason(h, label) + " (held: repeat %s)" % h["code"])
+    token = "mcp-%d" % time.time_ns()
+    intent = {"ph": "intent", "k": k, "tu": token, "sid": sid, "n": name, "what": label, "by": "agent",
+              "client": client}
+    if h["override"]:
+        intent["override"] = h["code"]
+    effects.append(proj.dir, intent)
+    return {"begun": True, "token": token, "code": h["code"],
+            "then": "perform the effect, then call effect_end with the same key and whether it succeeded"}
+
+
+def effect_end(proj: Project, client: str | None, key: object, ok: object) -> dict[str, Any]:
+    """After the effect: its outcome, as the agent reports it (recorded as the agent's, not as seen)."""
+    _guard(client, proj)
+    k = _effect_key(_checked_key(key))
+    if not isinstance(ok, bool):
+        raise Denied("ok must be true (the effect happened) or false (it did not)")
+    recs = effects.read(proj.dir)
+    ended = {r.get("tu") for r in recs if r.get("k") == k and r.get("ph") in ("done", "not_run")}
+    open_ = [r for r in recs if r.get("k") == k and r.get("ph") == "intent" and r.get("tu") not in ended]
+    if not open_:
+        raise Denied("no begun effect with this key waits for its end (effect_begin first)")
+    tu = open_[-1]["tu"]
+    effects.append(proj.dir, {"ph": "done", "k": k, "tu": tu, "exit": None, "ok": ok, "by": "agent",
+                              "client": client})
+    return {"ended": True, "token": tu, "ok": ok, "recorded_as": "reported by the agent"}

@@ -25,7 +25,7 @@ from helpers.hookdriver import REPO, HookDriver, handoff_text, tokens_at  # noqa
 
 S1 = "a1a1a1a1-0000-4000-8000-0000000000a1"
 S2 = "b2b2b2b2-0000-4000-8000-0000000000b2"
-TOOLS = ["list_checkpoints", "request_rotation", "session_context", "verify_ledgers"]
+TOOLS = ["effect_begin", "effect_end", "list_checkpoints", "request_rotation", "session_context", "verify_ledgers"]
 
 
 def server_params(root):
@@ -159,3 +159,49 @@ def test_the_verb_on_a_python_without_the_sdk_says_how_to_get_it(drv):
     res = subprocess.run([sys.executable, "-c", code], cwd=drv.root, capture_output=True, text=True, timeout=60,
                          env=dict(os.environ, PYTHONPATH=REPO))
     assert res.returncode == 2 and "pip install 'cc-continuity[mcp]'" in res.stderr, res.stderr
+
+
+def test_a_programs_post_routed_through_begin_and_end_is_held_on_a_repeat_after_a_crash(drv):
+    """An agent posts from inside a program (invisible to the Bash classifier): through effect_begin and
+    effect_end.  The server dies between the POST and its end; a new server refuses the same key, with the
+    code only the user can give, and the scripted POST is never made twice.  A finished one is held too; an
+    effect under another key goes."""
+    from helpers import benchscript
+
+    server = benchscript.load("continuity").Counter()
+    try:
+        def post():
+            subprocess.run(["curl", "-s", "-X", "POST", "-d", "release v1 is out", server.url + "/notify"],
+                           check=True, capture_output=True, timeout=30)
+        config.update_global({"mcp_clients": ["cc-test"]})
+        key = {"key": "announce release v1", "what": "POST the v1 announcement"}
+        _, _, (e1, begun) = calls(drv.root, [("effect_begin", key), (post, None)])  # then the server dies: no end
+        assert not e1 and begun["begun"] is True
+        _, _, (e2, held) = calls(drv.root, [("effect_begin", key)])
+        assert e2 and "may already have had its effect" in held and "(held: repeat %s)" % begun["code"] in held, held
+        assert sum(server.counts.values()) == 1
+        other = {"key": "announce release v2", "what": "POST the v2 announcement"}
+        _, _, (e3, b2), (e4, ended), (e5, again) = calls(drv.root, [
+            ("effect_begin", other), (post, None), ("effect_end", {"key": other["key"], "ok": True}),
+            ("effect_begin", other)])
+        assert not (e3 or e4) and ended == {"ended": True, "token": b2["token"], "ok": True,
+                                            "recorded_as": "reported by the agent"}
+        assert e5 and "already had its effect" in again
+        assert sum(server.counts.values()) == 2
+        recs = [json.loads(x) for x in open(os.path.join(Project.discover(drv.root).dir, "effects.jsonl"))]
+        assert all(r["by"] == "agent" and r["client"] == "cc-test" for r in recs) and len(recs) == 3
+        assert not any("release" in json.dumps(r) for r in recs if r["ph"] == "done")  # digests, not the text
+    finally:
+        server.close()
+
+
+def test_effect_tools_are_guarded_and_check_their_arguments(drv):
+    _, _, (err, text) = calls(drv.root, [("effect_begin", {"key": "k", "what": "w"})])
+    assert err and "denied" in text
+    config.update_global({"mcp_clients": ["cc-test"]})
+    _, _, (e1, t1), (e2, t2), (e3, t3) = calls(drv.root, [("effect_begin", {"key": "  ", "what": "w"}),
+                                                         ("effect_end", {"key": "never begun", "ok": True}),
+                                                         ("effect_end", {"key": "k", "ok": "maybe"})])
+    assert e1 and "key must be a non-empty string" in t1
+    assert e2 and "no begun effect with this key" in t2
+    assert e3 and "ok" in t3
