@@ -64,6 +64,11 @@ class ShareError(Error, RuntimeError):
 
 # -- one class per failure, below its area (each module that raises one names it too) -----------------
 
+class ToolDenied(Error):
+    """An MCP tool of ``cc-continuity mcp`` refused: a client not allowed, bad arguments, a held repeat, a session
+    in no state for it; the text says why, and reaches the agent as the tool's error (mcpserver/)."""
+
+
 class SettingsError(InstallError, ValueError):
     """settings.json cannot be used as it is; nothing was written."""
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import time
 
-from .. import config, ledger, session
+from .. import config, errors, ledger, session
 from ..digest import sha256
 from ..holds import effects
 from ..project import Project
@@ -25,8 +25,7 @@ if TYPE_CHECKING:
 MAX_ANCESTORS = 6  # the agent may start us through a wrapper or two (sh -c, uv run, npx)
 
 
-class Denied(Exception):
-    """A mutating tool refused to this client (or in this session's state): the text says why."""
+Denied = errors.ToolDenied  # (a mutating tool refused to this client, or in this session's state: the text says why)
 
 
 def ancestors(pid: int | None = None) -> list[int]:
