@@ -39,9 +39,18 @@ def build() -> MCPServer:
         return tools.session_context(tools.project())
 
     @server.tool(description="The project's checkpoints, newest first: each one's session, whether it waits for "
-                             "a successor or who claimed it, and whether its handoff was degraded. Read-only.")
+                             "a successor (then revalidated against the work tree now) or who claimed it, and "
+                             "whether its handoff was degraded. Read-only.")
     def list_checkpoints() -> dict[str, Any]:
         return {"checkpoints": tools.list_checkpoints(tools.project())}
+
+    @server.tool(description="The text a successor of a checkpoint (e.g. cp-003) starts with: the handoff, the "
+                             "machine's facts. Reading it claims nothing. Read-only.")
+    def checkpoint_bootstrap(checkpoint: str) -> dict[str, Any]:
+        try:
+            return tools.checkpoint_bootstrap(tools.project(), checkpoint)
+        except tools.Denied as e:
+            raise ToolError(str(e)) from None
 
     @server.tool(description="Check the hash chain of every session ledger of the project. Read-only.")
     def verify_ledgers() -> dict[str, Any]:

@@ -17,10 +17,13 @@ from .. import config, errors, ledger, session
 from ..digest import sha256
 from ..holds import effects
 from ..project import Project
+from ..rotation import claim, revalidation
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
+
+    from ..session import Record
 
 MAX_ANCESTORS = 6  # the agent may start us through a wrapper or two (sh -c, uv run, npx)
 
@@ -93,23 +96,44 @@ def session_context(proj: Project, pids: list[int] | None = None) -> dict[str, A
             "checkpoint_from": rec.get("checkpoint_from")}
 
 
-def list_checkpoints(proj: Project) -> list[dict[str, Any]]:
-    """The project's checkpoints, newest first: waiting for a successor or claimed, and by whom."""
+def _with_checkpoints(proj: Project) -> list[tuple[int, Record]]:
     out = []
     for n in reversed(proj.numbers()):
         try:
             rec = session.load(proj.session_dir(n))
         except (OSError, ValueError):
             continue
-        cp = rec.get("checkpoint")
-        if not cp:
-            continue
-        succ = rec.get("successor")
-        out.append({"checkpoint": cp.get("id"), "session": rec.get("name"), "state": rec["state"],
-                    "waiting": rec["state"] in session.CLAIMABLE and not succ,
-                    "claimed_by": proj.session_name(succ) if isinstance(succ, int) else None,
-                    "degraded": bool(cp.get("degraded")), "ref": cp.get("ref")})
+        if rec.get("checkpoint"):
+            out.append((n, rec))
     return out
+
+
+def list_checkpoints(proj: Project) -> list[dict[str, Any]]:
+    """The project's checkpoints, newest first: waiting for a successor or claimed, and by whom; a waiting
+    one revalidated against the work tree now (its verdict and why), as a claim would."""
+    cfg = config.load(proj.root)
+    out = []
+    for n, rec in _with_checkpoints(proj):
+        cp, succ = rec["checkpoint"], rec.get("successor")
+        row = {"checkpoint": cp.get("id"), "session": rec.get("name"), "state": rec["state"],
+               "waiting": rec["state"] in session.CLAIMABLE and not succ,
+               "claimed_by": proj.session_name(succ) if isinstance(succ, int) else None,
+               "degraded": bool(cp.get("degraded")), "ref": cp.get("ref")}
+        if row["waiting"]:
+            got = revalidation.summary(revalidation.revalidate(proj.root, proj.session_dir(n), rec, cfg))
+            row["revalidation"] = {k: got.get(k) for k in ("verdict", "reason", "commits_since", "changed_count")}
+        out.append(row)
+    return out
+
+
+def checkpoint_bootstrap(proj: Project, checkpoint: object) -> dict[str, Any]:
+    """The text a successor of ``checkpoint`` starts with (reading it claims nothing)."""
+    for n, rec in _with_checkpoints(proj):
+        if rec["checkpoint"].get("id") == checkpoint:
+            text = claim.bootstrap_text(proj, n, rec, "the session that claims it",
+                                        config.load(proj.root)["bootstrap_max_tokens"])
+            return {"checkpoint": checkpoint, "claimed": False, "bootstrap": text}
+    raise Denied("no checkpoint %r in this project (list_checkpoints names them)" % (checkpoint,))
 
 
 def verify_ledgers(proj: Project) -> dict[str, Any]:

@@ -25,7 +25,8 @@ from helpers.hookdriver import REPO, HookDriver, handoff_text, tokens_at  # noqa
 
 S1 = "a1a1a1a1-0000-4000-8000-0000000000a1"
 S2 = "b2b2b2b2-0000-4000-8000-0000000000b2"
-TOOLS = ["effect_begin", "effect_end", "list_checkpoints", "request_rotation", "session_context", "verify_ledgers"]
+TOOLS = ["checkpoint_bootstrap", "effect_begin", "effect_end", "list_checkpoints", "request_rotation",
+         "session_context", "verify_ledgers"]
 
 
 def server_params(root):
@@ -205,3 +206,22 @@ def test_effect_tools_are_guarded_and_check_their_arguments(drv):
     assert e1 and "key must be a non-empty string" in t1
     assert e2 and "no begun effect with this key" in t2
     assert e3 and "ok" in t3
+
+
+def test_a_waiting_checkpoint_is_revalidated_and_its_bootstrap_read_without_claiming_it(drv):
+    drv.transcript(S1).assistant(tokens_at(65))
+    drv.hook("Stop", S1)
+    with open(drv.handoff_path(S1), "w") as f:
+        f.write(handoff_text(config.HANDOFF_SECTIONS, extra={"Files touched": "- `src/app.py`"}))
+    drv.hook("Stop", S1, stop_hook_active=True)
+    with open(os.path.join(drv.root, "src", "app.py"), "a") as f:
+        f.write("y = 2\n")  # the work tree moved on since the checkpoint
+    _, _, (e1, cps), (e2, boot), (e3, missing) = calls(drv.root, [
+        ("list_checkpoints", {}), ("checkpoint_bootstrap", {"checkpoint": "cp-001"}),
+        ("checkpoint_bootstrap", {"checkpoint": "cp-999"})])
+    assert not (e1 or e2) and e3 and "no checkpoint 'cp-999'" in missing
+    [cp] = cps["checkpoints"]
+    assert cp["waiting"] is True and cp["revalidation"]["verdict"] and cp["revalidation"]["changed_count"] >= 1, cp
+    assert boot["claimed"] is False and "cp-001" in boot["bootstrap"] and "## Next steps" in boot["bootstrap"]
+    rec = session.load(drv.sdir(S1))
+    assert rec["state"] in session.CLAIMABLE and not rec.get("successor")  # read, not claimed
