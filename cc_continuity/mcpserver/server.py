@@ -8,6 +8,7 @@ leaves what the records' writes leave (atomic files, one ``write`` a ledger line
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -30,6 +31,14 @@ def _client(ctx: Context) -> str | None:
     return name if isinstance(name, str) else None
 
 
+def _answer(call: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """A tool's answer, or its refusal as the tool's error (the agent reads why)."""
+    try:
+        return call()
+    except tools.Denied as e:
+        raise ToolError(str(e)) from None
+
+
 def build() -> MCPServer:
     server: MCPServer = MCPServer("cc-continuity", version=__version__, instructions=INSTRUCTIONS)
 
@@ -47,10 +56,7 @@ def build() -> MCPServer:
     @server.tool(description="The text a successor of a checkpoint (e.g. cp-003) starts with: the handoff, the "
                              "machine's facts. Reading it claims nothing. Read-only.")
     def checkpoint_bootstrap(checkpoint: str) -> dict[str, Any]:
-        try:
-            return tools.checkpoint_bootstrap(tools.project(), checkpoint)
-        except tools.Denied as e:
-            raise ToolError(str(e)) from None
+        return _answer(lambda: tools.checkpoint_bootstrap(tools.project(), checkpoint))
 
     @server.tool(description="Check the hash chain of every session ledger of the project. Read-only.")
     def verify_ledgers() -> dict[str, Any]:
@@ -60,28 +66,25 @@ def build() -> MCPServer:
                              "cc-continuity decides: only past warn, once per session, never in a rotation "
                              "loop; the answer says what will happen. Only for clients the user allowed.")
     def request_rotation(ctx: Context) -> dict[str, Any]:
-        try:
-            return tools.request_rotation(tools.project(), _client(ctx))
-        except tools.Denied as e:
-            raise ToolError(str(e)) from None
+        return _answer(lambda: tools.request_rotation(tools.project(), _client(ctx)))
 
     @server.tool(description="Before a side effect the shell cannot show (a program that posts, a deploy, another "
                              "server's tool): record it under a key that names the effect (a release tag, a "
                              "message id). Refused, with the user's 'repeat <code>', when the same effect already "
                              "ran or may have (begun, never ended). Only for clients the user allowed.")
     def effect_begin(key: str, what: str, ctx: Context) -> dict[str, Any]:
-        try:
-            return tools.effect_begin(tools.project(), _client(ctx), key, what)
-        except tools.Denied as e:
-            raise ToolError(str(e)) from None
+        return _answer(lambda: tools.effect_begin(tools.project(), _client(ctx), key, what))
 
     @server.tool(description="After the effect begun under key: whether it succeeded (recorded as reported by you). "
                              "Only for clients the user allowed.")
     def effect_end(key: str, ok: bool, ctx: Context) -> dict[str, Any]:
-        try:
-            return tools.effect_end(tools.project(), _client(ctx), key, ok)
-        except tools.Denied as e:
-            raise ToolError(str(e)) from None
+        return _answer(lambda: tools.effect_end(tools.project(), _client(ctx), key, ok))
+
+    @server.tool(description="For a client with no cc-continuity hooks: claim a checkpoint (exactly once, as a "
+                             "hook's claim would) and get the text to continue from. Only for clients the user "
+                             "allowed.")
+    def claim_checkpoint(checkpoint: str, ctx: Context) -> dict[str, Any]:
+        return _answer(lambda: tools.claim_checkpoint(tools.project(), _client(ctx), checkpoint))
 
     return server
 

@@ -228,3 +228,40 @@ def effect_end(proj: Project, client: str | None, key: object, ok: object) -> di
     effects.append(proj.dir, {"ph": "done", "k": k, "tu": tu, "exit": None, "ok": ok, "by": "agent",
                               "client": client})
     return {"ended": True, "token": tu, "ok": ok, "recorded_as": "reported by the agent"}
+
+
+def claim_checkpoint(proj: Project, client: str | None, checkpoint: object) -> dict[str, Any]:
+    """For a client with no hooks of ours (Cursor, Cline, an SDK app): claim ``checkpoint`` once and return its
+    successor's bootstrap.  Under the project lock, as a hook's claim: exactly one of them wins.  The client
+    gets a session record of its own (``source: mcp``) that ends at once (no hook of ours follows it): the
+    chain names who continued the work."""
+    _guard(client, proj)
+    if not isinstance(checkpoint, str) or not checkpoint:
+        raise Denied("checkpoint must name one, e.g. cp-003 (list_checkpoints names them)")
+    proj.ensure()
+    with proj.lock():
+        proj.ensure_open_index()
+        found = [(n, rec) for n, rec in _with_checkpoints(proj) if rec["checkpoint"].get("id") == checkpoint]
+        if not found:
+            raise Denied("no checkpoint %r in this project (list_checkpoints names them)" % checkpoint)
+        n, prec = found[0]
+        if prec["state"] not in session.CLAIMABLE or prec.get("successor"):
+            who = prec.get("successor")
+            raise Denied("%s is claimed already%s: a checkpoint is continued once" % (
+                checkpoint, " by %s" % proj.session_name(who) if isinstance(who, int) else ""))
+        m = proj.allocate_number()
+        sdir, sid = proj.session_dir(m), "mcp-%d-%d" % (os.getpid(), time.time_ns())
+        rec = session.new_record(m, proj.session_name(m), sid, project_root=proj.root, project_key=proj.key,
+                                 slug=proj.slug, launch_dir=proj.root, source="mcp", host="mcp:%s" % client)
+        session.save(sdir, rec)
+        proj.link(sid, m)
+        pred_n, got = claim.claim(proj, m, sdir, [n])
+        if pred_n is None or got is None:
+            session.transition(sdir, rec, session.ENDED, "mcp: %s went elsewhere" % checkpoint)
+            raise Denied("%s was claimed meanwhile: a checkpoint is continued once" % checkpoint)
+        rec = claim.finish(proj, m, sdir, pred_n, got)
+        session.transition(sdir, rec, session.ENDED, "handed to MCP client %s: no hook of ours follows it" % client)
+    ledger.append(session.ledger_path(sdir), {"ev": "mcp_claim", "by": "agent", "client": client,
+                                              "checkpoint": checkpoint})
+    text = claim.bootstrap_text(proj, pred_n, got, rec["name"], config.load(proj.root)["bootstrap_max_tokens"])
+    return {"checkpoint": checkpoint, "claimed": True, "session": rec["name"], "bootstrap": text}

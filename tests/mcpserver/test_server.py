@@ -25,8 +25,8 @@ from helpers.hookdriver import REPO, HookDriver, handoff_text, tokens_at  # noqa
 
 S1 = "a1a1a1a1-0000-4000-8000-0000000000a1"
 S2 = "b2b2b2b2-0000-4000-8000-0000000000b2"
-TOOLS = ["checkpoint_bootstrap", "effect_begin", "effect_end", "list_checkpoints", "request_rotation",
-         "session_context", "verify_ledgers"]
+TOOLS = ["checkpoint_bootstrap", "claim_checkpoint", "effect_begin", "effect_end", "list_checkpoints",
+         "request_rotation", "session_context", "verify_ledgers"]
 
 
 def server_params(root):
@@ -225,3 +225,13 @@ def test_a_waiting_checkpoint_is_revalidated_and_its_bootstrap_read_without_clai
     assert boot["claimed"] is False and "cp-001" in boot["bootstrap"] and "## Next steps" in boot["bootstrap"]
     rec = session.load(drv.sdir(S1))
     assert rec["state"] in session.CLAIMABLE and not rec.get("successor")  # read, not claimed
+    config.update_global({"mcp_clients": ["cc-test"]})
+    _, _, (e4, got), (e5, again), (e6, after) = calls(drv.root, [
+        ("claim_checkpoint", {"checkpoint": "cp-001"}), ("claim_checkpoint", {"checkpoint": "cp-001"}),
+        ("list_checkpoints", {})])
+    assert not e4 and got["claimed"] is True and got["session"] == "proj-002" and "cp-001" in got["bootstrap"]
+    assert e5 and "cp-001 is claimed already by proj-002" in again
+    assert after["checkpoints"][0]["claimed_by"] == "proj-002" and after["checkpoints"][0]["waiting"] is False
+    client = session.load(drv.sdir(number=2))
+    assert (client["state"], client["source"], client["host"], client["checkpoint_from"]) == (
+        "ENDED", "mcp", "mcp:cc-test", "cp-001")
