@@ -33,6 +33,7 @@ VERBS = {
     "on": ("on", "enable rotation for this project"),
     "recall": ("recall", "the share of the successor's needed facts in its first request"),
     "rehearse": ("rehearse", "run one full rotation offline with your claude and hooks; timed report"),
+    "repeat": ("repeat", "let one repeat of a held side effect through (you type its code again)"),
     "rotate": ("rotate", "hand off and rotate at the end of the current turn"),
     "run": ("run", "run a task unattended (claude -p, codex exec, gemini -p), rotating with no typing"),
     "share": ("share", "publish a verified checkpoint to a git remote (refs/continuity/shared/…)"),

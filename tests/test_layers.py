@@ -75,7 +75,7 @@ ALLOWED = {
                                        # wrote and the watchdog's service; --notify-test pushes once
     "rehearse": {"rotation", "install", "tmux"},  # it installs into a throwaway HOME and drives a real pane
     "commands": {"rotation", "snapshot", "share", "hosts", "install", "watch", "rehearse", "tmux", "notify",
-                 "doctor", "redact", "serverwindow", "mcpserver"},
+                 "doctor", "redact", "serverwindow", "mcpserver", "holds"},  # holds: `repeat <code>`, the user's
 }
 
 # The adapters ranked, lowest first: an adapter imports only adapters of a lower rank, so none of one rank

@@ -235,3 +235,33 @@ def test_a_waiting_checkpoint_is_revalidated_and_its_bootstrap_read_without_clai
     client = session.load(drv.sdir(number=2))
     assert (client["state"], client["source"], client["host"], client["checkpoint_from"]) == (
         "ENDED", "mcp", "mcp:cc-test", "cp-001")
+
+
+def test_only_the_user_on_a_terminal_lets_a_held_repeat_through(drv):
+    """The hold's code, typed again by the user on a terminal (a pty here), lets one repeat through; the same verb
+    from an agent's shell (no terminal) is refused, and the hold stays."""
+    import pty
+
+    config.update_global({"mcp_clients": ["cc-test"]})
+    key = {"key": "deploy v3 to prod", "what": "deploy v3"}
+    _, _, (_, begun), (e1, held) = calls(drv.root, [("effect_begin", key), ("effect_begin", key)])
+    assert e1 and "repeat %s" % begun["code"] in held
+    env = dict(os.environ, PYTHONPATH=REPO)
+    agent = subprocess.run([sys.executable, "-m", "cc_continuity", "repeat", begun["code"]], cwd=drv.root, env=env,
+                           stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+    assert agent.returncode == 2 and "only you can lift a hold, on a terminal" in agent.stderr
+    _, _, (e2, _) = calls(drv.root, [("effect_begin", key)])
+    assert e2  # still held
+    master, slave = pty.openpty()
+    user = subprocess.Popen([sys.executable, "-m", "cc_continuity", "repeat", begun["code"]], cwd=drv.root, env=env,
+                            stdin=slave, stdout=slave, stderr=slave)
+    os.close(slave)
+    seen = b""
+    while b"Type the code again" not in seen:
+        seen += os.read(master, 4096)
+    os.write(master, (begun["code"] + "\n").encode())
+    assert user.wait(30) == 0
+    os.close(master)
+    _, _, (e3, again), (e4, _) = calls(drv.root, [("effect_begin", key), ("effect_begin", key)])
+    assert not e3 and again["begun"] is True  # one repeat let through ...
+    assert e4  # ... and only one
