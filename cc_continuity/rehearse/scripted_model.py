@@ -36,7 +36,8 @@ request of this ``x-claude-code-session-id``), ``session_id`` and ``kind``
 may be a list: all of its strings must appear.
 
 Other rule keys: ``extract`` (regexes searched in the latest input, or the
-whole request with ``"extract_from": "any"``; a rule whose regex finds nothing
+whole request with ``"extract_from": "any"``, or the names of the tools it offers, one a line, with
+``"extract_from": "tools"``; a rule whose regex finds nothing
 does not apply; group 1 - or the whole match - becomes ``{name}``, named groups
 become variables too), ``then`` (replies served, in order, to the next main
 requests of the same session before any rule is consulted: the tool-result
@@ -186,8 +187,8 @@ def _check_rule(rule, where, allow_when=True):
             re.compile(pattern)
         except (re.error, TypeError) as e:
             raise ScenarioError("%s.extract.%s: bad regular expression: %s" % (where, name, e)) from None
-    if rule.get("extract_from", "latest") not in ("latest", "any"):
-        raise ScenarioError("%s.extract_from must be 'latest' or 'any'" % where)
+    if rule.get("extract_from", "latest") not in ("latest", "any", "tools"):
+        raise ScenarioError("%s.extract_from must be 'latest', 'any' or 'tools'" % where)
     if "times" in rule and not (_is_count(rule["times"]) and rule["times"] >= 1):
         raise ScenarioError("%s.times must be an integer >= 1" % where)
     if "hang" in rule and not isinstance(rule["hang"], bool):
@@ -607,7 +608,8 @@ class ScriptedModel:
             return None
         if "system_contains" in when and not _has_all(req.system_text, when["system_contains"]):
             return None
-        source = req.text if rule.get("extract_from") == "any" else req.latest_text
+        source = {"any": lambda: req.text, "tools": lambda: "\n".join(req.tools)}.get(
+            rule.get("extract_from"), lambda: req.latest_text)()
         extracted = {}
         for var, pattern in rule.get("extract", {}).items():
             m = re.search(pattern, source)

@@ -422,3 +422,20 @@ def test_module_serves_a_scenario_file_until_stopped(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "cc_continuity.rehearse.scripted_model", str(tmp_path / "missing.json")],
                          capture_output=True, text=True, timeout=30)
     assert bad.returncode == 2 and "missing.json" in bad.stderr
+
+
+def test_a_tools_name_is_taken_from_the_tools_the_request_offers(serve):
+    """``extract_from: "tools"``: the names of the request's tools, one a line (an MCP tool's name is the
+    host's to choose: the scripted model calls whatever the request offers)."""
+    model = serve({"rules": [{"name": "call", "when": {"last_user_contains": "use it"}, "extract_from": "tools",
+                              "extract": {"tool": r"(?m)^(\S*session_context)$"},
+                              "reply": [{"type": "tool_use", "name": "{tool}", "input": {}}]}]})
+    offered = [{"name": "Write", "input_schema": {"type": "object"}},
+               {"name": "mcp_cc-continuity_session_context", "input_schema": {"type": "object"}}]
+    assert ask(model, user("use it"))["content"][0]["text"] == "Scripted reply 1."  # Write only: not offered
+    resp, raw = post(model, dict(body(user("use it")), tools=offered))
+    assert resp.status == 200, raw
+    got = assemble(events(raw))["content"][0]
+    assert (got["type"], got["name"]) == ("tool_use", "mcp_cc-continuity_session_context")
+    with pytest.raises(Exception, match="extract_from must be"):
+        model.set_scenario({"rules": [{"name": "x", "extract_from": "headers", "reply": "no"}]})
