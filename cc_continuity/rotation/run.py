@@ -32,6 +32,7 @@ from .. import gitrun, ledger, session
 from ..digest import sha256
 from ..project import Project
 from . import handoff, texts, turn
+from .caps import DEADLINE_ENV, HEADLESS_ENV, ROTATIONS_ENV, TOKENS_ENV, at_cap  # noqa: F401  (the loop's, re-exported)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -41,10 +42,6 @@ if TYPE_CHECKING:
     from .context import Context
     from .host import Host
 
-HEADLESS_ENV = "CC_CONTINUITY_HEADLESS"      # "1": started by `cc-continuity run` (no one types)
-ROTATIONS_ENV = "CC_CONTINUITY_RUN_ROTATIONS"  # how many rotations this session's process may still make
-DEADLINE_ENV = "CC_CONTINUITY_RUN_DEADLINE"   # the run's end (epoch seconds): no rotation starts a session after it
-TOKENS_ENV = "CC_CONTINUITY_RUN_TOKENS"  # the tokens this session's process may still spend (--max-tokens)
 MAX_ROTATIONS = 10  # the default cap: a task that rotates more than this in one run is likely going round
 SAME_TREE = 3  # checkpoints in a row with the same work tree that stop a run (a read-only task: --same-tree 0)
 EXIT = {"done": 0, "cap": 3, "needs a person": 4, "agent failed": 5, "nothing to resume": 2}
@@ -82,28 +79,6 @@ class Backend:
         """The rotation's context for a step the loop takes itself in one of this host's sessions (its process
         over: :func:`.turn.finish_undecided`), with the host's ports (pushes as configured)."""
         raise NotImplementedError
-
-
-def at_cap(env: Mapping[str, str], rotations_done: int, now: float | None = None,
-           spent: Callable[[], int | None] | None = None) -> str | None:
-    """Why a session of a run must hand over ``headless`` now rather than rotate in-process (it has made
-    ``rotations_done`` already; ``spent``: the tokens its process has spent, asked only under a budget), or
-    None: not under ``run``, or within its caps."""
-    if env.get(HEADLESS_ENV) != "1":
-        return None
-    left = env.get(ROTATIONS_ENV, "")
-    if left.isdigit() and rotations_done >= int(left):
-        return "its run's --max-rotations"
-    budget = env.get(TOKENS_ENV, "")
-    if budget.isdigit() and spent is not None and (spent() or 0) >= int(budget):
-        return "its run's --max-tokens"
-    deadline = env.get(DEADLINE_ENV, "")
-    try:
-        if deadline and (time.time() if now is None else now) >= float(deadline):
-            return "its run's --max-time"
-    except ValueError:
-        return None
-    return None
 
 
 def _chain(proj: Project, after: int) -> list[tuple[int, dict[str, Any]]]:

@@ -13,7 +13,7 @@ import os
 
 from ... import card, procs
 from ...rotation.host import Host
-from ...rotation.run import at_cap
+from ...rotation.caps import at_cap
 from ..ports import HookPorts
 from . import chats, generations
 from .generations import key
