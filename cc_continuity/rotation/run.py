@@ -221,8 +221,7 @@ def _finish(backend: Backend, proj: Project, chain: list[tuple[int, dict[str, An
     .finish_undecided`); the chain read again when one was."""
     done = False
     for n, rec in chain:
-        if rec.get("checkpoint") or not rec.get("handoff_requested_at") or \
-                rec["state"] not in (session.HANDOFF_REQUESTED, session.ENDED):
+        if not turn.undecided(rec):
             continue
         payload = {"session_id": rec.get("session_id"), "cwd": proj.root, "transcript_path": rec.get("transcript")}
         got = turn.finish_undecided(backend.context("Run", payload, env), n, proj.session_dir(n))

@@ -662,6 +662,16 @@ def _verify_at_end(ctx: Context, n: int, sdir: str) -> None:
 
 
 # -- a run's session whose process is over -----------------------------------------------------------
+def undecided(rec: Record | dict[str, Any]) -> bool:
+    """A session left with its handoff requested and never decided: no checkpoint, not said done, still
+    HANDOFF_REQUESTED or ENDED by its process (not by the user's /clear)."""
+    if rec.get("checkpoint") or not rec.get("handoff_requested_at") or (rec.get("flags") or {}).get("done"):
+        return False
+    state = rec.get("state")
+    return state == session.HANDOFF_REQUESTED or (
+        state == session.ENDED and (rec.get("ended") or {}).get("reason") != "clear")
+
+
 def finish_undecided(ctx: Context, n: int, sdir: str) -> str | None:
     """A session of ``cc-continuity run`` whose process is over with its handoff requested and never decided
     (killed, its turns cut short, its Stop gone at a headless teardown): decided now as its Stop would have,
@@ -670,13 +680,11 @@ def finish_undecided(ctx: Context, n: int, sdir: str) -> str | None:
     made, a session that said it is done, one the user cleared).  Only the run calls this: nothing else knows
     that the session's process is over."""
     with ctx.project.edit(sdir) as rec:
-        if rec.get("checkpoint") or not rec.get("handoff_requested_at") or (rec.get("flags") or {}).get("done"):
+        if not undecided(rec):
             return None
-        if rec["state"] == session.ENDED and (rec.get("ended") or {}).get("reason") != "clear":
+        if rec["state"] == session.ENDED:
             session.transition(sdir, rec, session.HANDOFF_REQUESTED,
                                "run: the process ended before its handoff was decided")
-        elif rec["state"] != session.HANDOFF_REQUESTED:
-            return None
     ctx.log(sdir, {"ev": "finished_by_run", "had_handoff": os.path.lexists(checkpoint.handoff_path(sdir))})
     if os.path.lexists(checkpoint.handoff_path(sdir)):
         check, tries = verify_written(ctx, sdir)
