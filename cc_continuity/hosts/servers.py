@@ -14,14 +14,14 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any
 
-READERS = (("Claude Code", claude), ("Codex CLI", codex), ("Gemini CLI", gemini))
+READERS = (("claude", "Claude Code", claude), ("codex", "Codex CLI", codex), ("gemini", "Gemini CLI", gemini))
 
 
 def configured(env: "Mapping[str, str]") -> "list[dict[str, Any]]":
     """Every host's own model server (``{"host", "url", "model", "credential", "where", "window"}``), in the
     hosts' order; empty when none has one (their vendors' own APIs)."""
     out = []
-    for label, reader in READERS:
+    for _agent, label, reader in READERS:
         found = reader.model_server(env)
         if found is not None:
             out.append(dict(found, host=label))
@@ -55,7 +55,7 @@ def check_server_window(ctx: "Any") -> Result:
             wrong.append(silent)
             fixes.append("cc-continuity configure --window N (your model's context, as the server runs it)")
             continue
-        n, reader = got.tokens, dict(READERS)[server["host"]]
+        n, reader = got.tokens, {label: r for _, label, r in READERS}[server["host"]]
         said.append("%s's server (%s) %s %d" % (server["host"], got.server,
                                                 "runs" if got.kind == shapes.EXACT else "allows at most", n))
         if ours is None or (ours != n if got.kind == shapes.EXACT else ours > n):
@@ -87,8 +87,8 @@ def check_small_window(ctx: "Any") -> Result:
         return Result("small-window", True, "window %s: roomy enough for a fresh session" % (window or "detected"))
     rotate_at = int(window * cfg["rotate"] / 100)
     wrong, fixes, said = [], [], []
-    for label, reader in READERS:
-        if _agent(label) not in ctx.agents:
+    for agent, label, reader in READERS:
+        if agent not in ctx.agents:
             continue
         fresh, what = reader.fresh_tokens(ctx.env)
         start = fresh + int(cfg["bootstrap_max_tokens"])
@@ -110,10 +110,6 @@ def check_small_window(ctx: "Any") -> Result:
     if wrong:
         return Result("small-window", False, "; ".join(said + wrong), " and ".join(dict.fromkeys(fixes)))
     return Result("small-window", True, "; ".join(said) + "; rotate at %d of %d" % (rotate_at, window))
-
-
-def _agent(label: str) -> str:
-    return {"Claude Code": "claude", "Codex CLI": "codex", "Gemini CLI": "gemini"}[label]
 
 
 def _lower_thresholds(window: int, compacts_at: int, start: int) -> str:

@@ -56,12 +56,13 @@ def check(settings, ours=None):
             ours = config.load().get("window")
         except config.ConfigError:
             ours = None
-    seen = _load_seen()
+    said = _load_seen().get("said")
+    tell = ours != got.tokens and said != got.tokens
     paths.ensure_dir(state_dir())
-    atomic.write_text(_seen_path(), json.dumps({"seen": got.tokens, "said": seen.get("said")}), fsync=False)
-    if ours == got.tokens or seen.get("said") == got.tokens:
+    atomic.write_text(_seen_path(), json.dumps({"seen": got.tokens, "said": got.tokens if tell else said}),
+                      fsync=False)
+    if not tell:
         return None
-    atomic.write_text(_seen_path(), json.dumps({"seen": got.tokens, "said": got.tokens}), fsync=False)
     return "model server %s now runs a %d-token window (%s %s), cc-continuity's is %s: `cc-continuity configure " \
            "--window auto`" % (urlsplit(root).netloc, got.tokens, got.server, got.where,
                                ours or "detected from the model id")
