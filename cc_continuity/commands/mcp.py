@@ -2,6 +2,8 @@
 
 import sys
 
+from ._util import host_of  # a session record's host, handed to the server (it imports no host)
+
 
 def register(sub):
     p = sub.add_parser("mcp", description="Serve cc-continuity's tools over MCP on stdin/stdout (an agent starts "
@@ -17,4 +19,4 @@ def run(args):
                          "pip install 'cc-continuity[mcp]' (or into the plugin's environment).\n" % (
                              sys.executable, e))
         return 2
-    return server.main()
+    return server.main(host_of)

@@ -19,8 +19,8 @@ from . import tools
 
 INSTRUCTIONS = ("cc-continuity keeps long sessions going across context resets: it checkpoints the work and "
                 "hands it to a fresh session. Read-only tools (session_context, list_checkpoints, "
-                "verify_ledgers) are open; request_rotation, effect_begin and effect_end run only for clients "
-                "the user allowed. Route a side effect the shell cannot show through effect_begin / effect_end: "
+                "checkpoint_bootstrap, list_effects, verify_ledgers) are open; take_checkpoint, request_rotation, "
+                "effect_begin, effect_end and claim_checkpoint run only for clients the user allowed. Route a side effect the shell cannot show through effect_begin / effect_end: "
                 "a repeat after a crash is then held.")
 
 
@@ -39,8 +39,16 @@ def _answer(call: Callable[[], dict[str, Any]]) -> dict[str, Any]:
         raise ToolError(str(e)) from None
 
 
-def build() -> MCPServer:
+def build(host_of: tools.HostOf) -> MCPServer:
+    """The server with every tool; ``host_of`` gives a session record's host (the command hands it in: this
+    folder imports no host)."""
     server: MCPServer = MCPServer("cc-continuity", version=__version__, instructions=INSTRUCTIONS)
+    _read_only(server)
+    _mutating(server, host_of)
+    return server
+
+
+def _read_only(server: MCPServer) -> None:
 
     @server.tool(description="This session's context: its name and state, the context's last reading (tokens, "
                              "window, percent, level) and the warn/rotate/hard thresholds. Read-only.")
@@ -61,6 +69,20 @@ def build() -> MCPServer:
     @server.tool(description="Check the hash chain of every session ledger of the project. Read-only.")
     def verify_ledgers() -> dict[str, Any]:
         return tools.verify_ledgers(tools.project())
+
+    @server.tool(description="The project's side-effect records, newest first: what, in which session, recorded by "
+                             "the machine or reported by an agent, and the outcome (done, failed, not run, or "
+                             "uncertain: begun and never ended, so a repeat is held). Read-only.")
+    def list_effects() -> dict[str, Any]:
+        return tools.list_effects(tools.project())
+
+
+
+def _mutating(server: MCPServer, host_of: tools.HostOf) -> None:
+    @server.tool(description="Take a checkpoint of this session now (its facts and a git snapshot that touches no "
+                             "branch), without rotating: before a risky step. Only for clients the user allowed.")
+    def take_checkpoint(ctx: Context, message: str = "") -> dict[str, Any]:
+        return _answer(lambda: tools.take_checkpoint(tools.project(), _client(ctx), message, host_of))
 
     @server.tool(description="Ask for a rotation at the end of this turn (you sense the context filling up). "
                              "cc-continuity decides: only past warn, once per session, never in a rotation "
@@ -86,9 +108,7 @@ def build() -> MCPServer:
     def claim_checkpoint(checkpoint: str, ctx: Context) -> dict[str, Any]:
         return _answer(lambda: tools.claim_checkpoint(tools.project(), _client(ctx), checkpoint))
 
-    return server
 
-
-def main() -> int:
-    build().run("stdio")
+def main(host_of: tools.HostOf) -> int:
+    build(host_of).run("stdio")
     return 0

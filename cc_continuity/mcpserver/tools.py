@@ -17,14 +17,19 @@ from .. import config, errors, ledger, session
 from ..digest import sha256
 from ..holds import effects
 from ..project import Project
-from ..rotation import claim, revalidation
+from ..rotation import claim, manual, revalidation
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
+    from ..rotation.host import Host
     from ..session import Record
 
+    HostOf = Callable[[dict[str, Any]], Host]  # a session record's host (a port: the command hands it in)
+
+EFFECTS_SHOWN = 50  # list_effects: the newest this many effects (the store keeps more; a hold reads its tail)
 MAX_ANCESTORS = 6  # the agent may start us through a wrapper or two (sh -c, uv run, npx)
 
 
@@ -146,6 +151,41 @@ def verify_ledgers(proj: Project) -> dict[str, Any]:
     return {"ok": bad == 0, "ledgers": rows}
 
 
+def list_effects(proj: Project) -> dict[str, Any]:
+    """The project's side-effect records, newest first (at most :data:`EFFECTS_SHOWN`): what each was, in which
+    session, who recorded it (the machine's hooks, or an agent through this server: then as reported by it), and
+    its outcome: done (ok or not, with the exit code where the host gave one), not run, or uncertain (begun and
+    never ended: a repeat is held).  Overrides the user typed are listed with the code they let through."""
+    recs = effects.read(proj.dir)
+    ends: dict[tuple[Any, Any], dict[str, Any]] = {}
+    for r in recs:
+        if r.get("ph") in ("done", "not_run"):
+            ends[(r.get("k"), r.get("tu"))] = r
+    rows: list[dict[str, Any]] = []
+    for r in reversed(recs):
+        if len(rows) >= EFFECTS_SHOWN:
+            break
+        if r.get("ph") == "override":
+            rows.append({"override": r.get("code"), "session": r.get("n"), "at": r.get("ts")})
+            continue
+        if r.get("ph") != "intent":
+            continue
+        end = ends.get((r.get("k"), r.get("tu")))
+        outcome = ("uncertain" if end is None else "not run" if end.get("ph") == "not_run"
+                   else "done" if end.get("ok") else "failed")
+        row = {"what": r.get("what"), "session": r.get("n"), "at": r.get("ts"), "outcome": outcome,
+               "recorded_by": "agent (reported)" if r.get("by") == "agent" else "machine",
+               "key": str(r.get("k") or "")[:12]}
+        if end is not None and end.get("exit") is not None:
+            row["exit"] = end.get("exit")
+        if end is not None and end.get("by") == "agent":
+            row["outcome_reported_by_agent"] = True
+        if r.get("override"):
+            row["let_through_by"] = r.get("override")
+        rows.append(row)
+    return {"effects": rows, "shown": len(rows), "newest_first": True}
+
+
 # -- mutating -------------------------------------------------------------------------------------
 def request_rotation(proj: Project, client: str | None, pids: list[int] | None = None) -> dict[str, Any]:
     """Ask for a rotation at the end of this turn.  The harness decides: only past *warn*, once per session,
@@ -176,6 +216,23 @@ def request_rotation(proj: Project, client: str | None, pids: list[int] | None =
         return {"granted": False, "why": why}
     return {"granted": True, "what_happens": "at the end of this turn the handoff is asked for; once it is valid "
                                              "the session rotates and its successor continues from it"}
+
+
+def take_checkpoint(proj: Project, client: str | None, message: object, host_of: HostOf,
+                    pids: list[int] | None = None) -> dict[str, Any]:
+    """A checkpoint of this session now (facts and a git snapshot under ``refs/continuity/…/manual/``), no
+    rotation: as ``cc-continuity checkpoint`` does, recorded as asked for by the agent."""
+    _guard(client, proj)
+    got = this_session(proj, pids)
+    if got is None:
+        raise Denied("no open cc-continuity session of this project runs this agent process: nothing to checkpoint")
+    n, rec = got
+    text = message.strip()[:200] if isinstance(message, str) and message.strip() else "checkpoint asked for by the agent"
+    result = manual.take(proj, n, proj.session_dir(n), config.load(proj.root), host_of(rec), text, by="agent")
+    git = result["git"]
+    return {"session": result["session"], "facts": result["dir"], "ref": git.get("ref"), "commit": git.get("commit"),
+            "snapshot": "taken" if git.get("git") else "not a git repository" if git.get("git") is False
+            else "failed: %s" % git.get("error"), "recorded_as": "asked for by the agent"}
 
 
 def _effect_key(key: str) -> str:

@@ -26,7 +26,7 @@ from helpers.hookdriver import REPO, HookDriver, handoff_text, tokens_at  # noqa
 S1 = "a1a1a1a1-0000-4000-8000-0000000000a1"
 S2 = "b2b2b2b2-0000-4000-8000-0000000000b2"
 TOOLS = ["checkpoint_bootstrap", "claim_checkpoint", "effect_begin", "effect_end", "list_checkpoints",
-         "request_rotation", "session_context", "verify_ledgers"]
+         "list_effects", "request_rotation", "session_context", "take_checkpoint", "verify_ledgers"]
 
 
 def server_params(root):
@@ -265,3 +265,43 @@ def test_only_the_user_on_a_terminal_lets_a_held_repeat_through(drv):
     _, _, (e3, again), (e4, _) = calls(drv.root, [("effect_begin", key), ("effect_begin", key)])
     assert not e3 and again["begun"] is True  # one repeat let through ...
     assert e4  # ... and only one
+
+
+def test_the_effect_records_are_listed_with_who_recorded_them_and_their_outcome(drv):
+    """A Bash effect the hooks recorded (the machine's) beside two an agent routed through the server: one ended,
+    one begun and never ended (uncertain); the agent's are shown as reported, never as seen."""
+    drv.hook("PreToolUse", S1, tool_name="Bash", tool_input={"command": "gh release create v9"}, tool_use_id="tu-1")
+    drv.hook("PostToolUse", S1, tool_name="Bash", tool_input={"command": "gh release create v9"}, tool_use_id="tu-1",
+             tool_response={"stdout": "", "stderr": "", "interrupted": False})
+    config.update_global({"mcp_clients": ["cc-test"]})
+    _, _, _, _, _, (err, got) = calls(drv.root, [
+        ("effect_begin", {"key": "mail 1", "what": "send the invoice mail"}), ("effect_end", {"key": "mail 1", "ok": True}),
+        ("effect_begin", {"key": "mail 2", "what": "send the reminder"}), ("list_effects", {})], client="cc-test")
+    assert not err
+    rows = got["effects"]
+    assert [(r["what"], r["outcome"], r["recorded_by"]) for r in rows] == [
+        ("send the reminder", "uncertain", "agent (reported)"), ("send the invoice mail", "done", "agent (reported)"),
+        (rows[2]["what"], "done", "machine")], rows
+    assert "release" in rows[2]["what"] and rows[1]["outcome_reported_by_agent"] is True
+    assert all(r["session"] == "proj-001" for r in rows)
+
+
+def test_a_checkpoint_taken_through_the_server_is_the_agents_and_touches_no_branch(drv):
+    import subprocess as sp
+
+    head = sp.run(["git", "rev-parse", "HEAD"], cwd=drv.root, capture_output=True, text=True).stdout
+    with open(os.path.join(drv.root, "src", "app.py"), "a") as f:
+        f.write("z = 3\n")
+    _, _, (e1, denied) = calls(drv.root, [("take_checkpoint", {"message": "before the migration"})])
+    assert e1 and "denied" in denied
+    config.update_global({"mcp_clients": ["cc-test"]})
+    _, _, (e2, got) = calls(drv.root, [("take_checkpoint", {"message": "before the migration"})])
+    assert not e2 and got["snapshot"] == "taken" and "/manual/001-" in got["ref"], got
+    assert got["recorded_as"] == "asked for by the agent" and os.path.isdir(got["facts"])
+    shown = sp.run(["git", "show", "%s:src/app.py" % got["ref"]], cwd=drv.root, capture_output=True, text=True)
+    assert "z = 3" in shown.stdout
+    assert sp.run(["git", "rev-parse", "HEAD"], cwd=drv.root, capture_output=True, text=True).stdout == head
+    assert "src/app.py" in sp.run(["git", "status", "--porcelain"], cwd=drv.root, capture_output=True,
+                                  text=True).stdout  # the index and the tree as they were
+    line = [r for r in ledger.read(session.ledger_path(drv.sdir(S1))) if r["ev"] == "manual_checkpoint"][-1]
+    assert (line["by"], line["message"], line["ref"]) == ("agent", "before the migration", got["ref"])
