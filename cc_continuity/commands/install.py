@@ -6,6 +6,7 @@ also records Codex's trust for them); ``--agent gemini``: into Gemini CLI's ``~/
 upgrade replaces ours in place).  ``--dry-run`` prints the diff of every file and writes nothing.
 """
 
+import argparse
 import sys
 
 from .. import errors
@@ -37,6 +38,10 @@ def register(sub):
     p.add_argument("--plugin", action="store_true",
                    help="carry the hooks, skills and the in-process mod as a Claude Code plugin (claude plugin "
                         "install) instead of settings.json; the status line stays in settings.json")
+    p.add_argument("--mcp", action=argparse.BooleanOptionalAction, default=None,
+                   help="register cc-continuity's MCP server with the agent (its read-only tools allowed, the others "
+                        "only for clients in your mcp_clients; needs the SDK: cc-continuity[mcp]); --no-mcp takes it "
+                        "out; left out, as the last install left it")
     p.add_argument("--dry-run", action="store_true", help="print the diff of every file; write nothing")
     p.add_argument("--check", action="store_true",
                    help="only check the options and every file install would change; write nothing, print "
@@ -47,7 +52,8 @@ def register(sub):
 def run(args):
     opts = install_plan.Options(window=args.window, thresholds=args.thresholds, ntfy=args.ntfy,
                            unattended=args.unattended, shell=args.shell, no_wrapper=args.no_wrapper,
-                           dry_run=args.dry_run, plugin=args.plugin, agent=args.agent, trust=args.trust)
+                           dry_run=args.dry_run, plugin=args.plugin, agent=args.agent, trust=args.trust,
+                           mcp=args.mcp)
     try:
         if args.check:
             return setup.check(opts)

@@ -1,7 +1,9 @@
 """``cc-continuity mcp``: the MCP server on stdio (mcpserver/), for an agent to start; needs the optional SDK."""
 
+import os
 import sys
 
+from ..install import mcp as mcp_install
 from ._util import host_of  # a session record's host, handed to the server (it imports no host)
 
 
@@ -12,6 +14,9 @@ def register(sub):
 
 
 def run(args):
+    lib = mcp_install.lib_dir()
+    if os.path.isdir(lib) and lib not in sys.path:
+        sys.path.append(lib)  # the SDK `install --mcp` copied (after the app's own lib/: its versions win)
     try:
         from ..mcpserver import server  # (the SDK: ~1 s and ~65 MB, only for this verb)
     except ImportError as e:

@@ -34,7 +34,7 @@ from .. import paths
 from ..errors import InstallError
 from ..share.fleet import left_on_remotes
 from ..lock import Lock
-from . import app, bootstrap, manifest, tools
+from . import app, bootstrap, manifest, mcp, tools
 from .plan import load_manifest, size_text, unlink, purge_command, show
 
 
@@ -132,6 +132,8 @@ def _uninstall(pieces, agents, purge, out):
         removed = unlink(launcher)
         out("launcher: %s %s" % (show(launcher), "removed" if removed else "not there"))
         out("app: %s %s" % (show(app.app_link(home)), "removed" if app.remove(home) else "not there"))
+        if mcp.remove(home):
+            out("mcp: %s removed (the MCP SDK's copy)" % show(mcp.lib_dir(home)))
         if os.path.isdir(bootstrap.venv_dir(home)):
             shutil.rmtree(bootstrap.venv_dir(home))
             out("venv: %s removed (install.py's)" % show(bootstrap.venv_dir(home)))

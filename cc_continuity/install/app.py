@@ -73,6 +73,8 @@ def path_link(user_home):
 # -- dependencies --------------------------------------------------------------
 
 _REQ_NAME = re.compile(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
+_REQ_EXTRAS = re.compile(r"\s*\[([^\]]*)\]")  # pyjwt[crypto]
+_REQ_EXTRA = re.compile(r"""\bextra\s*==\s*["']([^"']+)["']""")  # a requirement only an extra brings
 
 
 def _norm(name):
@@ -80,33 +82,43 @@ def _norm(name):
 
 
 def dependency_dists(roots=RUNTIME_DISTS):
-    """The installed distributions ``roots`` need, following requirements (extras skipped).
+    """The installed distributions ``roots`` need, following requirements, and an extra's where one asks for it
+    (``pyjwt[crypto]`` brings cryptography; extras nobody asks for are skipped).
 
     A requirement that is not installed is skipped: it is one whose marker did
     not apply here (our direct dependencies are checked to be present).
     """
     from importlib import metadata  # lazy: +~15 ms to launch and every verb (they load install/)
 
-    found, queue = {}, list(roots)
+    found, queue, wanted = {}, [(name, ()) for name in roots], {}
     while queue:
-        name = queue.pop(0)
+        name, extras = queue.pop(0)
         key = _norm(name)
-        if key in found:
+        new_extras = set(extras) - wanted.get(key, set())
+        if key in found and not new_extras:
             continue
+        wanted.setdefault(key, set()).update(extras)
         try:
-            dist = metadata.distribution(name)
+            dist = found.get(key) or metadata.distribution(name)
         except metadata.PackageNotFoundError:
             if name in roots:
                 raise AppError("runtime dependency %s is not installed" % name) from None
             continue
+        first = key not in found
         found[key] = dist
         for req in dist.requires or ():
             marker = req.partition(";")[2]
-            if "extra" in marker:
+            extra = _REQ_EXTRA.search(marker)
+            if extra is None and "extra" in marker:
+                continue
+            if extra is not None and extra.group(1) not in (wanted[key] if first else new_extras):
+                continue
+            if extra is None and not first:
                 continue
             m = _REQ_NAME.match(req)
             if m:
-                queue.append(m.group(1))
+                asked = _REQ_EXTRAS.match(req[m.end():])
+                queue.append((m.group(1), tuple(x.strip() for x in asked.group(1).split(",")) if asked else ()))
     return [found[k] for k in sorted(found)]
 
 
@@ -189,10 +201,7 @@ def install(home, source=None):
         os.mkdir(staging, paths.DIR_MODE)
         for full, rel in _package_files(source):
             _copy(full, os.path.join(staging, "cc_continuity", rel))
-        lib = os.path.join(staging, "lib")
-        for dist in dists:
-            for full, rel in _dist_files(dist):
-                _copy(full, os.path.join(lib, rel), link=True)
+        copy_dists(dists, os.path.join(staging, "lib"))
         with open(os.path.join(staging, "VERSION"), "w", encoding="utf-8") as f:
             f.write(__version__ + "\n")
         with open(os.path.join(staging, "FINGERPRINT"), "w", encoding="utf-8") as f:
@@ -214,6 +223,13 @@ def install(home, source=None):
         if old not in (name, previous):
             shutil.rmtree(os.path.join(vdir, old), ignore_errors=True)
     return True, dists
+
+
+def copy_dists(dists, lib):
+    """Every file of ``dists`` into ``lib`` (hard links where the filesystem allows)."""
+    for dist in dists:
+        for full, rel in _dist_files(dist):
+            _copy(full, os.path.join(lib, rel), link=True)
 
 
 def _current_version(home):

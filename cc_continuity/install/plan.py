@@ -27,10 +27,11 @@ class Options:
     """What ``cc-continuity install`` was asked to do (mirrors the CLI flags)."""
 
     def __init__(self, window=None, thresholds=None, ntfy=None, unattended=False, shell="auto",
-                 no_wrapper=False, dry_run=False, plugin=False, agent="claude", trust=False):
+                 no_wrapper=False, dry_run=False, plugin=False, agent="claude", trust=False, mcp=None):
         self.window, self.thresholds, self.ntfy, self.unattended = window, thresholds, ntfy, unattended
         self.shell, self.no_wrapper, self.dry_run, self.plugin = shell, no_wrapper, dry_run, plugin
         self.agent, self.trust = agent, trust
+        self.mcp = mcp  # register the MCP server (True), take it out (False), or as the last install left it (None)
 
 
 def show(path):

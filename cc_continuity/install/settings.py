@@ -481,19 +481,58 @@ def merge(doc, rendered, mark=CLAUDE_MARKS):
         hooks[event] = out
     if "statusLine" in rendered:
         doc["statusLine"] = copy.deepcopy(rendered["statusLine"])
+    _add_allow(doc, rendered.get("allow") or ())
     return doc
 
 
-def unmerge(doc, record=None, mark=CLAUDE_MARKS):
+def _allow_list(doc):
+    perms = doc.get("permissions")
+    allow = perms.get("allow") if isinstance(perms, dict) else None
+    return allow if isinstance(allow, list) else None
+
+
+def _add_allow(doc, rules):
+    """Our permission rules (``permissions.allow``) appended, each once; the user's rules stay where they are."""
+    if not rules:
+        return
+    perms = doc.setdefault("permissions", {})
+    if not isinstance(perms, dict):
+        raise SettingsError('"permissions" is not a JSON object; fix or remove it, then run install again')
+    allow = perms.setdefault("allow", [])
+    if not isinstance(allow, list):
+        raise SettingsError('"permissions.allow" is not a JSON array; fix or remove it, then run install again')
+    for rule in rules:
+        if rule not in allow:
+            allow.append(rule)
+
+
+def _drop_allow(doc, rules, record):
+    """``doc`` (changed in place) without ``rules`` in ``permissions.allow``; the containers we made (the record
+    says; without one, those the removal emptied) dropped once empty."""
+    allow = _allow_list(doc)
+    if allow is None or not rules:
+        return
+    perms = doc["permissions"]
+    perms["allow"] = [r for r in allow if r not in rules]
+    emptied = len(perms["allow"]) < len(allow) and record is None  # no record: what we emptied goes too
+    if not perms["allow"] and (emptied or (record or {}).get("created_allow_key")):
+        del perms["allow"]
+    if not perms and (emptied or (record or {}).get("created_permissions_key")):
+        del doc["permissions"]
+
+
+def unmerge(doc, record=None, mark=CLAUDE_MARKS, allow=()):
     """A copy of ``doc`` without anything of ours.
 
     ``record`` is the install record (see :func:`plan_install`): it says which
-    containers we created (dropped again once empty) and which status line to
-    restore.  Without one, containers emptied by the removal are dropped and
+    containers we created (dropped again once empty), which permission rules we
+    added and which status line to restore.  Without one, containers emptied by
+    the removal are dropped, ``allow`` (the rules we would add) are taken out and
     our status line is simply removed.
     """
     doc = copy.deepcopy(doc)
     known = record is not None
+    _drop_allow(doc, record.get("allow_added") or () if known else allow, record)
     created_events = set(record.get("created_events", ())) if known else set()
     hooks = doc.get("hooks")
     if isinstance(hooks, dict):
@@ -561,11 +600,12 @@ def plan_install(old, rendered, previous=None, where="settings.json", mark=CLAUD
     if status:
         rendered = dict(rendered, statusLine=with_chain(rendered["statusLine"], chain if had else None))
 
-    target = doc
+    target = copy.deepcopy(doc)
+    _drop_allow(target, (prev or {}).get("allow_added") or (), prev)  # (merge adds back those still wanted)
     if not rendered["hooks"]:
         # A cc-continuity plugin carries the hooks: none of ours in settings.json (Claude Code
         # does not deduplicate the two, so both would run every event twice).
-        target = unmerge(doc, prev, mark)
+        target = unmerge(target, prev, mark)
         if "statusLine" in doc:
             target["statusLine"] = doc["statusLine"]
         elif "statusLine" in target:
@@ -581,11 +621,17 @@ def plan_install(old, rendered, previous=None, where="settings.json", mark=CLAUD
 
     base = unmerge(doc, prev, mark)  # the document as it would be without us
     base_hooks = base.get("hooks")
+    base_allow = _allow_list(base) or []
     record = {
         "created_hooks_key": "hooks" not in base,
         "created_events": [e for e in rendered["hooks"]
                            if not (isinstance(base_hooks, dict) and e in base_hooks)],
     }
+    if rendered.get("allow"):
+        record.update(allow_added=[r for r in rendered["allow"] if r not in base_allow],
+                      created_permissions_key="permissions" not in base,
+                      created_allow_key=not isinstance(base.get("permissions"), dict)
+                      or "allow" not in base["permissions"])
     if status:  # json-able copy for older readers; the exact one travels in the status line command
         record.update(statusline_had_key=had, statusline_chain=plain(chain) if had else None)
 
@@ -601,7 +647,7 @@ def plan_install(old, rendered, previous=None, where="settings.json", mark=CLAUD
     return new, record
 
 
-def plan_uninstall(current, record=None, where="settings.json", mark=CLAUDE_MARKS):
+def plan_uninstall(current, record=None, where="settings.json", mark=CLAUDE_MARKS, allow=()):
     """What uninstall leaves: bytes to write, ``None`` to delete the file, or ``current`` (nothing to do).
 
     Exact original bytes when the file is still what we wrote; otherwise only
@@ -614,7 +660,7 @@ def plan_uninstall(current, record=None, where="settings.json", mark=CLAUDE_MARK
         return None if original is None else original.encode("utf-8")
     text = decode(current, where)
     doc = parse(text, where)
-    new_doc = unmerge(doc, record, mark)
+    new_doc = unmerge(doc, record, mark, allow)
     if new_doc == doc:
         return current
     if not new_doc and record and record.get("original_known") and record.get("original") is None:

@@ -13,6 +13,7 @@ from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import ToolAnnotations
 
 from .. import __version__
 from . import tools
@@ -48,29 +49,36 @@ def build(host_of: tools.HostOf) -> MCPServer:
     return server
 
 
-def _read_only(server: MCPServer) -> None:
+READ_ONLY = ToolAnnotations(read_only_hint=True)  # (Codex runs such a tool in its sandbox without asking)
 
-    @server.tool(description="This session's context: its name and state, the context's last reading (tokens, "
+
+def _read_only(server: MCPServer) -> None:
+    @server.tool(annotations=READ_ONLY,
+                 description="This session's context: its name and state, the context's last reading (tokens, "
                              "window, percent, level) and the warn/rotate/hard thresholds. Read-only.")
     def session_context() -> dict[str, Any]:
         return tools.session_context(tools.project())
 
-    @server.tool(description="The project's checkpoints, newest first: each one's session, whether it waits for "
+    @server.tool(annotations=READ_ONLY,
+                 description="The project's checkpoints, newest first: each one's session, whether it waits for "
                              "a successor (then revalidated against the work tree now) or who claimed it, and "
                              "whether its handoff was degraded. Read-only.")
     def list_checkpoints() -> dict[str, Any]:
         return {"checkpoints": tools.list_checkpoints(tools.project())}
 
-    @server.tool(description="The text a successor of a checkpoint (e.g. cp-003) starts with: the handoff, the "
+    @server.tool(annotations=READ_ONLY,
+                 description="The text a successor of a checkpoint (e.g. cp-003) starts with: the handoff, the "
                              "machine's facts. Reading it claims nothing. Read-only.")
     def checkpoint_bootstrap(checkpoint: str) -> dict[str, Any]:
         return _answer(lambda: tools.checkpoint_bootstrap(tools.project(), checkpoint))
 
-    @server.tool(description="Check the hash chain of every session ledger of the project. Read-only.")
+    @server.tool(annotations=READ_ONLY,
+                 description="Check the hash chain of every session ledger of the project. Read-only.")
     def verify_ledgers() -> dict[str, Any]:
         return tools.verify_ledgers(tools.project())
 
-    @server.tool(description="The project's side-effect records, newest first: what, in which session, recorded by "
+    @server.tool(annotations=READ_ONLY,
+                 description="The project's side-effect records, newest first: what, in which session, recorded by "
                              "the machine or reported by an agent, and the outcome (done, failed, not run, or "
                              "uncertain: begun and never ended, so a repeat is held). Read-only.")
     def list_effects() -> dict[str, Any]:

@@ -1,5 +1,6 @@
-"""The real Claude Code loading ``cc-continuity mcp`` at user scope (``claude mcp add --scope user``) and the
-scripted model calling its tools by the names it finds in the request (issue 39's first part).
+"""The real Claude Code loading ``cc-continuity mcp`` as ``cc-continuity install --mcp`` registers it (``claude
+mcp add --scope user``, the read-only tools allowed in settings.json) and the scripted model calling its tools
+by the names it finds in the request, with no ``--allowedTools``: the install's narrow rule lets it run.
 
 Our hooks are installed, so the session the MCP server answers for is the one Claude Code runs; the scripted
 model takes the tool's name from the request it is sent (the tool list, or a deferred list behind a tool
@@ -8,13 +9,12 @@ server adds to a ``claude -p`` start (its first request, with and without it).
 """
 
 import json
-import sys
+import os
 import time
 
 import pytest
 
 from .common import installed_sandbox
-from .harness import REPO_ROOT
 
 pytestmark = pytest.mark.e2e
 pytest.importorskip("mcp")
@@ -34,15 +34,20 @@ def scenario(project):
 
 
 def _register(sb):
-    add = sb.run([sb.claude_bin, "mcp", "add", "--scope", "user", "cc-continuity",
-                  "-e", "PYTHONPATH=%s" % REPO_ROOT, "-e", "CC_CONTINUITY_HOME=%s" % sb.cc_home,
-                  "--", sys.executable, "-m", "cc_continuity", "mcp"], timeout=60)
+    add = sb.cli("install", "--no-wrapper", "--mcp", timeout=300)
     assert add.returncode == 0, add.stdout + add.stderr
+    assert "mcp: the server cc-continuity at Claude Code's user scope added" in add.stdout, add.stdout
+    return add
+
+
+def _user_entry(sb):
+    with open(os.path.join(sb.home, ".claude.json")) as f:
+        return (json.load(f).get("mcpServers") or {}).get("cc-continuity")
 
 
 def _first_request_s(sb):
     t0 = time.time()
-    res = sb.run_print("hello there", ["--allowedTools", TOOL])
+    res = sb.run_print("hello there")
     assert res.returncode == 0, res.stderr[-2000:]
     firsts = [r for r in sb.model.requests() if r.time >= t0 and getattr(r, "kind", "main") == "main"]
     return firsts[0].time - t0
@@ -51,7 +56,7 @@ def _first_request_s(sb):
 def test_claude_code_calls_our_mcp_tool_and_gets_this_sessions_answer(sandbox_factory):
     sb = installed_sandbox(sandbox_factory, scenario)
     _register(sb)
-    res = sb.run_print(TASK, ["--allowedTools", TOOL])
+    res = sb.run_print(TASK)  # no --allowedTools: the install's rule for the read-only tools
     assert res.returncode == 0, res.stderr[-3000:]
     mains = [r for r in sb.model.requests() if getattr(r, "kind", "main") == "main"]
     called = [r for r in mains if r.rule == "call"]
@@ -74,3 +79,28 @@ def test_what_the_server_adds_to_a_sessions_start(sandbox_factory):
     print("claude -p start to its first request: without the MCP server %s s, with it %s s" % (
         ", ".join("%.2f" % x for x in without), ", ".join("%.2f" % x for x in with_mcp)))
     assert max(with_mcp) < 30
+
+
+def test_install_mcp_registers_a_server_claude_code_connects_to_and_uninstall_takes_it_out_exactly(sandbox_factory):
+    sb = sandbox_factory(model_name="claude-sonnet-4-5")
+    with open(os.path.join(sb.home, ".claude", "settings.json"), "rb") as f:
+        before = f.read()
+    _register(sb)
+    entry = _user_entry(sb)
+    assert entry["command"] == os.path.join(sb.cc_home, "bin", "cc-continuity") and entry["args"] == ["mcp"], entry
+    assert TOOL in sb.settings()["permissions"]["allow"]
+    assert not [r for r in sb.settings()["permissions"]["allow"] if "take_checkpoint" in r or r.endswith("__*")]
+    listed = sb.run([sb.claude_bin, "mcp", "list"], timeout=120)
+    print(listed.stdout)
+    assert "cc-continuity" in listed.stdout and "Connected" in listed.stdout, listed.stdout + listed.stderr
+    again = sb.cli("install", "--no-wrapper", timeout=300)  # left out: as the last install left it
+    assert "user scope unchanged" in again.stdout, again.stdout
+    off = sb.cli("install", "--no-wrapper", "--no-mcp", timeout=300)
+    assert "user scope removed (--no-mcp)" in off.stdout and _user_entry(sb) is None, off.stdout
+    assert TOOL not in json.dumps(sb.settings()) and not os.path.exists(os.path.join(sb.cc_home, "mcp-lib"))
+    _register(sb)
+    gone = sb.cli("uninstall", timeout=300)
+    assert gone.returncode == 0 and "user scope removed" in gone.stdout, gone.stdout + gone.stderr
+    assert _user_entry(sb) is None and not os.path.exists(os.path.join(sb.cc_home, "mcp-lib"))
+    with open(os.path.join(sb.home, ".claude", "settings.json"), "rb") as f:
+        assert f.read() == before

@@ -396,3 +396,43 @@ def test_1e400_is_kept_not_written_as_infinity():
     assert "Infinity" not in text
     twice, _ = S.plan_install(new, rendered(), record)
     assert twice == new
+
+
+# -- permission rules (the MCP server's read-only tools) ----------------------------------------------------------
+
+ALLOW = ["mcp__cc-continuity__session_context", "mcp__cc-continuity__list_effects"]
+
+
+@PROPS
+@given(original=originals())
+def test_allow_rules_are_added_once_and_taken_out_exactly(original):
+    new, record = S.plan_install(original, dict(rendered(), allow=ALLOW))
+    doc = S.parse(new.decode())
+    assert [r for r in doc["permissions"]["allow"] if r in ALLOW] == ALLOW
+    again, record2 = S.plan_install(new, dict(rendered(), allow=ALLOW), json.loads(json.dumps(record)))
+    assert again == new and record2 == record
+    assert S.plan_uninstall(new, json.loads(json.dumps(record))) == original
+
+
+def test_a_rule_the_user_had_stays_and_turning_the_server_off_takes_out_only_ours():
+    original = json.dumps({"permissions": {"allow": ["Bash(ls:*)", ALLOW[0]], "deny": ["Read(.env)"]}}).encode()
+    on, rec = S.plan_install(original, dict(rendered(), allow=ALLOW))
+    assert S.parse(on.decode())["permissions"]["allow"] == ["Bash(ls:*)", ALLOW[0], ALLOW[1]]
+    assert rec["allow_added"] == [ALLOW[1]] and not rec["created_permissions_key"]
+    off, _ = S.plan_install(on, rendered(), json.loads(json.dumps(rec)))
+    assert S.parse(off.decode())["permissions"] == {"allow": ["Bash(ls:*)", ALLOW[0]], "deny": ["Read(.env)"]}
+    edited = json.dumps(dict(S.plain(S.parse(on.decode())), model="opus")).encode()  # someone wrote since
+    back = S.parse(S.plan_uninstall(edited, json.loads(json.dumps(rec))).decode())
+    assert back["permissions"]["allow"] == ["Bash(ls:*)", ALLOW[0]] and back["model"] == "opus"
+
+
+def test_without_a_record_uninstall_takes_out_the_rules_it_would_add():
+    on, _ = S.plan_install(None, dict(rendered(), allow=ALLOW))
+    edited = json.dumps(dict(S.plain(S.parse(on.decode())), model="opus")).encode()
+    back = S.parse(S.plan_uninstall(edited, None, allow=ALLOW).decode())
+    assert "permissions" not in back and back["model"] == "opus"
+
+
+def test_permissions_of_the_wrong_type_are_refused():
+    with pytest.raises(S.SettingsError, match="permissions.allow"):
+        S.plan_install(json.dumps({"permissions": {"allow": "all"}}).encode(), dict(rendered(), allow=ALLOW))

@@ -21,7 +21,7 @@ from ...doctor.base import MIN_CLAUDE, PROBE_EVENT, PROBE_TIMEOUT_S, Result, _do
 from ...install import blocks, plugin, settings, wrapper
 from . import doctor_plugin, launchenv
 from .doctor_plugin import _marketplace_only, _plugin_handler, _plugin_table
-from .executable import find_real_claude
+from .executable import claude_global_config, find_real_claude
 from .hooks import EVENT_OF
 from .install import NAME as NAME  # (the unit's name: its install's)
 from .install import RECORD_KEYS
@@ -375,16 +375,6 @@ def _started_before(pid, path):
         return False
 
 # -- Claude Code state ---------------------------------------------------------
-
-def claude_global_config(env):
-    """Claude Code's global config (``~/.claude.json``; inside ``$CLAUDE_CONFIG_DIR`` when that is set)."""
-    base = env.get("CLAUDE_CONFIG_DIR")
-    if base:
-        base = os.path.abspath(os.path.expanduser(base))
-        legacy = os.path.join(base, ".config.json")
-        return legacy if os.path.isfile(legacy) else os.path.join(base, ".claude.json")
-    return os.path.join(env.get("HOME") or os.path.expanduser("~"), ".claude.json")
-
 
 def check_trust(ctx):
     """Hooks and the status line stay off until the folder-trust dialog is accepted."""

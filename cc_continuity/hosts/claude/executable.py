@@ -54,3 +54,13 @@ def _looks_like_ours(path: str) -> bool:
         return True
     body = head.split(b"\n", 1)[1] if b"\n" in head else b""
     return head.startswith(b"#!") and (b"cc-continuity" in body or b"cc_continuity" in body)
+
+
+def claude_global_config(env: Mapping[str, str]) -> str:
+    """Claude Code's global config (``~/.claude.json``; inside ``$CLAUDE_CONFIG_DIR`` when that is set)."""
+    base = env.get("CLAUDE_CONFIG_DIR")
+    if base:
+        base = os.path.abspath(os.path.expanduser(base))
+        legacy = os.path.join(base, ".config.json")
+        return legacy if os.path.isfile(legacy) else os.path.join(base, ".claude.json")
+    return os.path.join(env.get("HOME") or os.path.expanduser("~"), ".claude.json")

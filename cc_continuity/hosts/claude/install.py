@@ -13,14 +13,15 @@ import os
 
 from ... import config, deps, paths
 from ...errors import InstallError
-from ...install import app, blocks, manifest, plan, plugin, settings, skills, tools, wrapper
+from ...install import app, blocks, manifest, mcp, plan, plugin, settings, skills, tools, wrapper
 from ...install.plan import CLAUDE_MD_BLOCK, FileChange, WRAPPER_BLOCK, install_app, install_link, load_manifest, print_plan, shared_record, size_text, verb, block_change, claude_md_body, config_changes, describe_config, read, show
+from . import mcpentry
 from .executable import find_real_claude
 
 NAME = "Claude Code"
 HOOK_FILE = "settings.json"  # where its hooks are, as uninstall names it
 # The record's keys that are Claude Code's (the rest, the app copy and launcher, are shared).
-RECORD_KEYS = ("settings", "statusline_chain", "claude_md", "rc", "skills", "plugin")
+RECORD_KEYS = ("settings", "statusline_chain", "claude_md", "rc", "skills", "plugin", "claude_mcp")
 
 
 def install_plugin(out):
@@ -69,6 +70,9 @@ def install(opts, out, check_only=False):
     plugins = _enabled_plugins(old)
     if plugins:
         rendered = dict(rendered, hooks={})  # the plugin carries them (and the skills)
+    mcp_on = _plan_mcp(opts, prev, launcher)
+    if mcp_on:
+        rendered = dict(rendered, allow=mcpentry.ALLOW)  # its read-only tools run without a prompt; no other
     new, srec = settings.plan_install(old, rendered, prev_settings, where=settings_path)
     settings_change = FileChange(settings_path, old, new, keep_backup=True)
 
@@ -133,6 +137,7 @@ def install(opts, out, check_only=False):
         record["plugin"] = {"id": plugin.PLUGIN_ID, "dir": plugin.plugin_dir(home)}
     manifest.save(record)
 
+    _apply_mcp(out, mcp_on, prev, launcher, record)
     settings_change.apply(created)
     _report_settings(out, settings_change, srec, len(rendered["hooks"]))
     if plugins:
@@ -168,6 +173,41 @@ def install(opts, out, check_only=False):
     manifest.save(record)
     out("record: %s" % show(manifest.path()))
     return 0
+
+
+def _plan_mcp(opts, prev, launcher):
+    """Is the MCP server to be registered (``--mcp``, ``--no-mcp``, else as the last install left it)?  What it
+    needs is checked here, before anything is written: the SDK beside us, ``claude``, no foreign entry."""
+    on = bool(prev.get("claude_mcp")) if opts.mcp is None else opts.mcp
+    if on:
+        mcp.sdk_dists()
+        if find_real_claude(os.environ) is None:
+            raise InstallError("--mcp registers the server with `claude mcp add`: Claude Code's `claude` is not on "
+                               "PATH (or CC_CONTINUITY_CLAUDE)")
+        mcpentry.check(launcher)
+    return on
+
+
+def _apply_mcp(out, on, prev, launcher, record):
+    """Register the server (after the launcher it runs is in place), or take out the one an earlier install
+    registered; the record says which (``claude_mcp``), saved before Claude Code's config is changed."""
+    if not on and not prev.get("claude_mcp"):
+        return
+    claude = find_real_claude(os.environ)
+    if on:
+        made = mcp.make()
+        record["claude_mcp"] = {"server": mcp.SERVER, "command": launcher}
+        manifest.save(record)
+        done = mcpentry.register(claude, launcher)
+        out("mcp: the server %s at Claude Code's user scope %s (SDK %s %s, %.0f MB); its read-only tools allowed: "
+            "%s" % (mcp.SERVER, done, show(mcp.lib_dir()), "copied" if made else "up to date", mcp.size_mb(),
+                    ", ".join(mcp.READ_ONLY)))
+        return
+    out("mcp: the server %s at Claude Code's user scope %s (--no-mcp)" % (
+        mcp.SERVER, mcpentry.unregister(claude, launcher)))
+    record.pop("claude_mcp", None)
+    if not mcp.used_by(record):
+        mcp.remove()
 
 
 def _enabled_plugins(settings_bytes):
@@ -240,7 +280,7 @@ def uninstall(out, rec):
     ``(problems, whether no hook of ours is left in settings.json)``."""
     cdir = paths.claude_config_dir()
     user_home = os.path.expanduser("~")
-    problems = 0
+    problems = _uninstall_mcp(out, rec)
     hooks_gone = True
     srec = (rec or {}).get("settings") or None
     targets = [(srec["path"], srec)] if srec and srec.get("path") else []
@@ -268,6 +308,21 @@ def uninstall(out, rec):
     problems += _uninstall_plugin(out, (rec or {}).get("plugin"), cdir, srec)
     _name_plugin_cache(out, cdir)
     return problems, hooks_gone
+
+
+def _uninstall_mcp(out, rec):
+    """The MCP server's user-scope entry, when it is ours (the record's launcher, or this install's)."""
+    launcher = ((rec or {}).get("claude_mcp") or {}).get("command") or app.launcher_path(paths.home())
+    try:
+        done = mcpentry.unregister(find_real_claude(os.environ), launcher)
+    except InstallError as e:
+        out("mcp: %s" % e)
+        return 1
+    if done != "not there" or (rec or {}).get("claude_mcp"):
+        out("mcp: the server %s at Claude Code's user scope %s" % (mcp.SERVER, done))
+    if not mcp.used_by({k: v for k, v in (rec or {}).items() if k != "claude_mcp"}) and mcp.remove():
+        out("mcp: %s removed" % show(mcp.lib_dir()))
+    return 0
 
 
 def _name_plugin_cache(out, cdir):
@@ -346,7 +401,7 @@ def _had_no_settings(srec):
 
 def _uninstall_settings(out, path, record, have_manifest):
     old = read(path)
-    new = settings.plan_uninstall(old, record, where=path)
+    new = settings.plan_uninstall(old, record, where=path, allow=mcpentry.ALLOW)
     if new == old:
         out("settings: nothing of ours in %s" % show(path))
         return True
