@@ -11,6 +11,7 @@ sections 4-5 for the wire as observed)::
         {"name": "handoff",
          "when": {"latest_contains": "write the handoff"},
          "extract": {"path": r"to (/\\S+\\.md)"},   # must match; group 1 -> {path}
+         "extract_from": "latest",                # or "any", or "tools" (see below)
          "reply": [{"type": "exec_command", "cmd": "cat > {path} <<'EOF'\\n{handoff}\\nEOF"}],
          "then": ["Handoff written."],            # the next replies of this thread, in order; one may be
                                                   # {"reply": ..., "usage": {...}} (its own usage)
@@ -31,9 +32,17 @@ last spoke: user and developer messages, hook prompts, tool output), ``any_conta
 ``title``, ``compaction`` or ``any``), ``nth`` (n-th main request, 1-based) and
 ``thread_nth`` (n-th main request of this ``thread-id``).  A string condition may be
 a list: all must appear.  A reply is a string (one assistant message) or a list of
-steps: a string, ``{"type": "text", "text"}`` or ``{"type": "exec_command", "cmd", ...}``
-(a ``function_call`` whose arguments are the step's other keys).  Templates:
+steps: a string, ``{"type": "text", "text"}``, ``{"type": "exec_command", "cmd", ...}``
+(a ``function_call`` whose arguments are the step's other keys) or
+``{"type": "function_call", "name", "namespace"?, "arguments"?}`` (a call of any tool the
+request offers: ``arguments`` an object, ``namespace`` set for a tool offered inside a
+``namespace`` tool, as Codex 0.171 offers an MCP server's tools).  Templates:
 ``{name}`` from ``vars`` and ``extract``, ``{thread_id}``, ``{n}``; unknown stay.
+``extract`` searches the latest input (``extract_from: "latest"``, the default), the
+whole request (``"any"``) or the names of the tools it offers, one a line
+(``"tools"``: a ``namespace`` tool's own name, then each tool inside it as
+``<namespace> <tool>``); a rule whose regex finds nothing does not match, so a rule can
+wait for a tool to be offered.
 
 ``hold`` makes a reply slow for as long as a test needs it to be, with no clock in
 it: the request is logged (``wait_for`` sees it) and its reply waits until
@@ -63,9 +72,11 @@ COMPACT_MARK = "CONTEXT CHECKPOINT COMPACTION"
 TITLE_MARK = "task title"
 USAGE_FIELDS = ("input_tokens", "output_tokens", "cached_tokens", "reasoning_tokens")
 WHEN_KEYS = {"latest_contains", "any_contains", "kind", "nth", "thread_nth"}
-RULE_KEYS = {"name", "when", "extract", "reply", "then", "usage", "times", "hold"}
+RULE_KEYS = {"name", "when", "extract", "extract_from", "reply", "then", "usage", "times", "hold"}
 SCENARIO_KEYS = {"rules", "default", "vars", "usage_plan", "title", "compact_summary"}
 KINDS = ("main", "title", "compaction", "any")
+EXTRACT_FROM = ("latest", "any", "tools")
+STEP_TYPES = ("text", "exec_command", "function_call")
 HOLD_LIMIT_S = 120.0  # a held reply goes out after this even unreleased
 _TEMPLATE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -154,6 +165,8 @@ def _check_rule(rule, where, allow_when=True):
             re.compile(pattern)
         except re.error as e:
             raise ScenarioError("%s.extract.%s: bad regex: %s" % (where, name, e)) from None
+    if rule.get("extract_from", "latest") not in EXTRACT_FROM:
+        raise ScenarioError("%s.extract_from must be one of %s" % (where, ", ".join(EXTRACT_FROM)))
     then = rule.get("then", [])
     if not isinstance(then, list):
         raise ScenarioError("%s.then must be a list of replies" % where)
@@ -181,12 +194,20 @@ def _check_reply(reply, where):
     for i, step in enumerate(steps):
         if isinstance(step, str):
             continue
-        if not isinstance(step, dict) or step.get("type") not in ("text", "exec_command"):
-            raise ScenarioError("%s[%d]: a step is a string, {type: text} or {type: exec_command}" % (where, i))
+        if not isinstance(step, dict) or step.get("type") not in STEP_TYPES:
+            raise ScenarioError("%s[%d]: a step is a string, {type: text}, {type: exec_command} or "
+                                "{type: function_call}" % (where, i))
         if step["type"] == "text" and not isinstance(step.get("text"), str):
             raise ScenarioError("%s[%d]: a text step needs 'text' (a string)" % (where, i))
         if step["type"] == "exec_command" and not isinstance(step.get("cmd"), str):
             raise ScenarioError("%s[%d]: an exec_command step needs 'cmd' (a string)" % (where, i))
+        if step["type"] == "function_call":
+            _no_unknown(step, {"type", "name", "namespace", "arguments"}, "%s[%d]" % (where, i))
+            if not (isinstance(step.get("name"), str) and step["name"]):
+                raise ScenarioError("%s[%d]: a function_call step needs 'name' (a string)" % (where, i))
+            if not isinstance(step.get("namespace", ""), str) or not isinstance(step.get("arguments", {}), dict):
+                raise ScenarioError("%s[%d]: a function_call's 'namespace' is a string, its 'arguments' an "
+                                    "object" % (where, i))
 
 
 def _has_all(haystack, needles):
@@ -217,7 +238,8 @@ def item_text(item):
             return content
         return "\n".join(str(p.get("text", "")) for p in content or [] if isinstance(p, dict))
     if kind == "function_call":
-        return "%s %s" % (item.get("name", ""), item.get("arguments", ""))
+        name = "%s %s" % (item["namespace"], item.get("name", "")) if item.get("namespace") else item.get("name", "")
+        return "%s %s" % (name, item.get("arguments", ""))
     if kind == "function_call_output":
         out = item.get("output")
         return out if isinstance(out, str) else json.dumps(out, ensure_ascii=False)
@@ -248,6 +270,19 @@ class Request:
     @property
     def tools(self):
         return [t.get("name") or t.get("type") for t in self.body.get("tools") or [] if isinstance(t, dict)]
+
+    @property
+    def tool_names(self):
+        """Every tool the request offers, one a line: a ``namespace`` tool's name, then each tool inside it
+        as ``<namespace> <tool>`` (what ``extract_from: "tools"`` searches)."""
+        lines = []
+        for t in self.body.get("tools") or []:
+            if not isinstance(t, dict):
+                continue
+            lines.append(str(t.get("name") or t.get("type")))
+            if t.get("type") == "namespace":
+                lines += ["%s %s" % (t.get("name"), s.get("name")) for s in t.get("tools") or [] if isinstance(s, dict)]
+        return "\n".join(lines)
 
     @property
     def metadata(self):
@@ -319,10 +354,13 @@ def stream_events(resp_id, steps, usage):
             done = dict(item, status="completed",
                         content=[{"type": "output_text", "text": text, "annotations": []}])
         else:
-            args = {k: v for k, v in step.items() if k != "type"}
+            called = step["type"] == "function_call"  # (an exec_command step's other keys are its arguments)
+            name, args = (step["name"], step.get("arguments", {})) if called else (
+                "exec_command", {k: v for k, v in step.items() if k != "type"})
             done = {"type": "function_call", "id": "fc_%s_%d" % (resp_id, index), "status": "completed",
-                    "call_id": "call_%s_%d" % (resp_id, index), "name": "exec_command",
-                    "arguments": json.dumps(args)}
+                    "call_id": "call_%s_%d" % (resp_id, index), "name": name, "arguments": json.dumps(args)}
+            if called and step.get("namespace"):
+                done["namespace"] = step["namespace"]
             events.append({"type": "response.output_item.added", "output_index": index,
                            "item": dict(done, status="in_progress", arguments="")})
         events.append({"type": "response.output_item.done", "output_index": index, "item": done})
@@ -533,8 +571,10 @@ class ResponsesModel:
         if "any_contains" in when and not _has_all(req.text, when["any_contains"]):
             return None
         got = {}
+        source = {"any": lambda: req.text, "tools": lambda: req.tool_names}.get(
+            rule.get("extract_from"), lambda: req.latest_text)()
         for name, pattern in rule.get("extract", {}).items():
-            m = re.search(pattern, req.latest_text)
+            m = re.search(pattern, source)
             if not m:
                 return None
             got[name] = m.group(1) if m.groups() else m.group(0)
