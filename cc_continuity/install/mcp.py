@@ -93,8 +93,10 @@ def make(home=None):
 
 
 def used_by(record):
-    """Does an agent's part of the install record (``<agent>_mcp``) still register the server?"""
-    return any(k.endswith("_mcp") and v for k, v in (record or {}).items())
+    """Does an agent's part of the install record (``claude_mcp``; ``mcp`` in a host's own part, as Codex's and
+    Gemini's) still register the server?"""
+    return any((k.endswith("_mcp") and v) or (isinstance(v, dict) and v.get("mcp"))
+               for k, v in (record or {}).items())
 
 
 def remove(home=None):

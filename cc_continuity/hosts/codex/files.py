@@ -458,3 +458,78 @@ def plan_untrust(old, keys, drop_state_header, where=CONFIG_FILE):
     for k in present:
         del want["hooks"]["state"][k]
     return _checked(new_text, want, where), present
+
+
+# -- config.toml: the MCP server's table ---------------------------------------------------
+
+MCP = ("mcp_servers", "cc-continuity")  # (install/mcp.py's SERVER: Codex names its tools mcp__cc_continuity)
+
+
+def mcp_entry(doc):
+    """``[mcp_servers.cc-continuity]`` as config.toml has it (a dict), or None."""
+    servers = doc.get(MCP[0])
+    entry = servers.get(MCP[1]) if isinstance(servers, dict) else None
+    return entry if isinstance(entry, dict) else None
+
+
+def mcp_is_ours(entry, launcher):
+    return isinstance(entry, dict) and (entry.get("command"), entry.get("args")) == (launcher, ["mcp"])
+
+
+def plan_mcp(old, launcher, env, where=CONFIG_FILE):
+    """config.toml with our server's table (``command``, ``args``, and ``env`` when the state folder moved)
+    appended at the end, or brought up to date where it is.  Codex runs a read-only tool (``readOnlyHint``) in
+    its sandbox without asking, so no per-tool approval is written; the other tools ask.  A table of that
+    name that is not ours is refused.  The bytes (``old`` when nothing changes)."""
+    doc = load_config(old, where)
+    want_entry = {"command": launcher, "args": ["mcp"]}
+    if env:
+        want_entry["env"] = dict(env)
+    cur = mcp_entry(doc)
+    if cur == want_entry:
+        return old
+    if cur is not None and not mcp_is_ours(cur, launcher):
+        raise CodexError("%s: [mcp_servers.%s] is there and is not ours (command %s): remove it, or install "
+                         "without --mcp (nothing was written)" % (where, MCP[1], cur.get("command")))
+    if cur is not None:
+        old, _ = plan_unmcp(old, launcher, where)
+        doc = load_config(old, where)
+    text = (old or b"").decode("utf-8")
+    block = "\n[mcp_servers.%s]\ncommand = %s\nargs = [\"mcp\"]\n" % (MCP[1], json.dumps(launcher))
+    if env:
+        block += "\n[mcp_servers.%s.env]\n%s" % (MCP[1], "".join(
+            "%s = %s\n" % (k, json.dumps(v)) for k, v in sorted(env.items())))
+    if not text.strip():
+        block = block.lstrip("\n")
+    elif not text.endswith("\n"):
+        text += "\n"
+    want = copy.deepcopy(doc)
+    want.setdefault(MCP[0], {})[MCP[1]] = want_entry
+    return _checked(text + block, want, where)
+
+
+def plan_unmcp(old, launcher, where=CONFIG_FILE):
+    """config.toml without our server's tables (``[mcp_servers.cc-continuity]`` and its sub-tables, each with
+    the blank line that set it apart), when the entry is ours.  ``(bytes, what happened)``."""
+    if old is None:
+        return None, "not there"
+    doc = load_config(old, where)
+    cur = mcp_entry(doc)
+    if cur is None:
+        return old, "not there"
+    if not mcp_is_ours(cur, launcher):
+        return old, "not ours (%s): left alone" % cur.get("command")
+    lines, headers = _parse_text(old.decode("utf-8"), where)
+    drop = set()
+    for h, last, _end in _spans(lines, headers):
+        path, array = headers[h]
+        if not array and path[:2] == MCP:
+            drop.update(range(h, last))
+            if h > 0 and _blank(lines[h - 1]):
+                drop.add(h - 1)
+    new_text = "".join(line for n, line in enumerate(lines) if n not in drop)
+    want = copy.deepcopy(doc)
+    del want[MCP[0]][MCP[1]]
+    if not want[MCP[0]]:
+        del want[MCP[0]]
+    return _checked(new_text, want, where), "removed"

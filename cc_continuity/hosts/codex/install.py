@@ -11,7 +11,7 @@ import time
 
 from ... import config, paths
 from ...errors import InstallError
-from ...install import app, manifest, plan, settings
+from ...install import app, manifest, mcp, plan, settings
 from ...install.plan import FileChange, install_app, install_link, load_manifest, print_plan, shared_record, config_changes, describe_config, read, show
 from . import appserver
 from . import files
@@ -52,12 +52,19 @@ def install(opts, out, check_only=False):
     ours = files.entries(files.parse_hooks(new, hooks_file), hooks_file)
     cfg_old = read(cfg_file)
     hashes, how = {e["key"]: e["hash"] for e in ours}, "computed as Codex 0.171 computes them"
-    trust_change = None
+    trust_change, cfg_new = None, cfg_old
     if opts.trust:
         if not (check_only or opts.dry_run):  # Codex's own hashes (a process, a scratch dir): the real run only
             hashes, how = _codex_hashes(new, hooks_file, ours)
-        trust_change = FileChange(cfg_file, cfg_old, files.plan_trust(cfg_old, hashes, where=cfg_file),
-                                  keep_backup=True)
+        cfg_new = files.plan_trust(cfg_old, hashes, where=cfg_file)
+    mcp_on = bool(prev_codex.get("mcp")) if opts.mcp is None else opts.mcp
+    if mcp_on:
+        mcp.sdk_dists()  # (refused here, before anything is written, when the SDK is not beside us)
+        cfg_new = files.plan_mcp(cfg_new, launcher, mcp.env(), where=cfg_file)
+    elif prev_codex.get("mcp"):
+        cfg_new = files.plan_unmcp(cfg_new, launcher, where=cfg_file)[0]
+    if opts.trust or cfg_new != cfg_old:
+        trust_change = FileChange(cfg_file, cfg_old, cfg_new, keep_backup=True)
     launcher_change = FileChange(launcher, read(launcher), app.launcher_text(python, app_dir).encode("utf-8"),
                                  mode=0o700)
     link = app.path_link(user_home)
@@ -85,12 +92,15 @@ def install(opts, out, check_only=False):
         "home": chome,
         "hooks": dict(hrec, path=hooks_file),
         "config": _codex_config_record(prev_codex.get("config") or {}, cfg_file, cfg_old, trust_change, hashes,
-                                       hooks_file, ours, prev_codex.get("hashes") or ()),
+                                       hooks_file, ours, prev_codex.get("hashes") or (), opts.trust),
         "hashes": sorted(set(prev_codex.get("hashes") or ()) | {e["hash"] for e in ours if e["hash"]}),
+        "mcp": {"server": mcp.SERVER, "command": launcher} if mcp_on else None,
         "installed_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         # doctor: our hooks fired since they were last written (hooks.log)
         "installed_ts": time.time() if hooks_change.changed or not prev_codex else prev_codex.get("installed_ts"),
     }
+    if mcp_on:
+        made = mcp.make()
     manifest.save(record)  # before Codex's files are touched, so an interrupted install can still be undone
 
     hooks_change.apply(created)
@@ -104,6 +114,16 @@ def install(opts, out, check_only=False):
     out(line)
     if trust_change:
         trust_change.apply(created)
+    if mcp_on:
+        out("codex: mcp: [mcp_servers.%s] in %s (SDK %s %s, %.0f MB); Codex runs its read-only tools (%s) in "
+            "its sandbox without asking, the others ask" % (mcp.SERVER, show(cfg_file), show(mcp.lib_dir()),
+                                                            "copied" if made else "up to date", mcp.size_mb(),
+                                                            ", ".join(mcp.READ_ONLY)))
+    elif prev_codex.get("mcp"):
+        out("codex: mcp: [mcp_servers.%s] removed from %s (--no-mcp)" % (mcp.SERVER, show(cfg_file)))
+        if not mcp.used_by(record):
+            mcp.remove()
+    if opts.trust:
         out("codex: trust: our %d hooks %s in %s (%s; nothing else trusted)" % (
             len(ours), "trusted" if trust_change.changed else "already trusted", show(cfg_file), how))
     elif _codex_trusted(cfg_old, ours):
@@ -152,7 +172,7 @@ def _codex_trusted(cfg_bytes, ours):
     return bool(ours) and all(state.get(e["key"], {}).get("trusted_hash") == e["hash"] for e in ours)
 
 
-def _codex_config_record(prev, path, old, change, hashes, hooks_file, ours, known_hashes):
+def _codex_config_record(prev, path, old, change, hashes, hooks_file, ours, known_hashes, trusted=True):
     """What uninstall needs of config.toml: whether it existed and had an explicit ``[hooks.state]`` before
     our first install (Codex adds that header), and after ``--trust`` the bytes before ours (exact when known:
     the file as it was when nobody wrote it since) and the keys we trusted."""
@@ -167,12 +187,14 @@ def _codex_config_record(prev, path, old, change, hashes, hooks_file, ours, know
         return rec
     if same and prev.get("original_known") and prev.get("written_sha256") == settings.sha256(old or b""):
         pass  # the file is still what we wrote: its original stays the one recorded
-    elif not files.our_trust_keys(files.load_config(old, path), hooks_file, ours, known_hashes):
+    elif not files.our_trust_keys(files.load_config(old, path), hooks_file, ours, known_hashes) and \
+            files.mcp_entry(files.load_config(old, path)) is None:
         rec["original"], rec["original_known"] = (None if old is None else old.decode("utf-8")), True
     else:
         rec["original"], rec["original_known"] = None, False
-    rec["written_sha256"] = settings.sha256(change.new)
-    rec["trusted"] = dict(hashes)
+    rec["written_sha256"] = settings.sha256(change.new or b"")
+    if trusted:
+        rec["trusted"] = dict(hashes)
     return rec
 
 
@@ -229,6 +251,10 @@ def _uninstall_codex_home(out, chome, record):
             cfg_new = None if crec.get("original") is None else crec["original"].encode("utf-8")
         else:
             cfg_new, removed = files.plan_untrust(cfg_old, keys, not crec.get("state_header"), where=cfg_file)
+            cfg_new, mcp_done = files.plan_unmcp(cfg_new, (record.get("mcp") or {}).get("command")
+                                                 or app.launcher_path(paths.home()), where=cfg_file)
+            if mcp_done != "not there":
+                out("codex: mcp: [mcp_servers.%s] %s" % (mcp.SERVER, mcp_done))
             if cfg_new is not None and crec and not crec.get("existed", True) and not cfg_new.strip():
                 cfg_new = None  # only our trust was in a file that was not there before
     except InstallError as e:

@@ -330,3 +330,42 @@ def test_a_claude_only_uninstall_is_not_held_back_by_an_unusable_codex_home(caps
     monkeypatch.setenv("CODEX_HOME", str(tmp_path / "gone"))
     rc, out, _ = cli(capsys, "uninstall", "--agent", "claude")
     assert rc == 0 and not os.path.exists(os.path.join(paths.home(), "app")), out
+
+
+# -- the MCP server's table in config.toml ----------------------------------------------------------------------
+
+LAUNCHER = "/home/u/.cc-continuity/bin/cc-continuity"
+USER_TOML = b'model = "gpt-6"\n\n[mcp_servers.docs]\ncommand = "docs-server"\n\n[projects."/w"]\ntrust_level = "trusted"\n'
+
+
+@pytest.mark.parametrize("old", [None, b"", USER_TOML, USER_TOML.rstrip(b"\n"), b"# only a comment\n"])
+def test_the_mcp_table_goes_in_and_comes_out_byte_for_byte(old):
+    new = codex.plan_mcp(old, LAUNCHER, {"CC_CONTINUITY_HOME": "/s/cch"})
+    doc = codex.load_config(new)
+    assert codex.mcp_entry(doc) == {"command": LAUNCHER, "args": ["mcp"], "env": {"CC_CONTINUITY_HOME": "/s/cch"}}
+    if old:
+        assert {k: v for k, v in doc.items() if k != "mcp_servers"} == {
+            k: v for k, v in codex.load_config(old).items() if k != "mcp_servers"}
+    assert codex.plan_mcp(new, LAUNCHER, {"CC_CONTINUITY_HOME": "/s/cch"}) == new  # twice is once
+    back, done = codex.plan_unmcp(new, LAUNCHER)
+    assert done == "removed" and back == (old or b"") + (b"\n" if old and not old.endswith(b"\n") else b"")
+
+
+def test_a_moved_state_folder_updates_our_table_in_place():
+    first = codex.plan_mcp(USER_TOML, LAUNCHER, {})
+    second = codex.plan_mcp(first, LAUNCHER, {"CC_CONTINUITY_HOME": "/elsewhere"})
+    assert codex.mcp_entry(codex.load_config(second))["env"] == {"CC_CONTINUITY_HOME": "/elsewhere"}
+    assert codex.plan_unmcp(second, LAUNCHER)[0] == USER_TOML
+
+
+def test_a_table_of_our_name_that_is_not_ours_is_refused_and_left_alone():
+    theirs = USER_TOML + b'\n[mcp_servers.cc-continuity]\ncommand = "npx"\nargs = ["evil"]\n'
+    with pytest.raises(codex.CodexError, match="is not ours"):
+        codex.plan_mcp(theirs, LAUNCHER, {})
+    assert codex.plan_unmcp(theirs, LAUNCHER) == (theirs, "not ours (npx): left alone")
+
+
+def test_an_inline_server_table_is_refused_rather_than_rewritten():
+    inline = b'mcp_servers = { cc-continuity = { command = "%s", args = ["mcp"] } }\n' % LAUNCHER.encode()
+    with pytest.raises(codex.CodexError, match="nothing was written"):
+        codex.plan_unmcp(inline, LAUNCHER)
