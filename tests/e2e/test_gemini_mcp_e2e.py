@@ -3,6 +3,7 @@ scripted model calling its tool by the name it finds in the request (issue 39's 
 
 import json
 import os
+import subprocess
 import sys
 
 import pytest
@@ -42,3 +43,40 @@ def test_gemini_calls_our_mcp_tool_and_gets_this_sessions_answer(gemini_box):
     text = json.dumps(answers)
     print("the tool's name in Gemini's request: %s" % [t for t in called[0].tools if "session_context" in t])
     assert '\\"state\\"' in text or '"state"' in text, text[:2000]
+
+
+def test_install_mcp_registers_the_server_gemini_calls_its_read_only_tool_unasked_and_uninstall_gives_back(
+        gemini_box):
+    """``cc-continuity install --agent gemini --mcp``: ``mcpServers.cc-continuity`` in the user's settings.json
+    and one policy rule per read-only tool (mcpName + toolName); ``gemini -p`` calls the tool with no rule of
+    the test's own; ``uninstall --agent gemini`` gives settings.json back byte for byte and removes the policy."""
+    box = gemini_box()
+    cc_home = os.path.join(box.root, "cchome")
+    with open(box.settings_path, "rb") as f:
+        before = f.read()
+    said = box.install_ours(cc_home, config={"window": 200_000}, args=("--mcp",))
+    assert "gemini: mcp: mcpServers.cc-continuity in" in said, said
+    entry = box.settings["mcpServers"]["cc-continuity"]
+    assert entry["command"] == os.path.join(cc_home, "bin", "cc-continuity") and entry["args"] == ["mcp"], entry
+    with open(os.path.join(box.gemini_dir, "policies", "cc-continuity.toml")) as f:
+        policy = f.read()
+    assert policy.count('mcpName = "cc-continuity"') == 5 and 'toolName = "take_checkpoint"' not in policy
+    box.model.set_scenario({"rules": [
+        {"name": "call", "when": {"last_user_contains": TASK}, "times": 1, "extract_from": "tools",
+         "extract": {"tool": r"(?m)^(\S*session_context)$"},
+         "reply": [{"type": "tool_use", "name": "{tool}", "input": {}}],
+         "then": [{"reply": "The session tool answered."}]}]})
+    run = box.run_print(TASK, timeout=120, env={"CC_CONTINUITY_HOME": cc_home})
+    assert run.returncode == 0, (run.returncode, run.stderr[-3000:])
+    mains = box.model.main_requests()
+    called = [r for r in mains if r.rule == "call"]
+    assert called, [(r.rule, r.tools[6:]) for r in mains]
+    answers = json.dumps([p for r in mains if r.seq > called[0].seq for p in r.parts("functionResponse")])
+    assert "state" in answers and "-001" in answers, answers[:2000]
+    env = dict(box.env(), CC_CONTINUITY_HOME=cc_home, PYTHONPATH=REPO)
+    gone = subprocess.run([sys.executable, "-m", "cc_continuity", "uninstall", "--agent", "gemini"], cwd=box.project,
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert gone.returncode == 0, gone.stdout + gone.stderr
+    with open(box.settings_path, "rb") as f:
+        assert f.read() == before, gone.stdout
+    assert not os.path.exists(os.path.join(box.gemini_dir, "policies", "cc-continuity.toml"))

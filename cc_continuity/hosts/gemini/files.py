@@ -215,11 +215,53 @@ def _without_threshold(doc, record):
     return doc
 
 
+MCP_SERVERS = "mcpServers"
+MCP_NAME = "cc-continuity"  # (install/mcp.py's SERVER)
+
+
+def mcp_entry(doc):
+    servers = doc.get(MCP_SERVERS)
+    entry = servers.get(MCP_NAME) if isinstance(servers, dict) else None
+    return entry if isinstance(entry, dict) else None
+
+
+def mcp_is_ours(entry, launcher=None):
+    """Our server's entry: it runs a cc-continuity launcher (``launcher`` when given) with the verb ``mcp``."""
+    command = entry.get("command") if isinstance(entry, dict) else None
+    return isinstance(command, str) and entry.get("args") == ["mcp"] and (
+        command == launcher if launcher else command.endswith("/bin/cc-continuity"))
+
+
+def _with_mcp(doc, entry):
+    cur = mcp_entry(doc)
+    if cur is not None and not mcp_is_ours(cur, entry["command"]):
+        raise SettingsError('"mcpServers.%s" is there and is not ours (command %s): remove it, or install without '
+                            "--mcp" % (MCP_NAME, cur.get("command")))
+    doc = copy.deepcopy(doc)
+    servers = doc.setdefault(MCP_SERVERS, {})
+    if not isinstance(servers, dict):
+        raise SettingsError('"mcpServers" is not a JSON object; fix or remove it, then run install again')
+    servers[MCP_NAME] = entry
+    return doc
+
+
+def _without_mcp(doc, record):
+    """``doc`` without our server's entry (and ``mcpServers`` when install created it and it is empty now)."""
+    if not mcp_is_ours(mcp_entry(doc), (record or {}).get("mcp_command")):
+        return doc
+    doc = copy.deepcopy(doc)
+    del doc[MCP_SERVERS][MCP_NAME]
+    if not doc[MCP_SERVERS] and (record is None or record.get("created_mcp_servers")):
+        del doc[MCP_SERVERS]
+    return doc
+
+
 # -- whole-file plans --------------------------------------------------------------
 
-def plan(old, python, app, threshold, previous=None, where=SETTINGS_FILE):
+def plan(old, python, app, threshold, previous=None, where=SETTINGS_FILE, mcp=None):
     """``(new bytes, record)`` for the user's settings.json: our hooks merged as :func:`settings.plan_install`
-    merges them, and ``threshold`` set when no threshold is there (or the one there is ours from before).
+    merges them, ``threshold`` set when no threshold is there (or the one there is ours from before), and
+    ``mcp`` (our server's entry, or None: none of ours) under ``mcpServers``.
     A file with comments is refused (SettingsError) with the lines to add."""
     doc, commented = load(old, where)
     if commented:
@@ -238,6 +280,14 @@ def plan(old, python, app, threshold, previous=None, where=SETTINGS_FILE):
         record["threshold_set"] = threshold
     else:
         record["threshold_set"] = None  # the user's: never touched
+    unserved = _without_mcp(merged, previous)
+    served = _with_mcp(unserved, mcp) if mcp else unserved
+    if mcp:
+        record["mcp_command"] = mcp["command"]
+        record["created_mcp_servers"] = previous.get("created_mcp_servers", MCP_SERVERS not in doc) \
+            if previous.get("mcp_command") else MCP_SERVERS not in doc
+    if served != merged:
+        new = settings.dumps(served, settings.detect_indent(settings.decode(old or b"{}", where))).encode()
     record["written_sha256"] = settings.sha256(new)
     return new, record
 
@@ -250,7 +300,7 @@ def plan_undo(current, record=None, where=SETTINGS_FILE):
     exact = record and record.get("original_known") and record.get("written_sha256") == settings.sha256(current)
     doc, commented = load(current, where)
     if commented and not exact:
-        if not ours(doc) and _without_threshold(doc, record) == doc:
+        if not ours(doc) and _without_mcp(_without_threshold(doc, record), record) == doc:
             return current
         raise SettingsError("%s has comments now and our hooks in it: remove the cc-continuity-* entries "
                             "under \"hooks\"%s by hand (rewriting it would drop the comments)"
@@ -261,7 +311,7 @@ def plan_undo(current, record=None, where=SETTINGS_FILE):
         return new
     text = settings.decode(new, where)
     left = settings.parse(text, where)
-    trimmed = _without_threshold(left, record)
+    trimmed = _without_mcp(_without_threshold(left, record), record)
     if trimmed == left:
         return new
     if not trimmed and record and record.get("original_known") and record.get("original") is None:
@@ -282,7 +332,7 @@ def paste_text(where, python, app, threshold):
 
 # -- the handoff's write, approved by a policy rule ----------------------------------
 
-def policy_text(home):
+def policy_text(home, mcp_tools=()):
     """Our one policy rule: ``write_file`` allowed without a prompt for a ``continuity-handoff-<n>.md`` right in
     a project's temp folder (``<home>/tmp/<project>/``), nothing else.
 
@@ -291,7 +341,10 @@ def policy_text(home):
     inside ``content``; ``[a-z0-9-]+`` is the alphabet of its project folders, so no ``..`` or ``/``.  A user
     rule at priority 100 sits above every default (4.1 against 1.x), in the TUI and headless (where it also
     gives the model ``write_file`` back, for that path only).  A BeforeTool answer cannot approve: 0.61 reads
-    only deny, ask and a rewrite from it."""
+    only deny, ask and a rewrite from it.
+
+    ``mcp_tools``: our MCP server's read-only tools, each allowed by a rule naming the server and the tool
+    (``mcpName`` and ``toolName``, never the whole server); the server's other tools ask."""
     if any(c in home for c in "\"'\n"):
         raise SettingsError("%s has a quote, backslash or newline in it: no policy rule of ours could name it" % home)
     spelled = re.sub(r"[.^$*+?()\[\]{}|]", lambda m: "\\" + m.group(0), home)
@@ -301,7 +354,11 @@ def policy_text(home):
             'toolName = "write_file"\n'
             "argsPattern = '\\x00\"file_path\":\"%s/tmp/[a-z0-9-]+/continuity-handoff-[0-9]+\\.md\"\\x00'\n"
             'decision = "allow"\n'
-            "priority = 100\n" % spelled)
+            "priority = 100\n" % spelled) + (
+        "\n# Our MCP server's read-only tools run without a prompt too (install --mcp); its other tools ask.\n"
+        if mcp_tools else "") + "".join(
+        '[[rule]]\nmcpName = "%s"\ntoolName = "%s"\ndecision = "allow"\npriority = 100\n' % (MCP_NAME, tool)
+        for tool in mcp_tools)
 
 
 # -- trust -------------------------------------------------------------------------

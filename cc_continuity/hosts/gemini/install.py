@@ -19,7 +19,7 @@ import time
 
 from ... import config, meter, paths
 from ...errors import InstallError
-from ...install import app, manifest, settings
+from ...install import app, manifest, mcp, settings
 from ...install.plan import FileChange, install_app, install_link, load_manifest, print_plan, shared_record, config_changes, describe_config, read, show
 from . import files
 
@@ -69,10 +69,15 @@ def install(opts, out, check_only=False):
     cfg.values.update(changes or {})
     threshold = wanted_threshold(cfg)
     old = read(path)
-    new, srec = files.plan(old, python, app_dir, threshold, prev_gemini.get("settings"), where=path)
+    mcp_on = bool(prev_gemini.get("mcp")) if opts.mcp is None else opts.mcp
+    if mcp_on:
+        mcp.sdk_dists()  # (refused here, before anything is written, when the SDK is not beside us)
+    server = {"command": launcher, "args": ["mcp"], **({"env": mcp.env()} if mcp.env() else {})} if mcp_on else None
+    new, srec = files.plan(old, python, app_dir, threshold, prev_gemini.get("settings"), where=path, mcp=server)
     settings_change = FileChange(path, old, new, keep_backup=True)
     policy = files.policy_path(ghome)
-    policy_change = FileChange(policy, read(policy), files.policy_text(ghome).encode("utf-8"), mode=0o600)
+    policy_change = FileChange(policy, read(policy), files.policy_text(
+        ghome, mcp.READ_ONLY if mcp_on else ()).encode("utf-8"), mode=0o600)
     launcher_change = FileChange(launcher, read(launcher), app.launcher_text(python, app_dir).encode(), mode=0o700)
     link = app.path_link(os.path.expanduser("~"))
     link_state = "ours" if app.is_our_link(link, launcher) else ("foreign" if os.path.lexists(link) else "absent")
@@ -98,13 +103,23 @@ def install(opts, out, check_only=False):
         "home": ghome,
         "settings": dict(srec, path=path),
         "policy": {"path": policy, "sha256": settings.sha256(policy_change.new)},
+        "mcp": {"server": mcp.SERVER, "command": launcher} if mcp_on else None,
         "installed_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         # doctor: our hooks fired since they were last written (hooks.log)
         "installed_ts": time.time() if settings_change.changed or not prev_gemini else prev_gemini.get("installed_ts"),
     }
+    made = mcp.make() if mcp_on else False
     manifest.save(record)  # before Gemini's file is touched, so an interrupted install can still be undone
 
     _write(out, created, settings_change, policy_change, srec, threshold, len(files.render(python, app_dir)["hooks"]))
+    if mcp_on:
+        out("gemini: mcp: mcpServers.%s in %s (SDK %s %s, %.0f MB); its read-only tools (%s) allowed by rules "
+            "naming each, the others ask" % (mcp.SERVER, show(path), show(mcp.lib_dir()), "copied" if made
+                                              else "up to date", mcp.size_mb(), ", ".join(mcp.READ_ONLY)))
+    elif prev_gemini.get("mcp"):
+        out("gemini: mcp: mcpServers.%s removed from %s (--no-mcp)" % (mcp.SERVER, show(path)))
+        if not mcp.used_by(record):
+            mcp.remove()
     out("gemini: " + TRUST_HOW)
     record["created_dirs"] = sorted(set(created))
     manifest.save(record)
@@ -175,7 +190,8 @@ def _uninstall_policy(out, ghome, record):
     data = read(path)
     if data is None:
         return 0
-    if settings.sha256(data) not in (record.get("sha256"), settings.sha256(files.policy_text(ghome).encode())):
+    if settings.sha256(data) not in (record.get("sha256"), settings.sha256(files.policy_text(ghome).encode()),
+                                     settings.sha256(files.policy_text(ghome, mcp.READ_ONLY).encode())):
         out("gemini: %s changed since install: left as it is (delete it yourself if you do not want it)" % show(path))
         return 0
     FileChange(path, data, None).apply([])

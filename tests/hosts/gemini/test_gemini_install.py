@@ -212,3 +212,43 @@ def test_a_policy_file_changed_by_the_user_is_left_at_uninstall(capsys):
     rc, out, _ = cli(capsys, "uninstall", "--agent", "gemini")
     assert rc == 0 and "cc-continuity.toml changed since install: left as it is" in out
     assert os.path.isfile(policy)
+
+
+SERVER = {"command": "/home/u/.claude-continuity/bin/cc-continuity", "args": ["mcp"]}
+
+
+def test_our_mcp_server_entry_goes_in_beside_theirs_and_comes_out_exactly():
+    theirs = THEIRS.replace(b'\t"x-note"', b'\t"mcpServers": {"docs": {"command": "docs-mcp"}},\n\t"x-note"')
+    new, rec = gemini.plan(theirs, PY, APP, 0.7, mcp=SERVER)
+    doc = settings.parse(new.decode(), "s")
+    assert settings.plain(doc["mcpServers"]) == {"docs": {"command": "docs-mcp"}, "cc-continuity": SERVER}
+    assert gemini.plan(new, PY, APP, 0.7, rec, mcp=SERVER)[0] == new
+    assert gemini.plan_undo(new, rec) == theirs
+    edited = new.replace(b'"x-note"', b'"added": true,\n\t"x-note"')
+    back = settings.plain(settings.parse(gemini.plan_undo(edited, rec).decode(), "s"))
+    assert back["mcpServers"] == {"docs": {"command": "docs-mcp"}} and back["added"] is True
+    off, rec2 = gemini.plan(new, PY, APP, 0.7, rec)  # --no-mcp
+    assert "mcpServers" in settings.parse(off.decode(), "s") and b"cc-continuity\"" not in off.split(b"mcpServers")[1]
+    alone, arec = gemini.plan(THEIRS, PY, APP, 0.7, mcp=SERVER)
+    edited = alone.replace(b'"x-note"', b'"added": true,\n\t"x-note"')
+    assert "mcpServers" not in settings.parse(gemini.plan_undo(edited, arec).decode(), "s")  # created: goes
+
+
+def test_an_mcp_entry_of_our_name_that_is_not_ours_is_refused():
+    theirs = json.dumps({"mcpServers": {"cc-continuity": {"command": "npx", "args": ["evil"]}}}).encode()
+    with pytest.raises(SettingsError, match="is not ours"):
+        gemini.plan(theirs, PY, APP, 0.7, mcp=SERVER)
+    new, rec = gemini.plan(theirs, PY, APP, 0.7)
+    assert settings.plain(settings.parse(gemini.plan_undo(new + b" ", rec).decode(), "s"))["mcpServers"] == {
+        "cc-continuity": {"command": "npx", "args": ["evil"]}}  # uninstall leaves it alone
+
+
+def test_the_policy_allows_each_read_only_tool_by_name_and_nothing_else_of_the_server():
+    from cc_continuity.install import mcp
+
+    text = gemini.policy_text("/home/u/.gemini", mcp.READ_ONLY)
+    rules = __import__("tomllib").loads(text)["rule"]
+    served = [r for r in rules if "mcpName" in r]
+    assert sorted(r["toolName"] for r in served) == sorted(mcp.READ_ONLY)
+    assert all(r["mcpName"] == "cc-continuity" and r["decision"] == "allow" for r in served)
+    assert text.startswith(gemini.policy_text("/home/u/.gemini"))
