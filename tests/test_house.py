@@ -35,6 +35,8 @@ LONG_FUNCTIONS = {
     "hosts/claude/install.py:install": "plan, check and apply in one order that never leaves a hook without "
                                       "its files; to cut: plan and apply",
     "hosts/codex/install.py:install": "as hosts/claude/install.py's, for hooks.json and its trust",
+    "hosts/gemini/install.py:install": "as hosts/claude/install.py's, for settings.json, its policy and the MCP "
+                                       "server's entry",
     "rotation/revalidation.py:revalidate": "the checkpoint against the world in one pass (drift, history, "
                                            "facts); to cut by check",
     "share/claiming.py:claim_from": "list, fetch, restore, lease, move, import with one rollback around "

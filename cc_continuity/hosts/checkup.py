@@ -23,7 +23,7 @@ from ..doctor import base, runner, system
 from ..doctor.base import Result
 from ..doctor.runner import render
 from ..install import manifest
-from . import HOSTS, servers
+from . import HOSTS, mcpcheck, servers
 
 __all__ = ["AGENTS", "CHECKS", "Context", "Result", "closing", "render", "run_checks", "selected"]
 
@@ -39,7 +39,7 @@ ORDER = (
     "wrapper", "skills", "skill_shell", "app_copy", "codex_hooks", "codex_trust", "codex_firing",
     "gemini_hooks", "gemini_trust", "gemini_settings", "gemini_window", "gemini_firing",
     "watchdog_unit", "permissions", "leftovers", "trust", "context_window", "server_window", "small_window", "system_prompt", "ntfy",
-    "mirror",
+    "mirror", "mcp_server",
 )
 _AGENT_OF = {check: agent for agent, unit in UNITS.items() for check in unit.CHECKS}
 
@@ -49,7 +49,8 @@ def _place(check):
     return ORDER.index(name) if name in ORDER else len(ORDER)
 
 
-CHECKS = sorted(system.CHECKS + list(_AGENT_OF) + [servers.check_server_window, servers.check_small_window],
+CHECKS = sorted(system.CHECKS + list(_AGENT_OF) + [servers.check_server_window, servers.check_small_window,
+                                                mcpcheck.check_mcp_server],
                 key=_place)
 
 

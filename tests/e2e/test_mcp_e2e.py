@@ -93,6 +93,10 @@ def test_install_mcp_registers_a_server_claude_code_connects_to_and_uninstall_ta
     listed = sb.run([sb.claude_bin, "mcp", "list"], timeout=120)
     print(listed.stdout)
     assert "cc-continuity" in listed.stdout and "Connected" in listed.stdout, listed.stdout + listed.stderr
+    doctor = sb.cli("doctor", timeout=300)
+    row = [line for line in doctor.stdout.splitlines() if "mcp-server" in line]
+    print(row)
+    assert row and row[0].lstrip().startswith("ok") and "lists its 10 tools" in row[0], doctor.stdout
     again = sb.cli("install", "--no-wrapper", timeout=300)  # left out: as the last install left it
     assert "user scope unchanged" in again.stdout, again.stdout
     off = sb.cli("install", "--no-wrapper", "--no-mcp", timeout=300)

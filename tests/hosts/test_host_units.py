@@ -8,7 +8,7 @@ import pytest
 
 from cc_continuity import hosts
 from cc_continuity.doctor import system
-from cc_continuity.hosts import servers, checkup, setup
+from cc_continuity.hosts import mcpcheck, servers, checkup, setup
 
 INSTALL_UNIT = {"NAME": str, "HOOK_FILE": str, "RECORD_KEYS": tuple, "install": ("opts", "out", "check_only"),
                 "uninstall": ("out", "rec"), "still_installed": ("rec",)}
@@ -49,4 +49,5 @@ def test_every_row_has_its_place_in_the_report_and_every_place_a_row():
     assert sorted(names) == sorted(checkup.ORDER), "checkup.ORDER places every check once, and only checks"
     assert names == list(checkup.ORDER)
     assert set(checkup.CHECKS) == set(system.CHECKS) | {c for u in checkup.UNITS.values() for c in u.CHECKS} | {
-        servers.check_server_window, servers.check_small_window}  # (every host's model server, its window)
+        servers.check_server_window, servers.check_small_window,  # (every host's model server, its window)
+        mcpcheck.check_mcp_server}  # (the MCP server, whichever hosts it is registered with)

@@ -82,3 +82,26 @@ def unregister(claude, launcher):
                            "CC_CONTINUITY_CLAUDE); run `claude mcp remove --scope user %s`" % (mcp.SERVER, mcp.SERVER))
     _claude(claude, ["remove", "--scope", "user", mcp.SERVER])
     return "removed"
+
+
+def repo_entries(root, env=None):
+    """Where a server of our name would win over the user's entry in Claude Code, for the project at ``root``:
+    its ``.mcp.json`` (project scope) and the local scope (``projects[<root>]`` of the global config)."""
+    found = []
+    path = os.path.join(root, ".mcp.json")
+    try:
+        with open(path, "rb") as f:
+            doc = json.loads(f.read(1 << 20))
+        if isinstance(doc, dict) and isinstance(doc.get("mcpServers"), dict) and mcp.SERVER in doc["mcpServers"]:
+            found.append(path)
+    except (OSError, ValueError):
+        pass
+    try:
+        with open(claude_global_config(os.environ if env is None else env), "rb") as f:
+            projects = json.loads(f.read()).get("projects") or {}
+        local = (projects.get(root) or {}).get("mcpServers") or {}
+        if isinstance(local, dict) and mcp.SERVER in local:
+            found.append("the local scope of %s (claude mcp add --scope local)" % root)
+    except (OSError, ValueError, AttributeError):
+        pass
+    return found

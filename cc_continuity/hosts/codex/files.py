@@ -533,3 +533,14 @@ def plan_unmcp(old, launcher, where=CONFIG_FILE):
     if not want[MCP[0]]:
         del want[MCP[0]]
     return _checked(new_text, want, where), "removed"
+
+
+def repo_mcp_entries(root):
+    """A repository's own ``.codex/config.toml`` with a server of our name (Codex reads a trusted project's)."""
+    path = os.path.join(root, ".codex", CONFIG_FILE)
+    try:
+        with open(path, "rb") as f:
+            doc = load_config(f.read(1 << 20), path)
+    except (OSError, CodexError):
+        return []
+    return [path] if mcp_entry(doc) is not None else []

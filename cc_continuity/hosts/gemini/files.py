@@ -381,3 +381,15 @@ def folder_trusted(folder, trusted, env=None):
     if verdict == "DO_NOT_TRUST":
         return False
     return True if verdict in ("TRUST_FOLDER", "TRUST_PARENT") else None
+
+
+def repo_mcp_entries(root):
+    """A repository's own ``.gemini/settings.json`` with a server of our name (Gemini merges a trusted
+    workspace's settings over the user's)."""
+    path = os.path.join(root, ".gemini", SETTINGS_FILE)
+    try:
+        with open(path, "rb") as f:
+            doc, _ = load(f.read(1 << 20), path)
+    except (OSError, SettingsError):
+        return []
+    return [path] if mcp_entry(doc) is not None else []

@@ -69,10 +69,7 @@ def install(opts, out, check_only=False):
     cfg.values.update(changes or {})
     threshold = wanted_threshold(cfg)
     old = read(path)
-    mcp_on = bool(prev_gemini.get("mcp")) if opts.mcp is None else opts.mcp
-    if mcp_on:
-        mcp.sdk_dists()  # (refused here, before anything is written, when the SDK is not beside us)
-    server = {"command": launcher, "args": ["mcp"], **({"env": mcp.env()} if mcp.env() else {})} if mcp_on else None
+    mcp_on, server = _plan_mcp(opts, prev_gemini, launcher)
     new, srec = files.plan(old, python, app_dir, threshold, prev_gemini.get("settings"), where=path, mcp=server)
     settings_change = FileChange(path, old, new, keep_backup=True)
     policy = files.policy_path(ghome)
@@ -112,7 +109,26 @@ def install(opts, out, check_only=False):
     manifest.save(record)  # before Gemini's file is touched, so an interrupted install can still be undone
 
     _write(out, created, settings_change, policy_change, srec, threshold, len(files.render(python, app_dir)["hooks"]))
-    if mcp_on:
+    _said_mcp(out, mcp_on, made, prev_gemini, path, record)
+    out("gemini: " + TRUST_HOW)
+    record["created_dirs"] = sorted(set(created))
+    manifest.save(record)
+    out("record: %s" % show(manifest.path()))
+    return 0
+
+
+def _plan_mcp(opts, prev_gemini, launcher):
+    """``(on, our server's entry or None)``: ``--mcp``, ``--no-mcp``, else as the last install left it; the SDK
+    checked here, before anything is written."""
+    on = bool(prev_gemini.get("mcp")) if opts.mcp is None else opts.mcp
+    if not on:
+        return False, None
+    mcp.sdk_dists()
+    return True, {"command": launcher, "args": ["mcp"], **({"env": mcp.env()} if mcp.env() else {})}
+
+
+def _said_mcp(out, on, made, prev_gemini, path, record):
+    if on:
         out("gemini: mcp: mcpServers.%s in %s (SDK %s %s, %.0f MB); its read-only tools (%s) allowed by rules "
             "naming each, the others ask" % (mcp.SERVER, show(path), show(mcp.lib_dir()), "copied" if made
                                               else "up to date", mcp.size_mb(), ", ".join(mcp.READ_ONLY)))
@@ -120,11 +136,6 @@ def install(opts, out, check_only=False):
         out("gemini: mcp: mcpServers.%s removed from %s (--no-mcp)" % (mcp.SERVER, show(path)))
         if not mcp.used_by(record):
             mcp.remove()
-    out("gemini: " + TRUST_HOW)
-    record["created_dirs"] = sorted(set(created))
-    manifest.save(record)
-    out("record: %s" % show(manifest.path()))
-    return 0
 
 
 def _write(out, created, change, policy_change, srec, threshold, events):
