@@ -78,7 +78,7 @@ def test_pip_from_ensurepip_builds_it_from_the_users_index_and_never_the_environ
     data.mkdir()
     p = _build(data, tiny.lock)
     assert p.returncode == 0, p.stdout + p.stderr
-    env = deps.env_dir(str(data))
+    env = deps.env_dir(str(data), lock=tiny.lock)
     info = deps.complete(env)
     assert info["installer"] == "pip" and info["python"] == os.path.realpath(sys.executable), info
     assert _imports(env) == "42"
@@ -92,7 +92,7 @@ def test_a_second_build_leaves_a_complete_environment_as_it_is(tiny, tmp_path):
     data = tmp_path / "data"
     data.mkdir()
     assert _build(data, tiny.lock).returncode == 0
-    env = deps.env_dir(str(data))
+    env = deps.env_dir(str(data), lock=tiny.lock)
     before = os.stat(os.path.join(env, deps.COMPLETE)).st_mtime_ns
     served = len(tiny.requests)
     assert _build(data, tiny.lock).returncode == 0
@@ -109,7 +109,7 @@ def test_a_trusted_uv_builds_it_and_never_downloads_a_python(tiny, tmp_path):
     data.mkdir()
     p = _build(data, tiny.lock, path=os.path.dirname(uv) + ":" + SYSTEM_PATH)
     assert p.returncode == 0, p.stdout + p.stderr
-    env = deps.env_dir(str(data))
+    env = deps.env_dir(str(data), lock=tiny.lock)
     assert deps.complete(env)["installer"] == "uv"
     assert _imports(env) == "42"
 
@@ -130,7 +130,7 @@ def test_a_uv_that_cannot_reach_the_index_hands_over_to_pip(tiny, tmp_path):
     assert p.returncode == 0, p.stdout + p.stderr
     assert marker.read_text().startswith("venv "), "the trusted uv was tried first"
     assert "invalid peer certificate" in p.stdout + p.stderr and "trying pip" in p.stdout + p.stderr
-    env = deps.env_dir(str(data))
+    env = deps.env_dir(str(data), lock=tiny.lock)
     assert deps.complete(env)["installer"] == "pip" and _imports(env) == "42"
 
 
@@ -147,7 +147,7 @@ def test_an_untrusted_uv_first_on_path_is_never_run(tiny, tmp_path):
     p = _build(data, tiny.lock, path="%s:%s" % (evil, SYSTEM_PATH))
     assert p.returncode == 0, p.stdout + p.stderr
     assert not marker.exists()
-    assert deps.complete(deps.env_dir(str(data)))["installer"] == "pip"
+    assert deps.complete(deps.env_dir(str(data), lock=tiny.lock))["installer"] == "pip"
 
 
 def _no_ensurepip_python(tmp_path):
@@ -336,3 +336,26 @@ def test_pip_fetched_from_a_refusing_index_says_its_status_and_never_its_credent
     with pytest.raises(build.BuildError) as e:
         build.fetch_pip(str(tmp_path), dict(os.environ))
     assert "answered HTTP 403 (Forbidden)" in str(e.value) and "s3cr3t-index-token-value" not in str(e.value)
+
+
+def test_the_mcp_servers_sdk_is_built_only_once_the_user_turned_the_server_on(refusing, tmp_path, monkeypatch):
+    """Its own environment (its own lock, so its own name), asked for at a session's start only with
+    mcp_server on; a failure is said once, as the optional packages' is."""
+    data = tmp_path / "data"
+    data.mkdir()
+    monkeypatch.setenv("PATH", SYSTEM_PATH)
+    env = {"CLAUDE_PLUGIN_DATA": str(data), **{k: v for k, v in os.environ.items() if k != "CLAUDE_PLUGIN_DATA"}}
+    sdk = deps.env_dir(str(data), lock=deps.MCP_LOCK)
+    assert sdk != deps.env_dir(str(data))
+    assert deps.at_session(config.load(None, env), env) is None
+    _wait_failed(deps.env_dir(str(data)))
+    assert deps.failure(sdk) is None, "off: never asked for"
+    config.update_global({"mcp_server": True})
+    cfg = config.load(None, env)
+    deps.at_session(cfg, env)
+    failed = _wait_failed(sdk)
+    first = build.pinned(deps.MCP_LOCK)[0]  # (the SDK's lock, not the optional packages')
+    assert "403" in failed["why"] and any(first in r[1] for r in refusing.requests), refusing.requests
+    line = deps.at_session(cfg, env)
+    assert line and "could not build its MCP server's SDK" in line and "403" in line
+    assert deps.at_session(cfg, env) is None  # said once

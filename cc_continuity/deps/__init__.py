@@ -34,27 +34,31 @@ from .. import atomic, paths, procs
 from ..digest import sha256  # (not hashlib: its OpenSSL binding costs a plugin's every prompt ~3 ms)
 
 LOCK_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "requirements.lock")
+# The MCP server's SDK (~30 packages, ~45 MB): a second environment, built only once the user turns the server
+# on (config ``mcp_server``); its own lock, so its own name, and never on a hook's path.
+MCP_LOCK = os.path.join(os.path.dirname(os.path.abspath(__file__)), "requirements-mcp.lock")
+MCP_IMPORTS = ("mcp", "mcp.server.mcpserver")
 # The packages asked for (the lock pins them and what they need); what a built environment must import.
 PACKAGES = ("psutil", "watchdog", "requests", "tree-sitter", "tree-sitter-bash")
 IMPORTS = ("psutil", "watchdog", "requests", "tree_sitter", "tree_sitter_bash")
 RETRY_S = 6 * 3600  # a failed build is tried again at a session or prompt this long after it failed
 BUILD_MODULE = "cc_continuity.deps.build"
 COMPLETE = ".complete"
-_digest = None
+_digests = {}
 
 
-def lock_digest():
-    """The lock's sha256 (hex, first 16): part of every environment's name."""
-    global _digest
-    if _digest is None:
-        with open(LOCK_FILE, "rb") as f:
-            _digest = sha256(f.read()).hexdigest()[:16]
-    return _digest
+def lock_digest(lock=None):
+    """The lock's sha256 (hex, first 16; default: :data:`LOCK_FILE`): part of every environment's name."""
+    lock = lock or LOCK_FILE
+    if lock not in _digests:
+        with open(lock, "rb") as f:
+            _digests[lock] = sha256(f.read()).hexdigest()[:16]
+    return _digests[lock]
 
 
-def env_name(python, version):
-    """The folder name for ``python`` (its realpath) at ``version`` ("3.11") and this lock."""
-    key = "%s\0%s\0%s" % (os.path.realpath(python), version, lock_digest())
+def env_name(python, version, lock=None):
+    """The folder name for ``python`` (its realpath) at ``version`` ("3.11") and ``lock``."""
+    key = "%s\0%s\0%s" % (os.path.realpath(python), version, lock_digest(lock))
     return "py%s-%s" % (version, sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:12])
 
 
@@ -72,9 +76,9 @@ def running_version():
     return "%d.%d" % sys.version_info[:2]
 
 
-def env_dir(data, python=None, version=None):
-    """Where the environment for ``python`` (default: this interpreter) lives under ``data``."""
-    return os.path.join(envs_dir(data), env_name(python or sys.executable, version or running_version()))
+def env_dir(data, python=None, version=None, lock=None):
+    """Where the environment of ``lock`` for ``python`` (default: this interpreter) lives under ``data``."""
+    return os.path.join(envs_dir(data), env_name(python or sys.executable, version or running_version(), lock))
 
 
 def site_dir(env, version=None):
@@ -139,10 +143,10 @@ def activate():
     return added
 
 
-def state(data, python, version):
-    """``(status, info)`` of the environment for ``python`` at ``version`` under ``data``: "built" (info: what
-    .complete says), "building", "failed" (info: the failure record) or "absent"."""
-    env = env_dir(data, python, version)
+def state(data, python, version, lock=None):
+    """``(status, info)`` of the environment of ``lock`` for ``python`` at ``version`` under ``data``: "built"
+    (info: what .complete says), "building", "failed" (info: the failure record) or "absent"."""
+    env = env_dir(data, python, version, lock)
     info = complete(env)
     if info is not None:
         return "built", dict(info, path=env)
@@ -218,29 +222,48 @@ def needed(cfg, env=None):
 
 
 def at_session(cfg, env=None, now=None):
-    """At a SessionStart or a prompt of a plugin session: start the build when it is due (detached, never
-    awaited) and return the one line the user is to see about it, once per failure (else None)."""
+    """At a SessionStart or a prompt of a plugin session: start the builds that are due (detached, never
+    awaited: the optional packages', then the MCP server's SDK once the user turned the server on) and return
+    the one line the user is to see about them, once per failure (else None)."""
     data = needed(cfg, env)
     if data is None:
         return None
-    built = env_dir(data)
+    locks = [LOCK_FILE] + ([MCP_LOCK] if cfg["mcp_server"] else [])
+    lines = [line for line in (_due(data, lock, now) for lock in locks) if line]
+    return " ".join(lines) or None
+
+
+def _due(data, lock, now):
+    built = env_dir(data, lock=lock)
     if complete(built) is not None:
         return None
     failed = failure(built)
     now = time.time() if now is None else now
     due = failed is None or not isinstance(failed.get("at"), (int, float)) or now - failed["at"] >= RETRY_S
     if due and not building(data):
-        spawn(data)
+        spawn(data, lock=lock)
     if failed is not None and not failed.get("shown"):
         mark_shown(built, failed)
-        return failed_line(failed)
+        return failed_line(failed, lock)
     return None
 
 
-def failed_line(failed):
+def failed_line(failed, lock=None):
+    if lock == MCP_LOCK:
+        return ("cc-continuity could not build its MCP server's SDK: %s. Its server stays off until it is built; "
+                "finish it with: %s" % (failed.get("why") or "unknown", failed.get("fix") or "cc-continuity doctor --fix"))
     return ("cc-continuity could not build its optional packages (%s): %s. Rotation works without them; "
             "side-effect holds read shell commands with the simpler reader meanwhile. Finish it with: %s"
             % (", ".join(PACKAGES), failed.get("why") or "unknown", failed.get("fix") or "cc-continuity doctor --fix"))
+
+
+def mcp_site(env=None):
+    """The MCP SDK's folder for this interpreter in a plugin (its environment, when built), or None."""
+    data = plugin_data(env)
+    if data is None:
+        return None
+    built = env_dir(data, lock=MCP_LOCK)
+    return site_dir(built) if complete(built) is not None else None
 
 
 def mark_shown(env, failed):
@@ -250,8 +273,9 @@ def mark_shown(env, failed):
         pass
 
 
-def spawn(data, python=None):
-    """Start :mod:`.build` for ``data`` detached (its own session, no terminal, output to its log); its pid."""
+def spawn(data, python=None, lock=None):
+    """Start :mod:`.build` of ``lock`` for ``data`` detached (its own session, no terminal, output to its log);
+    its pid."""
     import subprocess  # a build's start only (once per plugin and interpreter): +~4 ms on every prompt else
 
     python = python or sys.executable
@@ -262,7 +286,8 @@ def spawn(data, python=None):
     out = os.open(os.path.join(logs, "deps.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC,
                   paths.FILE_MODE)
     try:
-        proc = subprocess.Popen([python, "-S", "-m", BUILD_MODULE, "--data", data], stdin=subprocess.DEVNULL,
+        proc = subprocess.Popen([python, "-S", "-m", BUILD_MODULE, "--data", data, "--lock", lock or LOCK_FILE],
+                                stdin=subprocess.DEVNULL,
                                 stdout=out, stderr=out, cwd="/", env=env, start_new_session=True, close_fds=True)
     finally:
         os.close(out)

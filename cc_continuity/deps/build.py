@@ -39,7 +39,7 @@ import urllib.parse
 import urllib.request
 
 from .. import atomic, paths, procs, redact, safefile
-from . import COMPLETE, IMPORTS, LOCK_FILE, complete, env_dir, envs_dir, failure, site_dir
+from . import COMPLETE, IMPORTS, LOCK_FILE, MCP_IMPORTS, MCP_LOCK, complete, env_dir, envs_dir, failure, site_dir
 
 # pip's own wheel, for an interpreter without ensurepip (Debian without python3-venv): from the index.
 PIP_WHEEL = "pip-26.3-py3-none-any.whl"
@@ -267,10 +267,10 @@ def build(data, python=None, say=print, env=None, lock=LOCK_FILE, after=None):
     asked for (the detached job's start); a build that failed after that, while this one waited for
     the lock, is not tried again now (two prompts in quick succession can each start one): its
     record, and whether the user was shown it, stay as they are."""
-    imports = IMPORTS if lock == LOCK_FILE else [n.replace("-", "_") for n in pinned(lock)]
+    imports = {LOCK_FILE: IMPORTS, MCP_LOCK: MCP_IMPORTS}.get(lock) or [n.replace("-", "_") for n in pinned(lock)]
     python = os.path.realpath(python or sys.executable)
     version = _version(python)
-    final = env_dir(data, python, version)
+    final = env_dir(data, python, version, lock)
     root = paths.ensure_dir(envs_dir(data)) if data.startswith(paths.home()) else _private(envs_dir(data))
     with open(os.path.join(root, ".lock"), "a") as held:
         fcntl.flock(held, fcntl.LOCK_EX)

@@ -153,6 +153,8 @@ def check_plugin_packages(ctx):
         except build.BuildError:
             pass
         status, info = deps.state(data, python, version)
+    if status == "built" and cfg is not None and cfg["mcp_server"]:
+        return _mcp_sdk(ctx, build, data, python, version)
     if status == "built":
         return Result("plugin-packages", True, "built in %s (%s, %.0f MB, %.0f s)" % (
             info["path"], info.get("installer"), (info.get("bytes") or 0) / 1e6, info.get("seconds") or 0))
@@ -163,6 +165,27 @@ def check_plugin_packages(ctx):
                       "the simpler way meanwhile" % (", ".join(deps.PACKAGES), info.get("why")), build.FIX)
     return Result("plugin-packages", True, "not built yet: the next session (or prompt) starts it")
 
+
+
+def _mcp_sdk(ctx, build, data, python, version):
+    """The optional packages are built and the MCP server is on (``mcp_server``): its SDK's environment too."""
+    status, info = deps.state(data, python, version, deps.MCP_LOCK)
+    if status in ("failed", "absent") and ctx.fix:
+        print("doctor --fix: building the MCP server's SDK in %s ..." % info["path"], flush=True)
+        try:
+            build.build(data, python, lock=deps.MCP_LOCK)
+        except build.BuildError:
+            pass
+        status, info = deps.state(data, python, version, deps.MCP_LOCK)
+    if status == "built":
+        return Result("plugin-packages", True, "built, and the MCP server's SDK in %s (%.0f MB, %.0f s)" % (
+            info["path"], (info.get("bytes") or 0) / 1e6, info.get("seconds") or 0))
+    if status == "failed":
+        return Result("plugin-packages", False, "the MCP server's SDK could not be built: %s; the plugin's server "
+                      "stays off meanwhile" % info.get("why"), build.FIX)
+    return Result("plugin-packages", True, "built; the MCP server's SDK %s in %s (the plugin's server starts in a "
+                  "session after that)" % ("is being built" if status == "building" else "is built at the next "
+                                           "session", info["path"]))
 
 
 def check_mods(ctx):

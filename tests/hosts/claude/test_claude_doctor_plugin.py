@@ -209,6 +209,7 @@ def test_the_plugins_packages_row_is_red_on_a_refusing_index_and_fix_builds_them
     _, digest = wheel(files, "tinypkg", "1.0", {"tinypkg/__init__.py": "VALUE = 1\n"})
     lock = tmp_path / "tiny.lock"
     lock.write_text("tinypkg==1.0 --hash=sha256:%s\n" % digest)
+    monkeypatch.setattr(deps, "LOCK_FILE", str(lock))  # the environment doctor looks at: the tiny lock's
     with PackageIndex(files, status=403) as index:
         use_index(os.environ["HOME"], index.url)
         p = subprocess.run([sys.executable, "-S", "-m", "cc_continuity.deps.build", "--data", data, "--lock", str(lock)],
@@ -216,8 +217,7 @@ def test_the_plugins_packages_row_is_red_on_a_refusing_index_and_fix_builds_them
         assert p.returncode == 1
         red = inst.check("plugin-packages")["plugin-packages"]
         assert not red.ok and "answered HTTP 403" in red.detail and red.fix == "cc-continuity doctor --fix", red
-        index.status = 200
-        monkeypatch.setattr(deps, "LOCK_FILE", str(lock))  # --fix builds the real lock; here, the tiny one
+        index.status = 200  # (--fix builds the real lock; here, the tiny one)
         from cc_continuity.deps import build
 
         real = build.build
