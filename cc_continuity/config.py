@@ -135,6 +135,9 @@ SCHEMA: "dict[str, tuple[Any, Check, str]]" = {
     "share_untracked": (False, _bool, "with share_remote: publish untracked files of the snapshot too"),
     "mcp_clients": ([], _str_list, "MCP clients (by the name they declare) allowed the mutating tools of "
                                    "`cc-continuity mcp`; read-only tools are open to every client"),
+    "mcp_server": (False, _bool, "a plugin installed from a marketplace builds the MCP server's SDK (about 45 MB, "
+                                 "from your package index) in its data folder, so its `cc-continuity` server starts; "
+                                 "false = the plugin's server stays off (install --mcp is the settings form's)"),
     "share_unclaimed_alert_min": (30, _num(0, 525600), "the watchdog pushes once when a checkpoint published from "
                                                        "here waits unclaimed this long (minutes; 0 = never)"),
     "bootstrap_max_tokens": (2500, _int(200, 2400000), "budget for the successor's injected text (chars/4)"),
@@ -244,6 +247,8 @@ REPO_NARROW: dict[str, bool | str] = {
 #   share_unclaimed_alert_min       when the watchdog contacts that server (and pushes)
 #   fetch_packages                  whether a package index is contacted (and what is installed from it); off, the
 #                                   holds' shell parser is never built (a repository may not weaken the holds)
+#   mcp_server                      the same index contacted for the MCP SDK, and a server started in every session
+#   mcp_clients                     who may change the project's records through the MCP server
 #   handoff_require_sources         each rejection costs the user a model turn (three: a degraded handoff)
 
 

@@ -63,6 +63,7 @@ HOSTILE = {
     "window_source": "llama-server /props at gpu:8080, 2026-12-07",  # would vouch for a window no server gave
     "share_untracked": True,            # would publish untracked files too
     "mcp_clients": ["claude-code"],     # would let an agent take checkpoints, ask rotations, record effects
+    "mcp_server": True,                 # would contact the package index for the SDK and start a server each session
     "share_unclaimed_alert_min": 0.5,   # would make the watchdog contact the remote (and push) sooner
     "fetch_packages": False,            # would keep the shell parser out: holds read shell the simpler way
     "snapshot_timeout_s": 10,

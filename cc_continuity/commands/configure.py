@@ -58,6 +58,10 @@ def register(subparsers):
     p.add_argument("--share-remote", type=parse_remote_or_off, default=argparse.SUPPRESS, metavar="NAME|off",
                    help="publish every verified checkpoint to this git remote of the repository, or off "
                         "(your config only: a repository's file cannot set it)")
+    p.add_argument("--mcp-server", type=parse_on_off, default=argparse.SUPPRESS, metavar="on|off",
+                   help="the plugin from a marketplace: build the MCP server's SDK (about 45 MB, from your "
+                        "package index) at the next session, so its cc-continuity server starts; off: the "
+                        "server stays off (your config only)")
     p.add_argument("--project", action="store_true", help="change your settings for this project (kept in the state dir, never in the repository)")
     onoff = p.add_mutually_exclusive_group()
     onoff.add_argument("--enable", dest="enabled", action="store_const", const=True, help="turn rotation on")
@@ -142,7 +146,7 @@ def parse_on_off(text):
 # Options not given are absent from ``args`` (default=SUPPRESS), so "auto" and
 # "off" (which parse to None) stay distinguishable from "not given".
 _KEYS = {"window": "window", "rotate_tokens": "rotate_tokens", "ntfy": "ntfy_url", "unattended": "unattended",
-         "share_remote": "share_remote"}
+         "share_remote": "share_remote", "mcp_server": "mcp_server"}
 
 
 def changes_from(args):

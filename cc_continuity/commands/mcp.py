@@ -1,6 +1,5 @@
 """``cc-continuity mcp``: the MCP server on stdio (mcpserver/), for an agent to start; needs the optional SDK."""
 
-import os
 import sys
 
 from ..install import mcp as mcp_install
@@ -14,14 +13,12 @@ def register(sub):
 
 
 def run(args):
-    lib = mcp_install.lib_dir()
-    if os.path.isdir(lib) and lib not in sys.path:
-        sys.path.append(lib)  # the SDK `install --mcp` copied (after the app's own lib/: its versions win)
+    for p in mcp_install.sdk_paths():
+        if p not in sys.path:
+            sys.path.append(p)  # (after the app's own lib/: its versions win)
     try:
         from ..mcpserver import server  # (the SDK: ~1 s and ~65 MB, only for this verb)
     except ImportError as e:
-        sys.stderr.write("cc-continuity mcp: the MCP SDK is not installed for this Python (%s): %s. Install it with "
-                         "pip install 'cc-continuity[mcp]' (or into the plugin's environment).\n" % (
-                             sys.executable, e))
+        sys.stderr.write("cc-continuity mcp: %s\n" % mcp_install.off_reason(e))
         return 2
     return server.main(host_of)

@@ -18,7 +18,7 @@ import os
 import shutil
 import sys
 
-from .. import errors, paths
+from .. import config, deps, errors, paths
 from . import app
 
 SERVER = "cc-continuity"  # the server's name in every host's config (its tools: mcp__cc-continuity__<tool>)
@@ -29,6 +29,31 @@ SDK = "mcp"
 LIB = "mcp-lib"
 GET_SDK = ("the MCP SDK is not installed beside cc-continuity (%s); install it there first: "
            "pipx inject cc-continuity 'mcp>=2.3,<3', or pip install 'cc-continuity[mcp]'")
+
+
+def sdk_paths():
+    """Where the SDK may be, after this interpreter's own: the copy ``install --mcp`` made beside the app copy,
+    the plugin's environment built for it (``configure --mcp-server on``); the optional packages made
+    importable first."""
+    deps.activate()
+    out = [lib_dir(), deps.mcp_site()]
+    return [p for p in out if p and os.path.isdir(p)]
+
+
+def off_reason(e):
+    """Why the server cannot start (``e``: the SDK's ImportError), and the one step that starts it."""
+    if deps.plugin_data() is None:
+        return ("the MCP SDK is not installed for this Python (%s): %s. Install it with pip install "
+                "'cc-continuity[mcp]', then cc-continuity install --mcp" % (sys.executable, e))
+    try:
+        on = config.load(None)["mcp_server"]
+    except config.ConfigError:
+        on = False
+    if not on:
+        return ("the plugin's MCP server is off: run `cc-continuity configure --mcp-server on`; the next session "
+                "builds its SDK (about 45 MB, from your package index) and the one after starts it")
+    return ("the plugin's MCP server is on but its SDK is not built yet (a session's start builds it, in the "
+            "background; `cc-continuity doctor --fix` builds it now): it starts in a session after that")
 
 
 def lib_dir(home=None):

@@ -162,6 +162,19 @@ def test_the_verb_on_a_python_without_the_sdk_says_how_to_get_it(drv):
     assert res.returncode == 2 and "pip install 'cc-continuity[mcp]'" in res.stderr, res.stderr
 
 
+@pytest.mark.parametrize("on,said", [
+    (False, "the plugin's MCP server is off: run `cc-continuity configure --mcp-server on`"),
+    (True, "the plugin's MCP server is on but its SDK is not built yet")])
+def test_the_plugins_server_before_its_sdk_is_built_says_the_one_step(drv, tmp_path, on, said):
+    """The marketplace plugin's entry starts the verb in every session; with no SDK in its data folder yet it
+    exits at once (Claude Code marks the server failed, shown only in /mcp) and says why, for /mcp's detail."""
+    config.update_global({"mcp_server": on})
+    code = "import sys; sys.modules['mcp'] = None; from cc_continuity.cli import main; sys.exit(main(['mcp']))"
+    res = subprocess.run([sys.executable, "-c", code], cwd=drv.root, capture_output=True, text=True, timeout=60,
+                         env=dict(os.environ, PYTHONPATH=REPO, CLAUDE_PLUGIN_DATA=str(tmp_path / "data")))
+    assert res.returncode == 2 and said in res.stderr and res.stdout == "", res.stderr
+
+
 def test_a_programs_post_routed_through_begin_and_end_is_held_on_a_repeat_after_a_crash(drv):
     """An agent posts from inside a program (invisible to the Bash classifier): through effect_begin and
     effect_end.  The server dies between the POST and its end; a new server refuses the same key, with the
