@@ -27,12 +27,12 @@ PROBE_S = 20.0
 START_LIMIT_S = 10.0  # Codex's default startup_timeout_sec
 
 
-def registered(record):
-    """The hosts the install record has the server registered with, by name."""
-    record = record or {}
-    out = ["Claude Code"] if record.get("claude_mcp") else []
+def registered(installed):
+    """The hosts the install record (``installed``) has the server registered with, by name."""
+    installed = installed or {}
+    out = ["Claude Code"] if installed.get("claude_mcp") else []
     out += [name for key, name in (("codex", "Codex CLI"), ("gemini", "Gemini CLI"))
-            if isinstance(record.get(key), dict) and record[key].get("mcp")]
+            if isinstance(installed.get(key), dict) and installed[key].get("mcp")]
     return out
 
 

@@ -56,8 +56,9 @@ def manifest():
     }
 
 
-def files(python, app_dir, launcher_text):
-    """``{relative path: bytes}`` of the plugin that runs the app copy at ``app_dir`` on ``python``."""
+def files(python, app_dir, launcher_text, mcp=None):
+    """``{relative path: bytes}`` of the plugin that runs the app copy at ``app_dir`` on ``python``; ``mcp``: the
+    MCP server's entry it carries (``.mcp.json``), or None."""
     rendered = settings.render_fragment(settings.load_fragment(), python, app_dir)
     with open(os.path.join(_DATA, "hooks", "hooks.json"), encoding="utf-8") as f:
         table = json.load(f)
@@ -72,6 +73,8 @@ def files(python, app_dir, launcher_text):
         "hooks/hooks.json": _json(table),
         "bin/cc-continuity": launcher_text.encode("utf-8"),
     }
+    if mcp:
+        out[".mcp.json"] = _json({"mcpServers": {"cc-continuity": mcp}})
     with open(os.path.join(_DATA, "hooks", "mod.js"), "rb") as f:
         out["hooks/mod.js"] = f.read()
     base = os.path.join(_DATA, "skills")

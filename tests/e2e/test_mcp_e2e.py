@@ -100,7 +100,7 @@ def test_install_mcp_registers_a_server_claude_code_connects_to_and_uninstall_ta
     again = sb.cli("install", "--no-wrapper", timeout=300)  # left out: as the last install left it
     assert "user scope unchanged" in again.stdout, again.stdout
     off = sb.cli("install", "--no-wrapper", "--no-mcp", timeout=300)
-    assert "user scope removed (--no-mcp)" in off.stdout and _user_entry(sb) is None, off.stdout
+    assert "user scope removed" in off.stdout and "the server is off (--no-mcp)" in off.stdout and _user_entry(sb) is None, off.stdout
     assert TOOL not in json.dumps(sb.settings()) and not os.path.exists(os.path.join(sb.cc_home, "mcp-lib"))
     _register(sb)
     gone = sb.cli("uninstall", timeout=300)

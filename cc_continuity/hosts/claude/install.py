@@ -24,8 +24,9 @@ HOOK_FILE = "settings.json"  # where its hooks are, as uninstall names it
 RECORD_KEYS = ("settings", "statusline_chain", "claude_md", "rc", "skills", "plugin", "claude_mcp")
 
 
-def install_plugin(out):
-    """The app copy, the plugin beside it (``$CC_CONTINUITY_HOME/plugin``), registered with Claude Code."""
+def install_plugin(out, server=None):
+    """The app copy, the plugin beside it (``$CC_CONTINUITY_HOME/plugin``), registered with Claude Code;
+    ``server``: the MCP server's entry the plugin carries (``install --plugin --mcp``), or None."""
     home = paths.home()
     claude = find_real_claude(os.environ)
     if claude is None:
@@ -33,7 +34,7 @@ def install_plugin(out):
     app.install(home)
     python, app_dir = app.base_interpreter(), app.app_link(home)
     target = plugin.plugin_dir(home)
-    plugin.write(target, plugin.files(python, app_dir, app.launcher_text(python, app_dir)))
+    plugin.write(target, plugin.files(python, app_dir, app.launcher_text(python, app_dir), mcp=server))
     try:
         plugin.register(claude, target)
     except plugin.PluginError as e:
@@ -48,12 +49,13 @@ def install(opts, out, check_only=False):
     settings.json too, so the plan reads what it left)."""
     if opts.trust:
         raise InstallError("--trust is Codex's (it records Codex's hook trust): use it with --agent codex")
-    if opts.plugin and not (check_only or opts.dry_run):
-        install_plugin(out)  # before settings are planned: `claude plugin install` writes them too
+    prev = load_manifest(out) or {}
+    if (opts.plugin or (prev.get("plugin") and opts.mcp is not None)) and not (check_only or opts.dry_run):
+        # before settings are planned: `claude plugin install` writes them too (and --mcp / --no-mcp change ours)
+        install_plugin(out, _server(app.launcher_path(paths.home())) if _mcp_wanted(opts, prev) else None)
     home = paths.home()
     cdir = paths.claude_config_dir()
     user_home = os.path.expanduser("~")
-    prev = load_manifest(out) or {}
     python = app.base_interpreter()
     app_dir = app.app_link(home)
     launcher = app.launcher_path(home)
@@ -70,9 +72,9 @@ def install(opts, out, check_only=False):
     plugins = _enabled_plugins(old)
     if plugins:
         rendered = dict(rendered, hooks={})  # the plugin carries them (and the skills)
-    mcp_on = _plan_mcp(opts, prev, launcher)
-    if mcp_on:
-        rendered = dict(rendered, allow=mcpentry.ALLOW)  # its read-only tools run without a prompt; no other
+    mcp_on = _plan_mcp(opts, prev, launcher, plugins)
+    if mcp_on:  # its read-only tools run without a prompt; no other
+        rendered = dict(rendered, allow=mcpentry.ALLOW if mcp_on == mcpentry.USER else mcpentry.PLUGIN_ALLOW)
     new, srec = settings.plan_install(old, rendered, prev_settings, where=settings_path)
     settings_change = FileChange(settings_path, old, new, keep_backup=True)
 
@@ -175,39 +177,65 @@ def install(opts, out, check_only=False):
     return 0
 
 
-def _plan_mcp(opts, prev, launcher):
-    """Is the MCP server to be registered (``--mcp``, ``--no-mcp``, else as the last install left it)?  What it
-    needs is checked here, before anything is written: the SDK beside us, ``claude``, no foreign entry."""
-    on = bool(prev.get("claude_mcp")) if opts.mcp is None else opts.mcp
-    if on:
-        mcp.sdk_dists()
+def _mcp_wanted(opts, prev):
+    """``--mcp``, ``--no-mcp``, else as the last install left it."""
+    return bool(prev.get("claude_mcp")) if opts.mcp is None else opts.mcp
+
+
+def _server(launcher):
+    return {"command": launcher, "args": ["mcp"], **({"env": mcp.env()} if mcp.env() else {})}
+
+
+def _plan_mcp(opts, prev, launcher, plugins):
+    """Where the MCP server is to be (:data:`mcpentry.FORMS`: at user scope, in our plugin, or the marketplace
+    plugin's own entry), or None for nowhere.  What it needs is checked here, before anything is written: the
+    SDK beside us and no foreign entry (``claude`` too, at user scope)."""
+    if not _mcp_wanted(opts, prev):
+        return None
+    if opts.plugin or prev.get("plugin"):
+        form = mcpentry.PLUGIN
+    elif plugins:
+        return mcpentry.MARKETPLACE  # its plugin carries the entry; its data folder gets the SDK
+    else:
+        form = mcpentry.USER
+    mcp.sdk_dists()
+    if form == mcpentry.USER:
         if find_real_claude(os.environ) is None:
             raise InstallError("--mcp registers the server with `claude mcp add`: Claude Code's `claude` is not on "
                                "PATH (or CC_CONTINUITY_CLAUDE)")
         mcpentry.check(launcher)
-    return on
+    return form
 
 
-def _apply_mcp(out, on, prev, launcher, record):
-    """Register the server (after the launcher it runs is in place), or take out the one an earlier install
-    registered; the record says which (``claude_mcp``), saved before Claude Code's config is changed."""
-    if not on and not prev.get("claude_mcp"):
+def _apply_mcp(out, form, prev, launcher, record):
+    """Register the server (after the launcher it runs is in place) where ``form`` says, and take out an entry
+    of ours an earlier install left elsewhere; the record (``claude_mcp``) saved before Claude Code's config is
+    changed."""
+    if not form and not prev.get("claude_mcp"):
         return
     claude = find_real_claude(os.environ)
-    if on:
-        made = mcp.make()
-        record["claude_mcp"] = {"server": mcp.SERVER, "command": launcher}
-        manifest.save(record)
-        done = mcpentry.register(claude, launcher)
-        out("mcp: the server %s at Claude Code's user scope %s (SDK %s %s, %.0f MB); its read-only tools allowed: "
-            "%s" % (mcp.SERVER, done, show(mcp.lib_dir()), "copied" if made else "up to date", mcp.size_mb(),
-                    ", ".join(mcp.READ_ONLY)))
+    if form != mcpentry.USER and mcpentry.is_ours(mcpentry.user_entry(), launcher):
+        out("mcp: the server %s at Claude Code's user scope %s" % (mcp.SERVER, mcpentry.unregister(claude, launcher)))
+    if not form:
+        out("mcp: the server is off (--no-mcp)")
+        record.pop("claude_mcp", None)
+        if not mcp.used_by(record):
+            mcp.remove()
         return
-    out("mcp: the server %s at Claude Code's user scope %s (--no-mcp)" % (
-        mcp.SERVER, mcpentry.unregister(claude, launcher)))
-    record.pop("claude_mcp", None)
-    if not mcp.used_by(record):
-        mcp.remove()
+    record["claude_mcp"] = {"server": mcp.SERVER, "command": launcher, "form": form}
+    tools = ", ".join(mcp.READ_ONLY)
+    if form == mcpentry.MARKETPLACE:
+        config.update_global({"mcp_server": True})
+        out("mcp: the plugin's own server entry starts once its SDK is built in its data folder (the next "
+            "session builds it; config mcp_server: true); its read-only tools allowed: %s" % tools)
+        return
+    made = mcp.make()
+    manifest.save(record)
+    done = mcpentry.register(claude, launcher) if form == mcpentry.USER else "in %s/.mcp.json" % show(
+        plugin.plugin_dir())
+    out("mcp: the server %s %s (SDK %s %s, %.0f MB); its read-only tools allowed: %s" % (
+        mcp.SERVER, "at Claude Code's user scope %s" % done if form == mcpentry.USER else done,
+        show(mcp.lib_dir()), "copied" if made else "up to date", mcp.size_mb(), tools))
 
 
 def _enabled_plugins(settings_bytes):
@@ -401,7 +429,7 @@ def _had_no_settings(srec):
 
 def _uninstall_settings(out, path, record, have_manifest):
     old = read(path)
-    new = settings.plan_uninstall(old, record, where=path, allow=mcpentry.ALLOW)
+    new = settings.plan_uninstall(old, record, where=path, allow=mcpentry.ALLOW + mcpentry.PLUGIN_ALLOW)
     if new == old:
         out("settings: nothing of ours in %s" % show(path))
         return True

@@ -16,6 +16,10 @@ from ...install import mcp
 from .executable import claude_global_config
 
 ALLOW = ["mcp__%s__%s" % (mcp.SERVER, t) for t in mcp.READ_ONLY]
+# A plugin's server's tools: mcp__plugin_<plugin>_<server>__<tool> (ours: plugin and server both cc-continuity).
+PLUGIN_ALLOW = ["mcp__plugin_%s_%s__%s" % (mcp.SERVER, mcp.SERVER, t) for t in mcp.READ_ONLY]
+# Where install puts the server: at user scope, in our plugin (install --plugin), or the marketplace plugin's own.
+USER, PLUGIN, MARKETPLACE = "user", "plugin", "marketplace"
 TIMEOUT_S = 60
 
 
