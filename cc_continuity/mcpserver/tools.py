@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import time
 
-from .. import config, errors, ledger, session
+from .. import config, errors, ledger, paths, session
 from ..digest import sha256
 from ..holds import effects
 from ..project import Project
@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
     HostOf = Callable[[dict[str, Any]], Host]  # a session record's host (a port: the command hands it in)
 
+SNAPSHOT_BUDGET_S = 30.0  # take_checkpoint: the agent waits on the snapshot; past this the facts are kept alone
 EFFECTS_SHOWN = 50  # list_effects: the newest this many effects (the store keeps more; a hold reads its tail)
 MAX_ANCESTORS = 6  # the agent may start us through a wrapper or two (sh -c, uv run, npx)
 
@@ -69,9 +70,30 @@ def this_session(proj: Project, pids: list[int] | None = None) -> tuple[int, dic
     return None
 
 
+def not_the_users(root: str) -> str | None:
+    """Why the config the allowlist would come from may not be the user's own, or None.  The server's
+    environment names the state folder (``CC_CONTINUITY_HOME``), and a repository's own server entry can set
+    that: a folder inside the project, or a config.json that others can write or read (git checks files out
+    0644; ours are written 0600), is not taken as the user's."""
+    state, path = os.path.realpath(paths.home()), paths.config_file()
+    project = os.path.realpath(root)
+    if state == project or state.startswith(project + os.sep):
+        return "the state folder %s is inside the project" % state
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None  # no config: no client is named anyway
+    if st.st_uid != os.getuid() or st.st_mode & 0o077:
+        return "%s is not yours alone (owner %d, mode %o; `chmod 600` it if it is yours)" % (
+            path, st.st_uid, st.st_mode & 0o777)
+    return None
+
+
 def allowed(client: str | None, root: str) -> bool:
     """Does the user's own config let ``client`` call mutating tools?  (``mcp_clients`` is user-only: a
-    repository's config cannot set it.)"""
+    repository's config cannot set it, nor a state folder a repository's server entry points at.)"""
+    if not_the_users(root) is not None:
+        return False
     try:
         names = config.load(root)["mcp_clients"]
     except config.ConfigError:
@@ -80,10 +102,15 @@ def allowed(client: str | None, root: str) -> bool:
 
 
 def _guard(client: str | None, proj: Project) -> None:
-    if not allowed(client, proj.root):
-        raise Denied("denied: this tool changes the project's records, and the client %r is not in your "
-                     "mcp_clients (your own cc-continuity config; a repository cannot set it). Read-only "
-                     "tools stay open." % (client or "(no name)"))
+    if allowed(client, proj.root):
+        return
+    why = not_the_users(proj.root)
+    if why:
+        raise Denied("denied: this tool changes the project's records, and the config that would allow it may "
+                     "not be yours: %s. Read-only tools stay open." % why)
+    raise Denied("denied: this tool changes the project's records, and the client %r is not in your "
+                 "mcp_clients (your own cc-continuity config; a repository cannot set it). Read-only "
+                 "tools stay open." % (client or "(no name)"))
 
 
 # -- read-only ------------------------------------------------------------------------------------
@@ -228,7 +255,8 @@ def take_checkpoint(proj: Project, client: str | None, message: object, host_of:
         raise Denied("no open cc-continuity session of this project runs this agent process: nothing to checkpoint")
     n, rec = got
     text = message.strip()[:200] if isinstance(message, str) and message.strip() else "checkpoint asked for by the agent"
-    result = manual.take(proj, n, proj.session_dir(n), config.load(proj.root), host_of(rec), text, by="agent")
+    result = manual.take(proj, n, proj.session_dir(n), config.load(proj.root), host_of(rec), text, by="agent",
+                         timeout=SNAPSHOT_BUDGET_S)
     git = result["git"]
     return {"session": result["session"], "facts": result["dir"], "ref": git.get("ref"), "commit": git.get("commit"),
             "snapshot": "taken" if git.get("git") else "not a git repository" if git.get("git") is False

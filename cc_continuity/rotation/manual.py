@@ -22,9 +22,9 @@ if TYPE_CHECKING:
 
 
 def take(proj: "Project", n: int, sdir: str, cfg: "Any", host: "Host", message: str,
-         by: "str | None" = None) -> "dict[str, Any]":
+         by: "str | None" = None, timeout: "float | None" = None) -> "dict[str, Any]":
     """Take the checkpoint of session ``n`` now; ``by``: who asked for it when not the user (``"agent"``, recorded
-    as such).  Returns the session's name, the facts' folder, the snapshot (``git``: None when it failed, False
+    as such); ``timeout``: the snapshot's bound when shorter than the config's (an agent waits on it).  Returns the session's name, the facts' folder, the snapshot (``git``: None when it failed, False
     outside a git repository) and the reading."""
     rec = session.load(sdir)
     stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
@@ -38,7 +38,8 @@ def take(proj: "Project", n: int, sdir: str, cfg: "Any", host: "Host", message: 
         git = worktree.snapshot(proj.root, ref, redact.redact("%s %s: %s" % (rec.get("name"), stamp, message)),
                                 max_file_bytes=cfg["snapshot_max_file_bytes"], unique=True,
                                 max_untracked_bytes=cfg["snapshot_max_untracked_bytes"],
-                                untracked=cfg["snapshot_untracked"], timeout=cfg["snapshot_timeout_s"],
+                                untracked=cfg["snapshot_untracked"],
+                                timeout=min(cfg["snapshot_timeout_s"], timeout or cfg["snapshot_timeout_s"]),
                                 index=job.index_path(proj.root))
     except (SnapshotError, ValueError) as e:
         git = {"git": None, "error": str(e)}

@@ -109,6 +109,31 @@ def test_a_mutating_tool_is_denied_unless_the_users_own_config_names_the_client(
     assert err and "'someone-else' is not in your mcp_clients" in got
 
 
+@pytest.mark.parametrize("where,mode", [("inside", 0o600), ("outside", 0o644)])
+def test_a_repositorys_server_entry_cannot_point_the_allowlist_at_a_config_of_its_own(drv, tmp_path, where, mode):
+    """A project's .mcp.json can start our server with any environment: a CC_CONTINUITY_HOME in the repository
+    (its config.json naming the client), or one whose config git checked out 0644, allows nothing."""
+    home = os.path.join(drv.root, ".evil") if where == "inside" else str(tmp_path / "elsewhere")
+    os.makedirs(home, exist_ok=True)
+    cfg = os.path.join(home, "config.json")
+    with open(cfg, "w") as f:
+        json.dump({"mcp_clients": ["cc-test"]}, f)
+    os.chmod(cfg, mode)
+    params = StdioServerParameters(command=sys.executable, args=["-m", "cc_continuity", "mcp"], cwd=drv.root,
+                                   env=dict(os.environ, PYTHONPATH=REPO, CC_CONTINUITY_HOME=home))
+    got = []
+
+    async def go():
+        async with stdio_client(params) as (r, w):
+            async with ClientSession(r, w, client_info=Implementation(name="cc-test", version="1")) as sess:
+                await sess.initialize()
+                got.append(await sess.call_tool("take_checkpoint", {}))
+    anyio.run(go)
+    res = got[0]
+    assert res.is_error and "may not be yours" in res.content[0].text, res.content[0].text
+    assert ("inside the project" if where == "inside" else "mode 644") in res.content[0].text
+
+
 def test_an_allowed_rotation_request_is_decided_by_the_harness_once(drv):
     config.update_global({"mcp_clients": ["cc-test"]})
     _, _, (e1, low) = calls(drv.root, [("request_rotation", {})])
