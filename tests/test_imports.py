@@ -51,6 +51,10 @@ WATCH_ON_EVERY_VERB = (START_UP, "every verb's start: watch/ (fleet, liveness, s
 
 # module -> {(function, what it imports): (reason, why)}
 KEPT = {
+    "cc_continuity.rotation.run": {
+        ("_Tail.__init__", "threading"): (START_UP, "run.py is on Gemini's hook path (its caps); a thread only for a "
+                                                    "back-end that reads its agent's stderr"),
+    },
     "cc_continuity.holds.shell": {
         ("_load", "cc_continuity.deps"): (START_UP, "a classified tool call's first parse only: deps (json, hashlib) "
                                                     "+~6 ms"),

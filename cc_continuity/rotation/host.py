@@ -60,6 +60,11 @@ class Host:
         unless a budget asks: it reads the whole transcript (bounded)."""
         return None
 
+    def api_stop(self, transcript: str) -> "dict[str, Any] | None":
+        """The model server's stop the session ended on (:func:`.limits.stop`: a limit, or a server failing or
+        gone), read from the transcript, or None (it did not end on one, or the host records none there)."""
+        return None
+
     def holds_context(self, transcript: str | None, needle: object) -> bool | None:
         """Does the transcript hold ``needle`` among the context our hooks added?  None: it cannot tell yet
         (no transcript, or no hook's context recorded in it so far)."""

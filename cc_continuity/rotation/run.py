@@ -18,7 +18,8 @@ the same work tree at the last :data:`SAME_TREE` checkpoints.
 Exit statuses (distinct, in :data:`EXIT`): 0 done; 3 a cap reached (the newest checkpoint waits: ``run
 --resume`` continues it); 4 a person is needed (a session said so with ``cc-continuity signal needs-human``, a
 harmful repeat was held, or the chain goes round); 5 the agent failed (its own status in the summary); 2
-nothing to resume.
+nothing to resume; 6 the agent stopped on a rate or usage limit and 7 on its model server failing or gone, each
+after the agent's own retries (:mod:`.limits`: what it said, and when it resets where the host recorded it).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import time
 from .. import gitrun, ledger, session
 from ..digest import sha256
 from ..project import Project
-from . import handoff, texts, turn
+from . import handoff, limits, texts, turn
 from .caps import DEADLINE_ENV, HEADLESS_ENV, ROTATIONS_ENV, TOKENS_ENV, at_cap  # noqa: F401  (the loop's, re-exported)
 
 TYPE_CHECKING = False
@@ -44,7 +45,9 @@ if TYPE_CHECKING:
 
 MAX_ROTATIONS = 10  # the default cap: a task that rotates more than this in one run is likely going round
 SAME_TREE = 3  # checkpoints in a row with the same work tree that stop a run (a read-only task: --same-tree 0)
-EXIT = {"done": 0, "cap": 3, "needs a person": 4, "agent failed": 5, "nothing to resume": 2}
+EXIT = {"done": 0, "cap": 3, "needs a person": 4, "agent failed": 5, "nothing to resume": 2, "limit": 6,
+        "model server": 7}
+STDERR_KEEP = 1 << 16  # a back-end that reads its agent's stderr (Gemini's stop is there only) keeps its tail
 
 
 class Backend:
@@ -74,6 +77,18 @@ class Backend:
     def session_args(self, proj: Project) -> list[str]:
         """Arguments of ours for every session of ``proj``, before the user's (none by default)."""
         return []
+
+    reads_stderr = False  # True: the agent's stderr is read (and passed on) for :meth:`api_stop`
+
+    def api_stop(self, chain: list[tuple[int, dict[str, Any]]], stderr: str) -> dict[str, Any] | None:
+        """The model server's stop the process ended on (:func:`.limits.stop`), or None: by default the host's
+        reading of the newest session's transcript (``stderr``: the process's stderr tail, when read)."""
+        if self.host is None:
+            return None
+        for _, rec in reversed(chain):
+            if isinstance(rec.get("transcript"), str):
+                return self.host.api_stop(rec["transcript"])
+        return None
 
     def context(self, event: str, payload: dict[str, Any], env: Mapping[str, str]) -> Context:
         """The rotation's context for a step the loop takes itself in one of this host's sessions (its process
@@ -121,7 +136,7 @@ def run(backend: Backend, binary: str, task: str | None, cwd: str, extra: list[s
     deadline = started + max_time_s if max_time_s else None
     facts: dict[str, Any] = {"agent": backend.name, "sessions": 0, "rotations": 0, "checkpoints": [],
                              "agent_exit": None, "why": None, "needs": None, "gaps_ms": [], "degraded": [],
-                             "tokens": 0, "held": 0}
+                             "tokens": 0, "held": 0, "stopped": None}
     ended: float | None = None
     prompt = _resumed(proj, say) if resume else task or ""
     if prompt is None:
@@ -138,13 +153,16 @@ def run(backend: Backend, binary: str, task: str | None, cwd: str, extra: list[s
         if ended is not None:  # the runner's own time between two sessions: read the records, start the next
             facts["gaps_ms"].append(round((t0 - ended) * 1000, 1))
         argv = backend.command(binary, prompt, backend.session_args(proj) + list(extra))
-        proc = subprocess.Popen(argv, cwd=cwd, env=child, stdin=subprocess.DEVNULL)
+        proc = subprocess.Popen(argv, cwd=cwd, env=child, stdin=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE if backend.reads_stderr else None)
+        tail = _Tail(proc.stderr) if proc.stderr is not None else None
         facts["agent_exit"] = _wait(proc, proj, before, facts, started, live)
         ended = time.time()
         chain = _finish(backend, proj, _chain(proj, before), child, say)
         _tally(proj, chain, facts, seen)
         facts["tokens"] += _spent(backend, chain)
-        why = _stops(backend, chain, facts, seen, Caps(max_rotations, deadline, max_tokens, same_tree), say)
+        why = _stops(backend, chain, facts, seen, Caps(max_rotations, deadline, max_tokens, same_tree), say,
+                     tail.text() if tail else "")
         if why:
             return _end(say, report, facts, why, started)
         n, rec = waiting(chain) or (0, {})
@@ -168,7 +186,8 @@ class Caps:
 
 
 def _stops(backend: Backend, chain: list[tuple[int, dict[str, Any]]], facts: dict[str, Any],
-           seen: list[tuple[str, str | None, str | None]], caps: Caps, say: Callable[[str], None]) -> str | None:
+           seen: list[tuple[str, str | None, str | None]], caps: Caps, say: Callable[[str], None],
+           stderr: str = "") -> str | None:
     """Between two sessions: why the run ends here (an :data:`EXIT` key, said), or None: the next session starts."""
     got, flagged = waiting(chain), _flagged(chain)
     if flagged:  # (a session said so, or a repeat was held: even one that handed over after it stops the run)
@@ -180,7 +199,7 @@ def _stops(backend: Backend, chain: list[tuple[int, dict[str, Any]]], facts: dic
         say("cc-continuity: %s said the task is done%s" % (said_done[0], ": " + said_done[1] if said_done[1] else ""))
         return "done"
     if got is None:
-        return "agent failed" if facts["agent_exit"] else "done"
+        return _stopped(backend, chain, facts, say, stderr) or ("agent failed" if facts["agent_exit"] else "done")
     cid = _cid(*got)
     looping = _looping(seen, caps.same_tree)
     if looping:
@@ -193,6 +212,44 @@ def _stops(backend: Backend, chain: list[tuple[int, dict[str, Any]]], facts: dic
             "continues it" % (cid, cap, backend.name))
         return "cap"
     return None
+
+
+def _stopped(backend: Backend, chain: list[tuple[int, dict[str, Any]]], facts: dict[str, Any],
+             say: Callable[[str], None], stderr: str) -> str | None:
+    """A process that failed on its model server (a limit, or the server failing or gone): the :data:`EXIT` key,
+    said with the reset time where known; None for any other failure."""
+    if not facts["agent_exit"] or not chain:
+        return None
+    got = backend.api_stop(chain, stderr)
+    if got is None:
+        return None
+    facts["stopped"] = {k: got[k] for k in ("kind", "status", "message", "resets_at")}
+    say("cc-continuity: %s stopped on %s" % (chain[-1][1].get("name"), limits.said(got)))
+    return "limit" if got["kind"] == limits.LIMIT else "model server"
+
+
+class _Tail:
+    """The agent's stderr passed on as it comes, its last :data:`STDERR_KEEP` bytes kept (a thread)."""
+
+    def __init__(self, stream: Any) -> None:
+        import threading  # (a back-end that reads stderr only)
+
+        self.buf, self.stream = bytearray(), stream
+        self.thread = threading.Thread(target=self._pump, daemon=True)
+        self.thread.start()
+
+    def _pump(self) -> None:
+        out = getattr(sys.stderr, "buffer", None)
+        for chunk in iter(lambda: self.stream.read1(65536), b""):
+            if out is not None:
+                out.write(chunk)
+                out.flush()
+            self.buf += chunk
+            del self.buf[:-STDERR_KEEP]
+
+    def text(self) -> str:
+        self.thread.join(5)
+        return self.buf.decode("utf-8", "replace")
 
 
 def _cap(facts: dict[str, Any], caps: Caps) -> str | None:
@@ -362,7 +419,8 @@ def _flagged(chain: list[tuple[int, dict[str, Any]]], kind: str = "needs_human")
 
 
 def _summary(why: str, sessions: int, rotations: int, seconds: float, code: int, tokens: int = 0) -> str:
+    label = {"limit": "stopped on a limit", "model server": "stopped: the model server failed"}.get(why, why)
     return "cc-continuity: run %s: %d session%s, %d rotation%s, %.0f s%s%s" % (
-        why, sessions, "" if sessions == 1 else "s", rotations, "" if rotations == 1 else "s", seconds,
+        label, sessions, "" if sessions == 1 else "s", rotations, "" if rotations == 1 else "s", seconds,
         ", %s tokens" % format(tokens, ",") if tokens else "",
         "; the agent exited %d" % code if why == "agent failed" else "")

@@ -73,7 +73,8 @@ def test_a_session_that_said_done_ends_the_run_even_with_a_checkpoint_after_it()
 
 
 def test_exit_statuses_are_distinct():
-    assert run.EXIT == {"done": 0, "cap": 3, "needs a person": 4, "agent failed": 5, "nothing to resume": 2}
+    assert run.EXIT == {"done": 0, "cap": 3, "needs a person": 4, "agent failed": 5, "nothing to resume": 2,
+                        "limit": 6, "model server": 7}
     assert len(set(run.EXIT.values())) == len(run.EXIT)
 
 

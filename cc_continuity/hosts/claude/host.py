@@ -16,7 +16,7 @@ from __future__ import annotations
 from ... import fastjson, meter, paths
 from ...holds import effects
 from ...meter import rows_backwards
-from ...rotation import context
+from ...rotation import context, limits
 from ...rotation.host import Host
 from ..ports import HookPorts
 
@@ -137,6 +137,40 @@ def tokens_spent(path: str, limit: int = SPENT_SCAN) -> int | None:
     return sum(seen.values()) if seen else None
 
 
+STOP_SCAN = 1 << 21  # the transcript's tail read for the turn's last answer (2 MiB)
+
+
+def api_stop(path: str, max_scan: int = STOP_SCAN) -> dict[str, Any] | None:
+    """The model server's stop the session ended on (:func:`...rotation.limits.stop`), from its transcript: the
+    last assistant row is Claude Code's API error (``isApiErrorMessage``) with its status (429: a limit; 5xx,
+    a refused or timed-out connection: the server); the reset time from the newest ``system/api_error`` row's
+    ``error.rateLimits.resetsAt`` (only a subscription's headers give one).  None when the last answer is the
+    model's, or the file cannot be read."""
+    reset, last = None, None
+    try:
+        for row in rows_backwards(path, max_scan, b'"type"'):
+            kind = row.get("type")
+            if kind == "assistant" and last is None:
+                last = row
+                if row.get("isApiErrorMessage") is not True:
+                    return None
+            elif kind == "system" and row.get("subtype") == "api_error" and reset is None:
+                err: dict[str, Any] = row["error"] if isinstance(row.get("error"), dict) else {}
+                rl: dict[str, Any] = err["rateLimits"] if isinstance(err.get("rateLimits"), dict) else {}
+                reset = rl.get("resetsAt") or 0
+            elif kind == "user" and last is not None:
+                break  # the turn's start: no api_error row of this turn beyond it
+    except OSError:
+        return None
+    if last is None:
+        return None
+    status = last.get("apiErrorStatus")
+    content = (last.get("message") or {}).get("content") if isinstance(last.get("message"), dict) else None
+    text = " ".join(b.get("text", "") for b in content if isinstance(b, dict)) if isinstance(content, list) else ""
+    kind = limits.LIMIT if status == 429 or last.get("error") == "rate_limit" else limits.SERVER
+    return limits.stop(kind, text, status if isinstance(status, int) else None, reset or None, where=path)
+
+
 def holds_context(path: str | None, needle: object, limit: int = 1 << 23) -> bool | None:
     """Does the transcript hold ``needle`` in a hook's added context?  None: no transcript, or no hook
     context recorded in it yet (Claude Code writes one as a ``hook_additional_context`` attachment)."""
@@ -243,6 +277,9 @@ class ClaudeHost(Host):
 
     def tokens_spent(self, transcript_path: str) -> int | None:
         return tokens_spent(transcript_path)
+
+    def api_stop(self, transcript_path: str) -> dict[str, Any] | None:
+        return api_stop(transcript_path)
 
     def holds_context(self, transcript_path: str | None, needle: object) -> bool | None:
         return holds_context(transcript_path, needle)

@@ -101,6 +101,9 @@ class CodexHost(Host):
                 return tokens
         return None
 
+    def api_stop(self, transcript: str) -> dict[str, Any] | None:
+        return rollout.api_stop(transcript)
+
     def tokens_spent(self, transcript: str) -> int | None:
         try:
             return rollout.tokens_spent(transcript)

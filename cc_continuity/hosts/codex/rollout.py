@@ -20,6 +20,7 @@ instructions, is ~22 KB).  ``posix``, not ``os``: a PreToolUse may call this.
 """
 
 from ... import fastjson
+from ...rotation import limits
 from ...meter import CHUNK, lines_backwards, rows_backwards
 
 TYPE_CHECKING = False  # mypy takes this name as true; at run time nothing is imported (hot path)
@@ -165,4 +166,48 @@ def exit_code(path: "str", call_id: "str", max_scan: "int" = 1 << 20) -> "int | 
         rest = out[out.index(_EXITED) + len(_EXITED):]
         num = rest.split(None, 1)[0] if rest.strip() else ""
         return int(num) if num.lstrip("-").isdigit() else None
+    return None
+
+
+def api_stop(path: "str", max_scan: "int" = MAX_SCAN) -> "dict[str, Any] | None":
+    """The model server's stop the thread's last turn ended on (:func:`...rotation.limits.stop`), from the
+    rollout: its last ``task_complete`` carries ``error.codex_error_info`` (``usage_limit_exceeded`` or
+    ``response_too_many_failed_attempts`` with 429: a limit; ``internal_server_error``, a failed connection,
+    ``other``: the server); the reset time from the newest ``token_count.rate_limits`` window at 100 %.  None
+    when the last turn completed, or the file cannot be read."""
+    done, reset = None, None
+    try:
+        for row in rows_backwards(path, max_scan, b'"event_msg"'):
+            payload: "dict[str, Any]" = row["payload"] if isinstance(row.get("payload"), dict) else {}
+            kind = payload.get("type")
+            if kind == "task_complete" and done is None:
+                done = payload
+                if not isinstance(payload.get("error"), dict):
+                    return None
+            elif kind == "token_count" and done is not None and reset is None:
+                reset = _reset(payload.get("rate_limits"))
+            elif kind == "task_started" and done is not None:
+                break
+    except OSError:
+        return None
+    if done is None:
+        return None
+    err = done["error"]
+    info = err.get("codex_error_info")
+    status = None
+    if isinstance(info, dict):
+        inner = next(iter(info.values()), None)
+        status = inner.get("http_status_code") if isinstance(inner, dict) else None
+    kind = limits.LIMIT if info == "usage_limit_exceeded" or status == 429 else limits.SERVER
+    return limits.stop(kind, err.get("message"), status if isinstance(status, int) else None, reset, where=path)
+
+
+def _reset(rate_limits: "object") -> "float | None":
+    """The reset time of a rate-limit window Codex recorded as used up (``used_percent`` 100), or None."""
+    if not isinstance(rate_limits, dict):
+        return None
+    for window in ("primary", "secondary"):
+        w = rate_limits.get(window)
+        if isinstance(w, dict) and (w.get("used_percent") or 0) >= 100 and isinstance(w.get("resets_at"), (int, float)):
+            return float(w["resets_at"])
     return None
