@@ -42,8 +42,9 @@ does not apply; group 1 - or the whole match - becomes ``{name}``, named groups
 become variables too), ``then`` (replies served, in order, to the next main
 requests of the same session before any rule is consulted: the tool-result
 round trips), ``times`` (match at most N times), ``delay`` (seconds to hold
-the reply, pinging meanwhile), ``error`` (``{"status", "type", "message"}``
-answered instead of a reply), ``hang`` (``true``: read the request and never
+the reply, pinging meanwhile), ``error`` (``{"status", "type", "message"}``,
+and ``headers``: a dict sent with it, e.g. ``retry-after`` or the rate-limit headers; answered instead of a
+reply), ``hang`` (``true``: read the request and never
 answer it, not even the headers, until the client goes away or the server
 stops: a hung engine), ``stop_reason``.  Templates may also use
 ``{session_id}``, ``{n}`` and ``{session_n}``; unknown names stay as written.
@@ -197,6 +198,8 @@ def _check_rule(rule, where, allow_when=True):
         err = rule["error"]
         if not isinstance(err, dict) or not isinstance(err.get("status", 400), int):
             raise ScenarioError("%s.error must be {status, type, message}" % where)
+        if not isinstance(err.get("headers", {}), dict):
+            raise ScenarioError("%s.error.headers must be an object of header names to values" % where)
     elif "reply" not in rule and not rule.get("hang"):
         raise ScenarioError("%s needs a reply (or an error)" % where)
     _check_reply_step(rule, where)
@@ -699,13 +702,15 @@ class _Handler(BaseHTTPRequestHandler):
         sid = self.headers.get("x-claude-code-session-id")
         return Request(0, time.time(), self.command, self.path, self._headers_of_interest(), body, kind, sid)
 
-    def _send_json(self, status, payload, request_id=None):
+    def _send_json(self, status, payload, request_id=None, headers=None):
         data = json.dumps(payload).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         if request_id:
             self.send_header("request-id", request_id)
+        for name, value in (headers or {}).items():
+            self.send_header(str(name), str(value))
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(data)
@@ -779,7 +784,8 @@ class _Handler(BaseHTTPRequestHandler):
             time.sleep(plan["delay"])
             self._settle()
             return self._send_json(req.status, _error(err.get("type", "invalid_request_error"),
-                                                      err.get("message", "scripted error")), request_id)
+                                                      err.get("message", "scripted error")), request_id,
+                                   err.get("headers"))
         blocks = [_finish_block(b) for b in plan["blocks"]]
         req.reply, req.usage = blocks, plan["usage"]
         self.model._record(req)

@@ -159,3 +159,28 @@ def test_the_headless_chain_rotates_three_times_with_no_typing(codex_bin, tmp_pa
         model.stop()
         if outside:
             shutil.rmtree(outside, ignore_errors=True)
+
+
+def test_a_usage_limit_ends_the_run_with_its_own_status_and_the_reset_codex_recorded(codex_bin, tmp_path):
+    """Issue 40's lab replayed: the successor's request answered with Codex's usage limit (``usage_limit_reached``
+    and the ``x-codex-primary-*`` headers, a reset two hours ahead); Codex does not retry it, the rollout has
+    the reset, and the run ends 6 saying it."""
+    import time
+
+    at = int(time.time()) + 2 * 3600
+    limited = scenario(1)
+    limited["rules"].insert(0, {"name": "limit", "when": {"latest_contains": "Continuing from cp-001"},
+                                "error": {"status": 429, "body": {"error": {
+                                    "type": "usage_limit_reached", "message": "The usage limit has been reached",
+                                    "plan_type": "plus", "resets_at": at, "resets_in_seconds": 7200}},
+                                    "headers": {"x-codex-primary-used-percent": "100",
+                                                "x-codex-primary-window-minutes": "300",
+                                                "x-codex-primary-reset-at": str(at),
+                                                "x-codex-primary-reset-after-seconds": "7200"}}})
+    with ResponsesModel(limited) as model:
+        _box, _state, res = _run(codex_bin, model, tmp_path, None, "workspace-write")
+        limits_hit = [r for r in model.requests("main") if r.rule == "limit"]
+    assert res.returncode == 6, (res.returncode, res.stderr[-3000:])
+    assert "stopped on a rate or usage limit" in res.stderr and "it resets at" in res.stderr, res.stderr[-2000:]
+    assert "run stopped on a limit: 2 sessions, 1 rotation" in res.stderr, res.stderr[-2000:]
+    assert len(limits_hit) == 1, "Codex retries a usage limit: %d requests" % len(limits_hit)

@@ -66,3 +66,29 @@ def test_max_rotations_holds_inside_one_process_and_a_second_run_goes_on(gemini_
     recs = session_records(cc_home)
     assert [r["state"] for r in recs] == ["ROTATED"] * 3 + ["ENDED"]
     assert recs[3].get("checkpoint_from") == "cp-003" and recs[2].get("successor") == 4
+
+
+def test_a_quota_gemini_gave_up_on_ends_the_run_with_its_own_status_and_the_reset(gemini_box):
+    """Issue 40's lab replayed: after the first rotation the successor's request is answered with a daily quota
+    ("Please retry in 36000s": Gemini does not retry it).  Gemini records it on stderr only; the run passes
+    that stderr on, reads the stop from it, and exits 6 with the reset ten hours ahead."""
+    import time
+
+    from cc_continuity.rehearse import CONTINUATION
+
+    box, cc_home = _box(gemini_box)
+    limited = progressing(_gemini_tools(rotation_scenario(box.project, rotations=3, task=TASK)))
+    limited["rules"].insert(0, {"name": "quota", "when": {"last_user_contains": CONTINUATION},
+                                "error": {"status": 429, "type": "RESOURCE_EXHAUSTED",
+                                          "message": "You exceeded your current quota. Please retry in 36000s."}})
+    box.model.set_scenario(limited)
+    t0 = time.time()
+    res = _run(box, cc_home, "--json")
+    assert res.returncode == 6, (res.returncode, res.stderr[-3000:])
+    # (the summary line follows Gemini's own stdout, which may end without a newline)
+    summary, _ = json.JSONDecoder().raw_decode(res.stdout[res.stdout.rindex('{"agent"'):])
+    stopped = summary["stopped"]
+    assert (stopped["kind"], stopped["status"]) == ("limit", 429), stopped
+    assert 36000 - 60 < stopped["resets_at"] - t0 < 36000 + 600, stopped
+    assert "Error when talking to Gemini API" in res.stderr, "the agent's own stderr is passed on"
+    assert "stopped on a rate or usage limit (HTTP 429)" in res.stderr and "it resets at" in res.stderr

@@ -246,3 +246,40 @@ def test_on_a_terminal_one_progress_line_says_the_session_its_context_rotations_
     live = [x for x in lines if re.fullmatch(r"\S+-001 · ctx \d+% · 0 rotations · 0m\d\ds · Write \S+work-1.txt", x)]
     assert live, lines
     assert any("handed over cp-001" in x for x in lines) and any("run done: 2 sessions, 1 rotation" in x for x in lines)
+
+
+def _limited(project, headers):
+    """The rehearsal's script, but every request of the second session answered 429 (the server's limit)."""
+    scenario = progressing(rotation_scenario(project, rotations=1, task=TASK))
+    scenario["rules"].insert(0, {"name": "limit", "when": {"last_user_contains": CONTINUATION},
+                                 "error": {"status": 429, "type": "rate_limit_error",
+                                           "message": "Usage limit reached for the 5-hour window.",
+                                           "headers": headers}})
+    return scenario
+
+
+@pytest.mark.parametrize("reset", [True, False])
+def test_a_limit_the_agent_gave_up_on_ends_the_run_with_its_own_status_and_the_reset(sandbox_factory, reset):
+    """Issue 40's lab replayed: the successor's requests answered 429 (with Anthropic's subscription headers, a
+    reset two hours ahead; or none); Claude Code's own retries (cut to one here) spent, the run ends 6 and says
+    the reset where the transcript has one."""
+    import time
+
+    at = int(time.time()) + 2 * 3600
+    headers = {"anthropic-ratelimit-unified-status": "rejected", "anthropic-ratelimit-unified-reset": str(at),
+               "anthropic-ratelimit-unified-representative-claim": "five_hour"} if reset else {}
+    sb = installed_sandbox(sandbox_factory, lambda p: _limited(p, headers))
+    sb.extra_env["CLAUDE_CODE_MAX_RETRIES"] = "1"
+    res = _run(sb, "--json")
+    assert res.returncode == 6, (res.returncode, res.stderr[-3000:])
+    summary = json.loads(res.stdout.strip().splitlines()[-1])
+    stopped = summary["stopped"]
+    assert (stopped["kind"], stopped["status"]) == ("limit", 429) and "Usage limit reached" in stopped["message"]
+    assert "stopped on a rate or usage limit (HTTP 429)" in res.stderr and "run stopped on a limit" in res.stderr
+    if reset:
+        assert stopped["resets_at"] == at and "it resets at" in res.stderr, (stopped, res.stderr[-2000:])
+    else:
+        assert stopped["resets_at"] is None and "no reset time recorded" in res.stderr
+    limited = [r for r in sb.model.requests() if r.rule == "limit"]
+    print("the successor's requests answered 429: %d (Claude Code's retries: 1)" % len(limited))
+    assert len(limited) == 2

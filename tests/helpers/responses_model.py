@@ -72,7 +72,7 @@ COMPACT_MARK = "CONTEXT CHECKPOINT COMPACTION"
 TITLE_MARK = "task title"
 USAGE_FIELDS = ("input_tokens", "output_tokens", "cached_tokens", "reasoning_tokens")
 WHEN_KEYS = {"latest_contains", "any_contains", "kind", "nth", "thread_nth"}
-RULE_KEYS = {"name", "when", "extract", "extract_from", "reply", "then", "usage", "times", "hold"}
+RULE_KEYS = {"name", "when", "extract", "extract_from", "reply", "then", "usage", "times", "hold", "error"}
 SCENARIO_KEYS = {"rules", "default", "vars", "usage_plan", "title", "compact_summary"}
 KINDS = ("main", "title", "compaction", "any")
 EXTRACT_FROM = ("latest", "any", "tools")
@@ -141,6 +141,12 @@ def _check_rule(rule, where, allow_when=True):
     if not isinstance(rule, dict):
         raise ScenarioError("%s must be an object" % where)
     _no_unknown(rule, RULE_KEYS if allow_when else {"reply", "usage"}, where)
+    if "error" in rule:
+        err = rule["error"]
+        if not isinstance(err, dict) or not isinstance(err.get("status"), int) or not isinstance(
+                err.get("headers", {}), dict):
+            raise ScenarioError("%s.error must be {status, body?, headers?}" % where)
+        return
     if "reply" not in rule:
         raise ScenarioError("%s: 'reply' is required" % where)
     _check_reply(rule["reply"], where + ".reply")
@@ -261,6 +267,7 @@ class Request:
     reply: list = field(default_factory=list)
     usage: dict = None
     hold: str = None
+    error: dict = None  # an error rule's {status, body, headers}: answered instead of a stream
 
     @property
     def input(self):
@@ -517,8 +524,9 @@ class ResponsesModel:
                     continue
                 variables.update(got)
                 self._used[index] = self._used.get(index, 0) + 1
-                name, reply, fields = rule.get("name", str(index)), rule["reply"], dict(rule.get("usage", {}))
+                name, reply, fields = rule.get("name", str(index)), rule.get("reply", []), dict(rule.get("usage", {}))
                 hold = rule.get("hold")
+                req.error = rule.get("error")
                 if rule.get("then"):
                     self._then[req.thread_id] = list(rule["then"])
                 break
@@ -614,12 +622,19 @@ class _Handler(BaseHTTPRequestHandler):
             return
         headers = {k.lower(): v for k, v in self.headers.items()}
         headers.pop("authorization", None)  # never logged
-        _req, events = self.model.answer(self.path, headers, body, len(raw))
+        req, events = self.model.answer(self.path, headers, body, len(raw))
+        if req.error:  # an error rule: its status, body and headers (a limit, a server error)
+            err = req.error
+            self._send(err["status"], json.dumps(err.get("body") or {"error": {"message": "scripted error"}}).encode(),
+                       "application/json", err.get("headers"))
+            return
         self._send(200, sse(events), "text/event-stream")
 
-    def _send(self, status, data, ctype):
+    def _send(self, status, data, ctype, headers=None):
         self.send_response(status)
         self.send_header("content-type", ctype)
         self.send_header("content-length", str(len(data)))
+        for name, value in (headers or {}).items():
+            self.send_header(str(name), str(value))
         self.end_headers()
         self.wfile.write(data)
