@@ -359,3 +359,35 @@ def test_the_mcp_servers_sdk_is_built_only_once_the_user_turned_the_server_on(re
     line = deps.at_session(cfg, env)
     assert line and "could not build its MCP server's SDK" in line and "403" in line
     assert deps.at_session(cfg, env) is None  # said once
+
+
+def test_a_build_whose_folder_lost_its_pyvenv_cfg_never_installs_into_the_base_interpreter(tiny, tmp_path):
+    """CI saw it: a plugin's build went on while Claude Code's eval runner cleaned the plugin's folder; the
+    half-gone virtualenv's python ran as the base interpreter and pip installed the lock there (mode 0700, the
+    hooks' umask).  Now the folder is checked before each install and pip runs with --require-virtualenv."""
+    base = os.path.realpath(getattr(sys, "_base_executable", sys.executable))
+    dest = tmp_path / "env"
+    subprocess.run([base, "-m", "venv", "--without-pip", str(dest)], check=True, timeout=120)
+    os.unlink(dest / "pyvenv.cfg")  # what a clean-up racing the build leaves
+    try:
+        with pytest.raises(build.BuildError, match="no longer a virtualenv"):
+            build.make(str(dest), base, lock=tiny.lock, env=dict(os.environ, PATH=SYSTEM_PATH), say=lambda *a: None)
+        with open(dest / "pyvenv.cfg", "w") as f:  # the check passed, the folder went after it: pip refuses
+            f.write("home = %s\n" % os.path.dirname(base))
+        real_run = build._run
+
+        def racing(argv, what, env, cwd):
+            if what == "pip install":
+                os.unlink(dest / "pyvenv.cfg")
+            return real_run(argv, what, env, cwd)
+        build._run = racing
+        try:
+            with pytest.raises(build.BuildError, match="pip install failed"):
+                build.make(str(dest), base, lock=tiny.lock, env=dict(os.environ, PATH=SYSTEM_PATH),
+                           say=lambda *a: None)
+        finally:
+            build._run = real_run
+        got = subprocess.run([base, "-S", "-c", "import tinypkg"], capture_output=True, timeout=60)
+        assert got.returncode != 0, "the lock was installed into the base interpreter"
+    finally:
+        subprocess.run([base, "-m", "pip", "uninstall", "-q", "-y", "tinypkg"], capture_output=True, timeout=120)

@@ -211,6 +211,7 @@ def make(dest, python, lock=LOCK_FILE, env=None, say=print):
         try:
             if not have:
                 _run([uv, "venv", "--quiet", "--no-cache", "--python", python, dest], "uv venv", uv_env, cwd)
+            _still_a_venv(dest)
             _run([uv, "pip", "install", "--quiet", "--no-cache", "--python", vpy, "--require-hashes", "--only-binary",
                   ":all:", "--no-deps", "-r", lock], "uv pip install", uv_env, cwd)
             return "uv"
@@ -233,14 +234,25 @@ def make(dest, python, lock=LOCK_FILE, env=None, say=print):
         wheel = fetch_pip(dest, env)
         pip, how = [vpy, os.path.join(wheel, "pip")], "pip from the index"
     try:
-        _run(pip + ["install", "--quiet", "--no-input", "--no-cache-dir", "--disable-pip-version-check", "--require-hashes",
-                    "--only-binary", ":all:", "--no-deps", "-r", lock], "pip install", env, cwd)
+        _still_a_venv(dest)
+        # --require-virtualenv: should the folder still go under it (a plugin uninstalled mid-build, a runner's
+        # clean-up), its python runs as the base interpreter, and pip refuses instead of installing there
+        _run(pip + ["install", "--require-virtualenv", "--quiet", "--no-input", "--no-cache-dir",
+                    "--disable-pip-version-check", "--require-hashes", "--only-binary", ":all:", "--no-deps", "-r",
+                    lock], "pip install", env, cwd)
     except BuildError as e:
         raise BuildError("%s%s" % (e, index_answer(index_url(env), pinned(lock)[:1], env))) from None
     finally:
         if wheel:
             os.unlink(wheel)
     return how
+
+
+def _still_a_venv(dest):
+    """A virtualenv whose ``pyvenv.cfg`` went (a plugin uninstalled mid-build, a runner cleaning its folder) runs
+    its python as the base interpreter: an install through it would land in the user's own Python."""
+    if not os.path.isfile(os.path.join(dest, "pyvenv.cfg")):
+        raise BuildError("%s is no longer a virtualenv (its pyvenv.cfg is gone): nothing installed" % dest)
 
 
 def _size(path):
