@@ -91,7 +91,8 @@ def run_eval(claude, tmp, model, *args):
     env = {"PATH": os.environ["PATH"], "HOME": home, "TERM": "dumb", "LANG": "C.UTF-8",
            "ANTHROPIC_BASE_URL": model.url, "ANTHROPIC_API_KEY": FAKE_API_KEY, "ANTHROPIC_MODEL": MODEL,
            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_TELEMETRY": "1", "DISABLE_AUTOUPDATER": "1",
-           "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost"}
+           "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost",
+           "TMPDIR": tmp}  # (the eval runner's isolated homes, claude-eval-*, go with the test's folder)
     out = os.path.join(tmp, "result.json")
     p = subprocess.run([claude, "plugin", "eval", plugin, "--trust-plugin", "--scaffold", "--no-publish",
                         "--allow-tools", "Write", "Edit", "--runs", "1", "--output-dir", os.path.join(tmp, "out"),
