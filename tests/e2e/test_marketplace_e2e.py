@@ -37,6 +37,9 @@ CLAUDE_CODE_OWN = (".claude.json", ".claude/plugins", ".claude/telemetry",
                    ".claude/paste-cache", ".claude/cache", ".claude/history.jsonl", ".claude/tasks",
                    ".claude/plans", ".claude/local", ".claude/.credentials.json", ".claude/sessions",
                    ".local/share/applications/claude-code-url-handler.desktop",
+                   # Claude Code's log of each start of a plugin's MCP server (ours is in the plugin and off by
+                   # default: it fails at once, and Claude Code logs that and caches it), kept after an uninstall
+                   ".cache/claude-cli-nodejs", ".claude/mcp-needs-auth-cache.json",
                    # pip asks `rustc --version` for its user agent when building the plugin's packages; where
                    # rustup's proxy is on PATH (this machine) it makes ~/.rustup in a fresh HOME (a user with
                    # rustup has one): the machine's tool's, not ours
@@ -505,8 +508,8 @@ def test_a_plugin_installed_in_a_live_session_rotates_it_and_no_hook_fails(sandb
     data = os.path.join(sb.home, ".claude", "plugins", "data", "cc-continuity-cc-continuity")
     if mods == "on":  # the mod's hello, at the install, ran the chooser
         sb.wait_for(lambda: os.path.islink(os.path.join(data, "python")), 30, what="the mod's hello to link")
-    else:
-        assert not os.path.lexists(os.path.join(data, "python"))  # nothing of ours ran yet
+    else:  # no hook of ours ran yet (the plugin's MCP server entry may have: it chooses the Python as a hook does)
+        assert not os.path.exists(os.path.join(sb.cc_home, "logs", "hooks.log"))
     prompt(sb, TASK_LIVE)
     done = sb.model.wait_for(lambda r: r.rule == "finish", timeout=120)
     assert [e["driver"] for e in cont.events(1, "driver")] == ["mod" if mods == "on" else "tmux"]
