@@ -559,3 +559,25 @@ def test_after_the_plugin_is_disabled_in_claude_code_the_next_command_names_what
     assert "no longer enabled" in err and "the status line in settings.json" in err and paths.home() in err, err
     assert "`cc-continuity uninstall --purge` removes them" in err
     assert install_plugin.LEFTOVER_FIX not in run("uninstall").stdout.split("\n")[0]  # not on the verb that removes it
+
+
+def test_install_mcp_beside_a_marketplace_plugin_turns_its_server_on_and_allows_its_read_only_tools(capsys):
+    """The marketplace plugin carries its own server entry: install --mcp adds none at user scope (no `claude`
+    is needed), turns the plugin's server on (mcp_server, which builds its SDK) and allows the plugin's tools."""
+    from cc_continuity import config
+    from cc_continuity.hosts.claude import mcpentry
+
+    pytest.importorskip("mcp")
+    os.makedirs(claude_dir(), exist_ok=True)
+    write(os.path.join(claude_dir(), "settings.json"), json.dumps(
+        {"enabledPlugins": {"cc-continuity@cc-continuity": True}}).encode())
+    rc, out, err = cli(capsys, "install", "--no-wrapper", "--mcp")
+    assert rc == 0, err
+    assert "the plugin's own server entry starts once its SDK is built" in out, out
+    assert config.load(None)["mcp_server"] is True
+    allow = settings_doc()["permissions"]["allow"]
+    assert allow == mcpentry.PLUGIN_ALLOW and not [r for r in allow if r.startswith("mcp__cc-continuity__")]
+    assert not os.path.exists(os.path.join(user_home(), ".claude.json"))  # nothing registered at user scope
+    rc, out, _ = cli(capsys, "uninstall")  # (1: no `claude` here to uninstall the plugin itself)
+    assert "the marketplace plugin's own server entry goes with the plugin" in out, out
+    assert "permissions" not in settings_doc(), out

@@ -346,7 +346,10 @@ def _uninstall_mcp(out, rec):
     except InstallError as e:
         out("mcp: %s" % e)
         return 1
-    if done != "not there" or (rec or {}).get("claude_mcp"):
+    form = ((rec or {}).get("claude_mcp") or {}).get("form")
+    if form == mcpentry.MARKETPLACE and done == "not there":
+        out("mcp: the marketplace plugin's own server entry goes with the plugin (mcp_server stays in your config)")
+    elif done != "not there" or (rec or {}).get("claude_mcp"):
         out("mcp: the server %s at Claude Code's user scope %s" % (mcp.SERVER, done))
     if not mcp.used_by({k: v for k, v in (rec or {}).items() if k != "claude_mcp"}) and mcp.remove():
         out("mcp: %s removed" % show(mcp.lib_dir()))
