@@ -808,11 +808,15 @@ class Rehearsal:
         if self.root and not self.keep:
             # A hook still running in the sandbox (a late Stop waits up to 30 s) would write into it
             # after the removal and re-create the folder: none may outlive the teardown.
-            for _ in range(5):
+            # Gone twice in a row, a moment apart: a process caught mid-fork or mid-exec (a pane's last child
+            # starting as the server went) is not in one scan (CI saw a late hook re-create the folder once).
+            for _ in range(8):
                 reap(sandbox_pids(self.root), grace=1.0)
                 shutil.rmtree(self.root, ignore_errors=True)
                 if not os.path.lexists(self.root) and not sandbox_pids(self.root):
-                    break
+                    time.sleep(0.3)
+                    if not os.path.lexists(self.root) and not sandbox_pids(self.root):
+                        break
 
     def _rotator_pids(self):
         """Rotators the rehearsal's hooks spawned (from the ledger), if they still run."""
