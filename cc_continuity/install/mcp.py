@@ -131,14 +131,3 @@ def remove(home=None):
         return False
     shutil.rmtree(target)
     return True
-
-
-def size_mb(home=None):
-    total = 0
-    for d, _dirs, files in os.walk(lib_dir(home)):
-        for f in files:
-            try:
-                total += os.lstat(os.path.join(d, f)).st_size
-            except OSError:
-                pass
-    return total / 1e6

@@ -7,6 +7,7 @@ import sys
 import pytest
 
 from cc_continuity.install import app, mcp
+from cc_continuity.install.plan import size_text
 
 pytest.importorskip("mcp")
 
@@ -41,7 +42,7 @@ def test_the_sdks_copy_serves_on_a_python_that_has_none_of_our_packages(tmp_path
         src, mcp.lib_dir(home))
     res = subprocess.run([app.base_interpreter(), "-S", "-c", code], capture_output=True, text=True, timeout=60)
     assert res.returncode == 0 and res.stdout.strip() == "ok", res.stderr[-2000:]
-    print("the SDK's copy: %.0f MB" % mcp.size_mb(home))
+    print("the SDK's copy: %s" % size_text(mcp.lib_dir(home)))
     assert mcp.remove(home) is True and not os.path.exists(mcp.lib_dir(home))
 
 

@@ -223,19 +223,19 @@ def _apply_mcp(out, form, prev, launcher, record):
             mcp.remove()
         return
     record["claude_mcp"] = {"server": mcp.SERVER, "command": launcher, "form": form}
-    tools = ", ".join(mcp.READ_ONLY)
+    read_only = ", ".join(mcp.READ_ONLY)
     if form == mcpentry.MARKETPLACE:
         config.update_global({"mcp_server": True})
         out("mcp: the plugin's own server entry starts once its SDK is built in its data folder (the next "
-            "session builds it; config mcp_server: true); its read-only tools allowed: %s" % tools)
+            "session builds it; config mcp_server: true); its read-only tools allowed: %s" % read_only)
         return
     made = mcp.make()
     manifest.save(record)
     done = mcpentry.register(claude, launcher) if form == mcpentry.USER else "in %s/.mcp.json" % show(
         plugin.plugin_dir())
-    out("mcp: the server %s %s (SDK %s %s, %.0f MB); its read-only tools allowed: %s" % (
+    out("mcp: the server %s %s (SDK %s %s, %s); its read-only tools allowed: %s" % (
         mcp.SERVER, "at Claude Code's user scope %s" % done if form == mcpentry.USER else done,
-        show(mcp.lib_dir()), "copied" if made else "up to date", mcp.size_mb(), tools))
+        show(mcp.lib_dir()), "copied" if made else "up to date", size_text(mcp.lib_dir()), read_only))
 
 
 def _enabled_plugins(settings_bytes):

@@ -23,14 +23,19 @@ USER, PLUGIN, MARKETPLACE = "user", "plugin", "marketplace"
 TIMEOUT_S = 60
 
 
-def user_entry(env=None):
-    """Our name's user-scope entry in Claude Code's global config (a dict), or None."""
+def _global_config(env=None):
+    """Claude Code's global config as a dict (read only; ``{}`` when absent or unreadable)."""
     try:
         with open(claude_global_config(os.environ if env is None else env), "rb") as f:
             doc = json.loads(f.read())
     except (OSError, ValueError):
-        return None
-    servers = doc.get("mcpServers") if isinstance(doc, dict) else None
+        return {}
+    return doc if isinstance(doc, dict) else {}
+
+
+def user_entry(env=None):
+    """Our name's user-scope entry in Claude Code's global config (a dict), or None."""
+    servers = _global_config(env).get("mcpServers")
     entry = servers.get(mcp.SERVER) if isinstance(servers, dict) else None
     return entry if isinstance(entry, dict) else None
 
@@ -100,12 +105,9 @@ def repo_entries(root, env=None):
             found.append(path)
     except (OSError, ValueError):
         pass
-    try:
-        with open(claude_global_config(os.environ if env is None else env), "rb") as f:
-            projects = json.loads(f.read()).get("projects") or {}
-        local = (projects.get(root) or {}).get("mcpServers") or {}
-        if isinstance(local, dict) and mcp.SERVER in local:
-            found.append("the local scope of %s (claude mcp add --scope local)" % root)
-    except (OSError, ValueError, AttributeError):
-        pass
+    projects = _global_config(env).get("projects")
+    project = projects.get(root) if isinstance(projects, dict) else None
+    local = project.get("mcpServers") if isinstance(project, dict) else None
+    if isinstance(local, dict) and mcp.SERVER in local:
+        found.append("the local scope of %s (claude mcp add --scope local)" % root)
     return found

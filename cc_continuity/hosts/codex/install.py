@@ -12,7 +12,7 @@ import time
 from ... import config, paths
 from ...errors import InstallError
 from ...install import app, manifest, mcp, plan, settings
-from ...install.plan import FileChange, install_app, install_link, load_manifest, print_plan, shared_record, config_changes, describe_config, read, show
+from ...install.plan import FileChange, install_app, install_link, load_manifest, print_plan, shared_record, config_changes, describe_config, read, show, size_text
 from . import appserver
 from . import files
 
@@ -115,9 +115,9 @@ def install(opts, out, check_only=False):
     if trust_change:
         trust_change.apply(created)
     if mcp_on:
-        out("codex: mcp: [mcp_servers.%s] in %s (SDK %s %s, %.0f MB); Codex runs its read-only tools (%s) in "
+        out("codex: mcp: [mcp_servers.%s] in %s (SDK %s %s, %s); Codex runs its read-only tools (%s) in "
             "its sandbox without asking, the others ask" % (mcp.SERVER, show(cfg_file), show(mcp.lib_dir()),
-                                                            "copied" if made else "up to date", mcp.size_mb(),
+                                                            "copied" if made else "up to date", size_text(mcp.lib_dir()),
                                                             ", ".join(mcp.READ_ONLY)))
     elif prev_codex.get("mcp"):
         out("codex: mcp: [mcp_servers.%s] removed from %s (--no-mcp)" % (mcp.SERVER, show(cfg_file)))

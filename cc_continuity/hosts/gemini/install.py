@@ -20,7 +20,7 @@ import time
 from ... import config, meter, paths
 from ...errors import InstallError
 from ...install import app, manifest, mcp, settings
-from ...install.plan import FileChange, install_app, install_link, load_manifest, print_plan, shared_record, config_changes, describe_config, read, show
+from ...install.plan import FileChange, install_app, install_link, load_manifest, print_plan, shared_record, config_changes, describe_config, read, show, size_text
 from . import files
 
 
@@ -129,9 +129,9 @@ def _plan_mcp(opts, prev_gemini, launcher):
 
 def _said_mcp(out, on, made, prev_gemini, path, record):
     if on:
-        out("gemini: mcp: mcpServers.%s in %s (SDK %s %s, %.0f MB); its read-only tools (%s) allowed by rules "
+        out("gemini: mcp: mcpServers.%s in %s (SDK %s %s, %s); its read-only tools (%s) allowed by rules "
             "naming each, the others ask" % (mcp.SERVER, show(path), show(mcp.lib_dir()), "copied" if made
-                                              else "up to date", mcp.size_mb(), ", ".join(mcp.READ_ONLY)))
+                                              else "up to date", size_text(mcp.lib_dir()), ", ".join(mcp.READ_ONLY)))
     elif prev_gemini.get("mcp"):
         out("gemini: mcp: mcpServers.%s removed from %s (--no-mcp)" % (mcp.SERVER, show(path)))
         if not mcp.used_by(record):
