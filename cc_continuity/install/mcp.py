@@ -71,6 +71,13 @@ def env():
     return {"CC_CONTINUITY_HOME": home} if home else {}
 
 
+def entry(launcher):
+    """The server's entry as a JSON config holds it (a plugin's ``.mcp.json``, Gemini's ``mcpServers``)."""
+    command_, args = command(launcher)
+    extra = env()
+    return {"command": command_, "args": args, **({"env": extra} if extra else {})}
+
+
 def sdk_dists():
     """The SDK's distributions in the installing interpreter, or :class:`InstallError` saying how to get them."""
     try:

@@ -52,7 +52,7 @@ def install(opts, out, check_only=False):
     prev = load_manifest(out) or {}
     if (opts.plugin or (prev.get("plugin") and opts.mcp is not None)) and not (check_only or opts.dry_run):
         # before settings are planned: `claude plugin install` writes them too (and --mcp / --no-mcp change ours)
-        install_plugin(out, _server(app.launcher_path(paths.home())) if _mcp_wanted(opts, prev) else None)
+        install_plugin(out, mcp.entry(app.launcher_path(paths.home())) if _mcp_wanted(opts, prev) else None)
     home = paths.home()
     cdir = paths.claude_config_dir()
     user_home = os.path.expanduser("~")
@@ -180,10 +180,6 @@ def install(opts, out, check_only=False):
 def _mcp_wanted(opts, prev):
     """``--mcp``, ``--no-mcp``, else as the last install left it."""
     return bool(prev.get("claude_mcp")) if opts.mcp is None else opts.mcp
-
-
-def _server(launcher):
-    return {"command": launcher, "args": ["mcp"], **({"env": mcp.env()} if mcp.env() else {})}
 
 
 def _plan_mcp(opts, prev, launcher, plugins):

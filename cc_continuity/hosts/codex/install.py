@@ -52,7 +52,7 @@ def install(opts, out, check_only=False):
     ours = files.entries(files.parse_hooks(new, hooks_file), hooks_file)
     cfg_old = read(cfg_file)
     hashes, how = {e["key"]: e["hash"] for e in ours}, "computed as Codex 0.171 computes them"
-    trust_change, cfg_new = None, cfg_old
+    cfg_change, cfg_new = None, cfg_old
     if opts.trust:
         if not (check_only or opts.dry_run):  # Codex's own hashes (a process, a scratch dir): the real run only
             hashes, how = _codex_hashes(new, hooks_file, ours)
@@ -64,12 +64,12 @@ def install(opts, out, check_only=False):
     elif prev_codex.get("mcp"):
         cfg_new = files.plan_unmcp(cfg_new, launcher, where=cfg_file)[0]
     if opts.trust or cfg_new != cfg_old:
-        trust_change = FileChange(cfg_file, cfg_old, cfg_new, keep_backup=True)
+        cfg_change = FileChange(cfg_file, cfg_old, cfg_new, keep_backup=True)
     launcher_change = FileChange(launcher, read(launcher), app.launcher_text(python, app_dir).encode("utf-8"),
                                  mode=0o700)
     link = app.path_link(user_home)
     link_state = "ours" if app.is_our_link(link, launcher) else ("foreign" if os.path.lexists(link) else "absent")
-    file_changes = [launcher_change, hooks_change] + [ch for ch in (trust_change,) if ch]
+    file_changes = [launcher_change, hooks_change] + [ch for ch in (cfg_change,) if ch]
 
     if check_only:
         return 0
@@ -91,7 +91,7 @@ def install(opts, out, check_only=False):
     record["codex"] = {
         "home": chome,
         "hooks": dict(hrec, path=hooks_file),
-        "config": _codex_config_record(prev_codex.get("config") or {}, cfg_file, cfg_old, trust_change, hashes,
+        "config": _codex_config_record(prev_codex.get("config") or {}, cfg_file, cfg_old, cfg_change, hashes,
                                        hooks_file, ours, prev_codex.get("hashes") or (), opts.trust),
         "hashes": sorted(set(prev_codex.get("hashes") or ()) | {e["hash"] for e in ours if e["hash"]}),
         "mcp": {"server": mcp.SERVER, "command": launcher} if mcp_on else None,
@@ -112,8 +112,8 @@ def install(opts, out, check_only=False):
     else:
         line += "unchanged"
     out(line)
-    if trust_change:
-        trust_change.apply(created)
+    if cfg_change:
+        cfg_change.apply(created)
     if mcp_on:
         out("codex: mcp: [mcp_servers.%s] in %s (SDK %s %s, %s); Codex runs its read-only tools (%s) in "
             "its sandbox without asking, the others ask" % (mcp.SERVER, show(cfg_file), show(mcp.lib_dir()),
@@ -125,7 +125,7 @@ def install(opts, out, check_only=False):
             mcp.remove()
     if opts.trust:
         out("codex: trust: our %d hooks %s in %s (%s; nothing else trusted)" % (
-            len(ours), "trusted" if trust_change.changed else "already trusted", show(cfg_file), how))
+            len(ours), "trusted" if cfg_change.changed else "already trusted", show(cfg_file), how))
     elif _codex_trusted(cfg_old, ours):
         out("codex: trust: our %d hooks are trusted in %s" % (len(ours), show(cfg_file)))
     else:
@@ -174,8 +174,8 @@ def _codex_trusted(cfg_bytes, ours):
 
 def _codex_config_record(prev, path, old, change, hashes, hooks_file, ours, known_hashes, trusted=True):
     """What uninstall needs of config.toml: whether it existed and had an explicit ``[hooks.state]`` before
-    our first install (Codex adds that header), and after ``--trust`` the bytes before ours (exact when known:
-    the file as it was when nobody wrote it since) and the keys we trusted."""
+    our first install (Codex adds that header), and after ``--trust`` or ``--mcp`` the bytes before ours (exact
+    when known: the file as it was when nobody wrote it since) and the keys we trusted."""
     same = prev.get("path") == path
     rec = {"path": path,
            "existed": prev.get("existed", old is not None) if same else old is not None,
@@ -187,8 +187,8 @@ def _codex_config_record(prev, path, old, change, hashes, hooks_file, ours, know
         return rec
     if same and prev.get("original_known") and prev.get("written_sha256") == settings.sha256(old or b""):
         pass  # the file is still what we wrote: its original stays the one recorded
-    elif not files.our_trust_keys(files.load_config(old, path), hooks_file, ours, known_hashes) and \
-            files.mcp_entry(files.load_config(old, path)) is None:
+    elif not files.our_trust_keys(doc := files.load_config(old, path), hooks_file, ours, known_hashes) and \
+            files.mcp_entry(doc) is None:
         rec["original"], rec["original_known"] = (None if old is None else old.decode("utf-8")), True
     else:
         rec["original"], rec["original_known"] = None, False

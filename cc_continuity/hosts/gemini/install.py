@@ -124,7 +124,7 @@ def _plan_mcp(opts, prev_gemini, launcher):
     if not on:
         return False, None
     mcp.sdk_dists()
-    return True, {"command": launcher, "args": ["mcp"], **({"env": mcp.env()} if mcp.env() else {})}
+    return True, mcp.entry(launcher)
 
 
 def _said_mcp(out, on, made, prev_gemini, path, record):
