@@ -35,7 +35,7 @@ import shlex
 import tomllib
 
 from ... import errors
-from ...install import settings
+from ...install import mcp, settings
 
 HOOKS_FILE = "hooks.json"
 CONFIG_FILE = "config.toml"
@@ -462,7 +462,7 @@ def plan_untrust(old, keys, drop_state_header, where=CONFIG_FILE):
 
 # -- config.toml: the MCP server's table ---------------------------------------------------
 
-MCP = ("mcp_servers", "cc-continuity")  # (install/mcp.py's SERVER: Codex names its tools mcp__cc_continuity)
+MCP = ("mcp_servers", mcp.SERVER)  # (Codex names its tools mcp__cc_continuity)
 
 
 def mcp_entry(doc):

@@ -29,7 +29,7 @@ import re
 import shlex
 
 from ... import errors
-from ...install import settings
+from ...install import mcp, settings
 
 SETTINGS_FILE = "settings.json"
 TRUST_FILE = "trustedFolders.json"
@@ -216,7 +216,7 @@ def _without_threshold(doc, record):
 
 
 MCP_SERVERS = "mcpServers"
-MCP_NAME = "cc-continuity"  # (install/mcp.py's SERVER)
+MCP_NAME = mcp.SERVER
 
 
 def mcp_entry(doc):
@@ -258,10 +258,10 @@ def _without_mcp(doc, record):
 
 # -- whole-file plans --------------------------------------------------------------
 
-def plan(old, python, app, threshold, previous=None, where=SETTINGS_FILE, mcp=None):
+def plan(old, python, app, threshold, previous=None, where=SETTINGS_FILE, server=None):
     """``(new bytes, record)`` for the user's settings.json: our hooks merged as :func:`settings.plan_install`
     merges them, ``threshold`` set when no threshold is there (or the one there is ours from before), and
-    ``mcp`` (our server's entry, or None: none of ours) under ``mcpServers``.
+    ``server`` (our MCP server's entry, or None: none of ours) under ``mcpServers``.
     A file with comments is refused (SettingsError) with the lines to add."""
     doc, commented = load(old, where)
     if commented:
@@ -281,9 +281,9 @@ def plan(old, python, app, threshold, previous=None, where=SETTINGS_FILE, mcp=No
     else:
         record["threshold_set"] = None  # the user's: never touched
     unserved = _without_mcp(merged, previous)
-    served = _with_mcp(unserved, mcp) if mcp else unserved
-    if mcp:
-        record["mcp_command"] = mcp["command"]
+    served = _with_mcp(unserved, server) if server else unserved
+    if server:
+        record["mcp_command"] = server["command"]
         record["created_mcp_servers"] = previous.get("created_mcp_servers", MCP_SERVERS not in doc) \
             if previous.get("mcp_command") else MCP_SERVERS not in doc
     if served != merged:

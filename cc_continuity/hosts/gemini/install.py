@@ -70,7 +70,7 @@ def install(opts, out, check_only=False):
     threshold = wanted_threshold(cfg)
     old = read(path)
     mcp_on, server = _plan_mcp(opts, prev_gemini, launcher)
-    new, srec = files.plan(old, python, app_dir, threshold, prev_gemini.get("settings"), where=path, mcp=server)
+    new, srec = files.plan(old, python, app_dir, threshold, prev_gemini.get("settings"), where=path, server=server)
     settings_change = FileChange(path, old, new, keep_backup=True)
     policy = files.policy_path(ghome)
     policy_change = FileChange(policy, read(policy), files.policy_text(

@@ -219,17 +219,17 @@ SERVER = {"command": "/home/u/.claude-continuity/bin/cc-continuity", "args": ["m
 
 def test_our_mcp_server_entry_goes_in_beside_theirs_and_comes_out_exactly():
     theirs = THEIRS.replace(b'\t"x-note"', b'\t"mcpServers": {"docs": {"command": "docs-mcp"}},\n\t"x-note"')
-    new, rec = gemini.plan(theirs, PY, APP, 0.7, mcp=SERVER)
+    new, rec = gemini.plan(theirs, PY, APP, 0.7, server=SERVER)
     doc = settings.parse(new.decode(), "s")
     assert settings.plain(doc["mcpServers"]) == {"docs": {"command": "docs-mcp"}, "cc-continuity": SERVER}
-    assert gemini.plan(new, PY, APP, 0.7, rec, mcp=SERVER)[0] == new
+    assert gemini.plan(new, PY, APP, 0.7, rec, server=SERVER)[0] == new
     assert gemini.plan_undo(new, rec) == theirs
     edited = new.replace(b'"x-note"', b'"added": true,\n\t"x-note"')
     back = settings.plain(settings.parse(gemini.plan_undo(edited, rec).decode(), "s"))
     assert back["mcpServers"] == {"docs": {"command": "docs-mcp"}} and back["added"] is True
     off, rec2 = gemini.plan(new, PY, APP, 0.7, rec)  # --no-mcp
     assert "mcpServers" in settings.parse(off.decode(), "s") and b"cc-continuity\"" not in off.split(b"mcpServers")[1]
-    alone, arec = gemini.plan(THEIRS, PY, APP, 0.7, mcp=SERVER)
+    alone, arec = gemini.plan(THEIRS, PY, APP, 0.7, server=SERVER)
     edited = alone.replace(b'"x-note"', b'"added": true,\n\t"x-note"')
     assert "mcpServers" not in settings.parse(gemini.plan_undo(edited, arec).decode(), "s")  # created: goes
 
@@ -237,7 +237,7 @@ def test_our_mcp_server_entry_goes_in_beside_theirs_and_comes_out_exactly():
 def test_an_mcp_entry_of_our_name_that_is_not_ours_is_refused():
     theirs = json.dumps({"mcpServers": {"cc-continuity": {"command": "npx", "args": ["evil"]}}}).encode()
     with pytest.raises(SettingsError, match="is not ours"):
-        gemini.plan(theirs, PY, APP, 0.7, mcp=SERVER)
+        gemini.plan(theirs, PY, APP, 0.7, server=SERVER)
     new, rec = gemini.plan(theirs, PY, APP, 0.7)
     assert settings.plain(settings.parse(gemini.plan_undo(new + b" ", rec).decode(), "s"))["mcpServers"] == {
         "cc-continuity": {"command": "npx", "args": ["evil"]}}  # uninstall leaves it alone
